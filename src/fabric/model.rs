@@ -1,0 +1,90 @@
+//! What the agent knows about a fabric's shape.
+
+use std::fmt;
+
+/// A 64-bit InfiniBand GUID.
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Guid(pub u64);
+
+impl Guid {
+    /// The 8 octets in network byte order (the MIB's index encoding).
+    pub fn octets(self) -> [u8; 8] {
+        self.0.to_be_bytes()
+    }
+}
+
+impl fmt::Display for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{:016x}", self.0)
+    }
+}
+
+impl fmt::Debug for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Guid({self})")
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeType {
+    /// Channel adapter (HCA/TCA): each port has its own LID and PMA.
+    Ca,
+    /// Switch: one PMA behind port 0's LID; PortSelect picks the port.
+    Switch,
+    Router,
+}
+
+/// One physical port of a node (switch port 0 is not listed here).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Port {
+    pub num: u8,
+    /// Port GUID (a CA port has its own; switch ports share the node GUID).
+    pub guid: Guid,
+    /// LID of this port (for a switch, the node's port-0 LID). 0 = unassigned.
+    pub lid: u16,
+    /// The node and port at the far end of the link, when connected.
+    pub remote: Option<(Guid, u8)>,
+    /// Link width as `4x`, `1x`, ... and speed as `SDR`, `QDR`, ... when known.
+    pub width: Option<String>,
+    pub speed: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub guid: Guid,
+    pub sys_guid: Guid,
+    pub node_type: NodeType,
+    /// NodeDescription (up to 64 bytes on the wire).
+    pub description: String,
+    /// Number of physical ports (NumPorts in NodeInfo).
+    pub num_ports: u8,
+    /// Port-0 LID for a switch, otherwise the LID of the first port.
+    pub lid: u16,
+    /// Physical ports, ordered by number.
+    pub ports: Vec<Port>,
+}
+
+impl Node {
+    pub fn port(&self, num: u8) -> Option<&Port> {
+        self.ports.iter().find(|p| p.num == num)
+    }
+}
+
+/// A discovered fabric: nodes ordered by GUID.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fabric {
+    pub nodes: Vec<Node>,
+}
+
+impl Fabric {
+    pub fn node(&self, guid: Guid) -> Option<&Node> {
+        self.nodes
+            .binary_search_by_key(&guid, |n| n.guid)
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+    /// Sort nodes by GUID (call after building).
+    pub fn sort(&mut self) {
+        self.nodes.sort_by_key(|n| n.guid);
+    }
+}

@@ -1,0 +1,114 @@
+//! The MIB side: OIDs, values, SNMP error codes and the handler interface that
+//! both the AgentX session and the built-in SNMP responder serve from.
+
+pub mod oid;
+pub mod value;
+
+pub use oid::Oid;
+pub use value::{Value, VarBind};
+
+/// SNMP error-status values (RFC 3416 section 3); AgentX carries them unchanged
+/// in a Response's `res.error` field (RFC 2741 section 6.2.16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum ErrorStatus {
+    NoError = 0,
+    TooBig = 1,
+    NoSuchName = 2,
+    BadValue = 3,
+    ReadOnly = 4,
+    GenErr = 5,
+    NoAccess = 6,
+    WrongType = 7,
+    WrongLength = 8,
+    WrongEncoding = 9,
+    WrongValue = 10,
+    NoCreation = 11,
+    InconsistentValue = 12,
+    ResourceUnavailable = 13,
+    CommitFailed = 14,
+    UndoFailed = 15,
+    AuthorizationError = 16,
+    NotWritable = 17,
+    InconsistentName = 18,
+}
+
+impl ErrorStatus {
+    pub fn from_u16(v: u16) -> Option<ErrorStatus> {
+        use ErrorStatus::*;
+        Some(match v {
+            0 => NoError,
+            1 => TooBig,
+            2 => NoSuchName,
+            3 => BadValue,
+            4 => ReadOnly,
+            5 => GenErr,
+            6 => NoAccess,
+            7 => WrongType,
+            8 => WrongLength,
+            9 => WrongEncoding,
+            10 => WrongValue,
+            11 => NoCreation,
+            12 => InconsistentValue,
+            13 => ResourceUnavailable,
+            14 => CommitFailed,
+            15 => UndoFailed,
+            16 => AuthorizationError,
+            17 => NotWritable,
+            18 => InconsistentName,
+            _ => return None,
+        })
+    }
+}
+
+/// A SET failure: the status and the 1-based index of the varbind at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetError {
+    pub status: ErrorStatus,
+    pub index: u16,
+}
+
+/// Identifies one SET transaction across TestSet/CommitSet/UndoSet/CleanupSet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SetTxn {
+    pub session_id: u32,
+    pub transaction_id: u32,
+}
+
+/// What a protocol front end (AgentX session, SNMP responder) asks of the MIB.
+/// Every method answers from memory: none may wait on the fabric except
+/// `commit_set`, which has a deadline well under the master's 1 s timeout.
+pub trait MibHandler: Send + Sync {
+    /// RFC 2741 7.2.3.1: the value, or NoSuchObject / NoSuchInstance.
+    fn get(&self, oid: &Oid) -> Value;
+
+    /// RFC 2741 7.2.3.2: the first instance after `start` (at `start` too when
+    /// `include`), strictly before `end` when `end` is given. `None` means
+    /// endOfMibView for this range.
+    fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind>;
+
+    /// Phase 1: check every varbind and reserve. Default: nothing is writable.
+    fn test_set(&self, _txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
+        let _ = varbinds;
+        Err(SetError {
+            status: ErrorStatus::NotWritable,
+            index: 1,
+        })
+    }
+    /// Phase 2: apply what `test_set` reserved.
+    fn commit_set(&self, _txn: SetTxn) -> Result<(), SetError> {
+        Err(SetError {
+            status: ErrorStatus::CommitFailed,
+            index: 0,
+        })
+    }
+    /// Undo what `commit_set` applied.
+    fn undo_set(&self, _txn: SetTxn) -> Result<(), SetError> {
+        Err(SetError {
+            status: ErrorStatus::UndoFailed,
+            index: 0,
+        })
+    }
+    /// Release the reservation; no answer is sent.
+    fn cleanup_set(&self, _txn: SetTxn) {}
+}
