@@ -1,1 +1,411 @@
-//! Configuration file (TOML).
+//! The configuration file (TOML). Every key has a default; unknown keys and
+//! bad values are errors that name the key and its line.
+//! `config/ibpm-agentx.toml` documents every key.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub agentx: AgentxConfig,
+    pub snmp: SnmpConfig,
+    pub fabric: FabricConfig,
+    pub mad: MadConfig,
+    pub sim: SimConfig,
+    pub set: SetConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentxConfig {
+    /// Connect to snmpd at all.
+    pub enabled: bool,
+    /// `PATH`, `unix:PATH` or `tcp:HOST:PORT`.
+    pub socket: String,
+    /// Registration priority (lower wins; RFC 2741 default 127).
+    pub priority: u8,
+    /// Seconds between Pings to the master.
+    pub ping_interval: u64,
+    /// Upper bound of the reconnect backoff, in seconds.
+    pub reconnect_max: u64,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SnmpConfig {
+    /// `HOST:PORT` of the built-in SNMPv2c responder; empty = off.
+    pub listen: String,
+    pub community: String,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FabricConfig {
+    /// `sim` (the built-in simulated fabric).
+    pub backend: String,
+    /// Topology file (ibnetdiscover/ibsim format) for the simulator; empty =
+    /// the built-in default fabric.
+    pub topology: String,
+    /// Seconds from the start of one sweep to the start of the next.
+    pub sweep_interval: f64,
+    /// Failed sweeps in a row after which a node is unreachable.
+    pub unreachable_after: u32,
+    /// `keep` an unreachable node's rows with their last values, or `drop` them.
+    pub unreachable_rows: String,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MadConfig {
+    /// MADs in flight at once (1..=256).
+    pub window: usize,
+    /// Per-MAD deadline in milliseconds.
+    pub timeout_ms: u64,
+    /// Resends after the first attempt.
+    pub retries: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    /// Seed of the simulated traffic.
+    pub seed: u64,
+    /// Counters advance with simulated traffic (false: frozen).
+    pub traffic: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SetConfig {
+    /// Accept SNMP SETs (clear counters, select ports, run samples).
+    pub allow: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// tracing filter (`info`, `debug`, `ibpm_agentx=debug`...); RUST_LOG wins.
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            agentx: AgentxConfig::default(),
+            snmp: SnmpConfig::default(),
+            fabric: FabricConfig::default(),
+            mad: MadConfig::default(),
+            sim: SimConfig::default(),
+            set: SetConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for AgentxConfig {
+    fn default() -> Self {
+        AgentxConfig {
+            enabled: true,
+            socket: "/var/agentx/master".into(),
+            priority: 127,
+            ping_interval: 15,
+            reconnect_max: 5,
+        }
+    }
+}
+
+impl Default for SnmpConfig {
+    fn default() -> Self {
+        SnmpConfig {
+            listen: String::new(),
+            community: "public".into(),
+        }
+    }
+}
+
+impl Default for FabricConfig {
+    fn default() -> Self {
+        FabricConfig {
+            backend: "sim".into(),
+            topology: String::new(),
+            sweep_interval: 10.0,
+            unreachable_after: 3,
+            unreachable_rows: "keep".into(),
+        }
+    }
+}
+
+impl Default for MadConfig {
+    fn default() -> Self {
+        MadConfig {
+            window: 64,
+            timeout_ms: 200,
+            retries: 3,
+        }
+    }
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            traffic: true,
+        }
+    }
+}
+
+impl Default for SetConfig {
+    fn default() -> Self {
+        SetConfig { allow: false }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".into(),
+        }
+    }
+}
+
+/// A configuration error: one line naming the file, line and key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": key `{k}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Read and validate a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.display().to_string(),
+            line: None,
+            key: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    /// Parse and validate TOML text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of_offset(text, s.start));
+            let key = line.and_then(|l| key_on_line(text, l));
+            ConfigError {
+                file: file.to_string(),
+                line,
+                key,
+                message: e.message().trim().replace('\n', " "),
+            }
+        })?;
+        cfg.validate()
+            .map_err(|(section, key, message)| ConfigError {
+                file: file.to_string(),
+                line: find_key_line(text, section, key),
+                key: Some(format!("{section}.{key}")),
+                message,
+            })?;
+        Ok(cfg)
+    }
+
+    /// Check values the types alone do not: (section, key, message).
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+        if self.agentx.enabled {
+            crate::agentx::validate_address(&self.agentx.socket)
+                .map_err(|m| ("agentx", "socket", m))?;
+        }
+        if self.agentx.ping_interval == 0 {
+            return Err((
+                "agentx",
+                "ping_interval",
+                "must be at least 1 second".into(),
+            ));
+        }
+        if self.agentx.reconnect_max == 0 {
+            return Err((
+                "agentx",
+                "reconnect_max",
+                "must be at least 1 second".into(),
+            ));
+        }
+        if !self.snmp.listen.is_empty() && self.snmp.listen.parse::<SocketAddr>().is_err() {
+            return Err((
+                "snmp",
+                "listen",
+                format!(
+                    "`{}` is not HOST:PORT (an IP address and a port)",
+                    self.snmp.listen
+                ),
+            ));
+        }
+        if self.fabric.backend != "sim" {
+            return Err((
+                "fabric",
+                "backend",
+                format!("unknown backend `{}` (known: sim)", self.fabric.backend),
+            ));
+        }
+        let si = self.fabric.sweep_interval;
+        if !si.is_finite() || !(0.1..=86_400.0).contains(&si) {
+            return Err((
+                "fabric",
+                "sweep_interval",
+                format!("{si} is out of range (0.1 to 86400 seconds)"),
+            ));
+        }
+        if self.fabric.unreachable_after == 0 {
+            return Err(("fabric", "unreachable_after", "must be at least 1".into()));
+        }
+        if !matches!(self.fabric.unreachable_rows.as_str(), "keep" | "drop") {
+            return Err((
+                "fabric",
+                "unreachable_rows",
+                format!(
+                    "`{}` is neither `keep` nor `drop`",
+                    self.fabric.unreachable_rows
+                ),
+            ));
+        }
+        if !(1..=crate::fabric::engine::MAX_WINDOW).contains(&self.mad.window) {
+            return Err((
+                "mad",
+                "window",
+                format!("{} is out of range (1 to 256)", self.mad.window),
+            ));
+        }
+        if !(1..=60_000).contains(&self.mad.timeout_ms) {
+            return Err((
+                "mad",
+                "timeout_ms",
+                format!("{} is out of range (1 to 60000)", self.mad.timeout_ms),
+            ));
+        }
+        if self.mad.retries > 20 {
+            return Err((
+                "mad",
+                "retries",
+                format!("{} is more than 20", self.mad.retries),
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            return Err((
+                "log",
+                "level",
+                format!(
+                    "`{}` is not a log filter (try info, debug, warn)",
+                    self.log.level
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn sweep_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.fabric.sweep_interval)
+    }
+
+    pub fn topology_path(&self) -> Option<PathBuf> {
+        (!self.fabric.topology.is_empty()).then(|| PathBuf::from(&self.fabric.topology))
+    }
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The key a `key = value` line (or `[section]` line) names.
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?.trim();
+    if let Some(s) = l.strip_prefix('[') {
+        return Some(s.trim_end_matches(']').trim().to_string());
+    }
+    let (k, _) = l.split_once('=')?;
+    Some(k.trim().to_string())
+}
+
+/// The line on which `key` is set inside `[section]`.
+fn find_key_line(text: &str, section: &str, key: &str) -> Option<usize> {
+    let mut current = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        let l = raw.trim();
+        if let Some(s) = l.strip_prefix('[') {
+            current = s.trim_end_matches(']').trim().to_string();
+            continue;
+        }
+        if let Some((k, _)) = l.split_once('=')
+            && current == section
+            && k.trim() == key
+        {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        Config::default().validate().unwrap();
+        assert_eq!(Config::parse("", "x.toml").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn shipped_example_is_the_defaults() {
+        let text = include_str!("../config/ibpm-agentx.toml");
+        assert_eq!(
+            Config::parse(text, "ibpm-agentx.toml").unwrap(),
+            Config::default()
+        );
+    }
+
+    #[test]
+    fn errors_name_key_and_line() {
+        let e = Config::parse("[fabric]\nsweep_interval = \"often\"\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert_eq!(e.key.as_deref(), Some("sweep_interval"));
+        let e = Config::parse("[fabric]\n\nbogus = 1\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("bogus"), "{e}");
+        let e = Config::parse("[mad]\nwindow = 1024\n", "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:2: key `mad.window`: 1024 is out of range (1 to 256)"
+        );
+        let e = Config::parse("[fabric]\nunreachable_rows = \"hide\"\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        let e = Config::parse("[snmp\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(1));
+        assert!(!e.to_string().contains('\n'));
+    }
+}

@@ -2,7 +2,9 @@
 //! both the AgentX session and the built-in SNMP responder serve from.
 
 pub mod oid;
+pub mod tables;
 pub mod value;
+pub mod view;
 
 pub use oid::Oid;
 pub use value::{Value, VarBind};

@@ -1,0 +1,112 @@
+//! The per-node cache, published as immutable snapshots: the sweeper builds a
+//! new `Snapshot` and swaps a pointer; readers never wait on the sweeper.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+
+use super::model::{Guid, NodeType};
+use crate::pm::{
+    ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
+};
+
+/// 64-bit running totals of one port's PortCounters, accumulated across
+/// sweeps (a counter that went down was cleared out of band: its new reading
+/// is added as the increment).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Indexed like [`crate::mib::tables::COUNTERS`].
+    pub values: [u64; COUNTER_SLOTS],
+}
+
+/// Number of PortCounters fields tracked in [`Totals`].
+pub const COUNTER_SLOTS: usize = 17;
+
+/// What the cache knows about one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortRecord {
+    pub num: u8,
+    /// Latest PortCounters reading.
+    pub counters: Option<PortCounters>,
+    /// Latest PortCountersExtended reading (when the node supports it).
+    pub extended: Option<PortCountersExtended>,
+    /// Running 64-bit totals of the PortCounters fields.
+    pub totals: Totals,
+    /// When `counters` was read.
+    pub read_at: Option<SystemTime>,
+}
+
+/// What the cache knows about one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRecord {
+    pub guid: Guid,
+    pub node_type: NodeType,
+    pub description: String,
+    pub num_ports: u8,
+    pub lid: u16,
+    /// False once the node failed the configured number of sweeps in a row.
+    pub reachable: bool,
+    /// Consecutive sweeps in which the node did not answer.
+    pub failed_sweeps: u32,
+    pub class_port_info: Option<ClassPortInfo>,
+    /// Physical ports 1..=num_ports, ordered by number.
+    pub ports: Vec<PortRecord>,
+    pub samples_control: Option<PortSamplesControl>,
+    pub samples_result: Option<PortSamplesResult>,
+}
+
+impl NodeRecord {
+    pub fn port(&self, num: u8) -> Option<&PortRecord> {
+        self.ports
+            .binary_search_by_key(&num, |p| p.num)
+            .ok()
+            .map(|i| &self.ports[i])
+    }
+}
+
+/// One consistent view of the fabric: nodes ordered by GUID.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Number of the sweep that produced it (0 = nothing read yet).
+    pub sweep: u64,
+    pub taken: Option<SystemTime>,
+    pub nodes: Vec<NodeRecord>,
+}
+
+impl Snapshot {
+    pub fn node(&self, guid: Guid) -> Option<&NodeRecord> {
+        self.nodes
+            .binary_search_by_key(&guid, |n| n.guid)
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+}
+
+/// The shared, swappable pointer to the latest snapshot.
+#[derive(Debug)]
+pub struct Cache {
+    current: ArcSwap<Snapshot>,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Cache {
+    pub fn new() -> Self {
+        Cache {
+            current: ArcSwap::from_pointee(Snapshot::default()),
+        }
+    }
+    /// The latest snapshot (a cheap pointer copy).
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+    /// Publish a new snapshot.
+    pub fn publish(&self, snap: Snapshot) {
+        self.current.store(Arc::new(snap));
+    }
+}

@@ -1,0 +1,247 @@
+//! Many PM MADs in flight: a window of outstanding requests, a deadline and
+//! retries per MAD, and no head-of-line blocking behind a node that does not
+//! answer. Replies are matched on the low 32 bits of the transaction ID.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::pm::mad::{self, METHOD_GET_RESP};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
+
+/// One request: where, what, and the 192-byte PM data area.
+#[derive(Clone, Debug)]
+pub struct MadRequest {
+    pub to: MadAddr,
+    pub method: u8,
+    pub attr_id: u16,
+    pub attr_mod: u32,
+    pub data: [u8; 192],
+}
+
+/// How one request ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MadOutcome {
+    /// A GetResp with MAD status 0 (or only the redirect bit when `status`
+    /// says so): the status and the reply's data area.
+    Reply { status: u16, data: Box<[u8; 192]> },
+    /// A GetResp whose MAD status reports an error.
+    Status(u16),
+    /// No answer after every retry.
+    Timeout,
+    /// The transport refused the send or failed.
+    Failed(String),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    /// Requests in flight at once.
+    pub window: usize,
+    /// Per-MAD deadline.
+    pub timeout: Duration,
+    /// Resends after the first attempt.
+    pub retries: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            window: 64,
+            timeout: Duration::from_millis(200),
+            retries: 3,
+        }
+    }
+}
+
+/// Largest window the engine accepts (1024 in flight deadlocked umad2sim).
+pub const MAX_WINDOW: usize = 256;
+
+struct InFlight {
+    index: usize,
+    attempts: u32,
+    deadline: Instant,
+}
+
+/// Counts of one batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchStats {
+    pub sent: u64,
+    pub replies: u64,
+    pub timeouts: u64,
+    pub errors: u64,
+}
+
+pub struct Engine {
+    transport: Box<dyn MadTransport>,
+    cfg: EngineConfig,
+    /// High 32 bits of every TID (a umad transport may rewrite them).
+    tid_high: u64,
+    next_tid: u32,
+}
+
+impl Engine {
+    pub fn new(transport: Box<dyn MadTransport>, mut cfg: EngineConfig) -> Self {
+        cfg.window = cfg.window.clamp(1, MAX_WINDOW);
+        let seed = std::process::id() as u64;
+        Engine {
+            transport,
+            cfg,
+            tid_high: (seed & 0xFFFF) << 32,
+            next_tid: 1,
+        }
+    }
+
+    pub fn config(&self) -> EngineConfig {
+        self.cfg
+    }
+
+    fn tid(&mut self) -> u32 {
+        let t = self.next_tid;
+        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        t
+    }
+
+    /// Run every request to completion; `on_done(index, outcome)` is called
+    /// once per request, in completion order.
+    pub fn run(
+        &mut self,
+        reqs: &[MadRequest],
+        mut on_done: impl FnMut(usize, MadOutcome),
+    ) -> BatchStats {
+        let mut stats = BatchStats::default();
+        let mut pending: VecDeque<(usize, u32)> = (0..reqs.len()).map(|i| (i, 0)).collect();
+        let mut inflight: HashMap<u32, InFlight> = HashMap::new();
+        // Deadlines in send order: with one timeout for all, they are sorted.
+        let mut deadlines: VecDeque<(Instant, u32)> = VecDeque::new();
+
+        while !pending.is_empty() || !inflight.is_empty() {
+            while inflight.len() < self.cfg.window {
+                let Some((index, attempts)) = pending.pop_front() else {
+                    break;
+                };
+                let r = &reqs[index];
+                let tid = self.tid();
+                let mad = mad::request(
+                    r.method,
+                    r.attr_id,
+                    r.attr_mod,
+                    self.tid_high | tid as u64,
+                    &r.data,
+                );
+                match self.transport.send(&r.to, &mad) {
+                    Ok(()) => {
+                        stats.sent += 1;
+                        let deadline = Instant::now() + self.cfg.timeout;
+                        inflight.insert(
+                            tid,
+                            InFlight {
+                                index,
+                                attempts: attempts + 1,
+                                deadline,
+                            },
+                        );
+                        deadlines.push_back((deadline, tid));
+                    }
+                    Err(e) => {
+                        stats.errors += 1;
+                        on_done(
+                            index,
+                            MadOutcome::Failed(format!("send to LID {}: {e}", r.to.lid)),
+                        );
+                    }
+                }
+            }
+            if inflight.is_empty() {
+                continue;
+            }
+
+            let now = Instant::now();
+            let wait = deadlines
+                .front()
+                .map(|(d, _)| d.saturating_duration_since(now))
+                .unwrap_or(self.cfg.timeout);
+            match self.transport.recv(wait) {
+                Ok(Some(rx)) => {
+                    let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]]);
+                    if let Some(f) = inflight.remove(&tid) {
+                        if rx.status != 0 {
+                            // The transport gave up on this send (e.g. umad
+                            // status 110): same as a deadline expiry.
+                            self.expire(f, reqs, &mut pending, &mut stats, &mut on_done);
+                        } else {
+                            stats.replies += 1;
+                            on_done(f.index, outcome_of(&rx.mad));
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    // A broken transport fails everything still outstanding.
+                    let msg = format!("receive: {e}");
+                    for (_, f) in inflight.drain() {
+                        stats.errors += 1;
+                        on_done(f.index, MadOutcome::Failed(msg.clone()));
+                    }
+                    for (index, _) in pending.drain(..) {
+                        stats.errors += 1;
+                        on_done(index, MadOutcome::Failed(msg.clone()));
+                    }
+                    deadlines.clear();
+                    break;
+                }
+            }
+
+            let now = Instant::now();
+            while let Some(&(d, tid)) = deadlines.front() {
+                if d > now {
+                    break;
+                }
+                deadlines.pop_front();
+                if inflight.get(&tid).is_some_and(|f| f.deadline == d)
+                    && let Some(f) = inflight.remove(&tid)
+                {
+                    self.expire(f, reqs, &mut pending, &mut stats, &mut on_done);
+                }
+            }
+        }
+        stats
+    }
+
+    fn expire(
+        &self,
+        f: InFlight,
+        _reqs: &[MadRequest],
+        pending: &mut VecDeque<(usize, u32)>,
+        stats: &mut BatchStats,
+        on_done: &mut impl FnMut(usize, MadOutcome),
+    ) {
+        if f.attempts <= self.cfg.retries {
+            // Retries go to the front so one request's retries do not wait
+            // behind the whole queue.
+            pending.push_front((f.index, f.attempts));
+        } else {
+            stats.timeouts += 1;
+            on_done(f.index, MadOutcome::Timeout);
+        }
+    }
+}
+
+/// MAD status bit 1 in a ClassPortInfo reply: the PMA redirects.
+pub const STATUS_REDIRECT: u16 = 0x0002;
+
+fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
+    match mad::parse(raw) {
+        Ok((h, data)) if h.method == METHOD_GET_RESP => {
+            // Bits 2..4 carry the error code; bit 1 is redirect.
+            if h.status & !STATUS_REDIRECT & 0x7FFF != 0 {
+                MadOutcome::Status(h.status)
+            } else {
+                MadOutcome::Reply {
+                    status: h.status,
+                    data: Box::new(*data),
+                }
+            }
+        }
+        Ok((h, _)) => MadOutcome::Failed(format!("unexpected method 0x{:02x} in reply", h.method)),
+        Err(e) => MadOutcome::Failed(format!("bad reply: {e:?}")),
+    }
+}

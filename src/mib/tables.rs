@@ -1,0 +1,660 @@
+//! Every column the agent serves, in one place: OID, type, access and where
+//! its value comes from. The view and the SET path walk these tables.
+
+use std::sync::LazyLock;
+
+use super::Value;
+use crate::fabric::cache::NodeRecord;
+use crate::pm::{CAP_ALL_PORT_SELECT, PortCounters, PortSamplesControl, PortSamplesResult};
+
+/// `pm` = experimental 117.
+pub const PM_ROOT: [u32; 6] = [1, 3, 6, 1, 3, 117];
+/// `pmMIBObjects` = { pm 1 }; table N is { pmMIBObjects N }, its entry { table 1 }.
+pub const PM_OBJECTS: [u32; 7] = [1, 3, 6, 1, 3, 117, 1];
+
+pub const T_CLASS_PORT_INFO: u32 = 1;
+pub const T_SAMPLE_CNTRL: u32 = 2;
+pub const T_SAMPLE_RESULT: u32 = 3;
+pub const T_PORT_COUNTERS: u32 = 4;
+
+/// Number of sub-identifiers of a node-GUID index (OCTET STRING (SIZE(8)),
+/// no length prefix).
+pub const GUID_INDEX_LEN: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// The SMI syntax of a column, which fixes the wire type and the legal values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// TruthValue: true(1) / false(2); INTEGER on the wire.
+    TruthValue,
+    /// An enumerated INTEGER with values 0..=max.
+    Enum { max: u32 },
+    /// Unsigned32 (0..=max); Gauge32 on the wire.
+    Unsigned32 { max: u32 },
+    /// Gauge32 (0..=max).
+    Gauge32 { max: u32 },
+    /// OCTET STRING of a fixed size.
+    OctetString { size: usize },
+}
+
+/// PortSamplesControl fields the sample-control table reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtlField {
+    OpCode,
+    PortSelect,
+    Tick,
+    CounterWidth,
+    CounterMask(usize),
+    SampleMechanisms,
+    SampleStatus,
+    OptionMask,
+    VendorMask,
+    SampleStart,
+    SampleInterval,
+    Tag,
+    CounterSelect(usize),
+}
+
+/// PortSamplesResult fields the sample-result table reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResField {
+    Tag,
+    SampleStatus,
+    Counter(usize),
+}
+
+/// Where a column's value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// ClassPortInfo.CapabilityMask bit 8.
+    AllPortSelect,
+    Ctl(CtlField),
+    Res(ResField),
+    /// The row's selected port (agent state, default 1).
+    PortSelect,
+    /// A PortCounters field of the selected port: index into [`COUNTERS`].
+    Counter(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// Table number under pmMIBObjects.
+    pub table: u32,
+    /// Column number under the table's entry.
+    pub column: u32,
+    pub name: &'static str,
+    pub syntax: Syntax,
+    pub access: Access,
+    pub source: Source,
+}
+
+impl Column {
+    /// The column's OID (without an index).
+    pub fn oid(&self) -> [u32; 10] {
+        let o = PM_OBJECTS;
+        [
+            o[0],
+            o[1],
+            o[2],
+            o[3],
+            o[4],
+            o[5],
+            o[6],
+            self.table,
+            1,
+            self.column,
+        ]
+    }
+}
+
+/// One PortCounters field: its IBA name, width, CounterSelect bit and the
+/// IB-PM-MIB column that shows it (XmitWait has none in the draft's table).
+#[derive(Clone, Copy, Debug)]
+pub struct CounterDef {
+    pub name: &'static str,
+    pub column: Option<u32>,
+    pub mib_name: &'static str,
+    /// Width of the IBA field in bits (the counter saturates at 2^width - 1).
+    pub width: u8,
+    /// Bit in CounterSelect (`select2 == false`) or CounterSelect2.
+    pub select_bit: u8,
+    pub select2: bool,
+    pub get: fn(&PortCounters) -> u32,
+}
+
+impl CounterDef {
+    pub fn max(&self) -> u32 {
+        if self.width >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << self.width) - 1
+        }
+    }
+}
+
+/// Every PortCounters counter, in the order of IB-PM-MIB's columns.
+pub const COUNTERS: [CounterDef; 17] = [
+    cdef(
+        "SymbolErrorCounter",
+        Some(3),
+        "pmPortCountersSymbolErrors",
+        16,
+        0,
+        |c| c.symbol_errors as u32,
+    ),
+    cdef(
+        "LinkErrorRecoveryCounter",
+        Some(4),
+        "pmPortCountersLinkErrorRecovery",
+        8,
+        1,
+        |c| c.link_error_recovery as u32,
+    ),
+    cdef(
+        "LinkDownedCounter",
+        Some(5),
+        "pmPortCountersLinkDown",
+        8,
+        2,
+        |c| c.link_downed as u32,
+    ),
+    cdef(
+        "PortRcvErrors",
+        Some(6),
+        "pmPortCountersRcvErrors",
+        16,
+        3,
+        |c| c.rcv_errors as u32,
+    ),
+    cdef(
+        "PortRcvRemotePhysicalErrors",
+        Some(7),
+        "pmPortCountersRcvRemoteErrors",
+        16,
+        4,
+        |c| c.rcv_remote_phys_errors as u32,
+    ),
+    cdef(
+        "PortRcvSwitchRelayErrors",
+        Some(8),
+        "pmPortCountersRcvSwRelayErrors",
+        16,
+        5,
+        |c| c.rcv_switch_relay_errors as u32,
+    ),
+    cdef(
+        "PortXmitDiscards",
+        Some(9),
+        "pmPortCountersXmitDiscards",
+        16,
+        6,
+        |c| c.xmit_discards as u32,
+    ),
+    cdef(
+        "PortXmitConstraintErrors",
+        Some(10),
+        "pmPortCountersXmitConstraintErrors",
+        8,
+        7,
+        |c| c.xmit_constraint_errors as u32,
+    ),
+    cdef(
+        "PortRcvConstraintErrors",
+        Some(11),
+        "pmPortCountersRcvConstraintErrors",
+        8,
+        8,
+        |c| c.rcv_constraint_errors as u32,
+    ),
+    cdef(
+        "LocalLinkIntegrityErrors",
+        Some(12),
+        "pmPortCountersLocalLinkIntegrityErrors",
+        4,
+        9,
+        |c| c.local_link_integrity_errors as u32,
+    ),
+    cdef(
+        "ExcessiveBufferOverrunErrors",
+        Some(13),
+        "pmPortCountersExcessiveBufferOverrun",
+        4,
+        10,
+        |c| c.excessive_buffer_overrun_errors as u32,
+    ),
+    cdef(
+        "VL15Dropped",
+        Some(14),
+        "pmPortCountersVL15Dropped",
+        16,
+        11,
+        |c| c.vl15_dropped as u32,
+    ),
+    cdef(
+        "PortXmitData",
+        Some(15),
+        "pmPortCountersXmitData",
+        32,
+        12,
+        |c| c.xmit_data,
+    ),
+    cdef(
+        "PortRcvData",
+        Some(16),
+        "pmPortCountersRcvData",
+        32,
+        13,
+        |c| c.rcv_data,
+    ),
+    cdef(
+        "PortXmitPkts",
+        Some(17),
+        "pmPortCountersXmitPkts",
+        32,
+        14,
+        |c| c.xmit_pkts,
+    ),
+    cdef(
+        "PortRcvPkts",
+        Some(18),
+        "pmPortCountersRcvPkts",
+        32,
+        15,
+        |c| c.rcv_pkts,
+    ),
+    CounterDef {
+        name: "PortXmitWait",
+        column: None,
+        mib_name: "",
+        width: 32,
+        select_bit: 0,
+        select2: true,
+        get: |c| c.xmit_wait,
+    },
+];
+
+const fn cdef(
+    name: &'static str,
+    column: Option<u32>,
+    mib_name: &'static str,
+    width: u8,
+    select_bit: u8,
+    get: fn(&PortCounters) -> u32,
+) -> CounterDef {
+    CounterDef {
+        name,
+        column,
+        mib_name,
+        width,
+        select_bit,
+        select2: false,
+        get,
+    }
+}
+
+const MASK_NAMES: [&str; 15] = [
+    "pmPortSampleCntrlCounter0Mask",
+    "pmPortSampleCntrlCounter1Mask",
+    "pmPortSampleCntrlCounter2Mask",
+    "pmPortSampleCntrlCounter3Mask",
+    "pmPortSampleCntrlCounter4Mask",
+    "pmPortSampleCntrlCounter5Mask",
+    "pmPortSampleCntrlCounter6Mask",
+    "pmPortSampleCntrlCounter7Mask",
+    "pmPortSampleCntrlCounter8Mask",
+    "pmPortSampleCntrlCounter9Mask",
+    "pmPortSampleCntrlCounter10Mask",
+    "pmPortSampleCntrlCounter11Mask",
+    "pmPortSampleCntrlCounter12Mask",
+    "pmPortSampleCntrlCounter13Mask",
+    "pmPortSampleCntrlCounter14Mask",
+];
+const SELECT_NAMES: [&str; 15] = [
+    "pmPortSampleCntrlCounterSelect0",
+    "pmPortSampleCntrlCounterSelect1",
+    "pmPortSampleCntrlCounterSelect2",
+    "pmPortSampleCntrlCounterSelect3",
+    "pmPortSampleCntrlCounterSelect4",
+    "pmPortSampleCntrlCounterSelect5",
+    "pmPortSampleCntrlCounterSelect6",
+    "pmPortSampleCntrlCounterSelect7",
+    "pmPortSampleCntrlCounterSelect8",
+    "pmPortSampleCntrlCounterSelect9",
+    "pmPortSampleCntrlCounterSelect10",
+    "pmPortSampleCntrlCounterSelect11",
+    "pmPortSampleCntrlCounterSelect12",
+    "pmPortSampleCntrlCounterSelect13",
+    "pmPortSampleCntrlCounterSelect14",
+];
+const RESULT_NAMES: [&str; 15] = [
+    "pmPortSampleResultCounter0",
+    "pmPortSampleResultCounter1",
+    "pmPortSampleResultCounter2",
+    "pmPortSampleResultCounter3",
+    "pmPortSampleResultCounter4",
+    "pmPortSampleResultCounter5",
+    "pmPortSampleResultCounter6",
+    "pmPortSampleResultCounter7",
+    "pmPortSampleResultCounter8",
+    "pmPortSampleResultCounter9",
+    "pmPortSampleResultCounter10",
+    "pmPortSampleResultCounter11",
+    "pmPortSampleResultCounter12",
+    "pmPortSampleResultCounter13",
+    "pmPortSampleResultCounter14",
+];
+
+/// Every accessible column of IB-PM-MIB, in OID order.
+pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(build_columns);
+
+fn build_columns() -> Vec<Column> {
+    use Access::{ReadOnly as RO, ReadWrite as RW};
+    use CtlField as C;
+    let u8max = Syntax::Unsigned32 { max: 255 };
+    let mut v = Vec::with_capacity(80);
+    let mut col = |table, column, name, syntax, access, source| {
+        v.push(Column {
+            table,
+            column,
+            name,
+            syntax,
+            access,
+            source,
+        })
+    };
+
+    // pmClassPortInfoTable
+    let t = T_CLASS_PORT_INFO;
+    col(
+        t,
+        2,
+        "pmClassPortInfoAllPortSelect",
+        Syntax::TruthValue,
+        RO,
+        Source::AllPortSelect,
+    );
+
+    // pmPortSampleCntrlTable
+    let t = T_SAMPLE_CNTRL;
+    col(
+        t,
+        2,
+        "pmPortSampleCntrlOpCode",
+        u8max,
+        RW,
+        Source::Ctl(C::OpCode),
+    );
+    col(
+        t,
+        3,
+        "pmPortSampleCntrlPortSelect",
+        u8max,
+        RW,
+        Source::Ctl(C::PortSelect),
+    );
+    col(
+        t,
+        4,
+        "pmPortSampleCntrlTick",
+        u8max,
+        RO,
+        Source::Ctl(C::Tick),
+    );
+    col(
+        t,
+        5,
+        "pmPortSampleCntrlCounterWidth",
+        Syntax::Enum { max: 4 },
+        RO,
+        Source::Ctl(C::CounterWidth),
+    );
+    for (i, name) in MASK_NAMES.iter().enumerate() {
+        col(
+            t,
+            6 + i as u32,
+            name,
+            Syntax::Unsigned32 { max: 7 },
+            RO,
+            Source::Ctl(C::CounterMask(i)),
+        );
+    }
+    col(
+        t,
+        21,
+        "pmPortSampleCntrlSampleMechanisms",
+        u8max,
+        RO,
+        Source::Ctl(C::SampleMechanisms),
+    );
+    col(
+        t,
+        22,
+        "pmPortSampleCntrlSampleStatus",
+        Syntax::Enum { max: 3 },
+        RO,
+        Source::Ctl(C::SampleStatus),
+    );
+    col(
+        t,
+        23,
+        "pmPortSampleCntrlOptionMask",
+        Syntax::OctetString { size: 8 },
+        RO,
+        Source::Ctl(C::OptionMask),
+    );
+    col(
+        t,
+        24,
+        "pmPortSampleCntrlVendorMask",
+        Syntax::OctetString { size: 8 },
+        RO,
+        Source::Ctl(C::VendorMask),
+    );
+    col(
+        t,
+        25,
+        "pmPortSampleCntrlSampleStart",
+        Syntax::Unsigned32 { max: u32::MAX },
+        RW,
+        Source::Ctl(C::SampleStart),
+    );
+    col(
+        t,
+        26,
+        "pmPortSampleCntrlSampleInterval",
+        Syntax::Unsigned32 { max: u32::MAX },
+        RW,
+        Source::Ctl(C::SampleInterval),
+    );
+    col(
+        t,
+        27,
+        "pmPortSampleCntrlTag",
+        Syntax::OctetString { size: 2 },
+        RW,
+        Source::Ctl(C::Tag),
+    );
+    for (i, name) in SELECT_NAMES.iter().enumerate() {
+        col(
+            t,
+            28 + i as u32,
+            name,
+            Syntax::Unsigned32 { max: 65535 },
+            RW,
+            Source::Ctl(C::CounterSelect(i)),
+        );
+    }
+
+    // pmPortSampleResultTable
+    let t = T_SAMPLE_RESULT;
+    col(
+        t,
+        2,
+        "pmPortSampleResultTag",
+        Syntax::OctetString { size: 2 },
+        RO,
+        Source::Res(ResField::Tag),
+    );
+    col(
+        t,
+        3,
+        "pmResultSampleStatus",
+        Syntax::Enum { max: 3 },
+        RO,
+        Source::Res(ResField::SampleStatus),
+    );
+    for (i, name) in RESULT_NAMES.iter().enumerate() {
+        col(
+            t,
+            4 + i as u32,
+            name,
+            Syntax::Gauge32 { max: u32::MAX },
+            RO,
+            Source::Res(ResField::Counter(i)),
+        );
+    }
+
+    // pmPortCountersTable
+    let t = T_PORT_COUNTERS;
+    col(
+        t,
+        2,
+        "pmPortCountersPortSelect",
+        u8max,
+        RW,
+        Source::PortSelect,
+    );
+    for (i, c) in COUNTERS.iter().enumerate() {
+        if let Some(column) = c.column {
+            col(
+                t,
+                column,
+                c.mib_name,
+                Syntax::Gauge32 { max: c.max() },
+                RW,
+                Source::Counter(i),
+            );
+        }
+    }
+    v
+}
+
+/// True when `node` has a row in `table`.
+pub fn row_present(table: u32, node: &NodeRecord) -> bool {
+    match table {
+        T_CLASS_PORT_INFO => node.class_port_info.is_some(),
+        T_SAMPLE_CNTRL => node.samples_control.is_some(),
+        T_SAMPLE_RESULT => node.samples_result.is_some(),
+        T_PORT_COUNTERS => node.ports.iter().any(|p| p.counters.is_some()),
+        _ => false,
+    }
+}
+
+/// The value of `col` in `node`'s row, or `None` when the row is absent.
+/// `port_select` is the row's pmPortCountersPortSelect.
+pub fn read(col: &Column, node: &NodeRecord, port_select: u8) -> Option<Value> {
+    if !row_present(col.table, node) {
+        return None;
+    }
+    let v = match col.source {
+        Source::AllPortSelect => {
+            let cpi = node.class_port_info.as_ref()?;
+            truth(cpi.capability_mask & CAP_ALL_PORT_SELECT != 0)
+        }
+        Source::Ctl(f) => ctl_value(node.samples_control.as_ref()?, f),
+        Source::Res(f) => res_value(node.samples_result.as_ref()?, f),
+        Source::PortSelect => Value::Gauge32(port_select as u32),
+        Source::Counter(i) => Value::Gauge32(counter_value(node, port_select, &COUNTERS[i])),
+    };
+    Some(v)
+}
+
+fn truth(b: bool) -> Value {
+    Value::Integer(if b { 1 } else { 2 })
+}
+
+/// A counter of the selected port. A port the node does not have reads zero
+/// (IBA); 0xFF on a node with AllPortSelect is the saturating sum over ports.
+pub fn counter_value(node: &NodeRecord, port_select: u8, def: &CounterDef) -> u32 {
+    if port_select == 0xFF {
+        let all = node
+            .class_port_info
+            .as_ref()
+            .is_some_and(|c| c.capability_mask & CAP_ALL_PORT_SELECT != 0);
+        if !all {
+            return 0;
+        }
+        let sum: u64 = node
+            .ports
+            .iter()
+            .filter_map(|p| p.counters.as_ref())
+            .map(|c| (def.get)(c) as u64)
+            .sum();
+        return sum.min(def.max() as u64) as u32;
+    }
+    node.port(port_select)
+        .and_then(|p| p.counters.as_ref())
+        .map(|c| (def.get)(c))
+        .unwrap_or(0)
+}
+
+fn ctl_value(c: &PortSamplesControl, f: CtlField) -> Value {
+    let g = |v: u32| Value::Gauge32(v);
+    match f {
+        CtlField::OpCode => g(c.op_code as u32),
+        CtlField::PortSelect => g(c.port_select as u32),
+        CtlField::Tick => g(c.tick as u32),
+        CtlField::CounterWidth => Value::Integer(c.counter_width as i32),
+        CtlField::CounterMask(i) => g(c.counter_masks.get(i).copied().unwrap_or(0) as u32),
+        CtlField::SampleMechanisms => g(c.sample_mechanisms as u32),
+        CtlField::SampleStatus => Value::Integer(c.sample_status as i32),
+        CtlField::OptionMask => Value::OctetString(c.option_mask.to_be_bytes().to_vec()),
+        CtlField::VendorMask => Value::OctetString(c.vendor_mask.to_be_bytes().to_vec()),
+        CtlField::SampleStart => g(c.sample_start),
+        CtlField::SampleInterval => g(c.sample_interval),
+        CtlField::Tag => Value::OctetString(c.tag.to_be_bytes().to_vec()),
+        CtlField::CounterSelect(i) => g(c.counter_select.get(i).copied().unwrap_or(0) as u32),
+    }
+}
+
+fn res_value(r: &PortSamplesResult, f: ResField) -> Value {
+    match f {
+        ResField::Tag => Value::OctetString(r.tag.to_be_bytes().to_vec()),
+        ResField::SampleStatus => Value::Integer(r.sample_status as i32),
+        ResField::Counter(i) => Value::Gauge32(r.counters.get(i).copied().unwrap_or(0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_in_oid_order_and_complete() {
+        let cols = &*COLUMNS;
+        for w in cols.windows(2) {
+            assert!(w[0].oid() < w[1].oid(), "{} !< {}", w[0].name, w[1].name);
+        }
+        let count = |t| cols.iter().filter(|c| c.table == t).count();
+        // The draft's accessible columns: 1, 41, 17 and 17 (the GUID index
+        // column of each table is not-accessible).
+        assert_eq!(count(T_CLASS_PORT_INFO), 1);
+        assert_eq!(count(T_SAMPLE_CNTRL), 41);
+        assert_eq!(count(T_SAMPLE_RESULT), 17);
+        assert_eq!(count(T_PORT_COUNTERS), 17);
+    }
+
+    #[test]
+    fn counter_widths_match_iba() {
+        let w = |n: &str| COUNTERS.iter().find(|c| c.name == n).unwrap().max();
+        assert_eq!(w("SymbolErrorCounter"), 0xFFFF);
+        assert_eq!(w("LinkDownedCounter"), 0xFF);
+        assert_eq!(w("LocalLinkIntegrityErrors"), 0xF);
+        assert_eq!(w("PortRcvPkts"), 0xFFFF_FFFF);
+    }
+}

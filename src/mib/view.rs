@@ -1,0 +1,274 @@
+//! The read side of the MIB: exact Get and ordered GetNext over the latest
+//! snapshot. Nothing here touches the fabric.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::tables::{self, COLUMNS, Column, GUID_INDEX_LEN};
+use super::{MibHandler, Oid, Value, VarBind};
+use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
+use crate::fabric::model::Guid;
+
+/// pmPortCountersPortSelect of a row that was never written.
+pub const DEFAULT_PORT_SELECT: u8 = 1;
+
+/// The IB-PM-MIB view over the cache.
+pub struct MibView {
+    cache: Arc<Cache>,
+    /// pmPortCountersPortSelect per node: agent state shared by all managers.
+    port_select: Mutex<HashMap<Guid, u8>>,
+}
+
+impl MibView {
+    pub fn new(cache: Arc<Cache>) -> Self {
+        MibView {
+            cache,
+            port_select: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
+    /// The row's pmPortCountersPortSelect.
+    pub fn port_select(&self, guid: Guid) -> u8 {
+        self.port_select
+            .lock()
+            .map(|m| m.get(&guid).copied())
+            .unwrap_or(None)
+            .unwrap_or(DEFAULT_PORT_SELECT)
+    }
+
+    /// Change the row's pmPortCountersPortSelect.
+    pub fn set_port_select(&self, guid: Guid, port: u8) {
+        if let Ok(mut m) = self.port_select.lock() {
+            if port == DEFAULT_PORT_SELECT {
+                m.remove(&guid);
+            } else {
+                m.insert(guid, port);
+            }
+        }
+    }
+
+    fn value(&self, col: &Column, node: &NodeRecord) -> Option<Value> {
+        tables::read(col, node, self.port_select(node.guid))
+    }
+}
+
+/// The 8 sub-identifiers of a node-GUID index.
+pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
+    guid.octets().map(u32::from)
+}
+
+/// The GUID an index suffix names, if it is a valid 8-octet index.
+pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
+    if suffix.len() != GUID_INDEX_LEN || suffix.iter().any(|&s| s > 255) {
+        return None;
+    }
+    Some(Guid(
+        suffix.iter().fold(0u64, |acc, &s| (acc << 8) | s as u64),
+    ))
+}
+
+/// Find the column an OID names (exactly the column plus an index suffix).
+pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &[u32])> {
+    if !oid.starts_with(&tables::PM_OBJECTS) || oid.len() < 10 {
+        return None;
+    }
+    let (table, entry, column) = (oid[7], oid[8], oid[9]);
+    if entry != 1 {
+        return None;
+    }
+    COLUMNS
+        .iter()
+        .find(|c| c.table == table && c.column == column)
+        .map(|c| (c, &oid[10..]))
+}
+
+impl MibView {
+    fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
+        let Some((col, suffix)) = column_of(oid.as_slice()) else {
+            return Value::NoSuchObject;
+        };
+        parse_guid_index(suffix)
+            .and_then(|g| snap.node(g))
+            .and_then(|n| self.value(col, n))
+            .unwrap_or(Value::NoSuchInstance)
+    }
+
+    fn next_in(
+        &self,
+        snap: &Snapshot,
+        start: &Oid,
+        include: bool,
+        end: Option<&Oid>,
+    ) -> Option<VarBind> {
+        let start = start.as_slice();
+        for col in COLUMNS.iter() {
+            let base = col.oid();
+            // Index of the first node whose instance may follow `start`.
+            let from = if start.starts_with(&base) {
+                let suffix = &start[base.len()..];
+                snap.nodes.partition_point(|n| {
+                    let idx = guid_index(n.guid);
+                    if include {
+                        idx.as_slice() < suffix
+                    } else {
+                        idx.as_slice() <= suffix
+                    }
+                })
+            } else if start < base.as_slice() {
+                0
+            } else {
+                continue;
+            };
+            for node in &snap.nodes[from..] {
+                let Some(value) = self.value(col, node) else {
+                    continue;
+                };
+                let name = Oid::new(&base).child(&guid_index(node.guid));
+                if end.is_some_and(|e| !e.is_empty() && name >= *e) {
+                    return None;
+                }
+                return Some(VarBind { name, value });
+            }
+        }
+        None
+    }
+}
+
+impl MibHandler for MibView {
+    fn get(&self, oid: &Oid) -> Value {
+        self.get_in(&self.cache.load(), oid)
+    }
+
+    fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
+        self.next_in(&self.cache.load(), start, include, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::cache::PortRecord;
+    use crate::fabric::model::NodeType;
+    use crate::pm::{ClassPortInfo, PortCounters};
+
+    fn node(guid: u64, ports: u8) -> NodeRecord {
+        NodeRecord {
+            guid: Guid(guid),
+            node_type: NodeType::Ca,
+            description: format!("n{guid:x}"),
+            num_ports: ports,
+            lid: 1,
+            reachable: true,
+            failed_sweeps: 0,
+            class_port_info: Some(ClassPortInfo::default()),
+            ports: (1..=ports)
+                .map(|num| PortRecord {
+                    num,
+                    counters: Some(PortCounters {
+                        symbol_errors: num as u16 * 10,
+                        xmit_data: 0xFFFF_FFF0,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+            samples_control: None,
+            samples_result: None,
+        }
+    }
+
+    fn view(nodes: Vec<NodeRecord>) -> MibView {
+        let cache = Arc::new(Cache::new());
+        cache.publish(Snapshot {
+            sweep: 1,
+            taken: None,
+            nodes,
+        });
+        MibView::new(cache)
+    }
+
+    fn oid(s: &str) -> Oid {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn walk_is_ordered_and_complete() {
+        // GUIDs chosen so that string order differs from numeric order.
+        let v = view(vec![
+            node(0x0002_c903_0000_1234, 2),
+            node(0x0002_c903_0000_12ff, 1),
+        ]);
+        let mut cur = Oid::new(&tables::PM_ROOT);
+        let mut seen = Vec::new();
+        while let Some(vb) = v.get_next(&cur, false, None) {
+            assert!(vb.name > cur, "{} after {}", vb.name, cur);
+            cur = vb.name.clone();
+            seen.push(vb);
+            assert!(seen.len() < 1000);
+        }
+        // Only ClassPortInfo (1 column) and PortCounters (17) have rows here.
+        assert_eq!(seen.len(), 2 * 18);
+        assert_eq!(
+            seen[0].name,
+            oid("1.3.6.1.3.117.1.1.1.2.0.2.201.3.0.0.18.52")
+        );
+        assert_eq!(seen[0].value, Value::Integer(2));
+        let sym = oid("1.3.6.1.3.117.1.4.1.3.0.2.201.3.0.0.18.52");
+        assert_eq!(v.get(&sym), Value::Gauge32(10));
+        v.set_port_select(Guid(0x0002_c903_0000_1234), 2);
+        assert_eq!(v.get(&sym), Value::Gauge32(20));
+        v.set_port_select(Guid(0x0002_c903_0000_1234), 9);
+        assert_eq!(v.get(&sym), Value::Gauge32(0), "absent port reads zero");
+    }
+
+    #[test]
+    fn get_exceptions() {
+        let v = view(vec![node(5, 1)]);
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.6")),
+            Value::NoSuchInstance
+        );
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0")),
+            Value::NoSuchInstance
+        );
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.4.1.1.0.0.0.0.0.0.0.5")),
+            Value::NoSuchObject
+        );
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.4.1.99.0.0.0.0.0.0.0.5")),
+            Value::NoSuchObject
+        );
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.5")),
+            Value::Gauge32(10)
+        );
+    }
+
+    #[test]
+    fn include_and_end() {
+        let v = view(vec![node(5, 1), node(6, 1)]);
+        let first = oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.5");
+        assert_eq!(v.get_next(&first, true, None).unwrap().name, first);
+        let next = v.get_next(&first, false, None).unwrap();
+        assert_eq!(next.name, oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.6"));
+        // end is exclusive
+        assert!(v.get_next(&first, false, Some(&next.name)).is_none());
+        // an OID below an instance sorts after it
+        let below = first.child(&[7]);
+        assert_eq!(v.get_next(&below, false, None).unwrap().name, next.name);
+        // sub-identifiers beyond 255 in the index part
+        let big = oid("1.3.6.1.3.117.1.4.1.3.4294967295");
+        assert_eq!(
+            v.get_next(&big, false, None).unwrap().name,
+            oid("1.3.6.1.3.117.1.4.1.4.0.0.0.0.0.0.0.5")
+        );
+        // past the last object
+        assert!(v.get_next(&oid("1.3.6.1.3.117.2"), false, None).is_none());
+    }
+}
