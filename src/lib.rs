@@ -6,6 +6,7 @@
 //! `agentx` (codec + session to snmpd) and `snmp` (built-in v2c responder).
 
 pub mod agentx;
+pub mod app;
 pub mod config;
 pub mod fabric;
 pub mod mib;

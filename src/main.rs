@@ -1,1 +1,135 @@
-fn main() {}
+//! `ibpm-agentx`: serve IB-PM-MIB to snmpd over AgentX.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use ibpm_agentx::config::Config;
+
+#[derive(Parser)]
+#[command(name = "ibpm-agentx", version, about = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Sweep the fabric and serve IB-PM-MIB.
+    Run(RunArgs),
+    /// Check a configuration file (and the topology file it names).
+    CheckConfig {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Configuration file (TOML); flags below override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// snmpd's AgentX socket: PATH, unix:PATH or tcp:HOST:PORT.
+    #[arg(long, value_name = "ADDR")]
+    agentx_socket: Option<String>,
+    /// Do not connect to snmpd (serve only the built-in responder).
+    #[arg(long)]
+    no_agentx: bool,
+    /// Where counters come from.
+    #[arg(long, value_name = "BACKEND")]
+    backend: Option<String>,
+    /// Topology file (ibnetdiscover / ibsim format) for the simulator.
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// Seconds between sweeps.
+    #[arg(long, value_name = "SECONDS")]
+    sweep_interval: Option<f64>,
+    /// Serve SNMPv2c on HOST:PORT with the built-in responder.
+    #[arg(long, value_name = "HOST:PORT")]
+    snmp_listen: Option<String>,
+    /// Accept SNMP SETs.
+    #[arg(long)]
+    allow_set: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::CheckConfig { config } => match check(&config) {
+            Ok(()) => {
+                println!("{}: ok", config.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Run(args) => {
+            let cfg = match build_config(args) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("ibpm-agentx: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            init_logging(&cfg.log.level);
+            match ibpm_agentx::app::run(cfg) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ibpm-agentx: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn check(path: &std::path::Path) -> Result<(), String> {
+    let cfg = Config::load(path).map_err(|e| e.to_string())?;
+    if let Some(t) = cfg.topology_path() {
+        ibpm_agentx::fabric::topology::load(&t).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn build_config(a: RunArgs) -> Result<Config, String> {
+    let mut cfg = match &a.config {
+        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    if let Some(s) = a.agentx_socket {
+        cfg.agentx.socket = s;
+    }
+    if a.no_agentx {
+        cfg.agentx.enabled = false;
+    }
+    if let Some(b) = a.backend {
+        cfg.fabric.backend = b;
+    }
+    if let Some(t) = a.topology {
+        cfg.fabric.topology = t.display().to_string();
+    }
+    if let Some(s) = a.sweep_interval {
+        cfg.fabric.sweep_interval = s;
+    }
+    if let Some(l) = a.snmp_listen {
+        cfg.snmp.listen = l;
+    }
+    if a.allow_set {
+        cfg.set.allow = true;
+    }
+    cfg.validate()
+        .map_err(|(section, key, msg)| format!("{section}.{key}: {msg}"))?;
+    Ok(cfg)
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
