@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use ibpm_agentx::config::Config;
 
 #[derive(Parser)]
-#[command(name = "ibpm-agentx", version, about = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric")]
+#[command(
+    name = "ibpm-agentx",
+    version,
+    about = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::pm::mad::{self, METHOD_GET_RESP};
+use crate::pm::mad::{self, method::GET_RESP as METHOD_GET_RESP};
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
 
 /// One request: where, what, and the 192-byte PM data area.

@@ -19,10 +19,10 @@ use super::cache::{Cache, NodeRecord, PortRecord, Snapshot, Totals};
 use super::engine::{Engine, MadOutcome, MadRequest, STATUS_REDIRECT};
 use super::model::{Fabric, Node, NodeType};
 use crate::mib::tables::COUNTERS;
-use crate::pm::mad::METHOD_GET;
+use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
+use crate::pm::mad::method::GET as METHOD_GET;
 use crate::pm::{
-    CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF, ClassPortInfo, PortCounters, PortCountersExtended,
-    PortSamplesControl, PortSamplesResult,
+    ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
 use crate::transport::MadAddr;
 

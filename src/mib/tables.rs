@@ -5,7 +5,8 @@ use std::sync::LazyLock;
 
 use super::Value;
 use crate::fabric::cache::NodeRecord;
-use crate::pm::{CAP_ALL_PORT_SELECT, PortCounters, PortSamplesControl, PortSamplesResult};
+use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
+use crate::pm::{PortCounters, PortSamplesControl, PortSamplesResult};
 
 /// `pm` = experimental 117.
 pub const PM_ROOT: [u32; 6] = [1, 3, 6, 1, 3, 117];

@@ -1,154 +1,211 @@
-//! PM attribute data (placeholder definitions until the codecs land).
-#![allow(missing_docs)]
+//! Performance Management attribute codecs: pure functions over byte slices.
+//!
+//! Each attribute lists its fields once, as a table of [`layout::Field`]
+//! (IBTA name, bit offset, width), and its `decode`/`encode` walk that table.
+//! The PM data area is the 192 bytes at offset 64 of the 256-byte MAD
+//! ([`mad`]).
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClassPortInfo {
-    pub base_version: u8,
-    pub class_version: u8,
-    pub capability_mask: u16,
-    pub capability_mask2: u32,
-    pub resp_time_value: u8,
-    pub redirect_gid: [u8; 16],
-    pub redirect_tc: u8,
-    pub redirect_sl: u8,
-    pub redirect_fl: u32,
-    pub redirect_lid: u16,
-    pub redirect_pkey: u16,
-    pub redirect_qp: u32,
-    pub redirect_qkey: u32,
-}
-pub const CAP_ALL_PORT_SELECT: u16 = 1 << 8;
-pub const CAP_EXT_WIDTH: u16 = 1 << 9;
-pub const CAP_EXT_WIDTH_NOIETF: u16 = 1 << 10;
-pub const CAP_XMIT_WAIT: u16 = 1 << 12;
+pub mod class_port_info;
+pub mod layout;
+pub mod mad;
+pub mod port_counters;
+pub mod port_counters_ext;
+pub mod samples;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortCounters {
-    pub port_select: u8,
-    pub counter_select: u16,
-    pub symbol_errors: u16,
-    pub link_error_recovery: u8,
-    pub link_downed: u8,
-    pub rcv_errors: u16,
-    pub rcv_remote_phys_errors: u16,
-    pub rcv_switch_relay_errors: u16,
-    pub xmit_discards: u16,
-    pub xmit_constraint_errors: u8,
-    pub rcv_constraint_errors: u8,
-    pub counter_select2: u8,
-    pub local_link_integrity_errors: u8,
-    pub excessive_buffer_overrun_errors: u8,
-    pub qp1_dropped: u16,
-    pub vl15_dropped: u16,
-    pub xmit_data: u32,
-    pub rcv_data: u32,
-    pub xmit_pkts: u32,
-    pub rcv_pkts: u32,
-    pub xmit_wait: u32,
-}
+pub use class_port_info::ClassPortInfo;
+pub use layout::Field;
+pub use mad::{MadError, MadHeader};
+pub use port_counters::PortCounters;
+pub use port_counters_ext::PortCountersExtended;
+pub use samples::{PortSamplesControl, PortSamplesResult};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortCountersExtended {
-    pub port_select: u8,
-    pub counter_select: u16,
-    pub counter_select2: u32,
-    pub xmit_data: u64,
-    pub rcv_data: u64,
-    pub xmit_pkts: u64,
-    pub rcv_pkts: u64,
-    pub unicast_xmit_pkts: u64,
-    pub unicast_rcv_pkts: u64,
-    pub multicast_xmit_pkts: u64,
-    pub multicast_rcv_pkts: u64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortSamplesControl {
-    pub op_code: u8,
-    pub port_select: u8,
-    pub tick: u8,
-    pub counter_width: u8,
-    pub counter_masks: [u8; 15],
-    pub sample_mechanisms: u8,
-    pub sample_status: u8,
-    pub option_mask: u64,
-    pub vendor_mask: u64,
-    pub sample_start: u32,
-    pub sample_interval: u32,
-    pub tag: u16,
-    pub counter_select: [u16; 15],
-    pub samples_only_option_mask: u64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortSamplesResult {
-    pub tag: u16,
-    pub sample_status: u8,
-    pub counters: [u32; 15],
-}
-
-pub mod mad {
-    pub const METHOD_GET: u8 = 0x01;
-    pub const METHOD_SET: u8 = 0x02;
-    pub const METHOD_GET_RESP: u8 = 0x81;
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct MadHeader {
-        pub base_version: u8,
-        pub mgmt_class: u8,
-        pub class_version: u8,
-        pub method: u8,
-        pub status: u16,
-        pub class_specific: u16,
-        pub tid: u64,
-        pub attr_id: u16,
-        pub attr_mod: u32,
-    }
-    #[derive(Debug)]
-    pub struct MadError(pub String);
-    pub fn request(
-        method: u8,
-        attr_id: u16,
-        attr_mod: u32,
-        tid: u64,
-        data: &[u8; 192],
-    ) -> [u8; 256] {
-        let mut m = [0u8; 256];
-        m[0] = 1;
-        m[1] = 4;
-        m[2] = 1;
-        m[3] = method;
-        m[8..16].copy_from_slice(&tid.to_be_bytes());
-        m[16..18].copy_from_slice(&attr_id.to_be_bytes());
-        m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
-        m[64..].copy_from_slice(data);
-        m
-    }
-    pub fn parse(m: &[u8]) -> Result<(MadHeader, &[u8; 192]), MadError> {
-        if m.len() < 256 {
-            return Err(MadError("short".into()));
+/// The field table of a PM attribute by ID (ClassPortInfo lists its scalar
+/// fields only; PortSamplesControl lists its scalar fields, then the 15
+/// masks, then the 15 selects).
+pub fn fields_of(attr_id: u16) -> Vec<Field> {
+    match attr_id {
+        mad::attr::CLASS_PORT_INFO => class_port_info::FIELDS.to_vec(),
+        mad::attr::PORT_COUNTERS => port_counters::FIELDS.to_vec(),
+        mad::attr::PORT_COUNTERS_EXTENDED => port_counters_ext::FIELDS.to_vec(),
+        mad::attr::PORT_SAMPLES_CONTROL => {
+            let mut v = samples::CONTROL_FIELDS.to_vec();
+            v.extend_from_slice(&samples::COUNTER_MASKS);
+            v.extend_from_slice(&samples::COUNTER_SELECTS);
+            v
         }
-        let h = MadHeader {
-            base_version: m[0],
-            mgmt_class: m[1],
-            class_version: m[2],
-            method: m[3],
-            status: u16::from_be_bytes([m[4], m[5]]),
-            class_specific: u16::from_be_bytes([m[6], m[7]]),
-            tid: u64::from_be_bytes(m[8..16].try_into().unwrap()),
-            attr_id: u16::from_be_bytes([m[16], m[17]]),
-            attr_mod: u32::from_be_bytes(m[20..24].try_into().unwrap()),
-        };
-        Ok((h, m[64..256].try_into().unwrap()))
+        mad::attr::PORT_SAMPLES_RESULT => {
+            let mut v = vec![samples::RESULT_TAG, samples::RESULT_SAMPLE_STATUS];
+            v.extend_from_slice(&samples::RESULT_COUNTERS);
+            v
+        }
+        _ => Vec::new(),
     }
 }
-macro_rules! stubcodec { ($($t:ty),*) => { $(impl $t {
-    pub fn decode(_d: &[u8; 192]) -> Self { Self::default() }
-    pub fn encode(&self, _d: &mut [u8; 192]) {}
-})* } }
-stubcodec!(
-    ClassPortInfo,
-    PortCounters,
-    PortCountersExtended,
-    PortSamplesControl,
-    PortSamplesResult
-);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic pseudo-random generator for filling structs.
+    fn next(s: &mut u64) -> u64 {
+        *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn mask(width: usize) -> u64 {
+        if width >= 64 {
+            u64::MAX
+        } else {
+            (1 << width) - 1
+        }
+    }
+
+    /// Random data with every table field set to a random in-range value
+    /// must decode, re-encode to the identical bytes on the fields' bits.
+    fn table_round_trip(fields: &[Field], decode_encode: impl Fn(&[u8; 192]) -> [u8; 192]) {
+        let mut s = 42;
+        for _ in 0..200 {
+            let mut d = [0u8; 192];
+            for f in fields {
+                assert!(f.set(&mut d, next(&mut s)), "{} fits", f.name);
+            }
+            let out = decode_encode(&d);
+            for f in fields {
+                assert_eq!(f.get(&out), f.get(&d), "field {}", f.name);
+                assert!(f.get(&out) <= mask(f.width));
+            }
+        }
+    }
+
+    #[test]
+    fn tables_do_not_overlap_and_fit() {
+        for id in [0x01u16, 0x10, 0x11, 0x12, 0x1D] {
+            let mut fs = fields_of(id);
+            fs.sort_by_key(|f| f.offset);
+            for w in fs.windows(2) {
+                assert!(
+                    w[0].offset + w[0].width <= w[1].offset,
+                    "attr {id:#x}: {} overlaps {}",
+                    w[0].name,
+                    w[1].name
+                );
+            }
+            let last = fs.last().unwrap();
+            assert!(last.offset + last.width <= 192 * 8);
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        table_round_trip(&fields_of(0x12), |d| {
+            let mut o = [0u8; 192];
+            PortCounters::decode(d).encode(&mut o);
+            o
+        });
+        table_round_trip(&fields_of(0x1D), |d| {
+            let mut o = [0u8; 192];
+            PortCountersExtended::decode(d).encode(&mut o);
+            o
+        });
+        table_round_trip(&fields_of(0x10), |d| {
+            let mut o = [0u8; 192];
+            PortSamplesControl::decode(d).encode(&mut o);
+            o
+        });
+        table_round_trip(&fields_of(0x11), |d| {
+            let mut o = [0u8; 192];
+            PortSamplesResult::decode(d).encode(&mut o);
+            o
+        });
+        table_round_trip(&fields_of(0x01), |d| {
+            let mut o = [0u8; 192];
+            ClassPortInfo::decode(d).encode(&mut o);
+            o
+        });
+    }
+
+    #[test]
+    fn struct_round_trip_with_gids() {
+        let cpi = ClassPortInfo {
+            base_version: 1,
+            class_version: 1,
+            capability_mask: 0x1300,
+            capability_mask2: 0x7ff_ffff,
+            resp_time_value: 0x12,
+            redirect_gid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8],
+            redirect_tc: 3,
+            redirect_sl: 0xf,
+            redirect_fl: 0xfffff,
+            redirect_lid: 0xbeef,
+            redirect_pkey: 0xffff,
+            redirect_qp: 0xabcdef,
+            redirect_qkey: 0x8001_0000,
+            trap_gid: [9; 16],
+            trap_tc: 1,
+            trap_sl: 2,
+            trap_fl: 3,
+            trap_lid: 4,
+            trap_pkey: 5,
+            trap_hl: 6,
+            trap_qp: 7,
+            trap_qkey: 8,
+        };
+        let mut d = [0u8; 192];
+        cpi.encode(&mut d);
+        assert_eq!(ClassPortInfo::decode(&d), cpi);
+        // Positions checked against the IBTA table: RedirectGID at byte 8,
+        // RedirectLID at byte 28, RedirectQP at byte 33, TrapQKey at byte 68.
+        assert_eq!(&d[8..10], &[0xfe, 0x80]);
+        assert_eq!(&d[28..30], &[0xbe, 0xef]);
+        assert_eq!(&d[33..36], &[0xab, 0xcd, 0xef]);
+        assert_eq!(&d[68..72], &[0, 0, 0, 8]);
+        assert_eq!(d[7], 0x12 | 0xe0); // last 3 bits of CapMask2 + RespTimeValue
+    }
+
+    #[test]
+    fn samples_control_mask_positions() {
+        let mut c = PortSamplesControl::default();
+        c.counter_masks[0] = 0b111;
+        let mut d = [0u8; 192];
+        c.encode(&mut d);
+        // Bits 34..37: byte 4 bits 2..4 (MSB numbering) = 0b0011_1000.
+        assert_eq!(d[4], 0b0011_1000);
+        let mut c = PortSamplesControl::default();
+        c.counter_masks[10] = 0b100;
+        let mut d = [0u8; 192];
+        c.encode(&mut d);
+        // Bit 65 = byte 8, second most significant bit.
+        assert_eq!(d[8], 0b0100_0000);
+        let mut c = PortSamplesControl::default();
+        c.counter_select[14] = 0x1234;
+        c.counter_width = 4;
+        c.sample_status = 2;
+        let mut d = [0u8; 192];
+        c.encode(&mut d);
+        assert_eq!(&d[(304 + 16 * 14) / 8..][..2], &[0x12, 0x34]);
+        assert_eq!(d[3], 4);
+        assert_eq!(d[11], 2);
+        assert_eq!(PortSamplesControl::decode(&d), c);
+    }
+
+    #[test]
+    fn four_bit_counters_truncate() {
+        let pc = PortCounters {
+            local_link_integrity_errors: 0x1f,
+            excessive_buffer_overrun_errors: 0x12,
+            ..Default::default()
+        };
+        let mut d = [0u8; 192];
+        pc.encode(&mut d);
+        assert_eq!(d[19], 0xf2);
+        let back = PortCounters::decode(&d);
+        assert_eq!(back.local_link_integrity_errors, 0xf);
+        assert_eq!(back.excessive_buffer_overrun_errors, 0x2);
+    }
+}
+
+#[cfg(test)]
+mod wire_tests;
