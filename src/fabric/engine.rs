@@ -245,3 +245,141 @@ fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
         Err(e) => MadOutcome::Failed(format!("bad reply: {e:?}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pm::mad::{MadHeader, parse, response};
+    use crate::transport::Received;
+    use std::collections::VecDeque;
+    use std::io;
+
+    /// Answers every MAD to a LID in `live` at once; drops the rest. Counts
+    /// the most MADs outstanding at once.
+    struct Fake {
+        live: Vec<u16>,
+        queue: VecDeque<Received>,
+        outstanding: usize,
+        max_outstanding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        sends: Vec<u16>,
+    }
+
+    impl MadTransport for Fake {
+        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+            self.sends.push(to.lid);
+            self.outstanding += 1;
+            self.max_outstanding
+                .fetch_max(self.outstanding, std::sync::atomic::Ordering::Relaxed);
+            if self.live.contains(&to.lid) {
+                let (h, data): (MadHeader, _) = parse(mad).unwrap();
+                let mut reply = *data;
+                reply[0] = to.lid as u8;
+                self.queue.push_back(Received {
+                    from: *to,
+                    status: 0,
+                    mad: Box::new(response(&h, 0, &reply)),
+                });
+            } else {
+                // A dropped MAD stops counting once its deadline passes; the
+                // engine re-sends it, so count it as answered here.
+                self.outstanding -= 1;
+            }
+            Ok(())
+        }
+        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+            match self.queue.pop_front() {
+                Some(r) => {
+                    self.outstanding -= 1;
+                    Ok(Some(r))
+                }
+                None => {
+                    std::thread::sleep(timeout.min(Duration::from_millis(5)));
+                    Ok(None)
+                }
+            }
+        }
+    }
+
+    fn req(lid: u16) -> MadRequest {
+        MadRequest {
+            to: MadAddr::gsi(lid),
+            method: crate::pm::mad::method::GET,
+            attr_id: 0x12,
+            attr_mod: 0,
+            data: [0; 192],
+        }
+    }
+
+    #[test]
+    fn window_retries_and_no_head_of_line_blocking() {
+        let fake = Fake {
+            live: (1..=40).collect(),
+            queue: VecDeque::new(),
+            outstanding: 0,
+            max_outstanding: Default::default(),
+            sends: Vec::new(),
+        };
+        let mut engine = Engine::new(
+            Box::new(fake),
+            EngineConfig {
+                window: 8,
+                timeout: Duration::from_millis(30),
+                retries: 2,
+            },
+        );
+        // Dead LIDs 100..103 first in the queue: live requests must not wait
+        // behind them.
+        let mut reqs: Vec<MadRequest> = (100..103).map(req).collect();
+        reqs.extend((1..=40).map(req));
+        let mut order = Vec::new();
+        let started = Instant::now();
+        let stats = engine.run(&reqs, |i, o| order.push((i, o, started.elapsed())));
+        assert_eq!(order.len(), reqs.len());
+        assert_eq!(stats.replies, 40);
+        assert_eq!(stats.timeouts, 3);
+        // 3 dead requests x (1 + 2 retries) + 40 live.
+        assert_eq!(stats.sent, 9 + 40);
+        for (i, o, _) in &order {
+            if *i < 3 {
+                assert_eq!(*o, MadOutcome::Timeout);
+            } else {
+                let MadOutcome::Reply { data, .. } = o else {
+                    panic!("{o:?}")
+                };
+                assert_eq!(data[0] as u16, reqs[*i].to.lid);
+            }
+        }
+        // Every live reply arrived before the first dead request timed out.
+        let first_timeout = order.iter().position(|(i, _, _)| *i < 3).unwrap();
+        assert_eq!(first_timeout, 40, "live replies waited behind dead ones");
+    }
+
+    #[test]
+    fn window_bounds_outstanding() {
+        let max = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let fake = Fake {
+            live: (1..=20).collect(),
+            queue: VecDeque::new(),
+            outstanding: 0,
+            max_outstanding: max.clone(),
+            sends: Vec::new(),
+        };
+        let mut engine = Engine::new(
+            Box::new(fake),
+            EngineConfig {
+                window: 4,
+                timeout: Duration::from_millis(50),
+                retries: 0,
+            },
+        );
+        let reqs: Vec<MadRequest> = (1..=20).map(req).collect();
+        let mut n = 0;
+        let stats = engine.run(&reqs, |_, o| {
+            assert!(matches!(o, MadOutcome::Reply { .. }));
+            n += 1;
+        });
+        assert_eq!(n, 20);
+        assert_eq!(stats.sent, 20);
+        assert_eq!(max.load(std::sync::atomic::Ordering::Relaxed), 4);
+    }
+}
