@@ -424,6 +424,31 @@ fn garbage_and_non_requests_are_dropped() {
             "{g:?}"
         );
     }
+    // deep nesting, indefinite lengths, a datagram of maximum size
+    let nested: Vec<u8> = [0x30u8, 0x80]
+        .iter()
+        .copied()
+        .cycle()
+        .take(MAX_UDP_PAYLOAD)
+        .collect();
+    let mut prefixed = message(
+        1,
+        "public",
+        Pdus::GetRequest(v2::GetRequest(pdu(1, vec![]))),
+    );
+    prefixed.truncate(prefixed.len() - 2);
+    prefixed.extend_from_slice(&[0x30, 0x80]);
+    prefixed.extend_from_slice(&nested[..60_000]);
+    let mut x: u32 = 12345;
+    let noise: Vec<u8> = (0..MAX_UDP_PAYLOAD)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 16) as u8
+        })
+        .collect();
+    for g in [&nested[..], &prefixed[..], &noise[..]] {
+        assert!(!matches!(process(g, &cfg(), &m), Outcome::Reply(_)));
+    }
     let resp = message(1, "public", Pdus::Response(v2::Response(pdu(1, vec![]))));
     assert_eq!(
         process(&resp, &cfg(), &m),
