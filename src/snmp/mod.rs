@@ -1,1 +1,247 @@
-//! (to be written)
+//! A small built-in SNMP agent over UDP that answers Get, GetNext, GetBulk and
+//! Set from a [`MibHandler`], so the program can be tried with `snmpwalk`
+//! where no snmpd is installed. SNMPv2c, and SNMPv1 for Get/GetNext/Set.
+//!
+//! Behaviour, as a v2c agent such as snmpd has it:
+//! - A request whose community is neither the read nor the write community is
+//!   dropped without an answer and counted (`bad_communities`); the first one
+//!   is logged at debug level.
+//! - Undecodable datagrams are dropped, counted (`malformed`) and logged at
+//!   debug level; nothing from the network can panic the responder.
+//! - GetNext/GetBulk ask `handler.get_next(start, false, None)`; the end of
+//!   the MIB is `endOfMibView` (v1: `noSuchName`).
+//! - GetBulk follows RFC 3416 4.2.3. Responses never exceed
+//!   [`ResponderConfig::max_message_size`] (at most 65507, the largest UDP
+//!   payload): repetitions that do not fit are left off; `tooBig` only when
+//!   the non-repeaters alone do not fit.
+//! - Set: with a write community configured and used, the handler's
+//!   `test_set` / `commit_set` (then `undo_set` on a failed commit) /
+//!   `cleanup_set` run in that order, `cleanup_set` always last. Otherwise a
+//!   Set is answered `noAccess` (v1: `noSuchName`), as snmpd answers a Set
+//!   through a read-only community.
+
+mod codec;
+mod engine;
+
+pub use engine::{
+    MAX_UDP_PAYLOAD, Outcome, RESPONDER_SESSION_ID, ResponderConfig, handle_packet, process,
+};
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tracing::{debug, info, warn};
+
+use crate::mib::MibHandler;
+
+/// How long the serving thread blocks in `recv` before it looks at the stop
+/// flag; bounds how long [`ResponderHandle::shutdown`] takes.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A bound, not yet serving, SNMP responder.
+pub struct Responder {
+    socket: UdpSocket,
+    config: ResponderConfig,
+    handler: Arc<dyn MibHandler>,
+}
+
+impl Responder {
+    /// Binds a UDP socket on `addr` (use a loopback address unless the agent
+    /// is meant to be reachable) that answers requests carrying `community`.
+    pub fn bind(
+        addr: SocketAddr,
+        community: String,
+        handler: Arc<dyn MibHandler>,
+    ) -> io::Result<Responder> {
+        let socket = UdpSocket::bind(addr).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot bind SNMP responder to {addr}: {e}"),
+            )
+        })?;
+        socket.set_read_timeout(Some(POLL))?;
+        Ok(Responder {
+            socket,
+            config: ResponderConfig::new(community),
+            handler,
+        })
+    }
+
+    /// Enables Set through `community` (which may also read).
+    pub fn with_write_community(mut self, community: String) -> Responder {
+        self.config.write_community = Some(community);
+        self
+    }
+
+    /// Caps responses at `octets` (clamped to 484..=65507; 484 is the
+    /// smallest message size every SNMP entity must accept).
+    pub fn with_max_message_size(mut self, octets: usize) -> Responder {
+        self.config.max_message_size = octets.clamp(484, MAX_UDP_PAYLOAD);
+        self
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    pub fn config(&self) -> &ResponderConfig {
+        &self.config
+    }
+
+    /// Serves on a thread of its own until the handle is shut down or dropped.
+    ///
+    /// # Panics
+    /// When the OS cannot create a thread, as `std::thread::spawn` does.
+    pub fn spawn(self) -> ResponderHandle {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(Counters::default());
+        let local_addr = self.socket.local_addr().ok();
+        let (stop2, stats2) = (stop.clone(), stats.clone());
+        let thread = std::thread::Builder::new()
+            .name("snmp-responder".into())
+            .spawn(move || self.serve(&stop2, &stats2))
+            .expect("cannot create the SNMP responder thread");
+        ResponderHandle {
+            stop,
+            stats,
+            local_addr,
+            thread: Some(thread),
+        }
+    }
+
+    fn serve(self, stop: &AtomicBool, stats: &Counters) {
+        if let Ok(a) = self.socket.local_addr() {
+            info!(addr = %a, "SNMP responder listening");
+        }
+        let mut buf = vec![0u8; 65536];
+        while !stop.load(Ordering::Relaxed) {
+            let (len, peer) = match self.socket.recv_from(&mut buf) {
+                Ok(r) => r,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue;
+                }
+                Err(e) => {
+                    // e.g. ECONNREFUSED left over from an earlier send: not fatal.
+                    debug!(error = %e, "snmp: recv failed");
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+            };
+            stats.in_packets.fetch_add(1, Ordering::Relaxed);
+            match process(&buf[..len], &self.config, &*self.handler) {
+                Outcome::Reply(bytes) => match self.socket.send_to(&bytes, peer) {
+                    Ok(_) => {
+                        stats.out_packets.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        stats.send_errors.fetch_add(1, Ordering::Relaxed);
+                        warn!(%peer, error = %e, len = bytes.len(), "snmp: cannot send response");
+                    }
+                },
+                Outcome::BadCommunity => {
+                    if stats.bad_communities.fetch_add(1, Ordering::Relaxed) == 0 {
+                        debug!(%peer, "snmp: dropping request with unknown community (logged once)");
+                    }
+                }
+                Outcome::Malformed(_) => {
+                    stats.malformed.fetch_add(1, Ordering::Relaxed);
+                }
+                Outcome::Ignored(why) => {
+                    stats.ignored.fetch_add(1, Ordering::Relaxed);
+                    debug!(%peer, why, "snmp: ignoring message");
+                }
+                Outcome::TooBig => {
+                    stats.silent_drops.fetch_add(1, Ordering::Relaxed);
+                    debug!(%peer, "snmp: response too big even as tooBig; dropped");
+                }
+            }
+        }
+        debug!("SNMP responder stopped");
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    in_packets: AtomicU64,
+    out_packets: AtomicU64,
+    bad_communities: AtomicU64,
+    malformed: AtomicU64,
+    ignored: AtomicU64,
+    silent_drops: AtomicU64,
+    send_errors: AtomicU64,
+}
+
+/// Counts since the responder started (after the snmpInPkts etc. of SNMPv2-MIB).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResponderStats {
+    pub in_packets: u64,
+    pub out_packets: u64,
+    pub bad_communities: u64,
+    pub malformed: u64,
+    pub ignored: u64,
+    pub silent_drops: u64,
+    pub send_errors: u64,
+}
+
+/// A running responder; shuts it down when dropped.
+pub struct ResponderHandle {
+    stop: Arc<AtomicBool>,
+    stats: Arc<Counters>,
+    local_addr: Option<SocketAddr>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ResponderHandle {
+    /// The bound address (`None` only if the OS would not say).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local_addr
+    }
+
+    pub fn stats(&self) -> ResponderStats {
+        let c = &self.stats;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ResponderStats {
+            in_packets: l(&c.in_packets),
+            out_packets: l(&c.out_packets),
+            bad_communities: l(&c.bad_communities),
+            malformed: l(&c.malformed),
+            ignored: l(&c.ignored),
+            silent_drops: l(&c.silent_drops),
+            send_errors: l(&c.send_errors),
+        }
+    }
+
+    /// Stops the serving thread (within about 50 ms) and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            warn!("SNMP responder thread panicked");
+        }
+    }
+}
+
+impl Drop for ResponderHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+#[cfg(test)]
+mod tests;
