@@ -3,7 +3,7 @@
 //! objects of a static MIB, numerically ordered, with their types.
 //!
 //! These tests need the `snmp` package (net-snmp 5.9 tools). Where it is not
-//! installed they fail, unless IBPM_SKIP_NETSNMP_TESTS=1 is set.
+//! installed they fail.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -159,14 +159,10 @@ fn tools_present() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok();
-    if !ok && std::env::var("IBPM_SKIP_NETSNMP_TESTS").as_deref() == Ok("1") {
-        eprintln!("net-snmp tools not installed; skipped (IBPM_SKIP_NETSNMP_TESTS=1)");
-        return false;
-    }
     assert!(
         ok,
         "net-snmp tools (snmpget, snmpwalk, snmpbulkwalk) are needed; install the `snmp` package \
-         or set IBPM_SKIP_NETSNMP_TESTS=1"
+         (scripts/install-deps does)"
     );
     true
 }
