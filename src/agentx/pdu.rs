@@ -11,7 +11,7 @@
 //! | header parses, payload_length > the maximum PDU size  | Response parseError with the header's IDs; payload skipped ([`FrameError::Oversized`]) |
 //! | header parses, payload malformed / truncated / trailing bytes | Response parseError ([`DecodeError::header`] carries the IDs) |
 //! | header parses, h.type unknown (0, 19..255)            | Response parseError |
-//! | well-formed PDU that only a subagent sends (Open, Register, Notify, IndexAllocate, AddAgentCaps, ...) | Response processingError |
+//! | well-formed PDU that only a subagent sends (Open, Register, Unregister, Notify, Ping, IndexAllocate, IndexDeallocate, AddAgentCaps, RemoveAgentCaps) | Response processingError |
 //! | Response                                              | matched against the subagent's own outstanding requests, never answered |
 //! | CleanupSet                                            | processed, never answered (RFC 2741 7.2.4.3) |
 //! | Close                                                 | the session ends; the subagent reconnects |
@@ -955,7 +955,7 @@ impl<'a> Reader<'a> {
     fn octets(&mut self, what: &'static str) -> Result<Vec<u8>, DecodeError> {
         let len = self.u32(what)? as usize;
         let have = self.b.len() - self.pos;
-        let padded = len.checked_add((4 - len % 4) % 4).unwrap_or(usize::MAX);
+        let padded = len.saturating_add((4 - len % 4) % 4);
         if padded > have {
             return Err(self.err(DecodeErrorKind::Truncated {
                 what,

@@ -438,6 +438,9 @@ struct Runner {
     last_error: Option<String>,
 }
 
+/// (h.sessionID, h.transactionID, h.packetID, h.type) of a request.
+type RequestKey = (u32, u32, u32, u8);
+
 /// State of one connection.
 struct Conversation {
     conn: Conn,
@@ -449,7 +452,7 @@ struct Conversation {
     next_ping: Instant,
     /// (session, transaction, packet, type) -> encoded answer (None: no
     /// answer is sent, e.g. CleanupSet).
-    cache: VecDeque<((u32, u32, u32, u8), Option<Vec<u8>>)>,
+    cache: VecDeque<(RequestKey, Option<Vec<u8>>)>,
 }
 
 impl Runner {
@@ -493,7 +496,7 @@ impl Runner {
                 .stats
                 .notifies_dropped
                 .fetch_add(1, Ordering::Relaxed);
-            if n % LOG_EVERY == 0 {
+            if n.is_multiple_of(LOG_EVERY) {
                 tracing::warn!(
                     dropped = n + 1,
                     "AgentX notification dropped: no session open with the master"
@@ -534,7 +537,7 @@ impl Runner {
                     self.failures += 1;
                     let msg = format!("{} ({:?})", e, e.kind());
                     let changed = self.last_error.as_deref() != Some(msg.as_str());
-                    if self.failures == 1 || changed || self.failures % LOG_EVERY == 0 {
+                    if self.failures == 1 || changed || self.failures.is_multiple_of(LOG_EVERY) {
                         tracing::warn!(
                             address = %self.cfg.address,
                             attempt = self.failures,
@@ -674,9 +677,7 @@ impl Runner {
         }
         c.outstanding
             .retain(|(_, _, t)| now.duration_since(*t) <= REQUEST_TIMEOUT);
-        let Some(_) = c.session_id else {
-            return None;
-        };
+        c.session_id?;
         for i in 0..c.regs.len() {
             if let RegState::RetryAt(t) = c.regs[i].state
                 && now >= t
@@ -844,9 +845,7 @@ impl Runner {
             }
             Outstanding::Register(i) => {
                 let prio = self.cfg.priority;
-                let Some(reg) = c.regs.get_mut(i) else {
-                    return None;
-                };
+                let reg = c.regs.get_mut(i)?;
                 if !matches!(reg.state, RegState::Pending { packet_id } if packet_id == pdu.packet_id)
                 {
                     return None;
@@ -866,7 +865,7 @@ impl Runner {
                             .duplicate_registrations
                             .fetch_add(1, Ordering::Relaxed);
                     }
-                    if reg.failures == 1 || reg.failures % LOG_EVERY == 0 {
+                    if reg.failures == 1 || reg.failures.is_multiple_of(LOG_EVERY) {
                         tracing::error!(
                             subtree = %reg.subtree,
                             priority = prio,
