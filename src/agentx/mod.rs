@@ -1,9 +1,12 @@
-//! AgentX (RFC 2741).
+//! AgentX (RFC 2741): a sans-IO PDU codec ([`pdu`]) and a blocking session
+//! to the master agent ([`session`]).
 
-/// Check an AgentX master address: `PATH`, `unix:PATH` or `tcp:HOST:PORT`.
+pub mod pdu;
+pub mod session;
+
+pub use session::{AgentxAddr, Session, SessionConfig, SessionHandle};
+
+/// Check an AgentX master address (`PATH`, `unix:PATH` or `tcp:HOST:PORT`).
 pub fn validate_address(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("empty address".into());
-    }
-    Ok(())
+    s.parse::<AgentxAddr>().map(|_| ()).map_err(|e| e.to_string())
 }

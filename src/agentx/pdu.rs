@@ -1,0 +1,1301 @@
+//! Sans-IO AgentX codec (RFC 2741 sections 5 and 6): pure functions from
+//! PDUs to bytes and back, plus a [`Framer`] that cuts a byte stream into
+//! complete PDUs. Nothing here performs I/O or panics on malformed input.
+//!
+//! # What a received PDU that cannot be used gets
+//! RFC 2741 section 7.2.2 (subagent processing) and 6.2.16 (res.error):
+//!
+//! | received                                              | answer |
+//! |-------------------------------------------------------|--------|
+//! | header does not parse (h.version != 1): stream out of sync | no Response is possible; the session sends Close(reasonParseError) and reconnects |
+//! | header parses, payload_length > the maximum PDU size  | Response parseError with the header's IDs; payload skipped ([`FrameError::Oversized`]) |
+//! | header parses, payload malformed / truncated / trailing bytes | Response parseError ([`DecodeError::header`] carries the IDs) |
+//! | header parses, h.type unknown (0, 19..255)            | Response parseError |
+//! | well-formed PDU that only a subagent sends (Open, Register, Unregister, Notify, Ping, IndexAllocate, IndexDeallocate, AddAgentCaps, RemoveAgentCaps) | Response processingError |
+//! | Response                                              | matched against the subagent's own outstanding requests, never answered |
+//! | CleanupSet                                            | processed, never answered (RFC 2741 7.2.4.3) |
+//! | Close                                                 | the session ends; the subagent reconnects |
+//!
+//! Every answer uses the received h.sessionID, h.transactionID and
+//! h.packetID, in the received PDU's byte order.
+
+use std::fmt;
+
+use crate::mib::{ErrorStatus, Oid, Value, VarBind};
+
+/// Size of the fixed AgentX header.
+pub const HEADER_LEN: usize = 20;
+/// Default maximum PDU size (header + payload) a [`Framer`] accepts.
+pub const DEFAULT_MAX_PDU: usize = 1 << 20;
+/// RFC 2741 5.1: an OID has at most 128 sub-identifiers.
+pub const MAX_SUBIDS: usize = 128;
+
+/// Header flag bits (RFC 2741 6.1).
+pub mod flags {
+    pub const INSTANCE_REGISTRATION: u8 = 0x01;
+    pub const NEW_INDEX: u8 = 0x02;
+    pub const ANY_INDEX: u8 = 0x04;
+    pub const NON_DEFAULT_CONTEXT: u8 = 0x08;
+    pub const NETWORK_BYTE_ORDER: u8 = 0x10;
+}
+
+/// Byte order of every multi-byte integer in a PDU, chosen by the
+/// NETWORK_BYTE_ORDER flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ByteOrder {
+    /// Network byte order (flag set).
+    Big,
+    /// Least significant byte first (flag clear).
+    Little,
+}
+
+impl ByteOrder {
+    pub fn from_flags(f: u8) -> ByteOrder {
+        if f & flags::NETWORK_BYTE_ORDER != 0 {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        }
+    }
+}
+
+/// PDU types (RFC 2741 6.1, h.type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PduType {
+    Open = 1,
+    Close = 2,
+    Register = 3,
+    Unregister = 4,
+    Get = 5,
+    GetNext = 6,
+    GetBulk = 7,
+    TestSet = 8,
+    CommitSet = 9,
+    UndoSet = 10,
+    CleanupSet = 11,
+    Notify = 12,
+    Ping = 13,
+    IndexAllocate = 14,
+    IndexDeallocate = 15,
+    AddAgentCaps = 16,
+    RemoveAgentCaps = 17,
+    Response = 18,
+}
+
+impl PduType {
+    pub fn from_u8(v: u8) -> Option<PduType> {
+        use PduType::*;
+        Some(match v {
+            1 => Open,
+            2 => Close,
+            3 => Register,
+            4 => Unregister,
+            5 => Get,
+            6 => GetNext,
+            7 => GetBulk,
+            8 => TestSet,
+            9 => CommitSet,
+            10 => UndoSet,
+            11 => CleanupSet,
+            12 => Notify,
+            13 => Ping,
+            14 => IndexAllocate,
+            15 => IndexDeallocate,
+            16 => AddAgentCaps,
+            17 => RemoveAgentCaps,
+            18 => Response,
+            _ => return None,
+        })
+    }
+
+    /// True for the PDU types that carry an optional context after the
+    /// header (RFC 2741 6.1.1: NON_DEFAULT_CONTEXT).
+    pub fn has_context(self) -> bool {
+        use PduType::*;
+        matches!(
+            self,
+            Register
+                | Unregister
+                | Get
+                | GetNext
+                | GetBulk
+                | TestSet
+                | Notify
+                | Ping
+                | IndexAllocate
+                | IndexDeallocate
+                | AddAgentCaps
+                | RemoveAgentCaps
+        )
+    }
+}
+
+/// The fixed 20-byte header as received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub version: u8,
+    /// Raw h.type (may be unknown).
+    pub pdu_type: u8,
+    pub flags: u8,
+    pub session_id: u32,
+    pub transaction_id: u32,
+    pub packet_id: u32,
+    pub payload_length: u32,
+}
+
+impl Header {
+    pub fn byte_order(&self) -> ByteOrder {
+        ByteOrder::from_flags(self.flags)
+    }
+
+    /// Parses the first 20 bytes. Fails when fewer bytes are given or
+    /// h.version is not 1 (then nothing else in the header can be trusted).
+    pub fn parse(b: &[u8]) -> Result<Header, DecodeError> {
+        if b.len() < HEADER_LEN {
+            return Err(DecodeError::new(
+                DecodeErrorKind::Truncated {
+                    what: "header",
+                    need: HEADER_LEN,
+                    have: b.len(),
+                },
+                None,
+            ));
+        }
+        if b[0] != 1 {
+            return Err(DecodeError::new(DecodeErrorKind::BadVersion(b[0]), None));
+        }
+        let order = ByteOrder::from_flags(b[2]);
+        let u = |i: usize| read_u32(order, [b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Ok(Header {
+            version: b[0],
+            pdu_type: b[1],
+            flags: b[2],
+            session_id: u(4),
+            transaction_id: u(8),
+            packet_id: u(12),
+            payload_length: u(16),
+        })
+    }
+}
+
+fn read_u32(order: ByteOrder, b: [u8; 4]) -> u32 {
+    match order {
+        ByteOrder::Big => u32::from_be_bytes(b),
+        ByteOrder::Little => u32::from_le_bytes(b),
+    }
+}
+
+/// AgentX-specific res.error values (RFC 2741 6.2.16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum AgentxError {
+    OpenFailed = 256,
+    NotOpen = 257,
+    IndexWrongType = 258,
+    IndexAlreadyAllocated = 259,
+    IndexNoneAvailable = 260,
+    IndexNotAllocated = 261,
+    UnsupportedContext = 262,
+    DuplicateRegistration = 263,
+    UnknownRegistration = 264,
+    UnknownAgentCaps = 265,
+    ParseError = 266,
+    RequestDenied = 267,
+    ProcessingError = 268,
+}
+
+impl AgentxError {
+    pub fn from_u16(v: u16) -> Option<AgentxError> {
+        use AgentxError::*;
+        Some(match v {
+            256 => OpenFailed,
+            257 => NotOpen,
+            258 => IndexWrongType,
+            259 => IndexAlreadyAllocated,
+            260 => IndexNoneAvailable,
+            261 => IndexNotAllocated,
+            262 => UnsupportedContext,
+            263 => DuplicateRegistration,
+            264 => UnknownRegistration,
+            265 => UnknownAgentCaps,
+            266 => ParseError,
+            267 => RequestDenied,
+            268 => ProcessingError,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        use AgentxError::*;
+        match self {
+            OpenFailed => "openFailed",
+            NotOpen => "notOpen",
+            IndexWrongType => "indexWrongType",
+            IndexAlreadyAllocated => "indexAlreadyAllocated",
+            IndexNoneAvailable => "indexNoneAvailable",
+            IndexNotAllocated => "indexNotAllocated",
+            UnsupportedContext => "unsupportedContext",
+            DuplicateRegistration => "duplicateRegistration",
+            UnknownRegistration => "unknownRegistration",
+            UnknownAgentCaps => "unknownAgentCaps",
+            ParseError => "parseError",
+            RequestDenied => "requestDenied",
+            ProcessingError => "processingError",
+        }
+    }
+}
+
+/// A Response's res.error: an SNMP error status (0..18, passed through to
+/// the manager), an AgentX error (256..268), or a value neither defines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResError {
+    Snmp(ErrorStatus),
+    Agentx(AgentxError),
+    Other(u16),
+}
+
+impl ResError {
+    pub const NO_ERROR: ResError = ResError::Snmp(ErrorStatus::NoError);
+
+    pub fn from_u16(v: u16) -> ResError {
+        if let Some(s) = ErrorStatus::from_u16(v) {
+            ResError::Snmp(s)
+        } else if let Some(a) = AgentxError::from_u16(v) {
+            ResError::Agentx(a)
+        } else {
+            ResError::Other(v)
+        }
+    }
+
+    pub fn to_u16(self) -> u16 {
+        match self {
+            ResError::Snmp(s) => s as u16,
+            ResError::Agentx(a) => a as u16,
+            ResError::Other(v) => v,
+        }
+    }
+
+    pub fn is_ok(self) -> bool {
+        self == ResError::NO_ERROR
+    }
+}
+
+impl fmt::Display for ResError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResError::Snmp(s) => write!(f, "{s:?} ({})", *s as u16),
+            ResError::Agentx(a) => write!(f, "{} ({})", a.name(), *a as u16),
+            ResError::Other(v) => write!(f, "unknown error {v}"),
+        }
+    }
+}
+
+/// Close reasons (RFC 2741 6.2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    Other,
+    ParseError,
+    ProtocolError,
+    Timeouts,
+    Shutdown,
+    ByManager,
+    Unknown(u8),
+}
+
+impl CloseReason {
+    pub fn from_u8(v: u8) -> CloseReason {
+        match v {
+            1 => CloseReason::Other,
+            2 => CloseReason::ParseError,
+            3 => CloseReason::ProtocolError,
+            4 => CloseReason::Timeouts,
+            5 => CloseReason::Shutdown,
+            6 => CloseReason::ByManager,
+            v => CloseReason::Unknown(v),
+        }
+    }
+    pub fn to_u8(self) -> u8 {
+        match self {
+            CloseReason::Other => 1,
+            CloseReason::ParseError => 2,
+            CloseReason::ProtocolError => 3,
+            CloseReason::Timeouts => 4,
+            CloseReason::Shutdown => 5,
+            CloseReason::ByManager => 6,
+            CloseReason::Unknown(v) => v,
+        }
+    }
+}
+
+/// A SearchRange (RFC 2741 5.2). An empty `end` is the null OID: no bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchRange {
+    pub start: Oid,
+    pub include: bool,
+    pub end: Oid,
+}
+
+impl SearchRange {
+    /// The end bound, `None` for the null OID.
+    pub fn end_bound(&self) -> Option<&Oid> {
+        if self.end.is_empty() {
+            None
+        } else {
+            Some(&self.end)
+        }
+    }
+}
+
+/// PDU-specific content (RFC 2741 6.2). `context` is the optional
+/// non-default context; when present the NON_DEFAULT_CONTEXT flag is set on
+/// encoding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Open {
+        timeout: u8,
+        id: Oid,
+        description: Vec<u8>,
+    },
+    Close {
+        reason: CloseReason,
+    },
+    Register {
+        context: Option<Vec<u8>>,
+        timeout: u8,
+        priority: u8,
+        range_subid: u8,
+        subtree: Oid,
+        upper_bound: Option<u32>,
+    },
+    Unregister {
+        context: Option<Vec<u8>>,
+        priority: u8,
+        range_subid: u8,
+        subtree: Oid,
+        upper_bound: Option<u32>,
+    },
+    Get {
+        context: Option<Vec<u8>>,
+        ranges: Vec<SearchRange>,
+    },
+    GetNext {
+        context: Option<Vec<u8>>,
+        ranges: Vec<SearchRange>,
+    },
+    GetBulk {
+        context: Option<Vec<u8>>,
+        non_repeaters: u16,
+        max_repetitions: u16,
+        ranges: Vec<SearchRange>,
+    },
+    TestSet {
+        context: Option<Vec<u8>>,
+        varbinds: Vec<VarBind>,
+    },
+    CommitSet,
+    UndoSet,
+    CleanupSet,
+    Notify {
+        context: Option<Vec<u8>>,
+        varbinds: Vec<VarBind>,
+    },
+    Ping {
+        context: Option<Vec<u8>>,
+    },
+    IndexAllocate {
+        context: Option<Vec<u8>>,
+        varbinds: Vec<VarBind>,
+    },
+    IndexDeallocate {
+        context: Option<Vec<u8>>,
+        varbinds: Vec<VarBind>,
+    },
+    AddAgentCaps {
+        context: Option<Vec<u8>>,
+        id: Oid,
+        description: Vec<u8>,
+    },
+    RemoveAgentCaps {
+        context: Option<Vec<u8>>,
+        id: Oid,
+    },
+    Response {
+        /// sysUpTime in hundredths of a second, as carried (u32, wraps).
+        sys_uptime: u32,
+        error: ResError,
+        index: u16,
+        varbinds: Vec<VarBind>,
+    },
+}
+
+impl Payload {
+    pub fn pdu_type(&self) -> PduType {
+        match self {
+            Payload::Open { .. } => PduType::Open,
+            Payload::Close { .. } => PduType::Close,
+            Payload::Register { .. } => PduType::Register,
+            Payload::Unregister { .. } => PduType::Unregister,
+            Payload::Get { .. } => PduType::Get,
+            Payload::GetNext { .. } => PduType::GetNext,
+            Payload::GetBulk { .. } => PduType::GetBulk,
+            Payload::TestSet { .. } => PduType::TestSet,
+            Payload::CommitSet => PduType::CommitSet,
+            Payload::UndoSet => PduType::UndoSet,
+            Payload::CleanupSet => PduType::CleanupSet,
+            Payload::Notify { .. } => PduType::Notify,
+            Payload::Ping { .. } => PduType::Ping,
+            Payload::IndexAllocate { .. } => PduType::IndexAllocate,
+            Payload::IndexDeallocate { .. } => PduType::IndexDeallocate,
+            Payload::AddAgentCaps { .. } => PduType::AddAgentCaps,
+            Payload::RemoveAgentCaps { .. } => PduType::RemoveAgentCaps,
+            Payload::Response { .. } => PduType::Response,
+        }
+    }
+
+    /// The non-default context, for the types that carry one.
+    pub fn context(&self) -> Option<&[u8]> {
+        match self {
+            Payload::Register { context, .. }
+            | Payload::Unregister { context, .. }
+            | Payload::Get { context, .. }
+            | Payload::GetNext { context, .. }
+            | Payload::GetBulk { context, .. }
+            | Payload::TestSet { context, .. }
+            | Payload::Notify { context, .. }
+            | Payload::Ping { context }
+            | Payload::IndexAllocate { context, .. }
+            | Payload::IndexDeallocate { context, .. }
+            | Payload::AddAgentCaps { context, .. }
+            | Payload::RemoveAgentCaps { context, .. } => context.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// One AgentX PDU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pdu {
+    /// Header flags. On encoding NETWORK_BYTE_ORDER and NON_DEFAULT_CONTEXT
+    /// are derived from the requested byte order and the payload's context;
+    /// the other bits (INSTANCE_REGISTRATION, NEW_INDEX, ANY_INDEX) are taken
+    /// from here. On decoding this is the received h.flags.
+    pub flags: u8,
+    pub session_id: u32,
+    pub transaction_id: u32,
+    pub packet_id: u32,
+    pub payload: Payload,
+}
+
+impl Pdu {
+    pub fn new(session_id: u32, transaction_id: u32, packet_id: u32, payload: Payload) -> Pdu {
+        Pdu {
+            flags: 0,
+            session_id,
+            transaction_id,
+            packet_id,
+            payload,
+        }
+    }
+
+    /// Byte order of a decoded PDU.
+    pub fn byte_order(&self) -> ByteOrder {
+        ByteOrder::from_flags(self.flags)
+    }
+
+    /// A Response to the request with `header`, same IDs.
+    pub fn response_to(
+        header: &Header,
+        error: ResError,
+        index: u16,
+        varbinds: Vec<VarBind>,
+    ) -> Pdu {
+        Pdu::new(
+            header.session_id,
+            header.transaction_id,
+            header.packet_id,
+            Payload::Response {
+                sys_uptime: 0,
+                error,
+                index,
+                varbinds,
+            },
+        )
+    }
+}
+
+// ---------------------------------------------------------------- errors
+
+/// What was wrong with received bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    Truncated {
+        what: &'static str,
+        need: usize,
+        have: usize,
+    },
+    BadVersion(u8),
+    UnknownType(u8),
+    /// h.payload_length does not match the bytes given.
+    LengthMismatch {
+        payload_length: u32,
+        available: usize,
+    },
+    TrailingBytes(usize),
+    TooManySubids(u8),
+    UnknownValueType(u16),
+    BadIpAddressLength(u32),
+    /// A field holds a value the PDU type does not allow.
+    Invalid(&'static str),
+}
+
+/// A decoding failure. `header` is present when the header itself parsed,
+/// so a Response with parseError can be addressed to the sender.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    pub kind: DecodeErrorKind,
+    pub header: Option<Header>,
+}
+
+impl DecodeError {
+    fn new(kind: DecodeErrorKind, header: Option<Header>) -> Self {
+        DecodeError { kind, header }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            DecodeErrorKind::Truncated { what, need, have } => {
+                write!(f, "truncated {what}: need {need} bytes, have {have}")?
+            }
+            DecodeErrorKind::BadVersion(v) => write!(f, "h.version is {v}, not 1")?,
+            DecodeErrorKind::UnknownType(t) => write!(f, "unknown PDU type {t}")?,
+            DecodeErrorKind::LengthMismatch {
+                payload_length,
+                available,
+            } => write!(
+                f,
+                "h.payload_length {payload_length} but {available} payload bytes given"
+            )?,
+            DecodeErrorKind::TrailingBytes(n) => {
+                write!(f, "{n} bytes left over after the PDU's fields")?
+            }
+            DecodeErrorKind::TooManySubids(n) => {
+                write!(f, "OID with {n} sub-identifiers (max {MAX_SUBIDS})")?
+            }
+            DecodeErrorKind::UnknownValueType(t) => write!(f, "unknown varbind type {t}")?,
+            DecodeErrorKind::BadIpAddressLength(n) => {
+                write!(f, "IpAddress of {n} bytes (must be 4)")?
+            }
+            DecodeErrorKind::Invalid(what) => write!(f, "invalid {what}")?,
+        }
+        if let Some(h) = &self.header {
+            write!(
+                f,
+                " (PDU type {} session {} transaction {} packet {})",
+                h.pdu_type, h.session_id, h.transaction_id, h.packet_id
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Why a PDU could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    OidTooLong(usize),
+    StringTooLong(usize),
+    /// A value the PDU cannot carry (e.g. an OID as search-range end with include).
+    Invalid(&'static str),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::OidTooLong(n) => {
+                write!(f, "OID with {n} sub-identifiers (max {MAX_SUBIDS})")
+            }
+            EncodeError::StringTooLong(n) => write!(f, "octet string of {n} bytes is too long"),
+            EncodeError::Invalid(w) => write!(f, "cannot encode {w}"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+// ---------------------------------------------------------------- encoding
+
+struct Writer {
+    order: ByteOrder,
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        match self.order {
+            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+    fn u32(&mut self, v: u32) {
+        match self.order {
+            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+    fn u64(&mut self, v: u64) {
+        match self.order {
+            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+    /// RFC 2741 5.1, with the 1.3.6.1.x prefix compression.
+    fn oid(&mut self, oid: &Oid, include: bool) -> Result<(), EncodeError> {
+        let s = oid.as_slice();
+        let (prefix, rest) = if s.len() >= 5 && s[..4] == [1, 3, 6, 1] && (1..=255).contains(&s[4])
+        {
+            (s[4] as u8, &s[5..])
+        } else {
+            (0u8, s)
+        };
+        if rest.len() > MAX_SUBIDS {
+            return Err(EncodeError::OidTooLong(s.len()));
+        }
+        self.u8(rest.len() as u8);
+        self.u8(prefix);
+        self.u8(include as u8);
+        self.u8(0);
+        for &x in rest {
+            self.u32(x);
+        }
+        Ok(())
+    }
+    /// RFC 2741 5.3: length, octets, zero padding to a multiple of 4.
+    fn octets(&mut self, b: &[u8]) -> Result<(), EncodeError> {
+        let len = u32::try_from(b.len()).map_err(|_| EncodeError::StringTooLong(b.len()))?;
+        self.u32(len);
+        self.buf.extend_from_slice(b);
+        let pad = (4 - b.len() % 4) % 4;
+        self.buf.extend(std::iter::repeat_n(0u8, pad));
+        Ok(())
+    }
+    fn context(&mut self, c: &Option<Vec<u8>>) -> Result<(), EncodeError> {
+        match c {
+            Some(c) => self.octets(c),
+            None => Ok(()),
+        }
+    }
+    fn ranges(&mut self, ranges: &[SearchRange]) -> Result<(), EncodeError> {
+        for r in ranges {
+            self.oid(&r.start, r.include)?;
+            self.oid(&r.end, false)?;
+        }
+        Ok(())
+    }
+    fn varbinds(&mut self, vbs: &[VarBind]) -> Result<(), EncodeError> {
+        for vb in vbs {
+            self.u16(value_type(&vb.value));
+            self.u16(0);
+            self.oid(&vb.name, false)?;
+            match &vb.value {
+                Value::Integer(v) => self.u32(*v as u32),
+                Value::OctetString(b) | Value::Opaque(b) => self.octets(b)?,
+                Value::IpAddress(a) => self.octets(a)?,
+                Value::ObjectIdentifier(o) => self.oid(o, false)?,
+                Value::Counter32(v) | Value::Gauge32(v) | Value::TimeTicks(v) => self.u32(*v),
+                Value::Counter64(v) => self.u64(*v),
+                Value::Null | Value::NoSuchObject | Value::NoSuchInstance | Value::EndOfMibView => {
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// AgentX varbind type code (RFC 2741 5.4).
+pub fn value_type(v: &Value) -> u16 {
+    match v {
+        Value::Integer(_) => 2,
+        Value::OctetString(_) => 4,
+        Value::Null => 5,
+        Value::ObjectIdentifier(_) => 6,
+        Value::IpAddress(_) => 64,
+        Value::Counter32(_) => 65,
+        Value::Gauge32(_) => 66,
+        Value::TimeTicks(_) => 67,
+        Value::Opaque(_) => 68,
+        Value::Counter64(_) => 70,
+        Value::NoSuchObject => 128,
+        Value::NoSuchInstance => 129,
+        Value::EndOfMibView => 130,
+    }
+}
+
+/// Encodes `pdu` in byte order `order`.
+pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
+    let mut w = Writer {
+        order,
+        buf: Vec::with_capacity(64),
+    };
+    let ty = pdu.payload.pdu_type();
+    let mut fl = pdu.flags & !(flags::NETWORK_BYTE_ORDER | flags::NON_DEFAULT_CONTEXT);
+    if order == ByteOrder::Big {
+        fl |= flags::NETWORK_BYTE_ORDER;
+    }
+    if ty.has_context() && pdu.payload.context().is_some() {
+        fl |= flags::NON_DEFAULT_CONTEXT;
+    }
+    w.u8(1);
+    w.u8(ty as u8);
+    w.u8(fl);
+    w.u8(0);
+    w.u32(pdu.session_id);
+    w.u32(pdu.transaction_id);
+    w.u32(pdu.packet_id);
+    w.u32(0); // payload_length, patched below
+    match &pdu.payload {
+        Payload::Open {
+            timeout,
+            id,
+            description,
+        } => {
+            w.u8(*timeout);
+            w.u8(0);
+            w.u8(0);
+            w.u8(0);
+            w.oid(id, false)?;
+            w.octets(description)?;
+        }
+        Payload::Close { reason } => {
+            w.u8(reason.to_u8());
+            w.u8(0);
+            w.u8(0);
+            w.u8(0);
+        }
+        Payload::Register {
+            context,
+            timeout,
+            priority,
+            range_subid,
+            subtree,
+            upper_bound,
+        } => {
+            w.context(context)?;
+            w.u8(*timeout);
+            w.u8(*priority);
+            w.u8(*range_subid);
+            w.u8(0);
+            w.oid(subtree, false)?;
+            register_bound(&mut w, *range_subid, *upper_bound)?;
+        }
+        Payload::Unregister {
+            context,
+            priority,
+            range_subid,
+            subtree,
+            upper_bound,
+        } => {
+            w.context(context)?;
+            w.u8(0);
+            w.u8(*priority);
+            w.u8(*range_subid);
+            w.u8(0);
+            w.oid(subtree, false)?;
+            register_bound(&mut w, *range_subid, *upper_bound)?;
+        }
+        Payload::Get { context, ranges } | Payload::GetNext { context, ranges } => {
+            w.context(context)?;
+            w.ranges(ranges)?;
+        }
+        Payload::GetBulk {
+            context,
+            non_repeaters,
+            max_repetitions,
+            ranges,
+        } => {
+            w.context(context)?;
+            w.u16(*non_repeaters);
+            w.u16(*max_repetitions);
+            w.ranges(ranges)?;
+        }
+        Payload::TestSet { context, varbinds }
+        | Payload::Notify { context, varbinds }
+        | Payload::IndexAllocate { context, varbinds }
+        | Payload::IndexDeallocate { context, varbinds } => {
+            w.context(context)?;
+            w.varbinds(varbinds)?;
+        }
+        Payload::CommitSet | Payload::UndoSet | Payload::CleanupSet => {}
+        Payload::Ping { context } => w.context(context)?,
+        Payload::AddAgentCaps {
+            context,
+            id,
+            description,
+        } => {
+            w.context(context)?;
+            w.oid(id, false)?;
+            w.octets(description)?;
+        }
+        Payload::RemoveAgentCaps { context, id } => {
+            w.context(context)?;
+            w.oid(id, false)?;
+        }
+        Payload::Response {
+            sys_uptime,
+            error,
+            index,
+            varbinds,
+        } => {
+            w.u32(*sys_uptime);
+            w.u16(error.to_u16());
+            w.u16(*index);
+            w.varbinds(varbinds)?;
+        }
+    }
+    let len = w.buf.len() - HEADER_LEN;
+    let len = u32::try_from(len).map_err(|_| EncodeError::StringTooLong(len))?;
+    let lb = match order {
+        ByteOrder::Big => len.to_be_bytes(),
+        ByteOrder::Little => len.to_le_bytes(),
+    };
+    w.buf[16..20].copy_from_slice(&lb);
+    Ok(w.buf)
+}
+
+fn register_bound(w: &mut Writer, range_subid: u8, bound: Option<u32>) -> Result<(), EncodeError> {
+    match (range_subid, bound) {
+        (0, None) => Ok(()),
+        (0, Some(_)) => Err(EncodeError::Invalid("upper_bound without range_subid")),
+        (_, Some(b)) => {
+            w.u32(b);
+            Ok(())
+        }
+        (_, None) => Err(EncodeError::Invalid("range_subid without upper_bound")),
+    }
+}
+
+// ---------------------------------------------------------------- decoding
+
+struct Reader<'a> {
+    order: ByteOrder,
+    b: &'a [u8],
+    pos: usize,
+    header: Header,
+}
+
+impl<'a> Reader<'a> {
+    fn err(&self, kind: DecodeErrorKind) -> DecodeError {
+        DecodeError::new(kind, Some(self.header))
+    }
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let have = self.b.len() - self.pos;
+        if have < n {
+            return Err(self.err(DecodeErrorKind::Truncated {
+                what,
+                need: n,
+                have,
+            }));
+        }
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
+        let s = self.take(2, what)?;
+        let a = [s[0], s[1]];
+        Ok(match self.order {
+            ByteOrder::Big => u16::from_be_bytes(a),
+            ByteOrder::Little => u16::from_le_bytes(a),
+        })
+    }
+    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        let s = self.take(4, what)?;
+        Ok(read_u32(self.order, [s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let s = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(match self.order {
+            ByteOrder::Big => u64::from_be_bytes(a),
+            ByteOrder::Little => u64::from_le_bytes(a),
+        })
+    }
+    fn at_end(&self) -> bool {
+        self.pos >= self.b.len()
+    }
+    /// Returns the OID and its include flag.
+    fn oid(&mut self, what: &'static str) -> Result<(Oid, bool), DecodeError> {
+        let h = self.take(4, what)?;
+        let (n, prefix, include) = (h[0], h[1], h[2]);
+        if n as usize > MAX_SUBIDS {
+            return Err(self.err(DecodeErrorKind::TooManySubids(n)));
+        }
+        let mut v = Vec::with_capacity(n as usize + 5);
+        if prefix != 0 {
+            v.extend_from_slice(&[1, 3, 6, 1, prefix as u32]);
+        }
+        for _ in 0..n {
+            v.push(self.u32(what)?);
+        }
+        if include > 1 {
+            return Err(self.err(DecodeErrorKind::Invalid("OID include flag (not 0 or 1)")));
+        }
+        Ok((Oid(v), include == 1))
+    }
+    fn octets(&mut self, what: &'static str) -> Result<Vec<u8>, DecodeError> {
+        let len = self.u32(what)? as usize;
+        let have = self.b.len() - self.pos;
+        let padded = len.saturating_add((4 - len % 4) % 4);
+        if padded > have {
+            return Err(self.err(DecodeErrorKind::Truncated {
+                what,
+                need: padded,
+                have,
+            }));
+        }
+        let s = self.take(padded, what)?;
+        Ok(s[..len].to_vec())
+    }
+    fn context(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+        if self.header.flags & flags::NON_DEFAULT_CONTEXT != 0 {
+            Ok(Some(self.octets("context")?))
+        } else {
+            Ok(None)
+        }
+    }
+    fn ranges(&mut self) -> Result<Vec<SearchRange>, DecodeError> {
+        let mut out = Vec::new();
+        while !self.at_end() {
+            let (start, include) = self.oid("SearchRange start")?;
+            let (end, _) = self.oid("SearchRange end")?;
+            out.push(SearchRange {
+                start,
+                include,
+                end,
+            });
+        }
+        Ok(out)
+    }
+    fn varbinds(&mut self) -> Result<Vec<VarBind>, DecodeError> {
+        let mut out = Vec::new();
+        while !self.at_end() {
+            let ty = self.u16("varbind type")?;
+            self.u16("varbind reserved")?;
+            let (name, _) = self.oid("varbind name")?;
+            let value = match ty {
+                2 => Value::Integer(self.u32("Integer32")? as i32),
+                4 => Value::OctetString(self.octets("OCTET STRING")?),
+                5 => Value::Null,
+                6 => Value::ObjectIdentifier(self.oid("OBJECT IDENTIFIER value")?.0),
+                64 => {
+                    let b = self.octets("IpAddress")?;
+                    let a: [u8; 4] = b.as_slice().try_into().map_err(|_| {
+                        self.err(DecodeErrorKind::BadIpAddressLength(b.len() as u32))
+                    })?;
+                    Value::IpAddress(a)
+                }
+                65 => Value::Counter32(self.u32("Counter32")?),
+                66 => Value::Gauge32(self.u32("Gauge32")?),
+                67 => Value::TimeTicks(self.u32("TimeTicks")?),
+                68 => Value::Opaque(self.octets("Opaque")?),
+                70 => Value::Counter64(self.u64("Counter64")?),
+                128 => Value::NoSuchObject,
+                129 => Value::NoSuchInstance,
+                130 => Value::EndOfMibView,
+                t => return Err(self.err(DecodeErrorKind::UnknownValueType(t))),
+            };
+            out.push(VarBind { name, value });
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes one complete PDU: exactly header + h.payload_length bytes (as a
+/// [`Framer`] yields them).
+pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
+    let header = Header::parse(bytes)?;
+    let avail = bytes.len() - HEADER_LEN;
+    if header.payload_length as usize != avail {
+        return Err(DecodeError::new(
+            DecodeErrorKind::LengthMismatch {
+                payload_length: header.payload_length,
+                available: avail,
+            },
+            Some(header),
+        ));
+    }
+    let Some(ty) = PduType::from_u8(header.pdu_type) else {
+        return Err(DecodeError::new(
+            DecodeErrorKind::UnknownType(header.pdu_type),
+            Some(header),
+        ));
+    };
+    let mut r = Reader {
+        order: header.byte_order(),
+        b: &bytes[HEADER_LEN..],
+        pos: 0,
+        header,
+    };
+    if !ty.has_context() && header.flags & flags::NON_DEFAULT_CONTEXT != 0 {
+        return Err(r.err(DecodeErrorKind::Invalid(
+            "NON_DEFAULT_CONTEXT flag on a PDU type without context",
+        )));
+    }
+    let payload = match ty {
+        PduType::Open => {
+            let timeout = r.u8("Open timeout")?;
+            r.take(3, "Open reserved")?;
+            let (id, _) = r.oid("Open id")?;
+            let description = r.octets("Open description")?;
+            Payload::Open {
+                timeout,
+                id,
+                description,
+            }
+        }
+        PduType::Close => {
+            let reason = CloseReason::from_u8(r.u8("Close reason")?);
+            r.take(3, "Close reserved")?;
+            Payload::Close { reason }
+        }
+        PduType::Register | PduType::Unregister => {
+            let context = r.context()?;
+            let timeout = r.u8("Register timeout")?;
+            let priority = r.u8("Register priority")?;
+            let range_subid = r.u8("Register range_subid")?;
+            r.u8("Register reserved")?;
+            let (subtree, _) = r.oid("Register subtree")?;
+            let upper_bound = if range_subid != 0 {
+                Some(r.u32("Register upper_bound")?)
+            } else {
+                None
+            };
+            if ty == PduType::Register {
+                Payload::Register {
+                    context,
+                    timeout,
+                    priority,
+                    range_subid,
+                    subtree,
+                    upper_bound,
+                }
+            } else {
+                Payload::Unregister {
+                    context,
+                    priority,
+                    range_subid,
+                    subtree,
+                    upper_bound,
+                }
+            }
+        }
+        PduType::Get => Payload::Get {
+            context: r.context()?,
+            ranges: r.ranges()?,
+        },
+        PduType::GetNext => Payload::GetNext {
+            context: r.context()?,
+            ranges: r.ranges()?,
+        },
+        PduType::GetBulk => {
+            let context = r.context()?;
+            let non_repeaters = r.u16("GetBulk non_repeaters")?;
+            let max_repetitions = r.u16("GetBulk max_repetitions")?;
+            Payload::GetBulk {
+                context,
+                non_repeaters,
+                max_repetitions,
+                ranges: r.ranges()?,
+            }
+        }
+        PduType::TestSet => Payload::TestSet {
+            context: r.context()?,
+            varbinds: r.varbinds()?,
+        },
+        PduType::CommitSet => Payload::CommitSet,
+        PduType::UndoSet => Payload::UndoSet,
+        PduType::CleanupSet => Payload::CleanupSet,
+        PduType::Notify => Payload::Notify {
+            context: r.context()?,
+            varbinds: r.varbinds()?,
+        },
+        PduType::Ping => Payload::Ping {
+            context: r.context()?,
+        },
+        PduType::IndexAllocate => Payload::IndexAllocate {
+            context: r.context()?,
+            varbinds: r.varbinds()?,
+        },
+        PduType::IndexDeallocate => Payload::IndexDeallocate {
+            context: r.context()?,
+            varbinds: r.varbinds()?,
+        },
+        PduType::AddAgentCaps => {
+            let context = r.context()?;
+            let (id, _) = r.oid("AddAgentCaps id")?;
+            let description = r.octets("AddAgentCaps description")?;
+            Payload::AddAgentCaps {
+                context,
+                id,
+                description,
+            }
+        }
+        PduType::RemoveAgentCaps => {
+            let context = r.context()?;
+            let (id, _) = r.oid("RemoveAgentCaps id")?;
+            Payload::RemoveAgentCaps { context, id }
+        }
+        PduType::Response => {
+            let sys_uptime = r.u32("Response sysUpTime")?;
+            let error = ResError::from_u16(r.u16("Response error")?);
+            let index = r.u16("Response index")?;
+            Payload::Response {
+                sys_uptime,
+                error,
+                index,
+                varbinds: r.varbinds()?,
+            }
+        }
+    };
+    if !r.at_end() {
+        return Err(r.err(DecodeErrorKind::TrailingBytes(r.b.len() - r.pos)));
+    }
+    Ok(Pdu {
+        flags: header.flags,
+        session_id: header.session_id,
+        transaction_id: header.transaction_id,
+        packet_id: header.packet_id,
+        payload,
+    })
+}
+
+// ---------------------------------------------------------------- framing
+
+/// A framing failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// The header parsed but the PDU is larger than the maximum. Its payload
+    /// is skipped as it arrives, so the stream stays in sync; the session
+    /// answers parseError using `header`.
+    Oversized { header: Header, max: usize },
+    /// The header does not parse (h.version != 1): the byte stream is out of
+    /// sync and nothing more can be read from it. The framer stays in this
+    /// state until [`Framer::reset`].
+    Desync(DecodeError),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Oversized { header, max } => write!(
+                f,
+                "PDU of {} bytes exceeds the maximum of {max} (type {} packet {})",
+                header.payload_length as u64 + HEADER_LEN as u64,
+                header.pdu_type,
+                header.packet_id
+            ),
+            FrameError::Desync(e) => write!(f, "AgentX stream out of sync: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Cuts a byte stream into complete PDUs by h.payload_length. Accepts
+/// arbitrary chunks (partial reads, several PDUs per read).
+#[derive(Debug)]
+pub struct Framer {
+    buf: Vec<u8>,
+    max_pdu: usize,
+    skip: u64,
+    desync: Option<DecodeError>,
+}
+
+impl Framer {
+    /// `max_pdu` is the largest PDU (header + payload) accepted.
+    pub fn new(max_pdu: usize) -> Framer {
+        Framer {
+            buf: Vec::new(),
+            max_pdu: max_pdu.max(HEADER_LEN),
+            skip: 0,
+            desync: None,
+        }
+    }
+
+    /// Appends received bytes.
+    pub fn push(&mut self, mut data: &[u8]) {
+        if self.desync.is_some() {
+            return;
+        }
+        if self.skip > 0 {
+            let n = (self.skip.min(data.len() as u64)) as usize;
+            self.skip -= n as u64;
+            data = &data[n..];
+        }
+        self.buf.extend_from_slice(data);
+    }
+
+    /// Bytes held that do not yet form a complete PDU.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Forgets everything (after a reconnect).
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.skip = 0;
+        self.desync = None;
+    }
+
+    /// The next complete PDU's bytes, an error, or `None` when more bytes
+    /// are needed.
+    pub fn next_frame(&mut self) -> Option<Result<Vec<u8>, FrameError>> {
+        if let Some(e) = &self.desync {
+            return Some(Err(FrameError::Desync(e.clone())));
+        }
+        if self.buf.len() < HEADER_LEN {
+            return None;
+        }
+        let header = match Header::parse(&self.buf) {
+            Ok(h) => h,
+            Err(e) => {
+                self.buf.clear();
+                self.desync = Some(e.clone());
+                return Some(Err(FrameError::Desync(e)));
+            }
+        };
+        let total = HEADER_LEN as u64 + header.payload_length as u64;
+        if total > self.max_pdu as u64 {
+            let held = self.buf.len() as u64;
+            if held >= total {
+                self.buf.drain(..total as usize);
+            } else {
+                self.skip = total - held;
+                self.buf.clear();
+            }
+            return Some(Err(FrameError::Oversized {
+                header,
+                max: self.max_pdu,
+            }));
+        }
+        let total = total as usize;
+        if self.buf.len() < total {
+            return None;
+        }
+        let frame: Vec<u8> = self.buf.drain(..total).collect();
+        Some(Ok(frame))
+    }
+}
+
+#[cfg(test)]
+mod tests;

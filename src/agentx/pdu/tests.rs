@@ -1,0 +1,685 @@
+use super::*;
+
+fn oid(s: &str) -> Oid {
+    s.parse().unwrap()
+}
+
+fn all_values() -> Vec<VarBind> {
+    vec![
+        VarBind::new(oid("1.3.6.1.3.117.1.1.1"), Value::Integer(-5)),
+        VarBind::new(
+            oid("1.3.6.1.3.117.1.1.2"),
+            Value::OctetString(vec![0x00, 0xff, 0x10]),
+        ),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.3"), Value::OctetString(vec![])),
+        VarBind::new(
+            oid("1.3.6.1.3.117.1.1.4"),
+            Value::OctetString(vec![1, 2, 3, 4]),
+        ),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.5"), Value::Null),
+        VarBind::new(
+            oid("1.3.6.1.3.117.1.1.6"),
+            Value::ObjectIdentifier(oid("1.3.6.1.4.1.8072")),
+        ),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.7"), Value::IpAddress([127, 0, 0, 1])),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.8"), Value::Counter32(u32::MAX)),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.9"), Value::Gauge32(7)),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.10"), Value::TimeTicks(12345)),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.11"), Value::Opaque(vec![9; 5])),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.12"), Value::Counter64(u64::MAX - 1)),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.13"), Value::NoSuchObject),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.14"), Value::NoSuchInstance),
+        VarBind::new(oid("1.3.6.1.3.117.1.1.15"), Value::EndOfMibView),
+        // Not compressible: first sub-identifiers differ from 1.3.6.1.
+        VarBind::new(oid("1.2.840.10006.300.43"), Value::Integer(1)),
+        // 1.3.6.1.0.x: prefix 0 is "no prefix", so no compression.
+        VarBind::new(oid("1.3.6.1.0.5"), Value::Integer(2)),
+        // 1.3.6.1.256: too big for the prefix byte.
+        VarBind::new(oid("1.3.6.1.256.1"), Value::Integer(3)),
+        VarBind::new(oid(""), Value::Null),
+    ]
+}
+
+fn ranges() -> Vec<SearchRange> {
+    vec![
+        SearchRange {
+            start: oid("1.3.6.1.3.117.1"),
+            include: true,
+            end: oid("1.3.6.1.3.118"),
+        },
+        SearchRange {
+            start: oid("1.3.6.1.3.117.1.4.1.9"),
+            include: false,
+            end: Oid::default(),
+        },
+    ]
+}
+
+fn every_payload() -> Vec<(u8, Payload)> {
+    let ctx = Some(b"ctx-a".to_vec());
+    vec![
+        (
+            0,
+            Payload::Open {
+                timeout: 5,
+                id: oid("1.3.6.1.3.117"),
+                description: b"ibpm-agentx".to_vec(),
+            },
+        ),
+        (
+            0,
+            Payload::Close {
+                reason: CloseReason::Shutdown,
+            },
+        ),
+        (
+            0,
+            Payload::Close {
+                reason: CloseReason::Unknown(77),
+            },
+        ),
+        (
+            flags::INSTANCE_REGISTRATION,
+            Payload::Register {
+                context: None,
+                timeout: 0,
+                priority: 127,
+                range_subid: 0,
+                subtree: oid("1.3.6.1.3.117"),
+                upper_bound: None,
+            },
+        ),
+        (
+            0,
+            Payload::Register {
+                context: ctx.clone(),
+                timeout: 3,
+                priority: 1,
+                range_subid: 9,
+                subtree: oid("1.3.6.1.3.117.1.4.1.1"),
+                upper_bound: Some(22),
+            },
+        ),
+        (
+            0,
+            Payload::Unregister {
+                context: ctx.clone(),
+                priority: 127,
+                range_subid: 0,
+                subtree: oid("1.3.6.1.3.117"),
+                upper_bound: None,
+            },
+        ),
+        (
+            0,
+            Payload::Get {
+                context: None,
+                ranges: ranges(),
+            },
+        ),
+        (
+            0,
+            Payload::Get {
+                context: None,
+                ranges: vec![],
+            },
+        ),
+        (
+            0,
+            Payload::GetNext {
+                context: ctx.clone(),
+                ranges: ranges(),
+            },
+        ),
+        (
+            0,
+            Payload::GetBulk {
+                context: None,
+                non_repeaters: 1,
+                max_repetitions: 10,
+                ranges: ranges(),
+            },
+        ),
+        (
+            0,
+            Payload::TestSet {
+                context: None,
+                varbinds: all_values(),
+            },
+        ),
+        (0, Payload::CommitSet),
+        (0, Payload::UndoSet),
+        (0, Payload::CleanupSet),
+        (
+            0,
+            Payload::Notify {
+                context: ctx.clone(),
+                varbinds: all_values(),
+            },
+        ),
+        (0, Payload::Ping { context: None }),
+        (
+            0,
+            Payload::Ping {
+                context: Some(vec![]),
+            },
+        ),
+        (
+            flags::NEW_INDEX,
+            Payload::IndexAllocate {
+                context: None,
+                varbinds: vec![VarBind::new(oid("1.3.6.1.3.117.9.1"), Value::Integer(0))],
+            },
+        ),
+        (
+            flags::ANY_INDEX,
+            Payload::IndexDeallocate {
+                context: None,
+                varbinds: vec![VarBind::new(oid("1.3.6.1.3.117.9.1"), Value::Integer(4))],
+            },
+        ),
+        (
+            0,
+            Payload::AddAgentCaps {
+                context: None,
+                id: oid("1.3.6.1.3.117.2"),
+                description: b"caps".to_vec(),
+            },
+        ),
+        (
+            0,
+            Payload::RemoveAgentCaps {
+                context: ctx,
+                id: oid("1.3.6.1.3.117.2"),
+            },
+        ),
+        (
+            0,
+            Payload::Response {
+                sys_uptime: u32::MAX,
+                error: ResError::NO_ERROR,
+                index: 0,
+                varbinds: all_values(),
+            },
+        ),
+        (
+            0,
+            Payload::Response {
+                sys_uptime: 1,
+                error: ResError::Snmp(ErrorStatus::NotWritable),
+                index: 2,
+                varbinds: vec![],
+            },
+        ),
+        (
+            0,
+            Payload::Response {
+                sys_uptime: 1,
+                error: ResError::Agentx(AgentxError::DuplicateRegistration),
+                index: 0,
+                varbinds: vec![],
+            },
+        ),
+        (
+            0,
+            Payload::Response {
+                sys_uptime: 1,
+                error: ResError::Other(999),
+                index: 0,
+                varbinds: vec![],
+            },
+        ),
+    ]
+}
+
+#[test]
+fn round_trip_every_pdu_both_orders() {
+    let mut seen = std::collections::HashSet::new();
+    for order in [ByteOrder::Big, ByteOrder::Little] {
+        for (i, (fl, payload)) in every_payload().into_iter().enumerate() {
+            seen.insert(payload.pdu_type());
+            let pdu = Pdu {
+                flags: fl,
+                session_id: 0x0102_0304,
+                transaction_id: 7 + i as u32,
+                packet_id: 0xdead_beef,
+                payload,
+            };
+            let bytes = encode(&pdu, order).unwrap();
+            assert_eq!(bytes.len() % 4, 0, "{pdu:?}");
+            let h = Header::parse(&bytes).unwrap();
+            assert_eq!(h.payload_length as usize, bytes.len() - HEADER_LEN);
+            assert_eq!(h.byte_order(), order);
+            let back = decode(&bytes).unwrap_or_else(|e| panic!("{e} for {pdu:?}"));
+            assert_eq!(back.payload, pdu.payload);
+            assert_eq!(back.session_id, pdu.session_id);
+            assert_eq!(back.transaction_id, pdu.transaction_id);
+            assert_eq!(back.packet_id, pdu.packet_id);
+            assert_eq!(back.byte_order(), order);
+            assert_eq!(
+                back.flags & flags::NON_DEFAULT_CONTEXT != 0,
+                pdu.payload.context().is_some()
+            );
+            assert_eq!(back.flags & 0x07, fl);
+            // Re-encoding the decoded PDU gives the same bytes.
+            assert_eq!(encode(&back, back.byte_order()).unwrap(), bytes);
+        }
+    }
+    assert_eq!(seen.len(), 18, "every PDU type is covered");
+}
+
+/// Bytes written out by hand from RFC 2741 5.1/6.1/6.2.3 (not produced by
+/// this codec): a Register of 1.3.6.1.3.117, priority 127, network order.
+#[test]
+fn register_matches_rfc_layout() {
+    let expected: Vec<u8> = vec![
+        1, 3, 0x10, 0, // version, type Register, NETWORK_BYTE_ORDER, reserved
+        0, 0, 0, 9, // session 9
+        0, 0, 0, 1, // transaction 1
+        0, 0, 0, 2, // packet 2
+        0, 0, 0, 12, // payload length
+        0, 127, 0, 0, // timeout 0, priority 127, range_subid 0, reserved
+        1, 3, 0, 0, // n_subid 1, prefix 3 (1.3.6.1.3), include 0
+        0, 0, 0, 117,
+    ];
+    let pdu = Pdu::new(
+        9,
+        1,
+        2,
+        Payload::Register {
+            context: None,
+            timeout: 0,
+            priority: 127,
+            range_subid: 0,
+            subtree: oid("1.3.6.1.3.117"),
+            upper_bound: None,
+        },
+    );
+    assert_eq!(encode(&pdu, ByteOrder::Big).unwrap(), expected);
+    assert_eq!(decode(&expected).unwrap(), {
+        let mut p = pdu.clone();
+        p.flags = 0x10;
+        p
+    });
+}
+
+/// A little-endian Response with an OCTET STRING of 3 bytes (padded to 4)
+/// and a Counter64, written out by hand.
+#[test]
+fn response_little_endian_hand_written() {
+    let bytes: Vec<u8> = vec![
+        1, 18, 0, 0, //
+        5, 0, 0, 0, //
+        6, 0, 0, 0, //
+        7, 0, 0, 0, //
+        48, 0, 0, 0, // payload length 48
+        0x10, 0x27, 0, 0, // sysUpTime 10000
+        0, 0, 0, 0, // error 0, index 0
+        4, 0, 0, 0, // OCTET STRING, reserved
+        2, 3, 0, 0, 117, 0, 0, 0, 1, 0, 0, 0, // 1.3.6.1.3.117.1
+        3, 0, 0, 0, 0xde, 0xad, 0x00, 0, // len 3, bytes, pad
+        70, 0, 0, 0, // Counter64
+        0, 4, 0, 0, // null-prefix... n_subid 0, prefix 4: 1.3.6.1.4
+        0x01, 0, 0, 0, 0, 0, 0, 0x80,
+    ];
+    let pdu = decode(&bytes).unwrap();
+    assert_eq!(pdu.byte_order(), ByteOrder::Little);
+    assert_eq!(
+        (pdu.session_id, pdu.transaction_id, pdu.packet_id),
+        (5, 6, 7)
+    );
+    let Payload::Response {
+        sys_uptime,
+        error,
+        index,
+        varbinds,
+    } = &pdu.payload
+    else {
+        panic!("not a response: {pdu:?}")
+    };
+    assert_eq!(
+        (*sys_uptime, *error, *index),
+        (10000, ResError::NO_ERROR, 0)
+    );
+    assert_eq!(
+        varbinds,
+        &vec![
+            VarBind::new(
+                oid("1.3.6.1.3.117.1"),
+                Value::OctetString(vec![0xde, 0xad, 0])
+            ),
+            VarBind::new(oid("1.3.6.1.4"), Value::Counter64(0x8000_0000_0000_0001)),
+        ]
+    );
+    assert_eq!(encode(&pdu, ByteOrder::Little).unwrap(), bytes);
+}
+
+#[test]
+fn error_codes() {
+    for v in 0..=18u16 {
+        assert!(matches!(ResError::from_u16(v), ResError::Snmp(_)));
+        assert_eq!(ResError::from_u16(v).to_u16(), v);
+    }
+    for v in 256..=268u16 {
+        assert!(matches!(ResError::from_u16(v), ResError::Agentx(_)));
+        assert_eq!(ResError::from_u16(v).to_u16(), v);
+    }
+    assert_eq!(
+        ResError::from_u16(263),
+        ResError::Agentx(AgentxError::DuplicateRegistration)
+    );
+    assert_eq!(
+        ResError::from_u16(266).to_string(),
+        "parseError (266)".to_string()
+    );
+    assert_eq!(ResError::from_u16(19), ResError::Other(19));
+    assert_eq!(ResError::from_u16(255), ResError::Other(255));
+    assert_eq!(ResError::from_u16(269), ResError::Other(269));
+}
+
+fn sample_bytes() -> Vec<u8> {
+    encode(
+        &Pdu::new(
+            1,
+            2,
+            3,
+            Payload::TestSet {
+                context: Some(b"c".to_vec()),
+                varbinds: all_values(),
+            },
+        ),
+        ByteOrder::Big,
+    )
+    .unwrap()
+}
+
+#[test]
+fn truncated_inputs_fail_cleanly() {
+    let bytes = sample_bytes();
+    for n in 0..bytes.len() {
+        let cut = &bytes[..n];
+        let e = decode(cut).unwrap_err();
+        if n >= HEADER_LEN {
+            assert!(e.header.is_some(), "header parsed at {n}");
+            assert_eq!(e.header.unwrap().packet_id, 3);
+        } else {
+            assert!(e.header.is_none());
+        }
+        assert!(!e.to_string().is_empty());
+    }
+    // Truncated inside the payload with a payload_length that matches the
+    // shorter payload: the field decoders report the truncation.
+    for n in HEADER_LEN..bytes.len() {
+        let mut cut = bytes[..n].to_vec();
+        let len = (n - HEADER_LEN) as u32;
+        cut[16..20].copy_from_slice(&len.to_be_bytes());
+        if let Err(e) = decode(&cut) {
+            assert!(e.header.is_some());
+        }
+    }
+}
+
+#[test]
+fn malformed_inputs_name_the_problem() {
+    let mut b = sample_bytes();
+    b[0] = 2;
+    assert_eq!(decode(&b).unwrap_err().kind, DecodeErrorKind::BadVersion(2));
+
+    let mut b = sample_bytes();
+    b[1] = 99;
+    let e = decode(&b).unwrap_err();
+    assert_eq!(e.kind, DecodeErrorKind::UnknownType(99));
+    assert_eq!(e.header.unwrap().transaction_id, 2);
+
+    // Trailing bytes after a Close.
+    let mut b = encode(
+        &Pdu::new(
+            1,
+            1,
+            1,
+            Payload::Close {
+                reason: CloseReason::Other,
+            },
+        ),
+        ByteOrder::Big,
+    )
+    .unwrap();
+    b.extend_from_slice(&[0, 0, 0, 0]);
+    b[19] += 4;
+    assert_eq!(
+        decode(&b).unwrap_err().kind,
+        DecodeErrorKind::TrailingBytes(4)
+    );
+
+    // Unknown varbind type 3.
+    let mut b = encode(
+        &Pdu::new(
+            1,
+            1,
+            1,
+            Payload::TestSet {
+                context: None,
+                varbinds: vec![VarBind::new(oid("1.3"), Value::Null)],
+            },
+        ),
+        ByteOrder::Big,
+    )
+    .unwrap();
+    b[21] = 3;
+    assert_eq!(
+        decode(&b).unwrap_err().kind,
+        DecodeErrorKind::UnknownValueType(3)
+    );
+
+    // OID with 200 sub-identifiers.
+    let mut b = encode(
+        &Pdu::new(
+            1,
+            1,
+            1,
+            Payload::Get {
+                context: None,
+                ranges: ranges(),
+            },
+        ),
+        ByteOrder::Big,
+    )
+    .unwrap();
+    b[20] = 200;
+    assert_eq!(
+        decode(&b).unwrap_err().kind,
+        DecodeErrorKind::TooManySubids(200)
+    );
+
+    // Context flag on a Response.
+    let mut b = encode(&Pdu::new(1, 1, 1, Payload::CommitSet), ByteOrder::Big).unwrap();
+    b[2] |= flags::NON_DEFAULT_CONTEXT;
+    assert!(matches!(
+        decode(&b).unwrap_err().kind,
+        DecodeErrorKind::Invalid(_)
+    ));
+
+    // Octet string length near u32::MAX must not overflow.
+    let mut b = encode(
+        &Pdu::new(
+            1,
+            1,
+            1,
+            Payload::Ping {
+                context: Some(vec![1]),
+            },
+        ),
+        ByteOrder::Big,
+    )
+    .unwrap();
+    b[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        decode(&b).unwrap_err().kind,
+        DecodeErrorKind::Truncated { .. }
+    ));
+}
+
+#[test]
+fn encode_rejects_what_cannot_be_carried() {
+    let long = Oid((0..200).collect());
+    let pdu = Pdu::new(
+        1,
+        1,
+        1,
+        Payload::Get {
+            context: None,
+            ranges: vec![SearchRange {
+                start: long,
+                include: false,
+                end: Oid::default(),
+            }],
+        },
+    );
+    assert!(matches!(
+        encode(&pdu, ByteOrder::Big),
+        Err(EncodeError::OidTooLong(200))
+    ));
+    let pdu = Pdu::new(
+        1,
+        1,
+        1,
+        Payload::Register {
+            context: None,
+            timeout: 0,
+            priority: 1,
+            range_subid: 2,
+            subtree: oid("1.3"),
+            upper_bound: None,
+        },
+    );
+    assert!(encode(&pdu, ByteOrder::Big).is_err());
+}
+
+/// Deterministic xorshift PRNG: the same inputs on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let base = sample_bytes();
+    for i in 0..20_000 {
+        let mut b: Vec<u8> = if i % 2 == 0 {
+            // Mutate a valid PDU: keeps the header mostly intact.
+            let mut b = base.clone();
+            for _ in 0..(1 + rng.next() % 4) {
+                let p = (rng.next() as usize) % b.len();
+                b[p] = rng.next() as u8;
+            }
+            b
+        } else {
+            let n = (rng.next() % 96) as usize;
+            (0..n).map(|_| rng.next() as u8).collect()
+        };
+        if i % 3 == 0 && b.len() >= HEADER_LEN {
+            b[0] = 1;
+            let len = (b.len() - HEADER_LEN) as u32;
+            b[16..20].copy_from_slice(&len.to_be_bytes());
+            b[2] |= flags::NETWORK_BYTE_ORDER;
+        }
+        let _ = decode(&b);
+        let mut f = Framer::new(256);
+        f.push(&b);
+        for _ in 0..8 {
+            match f.next_frame() {
+                Some(Ok(frame)) => {
+                    let _ = decode(&frame);
+                }
+                Some(Err(FrameError::Desync(_))) | None => break,
+                Some(Err(FrameError::Oversized { .. })) => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn framer_handles_partial_and_joined_reads() {
+    let a = sample_bytes();
+    let b = encode(&Pdu::new(4, 5, 6, Payload::CommitSet), ByteOrder::Little).unwrap();
+    let mut stream = a.clone();
+    stream.extend_from_slice(&b);
+    stream.extend_from_slice(&a);
+    for chunk in [1usize, 3, 7, 20, 64, stream.len()] {
+        let mut f = Framer::new(DEFAULT_MAX_PDU);
+        let mut out = Vec::new();
+        for c in stream.chunks(chunk) {
+            f.push(c);
+            while let Some(r) = f.next_frame() {
+                out.push(r.unwrap());
+            }
+        }
+        assert_eq!(out, vec![a.clone(), b.clone(), a.clone()], "chunk {chunk}");
+        assert_eq!(f.buffered(), 0);
+    }
+}
+
+#[test]
+fn framer_skips_oversized_and_stays_in_sync() {
+    let small = encode(&Pdu::new(1, 1, 1, Payload::CommitSet), ByteOrder::Big).unwrap();
+    let big = encode(
+        &Pdu::new(
+            2,
+            3,
+            4,
+            Payload::TestSet {
+                context: None,
+                varbinds: vec![VarBind::new(
+                    oid("1.3.6.1.3.117.1"),
+                    Value::OctetString(vec![0xaa; 1000]),
+                )],
+            },
+        ),
+        ByteOrder::Big,
+    )
+    .unwrap();
+    let mut stream = big.clone();
+    stream.extend_from_slice(&small);
+    for chunk in [1usize, 13, 500, stream.len()] {
+        let mut f = Framer::new(256);
+        let mut frames = Vec::new();
+        let mut oversized = Vec::new();
+        for c in stream.chunks(chunk) {
+            f.push(c);
+            while let Some(r) = f.next_frame() {
+                match r {
+                    Ok(fr) => frames.push(fr),
+                    Err(FrameError::Oversized { header, max }) => {
+                        assert_eq!(max, 256);
+                        oversized.push(header)
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        assert_eq!(oversized.len(), 1, "chunk {chunk}");
+        assert_eq!(oversized[0].packet_id, 4);
+        assert_eq!(oversized[0].pdu_type, PduType::TestSet as u8);
+        assert_eq!(frames, vec![small.clone()], "chunk {chunk}");
+    }
+}
+
+#[test]
+fn framer_desync_is_sticky_until_reset() {
+    let mut f = Framer::new(DEFAULT_MAX_PDU);
+    f.push(&[7u8; 40]);
+    assert!(matches!(f.next_frame(), Some(Err(FrameError::Desync(_)))));
+    f.push(&sample_bytes());
+    assert!(matches!(f.next_frame(), Some(Err(FrameError::Desync(_)))));
+    f.reset();
+    f.push(&sample_bytes());
+    assert_eq!(f.next_frame(), Some(Ok(sample_bytes())));
+}

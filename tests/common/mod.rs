@@ -1,0 +1,411 @@
+//! Shared harness for integration tests: a private snmpd, process guards,
+//! the net-snmp command-line tools with a timeout, and a parser for their
+//! numeric output. Use with `mod common;`.
+#![allow(dead_code)]
+
+pub mod mibpath;
+
+use std::io::{self, Read};
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use ibpm_agentx::mib::Oid;
+
+/// A spawned process, killed by PID when dropped: SIGTERM, then SIGKILL
+/// after `term_grace`, then reaped.
+pub struct ChildGuard {
+    child: Option<Child>,
+    name: String,
+    pub term_grace: Duration,
+}
+
+impl ChildGuard {
+    pub fn new(name: &str, child: Child) -> Self {
+        ChildGuard {
+            child: Some(child),
+            name: name.to_string(),
+            term_grace: Duration::from_secs(3),
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// True while the process has not exited.
+    pub fn running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Stops the process (SIGTERM, SIGKILL after the grace period) and
+    /// returns its exit status.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let mut c = self.child.take()?;
+        if let Ok(Some(st)) = c.try_wait() {
+            return Some(st);
+        }
+        // Our own child, not reaped yet: its PID cannot have been reused.
+        send_sigterm(c.id());
+        let deadline = Instant::now() + self.term_grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("{} did not exit after SIGTERM; sending SIGKILL", self.name);
+        let _ = c.kill();
+        c.wait().ok()
+    }
+}
+
+/// SIGTERM to one PID through kill(1) (keeps the tests free of `unsafe`).
+fn send_sigterm(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A free UDP port on 127.0.0.1 (bound and released; a tiny race remains).
+pub fn free_udp_port() -> u16 {
+    let s = UdpSocket::bind("127.0.0.1:0").expect("bind udp 127.0.0.1:0");
+    s.local_addr().expect("local_addr").port()
+}
+
+/// A snmpd of our own: loopback UDP port, AgentX master on a unix socket in
+/// a temporary directory, no system configuration, no root ports.
+pub struct PrivateSnmpd {
+    dir: tempfile::TempDir,
+    pub port: u16,
+    child: Option<ChildGuard>,
+}
+
+impl PrivateSnmpd {
+    pub const SNMPD: &'static str = "/usr/sbin/snmpd";
+
+    /// True when snmpd and the client tools are installed.
+    pub fn available() -> bool {
+        Path::new(Self::SNMPD).exists() && which("snmpget")
+    }
+
+    /// Writes the configuration, starts snmpd and waits until it answers.
+    pub fn start() -> io::Result<PrivateSnmpd> {
+        let dir = tempfile::Builder::new().prefix("ibpm-snmpd-").tempdir()?;
+        let port = free_udp_port();
+        let mut s = PrivateSnmpd {
+            dir,
+            port,
+            child: None,
+        };
+        std::fs::create_dir_all(s.persist_dir())?;
+        let conf = format!(
+            "agentAddress udp:127.0.0.1:{port}\n\
+             master agentx\n\
+             agentXSocket unix:{sock}\n\
+             agentXPerms 0660 0755 0 nogroup\n\
+             rocommunity public 127.0.0.1\n\
+             rwcommunity private 127.0.0.1\n\
+             dontLogTCPWrappersConnects yes\n",
+            sock = s.socket_path().display()
+        );
+        std::fs::write(s.conf_path(), conf)?;
+        s.launch()?;
+        Ok(s)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.path().join("master")
+    }
+    /// The AgentX address string a session is configured with.
+    pub fn agentx_addr(&self) -> String {
+        format!("unix:{}", self.socket_path().display())
+    }
+    /// `127.0.0.1:PORT`, the target for the client tools.
+    pub fn target(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+    pub fn conf_path(&self) -> PathBuf {
+        self.dir.path().join("snmpd.conf")
+    }
+    pub fn persist_dir(&self) -> PathBuf {
+        self.dir.path().join("persist")
+    }
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("snmpd.log")
+    }
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(|c| c.pid())
+    }
+
+    fn launch(&mut self) -> io::Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())?;
+        let child = Command::new(Self::SNMPD)
+            .args(["-f", "-Lo", "-C", "-c"])
+            .arg(self.conf_path())
+            .args(["-m", "", "-I", "-smux", "-p"])
+            .arg(self.dir.path().join("snmpd.pid"))
+            .env("SNMP_PERSISTENT_DIR", self.persist_dir())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        self.child = Some(ChildGuard::new("snmpd", child));
+        self.wait_ready(Duration::from_secs(10))
+    }
+
+    /// Waits until the AgentX socket exists and snmpd answers an SNMP get.
+    pub fn wait_ready(&mut self, timeout: Duration) -> io::Result<()> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(c) = self.child.as_mut()
+                && !c.running()
+            {
+                return Err(io::Error::other(format!(
+                    "snmpd exited early; log:\n{}",
+                    std::fs::read_to_string(self.log_path()).unwrap_or_default()
+                )));
+            }
+            if self.socket_path().exists() {
+                let out = SnmpTool::new("snmpget")
+                    .args(["-v2c", "-c", "public", "-t", "0.3", "-r", "0", "-On"])
+                    .arg(&self.target())
+                    .arg("1.3.6.1.2.1.1.3.0")
+                    .timeout(Duration::from_secs(3))
+                    .run();
+                if out.status.success() {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("snmpd not ready within {timeout:?}"),
+        ))
+    }
+
+    /// Stops snmpd (SIGTERM, then SIGKILL after a bound) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.stop();
+        }
+    }
+
+    /// Stops and starts again on the same socket path and port.
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.stop();
+        self.launch()
+    }
+}
+
+impl Drop for PrivateSnmpd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn which(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false)
+}
+
+/// Private, empty directory for SNMP_PERSISTENT_DIR / SNMPCONFPATH of the
+/// client tools (so they never touch /var/lib/snmp or read ~/.snmp).
+fn tools_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("ibpm-snmp-tools-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        d
+    })
+}
+
+/// One run of a net-snmp client tool with a process-level timeout.
+pub struct SnmpTool {
+    name: String,
+    args: Vec<String>,
+    mibs: bool,
+    timeout: Duration,
+}
+
+impl SnmpTool {
+    pub fn new(name: &str) -> Self {
+        SnmpTool {
+            name: name.to_string(),
+            args: Vec::new(),
+            mibs: false,
+            timeout: Duration::from_secs(30),
+        }
+    }
+    pub fn arg(mut self, a: &str) -> Self {
+        self.args.push(a.to_string());
+        self
+    }
+    pub fn args<I, S>(mut self, a: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.args
+            .extend(a.into_iter().map(|s| s.as_ref().to_string()));
+        self
+    }
+    /// Adds `-M <repo mibs:ietf mibs> -m ALL` (otherwise `-m ''`: no MIBs).
+    pub fn mibs(mut self, yes: bool) -> Self {
+        self.mibs = yes;
+        self
+    }
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = t;
+        self
+    }
+
+    /// Runs the tool. On timeout the process is killed and the output so
+    /// far returned with a failed status.
+    pub fn run(self) -> Output {
+        let mut cmd = Command::new(&self.name);
+        if self.mibs {
+            cmd.arg("-M")
+                .arg(mibpath::mib_search_path())
+                .args(["-m", "ALL"]);
+        } else {
+            cmd.args(["-m", ""]);
+        }
+        cmd.args(&self.args)
+            .env("SNMP_PERSISTENT_DIR", tools_dir())
+            .env("SNMPCONFPATH", tools_dir())
+            .env("MIBS", "")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => panic!("cannot run {}: {e}", self.name),
+        };
+        let mut guard = ChildGuard::new(&self.name, child);
+        guard.term_grace = Duration::from_millis(500);
+        let c = guard.child.as_mut().expect("child");
+        let mut out = c.stdout.take().expect("stdout");
+        let mut err = c.stderr.take().expect("stderr");
+        let to = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = out.read_to_end(&mut v);
+            v
+        });
+        let te = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = err.read_to_end(&mut v);
+            v
+        });
+        let deadline = Instant::now() + self.timeout;
+        let mut status = None;
+        while Instant::now() < deadline {
+            if let Some(c) = guard.child.as_mut()
+                && let Ok(Some(st)) = c.try_wait()
+            {
+                status = Some(st);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let timed_out = status.is_none();
+        let status = match status {
+            Some(s) => {
+                guard.child.take();
+                s
+            }
+            None => guard.stop().unwrap_or_else(failed_status),
+        };
+        let stdout = to.join().unwrap_or_default();
+        let mut stderr = te.join().unwrap_or_default();
+        if timed_out {
+            stderr.extend_from_slice(
+                format!("\n[{} killed after {:?}]\n", self.name, self.timeout).as_bytes(),
+            );
+        }
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+fn failed_status() -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus::from_raw(1 << 8)
+}
+
+/// Runs a net-snmp tool (no MIBs loaded) with a 30 s process timeout.
+pub fn snmp_tool(name: &str, args: &[&str]) -> Output {
+    SnmpTool::new(name).args(args).run()
+}
+
+/// One line of `snmpwalk -On -Oe` (or snmpget) output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkLine {
+    pub oid: Oid,
+    /// `INTEGER`, `Counter64`, `Hex-STRING`, `STRING`, ... or empty for
+    /// exception lines ("No Such Object ...") and `""`.
+    pub ty: String,
+    /// The text after `TYPE: `, continuation lines joined with a space.
+    pub value: String,
+}
+
+/// Parses numeric tool output (`.1.3.6... = TYPE: value`); lines that do not
+/// start with an OID continue the previous value (long Hex-STRINGs wrap).
+pub fn parse_walk(text: &str) -> Vec<WalkLine> {
+    let mut out: Vec<WalkLine> = Vec::new();
+    for line in text.lines() {
+        let parsed = line.split_once(" = ").and_then(|(o, rest)| {
+            let o = o.trim();
+            if !o.starts_with('.') && !o.starts_with(|c: char| c.is_ascii_digit()) {
+                return None;
+            }
+            let oid: Oid = o.parse().ok()?;
+            let (ty, value) = match rest.split_once(": ") {
+                Some((t, v)) if !t.contains(' ') || t == "OCTET STRING" => {
+                    (t.to_string(), v.trim_end().to_string())
+                }
+                _ => (String::new(), rest.trim_end().to_string()),
+            };
+            Some(WalkLine { oid, ty, value })
+        });
+        match parsed {
+            Some(l) => out.push(l),
+            None => {
+                if let Some(last) = out.last_mut()
+                    && !line.trim().is_empty()
+                {
+                    last.value.push(' ');
+                    last.value.push_str(line.trim());
+                }
+            }
+        }
+    }
+    for l in &mut out {
+        l.value = l.value.trim().to_string();
+    }
+    out
+}
