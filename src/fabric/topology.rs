@@ -1,1 +1,753 @@
-//! (to be written)
+//! Topology files: the format `ibnetdiscover` prints and ibsim reads.
+//!
+//! ```text
+//! switchguid=0x200000(200000)          # optional: GUID of the next switch
+//! Switch  8 "S-0000000000200000"       # "Switch1" base port 0 lid 1 lmc 0
+//! [1]     "H-0000000000100000"[1](100001)   # "Hca1" lid 2 4xSDR
+//! [3]     "Switch2"[3]   w=2 s=1
+//!
+//! Ca  2 "H-0000000000100000"           # "Hca1"
+//! [1](100001)  "S-0000000000200000"[1] # lid 2 lmc 0 "Switch1" lid 1 4xSDR
+//! ```
+//!
+//! A node record is a header line (`Switch`, `Hca`/`Ca` or `Rt`, the number
+//! of ports, the quoted node name, optionally `# "description"`) followed by
+//! one line per cabled port; a blank line ends the record. Every link must be
+//! listed from both ends, as ibsim requires.
+//!
+//! GUIDs are assigned exactly as ibsim 0.10 assigns them (ibsim/sim_net.c):
+//! CAs from 0x100000, each taking `ports + 1` GUIDs (node GUID, then port N's
+//! GUID = node GUID + N); switches from 0x200000, one GUID each (every port
+//! uses the node GUID); routers like CAs from 0xffff_ffff_ffff_ffff.
+//! `caguid=`/`hcaguids=`, `switchguid=` and `rtguid=` set the next GUID of
+//! their type (`+N` instead of `=N` counts from the last `=` base); a
+//! `(portguid)` suffix is ignored. `sysimgguid=` sets the SystemImageGUID of
+//! the next node only (otherwise it is the node GUID). Descriptions come from
+//! the `# "..."` comment of the header (or its unquoted text up to ` lid `,
+//! ` lmc `, ` base port `, ` enhanced port `), else the node name; at most 63
+//! bytes, like ibsim's NodeDescription buffer.
+//!
+//! LIDs are 0 unless the file gives them (`lid N` on a switch header, the
+//! first `lid N` of a CA port line); link width and speed are the active ones
+//! ibsim negotiates from the ends' enabled sets (defaults 4x SDR, `width=`,
+//! `speed=`, `extspeed=` lines, `w=`/`s=`/`e=` port options, or an
+//! ibnetdiscover `lid N 4xQDR` comment).
+//!
+//! `vendid=`, `devid=`, `pdebug=` and `do ...` lines are accepted and have no
+//! effect here; `include`, `module` and `@alias` lines are not supported.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::model::{Fabric, Guid, Node, NodeType, Port};
+
+/// The built-in default fabric (2 spine + 4 leaf switches, 12 HCAs).
+pub const DEFAULT_FABRIC_TEXT: &str = include_str!("../../config/default-fabric.net");
+
+/// A topology file problem, with the line it was found on (1-based).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyError {
+    /// The file, when the text came from one.
+    pub file: Option<PathBuf>,
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(p) => write!(
+                f,
+                "topology {}:{}: {}",
+                p.display(),
+                self.line,
+                self.message
+            ),
+            None => write!(f, "topology <text>:{}: {}", self.line, self.message),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
+
+fn err<T>(line: usize, message: impl Into<String>) -> Result<T, TopologyError> {
+    Err(TopologyError {
+        file: None,
+        line,
+        message: message.into(),
+    })
+}
+
+/// Reads and parses a topology file.
+pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
+    let text = std::fs::read(path).map_err(|e| TopologyError {
+        file: Some(path.to_path_buf()),
+        line: 0,
+        message: format!("cannot read: {e}"),
+    })?;
+    let text = String::from_utf8_lossy(&text);
+    parse(&text).map_err(|e| TopologyError {
+        file: Some(path.to_path_buf()),
+        ..e
+    })
+}
+
+/// The built-in default fabric.
+pub fn default_fabric() -> Fabric {
+    // The text is part of the program and covered by tests.
+    parse(DEFAULT_FABRIC_TEXT).unwrap_or_default()
+}
+
+// Enabled-set bits, as in PortInfo (and ibsim).
+const W_1X: u32 = 1;
+const W_4X: u32 = 2;
+const W_8X: u32 = 4;
+const W_12X: u32 = 8;
+const W_2X: u32 = 16;
+const S_SDR: u32 = 1;
+const S_DDR: u32 = 2;
+const S_QDR: u32 = 4;
+const E_FDR: u32 = 1;
+const E_EDR: u32 = 2;
+const E_HDR: u32 = 4;
+
+const NODE_NAME_MAX: usize = 64;
+const NODE_DESC_MAX: usize = 63;
+
+#[derive(Clone, Copy)]
+struct Enabled {
+    width: u32,
+    speed: u32,
+    ext: u32,
+    fdr10: bool,
+}
+
+struct RawPort {
+    line: usize,
+    remote_name: String,
+    remote_port: u8,
+    enabled: Enabled,
+    lid: u16,
+}
+
+struct RawNode {
+    name: String,
+    node: Node,
+    ports: HashMap<u8, RawPort>,
+    enabled_default: Enabled,
+}
+
+struct State {
+    // Index 0: CA, 1: switch, 2: router.
+    abs_base: [u64; 3],
+    next: [u64; 3],
+    sysimgguid: u64,
+    enabled: Enabled,
+    nodes: Vec<RawNode>,
+    by_name: HashMap<String, usize>,
+}
+
+fn type_index(t: NodeType) -> usize {
+    match t {
+        NodeType::Ca => 0,
+        NodeType::Switch => 1,
+        NodeType::Router => 2,
+    }
+}
+
+/// Parses topology text.
+pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
+    let mut st = State {
+        abs_base: [0x100000, 0x200000, u64::MAX],
+        next: [0x100000, 0x200000, u64::MAX],
+        sysimgguid: 0,
+        enabled: Enabled {
+            width: W_4X,
+            speed: S_SDR,
+            ext: 0,
+            fdr10: false,
+        },
+        nodes: Vec::new(),
+        by_name: HashMap::new(),
+    };
+    let mut in_record = false;
+    for (idx, raw) in text.lines().enumerate() {
+        let lineno = idx + 1;
+        let line = raw.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            in_record = false;
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with('[') {
+            if !in_record {
+                return err(lineno, "port line outside a node record");
+            }
+            parse_port_line(&mut st, lineno, line)?;
+            continue;
+        }
+        if line.starts_with('@') {
+            return err(lineno, "port aliases ('@') are not supported");
+        }
+        in_record = false;
+        let word: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        match word.as_str() {
+            "Switch" => {
+                parse_header(&mut st, lineno, line, "Switch".len(), NodeType::Switch)?;
+                in_record = true;
+            }
+            "Hca" | "Ca" => {
+                parse_header(&mut st, lineno, line, word.len(), NodeType::Ca)?;
+                in_record = true;
+            }
+            "Rt" => {
+                parse_header(&mut st, lineno, line, 2, NodeType::Router)?;
+                in_record = true;
+            }
+            "switchguid" => guid_base(&mut st, lineno, line, NodeType::Switch)?,
+            "caguid" | "hcaguids" => guid_base(&mut st, lineno, line, NodeType::Ca)?,
+            "rtguid" => guid_base(&mut st, lineno, line, NodeType::Router)?,
+            "sysimgguid" => st.sysimgguid = assignment(lineno, line)?,
+            "vendid" | "devid" | "pdebug" => {
+                assignment(lineno, line)?;
+            }
+            "width" => {
+                let v = assignment(lineno, line)?;
+                st.enabled.width = check_range(lineno, "link width", v, 1, 31)?;
+            }
+            "speed" => {
+                let v = assignment(lineno, line)?;
+                st.enabled.speed = check_range(lineno, "link speed", v, 1, 7)?;
+            }
+            "extspeed" => {
+                let v = assignment(lineno, line)?;
+                st.enabled.ext = check_range(lineno, "extended link speed", v, 0, 7)?;
+            }
+            "do" => {}
+            "include" | "module" => {
+                return err(lineno, format!("'{word}' lines are not supported"));
+            }
+            "" => return err(lineno, format!("unexpected text: {}", excerpt(line))),
+            _ => return err(lineno, format!("unknown keyword '{word}'")),
+        }
+    }
+    link(st)
+}
+
+fn excerpt(s: &str) -> String {
+    let t: String = s.chars().take(40).collect();
+    if t.len() < s.len() {
+        format!("'{t}...'")
+    } else {
+        format!("'{t}'")
+    }
+}
+
+fn check_range(line: usize, what: &str, v: u64, lo: u64, hi: u64) -> Result<u32, TopologyError> {
+    if v < lo || v > hi {
+        return err(line, format!("bad {what} {v}: must be {lo}..{hi}"));
+    }
+    Ok(v as u32)
+}
+
+/// C `strtoull(s, NULL, 0)` on the start of `s`: `0x` hex, leading `0`
+/// octal, else decimal; `None` when no digit is there or it overflows.
+fn c_number(s: &str) -> Option<(u64, &str)> {
+    let s = s.trim_start();
+    let (radix, digits) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        (16, h)
+    } else if s.starts_with('0') {
+        (8, s)
+    } else {
+        (10, s)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 {
+        return None;
+    }
+    let v = u64::from_str_radix(&digits[..end], radix).ok()?;
+    Some((v, &digits[end..]))
+}
+
+fn assignment(line: usize, text: &str) -> Result<u64, TopologyError> {
+    let Some((_, rhs)) = text.split_once('=') else {
+        return err(line, "bad assignment: missing '='");
+    };
+    match c_number(rhs) {
+        Some((v, _)) => Ok(v),
+        None => err(line, format!("bad number {}", excerpt(rhs.trim()))),
+    }
+}
+
+fn guid_base(st: &mut State, line: usize, text: &str, t: NodeType) -> Result<(), TopologyError> {
+    let Some(pos) = text.find(['=', '+']) else {
+        return err(line, "bad assignment: missing '=' or '+'");
+    };
+    let relative = text[pos..].starts_with('+');
+    let Some((v, _)) = c_number(&text[pos + 1..]) else {
+        return err(line, format!("bad GUID {}", excerpt(&text[pos + 1..])));
+    };
+    let i = type_index(t);
+    if relative {
+        st.next[i] = st.abs_base[i].wrapping_add(v);
+    } else {
+        st.abs_base[i] = v;
+        st.next[i] = v;
+    }
+    Ok(())
+}
+
+/// The first `"..."` of `s`: (content, rest after the closing quote).
+fn quoted(line: usize, s: &str) -> Result<Option<(&str, &str)>, TopologyError> {
+    let Some(open) = s.find('"') else {
+        return Ok(None);
+    };
+    let after = &s[open + 1..];
+    match after.find('"') {
+        Some(close) => Ok(Some((&after[..close], &after[close + 1..]))),
+        None => err(line, "malformed quotes: no closing '\"'"),
+    }
+}
+
+fn check_name(line: usize, name: &str) -> Result<(), TopologyError> {
+    if name.is_empty() {
+        return err(line, "empty node name");
+    }
+    if name.len() > NODE_NAME_MAX {
+        return err(line, format!("node name longer than {NODE_NAME_MAX} bytes"));
+    }
+    if name.contains(['#', '@']) {
+        return err(
+            line,
+            format!("bad node name \"{name}\": '#' and '@' are reserved"),
+        );
+    }
+    Ok(())
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// The description in a header's `# ...` comment and the text after it.
+fn header_description(line: usize, rest: &str) -> Result<(Option<String>, String), TopologyError> {
+    let Some(hash) = rest.find('#') else {
+        return Ok((None, String::new()));
+    };
+    let c = rest[hash + 1..].trim_start();
+    if let Some(q) = c.strip_prefix('"') {
+        return match q.find('"') {
+            Some(end) => Ok((Some(q[..end].to_string()), q[end + 1..].to_string())),
+            None => err(line, "malformed quotes in the node description"),
+        };
+    }
+    for stop in [" enhanced port ", " base port ", " lid ", " lmc "] {
+        if let Some(p) = c.find(stop) {
+            return Ok((Some(c[..p].to_string()), c[p..].to_string()));
+        }
+    }
+    Ok((Some(c.to_string()), String::new()))
+}
+
+/// `lid N` (and nothing else) from a comment.
+fn lid_in(s: &str) -> Option<u16> {
+    let p = s.find("lid ")?;
+    let (v, _) = c_number(&s[p + 4..])?;
+    u16::try_from(v).ok()
+}
+
+fn parse_header(
+    st: &mut State,
+    lineno: usize,
+    line: &str,
+    kw_len: usize,
+    t: NodeType,
+) -> Result<(), TopologyError> {
+    let after_kw = &line[kw_len..];
+    let count_text = after_kw.trim_start();
+    let digits_end = count_text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(count_text.len());
+    let num_ports: u8 = match count_text[..digits_end].parse::<u32>() {
+        Ok(n) if (1..=255).contains(&n) => n as u8,
+        Ok(n) => return err(lineno, format!("bad port count {n}: must be 1..255")),
+        Err(_) => return err(lineno, "missing port count after the node type"),
+    };
+    let Some((name, rest)) = quoted(lineno, &count_text[digits_end..])? else {
+        return err(lineno, "missing quoted node name");
+    };
+    check_name(lineno, name)?;
+    if st.by_name.contains_key(name) {
+        return err(lineno, format!("duplicate node name \"{name}\""));
+    }
+    let (desc, tail) = header_description(lineno, rest)?;
+    let description = match desc {
+        Some(d) if !d.is_empty() => truncate(&d, NODE_DESC_MAX),
+        _ => truncate(name, NODE_DESC_MAX),
+    };
+
+    let i = type_index(t);
+    let guid = st.next[i];
+    // ibsim checks node GUIDs only.
+    if let Some(other) = st.nodes.iter().find(|n| n.node.guid.0 == guid) {
+        return err(
+            lineno,
+            format!(
+                "GUID {} of \"{name}\" is already used by \"{}\"",
+                Guid(guid),
+                other.name
+            ),
+        );
+    }
+    st.next[i] = match t {
+        NodeType::Switch => guid.wrapping_add(1),
+        _ => guid.wrapping_add(u64::from(num_ports) + 1),
+    };
+    let sys_guid = if st.sysimgguid != 0 {
+        st.sysimgguid
+    } else {
+        guid
+    };
+    st.sysimgguid = 0;
+
+    let lid = if t == NodeType::Switch {
+        lid_in(&tail).unwrap_or(0)
+    } else {
+        0
+    };
+    let ports = (1..=num_ports)
+        .map(|n| Port {
+            num: n,
+            guid: Guid(if t == NodeType::Switch {
+                guid
+            } else {
+                guid.wrapping_add(u64::from(n))
+            }),
+            lid,
+            remote: None,
+            width: None,
+            speed: None,
+        })
+        .collect();
+    st.by_name.insert(name.to_string(), st.nodes.len());
+    st.nodes.push(RawNode {
+        name: name.to_string(),
+        node: Node {
+            guid: Guid(guid),
+            sys_guid: Guid(sys_guid),
+            node_type: t,
+            description,
+            num_ports,
+            lid,
+            ports,
+        },
+        ports: HashMap::new(),
+        enabled_default: st.enabled,
+    });
+    Ok(())
+}
+
+/// ibnetdiscover's `lid N <width>x<speed>` (the last `lid` after the last
+/// quote) updates the enabled sets the way ibsim does.
+fn connection_data(s: &str, en: &mut Enabled) {
+    let from = s.rfind('"').map_or(0, |q| q + 1);
+    let tail = &s[from..];
+    let Some(p) = tail.find("lid") else { return };
+    let mut words = tail[p..].split_whitespace();
+    if words.next() != Some("lid") {
+        return;
+    }
+    if words.next().and_then(|w| w.parse::<i64>().ok()).is_none() {
+        return;
+    }
+    let Some(ws) = words.next() else { return };
+    let Some((w, speed)) = ws.split_once('x') else {
+        return;
+    };
+    let Ok(w) = w.parse::<u32>() else { return };
+    if speed.is_empty() {
+        return;
+    }
+    match w {
+        12 => en.width = W_1X | W_4X | W_12X,
+        8 => en.width = W_8X,
+        4 => en.width = W_1X | W_4X,
+        1 => en.width = W_1X,
+        2 => en.width = W_2X,
+        _ => {}
+    }
+    let speed: String = speed.chars().take(9).collect();
+    // ibsim compares the text as a prefix of each name, in this order.
+    let is = |name: &str| name.starts_with(speed.as_str());
+    let legacy = S_SDR | S_DDR | S_QDR;
+    if is("SDR") {
+        en.speed = S_SDR;
+    } else if is("DDR") {
+        en.speed = S_SDR | S_DDR;
+    } else if is("QDR") {
+        en.speed = legacy;
+    } else if is("FDR") {
+        en.ext = E_FDR;
+        en.speed = legacy;
+        en.fdr10 = true;
+    } else if is("EDR") {
+        en.ext = E_FDR | E_EDR;
+        en.speed = legacy;
+        en.fdr10 = true;
+    } else if is("HDR") {
+        en.ext = E_FDR | E_EDR | E_HDR;
+        en.speed = legacy;
+        en.fdr10 = true;
+    } else if is("FDR10") {
+        en.speed = legacy;
+        en.fdr10 = true;
+    }
+}
+
+fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), TopologyError> {
+    let Some(cur) = st.nodes.last_mut() else {
+        return err(lineno, "port line outside a node record");
+    };
+    let body = &line[1..];
+    let Some(close) = body.find(']') else {
+        return err(lineno, "bad port: missing ']'");
+    };
+    let num = match body[..close].trim().parse::<u32>() {
+        Ok(n) => n,
+        Err(_) => return err(lineno, format!("bad port number '{}'", &body[..close])),
+    };
+    if num == 0 || num > u32::from(cur.node.num_ports) {
+        return err(
+            lineno,
+            format!(
+                "port {num} is beyond \"{}\"'s ports 1..{}",
+                cur.name, cur.node.num_ports
+            ),
+        );
+    }
+    let num = num as u8;
+    if cur.ports.contains_key(&num) {
+        return err(
+            lineno,
+            format!("port {num} of \"{}\" is listed twice", cur.name),
+        );
+    }
+    let after = &body[close + 1..];
+    let Some((remote_name, rest)) = quoted(lineno, after)? else {
+        return err(lineno, "missing quoted remote node name");
+    };
+    check_name(lineno, remote_name)?;
+    let (remote_port, rest) = if let Some(r) = rest.strip_prefix('[') {
+        match c_number(r) {
+            Some((n, tail)) if (1..=255).contains(&n) => (n as u8, tail),
+            _ => {
+                return err(lineno, format!("bad remote port number in {}", excerpt(r)));
+            }
+        }
+    } else {
+        (1, rest) // ibsim's default when no [port] follows the name
+    };
+    let mut enabled = cur.enabled_default;
+    // Port options (w=, s=, e=) before any comment.
+    let opts = rest.split('#').next().unwrap_or("");
+    for tok in opts.split_whitespace() {
+        if let Some((k, v)) = tok.split_once('=') {
+            let key = k.chars().rev().find(|c| c.is_ascii_alphabetic());
+            let val = c_number(v).map(|(n, _)| n).unwrap_or(0);
+            match key {
+                Some('w') => enabled.width = check_range(lineno, "link width", val, 1, 31)?,
+                Some('s') => enabled.speed = check_range(lineno, "link speed", val, 1, 7)?,
+                Some('e') => enabled.ext = check_range(lineno, "extended link speed", val, 0, 7)?,
+                _ => {}
+            }
+        }
+    }
+    let mut lid = 0;
+    if matches!(cur.node.node_type, NodeType::Switch | NodeType::Ca) {
+        connection_data(rest, &mut enabled);
+        if cur.node.node_type == NodeType::Ca {
+            lid = lid_in(rest).unwrap_or(0);
+        }
+    }
+    cur.ports.insert(
+        num,
+        RawPort {
+            line: lineno,
+            remote_name: remote_name.to_string(),
+            remote_port,
+            enabled,
+            lid,
+        },
+    );
+    Ok(())
+}
+
+fn active(a: &Enabled, b: &Enabled) -> Option<(String, String)> {
+    let w = a.width & b.width;
+    let width = [
+        (W_12X, "12x"),
+        (W_8X, "8x"),
+        (W_4X, "4x"),
+        (W_2X, "2x"),
+        (W_1X, "1x"),
+    ]
+    .iter()
+    .find(|(bit, _)| w & bit != 0)?
+    .1;
+    let s = a.speed & b.speed;
+    let legacy = [(S_QDR, "QDR"), (S_DDR, "DDR"), (S_SDR, "SDR")]
+        .iter()
+        .find(|(bit, _)| s & bit != 0)?
+        .1;
+    let e = a.ext & b.ext;
+    let speed = if e & E_HDR != 0 {
+        "HDR"
+    } else if e & E_EDR != 0 {
+        "EDR"
+    } else if e & E_FDR != 0 {
+        "FDR"
+    } else if a.fdr10 && b.fdr10 {
+        "FDR10"
+    } else {
+        legacy
+    };
+    Some((width.to_string(), speed.to_string()))
+}
+
+fn link(st: State) -> Result<Fabric, TopologyError> {
+    // Check every listed link, in file order.
+    let mut all: Vec<(usize, usize, u8)> = Vec::new(); // (line, node idx, port)
+    for (ni, n) in st.nodes.iter().enumerate() {
+        for (&p, rp) in &n.ports {
+            all.push((rp.line, ni, p));
+        }
+    }
+    all.sort_unstable();
+    let mut resolved: Vec<(usize, u8, usize, u8, String, String)> = Vec::new();
+    for &(line, ni, p) in &all {
+        let n = &st.nodes[ni];
+        let rp = &n.ports[&p];
+        let Some(&ri) = st.by_name.get(&rp.remote_name) else {
+            return err(
+                line,
+                format!(
+                    "\"{}\"[{p}] links to undefined node \"{}\"",
+                    n.name, rp.remote_name
+                ),
+            );
+        };
+        let r = &st.nodes[ri];
+        if rp.remote_port > r.node.num_ports {
+            return err(
+                line,
+                format!(
+                    "\"{}\"[{p}] links to port {} beyond \"{}\"'s ports 1..{}",
+                    n.name, rp.remote_port, r.name, r.node.num_ports
+                ),
+            );
+        }
+        if ri == ni && rp.remote_port == p {
+            return err(line, format!("\"{}\"[{p}] is linked to itself", n.name));
+        }
+        match r.ports.get(&rp.remote_port) {
+            None => {
+                return err(
+                    line,
+                    format!(
+                        "inconsistent link: \"{}\"[{p}] -> \"{}\"[{}], but \"{}\"[{}] is not listed",
+                        n.name, r.name, rp.remote_port, r.name, rp.remote_port
+                    ),
+                );
+            }
+            Some(back) if back.remote_name != n.name || back.remote_port != p => {
+                return err(
+                    line,
+                    format!(
+                        "inconsistent link: \"{}\"[{p}] -> \"{}\"[{}], but \"{}\"[{}] -> \"{}\"[{}] (line {})",
+                        n.name,
+                        r.name,
+                        rp.remote_port,
+                        r.name,
+                        rp.remote_port,
+                        back.remote_name,
+                        back.remote_port,
+                        back.line
+                    ),
+                );
+            }
+            Some(back) => {
+                let Some((w, s)) = active(&rp.enabled, &back.enabled) else {
+                    return err(
+                        line,
+                        format!(
+                            "\"{}\"[{p}] and \"{}\"[{}] share no enabled link width or speed",
+                            n.name, r.name, rp.remote_port
+                        ),
+                    );
+                };
+                resolved.push((ni, p, ri, rp.remote_port, w, s));
+            }
+        }
+    }
+    let guids: Vec<Guid> = st.nodes.iter().map(|n| n.node.guid).collect();
+    let mut nodes: Vec<RawNode> = st.nodes;
+    for (ni, p, ri, rport, w, s) in resolved {
+        let n = &mut nodes[ni];
+        let lid = n.ports.get(&p).map_or(0, |rp| rp.lid);
+        if let Some(port) = n.node.ports.iter_mut().find(|x| x.num == p) {
+            port.remote = Some((guids[ri], rport));
+            port.width = Some(w);
+            port.speed = Some(s);
+            if n.node.node_type != NodeType::Switch && lid != 0 {
+                port.lid = lid;
+            }
+        }
+    }
+    let mut fabric = Fabric {
+        nodes: nodes
+            .into_iter()
+            .map(|mut rn| {
+                if rn.node.node_type != NodeType::Switch {
+                    rn.node.lid = rn.node.ports.first().map_or(0, |p| p.lid);
+                }
+                rn.node
+            })
+            .collect(),
+    };
+    fabric.sort();
+    Ok(fabric)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_fabric_parses() {
+        let f = parse(DEFAULT_FABRIC_TEXT).expect("built-in fabric");
+        assert_eq!(f, default_fabric());
+        let sw = f
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == NodeType::Switch)
+            .count();
+        let ca = f
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == NodeType::Ca)
+            .count();
+        assert_eq!((sw, ca), (6, 12));
+    }
+}

@@ -95,7 +95,7 @@ pub fn set_bits(data: &mut [u8], bit_off: usize, width: usize, value: u64) -> bo
 /// of range or unaligned).
 pub fn get_bytes<const N: usize>(data: &[u8], bit_off: usize) -> [u8; N] {
     let mut out = [0u8; N];
-    if bit_off % 8 == 0 {
+    if bit_off.is_multiple_of(8) {
         let start = bit_off / 8;
         if let Some(src) = start.checked_add(N).and_then(|end| data.get(start..end)) {
             out.copy_from_slice(src);
@@ -106,7 +106,7 @@ pub fn get_bytes<const N: usize>(data: &[u8], bit_off: usize) -> [u8; N] {
 
 /// Writes whole bytes at byte-aligned `bit_off`; `false` when out of range.
 pub fn set_bytes(data: &mut [u8], bit_off: usize, bytes: &[u8]) -> bool {
-    if bit_off % 8 != 0 {
+    if !bit_off.is_multiple_of(8) {
         return false;
     }
     let start = bit_off / 8;

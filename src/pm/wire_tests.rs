@@ -84,7 +84,8 @@ fn switch_class_port_info_reply() {
 #[test]
 fn perfquery_requests_are_what_we_build() {
     // perfquery's requests, rebuilt with our encoder, must be byte-identical.
-    let cases: [(&str, u8, u16, &dyn Fn(&mut [u8; 192])); 5] = [
+    type Fill<'a> = &'a dyn Fn(&mut [u8; 192]);
+    let cases: [(&str, u8, u16, Fill); 5] = [
         // libibmad writes the port into byte 1 (PortSelect's place) of every
         // PM query, ClassPortInfo included.
         (

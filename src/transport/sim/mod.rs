@@ -1,1 +1,306 @@
-//! (to be written)
+//! The built-in simulated fabric: a Performance Management Agent (PMA) per
+//! node that answers encoded PM MADs, with counters that advance like real
+//! traffic, lazily, from a clock.
+//!
+//! - LIDs: [`SimFabric::new`] keeps a LID the topology gave (non-zero and
+//!   unique) and assigns the rest sequentially from 1 in node order (GUID
+//!   order): a switch gets one LID (port 0, copied to all its ports), a CA
+//!   one per port.
+//! - Traffic: per link direction a rate drawn from a seeded splitmix64
+//!   (`SimOptions::seed`): data in octets/4, packets, some multicast, rare
+//!   errors on noisy links (symbol errors, receive errors, link error
+//!   recovery), XmitWait and a few discards on congested directions. The
+//!   transmit counters of one end equal the receive counters of the other.
+//! - PortCounters fields saturate at their IBA widths; PortCountersExtended
+//!   keeps 64-bit counts. The two attributes are cleared independently.
+//! - See [`pma`] for what each attribute answers.
+
+mod pma;
+pub mod traffic;
+mod transport;
+
+pub use transport::SimTransport;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::fabric::model::{Fabric, Guid, NodeType};
+use crate::transport::MAD_SIZE;
+
+use traffic::{Direction, Totals};
+
+/// A clock tests can move by hand.
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    pub fn new() -> ManualClock {
+        ManualClock::default()
+    }
+    pub fn advance(&self, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                Some(v.saturating_add(ns))
+            });
+    }
+    /// Time since the simulation started.
+    pub fn now(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// Where simulated time comes from.
+#[derive(Clone, Debug, Default)]
+pub enum SimClock {
+    /// Real time since the [`SimFabric`] was created.
+    #[default]
+    Real,
+    /// Time advanced only by [`ManualClock::advance`].
+    Manual(ManualClock),
+}
+
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub seed: u64,
+    /// Whether links carry traffic (when false, every counter stays 0).
+    pub traffic: bool,
+    pub clock: SimClock,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            seed: 1,
+            traffic: true,
+            clock: SimClock::Real,
+        }
+    }
+}
+
+/// Sample mechanism state of one PMA (see `pma`).
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    control: crate::pm::PortSamplesControl,
+    /// Simulated time of the last Set, in ns; `None` before any Set.
+    set_at: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PortState {
+    /// Totals at the last PortCounters clear, per counter.
+    pc_base: Totals,
+    /// Totals at the last PortCountersExtended clear, per counter.
+    pcx_base: Totals,
+}
+
+struct State {
+    fabric: Fabric,
+    clock: SimClock,
+    started: Instant,
+    /// LID -> (node index, port number; 0 for a switch).
+    lids: HashMap<u16, (usize, u8)>,
+    /// Transmit direction of each cabled (node index, port).
+    tx: HashMap<(usize, u8), Direction>,
+    ports: HashMap<(usize, u8), PortState>,
+    /// Sample mechanism per PMA: (node index, 0) for a switch, (node, port)
+    /// for a CA port.
+    samples: HashMap<(usize, u8), Sample>,
+    unreachable: HashSet<Guid>,
+}
+
+impl State {
+    fn now_ns(&self) -> u64 {
+        match &self.clock {
+            SimClock::Real => u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            SimClock::Manual(m) => u64::try_from(m.now().as_nanos()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Totals of (node, port) at `t_ns` since the start.
+    fn totals(&self, node: usize, port: u8, t_ns: u64) -> Totals {
+        let mut t = [0u64; traffic::q::COUNT];
+        let Some(tx) = self.tx.get(&(node, port)) else {
+            return t;
+        };
+        let Some((rg, rp)) = self
+            .fabric
+            .nodes
+            .get(node)
+            .and_then(|n| n.port(port))
+            .and_then(|p| p.remote)
+        else {
+            return t;
+        };
+        let Ok(ri) = self.fabric.nodes.binary_search_by_key(&rg, |n| n.guid) else {
+            return t;
+        };
+        let rx = self.tx.get(&(ri, rp)).copied().unwrap_or_default();
+        traffic::accumulate(&mut t, tx, &rx, t_ns);
+        t
+    }
+}
+
+/// A simulated fabric. Clones share the same state.
+#[derive(Clone)]
+pub struct SimFabric {
+    state: Arc<Mutex<State>>,
+}
+
+impl SimFabric {
+    pub fn new(mut fabric: Fabric, opts: SimOptions) -> SimFabric {
+        fabric.sort();
+        let lids = assign_lids(&mut fabric);
+        let mut tx = HashMap::new();
+        let mut ports = HashMap::new();
+        let mut samples = HashMap::new();
+        for (ni, n) in fabric.nodes.iter().enumerate() {
+            if n.node_type == NodeType::Switch {
+                ports.insert((ni, 0), PortState::default());
+                samples.insert((ni, 0), Sample::default());
+            }
+            for p in &n.ports {
+                ports.insert((ni, p.num), PortState::default());
+                if n.node_type != NodeType::Switch {
+                    samples.insert((ni, p.num), Sample::default());
+                }
+                if p.remote.is_some() && opts.traffic {
+                    // One stream per (seed, GUID, port): stable when other
+                    // nodes are added or removed.
+                    let mut rng = opts.seed
+                        ^ n.guid.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                        ^ u64::from(p.num).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                    traffic::splitmix64(&mut rng);
+                    tx.insert(
+                        (ni, p.num),
+                        traffic::draw(&mut rng, p.width.as_deref(), p.speed.as_deref()),
+                    );
+                }
+            }
+        }
+        SimFabric {
+            state: Arc::new(Mutex::new(State {
+                fabric,
+                clock: opts.clock,
+                started: Instant::now(),
+                lids,
+                tx,
+                ports,
+                samples,
+                unreachable: HashSet::new(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the state half-updated
+        // in a way that matters to readers; keep serving.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The fabric with the LIDs the simulator assigned.
+    pub fn fabric(&self) -> Fabric {
+        self.lock().fabric.clone()
+    }
+
+    /// An unreachable node answers nothing (its MADs are dropped).
+    pub fn set_reachable(&self, guid: Guid, reachable: bool) {
+        let mut st = self.lock();
+        if reachable {
+            st.unreachable.remove(&guid);
+        } else {
+            st.unreachable.insert(guid);
+        }
+    }
+
+    /// Ports whose transmit direction is congested (XmitWait grows there).
+    pub fn congested_ports(&self) -> Vec<(Guid, u8)> {
+        let st = self.lock();
+        let mut v: Vec<(Guid, u8)> = st
+            .tx
+            .iter()
+            .filter(|(_, d)| d.congested())
+            .filter_map(|(&(ni, p), _)| st.fabric.nodes.get(ni).map(|n| (n.guid, p)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Handles one MAD sent to `lid`; `None` when nothing answers (unknown
+    /// LID, unreachable node, not a PerfMgt request).
+    pub fn handle(&self, lid: u16, mad: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
+        let mut st = self.lock();
+        let &(ni, port) = st.lids.get(&lid)?;
+        let guid = st.fabric.nodes.get(ni)?.guid;
+        if st.unreachable.contains(&guid) {
+            return None;
+        }
+        pma::answer(&mut st, ni, port, mad)
+    }
+
+    /// A MAD transport over this fabric with its own reply queue.
+    pub fn transport(&self) -> SimTransport {
+        SimTransport::new(self.clone())
+    }
+}
+
+/// Keeps valid, unique LIDs from the topology and assigns the rest from 1.
+fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
+    const MAX_UNICAST: u16 = 0xBFFF;
+    let mut map: HashMap<u16, (usize, u8)> = HashMap::new();
+    let mut want: Vec<(usize, u8)> = Vec::new();
+    for (ni, n) in fabric.nodes.iter().enumerate() {
+        if n.node_type == NodeType::Switch {
+            want.push((ni, 0));
+        } else {
+            want.extend(n.ports.iter().map(|p| (ni, p.num)));
+        }
+    }
+    let given = |f: &Fabric, ni: usize, p: u8| -> u16 {
+        let n = &f.nodes[ni];
+        if p == 0 {
+            n.lid
+        } else {
+            n.port(p).map_or(0, |x| x.lid)
+        }
+    };
+    let mut missing = Vec::new();
+    for &(ni, p) in &want {
+        let lid = given(fabric, ni, p);
+        if (1..=MAX_UNICAST).contains(&lid) && !map.contains_key(&lid) {
+            map.insert(lid, (ni, p));
+        } else {
+            missing.push((ni, p));
+        }
+    }
+    let mut next: u16 = 1;
+    for (ni, p) in missing {
+        while map.contains_key(&next) && next < MAX_UNICAST {
+            next += 1;
+        }
+        if map.contains_key(&next) {
+            break; // LID space exhausted: the rest stay unaddressable
+        }
+        map.insert(next, (ni, p));
+    }
+    for (&lid, &(ni, p)) in &map {
+        let n = &mut fabric.nodes[ni];
+        if p == 0 {
+            n.lid = lid;
+            for port in &mut n.ports {
+                port.lid = lid;
+            }
+        } else {
+            if let Some(port) = n.ports.iter_mut().find(|x| x.num == p) {
+                port.lid = lid;
+            }
+            if n.ports.first().map(|x| x.num) == Some(p) {
+                n.lid = lid;
+            }
+        }
+    }
+    map
+}
