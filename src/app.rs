@@ -19,7 +19,7 @@ use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
 use crate::snmp::Responder;
 use crate::transport::MadTransport;
-use crate::transport::sim::{SimFabric, SimOptions};
+use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
@@ -39,16 +39,29 @@ pub fn open_backend(cfg: &Config) -> Result<(Fabric, Box<dyn MadTransport>), App
         Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
         None => topology::default_fabric(),
     };
-    let sim = SimFabric::new(
-        fabric,
-        SimOptions {
-            seed: cfg.sim.seed,
-            traffic: cfg.sim.traffic,
-            ..Default::default()
-        },
-    );
-    let fabric = sim.fabric().clone();
-    Ok((fabric, Box::new(sim.transport())))
+    let sim = SimFabric::new(fabric, sim_options(cfg));
+    Ok((sim.fabric(), Box::new(sim.transport())))
+}
+
+/// How long a frozen simulated fabric (`sim.traffic = false`) has run.
+pub const FROZEN_AFTER: Duration = Duration::from_secs(3600);
+
+/// The simulator's options from the configuration. `sim.traffic = false`
+/// freezes every counter where one simulated hour of traffic left it, so
+/// reads are repeatable across processes with the same topology and seed.
+pub fn sim_options(cfg: &Config) -> SimOptions {
+    let clock = if cfg.sim.traffic {
+        SimClock::Real
+    } else {
+        let c = ManualClock::new();
+        c.advance(FROZEN_AFTER);
+        SimClock::Manual(c)
+    };
+    SimOptions {
+        seed: cfg.sim.seed,
+        traffic: true,
+        clock,
+    }
 }
 
 /// Run until SIGINT/SIGTERM.

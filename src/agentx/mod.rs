@@ -8,5 +8,7 @@ pub use session::{AgentxAddr, Session, SessionConfig, SessionHandle};
 
 /// Check an AgentX master address (`PATH`, `unix:PATH` or `tcp:HOST:PORT`).
 pub fn validate_address(s: &str) -> Result<(), String> {
-    s.parse::<AgentxAddr>().map(|_| ()).map_err(|e| e.to_string())
+    s.parse::<AgentxAddr>()
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
