@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
+#[derive(Default)]
 pub struct Config {
     pub agentx: AgentxConfig,
     pub snmp: SnmpConfig,
@@ -82,6 +83,7 @@ pub struct SimConfig {
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
+#[derive(Default)]
 pub struct SetConfig {
     /// Accept SNMP SETs (clear counters, select ports, run samples).
     pub allow: bool,
@@ -92,20 +94,6 @@ pub struct SetConfig {
 pub struct LogConfig {
     /// tracing filter (`info`, `debug`, `ibpm_agentx=debug`...); RUST_LOG wins.
     pub level: String,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            agentx: AgentxConfig::default(),
-            snmp: SnmpConfig::default(),
-            fabric: FabricConfig::default(),
-            mad: MadConfig::default(),
-            sim: SimConfig::default(),
-            set: SetConfig::default(),
-            log: LogConfig::default(),
-        }
-    }
 }
 
 impl Default for AgentxConfig {
@@ -157,12 +145,6 @@ impl Default for SimConfig {
             seed: 1,
             traffic: true,
         }
-    }
-}
-
-impl Default for SetConfig {
-    fn default() -> Self {
-        SetConfig { allow: false }
     }
 }
 

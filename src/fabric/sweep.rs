@@ -380,21 +380,21 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
         lid: node.lid,
         reachable,
         failed_sweeps: s.failed_sweeps,
-        class_port_info: s.cpi.clone(),
+        class_port_info: s.cpi,
         ports: node
             .ports
             .iter()
             .zip(&s.ports)
             .map(|(p, ps)| PortRecord {
                 num: p.num,
-                counters: ps.counters.clone(),
-                extended: ps.extended.clone(),
+                counters: ps.counters,
+                extended: ps.extended,
                 totals: ps.totals.clone(),
                 read_at: ps.read_at,
             })
             .collect(),
-        samples_control: s.samples_control.clone(),
-        samples_result: s.samples_result.clone(),
+        samples_control: s.samples_control,
+        samples_result: s.samples_result,
     }
 }
 
@@ -483,5 +483,180 @@ fn apply(
             s.samples_control = Some(PortSamplesControl::decode(&data));
         }
         Slot::SamplesResult(_) => s.samples_result = Some(PortSamplesResult::decode(&data)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::engine::EngineConfig;
+    use crate::fabric::topology;
+    use crate::pm::mad::{self, attr, method};
+    use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+
+    fn setup(cfg: SweepConfig) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
+        let clock = ManualClock::new();
+        clock.advance(Duration::from_secs(60));
+        let sim = SimFabric::new(
+            topology::default_fabric(),
+            SimOptions {
+                seed: 7,
+                traffic: true,
+                clock: SimClock::Manual(clock.clone()),
+            },
+        );
+        let engine = Engine::new(
+            Box::new(sim.transport()),
+            EngineConfig {
+                window: 16,
+                timeout: Duration::from_millis(20),
+                retries: 1,
+            },
+        );
+        let cache = Arc::new(Cache::new());
+        let sweeper = Sweeper::new(sim.fabric(), engine, Arc::clone(&cache), cfg);
+        (sweeper, sim, clock, cache)
+    }
+
+    fn read_pc(sim: &SimFabric, lid: u16, port: u8) -> PortCounters {
+        let mut data = [0u8; 192];
+        PortCounters {
+            port_select: port,
+            ..Default::default()
+        }
+        .encode(&mut data);
+        let reply = sim
+            .handle(
+                lid,
+                &mad::request(method::GET, attr::PORT_COUNTERS, 0, 9, &data),
+            )
+            .unwrap();
+        PortCounters::decode(mad::parse(&reply).unwrap().1)
+    }
+
+    #[test]
+    fn sweep_reads_every_node_and_port() {
+        let (mut sw, sim, _clock, cache) = setup(SweepConfig::default());
+        let st = sw.sweep_once();
+        let fabric = sim.fabric();
+        assert_eq!(st.nodes, fabric.nodes.len());
+        assert_eq!(st.answered, fabric.nodes.len());
+        assert_eq!(st.timeouts, 0);
+        let snap = cache.load();
+        assert_eq!(snap.sweep, 1);
+        assert_eq!(snap.nodes.len(), fabric.nodes.len());
+        for node in &fabric.nodes {
+            let rec = snap.node(node.guid).unwrap();
+            assert!(rec.class_port_info.is_some() && rec.samples_control.is_some());
+            for p in &node.ports {
+                let lid = if node.node_type == NodeType::Switch {
+                    node.lid
+                } else {
+                    p.lid
+                };
+                let got = rec.port(p.num).unwrap().counters.unwrap();
+                // The frozen clock: a second read gives the same values.
+                assert_eq!(
+                    got,
+                    read_pc(&sim, lid, p.num),
+                    "{} port {}",
+                    node.guid,
+                    p.num
+                );
+                assert!(
+                    rec.port(p.num).unwrap().extended.is_some(),
+                    "capability says 64-bit"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn totals_accumulate_and_survive_clears() {
+        let (mut sw, sim, clock, cache) = setup(SweepConfig::default());
+        sw.sweep_once();
+        let node = sim
+            .fabric()
+            .nodes
+            .into_iter()
+            .find(|n| n.node_type == NodeType::Ca)
+            .unwrap();
+        let slot = COUNTERS
+            .iter()
+            .position(|c| c.name == "PortXmitPkts")
+            .unwrap();
+        let total = |c: &Cache| {
+            c.load()
+                .node(node.guid)
+                .unwrap()
+                .port(1)
+                .unwrap()
+                .totals
+                .values[slot]
+        };
+        let t1 = total(&cache);
+        assert!(t1 > 0);
+        clock.advance(Duration::from_secs(1));
+        sw.sweep_once();
+        let t2 = total(&cache);
+        assert!(t2 > t1);
+        // Clear PortXmitPkts out of band: the total keeps growing from the
+        // new, lower reading instead of jumping backwards.
+        let mut data = [0u8; 192];
+        PortCounters {
+            port_select: 1,
+            counter_select: 1 << 14,
+            ..Default::default()
+        }
+        .encode(&mut data);
+        sim.handle(
+            node.ports[0].lid,
+            &mad::request(method::SET, attr::PORT_COUNTERS, 0, 1, &data),
+        )
+        .unwrap();
+        clock.advance(Duration::from_secs(1));
+        sw.sweep_once();
+        let after = read_pc(&sim, node.ports[0].lid, 1).xmit_pkts as u64;
+        assert_eq!(total(&cache), t2 + after);
+    }
+
+    #[test]
+    fn unreachable_nodes_keep_or_drop_rows_and_come_back() {
+        for keep in [true, false] {
+            let cfg = SweepConfig {
+                unreachable_after: 2,
+                keep_unreachable: keep,
+                ..Default::default()
+            };
+            let (mut sw, sim, _clock, cache) = setup(cfg);
+            sw.sweep_once();
+            let victim = sim.fabric().nodes[3].guid;
+            let n = sim.fabric().nodes.len();
+            sim.set_reachable(victim, false);
+            let st = sw.sweep_once();
+            assert_eq!(st.answered, n - 1);
+            assert!(
+                cache.load().node(victim).unwrap().reachable,
+                "one failed sweep"
+            );
+            sw.sweep_once();
+            match cache.load().node(victim) {
+                Some(r) => {
+                    assert!(keep);
+                    assert!(!r.reachable);
+                    assert!(
+                        r.ports.iter().any(|p| p.counters.is_some()),
+                        "last values kept"
+                    );
+                }
+                None => assert!(!keep),
+            }
+            assert_eq!(cache.load().nodes.len(), if keep { n } else { n - 1 });
+            sim.set_reachable(victim, true);
+            sw.sweep_once();
+            let r = cache.load();
+            let r = r.node(victim).unwrap();
+            assert!(r.reachable && r.class_port_info.is_some());
+        }
     }
 }
