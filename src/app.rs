@@ -140,9 +140,8 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         info!(
-            "SNMPv2c responder on {local}; try: snmpwalk -v2c -c {} -M +{}/mibs -m +IB-PM-MIB {local} pm",
-            cfg.snmp.community,
-            env!("CARGO_MANIFEST_DIR")
+            "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
+            cfg.snmp.community
         );
         Some(r.spawn())
     };
