@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::fabric::cache::Cache;
 use crate::fabric::engine::{Engine, EngineConfig};
 use crate::fabric::model::Fabric;
+use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{SweepConfig, Sweeper};
 use crate::fabric::topology;
 use crate::mib::tables::PM_ROOT;
@@ -89,16 +90,15 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
             retries: cfg.mad.retries,
         },
     );
-    let sweeper = Sweeper::new(
+    let state = SharedState::new(
         fabric,
-        engine,
-        Arc::clone(&cache),
         SweepConfig {
             interval: cfg.sweep_interval(),
             unreachable_after: cfg.fabric.unreachable_after,
             keep_unreachable: cfg.fabric.unreachable_rows == "keep",
         },
     );
+    let sweeper = Sweeper::new(state, engine, Arc::clone(&cache));
     let sweep_thread = sweeper
         .spawn(Arc::clone(&shutdown))
         .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;

@@ -71,7 +71,8 @@ pub struct Snapshot {
     /// Number of the sweep that produced it (0 = nothing read yet).
     pub sweep: u64,
     pub taken: Option<SystemTime>,
-    pub nodes: Vec<NodeRecord>,
+    /// Shared records: replacing one node's record copies pointers only.
+    pub nodes: Vec<Arc<NodeRecord>>,
 }
 
 impl Snapshot {
@@ -79,7 +80,7 @@ impl Snapshot {
         self.nodes
             .binary_search_by_key(&guid, |n| n.guid)
             .ok()
-            .map(|i| &self.nodes[i])
+            .map(|i| &*self.nodes[i])
     }
 }
 
@@ -108,5 +109,27 @@ impl Cache {
     /// Publish a new snapshot.
     pub fn publish(&self, snap: Snapshot) {
         self.current.store(Arc::new(snap));
+    }
+
+    /// Replace (or insert, or with `None` remove) one node's record in the
+    /// current snapshot.
+    pub fn patch(&self, guid: Guid, record: Option<NodeRecord>) {
+        let record = record.map(Arc::new);
+        self.current.rcu(|cur| {
+            let mut next = Snapshot {
+                sweep: cur.sweep,
+                taken: cur.taken,
+                nodes: cur.nodes.clone(),
+            };
+            match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
+                (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),
+                (Ok(i), None) => {
+                    next.nodes.remove(i);
+                }
+                (Err(i), Some(r)) => next.nodes.insert(i, Arc::clone(r)),
+                (Err(_), None) => {}
+            }
+            next
+        });
     }
 }

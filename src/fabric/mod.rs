@@ -4,5 +4,6 @@
 pub mod cache;
 pub mod engine;
 pub mod model;
+pub mod state;
 pub mod sweep;
 pub mod topology;

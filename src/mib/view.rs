@@ -186,7 +186,7 @@ mod tests {
         cache.publish(Snapshot {
             sweep: 1,
             taken: None,
-            nodes,
+            nodes: nodes.into_iter().map(Arc::new).collect(),
         });
         MibView::new(cache)
     }

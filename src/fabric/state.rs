@@ -1,0 +1,376 @@
+//! What the agent has learned about each node, shared by the sweeper and the
+//! write path, and turned into snapshots for the cache.
+//!
+//! Every reading carries the time its request (or its batch) was sent; a
+//! reading older than the one already held for the same port or attribute is
+//! dropped, so a sweep reply that was in flight while a write changed the
+//! node cannot bring back the value from before the write.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use tracing::{debug, info, warn};
+
+use super::cache::{Cache, NodeRecord, PortRecord, Snapshot, Totals};
+use super::engine::{MadOutcome, STATUS_REDIRECT};
+use super::model::{Fabric, Node, NodeType};
+use crate::mib::tables::COUNTERS;
+use crate::pm::{
+    ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
+};
+use crate::transport::MadAddr;
+
+#[derive(Clone, Debug)]
+pub struct SweepConfig {
+    /// Time from the start of one sweep to the start of the next.
+    pub interval: Duration,
+    /// Consecutive failed sweeps after which a node is marked unreachable.
+    pub unreachable_after: u32,
+    /// Keep an unreachable node's rows (with their last values) or drop them.
+    pub keep_unreachable: bool,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        SweepConfig {
+            interval: Duration::from_secs(10),
+            unreachable_after: 3,
+            keep_unreachable: true,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct PortState {
+    counters: Option<PortCounters>,
+    counters_at: Option<Instant>,
+    extended: Option<PortCountersExtended>,
+    totals: Totals,
+    read_at: Option<SystemTime>,
+}
+
+pub(crate) struct NodeState {
+    /// The PMA's address after a ClassPortInfo redirect.
+    pub(crate) redirect: Option<MadAddr>,
+    pub(crate) cpi: Option<ClassPortInfo>,
+    pub(crate) failed_sweeps: u32,
+    /// Ever answered anything (a node that never did has no rows).
+    seen: bool,
+    /// The node does not answer PortSamplesControl/Result: stop asking.
+    pub(crate) no_samples: bool,
+    /// Sweeps in a row in which the node answered but not PortSamplesControl.
+    samples_strikes: u32,
+    /// PortSamplesControl went unanswered in the current sweep.
+    samples_missed: bool,
+    ports: Vec<PortState>,
+    samples_control: Option<PortSamplesControl>,
+    samples_result: Option<PortSamplesResult>,
+    samples_at: Option<Instant>,
+}
+
+/// Which reading a reply is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Cpi(usize),
+    /// (node index, index into the node's ports)
+    Counters(usize, usize),
+    Extended(usize, usize),
+    SamplesControl(usize),
+    SamplesResult(usize),
+}
+
+impl Slot {
+    pub fn node(self) -> usize {
+        match self {
+            Slot::Cpi(n)
+            | Slot::Counters(n, _)
+            | Slot::Extended(n, _)
+            | Slot::SamplesControl(n)
+            | Slot::SamplesResult(n) => n,
+        }
+    }
+}
+
+pub struct FabricState {
+    pub(crate) fabric: Fabric,
+    pub(crate) cfg: SweepConfig,
+    pub(crate) nodes: Vec<NodeState>,
+    pub(crate) sweep_no: u64,
+}
+
+/// The state, shared by the sweeper and the write path.
+#[derive(Clone)]
+pub struct SharedState(Arc<Mutex<FabricState>>);
+
+impl SharedState {
+    pub fn new(mut fabric: Fabric, cfg: SweepConfig) -> Self {
+        fabric.sort();
+        let nodes = fabric
+            .nodes
+            .iter()
+            .map(|n| NodeState {
+                redirect: None,
+                cpi: None,
+                failed_sweeps: 0,
+                seen: false,
+                no_samples: false,
+                samples_strikes: 0,
+                samples_missed: false,
+                ports: n.ports.iter().map(|_| PortState::default()).collect(),
+                samples_control: None,
+                samples_result: None,
+                samples_at: None,
+            })
+            .collect();
+        SharedState(Arc::new(Mutex::new(FabricState {
+            fabric,
+            cfg,
+            nodes,
+            sweep_no: 0,
+        })))
+    }
+
+    /// Lock the state (a poisoned lock still holds consistent data: every
+    /// update is a plain field store).
+    pub fn lock(&self) -> MutexGuard<'_, FabricState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl FabricState {
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    pub fn node_index(&self, guid: super::model::Guid) -> Option<usize> {
+        self.fabric
+            .nodes
+            .binary_search_by_key(&guid, |n| n.guid)
+            .ok()
+    }
+
+    /// The address of the node's PMA; for a CA, the PMA of the port at index
+    /// `port` (None: the first port with a LID).
+    pub fn pma(&self, ni: usize, port: Option<usize>) -> Option<MadAddr> {
+        let node = &self.fabric.nodes[ni];
+        if let Some(r) = self.nodes[ni].redirect {
+            return Some(r);
+        }
+        let lid = match (node.node_type, port) {
+            (NodeType::Switch, _) => node.lid,
+            (_, Some(pi)) => node.ports.get(pi)?.lid,
+            (_, None) => node.ports.iter().map(|p| p.lid).find(|&l| l != 0)?,
+        };
+        (lid != 0).then(|| MadAddr::gsi(lid))
+    }
+
+    /// Fold one reply into the state. `sent` is when the request (or its
+    /// batch) was sent; `answered` records that the node answered.
+    pub fn apply(&mut self, slot: Slot, outcome: MadOutcome, sent: Instant, answered: &mut [bool]) {
+        let ni = slot.node();
+        let guid = self.fabric.nodes[ni].guid;
+        let s = &mut self.nodes[ni];
+        let data = match outcome {
+            MadOutcome::Reply { status, data } => {
+                answered[ni] = true;
+                if let Slot::Cpi(_) = slot
+                    && status & STATUS_REDIRECT != 0
+                {
+                    let cpi = ClassPortInfo::decode(&data);
+                    if cpi.redirect_lid != 0 {
+                        info!(node = %guid, lid = cpi.redirect_lid, qp = cpi.redirect_qp, "PMA redirects");
+                        s.redirect = Some(MadAddr {
+                            lid: cpi.redirect_lid,
+                            qpn: cpi.redirect_qp,
+                            qkey: cpi.redirect_qkey,
+                            pkey_index: 0,
+                            sl: cpi.redirect_sl,
+                        });
+                        return;
+                    }
+                }
+                data
+            }
+            MadOutcome::Status(st) => {
+                answered[ni] = true;
+                if matches!(slot, Slot::SamplesControl(_) | Slot::SamplesResult(_)) && !s.no_samples
+                {
+                    debug!(node = %guid, status = st, "no PortSamplesControl/Result");
+                    s.no_samples = true;
+                }
+                return;
+            }
+            MadOutcome::Timeout | MadOutcome::Failed(_) => {
+                if matches!(slot, Slot::SamplesControl(_)) {
+                    s.samples_missed = true;
+                }
+                return;
+            }
+        };
+        let newer = |held: Option<Instant>| held.is_none_or(|h| sent >= h);
+        match slot {
+            Slot::Cpi(_) => s.cpi = Some(ClassPortInfo::decode(&data)),
+            Slot::Counters(_, pi) => {
+                let Some(ps) = s.ports.get_mut(pi) else {
+                    return;
+                };
+                if !newer(ps.counters_at) {
+                    return;
+                }
+                let cur = PortCounters::decode(&data);
+                accumulate(&mut ps.totals, ps.counters.as_ref(), &cur);
+                ps.counters = Some(cur);
+                ps.counters_at = Some(sent);
+                ps.read_at = Some(SystemTime::now());
+            }
+            Slot::Extended(_, pi) => {
+                if let Some(ps) = s.ports.get_mut(pi) {
+                    ps.extended = Some(PortCountersExtended::decode(&data));
+                }
+            }
+            Slot::SamplesControl(_) => {
+                s.samples_strikes = 0;
+                if newer(s.samples_at) {
+                    s.samples_control = Some(PortSamplesControl::decode(&data));
+                }
+            }
+            Slot::SamplesResult(_) => {
+                if newer(s.samples_at) {
+                    s.samples_result = Some(PortSamplesResult::decode(&data));
+                }
+            }
+        }
+    }
+
+    /// Record that a write at `sent` produced this sample state: earlier
+    /// readings in flight are dropped.
+    pub fn mark_samples_written(&mut self, ni: usize, sent: Instant) {
+        self.nodes[ni].samples_at = Some(sent);
+    }
+
+    /// End of a sweep: count failures, mark nodes unreachable or back.
+    pub fn end_sweep(&mut self, answered: &[bool]) {
+        for (ni, ok) in answered.iter().enumerate() {
+            let node = &self.fabric.nodes[ni];
+            let s = &mut self.nodes[ni];
+            if std::mem::take(&mut s.samples_missed) && *ok {
+                s.samples_strikes += 1;
+                if s.samples_strikes >= 2 {
+                    debug!(node = %node.guid, "no answer to PortSamplesControl: not asking again");
+                    s.no_samples = true;
+                }
+            }
+            if *ok {
+                if s.failed_sweeps >= self.cfg.unreachable_after {
+                    info!(node = %node.guid, desc = %node.description, "node answers again");
+                }
+                s.failed_sweeps = 0;
+                s.seen = true;
+            } else {
+                s.failed_sweeps = s.failed_sweeps.saturating_add(1);
+                if s.failed_sweeps == self.cfg.unreachable_after {
+                    warn!(
+                        node = %node.guid,
+                        desc = %node.description,
+                        sweeps = s.failed_sweeps,
+                        "node unreachable"
+                    );
+                    // Ask ClassPortInfo again when it comes back.
+                    s.cpi = None;
+                    s.redirect = None;
+                    s.no_samples = false;
+                    s.samples_strikes = 0;
+                }
+            }
+        }
+    }
+
+    /// The record of node `ni` as the cache should show it, or `None` when
+    /// it has no rows.
+    fn record(&self, ni: usize, prev: &Snapshot) -> Option<NodeRecord> {
+        let node = &self.fabric.nodes[ni];
+        let s = &self.nodes[ni];
+        if !s.seen {
+            return None;
+        }
+        let reachable = s.failed_sweeps < self.cfg.unreachable_after;
+        if !reachable {
+            if !self.cfg.keep_unreachable {
+                return None;
+            }
+            // An unreachable node keeps the values it had when last seen.
+            if let Some(old) = prev.node(node.guid) {
+                let mut old = old.clone();
+                old.reachable = false;
+                old.failed_sweeps = s.failed_sweeps;
+                return Some(old);
+            }
+        }
+        Some(record(node, s, reachable))
+    }
+
+    /// Publish a whole new snapshot.
+    pub fn publish(&self, cache: &Cache) {
+        let prev = cache.load();
+        let nodes = (0..self.fabric.nodes.len())
+            .filter_map(|ni| self.record(ni, &prev))
+            .map(Arc::new)
+            .collect();
+        // Fabric nodes are ordered by GUID, so the records are too.
+        cache.publish(Snapshot {
+            sweep: self.sweep_no,
+            taken: Some(SystemTime::now()),
+            nodes,
+        });
+    }
+
+    /// Publish node `ni`'s record alone into the current snapshot.
+    pub fn publish_node(&self, cache: &Cache, ni: usize) {
+        let prev = cache.load();
+        cache.patch(self.fabric.nodes[ni].guid, self.record(ni, &prev));
+    }
+}
+
+fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
+    NodeRecord {
+        guid: node.guid,
+        node_type: node.node_type,
+        description: node.description.clone(),
+        num_ports: node.num_ports,
+        lid: node.lid,
+        reachable,
+        failed_sweeps: s.failed_sweeps,
+        class_port_info: s.cpi,
+        ports: node
+            .ports
+            .iter()
+            .zip(&s.ports)
+            .map(|(p, ps)| PortRecord {
+                num: p.num,
+                counters: ps.counters,
+                extended: ps.extended,
+                totals: ps.totals.clone(),
+                read_at: ps.read_at,
+            })
+            .collect(),
+        samples_control: s.samples_control,
+        samples_result: s.samples_result,
+    }
+}
+
+/// Add a new PortCounters reading to the 64-bit totals.
+pub fn accumulate(totals: &mut Totals, prev: Option<&PortCounters>, cur: &PortCounters) {
+    for (slot, def) in COUNTERS.iter().enumerate() {
+        let now = (def.get)(cur) as u64;
+        let inc = match prev {
+            None => now,
+            Some(p) => {
+                let before = (def.get)(p) as u64;
+                // A counter that went down was cleared out of band: count
+                // from zero.
+                if now >= before { now - before } else { now }
+            }
+        };
+        totals.values[slot] = totals.values[slot].saturating_add(inc);
+    }
+}
