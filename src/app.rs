@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tracing::{error, info};
 
-use crate::agentx::session::{AgentxAddr, Session, SessionConfig};
+use crate::agentx::session::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use crate::config::Config;
 use crate::fabric::cache::Cache;
+use crate::fabric::control::{ControlConfig, Controller};
 use crate::fabric::engine::{Engine, EngineConfig};
 use crate::fabric::model::Fabric;
 use crate::fabric::state::SharedState;
@@ -18,7 +20,7 @@ use crate::fabric::topology;
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
-use crate::snmp::Responder;
+use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
 use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 
@@ -34,14 +36,28 @@ impl std::fmt::Display for AppError {
 
 impl std::error::Error for AppError {}
 
-/// The fabric model and a transport to its PMAs, as the backend provides them.
-pub fn open_backend(cfg: &Config) -> Result<(Fabric, Box<dyn MadTransport>), AppError> {
+/// What a backend provides: the fabric's shape and independent transports
+/// to its PMAs (the sweeper's, the write path's and the sample poller's).
+pub struct Backend {
+    pub fabric: Fabric,
+    pub sweep: Box<dyn MadTransport>,
+    pub write: Box<dyn MadTransport>,
+    pub poll: Box<dyn MadTransport>,
+}
+
+/// Open the configured backend.
+pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
     let fabric = match cfg.topology_path() {
         Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
         None => topology::default_fabric(),
     };
     let sim = SimFabric::new(fabric, sim_options(cfg));
-    Ok((sim.fabric(), Box::new(sim.transport())))
+    Ok(Backend {
+        fabric: sim.fabric(),
+        sweep: Box::new(sim.transport()),
+        write: Box::new(sim.transport()),
+        poll: Box::new(sim.transport()),
+    })
 }
 
 /// How long a frozen simulated fabric (`sim.traffic = false`) has run.
@@ -72,8 +88,63 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         signal_hook::flag::register(sig, Arc::clone(&shutdown))
             .map_err(|e| AppError(format!("cannot install signal handler: {e}")))?;
     }
+    let backend = open_backend(&cfg)?;
+    let running = start(&cfg, backend)?;
+    while !shutdown.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    info!("shutting down");
+    running.stop();
+    Ok(())
+}
 
-    let (fabric, transport) = open_backend(&cfg)?;
+/// A running agent: its threads, its session and responder.
+pub struct Running {
+    shutdown: Arc<AtomicBool>,
+    threads: Vec<(&'static str, JoinHandle<()>)>,
+    session: Option<SessionHandle>,
+    responder: Option<ResponderHandle>,
+    cache: Arc<Cache>,
+}
+
+impl Running {
+    /// The cache the agent serves from.
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
+    /// The AgentX session, when one was configured.
+    pub fn session(&self) -> Option<&SessionHandle> {
+        self.session.as_ref()
+    }
+
+    /// Close the AgentX session, stop the responder and every thread.
+    pub fn stop(self) {
+        self.shutdown.store(true, Ordering::Relaxed);
+        if let Some(s) = self.session {
+            s.shutdown();
+        }
+        if let Some(r) = self.responder {
+            r.shutdown();
+        }
+        for (name, t) in self.threads {
+            if t.join().is_err() {
+                error!("{name} thread panicked");
+            }
+        }
+    }
+}
+
+/// Start the sweeper, the write path, the AgentX session and the responder
+/// over an opened backend.
+pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let Backend {
+        fabric,
+        sweep: transport,
+        write,
+        poll,
+    } = backend;
     let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
     info!(
         backend = %cfg.fabric.backend,
@@ -98,12 +169,33 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
             keep_unreachable: cfg.fabric.unreachable_rows == "keep",
         },
     );
-    let sweeper = Sweeper::new(state, engine, Arc::clone(&cache));
+    let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
+    let controller = Arc::new(Controller::new(
+        state,
+        Arc::clone(&cache),
+        write,
+        poll,
+        ControlConfig::default(),
+    ));
+    let poller = controller
+        .spawn_poller(Arc::clone(&shutdown))
+        .map_err(|e| AppError(format!("cannot start the sample poller: {e}")))?;
     let sweep_thread = sweeper
         .spawn(Arc::clone(&shutdown))
         .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
 
-    let view: Arc<dyn MibHandler> = Arc::new(MibView::new(Arc::clone(&cache)));
+    let view: Arc<dyn MibHandler> = if cfg.set.allow {
+        info!(
+            deadline_ms = controller.config().deadline().as_millis() as u64,
+            "SETs enabled: counters can be cleared and samples started"
+        );
+        Arc::new(MibView::with_writes(
+            Arc::clone(&cache),
+            Arc::clone(&controller),
+        ))
+    } else {
+        Arc::new(MibView::new(Arc::clone(&cache)))
+    };
 
     let session = if cfg.agentx.enabled {
         let address: AgentxAddr = cfg
@@ -146,18 +238,11 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         Some(r.spawn())
     };
 
-    while !shutdown.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    info!("shutting down");
-    if let Some(s) = session {
-        s.shutdown();
-    }
-    if let Some(r) = responder {
-        r.shutdown();
-    }
-    if sweep_thread.join().is_err() {
-        error!("sweeper thread panicked");
-    }
-    Ok(())
+    Ok(Running {
+        shutdown,
+        threads: vec![("sweeper", sweep_thread), ("sample poller", poller)],
+        session,
+        responder,
+        cache,
+    })
 }

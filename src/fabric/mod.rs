@@ -2,6 +2,7 @@
 //! and the snapshot cache.
 
 pub mod cache;
+pub mod control;
 pub mod engine;
 pub mod model;
 pub mod state;

@@ -2,6 +2,7 @@
 //! both the AgentX session and the built-in SNMP responder serve from.
 
 pub mod oid;
+pub mod set;
 pub mod tables;
 pub mod value;
 pub mod view;

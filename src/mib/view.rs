@@ -4,9 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::set::Pending;
 use super::tables::{self, COLUMNS, Column, GUID_INDEX_LEN};
-use super::{MibHandler, Oid, Value, VarBind};
+use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
+use crate::fabric::control::Controller;
 use crate::fabric::model::Guid;
 
 /// pmPortCountersPortSelect of a row that was never written.
@@ -17,14 +19,36 @@ pub struct MibView {
     cache: Arc<Cache>,
     /// pmPortCountersPortSelect per node: agent state shared by all managers.
     port_select: Mutex<HashMap<Guid, u8>>,
+    /// The write path, when SETs are allowed.
+    writes: Option<Arc<Controller>>,
+    pending: Pending,
 }
 
 impl MibView {
+    /// A read-only view: every SET gets notWritable.
     pub fn new(cache: Arc<Cache>) -> Self {
         MibView {
             cache,
             port_select: Mutex::new(HashMap::new()),
+            writes: None,
+            pending: Pending::default(),
         }
+    }
+
+    /// A view that accepts SETs and sends them through `controller`.
+    pub fn with_writes(cache: Arc<Cache>, controller: Arc<Controller>) -> Self {
+        MibView {
+            writes: Some(controller),
+            ..MibView::new(cache)
+        }
+    }
+
+    pub fn writes_enabled(&self) -> bool {
+        self.writes.is_some()
+    }
+
+    pub fn controller(&self) -> Option<&Arc<Controller>> {
+        self.writes.as_ref()
     }
 
     pub fn cache(&self) -> &Arc<Cache> {
@@ -145,6 +169,32 @@ impl MibHandler for MibView {
 
     fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
         self.next_in(&self.cache.load(), start, include, end)
+    }
+
+    fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
+        let plan = self.plan_set(varbinds)?;
+        self.pending.insert(txn, plan);
+        Ok(())
+    }
+
+    fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
+        // The plan stays reserved (for UndoSet) until CleanupSet.
+        let mut plan = self.pending.remove(txn).ok_or(SetError {
+            status: super::ErrorStatus::CommitFailed,
+            index: 0,
+        })?;
+        let r = self.apply_plan(&mut plan);
+        self.pending.insert(txn, plan);
+        r
+    }
+
+    fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {
+        self.pending
+            .with(txn, |p| p.map(|p| self.undo_plan(p)).unwrap_or(Ok(())))
+    }
+
+    fn cleanup_set(&self, txn: SetTxn) {
+        self.pending.remove(txn);
     }
 }
 

@@ -1,0 +1,356 @@
+//! The write path to the fabric: PerformanceSet of PortCounters (clear) and
+//! PortSamplesControl (start a sample), with a deadline well under the AgentX
+//! master's 1 s timeout, and a poller that re-reads nodes with a running
+//! sample until it completes.
+//!
+//! Both use their own MAD engine, so a write never waits behind a sweep or a
+//! poll. Every confirmed write is folded into the shared state and published
+//! at once: the next read shows it.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, warn};
+
+use super::cache::Cache;
+use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
+use super::model::{Guid, NodeType};
+use super::state::{SharedState, Slot};
+use super::sweep::{get, port_counters_data};
+use crate::pm::PortSamplesControl;
+use crate::pm::mad::{attr, method, status};
+use crate::pm::port_counters::ALL_PORTS;
+use crate::pm::samples::STATUS_DONE;
+use crate::transport::MadTransport;
+
+#[derive(Clone, Copy, Debug)]
+pub struct ControlConfig {
+    /// Deadline of one write MAD; a write makes at most two rounds of
+    /// `timeout x (retries + 1)`.
+    pub timeout: Duration,
+    pub retries: u32,
+    /// How often a node with a running sample is re-read.
+    pub poll_interval: Duration,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            timeout: Duration::from_millis(150),
+            retries: 1,
+            poll_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+impl ControlConfig {
+    /// The longest a `write` can take.
+    pub fn deadline(&self) -> Duration {
+        2 * self.timeout * (self.retries + 1)
+    }
+}
+
+/// One write to a node's PMA.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteOp {
+    /// PerformanceSet(PortCounters) on `port` (0xFF: every port of a switch
+    /// with AllPortSelect) with these CounterSelect/CounterSelect2 bits.
+    ClearCounters {
+        guid: Guid,
+        port: u8,
+        select: u16,
+        select2: u8,
+    },
+    /// PerformanceSet(PortSamplesControl): per IBA this (re)starts sampling.
+    SamplesControl {
+        guid: Guid,
+        control: PortSamplesControl,
+    },
+}
+
+impl WriteOp {
+    pub fn guid(&self) -> Guid {
+        match self {
+            WriteOp::ClearCounters { guid, .. } | WriteOp::SamplesControl { guid, .. } => *guid,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteError {
+    UnknownNode,
+    NoAddress,
+    Timeout,
+    /// The PMA answered with this MAD status.
+    Status(u16),
+    Failed(String),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::UnknownNode => f.write_str("unknown node"),
+            WriteError::NoAddress => f.write_str("node has no LID"),
+            WriteError::Timeout => f.write_str("no answer before the deadline"),
+            WriteError::Status(s) => write!(f, "PMA answered MAD status {s:#06x}"),
+            WriteError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+pub struct Controller {
+    state: SharedState,
+    cache: Arc<Cache>,
+    writer: Mutex<Engine>,
+    poller: Mutex<Engine>,
+    /// Node indexes with a sample running.
+    watch: Mutex<BTreeSet<usize>>,
+    cfg: ControlConfig,
+}
+
+impl Controller {
+    /// `write_transport` and `poll_transport` are two handles to the fabric,
+    /// separate from the sweeper's.
+    pub fn new(
+        state: SharedState,
+        cache: Arc<Cache>,
+        write_transport: Box<dyn MadTransport>,
+        poll_transport: Box<dyn MadTransport>,
+        cfg: ControlConfig,
+    ) -> Self {
+        let ecfg = EngineConfig {
+            window: 64,
+            timeout: cfg.timeout,
+            retries: cfg.retries,
+        };
+        Controller {
+            state,
+            cache,
+            writer: Mutex::new(Engine::new(write_transport, ecfg)),
+            poller: Mutex::new(Engine::new(poll_transport, ecfg)),
+            watch: Mutex::new(BTreeSet::new()),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> ControlConfig {
+        self.cfg
+    }
+
+    /// Apply `ops` (all in parallel); one result per op. Returns within
+    /// [`ControlConfig::deadline`].
+    pub fn write(&self, ops: &[WriteOp]) -> Vec<Result<(), WriteError>> {
+        let mut results: Vec<Result<(), WriteError>> = vec![Err(WriteError::Timeout); ops.len()];
+        let mut reqs = Vec::new();
+        // (op index, node index, port index for a one-port clear)
+        let mut meta: Vec<(usize, usize, Option<usize>)> = Vec::new();
+        {
+            let st = self.state.lock();
+            for (oi, op) in ops.iter().enumerate() {
+                let Some(ni) = st.node_index(op.guid()) else {
+                    results[oi] = Err(WriteError::UnknownNode);
+                    continue;
+                };
+                let node = &st.fabric().nodes[ni];
+                let (to, data, attr_id, pi) = match op {
+                    WriteOp::ClearCounters {
+                        port,
+                        select,
+                        select2,
+                        ..
+                    } => {
+                        let pi = node.ports.iter().position(|p| p.num == *port);
+                        let to = match node.node_type {
+                            NodeType::Switch => st.pma(ni, None),
+                            _ => pi.and_then(|pi| st.pma(ni, Some(pi))),
+                        };
+                        let data = port_counters_data(*port, *select, *select2);
+                        (
+                            to,
+                            data,
+                            attr::PORT_COUNTERS,
+                            pi.filter(|_| *port != ALL_PORTS),
+                        )
+                    }
+                    WriteOp::SamplesControl { control, .. } => {
+                        let mut data = [0u8; 192];
+                        control.encode(&mut data);
+                        (st.pma(ni, Some(0)), data, attr::PORT_SAMPLES_CONTROL, None)
+                    }
+                };
+                let Some(to) = to else {
+                    results[oi] = Err(WriteError::NoAddress);
+                    continue;
+                };
+                reqs.push(MadRequest {
+                    to,
+                    method: method::SET,
+                    attr_id,
+                    attr_mod: 0,
+                    data,
+                });
+                meta.push((oi, ni, pi));
+            }
+        }
+        if reqs.is_empty() {
+            return results;
+        }
+
+        let mut engine = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let sent = Instant::now();
+        let mut outcomes: Vec<Option<MadOutcome>> = vec![None; reqs.len()];
+        engine.run(&reqs, |i, o| outcomes[i] = Some(o));
+
+        // Fold confirmed writes in; collect read-backs for what the Set
+        // reply does not show (all-port clears, sample results).
+        let mut touched = BTreeSet::new();
+        let mut readback = Vec::new();
+        let mut readback_slots = Vec::new();
+        {
+            let mut st = self.state.lock();
+            let mut answered = vec![false; st.fabric().nodes.len()];
+            for (ri, outcome) in outcomes.into_iter().enumerate() {
+                let (oi, ni, pi) = meta[ri];
+                let outcome = outcome.unwrap_or(MadOutcome::Timeout);
+                results[oi] = match &outcome {
+                    MadOutcome::Reply { status: s, .. } if s & !status::REDIRECT == 0 => Ok(()),
+                    MadOutcome::Reply { status: s, .. } | MadOutcome::Status(s) => {
+                        Err(WriteError::Status(*s))
+                    }
+                    MadOutcome::Timeout => Err(WriteError::Timeout),
+                    MadOutcome::Failed(m) => Err(WriteError::Failed(m.clone())),
+                };
+                if results[oi].is_err() {
+                    continue;
+                }
+                touched.insert(ni);
+                match &ops[oi] {
+                    WriteOp::ClearCounters { .. } => match pi {
+                        // The Set's reply shows the port after the clear.
+                        Some(pi) => st.apply(Slot::Counters(ni, pi), outcome, sent, &mut answered),
+                        None => {
+                            for (pi, p) in st.fabric().nodes[ni].ports.iter().enumerate() {
+                                if let Some(to) = st.pma(ni, Some(pi)) {
+                                    readback.push(get(
+                                        to,
+                                        attr::PORT_COUNTERS,
+                                        port_counters_data(p.num, 0, 0),
+                                    ));
+                                    readback_slots.push(Slot::Counters(ni, pi));
+                                }
+                            }
+                        }
+                    },
+                    WriteOp::SamplesControl { .. } => {
+                        st.mark_samples_written(ni, sent);
+                        st.apply(Slot::SamplesControl(ni), outcome, sent, &mut answered);
+                        if let Some(to) = st.pma(ni, Some(0)) {
+                            readback.push(get(to, attr::PORT_SAMPLES_RESULT, [0; 192]));
+                            readback_slots.push(Slot::SamplesResult(ni));
+                        }
+                        self.watch
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(ni);
+                    }
+                }
+            }
+        }
+        if !readback.is_empty() {
+            let sent = Instant::now();
+            let state = &self.state;
+            engine.run(&readback, |i, o| {
+                let mut st = state.lock();
+                let mut answered = vec![false; st.fabric().nodes.len()];
+                st.apply(readback_slots[i], o, sent, &mut answered);
+            });
+        }
+        drop(engine);
+        let st = self.state.lock();
+        for ni in touched {
+            st.publish_node(&self.cache, ni);
+        }
+        results
+    }
+
+    /// Re-read the nodes with a running sample once; stop watching those
+    /// whose sample completed (or that stopped answering).
+    pub fn poll_samples(&self) {
+        let watched: Vec<usize> = self
+            .watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        if watched.is_empty() {
+            return;
+        }
+        let mut reqs = Vec::new();
+        let mut slots = Vec::new();
+        {
+            let st = self.state.lock();
+            for &ni in &watched {
+                if let Some(to) = st.pma(ni, Some(0)) {
+                    reqs.push(get(to, attr::PORT_SAMPLES_CONTROL, [0; 192]));
+                    slots.push(Slot::SamplesControl(ni));
+                    reqs.push(get(to, attr::PORT_SAMPLES_RESULT, [0; 192]));
+                    slots.push(Slot::SamplesResult(ni));
+                }
+            }
+        }
+        let sent = Instant::now();
+        let mut answered = vec![false; self.state.lock().fabric().nodes.len()];
+        {
+            let mut engine = self.poller.lock().unwrap_or_else(|e| e.into_inner());
+            let state = &self.state;
+            engine.run(&reqs, |i, o| {
+                state.lock().apply(slots[i], o, sent, &mut answered)
+            });
+        }
+        let snap_done: Vec<usize> = {
+            let st = self.state.lock();
+            let mut done = Vec::new();
+            for &ni in &watched {
+                st.publish_node(&self.cache, ni);
+                let finished = self
+                    .cache
+                    .load()
+                    .node(st.fabric().nodes[ni].guid)
+                    .and_then(|r| r.samples_control)
+                    .is_none_or(|c| c.sample_status == STATUS_DONE);
+                if finished || !answered[ni] {
+                    if !answered[ni] {
+                        warn!(node = %st.fabric().nodes[ni].guid, "node stopped answering during a sample");
+                    }
+                    done.push(ni);
+                }
+            }
+            done
+        };
+        let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        for ni in snap_done {
+            debug!(node = ni, "sample finished");
+            w.remove(&ni);
+        }
+    }
+
+    /// Poll running samples every `poll_interval` until `shutdown`.
+    pub fn spawn_poller(
+        self: &Arc<Self>,
+        shutdown: Arc<AtomicBool>,
+    ) -> std::io::Result<JoinHandle<()>> {
+        let me = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("sample-poller".into())
+            .spawn(move || {
+                while !shutdown.load(Ordering::Relaxed) {
+                    me.poll_samples();
+                    std::thread::sleep(me.cfg.poll_interval);
+                }
+            })
+    }
+}

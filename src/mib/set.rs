@@ -1,0 +1,298 @@
+//! Two-phase SET: TestSet checks every varbind and reserves a plan;
+//! CommitSet applies it (agent state first, then one PerformanceSet per node
+//! and attribute, all in parallel, within the write deadline); UndoSet
+//! restores what can be restored; CleanupSet releases the plan.
+//!
+//! Checks, in RFC 3416 4.2.5's order: writes disabled, no such writable
+//! column, or a read-only one -> notWritable; wrong ASN.1 type -> wrongType;
+//! wrong OCTET STRING size -> wrongLength; out of range (or a counter written
+//! with anything but 0) -> wrongValue; no such row -> noCreation; a port the
+//! node does not have, 0xFF without AllPortSelect, or a sample start while
+//! another Tag's sample runs -> inconsistentValue.
+
+use std::collections::BTreeMap;
+
+use super::tables::{self, Column, CtlField, Source, Syntax, row_present};
+use super::view::{MibView, column_of, parse_guid_index};
+use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
+use crate::fabric::cache::NodeRecord;
+use crate::fabric::control::WriteOp;
+use crate::fabric::model::{Guid, NodeType};
+use crate::pm::PortSamplesControl;
+use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
+use crate::pm::samples::STATUS_DONE;
+
+/// What a checked SET PDU will do.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// (node, new PortSelect, PortSelect before the commit)
+    port_selects: Vec<(Guid, u8, u8)>,
+    /// Writes to the fabric, each with the 1-based index of its first varbind.
+    ops: Vec<(WriteOp, u16)>,
+    /// Some write reached the fabric (clears and sample starts cannot be
+    /// undone).
+    applied: bool,
+    committed: bool,
+}
+
+#[derive(Default)]
+struct NodePlan {
+    port_select: Option<u8>,
+    clear: u16,
+    clear2: u8,
+    clear_index: u16,
+    control: Option<PortSamplesControl>,
+    control_index: u16,
+    tag_written: Option<u16>,
+}
+
+fn err(status: ErrorStatus, index: usize) -> SetError {
+    SetError {
+        status,
+        index: u16::try_from(index).unwrap_or(u16::MAX),
+    }
+}
+
+fn all_port_select(node: &NodeRecord) -> bool {
+    node.class_port_info
+        .is_some_and(|c| c.capability_mask & CAP_ALL_PORT_SELECT != 0)
+}
+
+/// Ports a PortSelect may name on this node.
+fn port_ok(node: &NodeRecord, port: u8) -> bool {
+    match port {
+        0xFF => all_port_select(node),
+        0 => node.node_type == NodeType::Switch,
+        p => node.port(p).is_some(),
+    }
+}
+
+/// Check a value against a column's syntax (type, size, range).
+fn check_value(col: &Column, v: &Value, index: usize) -> Result<(), SetError> {
+    match (col.syntax, v) {
+        (Syntax::Unsigned32 { max } | Syntax::Gauge32 { max }, Value::Gauge32(x)) => {
+            if *x > max {
+                return Err(err(ErrorStatus::WrongValue, index));
+            }
+            if matches!(col.source, Source::Counter(_)) && *x != 0 {
+                // Writing a counter means clearing it.
+                return Err(err(ErrorStatus::WrongValue, index));
+            }
+            Ok(())
+        }
+        (Syntax::OctetString { size }, Value::OctetString(b)) => {
+            if b.len() != size {
+                Err(err(ErrorStatus::WrongLength, index))
+            } else {
+                Ok(())
+            }
+        }
+        (Syntax::TruthValue | Syntax::Enum { .. }, Value::Integer(_)) => Ok(()),
+        _ => Err(err(ErrorStatus::WrongType, index)),
+    }
+}
+
+fn set_ctl(c: &mut PortSamplesControl, f: CtlField, v: &Value) {
+    let n = match v {
+        Value::Gauge32(x) => *x,
+        _ => 0,
+    };
+    match f {
+        CtlField::OpCode => c.op_code = n as u8,
+        CtlField::PortSelect => c.port_select = n as u8,
+        CtlField::SampleStart => c.sample_start = n,
+        CtlField::SampleInterval => c.sample_interval = n,
+        CtlField::Tag => {
+            if let Value::OctetString(b) = v
+                && b.len() == 2
+            {
+                c.tag = u16::from_be_bytes([b[0], b[1]]);
+            }
+        }
+        CtlField::CounterSelect(i) => {
+            if let Some(s) = c.counter_select.get_mut(i) {
+                *s = n as u16;
+            }
+        }
+        // Read-only fields never reach here (their columns are read-only).
+        _ => {}
+    }
+}
+
+impl MibView {
+    /// Phase 1: check everything, reserve a plan.
+    pub(crate) fn plan_set(&self, varbinds: &[VarBind]) -> Result<Plan, SetError> {
+        if !self.writes_enabled() {
+            return Err(err(ErrorStatus::NotWritable, 1));
+        }
+        let snap = self.cache().load();
+        // Per-varbind syntax checks first, for every varbind.
+        let mut cols = Vec::with_capacity(varbinds.len());
+        for (i, vb) in varbinds.iter().enumerate() {
+            let index = i + 1;
+            let col = match column_of(vb.name.as_slice()) {
+                Some((c, suffix)) if c.access == tables::Access::ReadWrite => (c, suffix),
+                _ => return Err(err(ErrorStatus::NotWritable, index)),
+            };
+            check_value(col.0, &vb.value, index)?;
+            cols.push(col);
+        }
+        let mut nodes: BTreeMap<Guid, NodePlan> = BTreeMap::new();
+        for (i, ((col, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
+            let index = i + 1;
+            let node = parse_guid_index(suffix)
+                .and_then(|g| snap.node(g))
+                .filter(|n| row_present(col.table, n))
+                .ok_or(err(ErrorStatus::NoCreation, index))?;
+            let np = nodes.entry(node.guid).or_default();
+            match col.source {
+                Source::PortSelect => {
+                    let Value::Gauge32(p) = vb.value else {
+                        return Err(err(ErrorStatus::WrongType, index));
+                    };
+                    let p = p as u8;
+                    if !port_ok(node, p) {
+                        return Err(err(ErrorStatus::InconsistentValue, index));
+                    }
+                    np.port_select = Some(p);
+                }
+                Source::Counter(ci) => {
+                    let def = &tables::COUNTERS[ci];
+                    if def.select2 {
+                        np.clear2 |= 1 << def.select_bit;
+                    } else {
+                        np.clear |= 1 << def.select_bit;
+                    }
+                    if np.clear_index == 0 {
+                        np.clear_index = index as u16;
+                    }
+                }
+                Source::Ctl(f) => {
+                    let current = node.samples_control.unwrap_or_default();
+                    let c = np.control.get_or_insert(current);
+                    if f == CtlField::PortSelect {
+                        let Value::Gauge32(p) = vb.value else {
+                            return Err(err(ErrorStatus::WrongType, index));
+                        };
+                        let p = p as u8;
+                        let ok = match node.node_type {
+                            NodeType::Switch => port_ok(node, p),
+                            _ => node.ports.first().is_some_and(|fp| fp.num == p),
+                        };
+                        if !ok {
+                            return Err(err(ErrorStatus::InconsistentValue, index));
+                        }
+                    }
+                    if f == CtlField::Tag
+                        && let Value::OctetString(b) = &vb.value
+                    {
+                        np.tag_written = Some(u16::from_be_bytes([b[0], b[1]]));
+                    }
+                    set_ctl(c, f, &vb.value);
+                    if np.control_index == 0 {
+                        np.control_index = index as u16;
+                    }
+                }
+                _ => return Err(err(ErrorStatus::NotWritable, index)),
+            }
+        }
+
+        let mut plan = Plan::default();
+        for (guid, np) in nodes {
+            let node = snap.node(guid).expect("checked above");
+            let current = self.port_select(guid);
+            if let Some(p) = np.port_select {
+                plan.port_selects.push((guid, p, current));
+            }
+            if np.clear != 0 || np.clear2 != 0 {
+                let port = np.port_select.unwrap_or(current);
+                if !port_ok(node, port) {
+                    return Err(err(ErrorStatus::InconsistentValue, np.clear_index as usize));
+                }
+                plan.ops.push((
+                    WriteOp::ClearCounters {
+                        guid,
+                        port,
+                        select: np.clear,
+                        select2: np.clear2,
+                    },
+                    np.clear_index,
+                ));
+            }
+            if let Some(mut control) = np.control {
+                // IBA's Tag collision check, done here because a SET's
+                // response echoes the request: another Tag's sample running
+                // means another manager owns the mechanism.
+                if let Some(running) = node.samples_control
+                    && running.sample_status != STATUS_DONE
+                    && np.tag_written != Some(running.tag)
+                {
+                    return Err(err(
+                        ErrorStatus::InconsistentValue,
+                        np.control_index as usize,
+                    ));
+                }
+                control.sample_status = 0;
+                plan.ops
+                    .push((WriteOp::SamplesControl { guid, control }, np.control_index));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Phase 2: apply a plan.
+    pub(crate) fn apply_plan(&self, plan: &mut Plan) -> Result<(), SetError> {
+        for &(guid, new, _) in &plan.port_selects {
+            self.set_port_select(guid, new);
+        }
+        plan.committed = true;
+        if plan.ops.is_empty() {
+            return Ok(());
+        }
+        let Some(ctl) = self.controller() else {
+            return Err(err(ErrorStatus::CommitFailed, plan.ops[0].1 as usize));
+        };
+        let ops: Vec<WriteOp> = plan.ops.iter().map(|(o, _)| o.clone()).collect();
+        let results = ctl.write(&ops);
+        plan.applied = results.iter().any(|r| r.is_ok());
+        for ((op, index), r) in plan.ops.iter().zip(&results) {
+            if let Err(e) = r {
+                tracing::warn!(node = %op.guid(), error = %e, "SET not confirmed by the fabric");
+                return Err(err(ErrorStatus::CommitFailed, *index as usize));
+            }
+        }
+        Ok(())
+    }
+
+    /// Undo a committed plan: PortSelects go back; fabric writes cannot.
+    pub(crate) fn undo_plan(&self, plan: &Plan) -> Result<(), SetError> {
+        if plan.committed {
+            for &(guid, _, old) in &plan.port_selects {
+                self.set_port_select(guid, old);
+            }
+        }
+        if plan.applied {
+            return Err(err(ErrorStatus::UndoFailed, 0));
+        }
+        Ok(())
+    }
+}
+
+/// The SET transactions in progress.
+#[derive(Default)]
+pub struct Pending(std::sync::Mutex<std::collections::HashMap<SetTxn, Plan>>);
+
+impl Pending {
+    pub fn insert(&self, txn: SetTxn, plan: Plan) {
+        self.lock().insert(txn, plan);
+    }
+    pub fn remove(&self, txn: SetTxn) -> Option<Plan> {
+        self.lock().remove(&txn)
+    }
+    pub fn with<R>(&self, txn: SetTxn, f: impl FnOnce(Option<&mut Plan>) -> R) -> R {
+        f(self.lock().get_mut(&txn))
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<SetTxn, Plan>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
