@@ -2,6 +2,7 @@
 //! and the snapshot cache.
 
 pub mod cache;
+pub mod discover;
 pub mod engine;
 pub mod model;
 pub mod sweep;
