@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! umad_probe [--ca NAME] [--port N] [--window N] [--repeat N]
-//!            [--no-counters] [--extra LID:PORT]...
+//!            [--no-counters] [--split-smp] [--extra LID:PORT]...
 //! ```
 //! Lines: `{"local":..}`, `{"node":..}`, `{"port":..}` (one per port),
 //! `{"counters":..}` / `{"no_counters":..}` per PortCounters read, and a
@@ -47,6 +47,10 @@ struct Args {
     /// Per-MAD timeout (ms) for the kernel and the engine.
     #[arg(long, default_value_t = 200)]
     timeout_ms: u32,
+    /// Discover through a second handle (`UmadTransport::smp_handle`)
+    /// that receives the SMP completions.
+    #[arg(long)]
+    split_smp: bool,
     /// Engine retries per MAD.
     #[arg(long, default_value_t = 1)]
     retries: u32,
@@ -125,7 +129,13 @@ fn main() -> ExitCode {
         timeout: Duration::from_millis(u64::from(args.timeout_ms) * 2),
         ..Default::default()
     };
-    let (fabric, dstats) = match discover_with_stats(&mut t, &dopts) {
+    let discovered = if args.split_smp {
+        let mut smp = t.smp_handle();
+        discover_with_stats(&mut smp, &dopts)
+    } else {
+        discover_with_stats(&mut t, &dopts)
+    };
+    let (fabric, dstats) = match discovered {
         Ok(r) => r,
         Err(e) => {
             eprintln!("umad_probe: {e}");

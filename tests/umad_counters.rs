@@ -42,7 +42,9 @@ fn port_counters_match_perfquery() {
             "PerformanceSet \"{node}\"[{port}] PortCounters.{field}={v}"
         ));
     }
-    let r = sim.probe(&[], &[]);
+    // Discovery through the split-off SMP handle, counters through the
+    // first handle of the same port.
+    let r = sim.probe(&["--split-smp"], &[]);
     assert!(
         r.status.success(),
         "probe failed: {}\n{}",
