@@ -10,6 +10,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -228,35 +229,47 @@ impl Drop for IbSim {
     }
 }
 
-/// The `umad_probe` example next to this test binary, built on demand
-/// when a single test target was built alone.
+/// The `umad_probe` example next to this test binary, (re)built once per
+/// test process: `cargo test --test X` alone does not rebuild examples, and
+/// a stale probe would test old code.
 pub fn probe_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/deps/<test> -> target/<profile>/examples/umad_probe
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary under target/<profile>/deps");
-    let probe = profile_dir.join("examples").join("umad_probe");
-    if !probe.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "--example", "umad_probe"])
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("current exe");
+            // target/<profile>/deps/<test> -> target/<profile>/examples/umad_probe
+            let profile_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("test binary under target/<profile>/deps");
+            let target_dir = profile_dir.parent().expect("target dir");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut c = Command::new(cargo);
+            c.args([
+                "build",
+                "--quiet",
+                "--example",
+                "umad_probe",
+                "--target-dir",
+            ])
+            .arg(target_dir)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(Stdio::null());
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            c.arg("--release");
-        }
-        let mut child = c.spawn().expect("cannot run cargo to build umad_probe");
-        let st = wait_bounded(
-            &mut child,
-            Duration::from_secs(300),
-            "cargo build --example",
-        );
-        assert!(st.success(), "building the umad_probe example failed");
-    }
-    assert!(probe.exists(), "{} missing", probe.display());
-    probe
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                c.arg("--release");
+            }
+            let mut child = c.spawn().expect("cannot run cargo to build umad_probe");
+            let st = wait_bounded(
+                &mut child,
+                Duration::from_secs(600),
+                "cargo build --example",
+            );
+            assert!(st.success(), "building the umad_probe example failed");
+            let probe = profile_dir.join("examples").join("umad_probe");
+            assert!(probe.exists(), "{} missing", probe.display());
+            probe
+        })
+        .clone()
 }
 
 /// A two-level fat tree in ibsim's netfile format: `leaves` leaf switches
