@@ -1,6 +1,7 @@
 //! MAD transports: the interface the sweeper drives, and its implementations.
 
 pub mod sim;
+pub mod umad;
 
 use std::io;
 use std::time::Duration;

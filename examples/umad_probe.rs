@@ -1,0 +1,265 @@
+//! Discover the fabric through a umad port and read PortCounters of every
+//! port, printing one JSON object per line. Runs on a real host or against
+//! ibsim with `LD_PRELOAD=.../libumad2sim.so` (then the working directory
+//! must be writable: umad2sim fakes sysfs under `./sys-<pid>/`).
+//!
+//! ```text
+//! umad_probe [--ca NAME] [--port N] [--window N] [--repeat N]
+//!            [--no-counters] [--split-smp] [--extra LID:PORT]...
+//! ```
+//! Lines: `{"local":..}`, `{"node":..}`, `{"port":..}` (one per port),
+//! `{"counters":..}` / `{"no_counters":..}` per PortCounters read, and a
+//! final `{"summary":..}` with timings.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use ibpm_agentx::fabric::discover::{DiscoverOptions, discover_with_stats};
+use ibpm_agentx::fabric::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
+use ibpm_agentx::fabric::model::{Fabric, NodeType};
+use ibpm_agentx::transport::MadAddr;
+use ibpm_agentx::transport::umad::{UmadConfig, UmadTransport};
+
+const ATTR_PORT_COUNTERS: u16 = 0x0012;
+const METHOD_GET: u8 = 0x01;
+
+#[derive(Parser)]
+struct Args {
+    /// CA name (default: the first CA with an active port).
+    #[arg(long)]
+    ca: Option<String>,
+    /// Port number on the CA.
+    #[arg(long)]
+    port: Option<u8>,
+    /// MADs in flight.
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+    /// Read every port's counters this many times (for timing).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Only discover.
+    #[arg(long)]
+    no_counters: bool,
+    /// Also read PortCounters at LID:PORT (repeatable), even if not discovered.
+    #[arg(long, value_name = "LID:PORT")]
+    extra: Vec<String>,
+    /// Per-MAD timeout (ms) for the kernel and the engine.
+    #[arg(long, default_value_t = 200)]
+    timeout_ms: u32,
+    /// Discover through a second handle (`UmadTransport::smp_handle`)
+    /// that receives the SMP completions.
+    #[arg(long)]
+    split_smp: bool,
+    /// Engine retries per MAD.
+    #[arg(long, default_value_t = 1)]
+    retries: u32,
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn opt_str(s: &Option<String>) -> String {
+    s.as_deref().map(json_str).unwrap_or_else(|| "null".into())
+}
+
+/// (LID, PortSelect, label) of every PMA port to read.
+fn targets(fabric: &Fabric) -> Vec<(u16, u8, String)> {
+    let mut out = Vec::new();
+    for n in &fabric.nodes {
+        for p in &n.ports {
+            let lid = match n.node_type {
+                NodeType::Switch => n.lid,
+                _ => p.lid,
+            };
+            if lid == 0 {
+                continue;
+            }
+            out.push((lid, p.num, format!("{}", n.guid)));
+        }
+    }
+    out
+}
+
+fn be16(d: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([d[o], d[o + 1]])
+}
+fn be32(d: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]])
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let cfg = UmadConfig {
+        ca: args.ca.clone(),
+        port: args.port,
+        timeout_ms: args.timeout_ms,
+        retries: 0,
+    };
+    let mut t = match UmadTransport::open(&cfg) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("umad_probe: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let lp = t.local_port().clone();
+    println!(
+        "{{\"local\":{},\"port\":{},\"lid\":{},\"state\":{},\"node_guid\":\"0x{:016x}\"}}",
+        json_str(&lp.ca),
+        lp.port,
+        lp.lid,
+        lp.state,
+        lp.node_guid
+    );
+
+    let dopts = DiscoverOptions {
+        window: args.window,
+        timeout: Duration::from_millis(u64::from(args.timeout_ms) * 2),
+        ..Default::default()
+    };
+    let discovered = if args.split_smp {
+        let mut smp = t.smp_handle();
+        discover_with_stats(&mut smp, &dopts)
+    } else {
+        discover_with_stats(&mut t, &dopts)
+    };
+    let (fabric, dstats) = match discovered {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("umad_probe: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    for n in &fabric.nodes {
+        let ty = match n.node_type {
+            NodeType::Switch => "switch",
+            NodeType::Ca => "ca",
+            NodeType::Router => "router",
+        };
+        println!(
+            "{{\"node\":\"{}\",\"type\":\"{ty}\",\"lid\":{},\"num_ports\":{},\"sys_guid\":\"{}\",\"desc\":{}}}",
+            n.guid,
+            n.lid,
+            n.num_ports,
+            n.sys_guid,
+            json_str(&n.description)
+        );
+        for p in &n.ports {
+            let remote = match p.remote {
+                Some((g, rp)) => format!("\"{g}\",\"remote_port\":{rp}"),
+                None => "null".into(),
+            };
+            println!(
+                "{{\"port\":\"{}\",\"num\":{},\"guid\":\"{}\",\"lid\":{},\"remote\":{remote},\"width\":{},\"speed\":{}}}",
+                n.guid,
+                p.num,
+                p.guid,
+                p.lid,
+                opt_str(&p.width),
+                opt_str(&p.speed)
+            );
+        }
+    }
+
+    let mut summary = format!(
+        "\"nodes\":{},\"discover_ms\":{:.3},\"smps\":{},\"smp_timeouts\":{}",
+        fabric.nodes.len(),
+        dstats.elapsed.as_secs_f64() * 1000.0,
+        dstats.smps_sent,
+        dstats.timeouts
+    );
+
+    if !args.no_counters {
+        let mut tg = targets(&fabric);
+        for e in &args.extra {
+            let parsed = e
+                .split_once(':')
+                .and_then(|(l, p)| Some((l.parse::<u16>().ok()?, p.parse::<u8>().ok()?)));
+            match parsed {
+                Some((lid, port)) => tg.push((lid, port, "extra".into())),
+                None => {
+                    eprintln!("umad_probe: --extra wants LID:PORT, got {e:?}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        let mut reqs = Vec::new();
+        for _ in 0..args.repeat.max(1) {
+            for (lid, port, _) in &tg {
+                let mut data = [0u8; 192];
+                data[1] = *port; // PortSelect, data bits 8..16
+                reqs.push(MadRequest {
+                    to: MadAddr::gsi(*lid),
+                    method: METHOD_GET,
+                    attr_id: ATTR_PORT_COUNTERS,
+                    attr_mod: 0,
+                    data,
+                });
+            }
+        }
+        let mut engine = Engine::new(
+            Box::new(t),
+            EngineConfig {
+                window: args.window,
+                timeout: Duration::from_millis(u64::from(args.timeout_ms)),
+                retries: args.retries,
+            },
+        );
+        let start = Instant::now();
+        let n_targets = tg.len();
+        let mut lines = vec![String::new(); n_targets];
+        let stats = engine.run(&reqs, |i, outcome| {
+            let ti = i % n_targets;
+            let (lid, port, ref label) = tg[ti];
+            lines[ti] = match outcome {
+                MadOutcome::Reply { data, .. } => {
+                    let d = &data[..];
+                    format!(
+                        "{{\"counters\":\"{label}\",\"lid\":{lid},\"port\":{port},\"PortSelect\":{},\"SymbolErrorCounter\":{},\"LinkErrorRecoveryCounter\":{},\"LinkDownedCounter\":{},\"PortRcvErrors\":{},\"PortXmitDiscards\":{},\"PortXmitData\":{},\"PortRcvData\":{},\"PortXmitPkts\":{},\"PortRcvPkts\":{},\"PortXmitWait\":{}}}",
+                        d[1],
+                        be16(d, 4),
+                        d[6],
+                        d[7],
+                        be16(d, 8),
+                        be16(d, 14),
+                        be32(d, 24),
+                        be32(d, 28),
+                        be32(d, 32),
+                        be32(d, 36),
+                        be32(d, 40)
+                    )
+                }
+                other => format!(
+                    "{{\"no_counters\":\"{label}\",\"lid\":{lid},\"port\":{port},\"outcome\":{}}}",
+                    json_str(&format!("{other:?}"))
+                ),
+            };
+        });
+        let el = start.elapsed();
+        for l in &lines {
+            println!("{l}");
+        }
+        summary.push_str(&format!(
+            ",\"pm_mads\":{},\"pm_replies\":{},\"pm_timeouts\":{},\"pm_ms\":{:.3},\"pm_mads_per_s\":{:.0}",
+            stats.sent,
+            stats.replies,
+            stats.timeouts,
+            el.as_secs_f64() * 1000.0,
+            stats.sent as f64 / el.as_secs_f64().max(1e-9)
+        ));
+    }
+    println!("{{\"summary\":{{{summary}}}}}");
+    ExitCode::SUCCESS
+}

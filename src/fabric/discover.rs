@@ -1,0 +1,989 @@
+//! Fabric discovery by directed-route SMPs, as ibnetdiscover does it: from
+//! the local port, ask every node reached for NodeInfo, NodeDescription and
+//! PortInfo, and follow every port whose link is up (state Init, Armed or
+//! Active) by extending the directed route one hop, deduplicating nodes by
+//! node GUID. Switches are walked through; channel adapters and routers are
+//! leaves (except the local one). Many SMPs are kept in flight at once: the
+//! search is event-driven rather than level by level, so a slow or dead
+//! branch never holds up the others.
+//!
+//! Works over any [`MadTransport`] that carries class 0x81 MADs (the umad
+//! transport does); directed-route SMPs go to the permissive LID 0xFFFF on
+//! QP0.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::model::{Fabric, Guid, Node, NodeType, Port};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
+
+/// Management class of directed-route SMPs.
+pub const CLASS_SMP_DIRECTED: u8 = 0x81;
+pub const METHOD_GET: u8 = 0x01;
+pub const METHOD_GET_RESP: u8 = 0x81;
+pub const ATTR_NODE_DESC: u16 = 0x0010;
+pub const ATTR_NODE_INFO: u16 = 0x0011;
+pub const ATTR_PORT_INFO: u16 = 0x0015;
+/// A directed route has at most 63 hops (64 path entries, entry 0 unused).
+pub const MAX_HOPS: usize = 63;
+/// PortInfo CapabilityMask bit 14: IsExtendedSpeedsSupported.
+const CAP_EXT_SPEEDS: u32 = 1 << 14;
+
+/// Where directed-route SMPs are sent: the permissive LID on QP0.
+pub fn smp_addr() -> MadAddr {
+    MadAddr {
+        lid: 0xFFFF,
+        qpn: 0,
+        qkey: 0,
+        pkey_index: 0,
+        sl: 0,
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct DiscoverOptions {
+    /// SMPs in flight at once.
+    pub window: usize,
+    /// Deadline per SMP (a backstop: the umad transport reports a kernel
+    /// timeout earlier).
+    pub timeout: Duration,
+    /// Resends after the first attempt.
+    pub retries: u32,
+    /// Longest directed route followed.
+    pub max_hops: usize,
+}
+
+impl Default for DiscoverOptions {
+    fn default() -> Self {
+        DiscoverOptions {
+            window: 64,
+            timeout: Duration::from_millis(500),
+            retries: 2,
+            max_hops: MAX_HOPS,
+        }
+    }
+}
+
+/// Counts and timing of one discovery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiscoverStats {
+    pub smps_sent: u64,
+    pub replies: u64,
+    /// SMPs that got no answer after every retry.
+    pub timeouts: u64,
+    /// Replies with an error status.
+    pub errors: u64,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug)]
+pub enum DiscoverError {
+    /// The local node did not answer NodeInfo.
+    NoAnswer(String),
+    /// The local port's link is down: nothing beyond it can be reached.
+    LocalPortDown { port: u8, state: u8 },
+    /// The transport failed.
+    Transport(io::Error),
+}
+
+impl fmt::Display for DiscoverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiscoverError::NoAnswer(m) => write!(f, "discovery: {m}"),
+            DiscoverError::LocalPortDown { port, state } => write!(
+                f,
+                "discovery: local port {port} is {} (state {state}); check the cable and link",
+                state_name(*state)
+            ),
+            DiscoverError::Transport(e) => write!(f, "discovery: transport failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DiscoverError {}
+
+fn state_name(state: u8) -> &'static str {
+    match state {
+        1 => "Down",
+        2 => "Init",
+        3 => "Armed",
+        4 => "Active",
+        _ => "in an unknown state",
+    }
+}
+
+/// The fields of NodeInfo discovery uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    pub node_type: u8,
+    pub num_ports: u8,
+    pub sys_guid: u64,
+    pub node_guid: u64,
+    pub port_guid: u64,
+    pub local_port: u8,
+}
+
+impl NodeInfo {
+    /// Decode the 64-byte SMP data area.
+    pub fn decode(d: &[u8; 64]) -> NodeInfo {
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&d[o..o + 8]);
+            u64::from_be_bytes(b)
+        };
+        NodeInfo {
+            node_type: d[2],
+            num_ports: d[3],
+            sys_guid: u64_at(4),
+            node_guid: u64_at(12),
+            port_guid: u64_at(20),
+            local_port: d[36],
+        }
+    }
+}
+
+/// The fields of PortInfo discovery uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    pub lid: u16,
+    pub cap_mask: u32,
+    pub local_port: u8,
+    pub width_active: u8,
+    pub speed_active: u8,
+    /// Logical state: 1 Down, 2 Init, 3 Armed, 4 Active.
+    pub state: u8,
+    pub phys_state: u8,
+    pub lmc: u8,
+    pub speed_ext_active: u8,
+}
+
+impl PortInfo {
+    /// Decode the 64-byte SMP data area.
+    pub fn decode(d: &[u8; 64]) -> PortInfo {
+        PortInfo {
+            lid: u16::from_be_bytes([d[16], d[17]]),
+            cap_mask: u32::from_be_bytes([d[20], d[21], d[22], d[23]]),
+            local_port: d[28],
+            width_active: d[31],
+            speed_active: d[35] >> 4,
+            state: d[32] & 0x0F,
+            phys_state: d[33] >> 4,
+            lmc: d[34] & 0x07,
+            speed_ext_active: d[62] >> 4,
+        }
+    }
+
+    /// The link is up far enough to carry SMPs (Init, Armed or Active).
+    pub fn link_up(&self) -> bool {
+        (2..=4).contains(&self.state)
+    }
+}
+
+/// ibnetdiscover's width names (LinkWidthActive).
+pub fn width_name(w: u8) -> Option<&'static str> {
+    Some(match w {
+        1 => "1x",
+        2 => "4x",
+        4 => "8x",
+        8 => "12x",
+        16 => "2x",
+        _ => return None,
+    })
+}
+
+/// ibnetdiscover's speed names: LinkSpeedExtActive when the port supports
+/// extended speeds and reports one, else LinkSpeedActive.
+pub fn speed_name(speed: u8, ext: u8) -> Option<&'static str> {
+    Some(match (ext, speed) {
+        (1, _) => "FDR",
+        (2, _) => "EDR",
+        (4, _) => "HDR",
+        (8, _) => "NDR",
+        (0, 1) => "SDR",
+        (0, 2) => "DDR",
+        (0, 4) => "QDR",
+        _ => return None,
+    })
+}
+
+/// Build a directed-route SMP Get along `path` (`path[i]` = the port to
+/// leave by at hop i+1; empty = the local node).
+pub fn dr_smp_get(attr_id: u16, attr_mod: u32, tid: u64, path: &[u8]) -> [u8; MAD_SIZE] {
+    let mut m = [0u8; MAD_SIZE];
+    m[0] = 1; // BaseVersion
+    m[1] = CLASS_SMP_DIRECTED;
+    m[2] = 1; // ClassVersion
+    m[3] = METHOD_GET;
+    // [4..6] D bit + status = 0, [6] hop pointer = 0, [7] hop count.
+    m[7] = path.len().min(MAX_HOPS) as u8;
+    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    m[16..18].copy_from_slice(&attr_id.to_be_bytes());
+    m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
+    // [24..32] M_Key 0; DrSLID and DrDLID: permissive.
+    m[32..34].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    m[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    // Initial path at 128; entry 0 is unused.
+    for (i, &p) in path.iter().take(MAX_HOPS).enumerate() {
+        m[128 + 1 + i] = p;
+    }
+    m
+}
+
+/// A parsed SMP reply: status (D bit masked off) and the 64-byte data.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SmpReply {
+    pub tid: u64,
+    pub attr_id: u16,
+    pub status: u16,
+    pub data: [u8; 64],
+}
+
+pub fn parse_smp_reply(m: &[u8; MAD_SIZE]) -> Option<SmpReply> {
+    if m[1] != CLASS_SMP_DIRECTED || m[3] != METHOD_GET_RESP {
+        return None;
+    }
+    let mut data = [0u8; 64];
+    data.copy_from_slice(&m[64..128]);
+    let mut tid = [0u8; 8];
+    tid.copy_from_slice(&m[8..16]);
+    Some(SmpReply {
+        tid: u64::from_be_bytes(tid),
+        attr_id: u16::from_be_bytes([m[16], m[17]]),
+        status: u16::from_be_bytes([m[4], m[5]]) & 0x7FFF,
+        data,
+    })
+}
+
+#[derive(Clone, Debug)]
+enum Query {
+    /// NodeInfo along `path`; `from` = the (node, port) the last hop left by.
+    NodeInfo {
+        path: Vec<u8>,
+        from: Option<(usize, u8)>,
+    },
+    NodeDesc {
+        node: usize,
+    },
+    PortInfo {
+        node: usize,
+        port: u8,
+    },
+}
+
+struct PortBuild {
+    guid: u64,
+    info: Option<PortInfo>,
+    remote: Option<(usize, u8)>,
+}
+
+struct NodeBuild {
+    info: NodeInfo,
+    desc: Option<String>,
+    /// Directed route that reaches the node.
+    path: Vec<u8>,
+    port0: Option<PortInfo>,
+    ports: BTreeMap<u8, PortBuild>,
+}
+
+impl NodeBuild {
+    fn is_switch(&self) -> bool {
+        self.info.node_type == 2
+    }
+}
+
+struct Pending {
+    query: Query,
+    attempts: u32,
+    deadline: Instant,
+}
+
+struct Walk<'a> {
+    t: &'a mut dyn MadTransport,
+    opts: DiscoverOptions,
+    nodes: Vec<NodeBuild>,
+    by_guid: HashMap<u64, usize>,
+    queue: VecDeque<(Query, u32)>,
+    inflight: HashMap<u32, Pending>,
+    tid_high: u64,
+    next_tid: u32,
+    stats: DiscoverStats,
+    /// Set when the local node answered (the walk can start).
+    local_done: bool,
+    local_error: Option<DiscoverError>,
+}
+
+/// Discover the fabric reachable from the transport's local port.
+pub fn discover(t: &mut dyn MadTransport, opts: &DiscoverOptions) -> Result<Fabric, DiscoverError> {
+    discover_with_stats(t, opts).map(|(f, _)| f)
+}
+
+/// [`discover`], also returning how many SMPs it took and how long.
+pub fn discover_with_stats(
+    t: &mut dyn MadTransport,
+    opts: &DiscoverOptions,
+) -> Result<(Fabric, DiscoverStats), DiscoverError> {
+    let start = Instant::now();
+    let mut opts = *opts;
+    opts.window = opts.window.clamp(1, 256);
+    opts.max_hops = opts.max_hops.clamp(1, MAX_HOPS);
+    let mut w = Walk {
+        t,
+        opts,
+        nodes: Vec::new(),
+        by_guid: HashMap::new(),
+        queue: VecDeque::new(),
+        inflight: HashMap::new(),
+        tid_high: u64::from(std::process::id() & 0xFFFF) << 32 | 0x8000_0000_0000_0000,
+        next_tid: 1,
+        stats: DiscoverStats::default(),
+        local_done: false,
+        local_error: None,
+    };
+    w.queue.push_back((
+        Query::NodeInfo {
+            path: Vec::new(),
+            from: None,
+        },
+        0,
+    ));
+    w.run()?;
+    if let Some(e) = w.local_error.take() {
+        return Err(e);
+    }
+    if !w.local_done {
+        return Err(DiscoverError::NoAnswer(
+            "the local node did not answer NodeInfo (is the umad port usable?)".into(),
+        ));
+    }
+    let fabric = w.build();
+    w.stats.elapsed = start.elapsed();
+    tracing::info!(
+        nodes = fabric.nodes.len(),
+        smps = w.stats.smps_sent,
+        timeouts = w.stats.timeouts,
+        ms = w.stats.elapsed.as_millis() as u64,
+        "fabric discovered"
+    );
+    Ok((fabric, w.stats))
+}
+
+impl Walk<'_> {
+    fn run(&mut self) -> Result<(), DiscoverError> {
+        while !self.queue.is_empty() || !self.inflight.is_empty() {
+            if self.local_error.is_some() {
+                return Ok(());
+            }
+            while self.inflight.len() < self.opts.window {
+                let Some((q, attempts)) = self.queue.pop_front() else {
+                    break;
+                };
+                self.send(q, attempts)?;
+            }
+            if self.inflight.is_empty() {
+                continue;
+            }
+            let now = Instant::now();
+            let wait = self
+                .inflight
+                .values()
+                .map(|p| p.deadline)
+                .min()
+                .map(|d| d.saturating_duration_since(now))
+                .unwrap_or(self.opts.timeout);
+            if let Some(rx) = self.t.recv(wait).map_err(DiscoverError::Transport)? {
+                let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]]);
+                if rx.mad[1] == CLASS_SMP_DIRECTED
+                    && let Some(p) = self.inflight.remove(&tid)
+                {
+                    if rx.status != 0 {
+                        self.expire(p);
+                    } else {
+                        self.complete(p, &rx.mad);
+                    }
+                }
+            }
+            let now = Instant::now();
+            let expired: Vec<u32> = self
+                .inflight
+                .iter()
+                .filter(|(_, p)| p.deadline <= now)
+                .map(|(&t, _)| t)
+                .collect();
+            for tid in expired {
+                if let Some(p) = self.inflight.remove(&tid) {
+                    self.expire(p);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn path_of(&self, q: &Query) -> Vec<u8> {
+        match q {
+            Query::NodeInfo { path, .. } => path.clone(),
+            Query::NodeDesc { node } | Query::PortInfo { node, .. } => {
+                self.nodes[*node].path.clone()
+            }
+        }
+    }
+
+    fn send(&mut self, q: Query, attempts: u32) -> Result<(), DiscoverError> {
+        let tid = self.next_tid;
+        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        let (attr, modifier) = match &q {
+            Query::NodeInfo { .. } => (ATTR_NODE_INFO, 0),
+            Query::NodeDesc { .. } => (ATTR_NODE_DESC, 0),
+            Query::PortInfo { port, .. } => (ATTR_PORT_INFO, u32::from(*port)),
+        };
+        let path = self.path_of(&q);
+        let mad = dr_smp_get(attr, modifier, self.tid_high | u64::from(tid), &path);
+        self.t
+            .send(&smp_addr(), &mad)
+            .map_err(DiscoverError::Transport)?;
+        self.stats.smps_sent += 1;
+        self.inflight.insert(
+            tid,
+            Pending {
+                query: q,
+                attempts: attempts + 1,
+                deadline: Instant::now() + self.opts.timeout,
+            },
+        );
+        Ok(())
+    }
+
+    fn expire(&mut self, p: Pending) {
+        if p.attempts <= self.opts.retries {
+            self.queue.push_front((p.query, p.attempts));
+            return;
+        }
+        self.stats.timeouts += 1;
+        match &p.query {
+            Query::NodeInfo { path, from: None } if path.is_empty() => {
+                self.local_error = Some(DiscoverError::NoAnswer(
+                    "no answer to NodeInfo from the local node (is the umad port usable?)".into(),
+                ));
+            }
+            q => tracing::debug!(query = ?q, "SMP got no answer"),
+        }
+    }
+
+    fn complete(&mut self, p: Pending, mad: &[u8; MAD_SIZE]) {
+        let Some(reply) = parse_smp_reply(mad) else {
+            self.stats.errors += 1;
+            return;
+        };
+        self.stats.replies += 1;
+        if reply.status != 0 {
+            self.stats.errors += 1;
+            tracing::debug!(query = ?p.query, status = reply.status, "SMP error status");
+            if matches!(&p.query, Query::NodeInfo { from: None, .. }) {
+                self.local_error = Some(DiscoverError::NoAnswer(format!(
+                    "the local node answered NodeInfo with status 0x{:04x}",
+                    reply.status
+                )));
+            }
+            return;
+        }
+        match p.query {
+            Query::NodeInfo { path, from } => self.on_node_info(path, from, &reply.data),
+            Query::NodeDesc { node } => {
+                let end = reply.data.iter().position(|&b| b == 0).unwrap_or(64);
+                self.nodes[node].desc = Some(
+                    String::from_utf8_lossy(&reply.data[..end])
+                        .trim_end()
+                        .to_string(),
+                );
+            }
+            Query::PortInfo { node, port } => self.on_port_info(node, port, &reply.data),
+        }
+    }
+
+    fn on_node_info(&mut self, path: Vec<u8>, from: Option<(usize, u8)>, data: &[u8; 64]) {
+        let ni = NodeInfo::decode(data);
+        if from.is_none() {
+            self.local_done = true;
+        }
+        // For a switch the port the SMP arrived on is LocalPortNum; for the
+        // local switch (path empty) that is port 0.
+        let in_port = ni.local_port;
+        let idx = match self.by_guid.get(&ni.node_guid) {
+            Some(&idx) => {
+                let n = &mut self.nodes[idx];
+                if !n.is_switch() && !n.ports.contains_key(&in_port) && in_port != 0 {
+                    // Another port of a known CA: learn its state and LID.
+                    n.ports.insert(
+                        in_port,
+                        PortBuild {
+                            guid: ni.port_guid,
+                            info: None,
+                            remote: None,
+                        },
+                    );
+                    // PortInfo's attribute modifier picks the CA port, so
+                    // the node's first route reaches this port's record too.
+                    self.queue.push_back((
+                        Query::PortInfo {
+                            node: idx,
+                            port: in_port,
+                        },
+                        0,
+                    ));
+                }
+                idx
+            }
+            None => {
+                let idx = self.nodes.len();
+                let mut ports = BTreeMap::new();
+                if ni.node_type == 2 {
+                    for p in 1..=ni.num_ports {
+                        ports.insert(
+                            p,
+                            PortBuild {
+                                guid: ni.node_guid,
+                                info: None,
+                                remote: None,
+                            },
+                        );
+                    }
+                } else if in_port != 0 {
+                    ports.insert(
+                        in_port,
+                        PortBuild {
+                            guid: ni.port_guid,
+                            info: None,
+                            remote: None,
+                        },
+                    );
+                }
+                self.nodes.push(NodeBuild {
+                    info: ni,
+                    desc: None,
+                    path,
+                    port0: None,
+                    ports,
+                });
+                self.by_guid.insert(ni.node_guid, idx);
+                self.queue.push_back((Query::NodeDesc { node: idx }, 0));
+                if ni.node_type == 2 {
+                    for p in 0..=ni.num_ports {
+                        self.queue
+                            .push_back((Query::PortInfo { node: idx, port: p }, 0));
+                    }
+                } else if in_port != 0 {
+                    self.queue.push_back((
+                        Query::PortInfo {
+                            node: idx,
+                            port: in_port,
+                        },
+                        0,
+                    ));
+                }
+                idx
+            }
+        };
+        if let Some((a, q)) = from {
+            self.link(a, q, idx, in_port);
+        }
+    }
+
+    fn link(&mut self, a: usize, pa: u8, b: usize, pb: u8) {
+        if let Some(p) = self.nodes[a].ports.get_mut(&pa) {
+            p.remote = Some((b, pb));
+        }
+        if let Some(p) = self.nodes[b].ports.get_mut(&pb) {
+            p.remote = Some((a, pa));
+        }
+    }
+
+    fn on_port_info(&mut self, node: usize, port: u8, data: &[u8; 64]) {
+        let pi = PortInfo::decode(data);
+        let local = self.nodes[node].path.is_empty();
+        if port == 0 {
+            self.nodes[node].port0 = Some(pi);
+            return;
+        }
+        let Some(pb) = self.nodes[node].ports.get_mut(&port) else {
+            return;
+        };
+        pb.info = Some(pi);
+        let known = pb.remote.is_some();
+        let n = &self.nodes[node];
+        if local && !n.is_switch() && port == n.info.local_port && !pi.link_up() {
+            self.local_error = Some(DiscoverError::LocalPortDown {
+                port,
+                state: pi.state,
+            });
+            return;
+        }
+        let walk_through = n.is_switch() || local;
+        if walk_through && pi.link_up() && !known && n.path.len() < self.opts.max_hops {
+            let mut path = n.path.clone();
+            path.push(port);
+            self.queue.push_back((
+                Query::NodeInfo {
+                    path,
+                    from: Some((node, port)),
+                },
+                0,
+            ));
+        }
+    }
+
+    fn build(&self) -> Fabric {
+        let mut fabric = Fabric::default();
+        for n in &self.nodes {
+            let is_switch = n.is_switch();
+            let sw_lid = n.port0.map(|p| p.lid).unwrap_or(0);
+            // Switch ports report extended speeds through port 0's mask.
+            let sw_ext = n.port0.is_some_and(|p| p.cap_mask & CAP_EXT_SPEEDS != 0);
+            let ports: Vec<Port> = n
+                .ports
+                .iter()
+                .map(|(&num, pb)| {
+                    let up = pb.info.filter(|i| i.link_up());
+                    let ext = if is_switch {
+                        sw_ext
+                    } else {
+                        pb.info.is_some_and(|i| i.cap_mask & CAP_EXT_SPEEDS != 0)
+                    };
+                    Port {
+                        num,
+                        guid: Guid(pb.guid),
+                        lid: if is_switch {
+                            sw_lid
+                        } else {
+                            pb.info.map(|i| i.lid).unwrap_or(0)
+                        },
+                        remote: pb
+                            .remote
+                            .map(|(r, rp)| (Guid(self.nodes[r].info.node_guid), rp)),
+                        width: up.and_then(|i| width_name(i.width_active).map(String::from)),
+                        speed: up.and_then(|i| {
+                            speed_name(i.speed_active, if ext { i.speed_ext_active } else { 0 })
+                                .map(String::from)
+                        }),
+                    }
+                })
+                .collect();
+            let lid = if is_switch {
+                sw_lid
+            } else {
+                ports.iter().map(|p| p.lid).find(|&l| l != 0).unwrap_or(0)
+            };
+            fabric.nodes.push(Node {
+                guid: Guid(n.info.node_guid),
+                sys_guid: Guid(n.info.sys_guid),
+                node_type: match n.info.node_type {
+                    2 => NodeType::Switch,
+                    3 => NodeType::Router,
+                    _ => NodeType::Ca,
+                },
+                description: n.desc.clone().unwrap_or_default(),
+                num_ports: n.info.num_ports,
+                lid,
+                ports,
+            });
+        }
+        fabric.sort();
+        fabric
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dr_smp_layout() {
+        let m = dr_smp_get(ATTR_PORT_INFO, 3, 0x1122_3344_5566_7788, &[1, 3, 5]);
+        assert_eq!(&m[0..4], &[1, 0x81, 1, 1]);
+        assert_eq!(m[6], 0, "hop pointer");
+        assert_eq!(m[7], 3, "hop count");
+        assert_eq!(&m[8..16], &0x1122_3344_5566_7788u64.to_be_bytes());
+        assert_eq!(&m[16..18], &[0, 0x15]);
+        assert_eq!(&m[20..24], &[0, 0, 0, 3]);
+        assert_eq!(&m[32..36], &[0xFF, 0xFF, 0xFF, 0xFF]);
+        assert_eq!(&m[128..132], &[0, 1, 3, 5]);
+        assert!(m[132..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn port_info_fields() {
+        let mut d = [0u8; 64];
+        d[16..18].copy_from_slice(&0x0102u16.to_be_bytes());
+        d[20..24].copy_from_slice(&(CAP_EXT_SPEEDS | 2).to_be_bytes());
+        d[28] = 7;
+        d[31] = 2; // 4x
+        d[32] = 0x34; // supported 3, state Active
+        d[33] = 0x52; // LinkUp
+        d[34] = 0x02;
+        d[35] = 0x41; // active QDR, enabled 1
+        d[62] = 0x10; // ext FDR
+        let p = PortInfo::decode(&d);
+        assert_eq!(p.lid, 0x0102);
+        assert_eq!(p.local_port, 7);
+        assert_eq!(p.state, 4);
+        assert_eq!(p.phys_state, 5);
+        assert_eq!(p.lmc, 2);
+        assert_eq!(p.speed_active, 4);
+        assert_eq!(p.speed_ext_active, 1);
+        assert!(p.link_up());
+        assert_eq!(width_name(p.width_active), Some("4x"));
+        assert_eq!(speed_name(p.speed_active, p.speed_ext_active), Some("FDR"));
+        assert_eq!(speed_name(4, 0), Some("QDR"));
+        assert_eq!(speed_name(3, 0), None);
+        assert_eq!(width_name(16), Some("2x"));
+    }
+
+    #[test]
+    fn node_info_fields() {
+        let mut d = [0u8; 64];
+        d[2] = 2;
+        d[3] = 36;
+        d[4..12].copy_from_slice(&0xAAu64.to_be_bytes());
+        d[12..20].copy_from_slice(&0xBBu64.to_be_bytes());
+        d[20..28].copy_from_slice(&0xCCu64.to_be_bytes());
+        d[36] = 9;
+        let n = NodeInfo::decode(&d);
+        assert_eq!(
+            n,
+            NodeInfo {
+                node_type: 2,
+                num_ports: 36,
+                sys_guid: 0xAA,
+                node_guid: 0xBB,
+                port_guid: 0xCC,
+                local_port: 9
+            }
+        );
+    }
+
+    /// An in-memory fabric answering directed-route SMPs.
+    struct FakeNode {
+        guid: u64,
+        switch: bool,
+        nports: u8,
+        /// port -> (node index, remote port)
+        links: HashMap<u8, (usize, u8)>,
+        /// Port states (missing = Active when linked, Down otherwise).
+        down: Vec<u8>,
+        silent: bool,
+    }
+
+    struct FakeFabric {
+        nodes: Vec<FakeNode>,
+        local: usize,
+        local_port: u8,
+        replies: VecDeque<Received>,
+    }
+
+    use crate::transport::Received;
+
+    impl FakeFabric {
+        fn node(guid: u64, switch: bool, nports: u8) -> FakeNode {
+            FakeNode {
+                guid,
+                switch,
+                nports,
+                links: HashMap::new(),
+                down: Vec::new(),
+                silent: false,
+            }
+        }
+        fn link(&mut self, a: usize, pa: u8, b: usize, pb: u8) {
+            self.nodes[a].links.insert(pa, (b, pb));
+            self.nodes[b].links.insert(pb, (a, pa));
+        }
+        fn answer(&self, m: &[u8; MAD_SIZE]) -> Option<[u8; 64]> {
+            let hops = m[7] as usize;
+            let (mut at, mut in_port) = (self.local, self.local_port);
+            for i in 0..hops {
+                let out = m[128 + 1 + i];
+                let n = &self.nodes[at];
+                if n.down.contains(&out) {
+                    return None;
+                }
+                let &(next, rp) = n.links.get(&out)?;
+                at = next;
+                in_port = rp;
+                if self.nodes[at].silent {
+                    return None;
+                }
+            }
+            let n = &self.nodes[at];
+            if n.silent {
+                return None;
+            }
+            let attr = u16::from_be_bytes([m[16], m[17]]);
+            let modifier = u32::from_be_bytes([m[20], m[21], m[22], m[23]]) as u8;
+            let mut d = [0u8; 64];
+            match attr {
+                ATTR_NODE_INFO => {
+                    d[2] = if n.switch { 2 } else { 1 };
+                    d[3] = n.nports;
+                    d[4..12].copy_from_slice(&n.guid.to_be_bytes());
+                    d[12..20].copy_from_slice(&n.guid.to_be_bytes());
+                    let pg = if n.switch {
+                        n.guid
+                    } else {
+                        n.guid + u64::from(in_port)
+                    };
+                    d[20..28].copy_from_slice(&pg.to_be_bytes());
+                    d[36] = in_port;
+                }
+                ATTR_NODE_DESC => {
+                    let t = format!("node{:x}", n.guid);
+                    d[..t.len()].copy_from_slice(t.as_bytes());
+                }
+                ATTR_PORT_INFO => {
+                    let lid = if n.switch {
+                        n.guid as u16
+                    } else {
+                        (n.guid as u16) + u16::from(modifier)
+                    };
+                    d[16..18].copy_from_slice(&lid.to_be_bytes());
+                    d[28] = modifier;
+                    d[31] = 2;
+                    let up = modifier == 0
+                        || (n.links.contains_key(&modifier) && !n.down.contains(&modifier));
+                    d[32] = if up { 0x24 } else { 0x21 };
+                    d[35] = 0x40;
+                }
+                _ => return None,
+            }
+            Some(d)
+        }
+    }
+
+    impl MadTransport for FakeFabric {
+        fn send(&mut self, _to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+            if let Some(d) = self.answer(mad) {
+                let mut r = *mad;
+                r[3] = METHOD_GET_RESP;
+                r[4] = 0x80;
+                r[64..128].copy_from_slice(&d);
+                self.replies.push_back(Received {
+                    from: smp_addr(),
+                    status: 0,
+                    mad: Box::new(r),
+                });
+            }
+            Ok(())
+        }
+        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+            match self.replies.pop_front() {
+                Some(r) => Ok(Some(r)),
+                None => {
+                    std::thread::sleep(timeout.min(Duration::from_millis(5)));
+                    Ok(None)
+                }
+            }
+        }
+    }
+
+    /// CA 0x10 (local, port 1) - switch 0x100 - switch 0x200 - CA 0x30,
+    /// two parallel switch links, and CA 0x30's second port on switch 0x100.
+    fn sample() -> FakeFabric {
+        let mut f = FakeFabric {
+            nodes: vec![
+                FakeFabric::node(0x10, false, 2),
+                FakeFabric::node(0x100, true, 8),
+                FakeFabric::node(0x200, true, 8),
+                FakeFabric::node(0x30, false, 2),
+            ],
+            local: 0,
+            local_port: 1,
+            replies: VecDeque::new(),
+        };
+        f.link(0, 1, 1, 1);
+        f.link(1, 3, 2, 3);
+        f.link(1, 4, 2, 4);
+        f.link(2, 1, 3, 1);
+        f.link(1, 7, 3, 2);
+        f
+    }
+
+    fn quick() -> DiscoverOptions {
+        DiscoverOptions {
+            window: 8,
+            timeout: Duration::from_millis(30),
+            retries: 1,
+            max_hops: MAX_HOPS,
+        }
+    }
+
+    #[test]
+    fn walks_a_small_fabric() {
+        let mut f = sample();
+        let fab = discover(&mut f, &quick()).unwrap();
+        assert_eq!(fab.nodes.len(), 4);
+        let ca = fab.node(Guid(0x30)).unwrap();
+        assert_eq!(ca.node_type, NodeType::Ca);
+        assert_eq!(ca.description, "node30");
+        let nums: Vec<u8> = ca.ports.iter().map(|p| p.num).collect();
+        assert_eq!(nums, [1, 2]);
+        assert_eq!(ca.ports[0].remote, Some((Guid(0x200), 1)));
+        assert_eq!(ca.ports[1].remote, Some((Guid(0x100), 7)));
+        assert_eq!(ca.ports[1].lid, 0x32);
+        assert_eq!(ca.ports[1].guid, Guid(0x32));
+        assert_eq!(ca.lid, 0x31);
+        let sw = fab.node(Guid(0x100)).unwrap();
+        assert_eq!(sw.ports.len(), 8);
+        assert_eq!(sw.lid, 0x100);
+        assert_eq!(sw.port(4).unwrap().remote, Some((Guid(0x200), 4)));
+        assert_eq!(sw.port(7).unwrap().remote, Some((Guid(0x30), 2)));
+        assert_eq!(sw.port(5).unwrap().remote, None);
+        assert_eq!(sw.port(5).unwrap().width, None);
+        assert_eq!(sw.port(1).unwrap().width.as_deref(), Some("4x"));
+        assert_eq!(sw.port(1).unwrap().speed.as_deref(), Some("QDR"));
+        let local = fab.node(Guid(0x10)).unwrap();
+        assert_eq!(local.ports.len(), 1);
+        assert_eq!(local.ports[0].remote, Some((Guid(0x100), 1)));
+    }
+
+    #[test]
+    fn silent_switch_costs_only_its_deadlines() {
+        let mut f = sample();
+        f.nodes[2].silent = true;
+        let start = Instant::now();
+        let (fab, stats) = discover_with_stats(&mut f, &quick()).unwrap();
+        // 0x200 is gone; 0x30 is still reached through its second port.
+        let guids: Vec<u64> = fab.nodes.iter().map(|n| n.guid.0).collect();
+        assert_eq!(guids, [0x10, 0x30, 0x100]);
+        assert!(stats.timeouts >= 2, "{stats:?}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+        let sw = fab.node(Guid(0x100)).unwrap();
+        assert_eq!(sw.port(3).unwrap().remote, None);
+    }
+
+    #[test]
+    fn local_port_down_and_silent_local_node_are_errors() {
+        let mut f = sample();
+        f.nodes[0].down.push(1);
+        match discover(&mut f, &quick()) {
+            Err(DiscoverError::LocalPortDown { port: 1, state: 1 }) => {}
+            other => panic!("{other:?}"),
+        }
+        let mut f = sample();
+        f.nodes[0].silent = true;
+        let e = discover(&mut f, &quick()).unwrap_err();
+        assert!(matches!(e, DiscoverError::NoAnswer(_)), "{e}");
+    }
+
+    #[test]
+    fn reply_parse_masks_direction_bit() {
+        let mut m = dr_smp_get(ATTR_NODE_INFO, 0, 5, &[]);
+        m[3] = METHOD_GET_RESP;
+        m[4] = 0x80; // D bit
+        m[64] = 0x42;
+        let r = parse_smp_reply(&m).unwrap();
+        assert_eq!(r.status, 0);
+        assert_eq!(r.tid, 5);
+        assert_eq!(r.data[0], 0x42);
+        m[3] = METHOD_GET;
+        assert!(parse_smp_reply(&m).is_none());
+    }
+}

@@ -1,0 +1,788 @@
+//! MADs through the Linux umad interface (`/dev/infiniband/umadN`), which
+//! also runs unchanged against ibsim under `LD_PRELOAD=libumad2sim.so`.
+//!
+//! The device file is driven directly (no libibumad): `open`, the
+//! `IB_USER_MAD_REGISTER_AGENT` ioctl, and `read`/`write` of `struct
+//! ib_user_mad` with the 56-byte header of umad ABI 5 without
+//! `IB_USER_MAD_ENABLE_PKEY` (so P_Key index 0 is used for every MAD).
+//! Every libc call here is one that umad2sim interposes (`open`, `read`,
+//! `write`, `ioctl`, `poll`, `close`, `opendir`), which is why nothing goes
+//! through `std::fs` (std opens with `open64`, which umad2sim does not see).
+//!
+//! One port, one file descriptor, two agents on it: PerfMgt (class 0x04,
+//! version 1, QP1) and directed-route SMPs (class 0x81, version 1, QP0). A
+//! dedicated reader thread waits in `poll()` (umad2sim's descriptors are
+//! fake, numbered from 1024, and cannot go into epoll) with a short timeout
+//! so it notices shutdown, and queues every completion on a channel that
+//! [`UmadTransport::recv`] reads. [`UmadTransport::send`] writes the MAD
+//! from the caller's thread: a `write()` of one MAD never blocks on the
+//! kernel device (the MAD layer queues it), and doing it in place avoids
+//! the wake-up latency a writer thread would need (umad2sim's `poll()`
+//! ignores every other descriptor in the set, so no pipe could wake it).
+//!
+//! Timeouts: each MAD carries `timeout_ms`/`retries` from [`UmadConfig`] in
+//! its umad header. The kernel needs a non-zero timeout to match a reply to
+//! its request (a reply to a MAD sent with timeout 0 is dropped), so the
+//! kernel timeout is used, and an expired request comes back through `recv`
+//! with `status` 110 (ETIMEDOUT) and the request's header, which the
+//! engine treats like its own deadline. Keep `timeout_ms` at or below the
+//! engine's per-MAD timeout and `retries` at 0 when the engine retries.
+//! ibsim ignores these fields and answers status 110 at once for what it
+//! cannot answer.
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::io;
+use std::os::raw::{c_int, c_ulong, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::{MAD_SIZE, MadAddr, MadTransport, Received};
+
+/// Management class of Performance Management MADs.
+pub const CLASS_PERF_MGT: u8 = 0x04;
+/// Management class of directed-route SMPs.
+pub const CLASS_SMP_DIRECTED: u8 = 0x81;
+
+const SYS_IB: &str = "/sys/class/infiniband";
+const SYS_IB_MAD: &str = "/sys/class/infiniband_mad";
+const DEV_IB: &str = "/dev/infiniband";
+/// umad ABI this module speaks.
+const UMAD_ABI_VERSION: u32 = 5;
+/// `struct ib_user_mad_hdr_old`: the header without the P_Key index.
+const HDR_SIZE: usize = 56;
+/// `_IOWR(0x1b, 1, struct ib_user_mad_reg_req)` with the 28-byte request.
+const IOCTL_REGISTER_AGENT: c_ulong = 0xC01C_1B01;
+/// `_IOW(0x1b, 2, __u32)`.
+const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
+/// How often the reader thread looks at the shutdown flag.
+const POLL_MS: c_int = 50;
+/// umad2sim's `read` returns `-EWOULDBLOCK` itself when nothing is queued.
+const SIM_EWOULDBLOCK: isize = -(libc::EWOULDBLOCK as isize);
+/// `ETIMEDOUT`, the status of a request the kernel gave up on.
+pub const STATUS_TIMEOUT: i32 = libc::ETIMEDOUT;
+
+/// Which port to use and the per-MAD timeout the kernel applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UmadConfig {
+    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); `None` = any.
+    pub ca: Option<String>,
+    /// Port number on that CA; `None` = the first active port.
+    pub port: Option<u8>,
+    /// Kernel response timeout per MAD, in ms (must not be 0: the kernel
+    /// then drops the reply).
+    pub timeout_ms: u32,
+    /// Kernel resends per MAD (0 when the caller retries itself).
+    pub retries: u32,
+}
+
+impl Default for UmadConfig {
+    fn default() -> Self {
+        UmadConfig {
+            ca: None,
+            port: None,
+            timeout_ms: 100,
+            retries: 0,
+        }
+    }
+}
+
+/// Why the umad port could not be opened.
+#[derive(Debug)]
+pub struct UmadError(pub String);
+
+impl fmt::Display for UmadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UmadError {}
+
+/// What sysfs says about the local port the transport is bound to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalPort {
+    pub ca: String,
+    pub port: u8,
+    /// Logical port state: 1 Down, 2 Init, 3 Armed, 4 Active.
+    pub state: u8,
+    /// The state as sysfs spells it (`4: ACTIVE`).
+    pub state_text: String,
+    pub lid: u16,
+    pub node_guid: u64,
+    /// The umad device, e.g. `/dev/infiniband/umad0`.
+    pub device: String,
+}
+
+/// A MAD transport on one local IB port. Cheap to call from any thread
+/// that owns it; see the module documentation for the threading model.
+pub struct UmadTransport {
+    shared: Arc<Owner>,
+    rx: Receiver<Message>,
+}
+
+enum Message {
+    Done(Received),
+    /// The device failed; the reader thread has stopped.
+    Fatal(String),
+}
+
+/// The open device: closed (after unregistering the agents) when the last
+/// user — transport handles and the reader thread — lets go.
+struct Device {
+    fd: c_int,
+    pm_agent: u32,
+    smp_agent: u32,
+    timeout_ms: u32,
+    retries: u32,
+}
+
+/// Owned by the transport handles: stops and joins the reader on drop.
+struct Owner {
+    device: Arc<Device>,
+    local: LocalPort,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Where SMP completions go once [`UmadTransport::smp_handle`] split them off.
+    smp_route: Arc<Mutex<Option<Sender<Message>>>>,
+}
+
+impl UmadTransport {
+    /// Open the configured port (default: the first active port of any CA)
+    /// and register the PerfMgt and directed-route SMP agents.
+    pub fn open(cfg: &UmadConfig) -> Result<UmadTransport, UmadError> {
+        if cfg.timeout_ms == 0 {
+            return Err(UmadError(
+                "umad timeout_ms must be > 0 (the kernel drops replies to MADs sent without a timeout)"
+                    .into(),
+            ));
+        }
+        check_abi()?;
+        let local = select_port(cfg)?;
+        let fd = open_device(&local.device)?;
+        let mut device = Device {
+            fd,
+            pm_agent: u32::MAX,
+            smp_agent: u32::MAX,
+            timeout_ms: cfg.timeout_ms,
+            retries: cfg.retries,
+        };
+        // From here on, dropping `device` unregisters and closes.
+        device.pm_agent = register_agent(fd, 1, CLASS_PERF_MGT, 1).map_err(|e| {
+            UmadError(format!(
+                "{}: cannot register a PerfMgt (class 0x04) agent: {e}",
+                local.device
+            ))
+        })?;
+        device.smp_agent = register_agent(fd, 0, CLASS_SMP_DIRECTED, 1).map_err(|e| {
+            UmadError(format!(
+                "{}: cannot register a directed-route SMP (class 0x81) agent: {e}",
+                local.device
+            ))
+        })?;
+        let device = Arc::new(device);
+        let stop = Arc::new(AtomicBool::new(false));
+        let smp_route: Arc<Mutex<Option<Sender<Message>>>> = Arc::new(Mutex::new(None));
+        let (tx, rx) = mpsc::channel();
+        let thread = {
+            let device = Arc::clone(&device);
+            let stop = Arc::clone(&stop);
+            let smp_route = Arc::clone(&smp_route);
+            std::thread::Builder::new()
+                .name(format!("umad-{}-{}", local.ca, local.port))
+                .spawn(move || reader(&device, &stop, &tx, &smp_route))
+                .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
+        };
+        tracing::info!(
+            ca = %local.ca,
+            port = local.port,
+            lid = local.lid,
+            state = %local.state_text,
+            device = %local.device,
+            "umad port open"
+        );
+        Ok(UmadTransport {
+            shared: Arc::new(Owner {
+                device,
+                local,
+                stop,
+                thread: Mutex::new(Some(thread)),
+                smp_route,
+            }),
+            rx,
+        })
+    }
+
+    /// The local port this transport is bound to.
+    pub fn local_port(&self) -> &LocalPort {
+        &self.shared.local
+    }
+
+    /// A second handle on the same port that receives the directed-route
+    /// SMP completions from now on (this handle then gets only PerfMgt
+    /// ones), so discovery can run while the sweeper owns this handle.
+    /// Either handle can send either class.
+    pub fn smp_handle(&self) -> UmadTransport {
+        let (tx, rx) = mpsc::channel();
+        if let Ok(mut route) = self.shared.smp_route.lock() {
+            *route = Some(tx);
+        }
+        UmadTransport {
+            shared: Arc::clone(&self.shared),
+            rx,
+        }
+    }
+}
+
+impl MadTransport for UmadTransport {
+    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+        let dev = &self.shared.device;
+        let agent = match mad[1] {
+            CLASS_PERF_MGT => dev.pm_agent,
+            CLASS_SMP_DIRECTED => dev.smp_agent,
+            c => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("no umad agent for management class 0x{c:02x}"),
+                ));
+            }
+        };
+        if to.pkey_index != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "P_Key index other than 0 is not supported by this transport",
+            ));
+        }
+        let mut buf = [0u8; HDR_SIZE + MAD_SIZE];
+        encode_header(&mut buf[..HDR_SIZE], agent, dev.timeout_ms, dev.retries, to);
+        buf[HDR_SIZE..].copy_from_slice(mad);
+        // SAFETY: `fd` is open for the lifetime of `dev` (closed only in
+        // Device::drop), and `buf` is a live buffer of exactly `buf.len()`
+        // bytes that write() only reads.
+        let n = unsafe { libc::write(dev.fd, buf.as_ptr().cast::<c_void>(), buf.len()) };
+        if n == buf.len() as isize {
+            Ok(())
+        } else if n < 0 {
+            let e = io::Error::last_os_error();
+            Err(io::Error::new(
+                e.kind(),
+                format!("umad write to LID {}: {e}", to.lid),
+            ))
+        } else {
+            Err(io::Error::other(format!(
+                "umad write to LID {}: short write ({n} of {} bytes)",
+                to.lid,
+                buf.len()
+            )))
+        }
+    }
+
+    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(Message::Done(r)) => Ok(Some(r)),
+            Ok(Message::Fatal(e)) => Err(io::Error::other(e)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(io::Error::other("umad reader thread has stopped"))
+            }
+        }
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(mut t) = self.thread.lock()
+            && let Some(t) = t.take()
+        {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        for id in [self.pm_agent, self.smp_agent] {
+            if id != u32::MAX {
+                let mut id = id;
+                // SAFETY: `fd` is still open; the ioctl reads one u32 from a
+                // live local.
+                unsafe {
+                    libc::ioctl(
+                        self.fd,
+                        IOCTL_UNREGISTER_AGENT,
+                        (&mut id as *mut u32).cast::<c_void>(),
+                    )
+                };
+            }
+        }
+        // SAFETY: this Device is the only owner of `fd` and nothing uses it
+        // after drop.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Write the 56-byte umad header (host-endian bookkeeping, network-order
+/// address fields).
+fn encode_header(h: &mut [u8], agent: u32, timeout_ms: u32, retries: u32, to: &MadAddr) {
+    h.fill(0);
+    h[0..4].copy_from_slice(&agent.to_ne_bytes());
+    // status [4..8] = 0
+    h[8..12].copy_from_slice(&timeout_ms.to_ne_bytes());
+    h[12..16].copy_from_slice(&retries.to_ne_bytes());
+    h[16..20].copy_from_slice(&((HDR_SIZE + MAD_SIZE) as u32).to_ne_bytes());
+    h[20..24].copy_from_slice(&to.qpn.to_be_bytes());
+    h[24..28].copy_from_slice(&to.qkey.to_be_bytes());
+    h[28..30].copy_from_slice(&to.lid.to_be_bytes());
+    h[30] = to.sl;
+    // path_bits, grh_present, gid_index, hop_limit, traffic_class, gid,
+    // flow_label: 0 (no GRH).
+}
+
+/// Parse what `read()` returned: header plus up to 256 bytes of MAD (a
+/// kernel timeout carries only the 24-byte MAD header).
+fn decode_completion(buf: &[u8]) -> Option<Received> {
+    if buf.len() < HDR_SIZE + 24 {
+        return None;
+    }
+    let u32_ne = |o: usize| u32::from_ne_bytes([buf[o], buf[o + 1], buf[o + 2], buf[o + 3]]);
+    let status = u32_ne(4) as i32;
+    let qpn = u32::from_be_bytes([buf[20], buf[21], buf[22], buf[23]]);
+    let qkey = u32::from_be_bytes([buf[24], buf[25], buf[26], buf[27]]);
+    let lid = u16::from_be_bytes([buf[28], buf[29]]);
+    let sl = buf[30];
+    let mut mad = Box::new([0u8; MAD_SIZE]);
+    let body = &buf[HDR_SIZE..];
+    let n = body.len().min(MAD_SIZE);
+    mad[..n].copy_from_slice(&body[..n]);
+    Some(Received {
+        from: MadAddr {
+            lid,
+            qpn: qpn & 0x00FF_FFFF,
+            qkey,
+            pkey_index: 0,
+            sl,
+        },
+        status,
+        mad,
+    })
+}
+
+fn reader(
+    dev: &Device,
+    stop: &AtomicBool,
+    tx: &Sender<Message>,
+    smp_route: &Mutex<Option<Sender<Message>>>,
+) {
+    let mut buf = vec![0u8; HDR_SIZE + MAD_SIZE];
+    while !stop.load(Ordering::Relaxed) {
+        let mut pfd = libc::pollfd {
+            fd: dev.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, count 1.
+        let r = unsafe { libc::poll(&mut pfd, 1, POLL_MS) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            fatal(tx, smp_route, format!("umad poll: {e}"));
+            return;
+        }
+        if r == 0 {
+            continue;
+        }
+        if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
+            && pfd.revents & libc::POLLIN == 0
+        {
+            fatal(
+                tx,
+                smp_route,
+                format!("umad device error (poll revents 0x{:x})", pfd.revents),
+            );
+            return;
+        }
+        // Drain everything queued.
+        loop {
+            // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes.
+            let n = unsafe { libc::read(dev.fd, buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
+            if n == SIM_EWOULDBLOCK || n == 0 {
+                break;
+            }
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => break,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        fatal(tx, smp_route, format!("umad read: {e}"));
+                        return;
+                    }
+                }
+            }
+            let n = (n as usize).min(buf.len());
+            let Some(rx) = decode_completion(&buf[..n]) else {
+                tracing::debug!(bytes = n, "short umad completion ignored");
+                continue;
+            };
+            let class = rx.mad[1];
+            let routed = if class == CLASS_SMP_DIRECTED {
+                smp_route.lock().ok().and_then(|g| g.clone())
+            } else {
+                None
+            };
+            let sent = match routed {
+                Some(smp_tx) => smp_tx.send(Message::Done(rx)).is_ok(),
+                None => tx.send(Message::Done(rx)).is_ok(),
+            };
+            if !sent {
+                tracing::trace!(class, "umad completion dropped: receiver gone");
+            }
+        }
+    }
+}
+
+/// Tell every receiver that the device failed.
+fn fatal(tx: &Sender<Message>, smp_route: &Mutex<Option<Sender<Message>>>, msg: String) {
+    tracing::error!("{msg}");
+    if let Some(smp_tx) = smp_route.lock().ok().and_then(|g| g.clone()) {
+        let _ = smp_tx.send(Message::Fatal(msg.clone()));
+    }
+    let _ = tx.send(Message::Fatal(msg));
+}
+
+fn cstring(s: &str) -> Result<CString, UmadError> {
+    CString::new(s).map_err(|_| UmadError(format!("path contains NUL: {s:?}")))
+}
+
+/// Read a small sysfs file through libc `open`/`read` (interposed by
+/// umad2sim, unlike std's `open64`).
+fn read_text(path: &str) -> Result<String, UmadError> {
+    let c = cstring(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(UmadError(format!(
+            "cannot read {path}: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 512];
+    let result = loop {
+        // SAFETY: `fd` is open; `buf` is a live writable buffer of its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break Err(UmadError(format!("cannot read {path}: {e}")));
+        }
+        if n == 0 || out.len() > 64 * 1024 {
+            break Ok(());
+        }
+        out.extend_from_slice(&buf[..n as usize]);
+    };
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
+    result?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
+/// Names in a directory (without `.`/`..`), sorted, through libc
+/// `opendir` (interposed by umad2sim).
+fn list_dir(path: &str) -> Result<Vec<String>, UmadError> {
+    let c = cstring(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    let dir = unsafe { libc::opendir(c.as_ptr()) };
+    if dir.is_null() {
+        return Err(UmadError(format!(
+            "cannot list {path}: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: `dir` is a valid DIR* from opendir, not yet closed.
+        let ent = unsafe { libc::readdir(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // SAFETY: readdir returned a valid dirent whose d_name is
+        // NUL-terminated; it stays valid until the next readdir/closedir,
+        // and is copied out before that.
+        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    // SAFETY: `dir` came from opendir and is closed once.
+    unsafe { libc::closedir(dir) };
+    names.sort_by_key(|n| natural_key(n));
+    Ok(names)
+}
+
+/// Sort `mlx5_10` after `mlx5_9` and port `10` after `9`.
+fn natural_key(s: &str) -> (String, u64) {
+    let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (head, tail) = s.split_at(s.len() - digits);
+    (head.to_string(), tail.parse().unwrap_or(0))
+}
+
+fn check_abi() -> Result<(), UmadError> {
+    let path = format!("{SYS_IB_MAD}/abi_version");
+    let text = read_text(&path).map_err(|e| {
+        UmadError(format!(
+            "no InfiniBand umad support ({e}); is ib_umad loaded, or LD_PRELOAD=libumad2sim.so set?"
+        ))
+    })?;
+    let v: u32 = text
+        .parse()
+        .map_err(|_| UmadError(format!("{path}: unexpected content {text:?}")))?;
+    if v < UMAD_ABI_VERSION {
+        return Err(UmadError(format!(
+            "{path}: umad ABI {v} is older than {UMAD_ABI_VERSION}"
+        )));
+    }
+    Ok(())
+}
+
+/// Parse `4: ACTIVE` into 4.
+fn parse_state(text: &str) -> u8 {
+    text.split(':')
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Parse `0x1a` (sysfs lid) into a number.
+fn parse_hex_u16(text: &str) -> Option<u16> {
+    u16::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
+}
+
+/// Parse `0002:c903:0000:1234` (sysfs node_guid).
+fn parse_guid(text: &str) -> Option<u64> {
+    let hex: String = text.chars().filter(|c| *c != ':').collect();
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(&hex, 16).ok()
+}
+
+fn port_facts(ca: &str, port: u8) -> Result<LocalPort, UmadError> {
+    let base = format!("{SYS_IB}/{ca}/ports/{port}");
+    let state_text = read_text(&format!("{base}/state"))?;
+    let lid = read_text(&format!("{base}/lid"))
+        .ok()
+        .and_then(|t| parse_hex_u16(&t))
+        .unwrap_or(0);
+    let node_guid = read_text(&format!("{SYS_IB}/{ca}/node_guid"))
+        .ok()
+        .and_then(|t| parse_guid(&t))
+        .unwrap_or(0);
+    Ok(LocalPort {
+        ca: ca.to_string(),
+        port,
+        state: parse_state(&state_text),
+        state_text,
+        lid,
+        node_guid,
+        device: String::new(),
+    })
+}
+
+/// Every (CA, port) sysfs knows, in order.
+fn all_ports() -> Result<Vec<(String, u8)>, UmadError> {
+    let mut out = Vec::new();
+    for ca in list_dir(SYS_IB)? {
+        let Ok(ports) = list_dir(&format!("{SYS_IB}/{ca}/ports")) else {
+            continue;
+        };
+        for p in ports {
+            if let Ok(n) = p.parse::<u8>() {
+                out.push((ca.clone(), n));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Pick the port per `cfg` (see [`UmadConfig`]) and find its umad device.
+fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
+    let ports = all_ports()?;
+    if ports.is_empty() {
+        return Err(UmadError(format!("no InfiniBand ports under {SYS_IB}")));
+    }
+    let candidates: Vec<&(String, u8)> = ports
+        .iter()
+        .filter(|(ca, p)| {
+            cfg.ca.as_deref().is_none_or(|want| want == ca)
+                && cfg.port.is_none_or(|want| want == *p)
+        })
+        .collect();
+    let what = match (&cfg.ca, cfg.port) {
+        (Some(c), Some(p)) => format!("port {c}/{p}"),
+        (Some(c), None) => format!("CA {c}"),
+        (None, Some(p)) => format!("port number {p} on any CA"),
+        (None, None) => "any CA".to_string(),
+    };
+    if candidates.is_empty() {
+        let known: Vec<String> = ports.iter().map(|(c, p)| format!("{c}/{p}")).collect();
+        return Err(UmadError(format!(
+            "no {what} (known ports: {})",
+            known.join(", ")
+        )));
+    }
+    let mut facts = Vec::new();
+    for (ca, p) in candidates {
+        facts.push(port_facts(ca, *p)?);
+    }
+    // Active first; else a port with its link up (Init/Armed: usable for
+    // directed-route SMPs before an SM ran); else fail.
+    let chosen = facts
+        .iter()
+        .find(|f| f.state == 4)
+        .or_else(|| facts.iter().find(|f| (2..=3).contains(&f.state)))
+        .cloned();
+    let Some(mut local) = chosen else {
+        let states: Vec<String> = facts
+            .iter()
+            .map(|f| format!("{}/{} {}", f.ca, f.port, f.state_text))
+            .collect();
+        return Err(UmadError(format!(
+            "no usable port on {what}: link down ({})",
+            states.join(", ")
+        )));
+    };
+    local.device = find_device(&local.ca, local.port)?;
+    Ok(local)
+}
+
+/// The umadN device whose `ibdev`/`port` match.
+fn find_device(ca: &str, port: u8) -> Result<String, UmadError> {
+    for name in list_dir(SYS_IB_MAD)? {
+        if !name.starts_with("umad") {
+            continue;
+        }
+        let dir = format!("{SYS_IB_MAD}/{name}");
+        let Ok(dev) = read_text(&format!("{dir}/ibdev")) else {
+            continue;
+        };
+        let Ok(p) = read_text(&format!("{dir}/port")) else {
+            continue;
+        };
+        if dev == ca && p.parse::<u8>().ok() == Some(port) {
+            return Ok(format!("{DEV_IB}/{name}"));
+        }
+    }
+    Err(UmadError(format!(
+        "no umad device for {ca}/{port} under {SYS_IB_MAD}"
+    )))
+}
+
+fn open_device(path: &str) -> Result<c_int, UmadError> {
+    let c = cstring(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path. libc `open` (not open64)
+    // so that umad2sim can interpose it.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+            " (needs root or read/write access to the umad device)"
+        } else {
+            ""
+        };
+        return Err(UmadError(format!("cannot open {path}: {e}{hint}")));
+    }
+    Ok(fd)
+}
+
+/// `struct ib_user_mad_reg_req`: id, method_mask[4 x u32], qpn, class,
+/// class version, oui[3], rmpp version — 27 bytes, padded to 28.
+fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8) -> io::Result<u32> {
+    let mut req = [0u8; 28];
+    req[20] = qpn;
+    req[21] = class;
+    req[22] = version;
+    // method_mask stays 0: this agent only sends requests and gets the
+    // replies; it does not take unsolicited MADs.
+    // SAFETY: the register ioctl reads and writes exactly 28 bytes (its
+    // size is encoded in the request number), and `req` is a live buffer of
+    // 28 bytes.
+    let r = unsafe { libc::ioctl(fd, IOCTL_REGISTER_AGENT, req.as_mut_ptr().cast::<c_void>()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u32::from_ne_bytes([req[0], req[1], req[2], req[3]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_layout_matches_ib_user_mad_hdr_old() {
+        let mut h = [0xAAu8; HDR_SIZE];
+        let to = MadAddr {
+            lid: 0x1234,
+            qpn: 1,
+            qkey: 0x8001_0000,
+            pkey_index: 0,
+            sl: 3,
+        };
+        encode_header(&mut h, 7, 100, 2, &to);
+        assert_eq!(u32::from_ne_bytes(h[0..4].try_into().unwrap()), 7);
+        assert_eq!(u32::from_ne_bytes(h[8..12].try_into().unwrap()), 100);
+        assert_eq!(u32::from_ne_bytes(h[12..16].try_into().unwrap()), 2);
+        assert_eq!(&h[20..24], &[0, 0, 0, 1]);
+        assert_eq!(&h[24..28], &[0x80, 0x01, 0, 0]);
+        assert_eq!(&h[28..30], &[0x12, 0x34]);
+        assert_eq!(h[30], 3);
+        assert!(h[31..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn completion_roundtrip_and_short_timeout_record() {
+        let mut buf = vec![0u8; HDR_SIZE + 24];
+        buf[4..8].copy_from_slice(&110u32.to_ne_bytes());
+        buf[28..30].copy_from_slice(&9u16.to_be_bytes());
+        buf[HDR_SIZE + 1] = CLASS_PERF_MGT;
+        buf[HDR_SIZE + 15] = 0x42;
+        let r = decode_completion(&buf).unwrap();
+        assert_eq!(r.status, STATUS_TIMEOUT);
+        assert_eq!(r.from.lid, 9);
+        assert_eq!(r.mad[1], CLASS_PERF_MGT);
+        assert_eq!(r.mad[15], 0x42);
+        assert!(r.mad[24..].iter().all(|&b| b == 0));
+        assert!(decode_completion(&buf[..HDR_SIZE + 10]).is_none());
+    }
+
+    #[test]
+    fn sysfs_text_parsers() {
+        assert_eq!(parse_state("4: ACTIVE"), 4);
+        assert_eq!(parse_state("1: DOWN\n"), 1);
+        assert_eq!(parse_state("garbage"), 0);
+        assert_eq!(parse_hex_u16("0x1a"), Some(0x1a));
+        assert_eq!(
+            parse_guid("0002:c903:0000:1234"),
+            Some(0x0002_c903_0000_1234)
+        );
+        assert_eq!(parse_guid("0002:c903"), None);
+        let mut v = vec!["mlx5_10", "mlx5_9", "mlx4_0"];
+        v.sort_by_key(|n| natural_key(n));
+        assert_eq!(v, ["mlx4_0", "mlx5_9", "mlx5_10"]);
+    }
+}
