@@ -228,8 +228,11 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
             .listen
             .parse()
             .map_err(|e| AppError(format!("snmp.listen: {e}")))?;
-        let r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
+        let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
+        if !cfg.snmp.write_community.is_empty() {
+            r = r.with_write_community(cfg.snmp.write_community.clone());
+        }
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         info!(
             "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",

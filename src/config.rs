@@ -43,6 +43,9 @@ pub struct SnmpConfig {
     /// `HOST:PORT` of the built-in SNMPv2c responder; empty = off.
     pub listen: String,
     pub community: String,
+    /// Community that may SET through the responder (with `set.allow`);
+    /// empty: the responder is read-only.
+    pub write_community: String,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -113,6 +116,7 @@ impl Default for SnmpConfig {
         SnmpConfig {
             listen: String::new(),
             community: "public".into(),
+            write_community: String::new(),
         }
     }
 }

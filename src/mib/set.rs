@@ -296,3 +296,115 @@ impl Pending {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::cache::Cache;
+    use crate::fabric::control::{ControlConfig, Controller};
+    use crate::fabric::engine::{Engine, EngineConfig};
+    use crate::fabric::state::{SharedState, SweepConfig};
+    use crate::fabric::sweep::Sweeper;
+    use crate::fabric::topology;
+    use crate::mib::Oid;
+    use crate::mib::view::guid_index;
+    use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+    use std::sync::Arc;
+
+    fn view() -> (MibView, SimFabric) {
+        let clock = ManualClock::new();
+        clock.advance(std::time::Duration::from_secs(600));
+        let sim = SimFabric::new(
+            topology::default_fabric(),
+            SimOptions {
+                seed: 3,
+                traffic: true,
+                clock: SimClock::Manual(clock),
+            },
+        );
+        let cache = Arc::new(Cache::new());
+        let state = SharedState::new(sim.fabric(), SweepConfig::default());
+        let engine = Engine::new(Box::new(sim.transport()), EngineConfig::default());
+        Sweeper::new(state.clone(), engine, Arc::clone(&cache)).sweep_once();
+        let ctl = Controller::new(
+            state,
+            Arc::clone(&cache),
+            Box::new(sim.transport()),
+            Box::new(sim.transport()),
+            ControlConfig::default(),
+        );
+        (MibView::with_writes(cache, Arc::new(ctl)), sim)
+    }
+
+    fn vb(table: u32, column: u32, guid: Guid, value: Value) -> VarBind {
+        let mut o = tables::PM_OBJECTS.to_vec();
+        o.extend([table, 1, column]);
+        o.extend(guid_index(guid));
+        VarBind::new(Oid(o), value)
+    }
+
+    #[test]
+    fn counter_columns_of_one_node_make_one_write_with_bits_ored() {
+        let (v, sim) = view();
+        let ca = sim
+            .fabric()
+            .nodes
+            .into_iter()
+            .find(|n| n.ports.len() == 2)
+            .unwrap();
+        let plan = v
+            .plan_set(&[
+                vb(4, 3, ca.guid, Value::Gauge32(0)),
+                vb(4, 2, ca.guid, Value::Gauge32(2)),
+                vb(4, 15, ca.guid, Value::Gauge32(0)),
+                vb(4, 6, ca.guid, Value::Gauge32(0)),
+            ])
+            .unwrap();
+        assert_eq!(plan.port_selects, vec![(ca.guid, 2, 1)]);
+        assert_eq!(
+            plan.ops,
+            vec![(
+                WriteOp::ClearCounters {
+                    guid: ca.guid,
+                    port: 2,
+                    select: (1 << 0) | (1 << 12) | (1 << 3),
+                    select2: 0,
+                },
+                1
+            )]
+        );
+        // Planning changed nothing yet.
+        assert_eq!(v.port_select(ca.guid), 1);
+    }
+
+    #[test]
+    fn commit_undo_cleanup() {
+        let (v, sim) = view();
+        let ca = sim
+            .fabric()
+            .nodes
+            .into_iter()
+            .find(|n| n.ports.len() == 2)
+            .unwrap();
+        let txn = SetTxn {
+            session_id: 1,
+            transaction_id: 9,
+        };
+        use crate::mib::MibHandler;
+        v.test_set(txn, &[vb(4, 2, ca.guid, Value::Gauge32(2))])
+            .unwrap();
+        v.commit_set(txn).unwrap();
+        assert_eq!(v.port_select(ca.guid), 2);
+        // Only agent state changed: undo restores it fully.
+        v.undo_set(txn).unwrap();
+        assert_eq!(v.port_select(ca.guid), 1);
+        v.cleanup_set(txn);
+        // A clear reached the fabric: undo says it cannot be undone.
+        v.test_set(txn, &[vb(4, 3, ca.guid, Value::Gauge32(0))])
+            .unwrap();
+        v.commit_set(txn).unwrap();
+        assert_eq!(v.undo_set(txn).unwrap_err().status, ErrorStatus::UndoFailed);
+        v.cleanup_set(txn);
+        assert!(v.commit_set(txn).is_err(), "no plan after cleanup");
+    }
+}

@@ -1,0 +1,335 @@
+//! Writes through the real snmpd and snmpset/snmpget: PortSelect, counter
+//! clears, PortSamplesControl samples and every refusal, with the exact
+//! error names snmpset prints. The agent runs in this process (the same
+//! `app::start` the binary runs) over a simulated fabric the test can also
+//! read directly and make fail.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{PrivateSnmpd, SnmpTool, WalkLine, parse_walk};
+use ibpm_agentx::app::{self, Backend, Running, sim_options};
+use ibpm_agentx::config::Config;
+use ibpm_agentx::fabric::model::{Fabric, Node, NodeType};
+use ibpm_agentx::fabric::topology;
+use ibpm_agentx::pm::PortCounters;
+use ibpm_agentx::pm::mad::{self, attr, method};
+use ibpm_agentx::transport::sim::SimFabric;
+
+const PM: &str = "1.3.6.1.3.117.1";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/two-level.net")
+}
+
+struct Agent {
+    snmpd: PrivateSnmpd,
+    running: Option<Running>,
+    sim: SimFabric,
+    fabric: Fabric,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop();
+        }
+    }
+}
+
+impl Agent {
+    fn start(allow_set: bool, traffic: bool) -> Agent {
+        assert!(
+            PrivateSnmpd::available(),
+            "snmpd and the net-snmp tools are needed: run scripts/install-deps"
+        );
+        let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
+        let mut cfg = Config::default();
+        cfg.agentx.socket = snmpd.agentx_addr();
+        cfg.set.allow = allow_set;
+        cfg.sim.traffic = traffic;
+        cfg.fabric.sweep_interval = 3600.0;
+        let sim = SimFabric::new(topology::load(&fixture()).unwrap(), sim_options(&cfg));
+        let fabric = sim.fabric();
+        let backend = Backend {
+            fabric: fabric.clone(),
+            sweep: Box::new(sim.transport()),
+            write: Box::new(sim.transport()),
+            poll: Box::new(sim.transport()),
+        };
+        let running = app::start(&cfg, backend).expect("start the agent");
+        let a = Agent {
+            snmpd,
+            running: Some(running),
+            sim,
+            fabric,
+        };
+        let probe = oid(4, 2, &a.fabric.nodes[0]);
+        let t0 = Instant::now();
+        while get(&a.snmpd.target(), &probe).ty != "Gauge32" {
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "no rows through snmpd"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        a
+    }
+
+    fn target(&self) -> String {
+        self.snmpd.target()
+    }
+
+    fn dual_port_ca(&self) -> &Node {
+        self.fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 2)
+            .unwrap()
+    }
+
+    fn switch(&self) -> &Node {
+        self.fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == NodeType::Switch)
+            .unwrap()
+    }
+
+    /// PortCounters of (node, port) straight from the simulated PMA.
+    fn pma_counters(&self, node: &Node, port: u8) -> PortCounters {
+        let lid = match node.node_type {
+            NodeType::Switch => node.lid,
+            _ => node.port(port).unwrap().lid,
+        };
+        let mut data = [0u8; 192];
+        PortCounters {
+            port_select: port,
+            ..Default::default()
+        }
+        .encode(&mut data);
+        let reply = self
+            .sim
+            .handle(
+                lid,
+                &mad::request(method::GET, attr::PORT_COUNTERS, 0, 7, &data),
+            )
+            .expect("PMA answers");
+        PortCounters::decode(mad::parse(&reply).unwrap().1)
+    }
+}
+
+fn index(node: &Node) -> String {
+    node.guid.0.to_be_bytes().map(|b| b.to_string()).join(".")
+}
+
+fn oid(table: u32, column: u32, node: &Node) -> String {
+    format!("{PM}.{table}.1.{column}.{}", index(node))
+}
+
+fn get(target: &str, oid: &str) -> WalkLine {
+    let out = SnmpTool::new("snmpget")
+        .args([
+            "-v2c", "-c", "public", "-On", "-Ox", "-t", "2", "-r", "0", target, oid,
+        ])
+        .run();
+    let lines = parse_walk(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(lines.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    lines.into_iter().next().unwrap()
+}
+
+fn gauge(target: &str, oid: &str) -> u64 {
+    let l = get(target, oid);
+    assert_eq!(l.ty, "Gauge32", "{l:?}");
+    l.value.parse().unwrap()
+}
+
+/// snmpset with the write community; Ok(stdout) or Err(stderr).
+fn set(target: &str, community: &str, args: &[&str]) -> Result<String, String> {
+    let out = SnmpTool::new("snmpset")
+        .args(["-v2c", "-c", community, "-On", "-t", "3", "-r", "0", target])
+        .args(args)
+        .run();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn expect_error(r: Result<String, String>, reason: &str, failed_oid: &str) {
+    let err = r.expect_err("the SET must fail");
+    assert!(
+        err.contains(&format!("Reason: {reason}")),
+        "want {reason}: {err}"
+    );
+    assert!(
+        err.contains(&format!("Failed object: .{failed_oid}")),
+        "want {failed_oid}: {err}"
+    );
+}
+
+#[test]
+fn sets_are_refused_when_writes_are_off() {
+    let a = Agent::start(false, false);
+    let ca = a.dual_port_ca();
+    let ps = oid(4, 2, ca);
+    expect_error(
+        set(&a.target(), "private", &[&ps, "u", "2"]),
+        "notWritable",
+        &ps,
+    );
+    // The read-only community never reaches the agent.
+    expect_error(
+        set(&a.target(), "public", &[&ps, "u", "2"]),
+        "noAccess",
+        &ps,
+    );
+    assert_eq!(gauge(&a.target(), &ps), 1);
+}
+
+#[test]
+fn every_refusal_has_its_error_and_changes_nothing() {
+    let a = Agent::start(true, false);
+    let t = a.target();
+    let ca = a.dual_port_ca();
+    let sw = a.switch();
+    let ps = oid(4, 2, ca);
+    let sym = oid(4, 3, ca);
+    let before = gauge(&t, &sym);
+
+    expect_error(set(&t, "private", &[&ps, "u", "300"]), "wrongValue", &ps);
+    expect_error(
+        set(&t, "private", &[&ps, "u", "5"]),
+        "inconsistentValue",
+        &ps,
+    );
+    expect_error(
+        set(&t, "private", &[&ps, "u", "255"]),
+        "inconsistentValue",
+        &ps,
+    );
+    expect_error(
+        set(&t, "private", &[&ps, "u", "0"]),
+        "inconsistentValue",
+        &ps,
+    );
+    expect_error(set(&t, "private", &[&ps, "i", "2"]), "wrongType", &ps);
+    expect_error(set(&t, "private", &[&sym, "u", "5"]), "wrongValue", &sym);
+    expect_error(set(&t, "private", &[&sym, "s", "x"]), "wrongType", &sym);
+    let tick = oid(2, 4, sw);
+    expect_error(set(&t, "private", &[&tick, "u", "1"]), "notWritable", &tick);
+    let allps = oid(1, 2, sw);
+    expect_error(
+        set(&t, "private", &[&allps, "i", "1"]),
+        "notWritable",
+        &allps,
+    );
+    let tag = oid(2, 27, sw);
+    expect_error(
+        set(&t, "private", &[&tag, "x", "01020304"]),
+        "wrongLength",
+        &tag,
+    );
+    let ghost = format!("{PM}.4.1.2.0.0.0.0.0.0.0.1");
+    expect_error(
+        set(&t, "private", &[&ghost, "u", "1"]),
+        "noCreation",
+        &ghost,
+    );
+    let nothing = format!("{PM}.4.1.99.{}", index(ca));
+    expect_error(
+        set(&t, "private", &[&nothing, "u", "1"]),
+        "notWritable",
+        &nothing,
+    );
+
+    // One bad varbind in a PDU: nothing is applied, the error names it.
+    expect_error(
+        set(&t, "private", &[&ps, "u", "2", &sym, "u", "9"]),
+        "wrongValue",
+        &sym,
+    );
+    assert_eq!(gauge(&t, &ps), 1, "PortSelect unchanged");
+    assert_eq!(gauge(&t, &sym), before, "counter not cleared");
+
+    // A switch has AllPortSelect: 0xFF is accepted there.
+    let sw_ps = oid(4, 2, sw);
+    set(&t, "private", &[&sw_ps, "u", "255"]).unwrap();
+    assert_eq!(gauge(&t, &sw_ps), 255);
+}
+
+#[test]
+fn port_select_and_clears_show_at_once() {
+    let a = Agent::start(true, false);
+    let t = a.target();
+    let ca = a.dual_port_ca();
+    let ps = oid(4, 2, ca);
+    let xmit = oid(4, 15, ca);
+    let xmit_pkts = oid(4, 17, ca);
+    let p1 = a.pma_counters(ca, 1);
+    let p2 = a.pma_counters(ca, 2);
+    assert_ne!(p1.xmit_pkts, p2.xmit_pkts);
+    assert_eq!(gauge(&t, &xmit_pkts), p1.xmit_pkts as u64);
+    set(&t, "private", &[&ps, "u", "2"]).unwrap();
+    assert_eq!(gauge(&t, &ps), 2);
+    assert_eq!(gauge(&t, &xmit_pkts), p2.xmit_pkts as u64, "port 2 at once");
+    assert_eq!(gauge(&t, &xmit), p2.xmit_data as u64);
+
+    // Clear three counters of port 2 in one PDU, with a PortSelect to port 2
+    // in the same PDU after switching back to 1: the select applies first.
+    set(&t, "private", &[&ps, "u", "1"]).unwrap();
+    let rcv_pkts = oid(4, 18, ca);
+    assert!(p2.xmit_pkts > 0 && p2.rcv_pkts > 0);
+    set(
+        &t,
+        "private",
+        &[
+            &ps, "u", "2", &xmit, "u", "0", &xmit_pkts, "u", "0", &rcv_pkts, "u", "0",
+        ],
+    )
+    .unwrap();
+    assert_eq!(gauge(&t, &xmit), 0);
+    assert_eq!(gauge(&t, &xmit_pkts), 0);
+    assert_eq!(gauge(&t, &rcv_pkts), 0);
+    assert_eq!(
+        gauge(&t, &oid(4, 16, ca)),
+        p2.rcv_data as u64,
+        "RcvData untouched"
+    );
+    let now2 = a.pma_counters(ca, 2);
+    assert_eq!((now2.xmit_data, now2.xmit_pkts, now2.rcv_pkts), (0, 0, 0));
+    assert_eq!(now2.rcv_data, p2.rcv_data);
+    assert_eq!(a.pma_counters(ca, 1), p1, "port 1 untouched");
+}
+
+#[test]
+fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
+    let a = Agent::start(true, false);
+    let t = a.target();
+    let ca = a.dual_port_ca();
+    let xmit = oid(4, 15, ca);
+    let before = gauge(&t, &xmit);
+    assert!(before > 0);
+    a.sim.set_reachable(ca.guid, false);
+    let t0 = Instant::now();
+    expect_error(
+        set(&t, "private", &[&xmit, "u", "0"]),
+        "commitFailed",
+        &xmit,
+    );
+    let took = t0.elapsed();
+    eprintln!("commitFailed answered in {took:?} (snmpset round trip)");
+    assert!(
+        took < Duration::from_millis(1000),
+        "commitFailed took {took:?}"
+    );
+    // The cache still shows what the node last reported; other nodes are
+    // untouched and the master kept the session.
+    assert_eq!(gauge(&t, &xmit), before);
+    a.sim.set_reachable(ca.guid, true);
+    set(&t, "private", &[&xmit, "u", "0"]).unwrap();
+    assert_eq!(gauge(&t, &xmit), 0);
+}
