@@ -298,57 +298,32 @@ const fn cdef(
     }
 }
 
-const MASK_NAMES: [&str; 15] = [
-    "pmPortSampleCntrlCounter0Mask",
-    "pmPortSampleCntrlCounter1Mask",
-    "pmPortSampleCntrlCounter2Mask",
-    "pmPortSampleCntrlCounter3Mask",
-    "pmPortSampleCntrlCounter4Mask",
-    "pmPortSampleCntrlCounter5Mask",
-    "pmPortSampleCntrlCounter6Mask",
-    "pmPortSampleCntrlCounter7Mask",
-    "pmPortSampleCntrlCounter8Mask",
-    "pmPortSampleCntrlCounter9Mask",
-    "pmPortSampleCntrlCounter10Mask",
-    "pmPortSampleCntrlCounter11Mask",
-    "pmPortSampleCntrlCounter12Mask",
-    "pmPortSampleCntrlCounter13Mask",
-    "pmPortSampleCntrlCounter14Mask",
-];
-const SELECT_NAMES: [&str; 15] = [
-    "pmPortSampleCntrlCounterSelect0",
-    "pmPortSampleCntrlCounterSelect1",
-    "pmPortSampleCntrlCounterSelect2",
-    "pmPortSampleCntrlCounterSelect3",
-    "pmPortSampleCntrlCounterSelect4",
-    "pmPortSampleCntrlCounterSelect5",
-    "pmPortSampleCntrlCounterSelect6",
-    "pmPortSampleCntrlCounterSelect7",
-    "pmPortSampleCntrlCounterSelect8",
-    "pmPortSampleCntrlCounterSelect9",
-    "pmPortSampleCntrlCounterSelect10",
-    "pmPortSampleCntrlCounterSelect11",
-    "pmPortSampleCntrlCounterSelect12",
-    "pmPortSampleCntrlCounterSelect13",
-    "pmPortSampleCntrlCounterSelect14",
-];
-const RESULT_NAMES: [&str; 15] = [
-    "pmPortSampleResultCounter0",
-    "pmPortSampleResultCounter1",
-    "pmPortSampleResultCounter2",
-    "pmPortSampleResultCounter3",
-    "pmPortSampleResultCounter4",
-    "pmPortSampleResultCounter5",
-    "pmPortSampleResultCounter6",
-    "pmPortSampleResultCounter7",
-    "pmPortSampleResultCounter8",
-    "pmPortSampleResultCounter9",
-    "pmPortSampleResultCounter10",
-    "pmPortSampleResultCounter11",
-    "pmPortSampleResultCounter12",
-    "pmPortSampleResultCounter13",
-    "pmPortSampleResultCounter14",
-];
+/// The 15 names `prefix0suffix` .. `prefix14suffix` of a repeated column.
+macro_rules! names15 {
+    ($prefix:literal, $suffix:literal) => {
+        [
+            concat!($prefix, "0", $suffix),
+            concat!($prefix, "1", $suffix),
+            concat!($prefix, "2", $suffix),
+            concat!($prefix, "3", $suffix),
+            concat!($prefix, "4", $suffix),
+            concat!($prefix, "5", $suffix),
+            concat!($prefix, "6", $suffix),
+            concat!($prefix, "7", $suffix),
+            concat!($prefix, "8", $suffix),
+            concat!($prefix, "9", $suffix),
+            concat!($prefix, "10", $suffix),
+            concat!($prefix, "11", $suffix),
+            concat!($prefix, "12", $suffix),
+            concat!($prefix, "13", $suffix),
+            concat!($prefix, "14", $suffix),
+        ]
+    };
+}
+
+const MASK_NAMES: [&str; 15] = names15!("pmPortSampleCntrlCounter", "Mask");
+const SELECT_NAMES: [&str; 15] = names15!("pmPortSampleCntrlCounterSelect", "");
+const RESULT_NAMES: [&str; 15] = names15!("pmPortSampleResultCounter", "");
 
 /// Every accessible column of IB-PM-MIB, in OID order.
 pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(build_columns);
@@ -648,6 +623,39 @@ mod tests {
         assert_eq!(count(T_SAMPLE_CNTRL), 41);
         assert_eq!(count(T_SAMPLE_RESULT), 17);
         assert_eq!(count(T_PORT_COUNTERS), 17);
+    }
+
+    /// The column table and mibs/IB-PM-MIB.txt agree on every name, column
+    /// number and access.
+    #[test]
+    fn columns_match_the_mib_file() {
+        let mib = include_str!("../../mibs/IB-PM-MIB.txt");
+        for c in COLUMNS.iter() {
+            let head = format!("\n{} OBJECT-TYPE", c.name);
+            let at = mib
+                .find(&head)
+                .unwrap_or_else(|| panic!("{} not in the MIB", c.name));
+            let body = &mib[at..];
+            let body = &body[..body.find("::=").unwrap() + 40];
+            let access = if c.access == Access::ReadWrite {
+                "read-write"
+            } else {
+                "read-only"
+            };
+            assert!(
+                body.contains(&format!("MAX-ACCESS  {access}"))
+                    || body.contains(&format!("MAX-ACCESS {access}")),
+                "{}: {access}",
+                c.name
+            );
+            let tail = &body[body.find("::=").unwrap()..];
+            assert!(
+                tail.contains(&format!(" {} }}", c.column)),
+                "{}: column {} in {tail}",
+                c.name,
+                c.column
+            );
+        }
     }
 
     #[test]
