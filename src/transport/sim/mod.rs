@@ -13,10 +13,10 @@
 //!   transmit counters of one end equal the receive counters of the other.
 //! - PortCounters fields saturate at their IBA widths; PortCountersExtended
 //!   keeps 64-bit counts. The two attributes are cleared independently.
-//! - See [`pma`] for what each attribute answers, including the sample
-//!   mechanism (PortSamplesControl/PortSamplesResult): per-node Tick and
-//!   CounterWidth ([`SWITCH_CAPS`], [`CA_CAPS`]), optional quantities and
-//!   their per-VL encoding ([`quantity`], [`option_bit`]).
+//! - The module doc of `pma.rs` says what each attribute answers, including
+//!   the sample mechanism (PortSamplesControl/PortSamplesResult): per-node
+//!   Tick and CounterWidth ([`SWITCH_CAPS`], [`CA_CAPS`]), optional
+//!   quantities and their per-VL encoding ([`quantity`], [`option_bit`]).
 
 mod pma;
 mod sampling;
