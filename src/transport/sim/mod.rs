@@ -13,12 +13,19 @@
 //!   transmit counters of one end equal the receive counters of the other.
 //! - PortCounters fields saturate at their IBA widths; PortCountersExtended
 //!   keeps 64-bit counts. The two attributes are cleared independently.
-//! - See [`pma`] for what each attribute answers.
+//! - The module doc of `pma.rs` says what each attribute answers, including
+//!   the sample mechanism (PortSamplesControl/PortSamplesResult): per-node
+//!   Tick and CounterWidth ([`SWITCH_CAPS`], [`CA_CAPS`]), optional
+//!   quantities and their per-VL encoding ([`quantity`], [`option_bit`]).
 
 mod pma;
+mod sampling;
 pub mod traffic;
 mod transport;
 
+pub use sampling::{
+    CA_CAPS, LINK_TRANSFER_PERIOD_PS, SWITCH_CAPS, SampleCaps, option_bit, quantity, tick_ns,
+};
 pub use transport::SimTransport;
 
 use std::collections::{HashMap, HashSet};
@@ -29,6 +36,7 @@ use std::time::{Duration, Instant};
 use crate::fabric::model::{Fabric, Guid, NodeType};
 use crate::transport::MAD_SIZE;
 
+use sampling::Sample;
 use traffic::{Direction, Totals};
 
 /// A clock tests can move by hand.
@@ -79,14 +87,6 @@ impl Default for SimOptions {
             clock: SimClock::Real,
         }
     }
-}
-
-/// Sample mechanism state of one PMA (see `pma`).
-#[derive(Clone, Debug, Default)]
-struct Sample {
-    control: crate::pm::PortSamplesControl,
-    /// Simulated time of the last Set, in ns; `None` before any Set.
-    set_at: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -160,12 +160,12 @@ impl SimFabric {
         for (ni, n) in fabric.nodes.iter().enumerate() {
             if n.node_type == NodeType::Switch {
                 ports.insert((ni, 0), PortState::default());
-                samples.insert((ni, 0), Sample::default());
+                samples.insert((ni, 0), Sample::initial(n, 0));
             }
             for p in &n.ports {
                 ports.insert((ni, p.num), PortState::default());
                 if n.node_type != NodeType::Switch {
-                    samples.insert((ni, p.num), Sample::default());
+                    samples.insert((ni, p.num), Sample::initial(n, p.num));
                 }
                 if p.remote.is_some() && opts.traffic {
                     // One stream per (seed, GUID, port): stable when other

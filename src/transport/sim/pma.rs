@@ -13,26 +13,93 @@
 //!   Anything else: status 0x001C (invalid attribute value), as ibsim.
 //!   The optional 64-bit error section of PortCountersExtended reads 0
 //!   (CapabilityMask2 bit 1 is not set).
-//! - PortSamplesControl Get/Set and PortSamplesResult Get: one sample
-//!   mechanism per PMA, Tick 0xFF (one tick = 1.024 us), CounterWidth 4
-//!   (32 bits), every CounterMask 0b001 (mandatory quantities only),
-//!   OptionMask 0. A Set loads OpCode, PortSelect, Tag, SampleStart,
-//!   SampleInterval and CounterSelect0..14 and restarts sampling:
-//!   SampleStatus 1 while SampleStart counts down (results read 0), 2 while
-//!   sampling (results show the running count), 0 when done. Quantities
-//!   0x0001..0x0005 are counted; every other quantity reads 0. Results
-//!   saturate at the counter width.
 //! - Any other attribute, or Set of ClassPortInfo/PortSamplesResult: status
 //!   0x000C.
+//!
+//! # PortSamplesControl / PortSamplesResult
+//!
+//! One sample mechanism per PMA (SampleMechanisms 0): one per switch, one
+//! per CA port. AttributeModifier must be 0 or 0xFFFFFFFF ("all
+//! mechanisms", the same one here), else status 0x001C.
+//!
+//! **Read-only fields, per node type** ([`sampling::SWITCH_CAPS`],
+//! [`sampling::CA_CAPS`]):
+//!
+//! | | Tick | one tick | CounterWidth | longest interval | CounterMasks |
+//! |---|---|---|---|---|---|
+//! | switch | 0xFF | 1.024 us | 4 (32 bits) | 4398 s | 0b011 on Counter0..3, 0b001 on 4..14 |
+//! | CA, router | 0xF9 | 1.000 us | 2 (24 bits) | 16.8 s | 0b011 on Counter0..1, 0b001 on 2..14 |
+//!
+//! One tick is (Tick + 1) x 10 link transfer periods (IBA: "0x00 = 10 x
+//! link transfer period ... 0xFF = 2,560 x"); the link transfer period is
+//! taken as 400 ps (a 2.5 Gb/s lane, the IBA's example) on every node
+//! whatever its link speeds. VendorMask, SamplesOnlyOptionMask 0.
+//!
+//! **OptionMask** (bit 0 = least significant; IBA / draft MIB numbering).
+//! Switches: bits 2..5 PortXmitDataVL\[n\], PortRcvDataVL\[n\],
+//! PortXmitPktVL\[n\], PortRcvPktVL\[n\]; 6 PortLocalPhysicalErrors;
+//! 15 PortSwHOQLifetimeLimitDiscards; 16/17 PortOpRcvPkts/PortOpRcvData;
+//! 23 PortVLXmitWait\[n\]; 48 SwPortVLCongestion\[n\]. CAs: bits 2..5, 16, 17.
+//! How the model fills them: all traffic travels on VL0, so a per-VL
+//! quantity equals the port total on VL0 and is 0 on VL1..15; every
+//! modelled receive error is a CRC error of a noisy link
+//! (PortLocalPhysicalErrors = PortRcvErrors); every modelled transmit
+//! discard is a head-of-queue lifetime discard of a congested direction
+//! (PortSwHOQLifetimeLimitDiscards = SwPortVLCongestion\[0\] =
+//! PortXmitDiscards). Not modelled, not advertised, read 0: PortXmitQueue,
+//! the other PortRcvErrorDetails and PortXmitDiscardDetails quantities,
+//! PortFlowCtlCounters, PortVLOpPackets/Data, PortVLXmitFlowCtlUpdateErrors.
+//!
+//! **CounterSelect codes**: 0x0001..0x0005 are the mandatory quantities and
+//! count on every counter. Optional codes are 0x40xx; a per-VL quantity
+//! carries its VL in bits 8..11 (`0x0n00`: PortXmitDataVL\[3\] = 0x4301,
+//! [`sampling::quantity::per_vl`]). A counter reads 0 when its code is
+//! reserved, not advertised in OptionMask, optional on a counter whose mask
+//! lacks bit 1, or opcode-specific (PortOpRcvPkts/Data) while OpCode is not
+//! 0xFF: only "all opcodes" is modelled.
+//!
+//! **Set** (fields other than the ones below are read-only and ignored):
+//! - PortSelect: on a CA only the port the MAD arrived on, else status
+//!   0x001C. On a switch any value: a port number samples that port, 0xFF
+//!   sums all ports (AllPortSelect is set), and a number that is not a port
+//!   is accepted with "the sample timers run normally but the resulting
+//!   sample counter values are zero" (IBA).
+//! - While a sample is pending or underway (SampleStatus 1 or 2) a Set
+//!   changes nothing and the reply shows the running sample, its Tag
+//!   included: the IBA's way of telling a second application that the
+//!   mechanism is in use (the Linux qib/ipath drivers do the same).
+//! - Otherwise it loads OpCode, PortSelect, Tag, SampleStart,
+//!   SampleInterval and CounterSelect0..14; SampleStart and SampleInterval
+//!   keep only their low CounterWidth bits (upper bits ignored on Set, zero
+//!   on Get). The results are zeroed and SampleStatus becomes 1; after
+//!   SampleStart ticks it becomes 2 and the counters run; after a further
+//!   SampleInterval ticks it becomes 0 and the results freeze. SampleStart 0
+//!   starts at once (the reply already says 2), SampleStart 0 and
+//!   SampleInterval 0 complete at once with zero results.
+//!
+//! **Get** of PortSamplesControl ignores the request's data and answers the
+//! loaded fields, the read-only fields and the current SampleStatus. The
+//! power-on state: OpCode 0xFF, PortSelect = the CA port / switch port 1,
+//! CounterSelect0..4 = 0x0001..0x0005, Tag 0, timers 0, SampleStatus 0.
+//!
+//! **PortSamplesResult**: Tag and SampleStatus copied from the control;
+//! counters 0 while SampleStatus is 1, the running count while it is 2
+//! (the IBA leaves them undefined then), the final count once it is 0.
+//! A count is the traffic model's difference over exactly the sampling
+//! interval, so it equals the difference of the port's
+//! PortCountersExtended counters read at the interval's start and end. It
+//! stops at all ones in CounterWidth bits (IBA: event counters "clamp at a
+//! count of all ones"; they do not wrap).
 
 use crate::pm::layout::Field;
 use crate::pm::mad::{self, attr, method, status};
-use crate::pm::{ClassPortInfo, PortSamplesControl, PortSamplesResult, class_port_info as cpi};
-use crate::pm::{port_counters as pc, port_counters_ext as pcx, samples};
+use crate::pm::{ClassPortInfo, class_port_info as cpi};
+use crate::pm::{port_counters as pc, port_counters_ext as pcx};
 use crate::transport::MAD_SIZE;
 
+use super::State;
+use super::sampling;
 use super::traffic::q;
-use super::{Sample, State};
 use crate::fabric::model::NodeType;
 
 type Data = [u8; mad::DATA_SIZE];
@@ -122,11 +189,6 @@ const PCX_MAP: &[(usize, Field, u16)] = &[
     ),
 ];
 
-/// Sampling clock: Tick 0xFF = 2,560 x 0.4 ns.
-pub(super) const TICK: u8 = 0xFF;
-pub(super) const TICK_NS: u64 = 1024;
-/// CounterWidth code 4 = 32-bit sample counters.
-pub(super) const COUNTER_WIDTH: u8 = 4;
 pub(super) const SWITCH_CAPS: u16 =
     cpi::CAP_ALL_PORT_SELECT | cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT;
 pub(super) const CA_CAPS: u16 = cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT;
@@ -155,8 +217,13 @@ pub(super) fn answer(
         (attr::CLASS_PORT_INFO, false) => Ok(class_port_info(st, ni)),
         (attr::PORT_COUNTERS, _) => port_counters(st, ni, arrival, data, set),
         (attr::PORT_COUNTERS_EXTENDED, _) => port_counters_ext(st, ni, arrival, data, set),
-        (attr::PORT_SAMPLES_CONTROL, _) => samples_control(st, ni, arrival, data, set),
-        (attr::PORT_SAMPLES_RESULT, false) => Ok(samples_result(st, ni, arrival)),
+        (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
+            if !sampling::valid_mechanism(h.attr_mod) =>
+        {
+            Err(status::INVALID_FIELD)
+        }
+        (attr::PORT_SAMPLES_CONTROL, _) => sampling::control(st, ni, arrival, data, set),
+        (attr::PORT_SAMPLES_RESULT, false) => sampling::result(st, ni, arrival),
         _ => Err(status::METHOD_ATTR_UNSUPPORTED),
     };
     match result {
@@ -290,104 +357,4 @@ fn port_counters_ext(
         f.set(&mut out, *sum);
     }
     Ok(out)
-}
-
-/// The PMA's sample mechanism key: a switch has one, a CA one per port.
-fn pma_key(st: &State, ni: usize, arrival: u8) -> (usize, u8) {
-    if is_switch(st, ni) {
-        (ni, 0)
-    } else {
-        (ni, arrival)
-    }
-}
-
-/// (SampleStatus, start of sampling, end of sampling) in ns.
-fn sample_times(s: &Sample, now: u64) -> (u8, u64, u64) {
-    let Some(t0) = s.set_at else {
-        return (samples::STATUS_DONE, 0, 0);
-    };
-    let start = t0.saturating_add(u64::from(s.control.sample_start).saturating_mul(TICK_NS));
-    let end = start.saturating_add(u64::from(s.control.sample_interval).saturating_mul(TICK_NS));
-    let status = if now < start {
-        samples::STATUS_STARTING
-    } else if now < end {
-        samples::STATUS_RUNNING
-    } else {
-        samples::STATUS_DONE
-    };
-    (status, start, end)
-}
-
-fn control_fixed(c: &mut PortSamplesControl) {
-    c.tick = TICK;
-    c.counter_width = COUNTER_WIDTH;
-    c.counter_masks = [0b001; samples::NUM_COUNTERS];
-    c.sample_mechanisms = 0;
-    c.option_mask = 0;
-    c.vendor_mask = 0;
-    c.samples_only_option_mask = 0;
-}
-
-fn samples_control(
-    st: &mut State,
-    ni: usize,
-    arrival: u8,
-    data: &Data,
-    set: bool,
-) -> Result<Data, u16> {
-    let key = pma_key(st, ni, arrival);
-    let now = st.now_ns();
-    if set {
-        let req = PortSamplesControl::decode(data);
-        selected(st, ni, arrival, req.port_select, false)?;
-        let s = st.samples.entry(key).or_default();
-        s.control.op_code = req.op_code;
-        s.control.port_select = req.port_select;
-        s.control.tag = req.tag;
-        s.control.sample_start = req.sample_start;
-        s.control.sample_interval = req.sample_interval;
-        s.control.counter_select = req.counter_select;
-        s.set_at = Some(now);
-    }
-    let s = st.samples.entry(key).or_default();
-    let mut c = s.control;
-    control_fixed(&mut c);
-    c.sample_status = sample_times(s, now).0;
-    let mut out = [0u8; mad::DATA_SIZE];
-    c.encode(&mut out);
-    Ok(out)
-}
-
-fn samples_result(st: &mut State, ni: usize, arrival: u8) -> Data {
-    let key = pma_key(st, ni, arrival);
-    let now = st.now_ns();
-    let s = st.samples.get(&key).cloned().unwrap_or_default();
-    let (status, start, end) = sample_times(&s, now);
-    let mut r = PortSamplesResult {
-        tag: s.control.tag,
-        sample_status: status,
-        counters: [0; samples::NUM_COUNTERS],
-    };
-    if s.set_at.is_some() && status != samples::STATUS_STARTING {
-        let port = s.control.port_select;
-        let t_end = now.min(end);
-        let a = st.totals(ni, port, start);
-        let b = st.totals(ni, port, t_end);
-        let max = samples::counter_width_bits(COUNTER_WIDTH)
-            .map_or(u64::from(u32::MAX), |w| (1u64 << w) - 1);
-        for (c, sel) in r.counters.iter_mut().zip(s.control.counter_select) {
-            let qi = match sel {
-                samples::Q_XMIT_DATA => Some(q::XMIT_DATA),
-                samples::Q_RCV_DATA => Some(q::RCV_DATA),
-                samples::Q_XMIT_PKTS => Some(q::XMIT_PKTS),
-                samples::Q_RCV_PKTS => Some(q::RCV_PKTS),
-                samples::Q_XMIT_WAIT => Some(q::XMIT_WAIT),
-                _ => None,
-            };
-            *c = qi.map_or(0, |qi| b[qi].saturating_sub(a[qi]).min(max) as u32);
-        }
-    }
-    let mut out = [0u8; mad::DATA_SIZE];
-    r.encode(&mut out);
-    out
 }
