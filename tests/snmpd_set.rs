@@ -333,3 +333,171 @@ fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
     set(&t, "private", &[&xmit, "u", "0"]).unwrap();
     assert_eq!(gauge(&t, &xmit), 0);
 }
+
+/// PortCountersExtended XmitData of a switch port, straight from the PMA.
+fn ext_xmit_data(a: &Agent, node: &Node, port: u8) -> u64 {
+    let mut data = [0u8; 192];
+    ibpm_agentx::pm::PortCountersExtended {
+        port_select: port,
+        ..Default::default()
+    }
+    .encode(&mut data);
+    let reply = a
+        .sim
+        .handle(
+            node.lid,
+            &mad::request(method::GET, attr::PORT_COUNTERS_EXTENDED, 0, 8, &data),
+        )
+        .expect("PMA answers");
+    ibpm_agentx::pm::PortCountersExtended::decode(mad::parse(&reply).unwrap().1).xmit_data
+}
+
+#[test]
+fn a_sample_runs_from_start_to_results_and_blocks_other_starts() {
+    let a = Agent::start(true, true);
+    let t = a.target();
+    let sw = a.switch();
+    let col = |c: u32| oid(2, c, sw);
+    let res = |c: u32| oid(3, c, sw);
+
+    // The node's tick, as the agent reports it.
+    let tick = gauge(&t, &col(4)) as u8;
+    let tick_ns = ibpm_agentx::transport::sim::tick_ns(tick);
+    let start_ticks = 100_000u64;
+    let interval_ticks = 600_000u64;
+    let interval = Duration::from_nanos(interval_ticks * tick_ns);
+
+    // The traffic rate of the sampled port (port 1, the power-on PortSelect).
+    let port = gauge(&t, &col(3)) as u8;
+    let (d0, t0) = (ext_xmit_data(&a, sw, port), Instant::now());
+    std::thread::sleep(Duration::from_millis(300));
+    let (d1, t1) = (ext_xmit_data(&a, sw, port), Instant::now());
+    let rate = (d1 - d0) as f64 / (t1 - t0).as_secs_f64();
+    assert!(rate > 0.0, "the sampled port carries traffic");
+
+    let started = Instant::now();
+    set(
+        &t,
+        "private",
+        &[
+            &col(27),
+            "x",
+            "0102",
+            &col(28),
+            "u",
+            "1",
+            &col(29),
+            "u",
+            "2",
+            &col(30),
+            "u",
+            "3",
+            &col(31),
+            "u",
+            "4",
+            &col(32),
+            "u",
+            "5",
+            &col(25),
+            "u",
+            &start_ticks.to_string(),
+            &col(26),
+            "u",
+            &interval_ticks.to_string(),
+        ],
+    )
+    .unwrap();
+    // The write is published at once: the start timer is running.
+    assert_eq!(get(&t, &col(22)).value, "1");
+    assert_eq!(get(&t, &res(2)).value.trim(), "01 02");
+    assert_eq!(get(&t, &col(27)).value.trim(), "01 02");
+
+    // A second manager cannot start another sample meanwhile.
+    expect_error(
+        set(
+            &t,
+            "private",
+            &[&col(27), "x", "0909", &col(26), "u", "1000"],
+        ),
+        "inconsistentValue",
+        &col(27),
+    );
+
+    // Status goes 1 -> 2 -> 0 as the node reports it, within ~0.2 s of it.
+    let mut seen = vec![1u8];
+    let mut seen_result = vec![1u8];
+    let done_at = loop {
+        let s: u8 = get(&t, &col(22)).value.parse().unwrap();
+        let r: u8 = get(&t, &res(3)).value.parse().unwrap();
+        if *seen.last().unwrap() != s {
+            seen.push(s);
+        }
+        if *seen_result.last().unwrap() != r {
+            seen_result.push(r);
+        }
+        if s == 0 && r == 0 {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "sample never completed: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(seen, vec![1, 2, 0], "pmPortSampleCntrlSampleStatus");
+    assert_eq!(seen_result, vec![1, 2, 0], "pmResultSampleStatus");
+    let nominal = Duration::from_nanos((start_ticks + interval_ticks) * tick_ns);
+    eprintln!("sample: nominal {nominal:?}, status 0 seen after {done_at:?}");
+    assert!(done_at >= nominal, "done before the node could be");
+    assert!(
+        done_at < nominal + Duration::from_millis(1000),
+        "{done_at:?}"
+    );
+
+    // Results: Counter0 = PortXmitData over the interval (octets/4), the
+    // others in proportion; consistent with the port's traffic rate.
+    let xmit = gauge(&t, &res(4)) as f64;
+    let expect = rate * interval.as_secs_f64();
+    assert!(
+        (xmit / expect - 1.0).abs() < 0.05,
+        "XmitData {xmit} vs rate x interval {expect}"
+    );
+    let rcv = gauge(&t, &res(5));
+    let xpkts = gauge(&t, &res(6));
+    let rpkts = gauge(&t, &res(7));
+    assert!(rcv > 0 && xpkts > 0 && rpkts > 0);
+    assert!(xmit as u64 >= xpkts, "data (octets/4) outweighs packets");
+    // Counters not selected (0 = reserved) read zero.
+    for c in 9..=18 {
+        assert_eq!(gauge(&t, &res(c)), 0);
+    }
+
+    // Done: the next sample may start, with another Tag.
+    set(
+        &t,
+        "private",
+        &[&col(27), "x", "0909", &col(26), "u", "1000"],
+    )
+    .unwrap();
+    assert_eq!(get(&t, &res(2)).value.trim(), "09 09");
+}
+
+#[test]
+fn sample_timers_wider_than_the_counter_width_are_refused() {
+    let a = Agent::start(true, false);
+    let t = a.target();
+    let ca = a.dual_port_ca();
+    // CAs here count SampleInterval in 24 bits.
+    assert_eq!(
+        get(&t, &oid(2, 5, ca)).value,
+        "2",
+        "CounterWidth code 2 = 24 bits"
+    );
+    let interval = oid(2, 26, ca);
+    expect_error(
+        set(&t, "private", &[&interval, "u", "16777216"]),
+        "inconsistentValue",
+        &interval,
+    );
+    set(&t, "private", &[&interval, "u", "16777215"]).unwrap();
+}

@@ -86,6 +86,10 @@ pub enum WriteError {
     Timeout,
     /// The PMA answered with this MAD status.
     Status(u16),
+    /// The PMA kept another sample running (its reply shows another Tag).
+    Busy {
+        tag: u16,
+    },
     Failed(String),
 }
 
@@ -96,6 +100,7 @@ impl std::fmt::Display for WriteError {
             WriteError::NoAddress => f.write_str("node has no LID"),
             WriteError::Timeout => f.write_str("no answer before the deadline"),
             WriteError::Status(s) => write!(f, "PMA answered MAD status {s:#06x}"),
+            WriteError::Busy { tag } => write!(f, "PMA is busy with the sample of Tag {tag:#06x}"),
             WriteError::Failed(m) => f.write_str(m),
         }
     }
@@ -223,6 +228,19 @@ impl Controller {
                     MadOutcome::Timeout => Err(WriteError::Timeout),
                     MadOutcome::Failed(m) => Err(WriteError::Failed(m.clone())),
                 };
+                if let (
+                    Ok(()),
+                    WriteOp::SamplesControl { control, .. },
+                    MadOutcome::Reply { data, .. },
+                ) = (&results[oi], &ops[oi], &outcome)
+                {
+                    // IBA's collision check: a PMA busy with another sample
+                    // ignores the Set and answers with that sample's Tag.
+                    let now = PortSamplesControl::decode(data);
+                    if now.tag != control.tag {
+                        results[oi] = Err(WriteError::Busy { tag: now.tag });
+                    }
+                }
                 if results[oi].is_err() {
                     continue;
                 }

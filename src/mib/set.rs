@@ -7,8 +7,9 @@
 //! column, or a read-only one -> notWritable; wrong ASN.1 type -> wrongType;
 //! wrong OCTET STRING size -> wrongLength; out of range (or a counter written
 //! with anything but 0) -> wrongValue; no such row -> noCreation; a port the
-//! node does not have, 0xFF without AllPortSelect, or a sample start while
-//! another Tag's sample runs -> inconsistentValue.
+//! node does not have, 0xFF without AllPortSelect, a sample-control write
+//! while a sample runs (IBA ignores it), or a SampleStart/SampleInterval
+//! wider than the node's CounterWidth -> inconsistentValue.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +21,7 @@ use crate::fabric::control::WriteOp;
 use crate::fabric::model::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
-use crate::pm::samples::STATUS_DONE;
+use crate::pm::samples::{STATUS_DONE, counter_width_bits};
 
 /// What a checked SET PDU will do.
 #[derive(Debug, Default)]
@@ -43,7 +44,6 @@ struct NodePlan {
     clear_index: u16,
     control: Option<PortSamplesControl>,
     control_index: u16,
-    tag_written: Option<u16>,
 }
 
 fn err(status: ErrorStatus, index: usize) -> SetError {
@@ -183,11 +183,6 @@ impl MibView {
                             return Err(err(ErrorStatus::InconsistentValue, index));
                         }
                     }
-                    if f == CtlField::Tag
-                        && let Value::OctetString(b) = &vb.value
-                    {
-                        np.tag_written = Some(u16::from_be_bytes([b[0], b[1]]));
-                    }
                     set_ctl(c, f, &vb.value);
                     if np.control_index == 0 {
                         np.control_index = index as u16;
@@ -220,17 +215,27 @@ impl MibView {
                 ));
             }
             if let Some(mut control) = np.control {
-                // IBA's Tag collision check, done here because a SET's
-                // response echoes the request: another Tag's sample running
-                // means another manager owns the mechanism.
+                let index = np.control_index as usize;
                 if let Some(running) = node.samples_control
                     && running.sample_status != STATUS_DONE
-                    && np.tag_written != Some(running.tag)
                 {
-                    return Err(err(
-                        ErrorStatus::InconsistentValue,
-                        np.control_index as usize,
-                    ));
+                    // IBA: the node ignores a PortSamplesControl Set while a
+                    // sample is pending or running (its reply echoes the
+                    // running sample's Tag: the collision check, which
+                    // cannot work through SNMP since a SET response echoes
+                    // the request). Refuse it here, whatever the Tag.
+                    return Err(err(ErrorStatus::InconsistentValue, index));
+                }
+                // SampleStart/SampleInterval count in CounterWidth bits; a
+                // wider value would be cut silently by the node.
+                let width = counter_width_bits(control.counter_width).unwrap_or(32);
+                let max = if width >= 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << width) - 1
+                };
+                if control.sample_start > max || control.sample_interval > max {
+                    return Err(err(ErrorStatus::InconsistentValue, index));
                 }
                 control.sample_status = 0;
                 plan.ops
