@@ -324,11 +324,11 @@ impl FabricState {
             }
             let missed = std::mem::take(&mut s.optional_missed);
             if *ok && missed != 0 {
-                for k in 0..OPTIONAL_ATTRS.len() {
+                for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
                     if missed & (1 << k) != 0 {
                         s.optional_strikes[k] += 1;
                         if s.optional_strikes[k] >= STRIKES {
-                            debug!(node = %node.guid, attr = OPTIONAL_ATTRS[k], "no answer to an optional attribute: not asking again");
+                            debug!(node = %node.guid, attr, "no answer to an optional attribute: not asking again");
                             s.optional_unsupported |= 1 << k;
                         }
                     }
