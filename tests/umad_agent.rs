@@ -57,10 +57,11 @@ fn column_of(name: &str) -> u32 {
 struct Setup {
     // Dropped in reverse order of start: the agent first, ibsim last.
     agent: ChildGuard,
-    responder: Option<ChildGuard>,
+    /// Held for its Drop (stops the responder).
+    _responder: Option<ChildGuard>,
     snmpd: PrivateSnmpd,
     sim: IbSim,
-    net: PathBuf,
+    _netdir: tempfile::TempDir,
     ib: BTreeMap<u64, IbndNode>,
     agent_log: PathBuf,
     responder_out: PathBuf,
@@ -76,9 +77,8 @@ impl Setup {
         let netdir = tempfile::Builder::new()
             .prefix("ibpm-ft-")
             .tempdir()
-            .expect("temp dir")
-            .keep();
-        let net = netdir.join("fat-tree.net");
+            .expect("temp dir");
+        let net = netdir.path().join("fat-tree.net");
         fs::write(&net, text).expect("write netfile");
         let sim = IbSim::start(&net);
         let ib = parse_ibnetdiscover(&sim.tool("ibnetdiscover", &[]).stdout);
@@ -133,10 +133,10 @@ impl Setup {
         let agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
         let s = Setup {
             agent,
-            responder,
+            _responder: responder,
             snmpd,
             sim,
-            net,
+            _netdir: netdir,
             ib,
             agent_log,
             responder_out,
