@@ -42,11 +42,12 @@ pub struct PortRecord {
 
 /// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
 /// PortVLXmitWaitCounters 0x1C) for a port: the attribute's 192-byte data
-/// area as the PMA returned it.
+/// area as the PMA returned it, shared with the sweeper's state (a
+/// snapshot copies the pointer, not the bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OptionalReading {
     pub attr_id: u16,
-    pub data: Box<[u8; 192]>,
+    pub data: Arc<[u8; 192]>,
 }
 
 /// What the cache knows about one node.

@@ -76,7 +76,7 @@ pub(crate) struct PortState {
     totals: Totals,
     read_at: Option<SystemTime>,
     /// Indexed like [`OPTIONAL_ATTRS`].
-    optional: [Option<Box<[u8; 192]>>; 8],
+    optional: [Option<Arc<[u8; 192]>>; 8],
 }
 
 pub(crate) struct NodeState {
@@ -293,7 +293,7 @@ impl FabricState {
                 if let Some(ps) = s.ports.get_mut(pi)
                     && let Some(slot) = ps.optional.get_mut(k)
                 {
-                    *slot = Some(data);
+                    *slot = Some(Arc::new(*data));
                 }
             }
         }
@@ -434,7 +434,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                     .filter_map(|(d, attr_id)| {
                         d.as_ref().map(|d| OptionalReading {
                             attr_id,
-                            data: d.clone(),
+                            data: Arc::clone(d),
                         })
                     })
                     .collect(),
