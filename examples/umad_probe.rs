@@ -54,6 +54,12 @@ struct Args {
     /// Engine retries per MAD.
     #[arg(long, default_value_t = 1)]
     retries: u32,
+    /// Also read every port's counters once through this many independent
+    /// handles (`UmadTransport::pm_handle`) at the same time, each with its
+    /// own engine and the targets in a different order, and count replies
+    /// that answer another handle's request.
+    #[arg(long, default_value_t = 0)]
+    handles: usize,
 }
 
 fn json_str(s: &str) -> String {
@@ -106,6 +112,7 @@ fn main() -> ExitCode {
         port: args.port,
         timeout_ms: args.timeout_ms,
         retries: 0,
+        serve_perf_mgt: false,
     };
     let mut t = match UmadTransport::open(&cfg) {
         Ok(t) => t,
@@ -209,6 +216,15 @@ fn main() -> ExitCode {
                 });
             }
         }
+        if args.handles > 0 {
+            match concurrent_handles(&t, &tg, args.handles, args.window, args.timeout_ms) {
+                Ok(s) => summary.push_str(&s),
+                Err(e) => {
+                    eprintln!("umad_probe: {e}");
+                    return ExitCode::from(4);
+                }
+            }
+        }
         let mut engine = Engine::new(
             Box::new(t),
             EngineConfig {
@@ -262,4 +278,68 @@ fn main() -> ExitCode {
     }
     println!("{{\"summary\":{{{summary}}}}}");
     ExitCode::SUCCESS
+}
+
+/// Read every target through `n` handles at once; returns summary fields.
+fn concurrent_handles(
+    t: &UmadTransport,
+    tg: &[(u16, u8, String)],
+    n: usize,
+    window: usize,
+    timeout_ms: u32,
+) -> Result<String, String> {
+    let mut threads = Vec::new();
+    let start = Instant::now();
+    for h in 0..n {
+        let handle = t.pm_handle().map_err(|e| e.to_string())?;
+        // Each handle walks the targets from a different starting point, so
+        // equal TIDs on two handles name different ports.
+        let mut order: Vec<(u16, u8)> = tg.iter().map(|(l, p, _)| (*l, *p)).collect();
+        let len = order.len().max(1);
+        order.rotate_left(h * len / n % len);
+        threads.push(std::thread::spawn(move || {
+            let reqs: Vec<MadRequest> = order
+                .iter()
+                .map(|(lid, port)| {
+                    let mut data = [0u8; 192];
+                    data[1] = *port;
+                    MadRequest {
+                        to: MadAddr::gsi(*lid),
+                        method: METHOD_GET,
+                        attr_id: ATTR_PORT_COUNTERS,
+                        attr_mod: 0,
+                        data,
+                    }
+                })
+                .collect();
+            let mut engine = Engine::new(
+                Box::new(handle),
+                EngineConfig {
+                    window,
+                    timeout: Duration::from_millis(u64::from(timeout_ms)),
+                    retries: 1,
+                },
+            );
+            let mut mismatches = 0u64;
+            let stats = engine.run(&reqs, |i, o| {
+                if let MadOutcome::Reply { data, .. } = o
+                    && data[1] != order[i].1
+                {
+                    mismatches += 1;
+                }
+            });
+            (stats, mismatches)
+        }));
+    }
+    let (mut replies, mut timeouts, mut mismatches) = (0, 0, 0);
+    for th in threads {
+        let (st, mm) = th.join().map_err(|_| "a handle thread panicked")?;
+        replies += st.replies;
+        timeouts += st.timeouts;
+        mismatches += mm;
+    }
+    Ok(format!(
+        ",\"handles\":{n},\"handle_replies\":{replies},\"handle_timeouts\":{timeouts},\"handle_mismatches\":{mismatches},\"handles_ms\":{:.3}",
+        start.elapsed().as_secs_f64() * 1000.0
+    ))
 }

@@ -12,8 +12,9 @@ use crate::agentx::session::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use crate::config::Config;
 use crate::fabric::cache::Cache;
 use crate::fabric::control::{ControlConfig, Controller};
+use crate::fabric::discover::{DiscoverOptions, discover_with_stats};
 use crate::fabric::engine::{Engine, EngineConfig};
-use crate::fabric::model::Fabric;
+use crate::fabric::model::{Fabric, NodeType};
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{SweepConfig, Sweeper};
 use crate::fabric::topology;
@@ -23,6 +24,7 @@ use crate::mib::{MibHandler, Oid};
 use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
 use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+use crate::transport::umad::{UmadConfig, UmadTransport};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
@@ -47,6 +49,9 @@ pub struct Backend {
 
 /// Open the configured backend.
 pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
+    if cfg.fabric.backend == "umad" {
+        return open_umad(cfg);
+    }
     let fabric = match cfg.topology_path() {
         Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
         None => topology::default_fabric(),
@@ -57,6 +62,89 @@ pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
         sweep: Box::new(sim.transport()),
         write: Box::new(sim.transport()),
         poll: Box::new(sim.transport()),
+    })
+}
+
+/// The umad backend: open the port, discover the fabric by directed-route
+/// SMPs, and hand out three PerfMgt handles on the same port.
+pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
+    let ucfg = UmadConfig {
+        ca: (!cfg.umad.ca.is_empty()).then(|| cfg.umad.ca.clone()),
+        port: (cfg.umad.port != 0).then_some(cfg.umad.port),
+        // The kernel's per-MAD timeout stays at or under the engines'
+        // deadlines (the write path's is the shortest), so the engines
+        // decide about retries.
+        timeout_ms: cfg
+            .mad
+            .timeout_ms
+            .min(ControlConfig::default().timeout.as_millis() as u64)
+            .clamp(1, u64::from(u32::MAX)) as u32,
+        retries: 0,
+        serve_perf_mgt: false,
+    };
+    let sweep = UmadTransport::open(&ucfg).map_err(|e| AppError(format!("umad backend: {e}")))?;
+    let local = sweep.local_port().clone();
+    let dopts = DiscoverOptions {
+        window: cfg.mad.window,
+        timeout: Duration::from_millis(cfg.umad.discovery_timeout_ms),
+        ..Default::default()
+    };
+    info!(ca = %local.ca, port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
+    let (fabric, stats) = {
+        let mut smp = sweep.smp_handle();
+        discover_with_stats(&mut smp, &dopts).map_err(|e| {
+            AppError(format!(
+                "umad backend: {} port {}/{}: {e}",
+                local.device, local.ca, local.port
+            ))
+        })?
+    };
+    let switches = fabric
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == NodeType::Switch)
+        .count();
+    let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
+    let with_lid = fabric
+        .nodes
+        .iter()
+        .filter(|n| n.lid != 0 || n.ports.iter().any(|p| p.lid != 0))
+        .count();
+    info!(
+        nodes = fabric.nodes.len(),
+        switches,
+        channel_adapters = fabric.nodes.len() - switches,
+        ports,
+        smps = stats.smps_sent,
+        smp_timeouts = stats.timeouts,
+        ms = stats.elapsed.as_millis() as u64,
+        "fabric discovered"
+    );
+    if with_lid == 0 {
+        return Err(AppError(format!(
+            "umad backend: {} nodes found but none has a LID: no subnet manager has \
+             configured the fabric (run opensm, or `opensm -o` once)",
+            fabric.nodes.len()
+        )));
+    }
+    if with_lid < fabric.nodes.len() {
+        tracing::warn!(
+            without_lid = fabric.nodes.len() - with_lid,
+            "some nodes have no LID and cannot be swept"
+        );
+    }
+    let handle = |what: &str| {
+        sweep
+            .pm_handle()
+            .map_err(|e| AppError(format!("umad backend: {what} handle: {e}")))
+    };
+    let write = handle("write")?;
+    let poll = handle("sample poller")?;
+    Ok(Backend {
+        fabric,
+        sweep: Box::new(sweep),
+        write: Box::new(write),
+        poll: Box::new(poll),
     })
 }
 
@@ -167,6 +255,8 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
             interval: cfg.sweep_interval(),
             unreachable_after: cfg.fabric.unreachable_after,
             keep_unreachable: cfg.fabric.unreachable_rows == "keep",
+            optional_attributes: cfg.fabric.optional_attributes,
+            clear_near_overflow: cfg.fabric.clear_near_overflow,
         },
     );
     let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));

@@ -18,6 +18,7 @@ pub struct Config {
     pub fabric: FabricConfig,
     pub mad: MadConfig,
     pub sim: SimConfig,
+    pub umad: UmadSection,
     pub set: SetConfig,
     pub log: LogConfig,
 }
@@ -51,7 +52,8 @@ pub struct SnmpConfig {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct FabricConfig {
-    /// `sim` (the built-in simulated fabric).
+    /// `sim` (the built-in simulated fabric) or `umad` (a real fabric
+    /// through /dev/infiniband/umadN, or ibsim under umad2sim).
     pub backend: String,
     /// Topology file (ibnetdiscover/ibsim format) for the simulator; empty =
     /// the built-in default fabric.
@@ -62,6 +64,35 @@ pub struct FabricConfig {
     pub unreachable_after: u32,
     /// `keep` an unreachable node's rows with their last values, or `drop` them.
     pub unreachable_rows: String,
+    /// Read the optional PM attributes 0x15..0x1C (error details, per-VL
+    /// counters) from nodes that answer them.
+    pub optional_attributes: bool,
+    /// Clear a PortCounters field once it passes 75% of its range (as
+    /// opensm's PerfMgr does). Off by default: other tools read the same
+    /// counters.
+    pub clear_near_overflow: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct UmadSection {
+    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); empty = the
+    /// first CA with an active port.
+    pub ca: String,
+    /// Port number on the CA; 0 = the first active port.
+    pub port: u8,
+    /// Deadline of one directed-route SMP during discovery, in ms.
+    pub discovery_timeout_ms: u64,
+}
+
+impl Default for UmadSection {
+    fn default() -> Self {
+        UmadSection {
+            ca: String::new(),
+            port: 0,
+            discovery_timeout_ms: 500,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -129,6 +160,8 @@ impl Default for FabricConfig {
             sweep_interval: 10.0,
             unreachable_after: 3,
             unreachable_rows: "keep".into(),
+            optional_attributes: true,
+            clear_near_overflow: false,
         }
     }
 }
@@ -248,11 +281,31 @@ impl Config {
                 ),
             ));
         }
-        if self.fabric.backend != "sim" {
+        if !matches!(self.fabric.backend.as_str(), "sim" | "umad") {
             return Err((
                 "fabric",
                 "backend",
-                format!("unknown backend `{}` (known: sim)", self.fabric.backend),
+                format!(
+                    "unknown backend `{}` (known: sim, umad)",
+                    self.fabric.backend
+                ),
+            ));
+        }
+        if self.umad.ca.contains(['/', '\0']) {
+            return Err((
+                "umad",
+                "ca",
+                format!("`{}` is not a CA name (e.g. mlx5_0)", self.umad.ca),
+            ));
+        }
+        if !(1..=60_000).contains(&self.umad.discovery_timeout_ms) {
+            return Err((
+                "umad",
+                "discovery_timeout_ms",
+                format!(
+                    "{} is out of range (1 to 60000)",
+                    self.umad.discovery_timeout_ms
+                ),
             ));
         }
         let si = self.fabric.sweep_interval;
@@ -390,6 +443,23 @@ mod tests {
         );
         let e = Config::parse("[fabric]\nunreachable_rows = \"hide\"\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
+        let e = Config::parse("[fabric]\nbackend = \"verbs\"\n", "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:2: key `fabric.backend`: unknown backend `verbs` (known: sim, umad)"
+        );
+        let e =
+            Config::parse("[umad]\nca = \"x\"\ndiscovery_timeout_ms = 0\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert_eq!(e.key.as_deref(), Some("umad.discovery_timeout_ms"));
+        let e = Config::parse("[umad]\nport = 300\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        let ok = Config::parse(
+            "[fabric]\nbackend = \"umad\"\n[umad]\nca = \"mlx5_0\"\nport = 1\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!((ok.umad.ca.as_str(), ok.umad.port), ("mlx5_0", 1));
         let e = Config::parse("[snmp\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(1));
         assert!(!e.to_string().contains('\n'));

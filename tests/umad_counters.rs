@@ -158,3 +158,20 @@ fn unreachable_nodes_time_out_without_stalling_others() {
     assert!(r.elapsed < Duration::from_secs(10));
     println!("batch with unreachable nodes: {pm_ms} ms; failed: {failed_lids:?}");
 }
+
+#[test]
+fn independent_handles_get_only_their_own_replies() {
+    let sim = IbSim::start(Path::new(NET_2SW2PATH4HCA));
+    let r = sim.probe(&["--handles", "4", "--window", "8"], &[]);
+    assert!(
+        r.status.success(),
+        "probe failed: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let s = &lines_of(&r.stdout, "summary")[0];
+    // 4 handles x (2 switches x 8 ports + 4 HCA ports).
+    assert_eq!(s["handle_replies"], "80", "{s:?}");
+    assert_eq!(s["handle_timeouts"], "0", "{s:?}");
+    assert_eq!(s["handle_mismatches"], "0", "{s:?}");
+}

@@ -35,6 +35,19 @@ pub struct PortRecord {
     pub totals: Totals,
     /// When `counters` was read.
     pub read_at: Option<SystemTime>,
+    /// Latest readings of the optional attributes 0x15..=0x1C the node
+    /// answers, ordered by attribute ID.
+    pub optional: Vec<OptionalReading>,
+}
+
+/// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
+/// PortVLXmitWaitCounters 0x1C) for a port: the attribute's 192-byte data
+/// area as the PMA returned it, shared with the sweeper's state (a
+/// snapshot copies the pointer, not the bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionalReading {
+    pub attr_id: u16,
+    pub data: Arc<[u8; 192]>,
 }
 
 /// What the cache knows about one node.

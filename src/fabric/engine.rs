@@ -1,6 +1,8 @@
 //! Many PM MADs in flight: a window of outstanding requests, a deadline and
 //! retries per MAD, and no head-of-line blocking behind a node that does not
-//! answer. Replies are matched on the low 32 bits of the transaction ID.
+//! answer. Replies are matched on the low 24 bits of the transaction ID:
+//! bits 24..31 belong to the transport (the umad transport routes replies
+//! to one of several handles by them), the high 32 bits to the kernel.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -52,6 +54,9 @@ impl Default for EngineConfig {
     }
 }
 
+/// The TID bits the engine allocates and matches (the low 24).
+pub const TID_MASK: u32 = 0x00FF_FFFF;
+
 /// Largest window the engine accepts (1024 in flight deadlocked umad2sim).
 pub const MAX_WINDOW: usize = 256;
 
@@ -96,7 +101,7 @@ impl Engine {
 
     fn tid(&mut self) -> u32 {
         let t = self.next_tid;
-        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        self.next_tid = (self.next_tid.wrapping_add(1) & TID_MASK).max(1);
         t
     }
 
@@ -161,7 +166,8 @@ impl Engine {
                 .unwrap_or(self.cfg.timeout);
             match self.transport.recv(wait) {
                 Ok(Some(rx)) => {
-                    let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]]);
+                    let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]])
+                        & TID_MASK;
                     if let Some(f) = inflight.remove(&tid) {
                         if rx.status != 0 {
                             // The transport gave up on this send (e.g. umad
@@ -352,6 +358,48 @@ mod tests {
         // Every live reply arrived before the first dead request timed out.
         let first_timeout = order.iter().position(|(i, _, _)| *i < 3).unwrap();
         assert_eq!(first_timeout, 40, "live replies waited behind dead ones");
+    }
+
+    /// Stamps a transport route byte into bit 24..31 of every reply's TID,
+    /// as the umad transport does.
+    struct Stamping(Fake, u8);
+
+    impl MadTransport for Stamping {
+        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+            let mut m = *mad;
+            assert_eq!(m[12], 0, "engine TIDs stay within 24 bits");
+            m[12] = self.1;
+            self.0.send(to, &m)
+        }
+        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+            self.0.recv(timeout)
+        }
+    }
+
+    #[test]
+    fn tids_leave_the_route_byte_to_the_transport() {
+        let fake = Fake {
+            live: vec![5],
+            queue: VecDeque::new(),
+            outstanding: 0,
+            max_outstanding: Default::default(),
+            sends: Vec::new(),
+        };
+        let mut engine = Engine::new(
+            Box::new(Stamping(fake, 0xA5)),
+            EngineConfig {
+                window: 4,
+                timeout: Duration::from_millis(50),
+                retries: 0,
+            },
+        );
+        // Start just below the 24-bit wrap.
+        engine.next_tid = TID_MASK - 2;
+        let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
+        let stats = engine.run(&reqs, |_, o| assert!(matches!(o, MadOutcome::Reply { .. })));
+        assert_eq!(stats.replies, 6);
+        assert_eq!(stats.timeouts, 0);
+        assert!(engine.next_tid >= 1 && engine.next_tid < 8);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, NodeRecord, PortRecord, Snapshot, Totals};
+use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
 use super::engine::{MadOutcome, STATUS_REDIRECT};
 use super::model::{Fabric, Node, NodeType};
 use crate::mib::tables::COUNTERS;
@@ -28,6 +28,10 @@ pub struct SweepConfig {
     pub unreachable_after: u32,
     /// Keep an unreachable node's rows (with their last values) or drop them.
     pub keep_unreachable: bool,
+    /// Read the optional attributes [`OPTIONAL_ATTRS`] where nodes answer.
+    pub optional_attributes: bool,
+    /// Clear PortCounters fields past 75% of their range.
+    pub clear_near_overflow: bool,
 }
 
 impl Default for SweepConfig {
@@ -36,8 +40,32 @@ impl Default for SweepConfig {
             interval: Duration::from_secs(10),
             unreachable_after: 3,
             keep_unreachable: true,
+            optional_attributes: true,
+            clear_near_overflow: false,
         }
     }
+}
+
+/// The optional per-port PM attributes the sweeper reads where a node
+/// answers them: PortRcvErrorDetails, PortXmitDiscardDetails,
+/// PortOpRcvCounters, PortFlowCtlCounters, PortVLOpPackets, PortVLOpData,
+/// PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters.
+pub const OPTIONAL_ATTRS: [u16; 8] = [0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C];
+
+/// Sweeps in a row in which a node answers other MADs but not an
+/// attribute before the sweeper stops asking it for that attribute.
+const STRIKES: u8 = 2;
+
+/// The data area of a Get of optional attribute `attr_id` for `port`: the
+/// PortSelect in byte 1 and, for the per-opcode attributes, Opcode 0xFF
+/// (every opcode) in byte 0.
+pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
+    let mut d = [0u8; 192];
+    if matches!(attr_id, 0x17 | 0x19 | 0x1A) {
+        d[0] = 0xFF;
+    }
+    d[1] = port;
+    d
 }
 
 #[derive(Default)]
@@ -47,6 +75,8 @@ pub(crate) struct PortState {
     extended: Option<PortCountersExtended>,
     totals: Totals,
     read_at: Option<SystemTime>,
+    /// Indexed like [`OPTIONAL_ATTRS`].
+    optional: [Option<Arc<[u8; 192]>>; 8],
 }
 
 pub(crate) struct NodeState {
@@ -66,6 +96,11 @@ pub(crate) struct NodeState {
     samples_control: Option<PortSamplesControl>,
     samples_result: Option<PortSamplesResult>,
     samples_at: Option<Instant>,
+    /// Bit k: the node does not answer `OPTIONAL_ATTRS[k]`; stop asking.
+    pub(crate) optional_unsupported: u8,
+    /// Bit k: `OPTIONAL_ATTRS[k]` went unanswered in the current sweep.
+    optional_missed: u8,
+    optional_strikes: [u8; 8],
 }
 
 /// Which reading a reply is.
@@ -77,6 +112,8 @@ pub enum Slot {
     Extended(usize, usize),
     SamplesControl(usize),
     SamplesResult(usize),
+    /// (node, port index, index into [`OPTIONAL_ATTRS`])
+    Optional(usize, usize, usize),
 }
 
 impl Slot {
@@ -86,7 +123,8 @@ impl Slot {
             | Slot::Counters(n, _)
             | Slot::Extended(n, _)
             | Slot::SamplesControl(n)
-            | Slot::SamplesResult(n) => n,
+            | Slot::SamplesResult(n)
+            | Slot::Optional(n, _, _) => n,
         }
     }
 }
@@ -120,6 +158,9 @@ impl SharedState {
                 samples_control: None,
                 samples_result: None,
                 samples_at: None,
+                optional_unsupported: 0,
+                optional_missed: 0,
+                optional_strikes: [0; 8],
             })
             .collect();
         SharedState(Arc::new(Mutex::new(FabricState {
@@ -198,11 +239,19 @@ impl FabricState {
                     debug!(node = %guid, status = st, "no PortSamplesControl/Result");
                     s.no_samples = true;
                 }
+                if let Slot::Optional(_, _, k) = slot
+                    && s.optional_unsupported & (1 << k) == 0
+                {
+                    debug!(node = %guid, status = st, attr = OPTIONAL_ATTRS[k], "optional attribute not supported");
+                    s.optional_unsupported |= 1 << k;
+                }
                 return;
             }
             MadOutcome::Timeout | MadOutcome::Failed(_) => {
-                if matches!(slot, Slot::SamplesControl(_)) {
-                    s.samples_missed = true;
+                match slot {
+                    Slot::SamplesControl(_) => s.samples_missed = true,
+                    Slot::Optional(_, _, k) => s.optional_missed |= 1 << k,
+                    _ => {}
                 }
                 return;
             }
@@ -239,7 +288,20 @@ impl FabricState {
                     s.samples_result = Some(PortSamplesResult::decode(&data));
                 }
             }
+            Slot::Optional(_, pi, k) => {
+                s.optional_strikes[k] = 0;
+                if let Some(ps) = s.ports.get_mut(pi)
+                    && let Some(slot) = ps.optional.get_mut(k)
+                {
+                    *slot = Some(Arc::new(*data));
+                }
+            }
         }
+    }
+
+    /// The PortCounters reading held for a port (node index, port index).
+    pub fn counters(&self, ni: usize, pi: usize) -> Option<&PortCounters> {
+        self.nodes.get(ni)?.ports.get(pi)?.counters.as_ref()
     }
 
     /// Record that a write at `sent` produced this sample state: earlier
@@ -255,9 +317,21 @@ impl FabricState {
             let s = &mut self.nodes[ni];
             if std::mem::take(&mut s.samples_missed) && *ok {
                 s.samples_strikes += 1;
-                if s.samples_strikes >= 2 {
+                if s.samples_strikes >= u32::from(STRIKES) {
                     debug!(node = %node.guid, "no answer to PortSamplesControl: not asking again");
                     s.no_samples = true;
+                }
+            }
+            let missed = std::mem::take(&mut s.optional_missed);
+            if *ok && missed != 0 {
+                for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
+                    if missed & (1 << k) != 0 {
+                        s.optional_strikes[k] += 1;
+                        if s.optional_strikes[k] >= STRIKES {
+                            debug!(node = %node.guid, attr, "no answer to an optional attribute: not asking again");
+                            s.optional_unsupported |= 1 << k;
+                        }
+                    }
                 }
             }
             if *ok {
@@ -280,6 +354,8 @@ impl FabricState {
                     s.redirect = None;
                     s.no_samples = false;
                     s.samples_strikes = 0;
+                    s.optional_unsupported = 0;
+                    s.optional_strikes = [0; 8];
                 }
             }
         }
@@ -351,6 +427,17 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 extended: ps.extended,
                 totals: ps.totals.clone(),
                 read_at: ps.read_at,
+                optional: ps
+                    .optional
+                    .iter()
+                    .zip(OPTIONAL_ATTRS)
+                    .filter_map(|(d, attr_id)| {
+                        d.as_ref().map(|d| OptionalReading {
+                            attr_id,
+                            data: Arc::clone(d),
+                        })
+                    })
+                    .collect(),
             })
             .collect(),
         samples_control: s.samples_control,

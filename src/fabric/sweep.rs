@@ -6,7 +6,12 @@
 //! through its port-0 LID with PortSelect, a CA port through its own LID),
 //! PortCountersExtended where the capability mask says so, and
 //! PortSamplesControl/PortSamplesResult per node unless the node showed it
-//! does not answer them.
+//! does not answer them, and the optional attributes 0x15..0x1C per port
+//! unless the node showed it does not answer them (a MAD status error at
+//! once, or no answer in two sweeps in which it answered other MADs).
+//! Optionally (`clear_near_overflow`), PortCounters fields past 75% of
+//! their range are cleared after they were read, as opensm's PerfMgr does;
+//! the 64-bit totals continue across the clear.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +22,8 @@ use tracing::{debug, info};
 
 use super::cache::Cache;
 use super::engine::{Engine, MadRequest};
-use super::state::{SharedState, Slot};
+use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
+use crate::mib::tables::COUNTERS;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
 use crate::pm::{PortCounters, PortCountersExtended};
@@ -52,6 +58,23 @@ pub fn get(to: MadAddr, attr_id: u16, data: [u8; 192]) -> MadRequest {
         attr_mod: 0,
         data,
     }
+}
+
+/// The CounterSelect and CounterSelect2 bits of the fields of `pc` past 75%
+/// of their range.
+pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
+    let (mut select, mut select2) = (0u16, 0u8);
+    for def in &COUNTERS {
+        let max = u64::from(def.max());
+        if u64::from((def.get)(pc)) * 4 > max * 3 {
+            if def.select2 {
+                select2 |= 1 << def.select_bit;
+            } else {
+                select |= 1 << def.select_bit;
+            }
+        }
+    }
+    (select, select2)
 }
 
 /// The data area of a PortCounters request for `port` with these
@@ -126,6 +149,17 @@ impl Sweeper {
         mads += st.0;
         timeouts += st.1;
 
+        let (reqs, slots) = self.clear_requests();
+        if !reqs.is_empty() {
+            debug!(
+                ports = reqs.len(),
+                "clearing counters past 75% of their range"
+            );
+            let st = self.run_batch(&reqs, &slots, &mut answered, false, "clears");
+            mads += st.0;
+            timeouts += st.1;
+        }
+
         {
             let mut st = self.state.lock();
             st.end_sweep(&answered);
@@ -184,6 +218,20 @@ impl Sweeper {
                     slots.push(Slot::Extended(ni, pi));
                 }
             }
+            if st.cfg.optional_attributes {
+                let unsupported = st.nodes[ni].optional_unsupported;
+                for (pi, port) in node.ports.iter().enumerate() {
+                    let Some(to) = st.pma(ni, Some(pi)) else {
+                        continue;
+                    };
+                    for (k, &attr_id) in OPTIONAL_ATTRS.iter().enumerate() {
+                        if unsupported & (1 << k) == 0 {
+                            reqs.push(get(to, attr_id, optional_request_data(attr_id, port.num)));
+                            slots.push(Slot::Optional(ni, pi, k));
+                        }
+                    }
+                }
+            }
             if !st.nodes[ni].no_samples
                 && let Some(to) = st.pma(ni, Some(0))
             {
@@ -191,6 +239,41 @@ impl Sweeper {
                 slots.push(Slot::SamplesControl(ni));
                 reqs.push(get(to, attr::PORT_SAMPLES_RESULT, [0; 192]));
                 slots.push(Slot::SamplesResult(ni));
+            }
+        }
+        (reqs, slots)
+    }
+
+    /// With `clear_near_overflow`: one PerformanceSet(PortCounters) per port
+    /// with a field past 75% of its range, clearing those fields. The Set's
+    /// reply shows the port after the clear and is folded in as a reading.
+    fn clear_requests(&self) -> (Vec<MadRequest>, Vec<Slot>) {
+        let st = self.state.lock();
+        let mut reqs = Vec::new();
+        let mut slots = Vec::new();
+        if !st.cfg.clear_near_overflow {
+            return (reqs, slots);
+        }
+        for (ni, node) in st.fabric.nodes.iter().enumerate() {
+            for (pi, port) in node.ports.iter().enumerate() {
+                let Some(pc) = st.counters(ni, pi) else {
+                    continue;
+                };
+                let (select, select2) = near_overflow(pc);
+                if select == 0 && select2 == 0 {
+                    continue;
+                }
+                let Some(to) = st.pma(ni, Some(pi)) else {
+                    continue;
+                };
+                reqs.push(MadRequest {
+                    to,
+                    method: method::SET,
+                    attr_id: attr::PORT_COUNTERS,
+                    attr_mod: 0,
+                    data: port_counters_data(port.num, select, select2),
+                });
+                slots.push(Slot::Counters(ni, pi));
             }
         }
         (reqs, slots)
@@ -251,8 +334,61 @@ mod tests {
     use crate::mib::tables::COUNTERS;
     use crate::pm::mad;
     use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use std::collections::VecDeque;
+
+    /// The simulated fabric plus answers to the optional attributes from
+    /// the LIDs in `answer` (data: the attribute ID in byte 2, the
+    /// PortSelect in byte 1, the request count in byte 3); requests for
+    /// attribute 0x18 to LIDs in `silent` are dropped. Counts optional
+    /// requests.
+    struct OptionalPma {
+        inner: crate::transport::sim::SimTransport,
+        answer: Vec<u16>,
+        silent: Vec<u16>,
+        queue: VecDeque<Received>,
+        asked: Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl MadTransport for OptionalPma {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            let (h, data) = mad::parse(m).unwrap();
+            if !(0x15..=0x1C).contains(&h.attr_id) {
+                return self.inner.send(to, m);
+            }
+            let n = self.asked.fetch_add(1, Ordering::Relaxed);
+            if self.silent.contains(&to.lid) && h.attr_id == 0x18 {
+                return Ok(());
+            }
+            if !self.answer.contains(&to.lid) {
+                return self.inner.send(to, m);
+            }
+            let mut reply = *data;
+            reply[2] = h.attr_id as u8;
+            reply[3] = n as u8;
+            self.queue.push_back(Received {
+                from: *to,
+                status: 0,
+                mad: Box::new(mad::response(&h, 0, &reply)),
+            });
+            Ok(())
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            match self.queue.pop_front() {
+                Some(r) => Ok(Some(r)),
+                None => self.inner.recv(timeout),
+            }
+        }
+    }
 
     fn setup(cfg: SweepConfig) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
+        setup_with(cfg, |_, t| Box::new(t))
+    }
+
+    fn setup_with(
+        cfg: SweepConfig,
+        wrap: impl FnOnce(&SimFabric, crate::transport::sim::SimTransport) -> Box<dyn MadTransport>,
+    ) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
         let clock = ManualClock::new();
         clock.advance(Duration::from_secs(60));
         let sim = SimFabric::new(
@@ -264,7 +400,7 @@ mod tests {
             },
         );
         let engine = Engine::new(
-            Box::new(sim.transport()),
+            wrap(&sim, sim.transport()),
             EngineConfig {
                 window: 16,
                 timeout: Duration::from_millis(20),
@@ -419,6 +555,133 @@ mod tests {
             let r = cache.load();
             let r = r.node(victim).unwrap();
             assert!(r.reachable && r.class_port_info.is_some());
+        }
+    }
+
+    #[test]
+    fn optional_attributes_read_where_answered_and_dropped_where_not() {
+        let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let a2 = Arc::clone(&asked);
+        let (mut sweeper, sim, _clock, cache) =
+            setup_with(SweepConfig::default(), move |sim, t| {
+                let fabric = sim.fabric();
+                let find = |ty| fabric.nodes.iter().find(|n| n.node_type == ty).unwrap();
+                let sw_lid = find(NodeType::Switch).lid;
+                let mut answer: Vec<u16> = find(NodeType::Ca).ports.iter().map(|p| p.lid).collect();
+                answer.push(sw_lid);
+                Box::new(OptionalPma {
+                    inner: t,
+                    answer,
+                    silent: vec![sw_lid],
+                    queue: VecDeque::new(),
+                    asked: a2,
+                })
+            });
+        let fabric = sim.fabric();
+        let find = |ty| {
+            fabric
+                .nodes
+                .iter()
+                .find(|n| n.node_type == ty)
+                .unwrap()
+                .clone()
+        };
+        let (ca, sw) = (find(NodeType::Ca), find(NodeType::Switch));
+        let ports: u64 = fabric.nodes.iter().map(|n| n.ports.len() as u64).sum();
+        let per_sweep = |sweeper: &mut Sweeper| {
+            let before = asked.load(Ordering::Relaxed);
+            let st = sweeper.sweep_once();
+            (asked.load(Ordering::Relaxed) - before, st)
+        };
+        let ca_ports = ca.ports.len() as u64;
+        let sw_ports = sw.ports.len() as u64;
+        // First sweep: every port is asked for all 8 (and the engine retries
+        // the switch's unanswered 0x18 once per port).
+        let (n1, st1) = per_sweep(&mut sweeper);
+        assert_eq!(n1, ports * 8 + sw_ports);
+        assert_eq!(st1.answered, st1.nodes);
+        let snap = cache.load();
+        let rec = snap.node(ca.guid).unwrap();
+        let got: Vec<u16> = rec.ports[0].optional.iter().map(|o| o.attr_id).collect();
+        assert_eq!(got, OPTIONAL_ATTRS.to_vec());
+        for o in &rec.ports[0].optional {
+            assert_eq!(o.data[1], ca.ports[0].num, "PortSelect echoed");
+            assert_eq!(u16::from(o.data[2]), o.attr_id);
+        }
+        let swrec = snap.node(sw.guid).unwrap();
+        assert!(swrec.ports.iter().all(|p| p.optional.len() == 7));
+        // Every other node answered "unsupported": never asked again. The
+        // switch that does not answer 0x18 is asked once more (second
+        // strike), then no more.
+        let (n2, _) = per_sweep(&mut sweeper);
+        assert_eq!(n2, ca_ports * 8 + sw_ports * 8 + sw_ports);
+        let (n3, _) = per_sweep(&mut sweeper);
+        assert_eq!(n3, ca_ports * 8 + sw_ports * 7);
+        // Readings are kept, and refreshed (the request count moved).
+        let before = rec.ports[0].optional[0].data[3];
+        let snap = cache.load();
+        assert_ne!(
+            snap.node(ca.guid).unwrap().ports[0].optional[0].data[3],
+            before
+        );
+    }
+
+    #[test]
+    fn optional_attributes_off_sends_none() {
+        let cfg = SweepConfig {
+            optional_attributes: false,
+            ..Default::default()
+        };
+        let (mut sw, sim, _clock, _cache) = setup(cfg);
+        let st = sw.sweep_once();
+        let fabric = sim.fabric();
+        let ports: u64 = fabric.nodes.iter().map(|n| n.ports.len() as u64).sum();
+        let n = fabric.nodes.len() as u64;
+        // ClassPortInfo + PortCounters and PortCountersExtended per port +
+        // PortSamplesControl/Result per node.
+        assert_eq!(st.mads, n + 2 * ports + 2 * n);
+    }
+
+    #[test]
+    fn counters_near_overflow_are_cleared_only_when_configured() {
+        for clear in [false, true] {
+            let cfg = SweepConfig {
+                clear_near_overflow: clear,
+                ..Default::default()
+            };
+            let (mut sw, sim, clock, cache) = setup(cfg);
+            // Enough simulated traffic to saturate 32-bit data counters.
+            clock.advance(Duration::from_secs(48 * 3600));
+            sw.sweep_once();
+            let fabric = sim.fabric();
+            let ca = fabric
+                .nodes
+                .iter()
+                .find(|n| n.node_type == NodeType::Ca)
+                .unwrap();
+            let lid = ca.ports[0].lid;
+            let slot = COUNTERS
+                .iter()
+                .position(|c| c.name == "PortXmitData")
+                .unwrap();
+            let t1 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
+            let now = read_pc(&sim, lid, ca.ports[0].num);
+            if clear {
+                assert!(
+                    u64::from(now.xmit_data) * 4 < u64::from(u32::MAX) * 3,
+                    "cleared: {}",
+                    now.xmit_data
+                );
+                // The next sweep keeps counting from the cleared value.
+                clock.advance(Duration::from_secs(1));
+                sw.sweep_once();
+                let t2 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
+                let after = read_pc(&sim, lid, ca.ports[0].num).xmit_data;
+                assert!(t2 > t1);
+                assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
+            } else {
+                assert_eq!(now.xmit_data, u32::MAX, "saturated, not cleared");
+            }
         }
     }
 }

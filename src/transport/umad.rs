@@ -13,8 +13,21 @@
 //! version 1, QP1) and directed-route SMPs (class 0x81, version 1, QP0). A
 //! dedicated reader thread waits in `poll()` (umad2sim's descriptors are
 //! fake, numbered from 1024, and cannot go into epoll) with a short timeout
-//! so it notices shutdown, and queues every completion on a channel that
-//! [`UmadTransport::recv`] reads. [`UmadTransport::send`] writes the MAD
+//! so it notices shutdown, and queues every completion on the channel of the
+//! handle that sent the MAD, which [`UmadTransport::recv`] reads.
+//!
+//! Handles: [`UmadTransport::pm_handle`] gives further independent handles
+//! on the same open port (the sweeper, the write path and the sample poller
+//! each own one). Each handle has a route number (0 for the handle `open`
+//! returned, 1..=255 for the others) that [`UmadTransport::send`] writes
+//! into bits 24..31 of the low 32 bits of the TID (MAD byte 12) of every
+//! PerfMgt MAD; the reader sends each completion to the handle its route
+//! byte names. The kernel (and umad2sim) rewrite only the high 32 TID bits,
+//! so the byte comes back intact in replies and in timeout records. Users of
+//! this transport must therefore keep their own TID bookkeeping to the low
+//! 24 bits, as [`crate::fabric::engine::Engine`] does. Directed-route SMP
+//! completions go to the handle from [`UmadTransport::smp_handle`] once one
+//! exists (discovery uses its own TIDs). [`UmadTransport::send`] writes the MAD
 //! from the caller's thread: a `write()` of one MAD never blocks on the
 //! kernel device (the MAD layer queues it), and doing it in place avoids
 //! the wake-up latency a writer thread would need (umad2sim's `poll()`
@@ -62,6 +75,10 @@ const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
 const POLL_MS: c_int = 50;
 /// umad2sim's `read` returns `-EWOULDBLOCK` itself when nothing is queued.
 const SIM_EWOULDBLOCK: isize = -(libc::EWOULDBLOCK as isize);
+const METHOD_GET: u8 = 0x01;
+const METHOD_SET: u8 = 0x02;
+/// Method bit that marks a response.
+const RESPONSE_BIT: u8 = 0x80;
 /// `ETIMEDOUT`, the status of a request the kernel gave up on.
 pub const STATUS_TIMEOUT: i32 = libc::ETIMEDOUT;
 
@@ -77,6 +94,9 @@ pub struct UmadConfig {
     pub timeout_ms: u32,
     /// Kernel resends per MAD (0 when the caller retries itself).
     pub retries: u32,
+    /// Also receive PerfMgt Get and Set requests sent to this port (to act
+    /// as a PMA; they arrive on the handle `open` returned).
+    pub serve_perf_mgt: bool,
 }
 
 impl Default for UmadConfig {
@@ -86,6 +106,7 @@ impl Default for UmadConfig {
             port: None,
             timeout_ms: 100,
             retries: 0,
+            serve_perf_mgt: false,
         }
     }
 }
@@ -122,7 +143,43 @@ pub struct LocalPort {
 pub struct UmadTransport {
     shared: Arc<Owner>,
     rx: Receiver<Message>,
+    /// The route byte stamped into the TID of every PerfMgt MAD sent.
+    route: u8,
+    /// Whether this handle owns `route` (and frees it on drop); an SMP
+    /// handle borrows its parent's.
+    owns_route: bool,
 }
+
+/// Where the reader sends completions.
+#[derive(Default)]
+struct Routes {
+    /// PerfMgt (and other non-SMP) completions by route byte.
+    pm: Vec<Option<Sender<Message>>>,
+    /// Directed-route SMP completions once split off; else route 0.
+    smp: Option<Sender<Message>>,
+}
+
+impl Routes {
+    fn for_completion(&self, class: u8, route: u8) -> Option<&Sender<Message>> {
+        if class == CLASS_SMP_DIRECTED
+            && let Some(s) = &self.smp
+        {
+            return Some(s);
+        }
+        let r = if class == CLASS_SMP_DIRECTED {
+            0
+        } else {
+            route
+        };
+        self.pm.get(r as usize).and_then(Option::as_ref)
+    }
+}
+
+/// MAD byte that carries a handle's route: bits 24..31 of the TID's low
+/// 32 bits.
+pub const ROUTE_BYTE: usize = 12;
+/// Most handles one open port can have at once.
+pub const MAX_HANDLES: usize = 256;
 
 enum Message {
     Done(Received),
@@ -146,8 +203,7 @@ struct Owner {
     local: LocalPort,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Where SMP completions go once [`UmadTransport::smp_handle`] split them off.
-    smp_route: Arc<Mutex<Option<Sender<Message>>>>,
+    routes: Arc<Mutex<Routes>>,
 }
 
 impl UmadTransport {
@@ -171,13 +227,18 @@ impl UmadTransport {
             retries: cfg.retries,
         };
         // From here on, dropping `device` unregisters and closes.
-        device.pm_agent = register_agent(fd, 1, CLASS_PERF_MGT, 1).map_err(|e| {
+        let methods: &[u8] = if cfg.serve_perf_mgt {
+            &[METHOD_GET, METHOD_SET]
+        } else {
+            &[]
+        };
+        device.pm_agent = register_agent(fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
             UmadError(format!(
                 "{}: cannot register a PerfMgt (class 0x04) agent: {e}",
                 local.device
             ))
         })?;
-        device.smp_agent = register_agent(fd, 0, CLASS_SMP_DIRECTED, 1).map_err(|e| {
+        device.smp_agent = register_agent(fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
             UmadError(format!(
                 "{}: cannot register a directed-route SMP (class 0x81) agent: {e}",
                 local.device
@@ -185,15 +246,18 @@ impl UmadTransport {
         })?;
         let device = Arc::new(device);
         let stop = Arc::new(AtomicBool::new(false));
-        let smp_route: Arc<Mutex<Option<Sender<Message>>>> = Arc::new(Mutex::new(None));
         let (tx, rx) = mpsc::channel();
+        let routes = Arc::new(Mutex::new(Routes {
+            pm: vec![Some(tx)],
+            smp: None,
+        }));
         let thread = {
             let device = Arc::clone(&device);
             let stop = Arc::clone(&stop);
-            let smp_route = Arc::clone(&smp_route);
+            let routes = Arc::clone(&routes);
             std::thread::Builder::new()
                 .name(format!("umad-{}-{}", local.ca, local.port))
-                .spawn(move || reader(&device, &stop, &tx, &smp_route))
+                .spawn(move || reader(&device, &stop, &routes))
                 .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
         };
         tracing::info!(
@@ -210,9 +274,11 @@ impl UmadTransport {
                 local,
                 stop,
                 thread: Mutex::new(Some(thread)),
-                smp_route,
+                routes,
             }),
             rx,
+            route: 0,
+            owns_route: true,
         })
     }
 
@@ -222,17 +288,70 @@ impl UmadTransport {
     }
 
     /// A second handle on the same port that receives the directed-route
-    /// SMP completions from now on (this handle then gets only PerfMgt
-    /// ones), so discovery can run while the sweeper owns this handle.
-    /// Either handle can send either class.
+    /// SMP completions from now on (no other handle gets them), so discovery
+    /// can run while the sweeper owns a PerfMgt handle. PerfMgt MADs it
+    /// sends complete on the handle it was split from.
     pub fn smp_handle(&self) -> UmadTransport {
         let (tx, rx) = mpsc::channel();
-        if let Ok(mut route) = self.shared.smp_route.lock() {
-            *route = Some(tx);
-        }
+        self.routes().smp = Some(tx);
         UmadTransport {
             shared: Arc::clone(&self.shared),
             rx,
+            route: self.route,
+            owns_route: false,
+        }
+    }
+
+    /// Another independent PerfMgt handle on the same port: it receives the
+    /// completions of exactly the MADs it sent (see the module
+    /// documentation for the routing), so several engines can share one
+    /// port without seeing each other's replies. Fails when
+    /// [`MAX_HANDLES`] handles are open.
+    pub fn pm_handle(&self) -> Result<UmadTransport, UmadError> {
+        let (tx, rx) = mpsc::channel();
+        let mut routes = self.routes();
+        let free = routes.pm.iter().position(Option::is_none);
+        let route = match free {
+            Some(i) => i,
+            None if routes.pm.len() < MAX_HANDLES => {
+                routes.pm.push(None);
+                routes.pm.len() - 1
+            }
+            None => {
+                return Err(UmadError(format!(
+                    "{}: all {MAX_HANDLES} umad handles are in use",
+                    self.shared.local.device
+                )));
+            }
+        };
+        routes.pm[route] = Some(tx);
+        Ok(UmadTransport {
+            shared: Arc::clone(&self.shared),
+            rx,
+            route: route as u8,
+            owns_route: true,
+        })
+    }
+
+    /// This handle's route byte (0 for the handle `open` returned).
+    pub fn route(&self) -> u8 {
+        self.route
+    }
+
+    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        // The routing table holds plain senders: a poisoned lock still
+        // holds consistent data.
+        self.shared.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for UmadTransport {
+    fn drop(&mut self) {
+        if self.owns_route {
+            let mut routes = self.routes();
+            if let Some(slot) = routes.pm.get_mut(self.route as usize) {
+                *slot = None;
+            }
         }
     }
 }
@@ -257,8 +376,18 @@ impl MadTransport for UmadTransport {
             ));
         }
         let mut buf = [0u8; HDR_SIZE + MAD_SIZE];
-        encode_header(&mut buf[..HDR_SIZE], agent, dev.timeout_ms, dev.retries, to);
+        // A response (e.g. a PMA answering a forwarded request) expects no
+        // reply: no kernel timeout for it.
+        let (timeout_ms, retries) = if mad[3] & RESPONSE_BIT != 0 {
+            (0, 0)
+        } else {
+            (dev.timeout_ms, dev.retries)
+        };
+        encode_header(&mut buf[..HDR_SIZE], agent, timeout_ms, retries, to);
         buf[HDR_SIZE..].copy_from_slice(mad);
+        if mad[1] != CLASS_SMP_DIRECTED && mad[3] & RESPONSE_BIT == 0 {
+            buf[HDR_SIZE + ROUTE_BYTE] = self.route;
+        }
         // SAFETY: `fd` is open for the lifetime of `dev` (closed only in
         // Device::drop), and `buf` is a live buffer of exactly `buf.len()`
         // bytes that write() only reads.
@@ -371,12 +500,7 @@ fn decode_completion(buf: &[u8]) -> Option<Received> {
     })
 }
 
-fn reader(
-    dev: &Device,
-    stop: &AtomicBool,
-    tx: &Sender<Message>,
-    smp_route: &Mutex<Option<Sender<Message>>>,
-) {
+fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
     let mut buf = vec![0u8; HDR_SIZE + MAD_SIZE];
     while !stop.load(Ordering::Relaxed) {
         let mut pfd = libc::pollfd {
@@ -391,7 +515,7 @@ fn reader(
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            fatal(tx, smp_route, format!("umad poll: {e}"));
+            fatal(routes, format!("umad poll: {e}"));
             return;
         }
         if r == 0 {
@@ -401,8 +525,7 @@ fn reader(
             && pfd.revents & libc::POLLIN == 0
         {
             fatal(
-                tx,
-                smp_route,
+                routes,
                 format!("umad device error (poll revents 0x{:x})", pfd.revents),
             );
             return;
@@ -420,7 +543,7 @@ fn reader(
                     io::ErrorKind::WouldBlock => break,
                     io::ErrorKind::Interrupted => continue,
                     _ => {
-                        fatal(tx, smp_route, format!("umad read: {e}"));
+                        fatal(routes, format!("umad read: {e}"));
                         return;
                     }
                 }
@@ -431,29 +554,32 @@ fn reader(
                 continue;
             };
             let class = rx.mad[1];
-            let routed = if class == CLASS_SMP_DIRECTED {
-                smp_route.lock().ok().and_then(|g| g.clone())
-            } else {
-                None
-            };
-            let sent = match routed {
-                Some(smp_tx) => smp_tx.send(Message::Done(rx)).is_ok(),
-                None => tx.send(Message::Done(rx)).is_ok(),
-            };
+            // A request that arrived (a PMA's work, see
+            // `UmadConfig::serve_perf_mgt`) carries the requester's TID: it
+            // goes to the first handle. Replies and timeout records of our
+            // own requests carry a route byte.
+            let incoming = rx.status == 0 && rx.mad[3] & RESPONSE_BIT == 0;
+            let route = if incoming { 0 } else { rx.mad[ROUTE_BYTE] };
+            let to = routes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .for_completion(class, route)
+                .cloned();
+            let sent = to.is_some_and(|t| t.send(Message::Done(rx)).is_ok());
             if !sent {
-                tracing::trace!(class, "umad completion dropped: receiver gone");
+                tracing::trace!(class, route, "umad completion dropped: no such handle");
             }
         }
     }
 }
 
 /// Tell every receiver that the device failed.
-fn fatal(tx: &Sender<Message>, smp_route: &Mutex<Option<Sender<Message>>>, msg: String) {
+fn fatal(routes: &Mutex<Routes>, msg: String) {
     tracing::error!("{msg}");
-    if let Some(smp_tx) = smp_route.lock().ok().and_then(|g| g.clone()) {
-        let _ = smp_tx.send(Message::Fatal(msg.clone()));
+    let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
+    for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
+        let _ = tx.send(Message::Fatal(msg.clone()));
     }
-    let _ = tx.send(Message::Fatal(msg));
 }
 
 fn cstring(s: &str) -> Result<CString, UmadError> {
@@ -711,14 +837,21 @@ fn open_device(path: &str) -> Result<c_int, UmadError> {
 }
 
 /// `struct ib_user_mad_reg_req`: id, method_mask[4 x u32], qpn, class,
-/// class version, oui[3], rmpp version — 27 bytes, padded to 28.
-fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8) -> io::Result<u32> {
+/// class version, oui[3], rmpp version — 27 bytes, padded to 28. With an
+/// empty `methods` the agent only sends requests and gets their replies;
+/// each method listed is also received unsolicited.
+fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8, methods: &[u8]) -> io::Result<u32> {
     let mut req = [0u8; 28];
+    for &m in methods {
+        // method_mask is a 128-bit bitmap of host-endian u32 words.
+        let word = 4 + 4 * usize::from(m / 32);
+        let mut w = u32::from_ne_bytes([req[word], req[word + 1], req[word + 2], req[word + 3]]);
+        w |= 1 << (m % 32);
+        req[word..word + 4].copy_from_slice(&w.to_ne_bytes());
+    }
     req[20] = qpn;
     req[21] = class;
     req[22] = version;
-    // method_mask stays 0: this agent only sends requests and gets the
-    // replies; it does not take unsolicited MADs.
     // SAFETY: the register ioctl reads and writes exactly 28 bytes (its
     // size is encoded in the request number), and `req` is a live buffer of
     // 28 bytes.

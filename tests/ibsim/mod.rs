@@ -101,24 +101,31 @@ impl IbSim {
         };
         sim.wait_output("Network simulator ready", Duration::from_secs(30));
 
-        let osm = sim.dir.path().join("osm");
-        fs::create_dir_all(&osm).expect("osm dir");
         let t0 = Instant::now();
-        let mut cmd = sim.command("opensm");
+        sim.run_opensm();
+        sim.opensm_time = t0.elapsed();
+        sim
+    }
+
+    /// One `opensm -o` sweep: assigns LIDs (the same ones again, from its
+    /// cache in the sim's directory) and brings links that came up (e.g.
+    /// after `ReLink`) to Active. opensm exits afterwards.
+    pub fn run_opensm(&self) {
+        let osm = self.dir.path().join("osm");
+        fs::create_dir_all(&osm).expect("osm dir");
+        let mut cmd = self.command("opensm");
         cmd.arg("-o")
             .arg("-f")
             .arg(osm.join("osm.log"))
             .env("OSM_TMP_DIR", &osm)
             .env("OSM_CACHE_DIR", &osm);
-        let r = sim.run_cmd(cmd, "opensm -o", Duration::from_secs(50));
+        let r = self.run_cmd(cmd, "opensm -o", Duration::from_secs(50));
         assert!(
             r.status.success(),
             "opensm -o failed: {}\n{}",
             r.stdout,
             r.stderr
         );
-        sim.opensm_time = t0.elapsed();
-        sim
     }
 
     pub fn dir(&self) -> &Path {
@@ -233,43 +240,64 @@ impl Drop for IbSim {
 /// test process: `cargo test --test X` alone does not rebuild examples, and
 /// a stale probe would test old code.
 pub fn probe_path() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("current exe");
-            // target/<profile>/deps/<test> -> target/<profile>/examples/umad_probe
-            let profile_dir = exe
-                .parent()
-                .and_then(Path::parent)
-                .expect("test binary under target/<profile>/deps");
-            let target_dir = profile_dir.parent().expect("target dir");
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut c = Command::new(cargo);
-            c.args([
-                "build",
-                "--quiet",
-                "--example",
-                "umad_probe",
-                "--target-dir",
-            ])
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null());
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                c.arg("--release");
-            }
-            let mut child = c.spawn().expect("cannot run cargo to build umad_probe");
-            let st = wait_bounded(
-                &mut child,
-                Duration::from_secs(600),
-                "cargo build --example",
-            );
-            assert!(st.success(), "building the umad_probe example failed");
-            let probe = profile_dir.join("examples").join("umad_probe");
-            assert!(probe.exists(), "{} missing", probe.display());
-            probe
-        })
-        .clone()
+    example_path("umad_probe")
+}
+
+/// An example binary of this crate, (re)built once per test process.
+pub fn example_path(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary under target/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("target dir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args(["build", "--quiet", "--example", name, "--target-dir"])
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null());
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        c.arg("--release");
+    }
+    let mut child = c
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {name}: {e}"));
+    let st = wait_bounded(
+        &mut child,
+        Duration::from_secs(600),
+        "cargo build --example",
+    );
+    assert!(st.success(), "building the {name} example failed");
+    let path = profile_dir.join("examples").join(name);
+    assert!(path.exists(), "{} missing", path.display());
+    built.insert(name.to_string(), path.clone());
+    path
+}
+
+/// `scripts/gen-fat-tree` output (see the script for the layout).
+pub fn gen_fat_tree(leaves: usize, spines: usize, hosts: usize, dual: usize) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-fat-tree");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_path = dir.path().join("net");
+    let mut child = Command::new(&script)
+        .args([leaves, spines, hosts, dual].map(|v| v.to_string()))
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_path).expect("output file"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let st = wait_bounded(&mut child, Duration::from_secs(60), "gen-fat-tree");
+    assert!(st.success(), "gen-fat-tree failed");
+    fs::read_to_string(&out_path).expect("read generated netfile")
 }
 
 /// A two-level fat tree in ibsim's netfile format: `leaves` leaf switches

@@ -1,0 +1,524 @@
+//! The agent end to end on a real (simulated) fabric: ibsim running a fat
+//! tree from `scripts/gen-fat-tree`, LIDs from `opensm -o`, the
+//! `ibpm-agentx` binary with `--backend umad` under umad2sim, a private
+//! snmpd as its AgentX master, and perfquery / ibnetdiscover as the ground
+//! truth.
+
+mod common;
+mod ibsim;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{ChildGuard, PrivateSnmpd, SnmpTool, parse_walk};
+use ibpm_agentx::mib::tables::COUNTERS;
+use ibsim::{IbSim, IbndNode, example_path, gen_fat_tree, parse_ibnetdiscover, perfquery_fields};
+
+const PM: &str = "1.3.6.1.3.117.1";
+/// pmPortCountersPortSelect.
+const COL_PORT_SELECT: u32 = 2;
+/// pmPortSampleCntrlSampleInterval.
+const COL_SAMPLE_INTERVAL: u32 = 26;
+/// 14 leaves x 8 hosts (the last 2 of each dual-port) + 7 spines.
+const LEAVES: usize = 14;
+const SPINES: usize = 7;
+const HOSTS: usize = 8;
+const DUAL: usize = 2;
+const SWEEP_S: f64 = 1.0;
+const UNREACHABLE_AFTER: u32 = 2;
+/// The node the sample responder answers for.
+const RESPONDER_NODE: &str = "H3_2";
+
+fn index(guid: u64) -> String {
+    guid.to_be_bytes()
+        .iter()
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn guid_of_index(suffix: &[u32]) -> u64 {
+    suffix.iter().fold(0u64, |g, &b| (g << 8) | u64::from(b))
+}
+
+fn column_of(name: &str) -> u32 {
+    COUNTERS
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.column)
+        .unwrap_or_else(|| panic!("no column for {name}"))
+}
+
+struct Setup {
+    // Dropped in reverse order of start: the agent first, ibsim last.
+    agent: ChildGuard,
+    /// Held for its Drop (stops the responder).
+    _responder: Option<ChildGuard>,
+    snmpd: PrivateSnmpd,
+    sim: IbSim,
+    _netdir: tempfile::TempDir,
+    ib: BTreeMap<u64, IbndNode>,
+    agent_log: PathBuf,
+    responder_out: PathBuf,
+}
+
+impl Setup {
+    fn start(with_responder: bool) -> Setup {
+        assert!(
+            PrivateSnmpd::available(),
+            "snmpd and the net-snmp tools are needed (apt-get install snmpd snmp)"
+        );
+        let text = gen_fat_tree(LEAVES, SPINES, HOSTS, DUAL);
+        let netdir = tempfile::Builder::new()
+            .prefix("ibpm-ft-")
+            .tempdir()
+            .expect("temp dir");
+        let net = netdir.path().join("fat-tree.net");
+        fs::write(&net, text).expect("write netfile");
+        let sim = IbSim::start(&net);
+        let ib = parse_ibnetdiscover(&sim.tool("ibnetdiscover", &[]).stdout);
+        assert_eq!(ib.len(), LEAVES + SPINES + LEAVES * HOSTS);
+
+        let responder_out = sim.dir().join("responder.out");
+        let responder = with_responder.then(|| {
+            let mut c = sim.command(example_path("pma_responder"));
+            c.args(["--topology"])
+                .arg(&net)
+                .args(["--node", RESPONDER_NODE])
+                .env("SIM_HOST", RESPONDER_NODE)
+                .env("SIM_SET_ISSM", "1")
+                .stdin(Stdio::null())
+                .stdout(fs::File::create(&responder_out).expect("responder.out"))
+                .stderr(fs::File::create(sim.dir().join("responder.err")).expect("err"));
+            let g = ChildGuard::new("pma_responder", c.spawn().expect("start pma_responder"));
+            wait_for(Duration::from_secs(20), "the responder to register", || {
+                fs::read_to_string(&responder_out)
+                    .unwrap_or_default()
+                    .contains("\"ready\"")
+            });
+            g
+        });
+
+        let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
+        let cfg = sim.dir().join("agent.toml");
+        fs::write(
+            &cfg,
+            format!(
+                "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
+                 [fabric]\nbackend = \"umad\"\nsweep_interval = {SWEEP_S}\n\
+                 unreachable_after = {UNREACHABLE_AFTER}\nunreachable_rows = \"drop\"\n\
+                 [set]\nallow = true\n[log]\nlevel = \"info\"\n",
+                snmpd.agentx_addr()
+            ),
+        )
+        .expect("write agent config");
+        let agent_log = sim.dir().join("agent.log");
+        let mut c = sim.command(env!("CARGO_BIN_EXE_ibpm-agentx"));
+        c.arg("run")
+            .arg("--config")
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&agent_log).expect("agent.log"))
+            .stderr(
+                fs::OpenOptions::new()
+                    .append(true)
+                    .open(&agent_log)
+                    .expect("agent.log"),
+            );
+        let agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
+        let s = Setup {
+            agent,
+            _responder: responder,
+            snmpd,
+            sim,
+            _netdir: netdir,
+            ib,
+            agent_log,
+            responder_out,
+        };
+        let want: BTreeSet<u64> = s.ib.keys().copied().collect();
+        s.wait_rows(Duration::from_secs(20), |rows| rows == &want);
+        s
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.agent_log).unwrap_or_default()
+    }
+
+    fn node(&self, desc: &str) -> &IbndNode {
+        self.ib
+            .values()
+            .find(|n| n.desc == desc)
+            .unwrap_or_else(|| panic!("no node {desc}"))
+    }
+
+    /// The LID perfquery addresses for a node's port.
+    fn lid(&self, desc: &str, port: u8) -> u16 {
+        let n = self.node(desc);
+        if n.switch { n.lid } else { n.ports[&port].2 }
+    }
+
+    /// Node GUIDs with a pmPortCountersTable row.
+    fn rows(&self) -> BTreeSet<u64> {
+        let root = format!("{PM}.4.1.{COL_PORT_SELECT}");
+        let out = SnmpTool::new("snmpbulkwalk")
+            .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
+            .arg(&self.snmpd.target())
+            .arg(&root)
+            .run();
+        assert!(
+            out.status.success(),
+            "walk failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let prefix: Vec<u32> = root.split('.').map(|s| s.parse().unwrap()).collect();
+        parse_walk(&String::from_utf8_lossy(&out.stdout))
+            .into_iter()
+            .filter_map(|l| {
+                let o = l.oid.as_slice();
+                (o.len() == prefix.len() + 8 && o.starts_with(&prefix))
+                    .then(|| guid_of_index(&o[prefix.len()..]))
+            })
+            .collect()
+    }
+
+    fn wait_rows(&self, limit: Duration, ok: impl Fn(&BTreeSet<u64>) -> bool) -> Duration {
+        let start = Instant::now();
+        loop {
+            let rows = self.rows();
+            if ok(&rows) {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < limit,
+                "rows not as expected within {limit:?}: {} rows\nagent log:\n{}",
+                rows.len(),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn snmpset(&self, args: &[String]) -> String {
+        let out = SnmpTool::new("snmpset")
+            .args(["-v2c", "-c", "private", "-On", "-t", "3", "-r", "0"])
+            .arg(&self.snmpd.target())
+            .args(args)
+            .run();
+        assert!(
+            out.status.success(),
+            "snmpset {args:?} failed: {}{}\nagent log:\n{}\nresponder:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log(),
+            fs::read_to_string(&self.responder_out).unwrap_or_default()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Every counter column of one port, read through snmpd (PortSelect
+    /// first set to `port`).
+    fn counters(&self, desc: &str, port: u8) -> BTreeMap<String, u64> {
+        let idx = index(self.node(desc).guid);
+        self.snmpset(&[
+            format!("{PM}.4.1.{COL_PORT_SELECT}.{idx}"),
+            "u".into(),
+            port.to_string(),
+        ]);
+        let oids: Vec<String> = COUNTERS
+            .iter()
+            .filter_map(|c| c.column)
+            .map(|col| format!("{PM}.4.1.{col}.{idx}"))
+            .collect();
+        let out = SnmpTool::new("snmpget")
+            .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
+            .arg(&self.snmpd.target())
+            .args(&oids)
+            .run();
+        assert!(out.status.success(), "snmpget failed");
+        let lines = parse_walk(&String::from_utf8_lossy(&out.stdout));
+        let mut m = BTreeMap::new();
+        for c in COUNTERS.iter().filter(|c| c.column.is_some()) {
+            let oid = format!(".{PM}.4.1.{}.{idx}", c.column.unwrap());
+            let l = lines
+                .iter()
+                .find(|l| l.oid.to_string() == oid || format!(".{}", l.oid) == oid)
+                .unwrap_or_else(|| panic!("no {oid} in {lines:?}"));
+            assert_eq!(l.ty, "Gauge32", "{l:?}");
+            m.insert(c.name.to_string(), l.value.parse().expect("number"));
+        }
+        m
+    }
+
+    fn perfquery(&self, desc: &str, port: u8) -> BTreeMap<String, u64> {
+        let lid = self.lid(desc, port).to_string();
+        perfquery_fields(
+            &self
+                .sim
+                .tool("perfquery", &[&lid, &port.to_string()])
+                .stdout,
+        )
+    }
+}
+
+fn wait_for(limit: Duration, what: &str, ok: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+const EXACT: [&str; 12] = [
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortRcvSwitchRelayErrors",
+    "PortXmitDiscards",
+    "PortXmitConstraintErrors",
+    "PortRcvConstraintErrors",
+    "LocalLinkIntegrityErrors",
+    "ExcessiveBufferOverrunErrors",
+    "VL15Dropped",
+];
+const MOVING: [&str; 4] = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"];
+
+#[test]
+fn agent_serves_the_fabric_as_perfquery_reads_it() {
+    let mut s = Setup::start(true);
+
+    // Every node ibnetdiscover reports is a row, with the same GUID (the
+    // wait in `start` compared the sets).
+    let rows = s.rows();
+    assert_eq!(rows.len(), s.ib.len());
+    let log = s.log();
+    assert!(log.contains("fabric discovered"), "{log}");
+
+    // Error counters preset in ibsim read back exactly as perfquery reads
+    // them; H4_7 is dual-port (port 2 on leaf L5).
+    let sets = [
+        ("L3", 5u8, "SymbolErrorCounter", 7u64),
+        ("S2", 4, "LinkDownedCounter", 3),
+        ("H2_1", 1, "PortRcvErrors", 11),
+        ("H4_7", 2, "PortXmitDiscards", 300),
+        ("L9", 12, "PortXmitDiscards", 21),
+    ];
+    for (node, port, field, v) in sets {
+        s.sim.console(&format!(
+            "PerformanceSet \"{node}\"[{port}] PortCounters.{field}={v}"
+        ));
+    }
+    // The next sweeps pick them up.
+    for (node, port, field, v) in sets {
+        let start = Instant::now();
+        loop {
+            let got = s.counters(node, port);
+            if got[field] == v {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{node}[{port}] {field} = {} after 10 s, want {v}",
+                got[field]
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    // Bound on traffic between two reads of one port: every port of the
+    // fabric sees at most every MAD of three sweeps (PortCounters,
+    // PortCountersExtended and 8 optional attributes per port, plus
+    // per-node MADs), each MAD one packet each way and 72 dwords.
+    let ports: u64 = s.ib.values().map(|n| n.ports.len() as u64).sum();
+    let pkts_bound = 3 * 2 * (ports * 10 + 3 * s.ib.len() as u64);
+    for (node, port, _, _) in sets {
+        let got = s.counters(node, port);
+        let want = s.perfquery(node, port);
+        for f in EXACT {
+            assert_eq!(got[f], want[f], "{node}[{port}] {f}: snmpget vs perfquery");
+        }
+        for f in MOVING {
+            let bound = if f.ends_with("Data") {
+                pkts_bound * 72
+            } else {
+                pkts_bound
+            };
+            assert!(
+                got[f] <= want[f] && want[f] - got[f] <= bound,
+                "{node}[{port}] {f}: snmpget {} vs perfquery {} (bound {bound})",
+                got[f],
+                want[f]
+            );
+            assert!(got[f] > 0, "{node}[{port}] {f} never moved");
+        }
+    }
+
+    // A counter cleared with snmpset reads 0 in perfquery.
+    let (node, port) = ("H4_7", 2u8);
+    let idx = index(s.node(node).guid);
+    s.snmpset(&[
+        format!("{PM}.4.1.{COL_PORT_SELECT}.{idx}"),
+        "u".into(),
+        port.to_string(),
+        format!("{PM}.4.1.{}.{idx}", column_of("PortXmitDiscards")),
+        "u".into(),
+        "0".into(),
+    ]);
+    assert_eq!(s.perfquery(node, port)["PortXmitDiscards"], 0);
+    assert_eq!(s.counters(node, port)["PortXmitDiscards"], 0);
+    // Only the selected counter: another port's preset value stays.
+    assert_eq!(s.perfquery("L9", 12)["PortXmitDiscards"], 21);
+
+    // PortSamplesControl: ibsim does not answer it, the responder attached
+    // to RESPONDER_NODE does. Only that node has a sample row.
+    let root = format!("{PM}.2.1.{COL_SAMPLE_INTERVAL}");
+    let walk = SnmpTool::new("snmpbulkwalk")
+        .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
+        .arg(&s.snmpd.target())
+        .arg(&root)
+        .run();
+    let lines = parse_walk(&String::from_utf8_lossy(&walk.stdout));
+    let responder_guid = s.node(RESPONDER_NODE).guid;
+    let sample_rows: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.oid.to_string().contains(&format!("{root}.")))
+        .map(|l| {
+            let o = l.oid.as_slice();
+            guid_of_index(&o[o.len() - 8..])
+        })
+        .collect();
+    assert_eq!(
+        sample_rows,
+        vec![responder_guid],
+        "sample rows: {lines:?}\nresponder:\n{}",
+        fs::read_to_string(&s.responder_out).unwrap_or_default()
+    );
+    let sets_before = fs::read_to_string(&s.responder_out)
+        .unwrap_or_default()
+        .matches("\"request\":\"0x10\",\"method\":2")
+        .count();
+    // A CA's PMA samples the port the request arrived on: PortSelect 1.
+    s.snmpset(&[
+        format!("{PM}.2.1.3.{}", index(responder_guid)),
+        "u".into(),
+        "1".into(),
+        format!("{root}.{}", index(responder_guid)),
+        "u".into(),
+        "5000".into(),
+    ]);
+    let out = fs::read_to_string(&s.responder_out).unwrap_or_default();
+    assert_eq!(
+        out.matches("\"request\":\"0x10\",\"method\":2").count(),
+        sets_before + 1,
+        "the sample start reached the responder:\n{out}"
+    );
+    assert!(s.agent.running(), "agent exited:\n{}", s.log());
+}
+
+/// snmpget of one OID in a loop until `stop`; counts requests and failures.
+fn prober(
+    target: String,
+    oid: String,
+    stop: Arc<AtomicBool>,
+    ok: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut errors = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let out = SnmpTool::new("snmpget")
+                .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
+                .arg(&target)
+                .arg(&oid)
+                .timeout(Duration::from_secs(10))
+                .run();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            if out.status.success() && !text.contains("Timeout") && text.contains("Gauge32") {
+                ok.fetch_add(1, Ordering::Relaxed);
+            } else {
+                failed.fetch_add(1, Ordering::Relaxed);
+                errors.push(text);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        errors
+    })
+}
+
+#[test]
+fn unlinked_switch_goes_away_and_returns_without_stalling_snmp() {
+    let mut s = Setup::start(false);
+    let victim = "L5";
+    // Behind L5: the leaf and its single-port hosts. Its dual-port hosts
+    // still answer through port 2 on L6.
+    let mut gone: BTreeSet<u64> = (0..HOSTS - DUAL)
+        .map(|h| s.node(&format!("H5_{h}")).guid)
+        .collect();
+    gone.insert(s.node(victim).guid);
+    let all = s.rows();
+
+    // A node that keeps answering: its counters keep moving.
+    let watch = ("L0", 1u8);
+    let xmit = |s: &Setup| s.counters(watch.0, watch.1)["PortXmitPkts"];
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let probe_oid = format!(
+        "{PM}.4.1.{}.{}",
+        column_of("PortXmitPkts"),
+        index(s.node("S0").guid)
+    );
+    let th = prober(
+        s.snmpd.target(),
+        probe_oid,
+        Arc::clone(&stop),
+        Arc::clone(&ok),
+        Arc::clone(&failed),
+    );
+
+    let before = xmit(&s);
+    s.sim.console(&format!("Unlink \"{victim}\""));
+    let took = s.wait_rows(Duration::from_secs(15), |rows| {
+        rows.iter().all(|g| !gone.contains(g))
+    });
+    let limit = SWEEP_S * f64::from(UNREACHABLE_AFTER + 2);
+    assert!(
+        took.as_secs_f64() <= limit,
+        "rows went away after {took:?} (limit {limit} s)"
+    );
+    let rows = s.rows();
+    let expected: BTreeSet<u64> = all.difference(&gone).copied().collect();
+    assert_eq!(rows, expected, "only the unlinked switch and its hosts go");
+    std::thread::sleep(Duration::from_secs_f64(SWEEP_S * 1.5));
+    let after = xmit(&s);
+    assert!(
+        after > before,
+        "{watch:?} stopped updating: {before} -> {after}"
+    );
+
+    // The links come back up in state Init: as on a real fabric, a subnet
+    // manager sweep makes them Active again (with the same LIDs).
+    s.sim.console(&format!("ReLink \"{victim}\""));
+    s.sim.run_opensm();
+    let back = s.wait_rows(Duration::from_secs(20), |rows| rows == &all);
+    stop.store(true, Ordering::Relaxed);
+    let errors = th.join().expect("prober");
+    assert!(ok.load(Ordering::Relaxed) > 5, "too few probes");
+    assert_eq!(
+        failed.load(Ordering::Relaxed),
+        0,
+        "SNMP requests failed meanwhile: {errors:?}"
+    );
+    eprintln!(
+        "unlink: rows gone after {took:?}; relink: back after {back:?}; {} SNMP probes ok",
+        ok.load(Ordering::Relaxed)
+    );
+    assert!(s.agent.running(), "agent exited:\n{}", s.log());
+}
