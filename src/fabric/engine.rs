@@ -20,6 +20,22 @@ pub struct MadRequest {
     pub data: [u8; 192],
 }
 
+/// Anything the engine can send: where it goes, and its MAD for a TID.
+/// Sweeps use a compact form that builds the 256 bytes only when sending.
+pub trait Request {
+    fn to(&self) -> MadAddr;
+    fn mad(&self, tid: u64) -> [u8; MAD_SIZE];
+}
+
+impl Request for MadRequest {
+    fn to(&self) -> MadAddr {
+        self.to
+    }
+    fn mad(&self, tid: u64) -> [u8; MAD_SIZE] {
+        mad::request(self.method, self.attr_id, self.attr_mod, tid, &self.data)
+    }
+}
+
 /// How one request ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MadOutcome {
@@ -107,9 +123,9 @@ impl Engine {
 
     /// Run every request to completion; `on_done(index, outcome)` is called
     /// once per request, in completion order.
-    pub fn run(
+    pub fn run<R: Request>(
         &mut self,
-        reqs: &[MadRequest],
+        reqs: &[R],
         mut on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
         let mut stats = BatchStats::default();
@@ -124,15 +140,10 @@ impl Engine {
                     break;
                 };
                 let r = &reqs[index];
+                let to = r.to();
                 let tid = self.tid();
-                let mad = mad::request(
-                    r.method,
-                    r.attr_id,
-                    r.attr_mod,
-                    self.tid_high | tid as u64,
-                    &r.data,
-                );
-                match self.transport.send(&r.to, &mad) {
+                let mad = r.mad(self.tid_high | tid as u64);
+                match self.transport.send(&to, &mad) {
                     Ok(()) => {
                         stats.sent += 1;
                         let deadline = Instant::now() + self.cfg.timeout;
@@ -150,7 +161,7 @@ impl Engine {
                         stats.errors += 1;
                         on_done(
                             index,
-                            MadOutcome::Failed(format!("send to LID {}: {e}", r.to.lid)),
+                            MadOutcome::Failed(format!("send to LID {}: {e}", to.lid)),
                         );
                     }
                 }
@@ -172,7 +183,7 @@ impl Engine {
                         if rx.status != 0 {
                             // The transport gave up on this send (e.g. umad
                             // status 110): same as a deadline expiry.
-                            self.expire(f, reqs, &mut pending, &mut stats, &mut on_done);
+                            self.expire(f, &mut pending, &mut stats, &mut on_done);
                         } else {
                             stats.replies += 1;
                             on_done(f.index, outcome_of(&rx.mad));
@@ -205,7 +216,7 @@ impl Engine {
                 if inflight.get(&tid).is_some_and(|f| f.deadline == d)
                     && let Some(f) = inflight.remove(&tid)
                 {
-                    self.expire(f, reqs, &mut pending, &mut stats, &mut on_done);
+                    self.expire(f, &mut pending, &mut stats, &mut on_done);
                 }
             }
         }
@@ -215,7 +226,6 @@ impl Engine {
     fn expire(
         &self,
         f: InFlight,
-        _reqs: &[MadRequest],
         pending: &mut VecDeque<(usize, u32)>,
         stats: &mut BatchStats,
         on_done: &mut impl FnMut(usize, MadOutcome),

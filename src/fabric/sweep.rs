@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info};
 
 use super::cache::Cache;
-use super::engine::{Engine, MadRequest};
+use super::engine::{Engine, MadRequest, Request};
 use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
 use crate::mib::tables::COUNTERS;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
@@ -75,6 +75,44 @@ pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
         }
     }
     (select, select2)
+}
+
+/// A sweep's Get, 20 bytes until it is sent (a sweep of a large fabric
+/// holds hundreds of thousands of them).
+#[derive(Clone, Copy, Debug)]
+pub struct PmGet {
+    pub to: MadAddr,
+    pub attr_id: u16,
+    /// PortSelect for the per-port attributes.
+    pub port: u8,
+}
+
+impl PmGet {
+    fn data(&self) -> [u8; 192] {
+        match self.attr_id {
+            attr::PORT_COUNTERS => port_counters_data(self.port, 0, 0),
+            attr::PORT_COUNTERS_EXTENDED => {
+                let mut data = [0u8; 192];
+                PortCountersExtended {
+                    port_select: self.port,
+                    ..Default::default()
+                }
+                .encode(&mut data);
+                data
+            }
+            a if OPTIONAL_ATTRS.contains(&a) => optional_request_data(a, self.port),
+            _ => [0; 192],
+        }
+    }
+}
+
+impl Request for PmGet {
+    fn to(&self) -> MadAddr {
+        self.to
+    }
+    fn mad(&self, tid: u64) -> [u8; crate::transport::MAD_SIZE] {
+        crate::pm::mad::request(method::GET, self.attr_id, 0, tid, &self.data())
+    }
 }
 
 /// The data area of a PortCounters request for `port` with these
@@ -188,7 +226,7 @@ impl Sweeper {
         stats
     }
 
-    fn counter_requests(&self) -> (Vec<MadRequest>, Vec<Slot>) {
+    fn counter_requests(&self) -> (Vec<PmGet>, Vec<Slot>) {
         let st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
@@ -201,20 +239,15 @@ impl Sweeper {
                 let Some(to) = st.pma(ni, Some(pi)) else {
                     continue;
                 };
-                reqs.push(get(
+                let pm_get = |attr_id| PmGet {
                     to,
-                    attr::PORT_COUNTERS,
-                    port_counters_data(port.num, 0, 0),
-                ));
+                    attr_id,
+                    port: port.num,
+                };
+                reqs.push(pm_get(attr::PORT_COUNTERS));
                 slots.push(Slot::Counters(ni, pi));
                 if ext {
-                    let mut data = [0u8; 192];
-                    PortCountersExtended {
-                        port_select: port.num,
-                        ..Default::default()
-                    }
-                    .encode(&mut data);
-                    reqs.push(get(to, attr::PORT_COUNTERS_EXTENDED, data));
+                    reqs.push(pm_get(attr::PORT_COUNTERS_EXTENDED));
                     slots.push(Slot::Extended(ni, pi));
                 }
             }
@@ -226,7 +259,11 @@ impl Sweeper {
                     };
                     for (k, &attr_id) in OPTIONAL_ATTRS.iter().enumerate() {
                         if unsupported & (1 << k) == 0 {
-                            reqs.push(get(to, attr_id, optional_request_data(attr_id, port.num)));
+                            reqs.push(PmGet {
+                                to,
+                                attr_id,
+                                port: port.num,
+                            });
                             slots.push(Slot::Optional(ni, pi, k));
                         }
                     }
@@ -235,9 +272,14 @@ impl Sweeper {
             if !st.nodes[ni].no_samples
                 && let Some(to) = st.pma(ni, Some(0))
             {
-                reqs.push(get(to, attr::PORT_SAMPLES_CONTROL, [0; 192]));
+                for attr_id in [attr::PORT_SAMPLES_CONTROL, attr::PORT_SAMPLES_RESULT] {
+                    reqs.push(PmGet {
+                        to,
+                        attr_id,
+                        port: 0,
+                    });
+                }
                 slots.push(Slot::SamplesControl(ni));
-                reqs.push(get(to, attr::PORT_SAMPLES_RESULT, [0; 192]));
                 slots.push(Slot::SamplesResult(ni));
             }
         }
@@ -281,9 +323,9 @@ impl Sweeper {
 
     /// Send one batch and fold the outcomes into the state. Returns the
     /// number of MADs and of timeouts.
-    fn run_batch(
+    fn run_batch<R: Request>(
         &mut self,
-        reqs: &[MadRequest],
+        reqs: &[R],
         slots: &[Slot],
         answered: &mut [bool],
         log_progress: bool,
@@ -403,7 +445,7 @@ mod tests {
             wrap(&sim, sim.transport()),
             EngineConfig {
                 window: 16,
-                timeout: Duration::from_millis(20),
+                timeout: Duration::from_millis(250),
                 retries: 1,
             },
         );
