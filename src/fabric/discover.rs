@@ -909,7 +909,7 @@ mod tests {
     fn quick() -> DiscoverOptions {
         DiscoverOptions {
             window: 8,
-            timeout: Duration::from_millis(30),
+            timeout: Duration::from_millis(200),
             retries: 1,
             max_hops: MAX_HOPS,
         }

@@ -339,7 +339,7 @@ mod tests {
             Box::new(fake),
             EngineConfig {
                 window: 8,
-                timeout: Duration::from_millis(30),
+                timeout: Duration::from_millis(300),
                 retries: 2,
             },
         );
@@ -399,7 +399,7 @@ mod tests {
             Box::new(Stamping(fake, 0xA5)),
             EngineConfig {
                 window: 4,
-                timeout: Duration::from_millis(50),
+                timeout: Duration::from_millis(500),
                 retries: 0,
             },
         );
@@ -426,7 +426,7 @@ mod tests {
             Box::new(fake),
             EngineConfig {
                 window: 4,
-                timeout: Duration::from_millis(50),
+                timeout: Duration::from_millis(500),
                 retries: 0,
             },
         );
