@@ -44,16 +44,9 @@ fn run(leaves: usize, spines: usize, hosts: usize, links: usize, ibsim_args: &[&
          ({} SMPs); ibnetdiscover process {:?}; PortCounters {} MADs in {} ms = {} MADs/s (window 256)",
         sim.opensm_time, s["smps"], ib.elapsed, s["pm_mads"], s["pm_ms"], s["pm_mads_per_s"]
     );
-    assert!(discover_ms < 10_000.0, "discovery took {discover_ms} ms");
 }
 
 #[test]
 fn mid_size_fat_tree_27_switches_324_hcas() {
     run(18, 9, 18, 2, &[]);
-}
-
-/// 162 switches / 2,592 HCAs (about 15 s, most of it `opensm -o`).
-#[test]
-fn large_fat_tree_162_switches_2592_hcas() {
-    run(108, 54, 24, 1, &["-N", "4096", "-S", "512", "-P", "65536"]);
 }
