@@ -926,9 +926,12 @@ impl Runner {
         };
         let answer: Option<Pdu> = match pdu.payload {
             Payload::Get { ranges, .. } => {
-                let vbs = ranges
-                    .iter()
-                    .map(|r| VarBind::new(r.start.clone(), self.handler.get(&r.start)))
+                let names: Vec<Oid> = ranges.iter().map(|r| r.start.clone()).collect();
+                let values = self.handler.get_many(&names);
+                let vbs = names
+                    .into_iter()
+                    .zip(values)
+                    .map(|(n, v)| VarBind::new(n, v))
                     .collect();
                 Some(Pdu::response_to(h, ResError::NO_ERROR, 0, vbs))
             }

@@ -85,6 +85,12 @@ pub trait MibHandler: Send + Sync {
     /// RFC 2741 7.2.3.1: the value, or NoSuchObject / NoSuchInstance.
     fn get(&self, oid: &Oid) -> Value;
 
+    /// Several Gets answered together (one request PDU): an implementation
+    /// over snapshots answers them all from the same snapshot.
+    fn get_many(&self, oids: &[Oid]) -> Vec<Value> {
+        oids.iter().map(|o| self.get(o)).collect()
+    }
+
     /// RFC 2741 7.2.3.2: the first instance after `start` (at `start` too when
     /// `include`), strictly before `end` when `end` is given. `None` means
     /// endOfMibView for this range.

@@ -167,6 +167,11 @@ impl MibHandler for MibView {
         self.get_in(&self.cache.load(), oid)
     }
 
+    fn get_many(&self, oids: &[Oid]) -> Vec<Value> {
+        let snap = self.cache.load();
+        oids.iter().map(|o| self.get_in(&snap, o)).collect()
+    }
+
     fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
         self.next_in(&self.cache.load(), start, include, end)
     }

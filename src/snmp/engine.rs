@@ -256,9 +256,13 @@ fn wire_vb(vb: &VarBind) -> Option<v2::VarBind> {
 
 fn get(version: Version, p: &Pdu, handler: &dyn MibHandler) -> Answer {
     let mut out = Vec::with_capacity(p.variable_bindings.len());
-    for (i, req) in p.variable_bindings.iter().enumerate() {
-        let name = codec::from_wire_oid(&req.name);
-        let value = handler.get(&name);
+    let names: Vec<Oid> = p
+        .variable_bindings
+        .iter()
+        .map(|req| codec::from_wire_oid(&req.name))
+        .collect();
+    let values = handler.get_many(&names);
+    for (i, (name, value)) in names.into_iter().zip(values).enumerate() {
         if version == Version::V1 && (value.is_exception() || matches!(value, Value::Counter64(_)))
         {
             return Answer::error(ErrorStatus::NoSuchName, i + 1, &p.variable_bindings);
