@@ -39,15 +39,21 @@ impl Setup {
             PrivateSnmpd::available(),
             "snmpd and the net-snmp tools are needed: run scripts/install-deps"
         );
-        let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
+        Self::start_on(
+            PrivateSnmpd::start().expect("start a private snmpd"),
+            with_responder,
+        )
+    }
+
+    fn start_on(snmpd: PrivateSnmpd, with_responder: bool) -> Setup {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = with_responder.then(free_udp_port);
         let cfg = format!(
-            "[agentx]\nsocket = \"unix:{sock}\"\nping_interval = 1\nreconnect_max = 1\n\
+            "[agentx]\nsocket = \"{sock}\"\nping_interval = 1\nreconnect_max = 1\n\
              [fabric]\ntopology = \"{topo}\"\nsweep_interval = 3600\n\
              [sim]\ntraffic = false\n\
              [snmp]\nlisten = \"{listen}\"\n",
-            sock = snmpd.socket_path().display(),
+            sock = snmpd.agentx_addr(),
             topo = fixture().display(),
             listen = port.map(|p| format!("127.0.0.1:{p}")).unwrap_or_default(),
         );
@@ -375,6 +381,20 @@ fn builtin_responder_answers_like_snmpd() {
     for (a, b) in via_snmpd.iter().zip(&via_responder) {
         assert_eq!(a, b);
     }
+}
+
+#[test]
+fn agentx_over_tcp_serves_the_same_walk() {
+    let unix = Setup::start(false);
+    let via_unix = walk("snmpbulkwalk", &unix.snmpd.target());
+    let tcp = Setup::start_on(
+        PrivateSnmpd::start_tcp().expect("snmpd with AgentX on TCP"),
+        false,
+    );
+    assert!(tcp.snmpd.agentx_addr().starts_with("tcp:127.0.0.1:"));
+    let via_tcp = walk("snmpbulkwalk", &tcp.snmpd.target());
+    assert!(!via_tcp.is_empty());
+    assert_eq!(via_unix, via_tcp);
 }
 
 fn agent_cmd(args: &[&str]) -> (i32, String) {

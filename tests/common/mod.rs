@@ -91,6 +91,8 @@ pub fn free_udp_port() -> u16 {
 pub struct PrivateSnmpd {
     dir: tempfile::TempDir,
     pub port: u16,
+    /// AgentX over TCP on this loopback port instead of the unix socket.
+    agentx_tcp: Option<u16>,
     child: Option<ChildGuard>,
 }
 
@@ -104,23 +106,36 @@ impl PrivateSnmpd {
 
     /// Writes the configuration, starts snmpd and waits until it answers.
     pub fn start() -> io::Result<PrivateSnmpd> {
+        Self::start_with(None)
+    }
+
+    /// The same with the AgentX master listening on TCP 127.0.0.1.
+    pub fn start_tcp() -> io::Result<PrivateSnmpd> {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = l.local_addr()?.port();
+        drop(l);
+        Self::start_with(Some(port))
+    }
+
+    fn start_with(agentx_tcp: Option<u16>) -> io::Result<PrivateSnmpd> {
         let dir = tempfile::Builder::new().prefix("ibpm-snmpd-").tempdir()?;
         let port = free_udp_port();
         let mut s = PrivateSnmpd {
             dir,
             port,
+            agentx_tcp,
             child: None,
         };
         std::fs::create_dir_all(s.persist_dir())?;
         let conf = format!(
             "agentAddress udp:127.0.0.1:{port}\n\
              master agentx\n\
-             agentXSocket unix:{sock}\n\
+             agentXSocket {sock}\n\
              agentXPerms 0660 0755 0 nogroup\n\
              rocommunity public 127.0.0.1\n\
              rwcommunity private 127.0.0.1\n\
              dontLogTCPWrappersConnects yes\n",
-            sock = s.socket_path().display()
+            sock = s.agentx_addr()
         );
         std::fs::write(s.conf_path(), conf)?;
         s.launch()?;
@@ -135,7 +150,10 @@ impl PrivateSnmpd {
     }
     /// The AgentX address string a session is configured with.
     pub fn agentx_addr(&self) -> String {
-        format!("unix:{}", self.socket_path().display())
+        match self.agentx_tcp {
+            Some(p) => format!("tcp:127.0.0.1:{p}"),
+            None => format!("unix:{}", self.socket_path().display()),
+        }
     }
     /// `127.0.0.1:PORT`, the target for the client tools.
     pub fn target(&self) -> String {
@@ -185,7 +203,7 @@ impl PrivateSnmpd {
                     std::fs::read_to_string(self.log_path()).unwrap_or_default()
                 )));
             }
-            if self.socket_path().exists() {
+            if self.agentx_tcp.is_some() || self.socket_path().exists() {
                 let out = SnmpTool::new("snmpget")
                     .args(["-v2c", "-c", "public", "-t", "0.3", "-r", "0", "-On"])
                     .arg(&self.target())
