@@ -257,18 +257,26 @@ impl Config {
             crate::agentx::validate_address(&self.agentx.socket)
                 .map_err(|m| ("agentx", "socket", m))?;
         }
-        if self.agentx.ping_interval == 0 {
+        // Timers add these to `Instant::now()`: a day at most keeps that
+        // addition in range.
+        if !(1..=86_400).contains(&self.agentx.ping_interval) {
             return Err((
                 "agentx",
                 "ping_interval",
-                "must be at least 1 second".into(),
+                format!(
+                    "{} is out of range (1 to 86400 seconds)",
+                    self.agentx.ping_interval
+                ),
             ));
         }
-        if self.agentx.reconnect_max == 0 {
+        if !(1..=86_400).contains(&self.agentx.reconnect_max) {
             return Err((
                 "agentx",
                 "reconnect_max",
-                "must be at least 1 second".into(),
+                format!(
+                    "{} is out of range (1 to 86400 seconds)",
+                    self.agentx.reconnect_max
+                ),
             ));
         }
         if !self.snmp.listen.is_empty() && self.snmp.listen.parse::<SocketAddr>().is_err() {
@@ -350,7 +358,7 @@ impl Config {
                 format!("{} is more than 20", self.mad.retries),
             ));
         }
-        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+        if log_filter(&self.log.level).is_none() {
             return Err((
                 "log",
                 "level",
@@ -370,6 +378,21 @@ impl Config {
     pub fn topology_path(&self) -> Option<PathBuf> {
         (!self.fabric.topology.is_empty()).then(|| PathBuf::from(&self.fabric.topology))
     }
+}
+
+/// The log filter of `directives` (tracing-subscriber's `EnvFilter` syntax),
+/// or `None` when they do not parse. Only ASCII is accepted: the directive
+/// parser of tracing-subscriber 0.3 panics on some multi-byte characters
+/// (it slices inside them). Field values (`span{field=value}`) match
+/// literally, not as regular expressions: compiling one can take minutes.
+pub fn log_filter(directives: &str) -> Option<tracing_subscriber::EnvFilter> {
+    if !directives.is_ascii() {
+        return None;
+    }
+    tracing_subscriber::EnvFilter::builder()
+        .with_regex(false)
+        .parse(directives)
+        .ok()
 }
 
 fn line_of_offset(text: &str, offset: usize) -> usize {
@@ -463,5 +486,55 @@ mod tests {
         let e = Config::parse("[snmp\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(1));
         assert!(!e.to_string().contains('\n'));
+    }
+
+    /// Found by fuzzing: a period this long overflowed `Instant` when the
+    /// session armed its Ping timer (a panic instead of a config error).
+    #[test]
+    fn huge_agentx_periods_are_rejected() {
+        for key in ["ping_interval", "reconnect_max"] {
+            let text = format!("[agentx]\n{key} = 9223372036854775807\n");
+            let e = Config::parse(&text, "c.toml").unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(format!("agentx.{key}").as_str()));
+            assert_eq!(e.line, Some(2));
+            assert!(e.message.contains("out of range"), "{e}");
+            let ok = format!("[agentx]\n{key} = 86400\n");
+            Config::parse(&ok, "c.toml").unwrap();
+        }
+    }
+
+    /// Found by fuzzing: a no-break space in the log filter made
+    /// tracing-subscriber's parser panic (slicing inside the character).
+    #[test]
+    fn non_ascii_log_filter_is_an_error() {
+        let text = "[log]\nlevel = \"rp,\u{a0}\u{a0}p\u{a0}>_=c\u{a0}/n\"\n";
+        let e = Config::parse(text, "c.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("log.level"));
+        assert_eq!(e.line, Some(2));
+        assert!(log_filter("ibpm_agentx=debug,warn").is_some());
+        assert!(log_filter("d\u{e9}bug").is_none());
+    }
+
+    /// Found by fuzzing: a field value in the log filter was compiled as a
+    /// regular expression, which took over a minute for this one.
+    #[test]
+    fn log_filter_field_values_are_not_regexes() {
+        let dirs = concat!(
+            "i-[[[[ppqpppp         m{lppppPpppp tp p   =54   CCCCCCCCCCCCCCCCyyyyyyyyyyyyyyyy",
+            "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyCCC4444444444444444444444",
+            "4444444444444444444CCCCCCCCCCCCCCCCCCCCCCCCCCCCCC\t\t\tCCCCCCCCCCCCCCCCCCCCCCCCC",
+            "CCCCCCCCCCCCCCCCCCCCCCCCCCKCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC.....................",
+            ".......................................................*........................",
+            "......1.........KCCCCCCCCCCCCCCCCCCC    }CCCCppppppppppppppppppppppppppppppppp,p",
+            "ppp",
+        );
+        let started = std::time::Instant::now();
+        let _ = log_filter(dirs);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(log_filter("ibpm_agentx[sweep{node=0x1}]=debug").is_some());
     }
 }

@@ -129,9 +129,11 @@ fn build_config(a: RunArgs) -> Result<Config, String> {
 }
 
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|env| ibpm_agentx::config::log_filter(&env))
+        .or_else(|| ibpm_agentx::config::log_filter(level))
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

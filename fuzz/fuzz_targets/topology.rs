@@ -1,0 +1,18 @@
+//! Topology files (ibnetdiscover / ibsim format): parse must never panic,
+//! and a parsed fabric must be usable by the simulation and the sweeper.
+#![no_main]
+
+use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
+use ibpm_agentx::fabric::topology;
+use ibpm_agentx::transport::sim::{SimFabric, SimOptions};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(fabric) = topology::parse(text) {
+        let _ = SimFabric::new(fabric.clone(), SimOptions::default());
+        let _ = SharedState::new(fabric, SweepConfig::default());
+    }
+});
