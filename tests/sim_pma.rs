@@ -1,111 +1,18 @@
 //! The simulated fabric, driven only through encoded MADs.
 
+#[path = "common/sim_rig.rs"]
+mod sim_rig;
+use sim_rig::Rig;
+
 use std::time::{Duration, Instant};
 
-use ibpm_agentx::fabric::model::{Guid, Node, NodeType};
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::fabric::model::{Guid, NodeType};
 use ibpm_agentx::pm::mad::{self, attr, method, status};
 use ibpm_agentx::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
     port_counters as pc, samples,
 };
-use ibpm_agentx::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimTransport};
 use ibpm_agentx::transport::{MadAddr, MadTransport};
-
-struct Rig {
-    sim: SimFabric,
-    clock: ManualClock,
-    tr: SimTransport,
-    tid: u64,
-}
-
-impl Rig {
-    fn new(seed: u64, traffic: bool) -> Rig {
-        let clock = ManualClock::new();
-        let sim = SimFabric::new(
-            topology::default_fabric(),
-            SimOptions {
-                seed,
-                traffic,
-                clock: SimClock::Manual(clock.clone()),
-            },
-        );
-        let tr = sim.transport();
-        Rig {
-            sim,
-            clock,
-            tr,
-            tid: 0x1234_0000,
-        }
-    }
-
-    fn advance(&self, secs: f64) {
-        self.clock.advance(Duration::from_secs_f64(secs));
-    }
-
-    /// One request/reply; `None` when nothing answers.
-    fn mad(
-        &mut self,
-        lid: u16,
-        meth: u8,
-        attr_id: u16,
-        data: &[u8; 192],
-    ) -> Option<(u16, [u8; 192])> {
-        self.tid += 1;
-        let req = mad::request(meth, attr_id, 0, self.tid, data);
-        self.tr.send(&MadAddr::gsi(lid), &req).unwrap();
-        let r = self.tr.recv(Duration::from_millis(20)).unwrap()?;
-        let (h, d) = mad::parse(&r.mad[..]).unwrap();
-        assert_eq!(h.tid, self.tid);
-        assert_eq!(h.method, method::GET_RESP);
-        assert_eq!(h.attr_id, attr_id);
-        assert_eq!(r.from.lid, lid);
-        Some((h.status, *d))
-    }
-
-    fn ok(&mut self, lid: u16, meth: u8, attr_id: u16, data: &[u8; 192]) -> [u8; 192] {
-        let (st, d) = self.mad(lid, meth, attr_id, data).expect("an answer");
-        assert_eq!(st, status::OK, "lid {lid} attr {attr_id:#x}");
-        d
-    }
-
-    fn pc(&mut self, lid: u16, port: u8) -> PortCounters {
-        let mut d = [0u8; 192];
-        PortCounters::select(port, 0, 0).encode(&mut d);
-        PortCounters::decode(&self.ok(lid, method::GET, attr::PORT_COUNTERS, &d))
-    }
-
-    fn pcx(&mut self, lid: u16, port: u8) -> PortCountersExtended {
-        let mut d = [0u8; 192];
-        PortCountersExtended::select(port, 0, 0).encode(&mut d);
-        PortCountersExtended::decode(&self.ok(lid, method::GET, attr::PORT_COUNTERS_EXTENDED, &d))
-    }
-
-    fn nodes(&self) -> Vec<Node> {
-        self.sim.fabric().nodes
-    }
-
-    /// (LID, PortSelect) that reaches (node, port).
-    fn addr(n: &Node, port: u8) -> (u16, u8) {
-        if n.node_type == NodeType::Switch {
-            (n.lid, port)
-        } else {
-            (n.port(port).unwrap().lid, port)
-        }
-    }
-
-    /// Every cabled (node, port) with its address.
-    fn cabled(&self) -> Vec<(Node, u8, u16)> {
-        let mut v = Vec::new();
-        for n in self.nodes() {
-            for p in n.ports.iter().filter(|p| p.remote.is_some()) {
-                let (lid, _) = Self::addr(&n, p.num);
-                v.push((n.clone(), p.num, lid));
-            }
-        }
-        v
-    }
-}
 
 #[test]
 fn lids_are_assigned_and_stored_back() {

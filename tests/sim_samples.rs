@@ -2,149 +2,15 @@
 //! only through encoded MADs and checked against the IBA rules and against
 //! the same ports' PortCounters / PortCountersExtended.
 
+#[path = "common/sim_rig.rs"]
+mod sim_rig;
+use sim_rig::Rig;
+
 use std::time::{Duration, Instant};
 
-use ibpm_agentx::fabric::model::{Node, NodeType};
-use ibpm_agentx::fabric::topology;
-use ibpm_agentx::pm::mad::{self, attr, method, status};
-use ibpm_agentx::pm::{
-    PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult, samples,
-};
-use ibpm_agentx::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimTransport};
-use ibpm_agentx::transport::{MadAddr, MadTransport};
-
-struct Rig {
-    sim: SimFabric,
-    clock: ManualClock,
-    tr: SimTransport,
-    tid: u64,
-}
-
-impl Rig {
-    fn new(seed: u64) -> Rig {
-        let clock = ManualClock::new();
-        Rig::with_clock(seed, SimClock::Manual(clock.clone()), clock)
-    }
-
-    fn real_time(seed: u64) -> Rig {
-        Rig::with_clock(seed, SimClock::Real, ManualClock::new())
-    }
-
-    fn with_clock(seed: u64, c: SimClock, clock: ManualClock) -> Rig {
-        let sim = SimFabric::new(
-            topology::default_fabric(),
-            SimOptions {
-                seed,
-                traffic: true,
-                clock: c,
-            },
-        );
-        let tr = sim.transport();
-        Rig {
-            sim,
-            clock,
-            tr,
-            tid: 0x5A00_0000,
-        }
-    }
-
-    fn ns(&self, ns: u64) {
-        self.clock.advance(Duration::from_nanos(ns));
-    }
-
-    /// One request/reply with an AttributeModifier; `None` when nothing
-    /// answers.
-    fn mad_mod(
-        &mut self,
-        lid: u16,
-        meth: u8,
-        attr_id: u16,
-        attr_mod: u32,
-        data: &[u8; 192],
-    ) -> Option<(u16, [u8; 192])> {
-        self.tid += 1;
-        let req = mad::request(meth, attr_id, attr_mod, self.tid, data);
-        self.tr.send(&MadAddr::gsi(lid), &req).unwrap();
-        let r = self.tr.recv(Duration::from_millis(200)).unwrap()?;
-        let (h, d) = mad::parse(&r.mad[..]).unwrap();
-        assert_eq!(h.tid, self.tid);
-        assert_eq!(h.method, method::GET_RESP);
-        assert_eq!((h.attr_id, h.attr_mod), (attr_id, attr_mod));
-        Some((h.status, *d))
-    }
-
-    fn status(&mut self, lid: u16, meth: u8, attr_id: u16, attr_mod: u32, d: &[u8; 192]) -> u16 {
-        self.mad_mod(lid, meth, attr_id, attr_mod, d)
-            .expect("an answer")
-            .0
-    }
-
-    fn ok(&mut self, lid: u16, meth: u8, attr_id: u16, data: &[u8; 192]) -> [u8; 192] {
-        let (st, d) = self
-            .mad_mod(lid, meth, attr_id, 0, data)
-            .expect("an answer");
-        assert_eq!(st, status::OK, "lid {lid} attr {attr_id:#x}");
-        d
-    }
-
-    fn pc(&mut self, lid: u16, port: u8) -> PortCounters {
-        let mut d = [0u8; 192];
-        PortCounters::select(port, 0, 0).encode(&mut d);
-        PortCounters::decode(&self.ok(lid, method::GET, attr::PORT_COUNTERS, &d))
-    }
-
-    fn pcx(&mut self, lid: u16, port: u8) -> PortCountersExtended {
-        let mut d = [0u8; 192];
-        PortCountersExtended::select(port, 0, 0).encode(&mut d);
-        PortCountersExtended::decode(&self.ok(lid, method::GET, attr::PORT_COUNTERS_EXTENDED, &d))
-    }
-
-    fn set(&mut self, lid: u16, c: &PortSamplesControl) -> PortSamplesControl {
-        let mut d = [0u8; 192];
-        c.encode(&mut d);
-        PortSamplesControl::decode(&self.ok(lid, method::SET, attr::PORT_SAMPLES_CONTROL, &d))
-    }
-
-    fn control(&mut self, lid: u16) -> PortSamplesControl {
-        PortSamplesControl::decode(&self.ok(
-            lid,
-            method::GET,
-            attr::PORT_SAMPLES_CONTROL,
-            &[0; 192],
-        ))
-    }
-
-    fn result(&mut self, lid: u16) -> PortSamplesResult {
-        PortSamplesResult::decode(&self.ok(lid, method::GET, attr::PORT_SAMPLES_RESULT, &[0; 192]))
-    }
-
-    fn nodes(&self) -> Vec<Node> {
-        self.sim.fabric().nodes
-    }
-
-    /// Every cabled (node, port, LID of its PMA).
-    fn cabled(&self) -> Vec<(Node, u8, u16)> {
-        let mut v = Vec::new();
-        for n in self.nodes() {
-            for p in n.ports.iter().filter(|p| p.remote.is_some()) {
-                let lid = if n.node_type == NodeType::Switch {
-                    n.lid
-                } else {
-                    p.lid
-                };
-                v.push((n.clone(), p.num, lid));
-            }
-        }
-        v
-    }
-
-    fn first(&self, t: NodeType) -> (Node, u8, u16) {
-        self.cabled()
-            .into_iter()
-            .find(|(n, _, _)| n.node_type == t)
-            .unwrap()
-    }
-}
+use ibpm_agentx::fabric::model::NodeType;
+use ibpm_agentx::pm::mad::{attr, method, status};
+use ibpm_agentx::pm::{PortCountersExtended, PortSamplesControl, samples};
 
 /// IBA: one tick = (Tick + 1) x 10 link transfer periods; the simulator
 /// documents a 400 ps period.
@@ -180,7 +46,7 @@ const MANDATORY: [u16; 5] = [
 
 #[test]
 fn timers_count_ticks_of_the_advertised_length() {
-    let mut rig = Rig::new(21);
+    let mut rig = Rig::new(21, true);
     rig.ns(1_000_000_000);
     for (t, want_tick, want_width) in [(NodeType::Switch, 0xFF, 4), (NodeType::Ca, 0xF9, 2)] {
         let (_, p, lid) = rig.first(t);
@@ -211,7 +77,7 @@ fn timers_count_ticks_of_the_advertised_length() {
 
 #[test]
 fn counter_width_limits_timers_and_saturates_results() {
-    let mut rig = Rig::new(22);
+    let mut rig = Rig::new(22, true);
     rig.ns(2_000_000_000);
     // CA: 24 bits. Upper bits of SampleStart/SampleInterval are ignored.
     let (_, p, lid) = rig.first(NodeType::Ca);
@@ -269,7 +135,7 @@ fn counter_width_limits_timers_and_saturates_results() {
 
 #[test]
 fn optional_quantities_follow_masks_option_bits_and_opcode() {
-    let mut rig = Rig::new(23);
+    let mut rig = Rig::new(23, true);
     rig.ns(1_000_000_000);
     let (_, p, lid) = rig.first(NodeType::Switch);
     let c = rig.control(lid);
@@ -342,7 +208,7 @@ fn optional_quantities_follow_masks_option_bits_and_opcode() {
 
 #[test]
 fn error_and_congestion_quantities_match_port_counters() {
-    let mut rig = Rig::new(24);
+    let mut rig = Rig::new(24, true);
     // Probe an hour of traffic to pick, per switch, the port with the most
     // receive errors and discards.
     rig.ns(3_600_000_000_000);
@@ -396,7 +262,7 @@ fn error_and_congestion_quantities_match_port_counters() {
 
 #[test]
 fn set_start_status_tag_and_collisions() {
-    let mut rig = Rig::new(25);
+    let mut rig = Rig::new(25, true);
     rig.ns(1_000_000_000);
     let (_, p, lid) = rig.first(NodeType::Switch);
     let tick = tick_ns(rig.control(lid).tick);
@@ -455,7 +321,7 @@ fn set_start_status_tag_and_collisions() {
 
 #[test]
 fn port_select_and_attribute_modifier_rules() {
-    let mut rig = Rig::new(26);
+    let mut rig = Rig::new(26, true);
     rig.ns(1_000_000_000);
     let nodes = rig.nodes();
     let ca = nodes
@@ -540,7 +406,7 @@ fn port_select_and_attribute_modifier_rules() {
 
 #[test]
 fn results_equal_port_counter_differences_on_every_port() {
-    let mut rig = Rig::new(27);
+    let mut rig = Rig::new(27, true);
     rig.ns(3_000_000_000);
     let mut checked = 0;
     let mut saturated = 0;
