@@ -5,6 +5,34 @@
 //! `fabric` (discovery, sweeper, cache snapshots) -> `mib` (OID tree) ->
 //! `agentx` (codec + session to snmpd) and `snmp` (built-in v2c responder).
 
+/// An enum of wire codes: the enum with its discriminants, and the lookup
+/// from a code (`None` for a code the enum does not name).
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident: $int:ty, $from:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $code:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr($int)]
+        $vis enum $name {
+            $($(#[$vmeta])* $variant = $code,)+
+        }
+
+        impl $name {
+            /// The variant a wire code names.
+            pub fn $from(v: $int) -> Option<$name> {
+                match v {
+                    $($code => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 pub mod agentx;
 pub mod app;
 pub mod config;

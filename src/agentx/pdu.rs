@@ -59,56 +59,31 @@ impl ByteOrder {
     }
 }
 
-/// PDU types (RFC 2741 6.1, h.type).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum PduType {
-    Open = 1,
-    Close = 2,
-    Register = 3,
-    Unregister = 4,
-    Get = 5,
-    GetNext = 6,
-    GetBulk = 7,
-    TestSet = 8,
-    CommitSet = 9,
-    UndoSet = 10,
-    CleanupSet = 11,
-    Notify = 12,
-    Ping = 13,
-    IndexAllocate = 14,
-    IndexDeallocate = 15,
-    AddAgentCaps = 16,
-    RemoveAgentCaps = 17,
-    Response = 18,
+wire_enum! {
+    /// PDU types (RFC 2741 6.1, h.type).
+    pub enum PduType: u8, from_u8 {
+        Open = 1,
+        Close = 2,
+        Register = 3,
+        Unregister = 4,
+        Get = 5,
+        GetNext = 6,
+        GetBulk = 7,
+        TestSet = 8,
+        CommitSet = 9,
+        UndoSet = 10,
+        CleanupSet = 11,
+        Notify = 12,
+        Ping = 13,
+        IndexAllocate = 14,
+        IndexDeallocate = 15,
+        AddAgentCaps = 16,
+        RemoveAgentCaps = 17,
+        Response = 18,
+    }
 }
 
 impl PduType {
-    pub fn from_u8(v: u8) -> Option<PduType> {
-        use PduType::*;
-        Some(match v {
-            1 => Open,
-            2 => Close,
-            3 => Register,
-            4 => Unregister,
-            5 => Get,
-            6 => GetNext,
-            7 => GetBulk,
-            8 => TestSet,
-            9 => CommitSet,
-            10 => UndoSet,
-            11 => CleanupSet,
-            12 => Notify,
-            13 => Ping,
-            14 => IndexAllocate,
-            15 => IndexDeallocate,
-            16 => AddAgentCaps,
-            17 => RemoveAgentCaps,
-            18 => Response,
-            _ => return None,
-        })
-    }
-
     /// True for the PDU types that carry an optional context after the
     /// header (RFC 2741 6.1.1: NON_DEFAULT_CONTEXT).
     pub fn has_context(self) -> bool {
@@ -186,46 +161,26 @@ fn read_u32(order: ByteOrder, b: [u8; 4]) -> u32 {
     }
 }
 
-/// AgentX-specific res.error values (RFC 2741 6.2.16).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u16)]
-pub enum AgentxError {
-    OpenFailed = 256,
-    NotOpen = 257,
-    IndexWrongType = 258,
-    IndexAlreadyAllocated = 259,
-    IndexNoneAvailable = 260,
-    IndexNotAllocated = 261,
-    UnsupportedContext = 262,
-    DuplicateRegistration = 263,
-    UnknownRegistration = 264,
-    UnknownAgentCaps = 265,
-    ParseError = 266,
-    RequestDenied = 267,
-    ProcessingError = 268,
+wire_enum! {
+    /// AgentX-specific res.error values (RFC 2741 6.2.16).
+    pub enum AgentxError: u16, from_u16 {
+        OpenFailed = 256,
+        NotOpen = 257,
+        IndexWrongType = 258,
+        IndexAlreadyAllocated = 259,
+        IndexNoneAvailable = 260,
+        IndexNotAllocated = 261,
+        UnsupportedContext = 262,
+        DuplicateRegistration = 263,
+        UnknownRegistration = 264,
+        UnknownAgentCaps = 265,
+        ParseError = 266,
+        RequestDenied = 267,
+        ProcessingError = 268,
+    }
 }
 
 impl AgentxError {
-    pub fn from_u16(v: u16) -> Option<AgentxError> {
-        use AgentxError::*;
-        Some(match v {
-            256 => OpenFailed,
-            257 => NotOpen,
-            258 => IndexWrongType,
-            259 => IndexAlreadyAllocated,
-            260 => IndexNoneAvailable,
-            261 => IndexNotAllocated,
-            262 => UnsupportedContext,
-            263 => DuplicateRegistration,
-            264 => UnknownRegistration,
-            265 => UnknownAgentCaps,
-            266 => ParseError,
-            267 => RequestDenied,
-            268 => ProcessingError,
-            _ => return None,
-        })
-    }
-
     pub fn name(self) -> &'static str {
         use AgentxError::*;
         match self {

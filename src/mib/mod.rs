@@ -10,57 +10,29 @@ pub mod view;
 pub use oid::Oid;
 pub use value::{Value, VarBind};
 
-/// SNMP error-status values (RFC 3416 section 3); AgentX carries them unchanged
-/// in a Response's `res.error` field (RFC 2741 section 6.2.16).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u16)]
-pub enum ErrorStatus {
-    NoError = 0,
-    TooBig = 1,
-    NoSuchName = 2,
-    BadValue = 3,
-    ReadOnly = 4,
-    GenErr = 5,
-    NoAccess = 6,
-    WrongType = 7,
-    WrongLength = 8,
-    WrongEncoding = 9,
-    WrongValue = 10,
-    NoCreation = 11,
-    InconsistentValue = 12,
-    ResourceUnavailable = 13,
-    CommitFailed = 14,
-    UndoFailed = 15,
-    AuthorizationError = 16,
-    NotWritable = 17,
-    InconsistentName = 18,
-}
-
-impl ErrorStatus {
-    pub fn from_u16(v: u16) -> Option<ErrorStatus> {
-        use ErrorStatus::*;
-        Some(match v {
-            0 => NoError,
-            1 => TooBig,
-            2 => NoSuchName,
-            3 => BadValue,
-            4 => ReadOnly,
-            5 => GenErr,
-            6 => NoAccess,
-            7 => WrongType,
-            8 => WrongLength,
-            9 => WrongEncoding,
-            10 => WrongValue,
-            11 => NoCreation,
-            12 => InconsistentValue,
-            13 => ResourceUnavailable,
-            14 => CommitFailed,
-            15 => UndoFailed,
-            16 => AuthorizationError,
-            17 => NotWritable,
-            18 => InconsistentName,
-            _ => return None,
-        })
+wire_enum! {
+    /// SNMP error-status values (RFC 3416 section 3); AgentX carries them unchanged
+    /// in a Response's `res.error` field (RFC 2741 section 6.2.16).
+    pub enum ErrorStatus: u16, from_u16 {
+        NoError = 0,
+        TooBig = 1,
+        NoSuchName = 2,
+        BadValue = 3,
+        ReadOnly = 4,
+        GenErr = 5,
+        NoAccess = 6,
+        WrongType = 7,
+        WrongLength = 8,
+        WrongEncoding = 9,
+        WrongValue = 10,
+        NoCreation = 11,
+        InconsistentValue = 12,
+        ResourceUnavailable = 13,
+        CommitFailed = 14,
+        UndoFailed = 15,
+        AuthorizationError = 16,
+        NotWritable = 17,
+        InconsistentName = 18,
     }
 }
 
@@ -120,4 +92,20 @@ pub trait MibHandler: Send + Sync {
     }
     /// Release the reservation; no answer is sent.
     fn cleanup_set(&self, _txn: SetTxn) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorStatus;
+
+    #[test]
+    fn error_status_codes_round_trip() {
+        for v in 0..=u16::MAX {
+            match ErrorStatus::from_u16(v) {
+                Some(e) => assert_eq!(e as u16, v),
+                None => assert!(v > 18, "{v} must be named"),
+            }
+        }
+        assert_eq!(ErrorStatus::from_u16(17), Some(ErrorStatus::NotWritable));
+    }
 }
