@@ -49,7 +49,7 @@ fn guid_of_index(suffix: &[u32]) -> u64 {
 fn column_of(name: &str) -> u32 {
     COUNTERS
         .iter()
-        .find(|c| c.name == name)
+        .find(|c| c.name() == name)
         .and_then(|c| c.column)
         .unwrap_or_else(|| panic!("no column for {name}"))
 }
@@ -250,7 +250,7 @@ impl Setup {
                 .find(|l| l.oid.to_string() == oid || format!(".{}", l.oid) == oid)
                 .unwrap_or_else(|| panic!("no {oid} in {lines:?}"));
             assert_eq!(l.ty, "Gauge32", "{l:?}");
-            m.insert(c.name.to_string(), l.value.parse().expect("number"));
+            m.insert(c.name().to_string(), l.value.parse().expect("number"));
         }
         m
     }

@@ -67,11 +67,8 @@ pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
     for def in &COUNTERS {
         let max = u64::from(def.max());
         if u64::from((def.get)(pc)) * 4 > max * 3 {
-            if def.select2 {
-                select2 |= 1 << def.select_bit;
-            } else {
-                select |= 1 << def.select_bit;
-            }
+            select |= def.select;
+            select2 |= def.select2;
         }
     }
     (select, select2)
@@ -523,7 +520,7 @@ mod tests {
             .unwrap();
         let slot = COUNTERS
             .iter()
-            .position(|c| c.name == "PortXmitPkts")
+            .position(|c| c.name() == "PortXmitPkts")
             .unwrap();
         let total = |c: &Cache| {
             c.load()
@@ -704,7 +701,7 @@ mod tests {
             let lid = ca.ports[0].lid;
             let slot = COUNTERS
                 .iter()
-                .position(|c| c.name == "PortXmitData")
+                .position(|c| c.name() == "PortXmitData")
                 .unwrap();
             let t1 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
             let now = read_pc(&sim, lid, ca.ports[0].num);

@@ -158,11 +158,8 @@ impl MibView {
                 }
                 Source::Counter(ci) => {
                     let def = &tables::COUNTERS[ci];
-                    if def.select2 {
-                        np.clear2 |= 1 << def.select_bit;
-                    } else {
-                        np.clear |= 1 << def.select_bit;
-                    }
+                    np.clear |= def.select;
+                    np.clear2 |= def.select2;
                     if np.clear_index == 0 {
                         np.clear_index = index as u16;
                     }

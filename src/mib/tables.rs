@@ -6,6 +6,8 @@ use std::sync::LazyLock;
 use super::Value;
 use crate::fabric::cache::NodeRecord;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
+use crate::pm::layout::Field;
+use crate::pm::port_counters as pc;
 use crate::pm::{PortCounters, PortSamplesControl, PortSamplesResult};
 
 /// `pm` = experimental 117.
@@ -113,190 +115,71 @@ impl Column {
     }
 }
 
-/// One PortCounters field: its IBA name, width, CounterSelect bit and the
-/// IB-PM-MIB column that shows it (XmitWait has none in the draft's table).
+/// One PortCounters counter: its IBA field (name, offset, width), its
+/// CounterSelect/CounterSelect2 bit and the IB-PM-MIB column that shows it
+/// (XmitWait has none in the draft's table).
 #[derive(Clone, Copy, Debug)]
 pub struct CounterDef {
-    pub name: &'static str,
+    pub field: Field,
     pub column: Option<u32>,
     pub mib_name: &'static str,
-    /// Width of the IBA field in bits (the counter saturates at 2^width - 1).
-    pub width: u8,
-    /// Bit in CounterSelect (`select2 == false`) or CounterSelect2.
-    pub select_bit: u8,
-    pub select2: bool,
+    /// CounterSelect bit (0 for a counter selected by CounterSelect2).
+    pub select: u16,
+    /// CounterSelect2 bit.
+    pub select2: u8,
     pub get: fn(&PortCounters) -> u32,
 }
 
 impl CounterDef {
+    /// The IBA name of the counter.
+    pub fn name(&self) -> &'static str {
+        self.field.name
+    }
+
+    /// The counter's maximum: it saturates at all ones of its field width.
     pub fn max(&self) -> u32 {
-        if self.width >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << self.width) - 1
-        }
+        u32::try_from(self.field.max()).unwrap_or(u32::MAX)
+    }
+}
+
+const fn cdef(
+    field: Field,
+    column: u32,
+    mib_name: &'static str,
+    select: u16,
+    get: fn(&PortCounters) -> u32,
+) -> CounterDef {
+    CounterDef {
+        field,
+        column: Some(column),
+        mib_name,
+        select,
+        select2: 0,
+        get,
     }
 }
 
 /// Every PortCounters counter, in the order of IB-PM-MIB's columns.
+#[rustfmt::skip]
 pub const COUNTERS: [CounterDef; 17] = [
-    cdef(
-        "SymbolErrorCounter",
-        Some(3),
-        "pmPortCountersSymbolErrors",
-        16,
-        0,
-        |c| c.symbol_errors as u32,
-    ),
-    cdef(
-        "LinkErrorRecoveryCounter",
-        Some(4),
-        "pmPortCountersLinkErrorRecovery",
-        8,
-        1,
-        |c| c.link_error_recovery as u32,
-    ),
-    cdef(
-        "LinkDownedCounter",
-        Some(5),
-        "pmPortCountersLinkDown",
-        8,
-        2,
-        |c| c.link_downed as u32,
-    ),
-    cdef(
-        "PortRcvErrors",
-        Some(6),
-        "pmPortCountersRcvErrors",
-        16,
-        3,
-        |c| c.rcv_errors as u32,
-    ),
-    cdef(
-        "PortRcvRemotePhysicalErrors",
-        Some(7),
-        "pmPortCountersRcvRemoteErrors",
-        16,
-        4,
-        |c| c.rcv_remote_phys_errors as u32,
-    ),
-    cdef(
-        "PortRcvSwitchRelayErrors",
-        Some(8),
-        "pmPortCountersRcvSwRelayErrors",
-        16,
-        5,
-        |c| c.rcv_switch_relay_errors as u32,
-    ),
-    cdef(
-        "PortXmitDiscards",
-        Some(9),
-        "pmPortCountersXmitDiscards",
-        16,
-        6,
-        |c| c.xmit_discards as u32,
-    ),
-    cdef(
-        "PortXmitConstraintErrors",
-        Some(10),
-        "pmPortCountersXmitConstraintErrors",
-        8,
-        7,
-        |c| c.xmit_constraint_errors as u32,
-    ),
-    cdef(
-        "PortRcvConstraintErrors",
-        Some(11),
-        "pmPortCountersRcvConstraintErrors",
-        8,
-        8,
-        |c| c.rcv_constraint_errors as u32,
-    ),
-    cdef(
-        "LocalLinkIntegrityErrors",
-        Some(12),
-        "pmPortCountersLocalLinkIntegrityErrors",
-        4,
-        9,
-        |c| c.local_link_integrity_errors as u32,
-    ),
-    cdef(
-        "ExcessiveBufferOverrunErrors",
-        Some(13),
-        "pmPortCountersExcessiveBufferOverrun",
-        4,
-        10,
-        |c| c.excessive_buffer_overrun_errors as u32,
-    ),
-    cdef(
-        "VL15Dropped",
-        Some(14),
-        "pmPortCountersVL15Dropped",
-        16,
-        11,
-        |c| c.vl15_dropped as u32,
-    ),
-    cdef(
-        "PortXmitData",
-        Some(15),
-        "pmPortCountersXmitData",
-        32,
-        12,
-        |c| c.xmit_data,
-    ),
-    cdef(
-        "PortRcvData",
-        Some(16),
-        "pmPortCountersRcvData",
-        32,
-        13,
-        |c| c.rcv_data,
-    ),
-    cdef(
-        "PortXmitPkts",
-        Some(17),
-        "pmPortCountersXmitPkts",
-        32,
-        14,
-        |c| c.xmit_pkts,
-    ),
-    cdef(
-        "PortRcvPkts",
-        Some(18),
-        "pmPortCountersRcvPkts",
-        32,
-        15,
-        |c| c.rcv_pkts,
-    ),
-    CounterDef {
-        name: "PortXmitWait",
-        column: None,
-        mib_name: "",
-        width: 32,
-        select_bit: 0,
-        select2: true,
-        get: |c| c.xmit_wait,
-    },
+    cdef(pc::SYMBOL_ERRORS, 3, "pmPortCountersSymbolErrors", pc::CS_SYMBOL_ERRORS, |c| c.symbol_errors.into()),
+    cdef(pc::LINK_ERROR_RECOVERY, 4, "pmPortCountersLinkErrorRecovery", pc::CS_LINK_ERROR_RECOVERY, |c| c.link_error_recovery.into()),
+    cdef(pc::LINK_DOWNED, 5, "pmPortCountersLinkDown", pc::CS_LINK_DOWNED, |c| c.link_downed.into()),
+    cdef(pc::RCV_ERRORS, 6, "pmPortCountersRcvErrors", pc::CS_RCV_ERRORS, |c| c.rcv_errors.into()),
+    cdef(pc::RCV_REMOTE_PHYS_ERRORS, 7, "pmPortCountersRcvRemoteErrors", pc::CS_RCV_REMOTE_PHYS_ERRORS, |c| c.rcv_remote_phys_errors.into()),
+    cdef(pc::RCV_SWITCH_RELAY_ERRORS, 8, "pmPortCountersRcvSwRelayErrors", pc::CS_RCV_SWITCH_RELAY_ERRORS, |c| c.rcv_switch_relay_errors.into()),
+    cdef(pc::XMIT_DISCARDS, 9, "pmPortCountersXmitDiscards", pc::CS_XMIT_DISCARDS, |c| c.xmit_discards.into()),
+    cdef(pc::XMIT_CONSTRAINT_ERRORS, 10, "pmPortCountersXmitConstraintErrors", pc::CS_XMIT_CONSTRAINT_ERRORS, |c| c.xmit_constraint_errors.into()),
+    cdef(pc::RCV_CONSTRAINT_ERRORS, 11, "pmPortCountersRcvConstraintErrors", pc::CS_RCV_CONSTRAINT_ERRORS, |c| c.rcv_constraint_errors.into()),
+    cdef(pc::LOCAL_LINK_INTEGRITY_ERRORS, 12, "pmPortCountersLocalLinkIntegrityErrors", pc::CS_LOCAL_LINK_INTEGRITY_ERRORS, |c| c.local_link_integrity_errors.into()),
+    cdef(pc::EXCESSIVE_BUFFER_OVERRUN_ERRORS, 13, "pmPortCountersExcessiveBufferOverrun", pc::CS_EXCESSIVE_BUFFER_OVERRUN_ERRORS, |c| c.excessive_buffer_overrun_errors.into()),
+    cdef(pc::VL15_DROPPED, 14, "pmPortCountersVL15Dropped", pc::CS_VL15_DROPPED, |c| c.vl15_dropped.into()),
+    cdef(pc::XMIT_DATA, 15, "pmPortCountersXmitData", pc::CS_XMIT_DATA, |c| c.xmit_data),
+    cdef(pc::RCV_DATA, 16, "pmPortCountersRcvData", pc::CS_RCV_DATA, |c| c.rcv_data),
+    cdef(pc::XMIT_PKTS, 17, "pmPortCountersXmitPkts", pc::CS_XMIT_PKTS, |c| c.xmit_pkts),
+    cdef(pc::RCV_PKTS, 18, "pmPortCountersRcvPkts", pc::CS_RCV_PKTS, |c| c.rcv_pkts),
+    CounterDef { field: pc::XMIT_WAIT, column: None, mib_name: "", select: 0, select2: pc::CS2_XMIT_WAIT, get: |c| c.xmit_wait },
 ];
-
-const fn cdef(
-    name: &'static str,
-    column: Option<u32>,
-    mib_name: &'static str,
-    width: u8,
-    select_bit: u8,
-    get: fn(&PortCounters) -> u32,
-) -> CounterDef {
-    CounterDef {
-        name,
-        column,
-        mib_name,
-        width,
-        select_bit,
-        select2: false,
-        get,
-    }
-}
 
 /// The 15 names `prefix0suffix` .. `prefix14suffix` of a repeated column.
 macro_rules! names15 {
@@ -660,7 +543,7 @@ mod tests {
 
     #[test]
     fn counter_widths_match_iba() {
-        let w = |n: &str| COUNTERS.iter().find(|c| c.name == n).unwrap().max();
+        let w = |n: &str| COUNTERS.iter().find(|c| c.name() == n).unwrap().max();
         assert_eq!(w("SymbolErrorCounter"), 0xFFFF);
         assert_eq!(w("LinkDownedCounter"), 0xFF);
         assert_eq!(w("LocalLinkIntegrityErrors"), 0xF);
