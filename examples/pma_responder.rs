@@ -18,7 +18,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ibpm_agentx::fabric::model::NodeType;
 use ibpm_agentx::fabric::topology;
 use ibpm_agentx::pm::mad;
 use ibpm_agentx::transport::MadTransport;
@@ -58,10 +57,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     // The LID the simulator knows the node by (not the fabric's).
-    let sim_lid = match node.node_type {
-        NodeType::Switch => node.lid,
-        _ => node.ports.first().map(|p| p.lid).unwrap_or(0),
-    };
+    let sim_lid = node.ports.first().map_or(0, |p| node.pma_lid(p.num));
     let cfg = UmadConfig {
         serve_perf_mgt: true,
         ..Default::default()

@@ -51,10 +51,7 @@ fn floor_requests(fabric: &Fabric) -> Vec<MadRequest> {
     let mut reqs = Vec::new();
     for n in &fabric.nodes {
         for p in &n.ports {
-            let lid = match n.node_type {
-                NodeType::Switch => n.lid,
-                _ => p.lid,
-            };
+            let lid = n.pma_lid(p.num);
             if lid == 0 {
                 continue;
             }

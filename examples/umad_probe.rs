@@ -85,10 +85,7 @@ fn targets(fabric: &Fabric) -> Vec<(u16, u8, String)> {
     let mut out = Vec::new();
     for n in &fabric.nodes {
         for p in &n.ports {
-            let lid = match n.node_type {
-                NodeType::Switch => n.lid,
-                _ => p.lid,
-            };
+            let lid = n.pma_lid(p.num);
             if lid == 0 {
                 continue;
             }

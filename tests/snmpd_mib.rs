@@ -228,10 +228,7 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
     };
     for node in &fabric.nodes {
         let g = node.guid.0;
-        let pma = match node.node_type {
-            NodeType::Switch => node.lid,
-            _ => node.ports[0].lid,
-        };
+        let pma = node.pma_lid(1);
         // pmClassPortInfoAllPortSelect
         let cpi = ClassPortInfo::decode(&pma_get(&sim, pma, attr::CLASS_PORT_INFO, [0; 192]));
         let all = cpi.capability_mask & (1 << 8) != 0;

@@ -100,10 +100,7 @@ impl Agent {
 
     /// PortCounters of (node, port) straight from the simulated PMA.
     fn pma_counters(&self, node: &Node, port: u8) -> PortCounters {
-        let lid = match node.node_type {
-            NodeType::Switch => node.lid,
-            _ => node.port(port).unwrap().lid,
-        };
+        let lid = node.pma_lid(port);
         let mut data = [0u8; 192];
         PortCounters {
             port_select: port,

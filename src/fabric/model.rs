@@ -68,6 +68,16 @@ impl Node {
     pub fn port(&self, num: u8) -> Option<&Port> {
         self.ports.iter().find(|p| p.num == num)
     }
+
+    /// The LID of the PMA that answers for port `num`: a switch's single
+    /// PMA behind its port-0 LID, a channel adapter port's own LID. 0 when
+    /// unassigned or when the node has no such port.
+    pub fn pma_lid(&self, num: u8) -> u16 {
+        match self.node_type {
+            NodeType::Switch => self.lid,
+            _ => self.port(num).map_or(0, |p| p.lid),
+        }
+    }
 }
 
 /// A discovered fabric: nodes ordered by GUID.

@@ -13,7 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
 use super::engine::{MadOutcome, STATUS_REDIRECT};
-use super::model::{Fabric, Node, NodeType};
+use super::model::{Fabric, Node};
 use crate::mib::tables::COUNTERS;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
@@ -197,10 +197,13 @@ impl FabricState {
         if let Some(r) = self.nodes[ni].redirect {
             return Some(r);
         }
-        let lid = match (node.node_type, port) {
-            (NodeType::Switch, _) => node.lid,
-            (_, Some(pi)) => node.ports.get(pi)?.lid,
-            (_, None) => node.ports.iter().map(|p| p.lid).find(|&l| l != 0)?,
+        let lid = match port {
+            Some(pi) => node.pma_lid(node.ports.get(pi)?.num),
+            None => node
+                .ports
+                .iter()
+                .map(|p| node.pma_lid(p.num))
+                .find(|&l| l != 0)?,
         };
         (lid != 0).then(|| MadAddr::gsi(lid))
     }

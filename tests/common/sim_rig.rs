@@ -146,11 +146,7 @@ impl Rig {
 
     /// (LID, PortSelect) that reaches (node, port).
     pub fn addr(n: &Node, port: u8) -> (u16, u8) {
-        if n.node_type == NodeType::Switch {
-            (n.lid, port)
-        } else {
-            (n.port(port).unwrap().lid, port)
-        }
+        (n.pma_lid(port), port)
     }
 
     /// Every cabled (node, port, LID of its PMA).
