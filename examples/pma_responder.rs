@@ -18,10 +18,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
 use ibpm_agentx::pm::mad;
+use ibpm_agentx::sim::{SimClock, SimFabric, SimOptions};
 use ibpm_agentx::transport::MadTransport;
-use ibpm_agentx::transport::sim::{SimClock, SimFabric, SimOptions};
 use ibpm_agentx::transport::umad::{UmadConfig, UmadTransport};
 
 #[derive(Parser)]

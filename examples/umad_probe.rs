@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ibpm_agentx::fabric::discover::{DiscoverOptions, discover_with_stats};
 use ibpm_agentx::fabric::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
-use ibpm_agentx::fabric::model::{Fabric, NodeType};
+use ibpm_agentx::ib::{Fabric, NodeType};
 use ibpm_agentx::transport::MadAddr;
 use ibpm_agentx::transport::umad::{UmadConfig, UmadTransport};
 

@@ -14,16 +14,16 @@ use crate::fabric::cache::Cache;
 use crate::fabric::control::{ControlConfig, Controller};
 use crate::fabric::discover::{DiscoverOptions, discover_with_stats};
 use crate::fabric::engine::{Engine, EngineConfig};
-use crate::fabric::model::{Fabric, NodeType};
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{SweepConfig, Sweeper};
-use crate::fabric::topology;
+use crate::ib::topology;
+use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
+use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
-use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::transport::umad::{UmadConfig, UmadTransport};
 
 /// A fatal start-up error, printed as one line.

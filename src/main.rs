@@ -92,7 +92,7 @@ fn main() -> ExitCode {
 fn check(path: &std::path::Path) -> Result<(), String> {
     let cfg = Config::load(path).map_err(|e| e.to_string())?;
     if let Some(t) = cfg.topology_path() {
-        ibpm_agentx::fabric::topology::load(&t).map_err(|e| e.to_string())?;
+        ibpm_agentx::ib::topology::load(&t).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use sim_rig::Rig;
 
 use std::time::{Duration, Instant};
 
-use ibpm_agentx::fabric::model::{Guid, NodeType};
+use ibpm_agentx::ib::{Guid, NodeType};
 use ibpm_agentx::pm::mad::{self, attr, method, status};
 use ibpm_agentx::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,

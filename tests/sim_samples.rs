@@ -8,7 +8,7 @@ use sim_rig::Rig;
 
 use std::time::{Duration, Instant};
 
-use ibpm_agentx::fabric::model::NodeType;
+use ibpm_agentx::ib::NodeType;
 use ibpm_agentx::pm::mad::{attr, method, status};
 use ibpm_agentx::pm::{PortCountersExtended, PortSamplesControl, samples};
 

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use common::{ChildGuard, PrivateSnmpd, SnmpTool, WalkLine, free_udp_port, parse_walk};
 use ibpm_agentx::app::sim_options;
 use ibpm_agentx::config::Config;
-use ibpm_agentx::fabric::model::{Fabric, NodeType};
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
+use ibpm_agentx::ib::{Fabric, NodeType};
 use ibpm_agentx::mib::Oid;
 use ibpm_agentx::pm::mad::{self, attr, method};
 use ibpm_agentx::pm::{ClassPortInfo, PortCounters, PortSamplesControl};
-use ibpm_agentx::transport::sim::SimFabric;
+use ibpm_agentx::sim::SimFabric;
 
 const PM: &str = "1.3.6.1.3.117";
 

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use common::{PrivateSnmpd, SnmpTool, WalkLine, parse_walk};
 use ibpm_agentx::app::{self, Backend, Running, sim_options};
 use ibpm_agentx::config::Config;
-use ibpm_agentx::fabric::model::{Fabric, Node, NodeType};
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
+use ibpm_agentx::ib::{Fabric, Node, NodeType};
 use ibpm_agentx::pm::PortCounters;
 use ibpm_agentx::pm::mad::{self, attr, method};
-use ibpm_agentx::transport::sim::SimFabric;
+use ibpm_agentx::sim::SimFabric;
 
 const PM: &str = "1.3.6.1.3.117.1";
 
@@ -359,7 +359,7 @@ fn a_sample_runs_from_start_to_results_and_blocks_other_starts() {
 
     // The node's tick, as the agent reports it.
     let tick = gauge(&t, &col(4)) as u8;
-    let tick_ns = ibpm_agentx::transport::sim::tick_ns(tick);
+    let tick_ns = ibpm_agentx::sim::tick_ns(tick);
     let start_ticks = 100_000u64;
     let interval_ticks = 600_000u64;
     let interval = Duration::from_nanos(interval_ticks * tick_ns);

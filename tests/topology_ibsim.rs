@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ibpm_agentx::fabric::model::{Fabric, Guid, NodeType};
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
+use ibpm_agentx::ib::{Fabric, Guid, NodeType};
 
 const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use ibpm_agentx::fabric::model::{Fabric, Guid, NodeType};
-use ibpm_agentx::fabric::topology::{self, TopologyError};
+use ibpm_agentx::ib::topology::{self, TopologyError};
+use ibpm_agentx::ib::{Fabric, Guid, NodeType};
 
 const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 
-fn node<'a>(f: &'a Fabric, desc: &str) -> &'a ibpm_agentx::fabric::model::Node {
+fn node<'a>(f: &'a Fabric, desc: &str) -> &'a ibpm_agentx::ib::Node {
     f.nodes
         .iter()
         .find(|n| n.description == desc)

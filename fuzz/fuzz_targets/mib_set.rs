@@ -5,7 +5,7 @@
 //! succeeds restores every PortSelect.
 #![no_main]
 
-use ibpm_agentx::fabric::model::Guid;
+use ibpm_agentx::ib::Guid;
 use ibpm_agentx::mib::tables::{GUID_INDEX_LEN, PM_OBJECTS};
 use ibpm_agentx::mib::view::guid_index;
 use ibpm_agentx::mib::{MibHandler, Oid, SetTxn, Value, VarBind};

@@ -11,7 +11,7 @@ use ibpm_agentx::fabric::cache::Cache;
 use ibpm_agentx::fabric::engine::{Engine, EngineConfig};
 use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
 use ibpm_agentx::fabric::sweep::Sweeper;
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
 use ibpm_agentx::mib::view::MibView;
 use ibpm_agentx::mib::{MibHandler, Oid};
 use ibpm_agentx::pm::mad;

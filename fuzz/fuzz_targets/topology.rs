@@ -3,8 +3,8 @@
 #![no_main]
 
 use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
-use ibpm_agentx::fabric::topology;
-use ibpm_agentx::transport::sim::{SimFabric, SimOptions};
+use ibpm_agentx::ib::topology;
+use ibpm_agentx::sim::{SimFabric, SimOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

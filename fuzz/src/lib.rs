@@ -12,9 +12,9 @@ use ibpm_agentx::fabric::control::{ControlConfig, Controller};
 use ibpm_agentx::fabric::engine::{Engine, EngineConfig};
 use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
 use ibpm_agentx::fabric::sweep::Sweeper;
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
 use ibpm_agentx::mib::view::MibView;
-use ibpm_agentx::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+use ibpm_agentx::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use ibpm_agentx::transport::{MAD_SIZE, MadAddr, MadTransport, Received};
 
 /// Reads fixed-size pieces off the fuzz input; past its end every read

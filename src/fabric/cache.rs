@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 
-use super::model::{Guid, NodeType};
+use crate::ib::{Guid, NodeType};
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };

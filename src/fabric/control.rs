@@ -17,9 +17,9 @@ use tracing::{debug, warn};
 
 use super::cache::Cache;
 use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
-use super::model::{Guid, NodeType};
 use super::state::{SharedState, Slot};
 use super::sweep::{get, port_counters_data};
+use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::mad::{attr, method, status};
 use crate::pm::port_counters::ALL_PORTS;

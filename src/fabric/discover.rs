@@ -16,7 +16,7 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::model::{Fabric, Guid, Node, NodeType, Port};
+use crate::ib::{Fabric, Guid, Node, NodeType, Port};
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
 
 /// Management class of directed-route SMPs.

@@ -1,11 +1,9 @@
-//! The fabric: its model (nodes, ports, GUIDs), topology files, discovery,
-//! the MAD engine, the sweeper, the write path and the snapshot cache.
+//! The fabric at run time: discovery, the MAD engine, the sweeper, the write
+//! path and the snapshot cache.
 
 pub mod cache;
 pub mod control;
 pub mod discover;
 pub mod engine;
-pub mod model;
 pub mod state;
 pub mod sweep;
-pub mod topology;

@@ -13,7 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
 use super::engine::{MadOutcome, STATUS_REDIRECT};
-use super::model::{Fabric, Node};
+use crate::ib::{Fabric, Node};
 use crate::mib::tables::COUNTERS;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
@@ -183,7 +183,7 @@ impl FabricState {
         &self.fabric
     }
 
-    pub fn node_index(&self, guid: super::model::Guid) -> Option<usize> {
+    pub fn node_index(&self, guid: crate::ib::Guid) -> Option<usize> {
         self.fabric
             .nodes
             .binary_search_by_key(&guid, |n| n.guid)

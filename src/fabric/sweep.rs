@@ -368,11 +368,11 @@ impl Sweeper {
 mod tests {
     use super::*;
     use crate::fabric::engine::EngineConfig;
-    use crate::fabric::model::NodeType;
-    use crate::fabric::topology;
+    use crate::ib::NodeType;
+    use crate::ib::topology;
     use crate::mib::tables::COUNTERS;
     use crate::pm::mad;
-    use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+    use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
     use crate::transport::{MAD_SIZE, MadTransport, Received};
     use std::collections::VecDeque;
 
@@ -382,7 +382,7 @@ mod tests {
     /// attribute 0x18 to LIDs in `silent` are dropped. Counts optional
     /// requests.
     struct OptionalPma {
-        inner: crate::transport::sim::SimTransport,
+        inner: crate::sim::SimTransport,
         answer: Vec<u16>,
         silent: Vec<u16>,
         queue: VecDeque<Received>,
@@ -426,7 +426,7 @@ mod tests {
 
     fn setup_with(
         cfg: SweepConfig,
-        wrap: impl FnOnce(&SimFabric, crate::transport::sim::SimTransport) -> Box<dyn MadTransport>,
+        wrap: impl FnOnce(&SimFabric, crate::sim::SimTransport) -> Box<dyn MadTransport>,
     ) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
         let clock = ManualClock::new();
         clock.advance(Duration::from_secs(60));

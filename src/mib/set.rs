@@ -18,7 +18,7 @@ use super::view::{MibView, column_of, parse_guid_index};
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::NodeRecord;
 use crate::fabric::control::WriteOp;
-use crate::fabric::model::{Guid, NodeType};
+use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::samples::{STATUS_DONE, counter_width_bits};
@@ -307,10 +307,10 @@ mod tests {
     use crate::fabric::engine::{Engine, EngineConfig};
     use crate::fabric::state::{SharedState, SweepConfig};
     use crate::fabric::sweep::Sweeper;
-    use crate::fabric::topology;
+    use crate::ib::topology;
     use crate::mib::Oid;
     use crate::mib::view::guid_index;
-    use crate::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+    use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
     use std::sync::Arc;
 
     fn view() -> (MibView, SimFabric) {

@@ -9,7 +9,7 @@ use super::tables::{self, COLUMNS, Column, GUID_INDEX_LEN};
 use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
 use crate::fabric::control::Controller;
-use crate::fabric::model::Guid;
+use crate::ib::Guid;
 
 /// pmPortCountersPortSelect of a row that was never written.
 pub const DEFAULT_PORT_SELECT: u8 = 1;
@@ -207,7 +207,7 @@ impl MibHandler for MibView {
 mod tests {
     use super::*;
     use crate::fabric::cache::PortRecord;
-    use crate::fabric::model::NodeType;
+    use crate::ib::NodeType;
     use crate::pm::{ClassPortInfo, PortCounters};
 
     fn node(guid: u64, ports: u8) -> NodeRecord {

@@ -1,6 +1,7 @@
-//! MAD transports: the interface the sweeper drives, and its implementations.
+//! MAD transports: the interface the sweeper drives, and umad (the Linux
+//! kernel's MAD interface). The simulated fabric (`crate::sim`) implements the
+//! same trait.
 
-pub mod sim;
 pub mod umad;
 
 use std::io;

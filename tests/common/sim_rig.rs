@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use ibpm_agentx::fabric::model::{Node, NodeType};
-use ibpm_agentx::fabric::topology;
+use ibpm_agentx::ib::topology;
+use ibpm_agentx::ib::{Node, NodeType};
 use ibpm_agentx::pm::mad::{self, attr, method, status};
 use ibpm_agentx::pm::{PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult};
-use ibpm_agentx::transport::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimTransport};
+use ibpm_agentx::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimTransport};
 use ibpm_agentx::transport::{MadAddr, MadTransport};
 
 pub struct Rig {

@@ -1,4 +1,7 @@
-//! What the agent knows about a fabric's shape.
+//! The fabric model every layer may import: GUIDs, nodes, ports, links,
+//! and the topology files that describe them.
+
+pub mod topology;
 
 use std::fmt;
 

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::model::{Fabric, Guid, Node, NodeType, Port};
+use crate::ib::{Fabric, Guid, Node, NodeType, Port};
 
 /// The built-in default fabric (2 spine + 4 leaf switches, 12 HCAs).
 pub const DEFAULT_FABRIC_TEXT: &str = include_str!("../../config/default-fabric.net");

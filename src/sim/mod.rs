@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::fabric::model::{Fabric, Guid, NodeType};
+use crate::ib::{Fabric, Guid, NodeType};
 use crate::transport::MAD_SIZE;
 
 use sampling::Sample;

@@ -2,7 +2,7 @@
 //! PortSamplesResult. The behaviour is described in the [`super::pma`]
 //! module documentation; this file implements it.
 
-use crate::fabric::model::{Node, NodeType};
+use crate::ib::{Node, NodeType};
 use crate::pm::mad::{self, status};
 use crate::pm::{PortSamplesControl, PortSamplesResult, port_counters as pc, samples};
 

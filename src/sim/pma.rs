@@ -100,7 +100,7 @@ use crate::transport::MAD_SIZE;
 use super::State;
 use super::sampling;
 use super::traffic::q;
-use crate::fabric::model::NodeType;
+use crate::ib::NodeType;
 
 type Data = [u8; mad::DATA_SIZE];
 
