@@ -92,6 +92,9 @@ pub trait MibHandler: Send + Sync {
     }
     /// Release the reservation; no answer is sent.
     fn cleanup_set(&self, _txn: SetTxn) {}
+    /// The AgentX session `session_id` closed (or the connection to the
+    /// master was lost): drop every SET reservation its transactions made.
+    fn session_closed(&self, _session_id: u32) {}
 }
 
 #[cfg(test)]
