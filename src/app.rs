@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tracing::{error, info};
 
-use crate::agentx::session::{AgentxAddr, Session, SessionConfig, SessionHandle};
+use crate::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use crate::config::Config;
 use crate::fabric::cache::Cache;
 use crate::fabric::control::{ControlConfig, Controller};

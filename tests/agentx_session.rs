@@ -433,7 +433,10 @@ impl FakeMaster {
                 if let Payload::Ping { .. } = p.payload {
                     self.pings += 1;
                     let r = Pdu::new(p.session_id, p.transaction_id, p.packet_id, ok_response());
-                    self.send_pdu(&r);
+                    // The subagent may have hung up meanwhile (a test that
+                    // ends the connection reads on for its last PDUs).
+                    let b = pdu::encode(&r, ByteOrder::Big).unwrap();
+                    let _ = self.stream.write_all(&b);
                     continue;
                 }
                 return Some(p);
@@ -600,16 +603,6 @@ fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
         .set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
 
-    // Oversized PDU (2 MiB payload, max 1 MiB): parseError, payload skipped.
-    let mut big = get_pdu(9, 104);
-    let len: u32 = 2 << 20;
-    big[16..20].copy_from_slice(&len.to_be_bytes());
-    big.resize(20 + len as usize, 0);
-    m.send(&big);
-    let r = m.recv();
-    assert_eq!(r.packet_id, 104);
-    assert_eq!(response_of(&r).0, ResError::Agentx(AgentxError::ParseError));
-
     // A PDU only subagents send (Register): processingError.
     let reg = Pdu::new(
         9,
@@ -637,7 +630,32 @@ fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
     let r = m.recv();
     assert_eq!(r.packet_id, 106);
     assert_eq!(response_of(&r).0, ResError::NO_ERROR);
+
+    // Oversized PDU (2 MiB payload, max 1 MiB): parseError, then the
+    // session starts over at once (a master that announced more than it
+    // sends would otherwise leave the session deaf).
+    let mut big = get_pdu(9, 104);
+    let len: u32 = 2 << 20;
+    big[16..20].copy_from_slice(&len.to_be_bytes());
+    big.resize(20 + len as usize, 0);
+    // The session hangs up before it has read all of it.
+    let _ = m.stream.write_all(&big);
+    let r = m.recv();
+    assert_eq!(r.packet_id, 104);
+    assert_eq!(response_of(&r).0, ResError::Agentx(AgentxError::ParseError));
     assert!(h.0.stats().parse_errors.load(Ordering::SeqCst) >= 4);
+    let c = m.recv();
+    assert_eq!(
+        c.payload,
+        Payload::Close {
+            reason: CloseReason::ParseError
+        }
+    );
+    let mut m = FakeMaster::accept(&l);
+    m.handshake(11);
+    m.send(&get_pdu(11, 1));
+    let r = m.recv();
+    assert_eq!((r.session_id, response_of(&r).0), (11, ResError::NO_ERROR));
 
     // A header that does not parse (version 7): the stream cannot be
     // resynchronised, so the session sends Close(parseError) and reconnects.
@@ -655,7 +673,33 @@ fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
     let r = m2.recv();
     assert_eq!(r.session_id, 10);
     assert_eq!(response_of(&r).0, ResError::NO_ERROR);
-    assert_eq!(h.0.stats().opens.load(Ordering::SeqCst), 2);
+    assert_eq!(h.0.stats().opens.load(Ordering::SeqCst), 3);
+}
+
+/// Regression: a header announcing a payload past the maximum that never
+/// comes left the session deaf (every later byte was skipped as payload)
+/// until its own Ping went unanswered; now it reconnects at once.
+#[test]
+fn oversized_header_reconnects_at_once() {
+    init_log();
+    let mib = TestMib::new(false);
+    let (_dir, l, h) = fake_master_session(mib);
+    let mut m = FakeMaster::accept(&l);
+    m.handshake(12);
+    wait_for("registered", Duration::from_secs(5), || h.0.registered());
+    let mut b = get_pdu(12, 200);
+    b[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
+    m.send(&b);
+    let r = m.recv();
+    assert_eq!(response_of(&r).0, ResError::Agentx(AgentxError::ParseError));
+    // The session pings every 30 s here: a new connection within a few
+    // seconds comes from the oversized header, not from a Ping timeout.
+    let t0 = Instant::now();
+    let mut m2 = FakeMaster::accept(&l);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    m2.handshake(13);
+    m2.send(&get_pdu(13, 1));
+    assert_eq!(response_of(&m2.recv()).0, ResError::NO_ERROR);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 #![no_main]
 
 use ibpm_agentx::agentx::pdu::{self, Header, Payload, Pdu, ResError};
-use ibpm_agentx::agentx::session::get_bulk;
+use ibpm_agentx::agentx::core::get_bulk;
 use ibpm_agentx::mib::{MibHandler, Value, VarBind};
 use ibpm_agentx_fuzz::with_sim_view;
 use libfuzzer_sys::fuzz_target;
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
                 max_repetitions,
                 ranges,
                 ..
-            } => get_bulk(v, *non_repeaters, (*max_repetitions).min(32), ranges),
+            } => get_bulk(v, *non_repeaters, *max_repetitions, ranges),
             _ => Vec::new(),
         }
     });

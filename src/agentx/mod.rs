@@ -1,10 +1,14 @@
-//! AgentX (RFC 2741): a sans-IO PDU codec ([`pdu`]) and a blocking session
-//! to the master agent ([`session`]).
+//! AgentX (RFC 2741): a sans-IO PDU codec ([`pdu`]), the subagent's protocol
+//! core without I/O ([`core`]) and the driver that connects it to the master
+//! ([`session`]).
 
+pub mod config;
+pub mod core;
 pub mod pdu;
 pub mod session;
 
-pub use session::{AgentxAddr, Session, SessionConfig, SessionHandle};
+pub use config::{AgentxAddr, SessionConfig};
+pub use session::{Session, SessionHandle};
 
 /// Check an AgentX master address (`PATH`, `unix:PATH` or `tcp:HOST:PORT`).
 pub fn validate_address(s: &str) -> Result<(), String> {

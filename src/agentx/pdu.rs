@@ -673,6 +673,33 @@ impl Writer {
     }
 }
 
+/// Encoded length of an OID (RFC 2741 5.1), with the 1.3.6.1.x prefix
+/// compression `encode` applies.
+fn oid_len(oid: &Oid) -> usize {
+    let s = oid.as_slice();
+    let rest = if s.len() >= 5 && s[..4] == [1, 3, 6, 1] && (1..=255).contains(&s[4]) {
+        s.len() - 5
+    } else {
+        s.len()
+    };
+    4 + 4 * rest
+}
+
+/// Encoded length of one varbind (RFC 2741 5.4), as `encode` writes it:
+/// what a response of bounded size can still take.
+pub fn varbind_len(vb: &VarBind) -> usize {
+    let octets = |n: usize| 4 + n.div_ceil(4) * 4;
+    let value = match &vb.value {
+        Value::Integer(_) | Value::Counter32(_) | Value::Gauge32(_) | Value::TimeTicks(_) => 4,
+        Value::Counter64(_) => 8,
+        Value::OctetString(b) | Value::Opaque(b) => octets(b.len()),
+        Value::IpAddress(a) => octets(a.len()),
+        Value::ObjectIdentifier(o) => oid_len(o),
+        Value::Null | Value::NoSuchObject | Value::NoSuchInstance | Value::EndOfMibView => 0,
+    };
+    4 + oid_len(&vb.name) + value
+}
+
 /// AgentX varbind type code (RFC 2741 5.4).
 pub fn value_type(v: &Value) -> u16 {
     match v {

@@ -683,3 +683,33 @@ fn framer_desync_is_sticky_until_reset() {
     f.push(&sample_bytes());
     assert_eq!(f.next_frame(), Some(Ok(sample_bytes())));
 }
+
+#[test]
+fn varbind_len_is_the_encoded_length() {
+    let mut vbs = all_values();
+    vbs.push(VarBind::new(
+        oid("1.3.6.1.3.117.1.2"),
+        Value::OctetString(vec![1; 5]),
+    ));
+    vbs.push(VarBind::new(oid("1.2.3"), Value::Null));
+    vbs.push(VarBind::new(Oid::default(), Value::Counter64(1)));
+    for vb in vbs {
+        let one = |v: Vec<VarBind>| {
+            let p = Pdu::new(
+                1,
+                2,
+                3,
+                Payload::Notify {
+                    context: None,
+                    varbinds: v,
+                },
+            );
+            encode(&p, ByteOrder::Big).unwrap().len()
+        };
+        assert_eq!(
+            one(vec![vb.clone()]) - one(vec![]),
+            varbind_len(&vb),
+            "{vb:?}"
+        );
+    }
+}
