@@ -346,6 +346,46 @@ fn walks_work_again_after_snmpd_restart() {
     assert!(h.0.stats().opens.load(Ordering::SeqCst) >= 3);
 }
 
+/// Regression: the reconnect backoff started over only after a session that
+/// had lived longer than `backoff_max`, so each snmpd restart that followed
+/// a short session waited longer (doubling up to `backoff_max`) before the
+/// subtree was back. It starts over once Open and Register succeed.
+#[test]
+fn reconnect_backoff_starts_over_once_registered() {
+    need_snmpd!();
+    init_log();
+    let mut snmpd = PrivateSnmpd::start().expect("start snmpd");
+    let mut cfg = config(&snmpd.agentx_addr());
+    cfg.backoff_min = Duration::from_millis(50);
+    cfg.backoff_max = Duration::from_secs(30);
+    let h = Stop(Session::spawn(cfg, TestMib::new(false)).unwrap());
+    wait_for("registration", Duration::from_secs(10), || h.0.registered());
+    let mut back_after = Vec::new();
+    for round in 0..8 {
+        let opens = h.0.stats().opens.load(Ordering::SeqCst);
+        // Returns once the new snmpd answers SNMP requests.
+        snmpd.restart().expect("restart snmpd");
+        let t0 = Instant::now();
+        wait_for(
+            "registration after restart",
+            Duration::from_secs(60),
+            || h.0.stats().opens.load(Ordering::SeqCst) > opens && h.0.registered(),
+        );
+        back_after.push(t0.elapsed());
+        eprintln!(
+            "round {round}: registered {:?} after snmpd answered",
+            t0.elapsed()
+        );
+    }
+    // With the delay doubling from 50 ms at each round, the last rounds
+    // waited 3.2 s and 6.4 s after the connection was lost.
+    assert!(
+        back_after.iter().all(|d| *d < Duration::from_secs(2)),
+        "{back_after:?}"
+    );
+    assert_eq!(as_tuples(&walk(&snmpd, "snmpwalk").1), expected_tuples());
+}
+
 #[test]
 fn duplicate_registration_is_retried_not_fatal() {
     need_snmpd!();
