@@ -328,7 +328,10 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
             "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
             cfg.snmp.community
         );
-        Some(r.spawn())
+        Some(
+            r.spawn()
+                .map_err(|e| AppError(format!("cannot start the SNMP responder: {e}")))?,
+        )
     };
 
     Ok(Running {

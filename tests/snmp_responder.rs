@@ -227,7 +227,7 @@ fn serve(m: BTreeMap<Oid, Value>) -> (ResponderHandle, SocketAddr) {
     )
     .unwrap();
     let addr = r.local_addr().unwrap();
-    (r.spawn(), addr)
+    (r.spawn().unwrap(), addr)
 }
 
 /// Compares line by line so a failure names the first difference.

@@ -1,30 +1,34 @@
-//! The AgentX driver: one thread that owns the connection to the master and
-//! the clock, and feeds the protocol core ([`super::core::AgentxCore`]):
-//! connect, read, write what the core asks, reconnect with exponential
-//! backoff, close on shutdown, and pass queued notifications to the core.
+//! The AgentX driver: one task on the I/O runtime ([`crate::runtime`]) that
+//! owns the connection to the master and the clock, and feeds the protocol
+//! core ([`super::core::AgentxCore`]): connect, read, write what the core
+//! asks, reconnect with exponential backoff, close on shutdown, and pass
+//! queued notifications to the core.
 //!
-//! The thread reads with a short timeout (so the shutdown flag and the
-//! notification queue are looked at every [`POLL_INTERVAL`]) and answers
-//! each request before reading the next; handlers answer from memory, so a
-//! request never waits on the fabric.
+//! The task waits for whichever comes first: bytes from the master, the
+//! core's next deadline, a notification or shutdown. It answers each
+//! request before reading the next; handlers answer from memory, so a
+//! request never waits on the fabric (a SET commit, bounded by its
+//! deadline, runs in `block_in_place` so the responder is not held).
 
 use std::fmt;
-use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+use tokio::sync::Notify;
+use tokio::sync::mpsc::{self, Receiver, Sender, error::TrySendError};
+use tokio::task::block_in_place;
 
 pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
 use super::core::{Action, AgentxCore, Backoff, Lost};
 use super::pdu::CloseReason;
 use crate::mib::{MibHandler, VarBind};
 
-/// How often the session thread wakes up when nothing arrives.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// How long a write to the master may take, and a TCP connect.
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// During an outage, log every Nth failed attempt (the first always).
 const LOG_EVERY: u64 = 20;
 /// Largest number of queued notifications.
@@ -70,11 +74,14 @@ pub struct SessionStats {
 
 struct Shared {
     shutdown: AtomicBool,
+    /// Wakes the task for shutdown.
+    wake: Notify,
     connected: AtomicBool,
     registered: AtomicBool,
     stats: SessionStats,
-    tx: Mutex<Option<SyncSender<Vec<VarBind>>>>,
-    join: Mutex<Option<JoinHandle<()>>>,
+    tx: Mutex<Option<Sender<Vec<VarBind>>>>,
+    /// Receives nothing; disconnected when the task has ended.
+    done: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 /// Handle to a running session; clones share it.
@@ -86,14 +93,14 @@ pub struct SessionHandle {
 impl SessionHandle {
     /// Queues a Notify PDU with these varbinds (the caller supplies
     /// sysUpTime.0 if wanted and snmpTrapOID.0, RFC 2741 6.2.10). Dropped
-    /// (and counted) when no session is open when the thread gets to it.
+    /// (and counted) when no session is open when the task gets to it.
     pub fn notify(&self, varbinds: Vec<VarBind>) -> Result<(), NotifyError> {
         let guard = self.shared.tx.lock().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
             None => Err(NotifyError::SessionStopped),
             Some(tx) => tx.try_send(varbinds).map_err(|e| match e {
                 TrySendError::Full(_) => NotifyError::QueueFull,
-                TrySendError::Disconnected(_) => NotifyError::SessionStopped,
+                TrySendError::Closed(_) => NotifyError::SessionStopped,
             }),
         }
     }
@@ -112,20 +119,21 @@ impl SessionHandle {
         &self.shared.stats
     }
 
-    /// Sends Close(reasonShutdown) if connected, stops the thread and joins
-    /// it. Returns within about [`POLL_INTERVAL`] plus one write timeout.
+    /// Sends Close(reasonShutdown) if connected, stops the task and waits
+    /// for it: at most one write timeout. Call it from outside the I/O
+    /// runtime.
     pub fn shutdown(&self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
-        let h = self
+        self.shared.wake.notify_one();
+        let done = self
             .shared
-            .join
+            .done
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(h) = h
-            && h.join().is_err()
-        {
-            tracing::error!("AgentX session thread panicked");
+        if let Some(done) = done {
+            // Err(RecvError) once the task has ended and dropped its sender.
+            let _ = done.recv();
         }
         self.shared
             .tx
@@ -135,26 +143,31 @@ impl SessionHandle {
     }
 }
 
-/// The session thread's entry point.
+/// The session's entry point.
 pub struct Session;
 
 impl Session {
-    /// Starts the session thread; it connects (and reconnects) on its own.
+    /// Starts the session on the I/O runtime; it connects (and reconnects)
+    /// on its own.
     pub fn spawn(cfg: SessionConfig, handler: Arc<dyn MibHandler>) -> io::Result<SessionHandle> {
-        let (tx, rx) = mpsc::sync_channel(NOTIFY_QUEUE);
+        let rt = crate::runtime::handle()?;
+        let (tx, rx) = mpsc::channel(NOTIFY_QUEUE);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let shared = Arc::new(Shared {
             shutdown: AtomicBool::new(false),
+            wake: Notify::new(),
             connected: AtomicBool::new(false),
             registered: AtomicBool::new(false),
             stats: SessionStats::default(),
             tx: Mutex::new(Some(tx)),
-            join: Mutex::new(None),
+            done: Mutex::new(Some(done_rx)),
         });
-        let s2 = shared.clone();
-        let h = std::thread::Builder::new()
-            .name("agentx-session".into())
-            .spawn(move || Runner::new(cfg, handler, s2, rx).run())?;
-        *shared.join.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        let runner = Runner::new(cfg, handler, shared.clone(), rx);
+        rt.spawn(async move {
+            // Dropped when the task ends, also by panic: shutdown() returns.
+            let _done = done_tx;
+            runner.run().await;
+        });
         Ok(SessionHandle { shared })
     }
 }
@@ -167,63 +180,46 @@ enum Conn {
 }
 
 impl Conn {
-    fn connect(addr: &AgentxAddr) -> io::Result<Conn> {
-        let c = match addr {
-            AgentxAddr::Unix(p) => Conn::Unix(UnixStream::connect(p)?),
+    async fn connect(addr: &AgentxAddr) -> io::Result<Conn> {
+        match addr {
+            AgentxAddr::Unix(p) => Ok(Conn::Unix(UnixStream::connect(p).await?)),
             AgentxAddr::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
-                let mut conn = None;
-                for sa in (host.as_str(), *port).to_socket_addrs()? {
-                    match TcpStream::connect_timeout(&sa, Duration::from_secs(2)) {
-                        Ok(s) => {
+                let addrs = tokio::net::lookup_host((host.as_str(), *port)).await?;
+                for sa in addrs {
+                    match tokio::time::timeout(IO_TIMEOUT, TcpStream::connect(sa)).await {
+                        Ok(Ok(s)) => {
                             let _ = s.set_nodelay(true);
-                            conn = Some(s);
-                            break;
+                            return Ok(Conn::Tcp(s));
                         }
-                        Err(e) => last = e,
+                        Ok(Err(e)) => last = e,
+                        Err(_) => {
+                            last = io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
+                        }
                     }
                 }
-                Conn::Tcp(conn.ok_or(last)?)
+                Err(last)
+            }
+        }
+    }
+
+    async fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(b).await,
+            Conn::Tcp(s) => s.read(b).await,
+        }
+    }
+
+    async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        let write = async {
+            match self {
+                Conn::Unix(s) => s.write_all(b).await,
+                Conn::Tcp(s) => s.write_all(b).await,
             }
         };
-        c.set_timeouts(Some(POLL_INTERVAL), Some(Duration::from_secs(2)))?;
-        Ok(c)
-    }
-    fn set_timeouts(&self, r: Option<Duration>, w: Option<Duration>) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => {
-                s.set_read_timeout(r)?;
-                s.set_write_timeout(w)
-            }
-            Conn::Tcp(s) => {
-                s.set_read_timeout(r)?;
-                s.set_write_timeout(w)
-            }
-        }
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.read(b),
-            Conn::Tcp(s) => s.read(b),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.write(b),
-            Conn::Tcp(s) => s.write(b),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.flush(),
-            Conn::Tcp(s) => s.flush(),
-        }
+        tokio::time::timeout(IO_TIMEOUT, write)
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "write timed out")))
     }
 }
 
@@ -233,6 +229,14 @@ impl Write for Conn {
 enum End {
     Shutdown,
     Lost(Lost),
+}
+
+/// What the connected task woke up for.
+enum Event {
+    Read(io::Result<usize>),
+    Deadline,
+    Notify(Option<Vec<VarBind>>),
+    Wake,
 }
 
 struct Runner {
@@ -266,22 +270,18 @@ impl Runner {
         self.shared.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Sleeps up to `d`, waking for shutdown; drops queued notifications.
-    fn idle(&self, d: Duration) {
-        let until = Instant::now() + d;
+    /// Waits `d`, waking for shutdown; drops queued notifications.
+    async fn idle(&mut self, d: Duration) {
+        let until = tokio::time::Instant::now() + d;
         while !self.stopping() {
-            self.drop_notifies();
-            let now = Instant::now();
-            if now >= until {
-                break;
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                _ = self.shared.wake.notified() => {}
+                n = self.rx.recv() => match n {
+                    Some(_) => self.count_dropped_notify(),
+                    None => tokio::time::sleep_until(until).await,
+                },
             }
-            std::thread::sleep((until - now).min(POLL_INTERVAL));
-        }
-    }
-
-    fn drop_notifies(&self) {
-        while self.rx.try_recv().is_ok() {
-            self.count_dropped_notify();
         }
     }
 
@@ -318,7 +318,7 @@ impl Runner {
             .store(self.core.is_registered(), Ordering::SeqCst);
     }
 
-    fn run(mut self) {
+    async fn run(mut self) {
         let address = self.core.config().address.clone();
         let (min, max) = (
             self.core.config().backoff_min,
@@ -327,7 +327,7 @@ impl Runner {
         let mut backoff = Backoff::new(min, max);
         tracing::info!(address = %address, "AgentX session starting");
         while !self.stopping() {
-            match Conn::connect(&address) {
+            match Conn::connect(&address).await {
                 Ok(conn) => {
                     if self.failures > 0 {
                         tracing::info!(
@@ -338,7 +338,7 @@ impl Runner {
                     }
                     self.failures = 0;
                     self.last_error = None;
-                    match self.converse(conn, &mut backoff) {
+                    match self.converse(conn, &mut backoff).await {
                         End::Shutdown => break,
                         End::Lost(why) => {
                             tracing::warn!(address = %address, "AgentX session lost: {why}; reconnecting");
@@ -359,30 +359,31 @@ impl Runner {
                     self.last_error = Some(msg);
                 }
             }
-            self.idle(backoff.next_delay());
+            self.idle(backoff.next_delay()).await;
         }
         tracing::info!("AgentX session stopped");
     }
 
     /// One connection: from Open to its end. `backoff` starts over once the
     /// session is open and registered.
-    fn converse(&mut self, mut conn: Conn, backoff: &mut Backoff) -> End {
+    async fn converse(&mut self, mut conn: Conn, backoff: &mut Backoff) -> End {
         let actions = self.core.on_connected(Instant::now());
-        let end = self.converse_inner(&mut conn, actions, backoff);
+        let end = self.converse_inner(&mut conn, actions, backoff).await;
         if let End::Shutdown = end
             && let Some(close) = self.core.close(CloseReason::Shutdown)
         {
-            match conn.write_all(&close) {
+            match conn.write_all(&close).await {
                 Ok(()) => tracing::info!("AgentX session closed (reasonShutdown)"),
                 Err(e) => tracing::warn!("AgentX Close not sent: {e}"),
             }
         }
-        self.core.on_disconnected(self.handler.as_ref());
+        let handler = self.handler.as_ref();
+        block_in_place(|| self.core.on_disconnected(handler));
         self.publish();
         end
     }
 
-    fn converse_inner(
+    async fn converse_inner(
         &mut self,
         conn: &mut Conn,
         mut actions: Vec<Action>,
@@ -397,7 +398,7 @@ impl Runner {
             for a in actions.drain(..) {
                 match a {
                     Action::Send(bytes) => {
-                        if let Err(e) = conn.write_all(&bytes) {
+                        if let Err(e) = conn.write_all(&bytes).await {
                             return End::Lost(Lost::Io(e.kind()));
                         }
                     }
@@ -407,32 +408,42 @@ impl Runner {
             if self.stopping() {
                 return End::Shutdown;
             }
-            match conn.read(&mut buf) {
-                Ok(0) => return End::Lost(Lost::Eof),
-                Ok(n) => {
-                    actions = self
-                        .core
-                        .on_bytes(&buf[..n], Instant::now(), self.handler.as_ref());
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(e) => return End::Lost(Lost::Io(e.kind())),
-            }
+            let deadline = self
+                .core
+                .next_deadline()
+                .map(tokio::time::Instant::from_std);
+            let event = tokio::select! {
+                r = conn.read(&mut buf) => Event::Read(r),
+                _ = sleep_until(deadline) => Event::Deadline,
+                n = self.rx.recv() => Event::Notify(n),
+                _ = self.shared.wake.notified() => Event::Wake,
+            };
             let now = Instant::now();
+            match event {
+                Event::Read(Ok(0)) => return End::Lost(Lost::Eof),
+                Event::Read(Ok(n)) => {
+                    let (core, handler) = (&mut self.core, self.handler.as_ref());
+                    actions = block_in_place(|| core.on_bytes(&buf[..n], now, handler));
+                }
+                Event::Read(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Event::Read(Err(e)) => return End::Lost(Lost::Io(e.kind())),
+                Event::Notify(Some(vbs)) => match self.core.notify(vbs, now) {
+                    Some(a) => actions = a,
+                    None => self.count_dropped_notify(),
+                },
+                Event::Deadline | Event::Notify(None) | Event::Wake => {}
+            }
             if self.core.next_deadline().is_some_and(|d| d <= now) {
                 actions.extend(self.core.on_timeout(now));
             }
-            while let Ok(vbs) = self.rx.try_recv() {
-                match self.core.notify(vbs, now) {
-                    Some(a) => actions.extend(a),
-                    None => self.count_dropped_notify(),
-                }
-            }
         }
+    }
+}
+
+/// Sleeps until `deadline`; forever without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }

@@ -30,17 +30,13 @@ pub use engine::{
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use tokio::sync::Notify;
+use tokio::task::block_in_place;
 use tracing::{debug, info, warn};
 
 use crate::mib::MibHandler;
-
-/// How long the serving thread blocks in `recv` before it looks at the stop
-/// flag; bounds how long [`ResponderHandle::shutdown`] takes.
-const POLL: Duration = Duration::from_millis(50);
 
 /// A bound, not yet serving, SNMP responder.
 pub struct Responder {
@@ -63,7 +59,7 @@ impl Responder {
                 format!("cannot bind SNMP responder to {addr}: {e}"),
             )
         })?;
-        socket.set_read_timeout(Some(POLL))?;
+        socket.set_nonblocking(true)?;
         Ok(Responder {
             socket,
             config: ResponderConfig::new(community),
@@ -92,55 +88,69 @@ impl Responder {
         &self.config
     }
 
-    /// Serves on a thread of its own until the handle is shut down or dropped.
-    ///
-    /// # Panics
-    /// When the OS cannot create a thread, as `std::thread::spawn` does.
-    pub fn spawn(self) -> ResponderHandle {
-        let stop = Arc::new(AtomicBool::new(false));
+    /// Serves on the I/O runtime ([`crate::runtime`]) until the handle is
+    /// shut down or dropped; an error when that runtime cannot be created.
+    pub fn spawn(self) -> io::Result<ResponderHandle> {
+        let rt = crate::runtime::handle()?;
+        let stop = Arc::new(Notify::new());
         let stats = Arc::new(Counters::default());
         let local_addr = self.socket.local_addr().ok();
+        let socket = {
+            let _in_runtime = rt.enter();
+            tokio::net::UdpSocket::from_std(self.socket)?
+        };
+        let serving = Serving {
+            socket,
+            config: self.config,
+            handler: self.handler,
+        };
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let (stop2, stats2) = (stop.clone(), stats.clone());
-        let thread = std::thread::Builder::new()
-            .name("snmp-responder".into())
-            .spawn(move || self.serve(&stop2, &stats2))
-            .expect("cannot create the SNMP responder thread");
-        ResponderHandle {
+        rt.spawn(async move {
+            // Dropped when the task ends, also by panic: shutdown returns.
+            let _done = done_tx;
+            serving.serve(&stop2, &stats2).await;
+        });
+        Ok(ResponderHandle {
             stop,
             stats,
             local_addr,
-            thread: Some(thread),
-        }
+            done: Some(done_rx),
+        })
     }
+}
 
-    fn serve(self, stop: &AtomicBool, stats: &Counters) {
+/// A responder on the runtime.
+struct Serving {
+    socket: tokio::net::UdpSocket,
+    config: ResponderConfig,
+    handler: Arc<dyn MibHandler>,
+}
+
+impl Serving {
+    async fn serve(self, stop: &Notify, stats: &Counters) {
         if let Ok(a) = self.socket.local_addr() {
             info!(addr = %a, "SNMP responder listening");
         }
         let mut buf = vec![0u8; 65536];
-        while !stop.load(Ordering::Relaxed) {
-            let (len, peer) = match self.socket.recv_from(&mut buf) {
+        loop {
+            let received = tokio::select! {
+                r = self.socket.recv_from(&mut buf) => r,
+                _ = stop.notified() => break,
+            };
+            let (len, peer) = match received {
                 Ok(r) => r,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue;
-                }
                 Err(e) => {
                     // e.g. ECONNREFUSED left over from an earlier send: not fatal.
                     debug!(error = %e, "snmp: recv failed");
-                    std::thread::sleep(Duration::from_millis(1));
                     continue;
                 }
             };
             stats.in_packets.fetch_add(1, Ordering::Relaxed);
-            match process(&buf[..len], &self.config, &*self.handler) {
-                Outcome::Reply(bytes) => match self.socket.send_to(&bytes, peer) {
+            // A Set's commit may wait on the fabric (up to its deadline).
+            let outcome = block_in_place(|| process(&buf[..len], &self.config, &*self.handler));
+            match outcome {
+                Outcome::Reply(bytes) => match self.socket.send_to(&bytes, peer).await {
                     Ok(_) => {
                         stats.out_packets.fetch_add(1, Ordering::Relaxed);
                     }
@@ -196,10 +206,11 @@ pub struct ResponderStats {
 
 /// A running responder; shuts it down when dropped.
 pub struct ResponderHandle {
-    stop: Arc<AtomicBool>,
+    stop: Arc<Notify>,
     stats: Arc<Counters>,
     local_addr: Option<SocketAddr>,
-    thread: Option<JoinHandle<()>>,
+    /// Receives nothing; disconnected when the task has ended.
+    done: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 impl ResponderHandle {
@@ -222,17 +233,17 @@ impl ResponderHandle {
         }
     }
 
-    /// Stops the serving thread (within about 50 ms) and waits for it.
+    /// Stops serving (after the request in hand, if any) and waits for it.
+    /// Call it from outside the I/O runtime.
     pub fn shutdown(mut self) {
         self.stop_and_join();
     }
 
     fn stop_and_join(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take()
-            && t.join().is_err()
-        {
-            warn!("SNMP responder thread panicked");
+        self.stop.notify_one();
+        if let Some(done) = self.done.take() {
+            // Err(RecvError) once the task has ended and dropped its sender.
+            let _ = done.recv();
         }
     }
 }

@@ -687,7 +687,7 @@ fn responder_serves_over_udp_and_shuts_down_quickly() {
     )
     .unwrap();
     let addr = r.local_addr().unwrap();
-    let h = r.spawn();
+    let h = r.spawn().unwrap();
     assert_eq!(h.local_addr(), Some(addr));
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
     client
