@@ -753,6 +753,21 @@ impl AgentxCore {
             .map(|(_, p)| p)
     }
 
+    /// Refuses a SET phase that does not follow the transaction's last one.
+    fn out_of_order(
+        &mut self,
+        txn: SetTxn,
+        what: &'static str,
+        status: ErrorStatus,
+    ) -> Result<(), SetError> {
+        tracing::warn!(
+            transaction = txn.transaction_id,
+            "AgentX {what} refused ({status:?})"
+        );
+        self.stats.refused += 1;
+        Err(SetError { status, index: 0 })
+    }
+
     fn test_set(
         &mut self,
         txn: SetTxn,
@@ -760,15 +775,7 @@ impl AgentxCore {
         mib: &dyn MibHandler,
     ) -> Result<(), SetError> {
         if self.phase(txn.transaction_id).is_some() {
-            tracing::warn!(
-                transaction = txn.transaction_id,
-                "second AgentX TestSet in one transaction refused"
-            );
-            self.stats.refused += 1;
-            return Err(SetError {
-                status: ErrorStatus::GenErr,
-                index: 0,
-            });
+            return self.out_of_order(txn, "a second TestSet", ErrorStatus::GenErr);
         }
         if self.txns.len() >= MAX_TRANSACTIONS
             && let Some((old, _)) = self.txns.pop_front()
@@ -789,20 +796,8 @@ impl AgentxCore {
     }
 
     fn commit_set(&mut self, txn: SetTxn, mib: &dyn MibHandler) -> Result<(), SetError> {
-        let refused = Err(SetError {
-            status: ErrorStatus::CommitFailed,
-            index: 0,
-        });
-        let phase = match self.phase(txn.transaction_id) {
-            Some(p) => *p,
-            None => {
-                tracing::warn!(
-                    transaction = txn.transaction_id,
-                    "AgentX CommitSet without TestSet refused"
-                );
-                self.stats.refused += 1;
-                return refused;
-            }
+        let Some(phase) = self.phase(txn.transaction_id).copied() else {
+            return self.out_of_order(txn, "CommitSet without TestSet", ErrorStatus::CommitFailed);
         };
         match phase {
             TxnPhase::Tested { ok: true } => {
@@ -814,27 +809,20 @@ impl AgentxCore {
             }
             // Committed already: the same answer, nothing applied twice.
             TxnPhase::Committed(r) => r,
-            TxnPhase::Tested { ok: false } | TxnPhase::Undone(_) => {
-                self.stats.refused += 1;
-                refused
+            TxnPhase::Tested { ok: false } => self.out_of_order(
+                txn,
+                "CommitSet after a failed TestSet",
+                ErrorStatus::CommitFailed,
+            ),
+            TxnPhase::Undone(_) => {
+                self.out_of_order(txn, "CommitSet after UndoSet", ErrorStatus::CommitFailed)
             }
         }
     }
 
     fn undo_set(&mut self, txn: SetTxn, mib: &dyn MibHandler) -> Result<(), SetError> {
-        let phase = match self.phase(txn.transaction_id) {
-            Some(p) => *p,
-            None => {
-                tracing::warn!(
-                    transaction = txn.transaction_id,
-                    "AgentX UndoSet without TestSet refused"
-                );
-                self.stats.refused += 1;
-                return Err(SetError {
-                    status: ErrorStatus::UndoFailed,
-                    index: 0,
-                });
-            }
+        let Some(phase) = self.phase(txn.transaction_id).copied() else {
+            return self.out_of_order(txn, "UndoSet without TestSet", ErrorStatus::UndoFailed);
         };
         let r = match phase {
             // Nothing was committed: nothing to undo.

@@ -152,6 +152,14 @@ fn open_core(mib: &Mib, t0: Instant) -> AgentxCore {
     core
 }
 
+/// A handler and a core open with it at a time of the test's own.
+fn opened() -> (Mib, AgentxCore, Instant) {
+    let mib = Mib::new();
+    let t0 = Instant::now();
+    let core = open_core(&mib, t0);
+    (mib, core, t0)
+}
+
 fn encode(p: &Pdu) -> Vec<u8> {
     pdu::encode(p, ByteOrder::Big).unwrap()
 }
@@ -194,9 +202,7 @@ fn get(sid: u32, pid: u32, context: Option<Vec<u8>>) -> Pdu {
 
 #[test]
 fn serves_the_captured_requests() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let a = core.on_bytes(&fixture("13-get-master-Get.bin"), t0, &mib);
     let r = sent(&a);
     assert_eq!(r.len(), 1);
@@ -273,9 +279,7 @@ fn register_refused_is_retried_with_backoff() {
 
 #[test]
 fn unanswered_ping_ends_the_connection() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     // The next Ping is due one interval after the first.
     let t1 = t0 + Duration::from_secs(15);
     assert_eq!(core.next_deadline(), Some(t1));
@@ -310,9 +314,7 @@ fn unanswered_ping_ends_the_connection() {
 /// so the session heard nothing more until its own Ping timed out.
 #[test]
 fn oversized_pdu_ends_the_connection_at_once() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let mut b = encode(&get(5, 40, None));
     b[16..20].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
     let a = core.on_bytes(&b, t0, &mib);
@@ -338,9 +340,7 @@ fn oversized_pdu_ends_the_connection_at_once() {
 
 #[test]
 fn close_from_the_master_ends_the_session() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let close = Pdu::new(
         5,
         0,
@@ -374,9 +374,7 @@ fn close_from_the_master_ends_the_session() {
 /// Regression: requests naming another session were served as if open.
 #[test]
 fn wrong_session_id_gets_not_open() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let r = request(&mut core, &mib, get(6, 10, None), t0).unwrap();
     assert_eq!((r.session_id, r.packet_id), (6, 10));
     assert_eq!(response(&r).0, ResError::Agentx(AgentxError::NotOpen));
@@ -392,9 +390,7 @@ fn wrong_session_id_gets_not_open() {
 /// Regression: a non-default context was answered from the default one.
 #[test]
 fn non_default_context_gets_unsupported_context() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let r = request(&mut core, &mib, get(5, 10, Some(b"vlan1".to_vec())), t0).unwrap();
     assert_eq!(
         response(&r).0,
@@ -416,9 +412,7 @@ fn non_default_context_gets_unsupported_context() {
 /// never had a TestSet.
 #[test]
 fn commit_and_undo_without_test_set_are_refused() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let r = request(&mut core, &mib, Pdu::new(5, 20, 1, Payload::CommitSet), t0).unwrap();
     assert_eq!(response(&r).0, ResError::Snmp(ErrorStatus::CommitFailed));
     let r = request(&mut core, &mib, Pdu::new(5, 21, 2, Payload::UndoSet), t0).unwrap();
@@ -431,9 +425,7 @@ fn commit_and_undo_without_test_set_are_refused() {
 /// not a resend) applied the writes again.
 #[test]
 fn second_commit_set_does_not_apply_twice() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let r = request(&mut core, &mib, test_set(5, 30, 1), t0).unwrap();
     assert_eq!(response(&r).0, ResError::NO_ERROR);
     for pid in [2, 3] {
@@ -464,9 +456,7 @@ fn second_commit_set_does_not_apply_twice() {
 /// session (after a reconnect) could commit it.
 #[test]
 fn set_plans_end_with_their_session() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let _ = request(&mut core, &mib, test_set(5, 40, 1), t0).unwrap();
     // The connection is lost between TestSet and CommitSet.
     core.on_disconnected(&mib);
@@ -488,9 +478,7 @@ fn set_plans_end_with_their_session() {
 /// A master that never sends CleanupSet holds at most MAX_TRANSACTIONS.
 #[test]
 fn transactions_without_cleanup_are_bounded() {
-    let mib = Mib::new();
-    let t0 = Instant::now();
-    let mut core = open_core(&mib, t0);
+    let (mib, mut core, t0) = opened();
     let n = MAX_TRANSACTIONS as u32 + 36;
     for tid in 1..=n {
         let r = request(&mut core, &mib, test_set(5, tid, tid), t0).unwrap();
