@@ -8,7 +8,7 @@
 //! core's next deadline, a notification or shutdown. It answers each
 //! request before reading the next; handlers answer from memory, so a
 //! request never waits on the fabric (a SET commit, bounded by its
-//! deadline, runs in `block_in_place` so the responder is not held).
+//! deadline, runs off the runtime's worker: see [`OnRuntime`]).
 
 use std::fmt;
 use std::io;
@@ -20,12 +20,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, Receiver, Sender, error::TrySendError};
-use tokio::task::block_in_place;
 
 pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
 use super::core::{Action, AgentxCore, Backoff, Lost};
 use super::pdu::CloseReason;
 use crate::mib::{MibHandler, VarBind};
+use crate::runtime::OnRuntime;
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
@@ -279,7 +279,10 @@ impl Runner {
                 _ = self.shared.wake.notified() => {}
                 n = self.rx.recv() => match n {
                     Some(_) => self.count_dropped_notify(),
-                    None => tokio::time::sleep_until(until).await,
+                    None => {
+                        tokio::time::sleep_until(until).await;
+                        break;
+                    }
                 },
             }
         }
@@ -377,8 +380,7 @@ impl Runner {
                 Err(e) => tracing::warn!("AgentX Close not sent: {e}"),
             }
         }
-        let handler = self.handler.as_ref();
-        block_in_place(|| self.core.on_disconnected(handler));
+        self.core.on_disconnected(&OnRuntime(self.handler.as_ref()));
         self.publish();
         end
     }
@@ -422,8 +424,8 @@ impl Runner {
             match event {
                 Event::Read(Ok(0)) => return End::Lost(Lost::Eof),
                 Event::Read(Ok(n)) => {
-                    let (core, handler) = (&mut self.core, self.handler.as_ref());
-                    actions = block_in_place(|| core.on_bytes(&buf[..n], now, handler));
+                    let handler = OnRuntime(self.handler.as_ref());
+                    actions = self.core.on_bytes(&buf[..n], now, &handler);
                 }
                 Event::Read(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Event::Read(Err(e)) => return End::Lost(Lost::Io(e.kind())),

@@ -33,10 +33,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Notify;
-use tokio::task::block_in_place;
 use tracing::{debug, info, warn};
 
 use crate::mib::MibHandler;
+use crate::runtime::OnRuntime;
 
 /// A bound, not yet serving, SNMP responder.
 pub struct Responder {
@@ -147,8 +147,8 @@ impl Serving {
                 }
             };
             stats.in_packets.fetch_add(1, Ordering::Relaxed);
-            // A Set's commit may wait on the fabric (up to its deadline).
-            let outcome = block_in_place(|| process(&buf[..len], &self.config, &*self.handler));
+            let handler = OnRuntime(&*self.handler);
+            let outcome = process(&buf[..len], &self.config, &handler);
             match outcome {
                 Outcome::Reply(bytes) => match self.socket.send_to(&bytes, peer).await {
                     Ok(_) => {
