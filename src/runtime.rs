@@ -3,11 +3,11 @@
 //! ([`crate::snmp`]). The fabric's MAD I/O stays on threads of its own
 //! (umad descriptors, and umad2sim's, cannot go into epoll).
 //!
-//! Two worker threads, created on first use and kept for the life of the
+//! One worker thread, created on first use and kept for the life of the
 //! process. MIB handlers answer synchronously; the edges call them through
-//! [`OnRuntime`], which moves a SET commit (that may wait on the fabric up
-//! to its deadline) off the runtime's worker: the other edge keeps being
-//! served.
+//! [`OnRuntime`], which hands the runtime to another thread while a SET
+//! commit (that may wait on the fabric up to its deadline) runs: the other
+//! edge keeps being served.
 
 use std::io;
 use std::sync::OnceLock;
@@ -17,8 +17,10 @@ use tokio::task::block_in_place;
 
 use crate::mib::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
-/// Worker threads of the edge runtime.
-const WORKERS: usize = 2;
+/// Worker threads of the edge runtime: one is enough for two light edges and
+/// saves the wake-up of a second worker on every request; a SET commit
+/// (`block_in_place`) hands the edges to another thread while it waits.
+const WORKERS: usize = 1;
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 

@@ -29,6 +29,8 @@ use crate::runtime::OnRuntime;
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// When the core has no deadline, the connected task still wakes this often.
+const IDLE_WAKE: Duration = Duration::from_secs(60);
 /// During an outage, log every Nth failed attempt (the first always).
 const LOG_EVERY: u64 = 20;
 /// Largest number of queued notifications.
@@ -211,10 +213,23 @@ impl Conn {
     }
 
     async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        // Most answers fit in the socket buffer at once: no timer for them.
+        let done = match self {
+            Conn::Unix(s) => s.try_write(b),
+            Conn::Tcp(s) => s.try_write(b),
+        };
+        let rest = match done {
+            Ok(n) => &b[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => b,
+            Err(e) => return Err(e),
+        };
+        if rest.is_empty() {
+            return Ok(());
+        }
         let write = async {
             match self {
-                Conn::Unix(s) => s.write_all(b).await,
-                Conn::Tcp(s) => s.write_all(b).await,
+                Conn::Unix(s) => s.write_all(rest).await,
+                Conn::Tcp(s) => s.write_all(rest).await,
             }
         };
         tokio::time::timeout(IO_TIMEOUT, write)
@@ -392,6 +407,9 @@ impl Runner {
         backoff: &mut Backoff,
     ) -> End {
         let mut buf = vec![0u8; 64 * 1024];
+        // One timer for the core's deadline, moved only when that changes.
+        let mut armed = tokio::time::Instant::now() + IDLE_WAKE;
+        let mut timer = std::pin::pin!(tokio::time::sleep_until(armed));
         loop {
             if self.core.is_registered() {
                 backoff.reset();
@@ -410,13 +428,17 @@ impl Runner {
             if self.stopping() {
                 return End::Shutdown;
             }
-            let deadline = self
-                .core
-                .next_deadline()
-                .map(tokio::time::Instant::from_std);
+            let deadline = match self.core.next_deadline() {
+                Some(d) => tokio::time::Instant::from_std(d),
+                None => tokio::time::Instant::now() + IDLE_WAKE,
+            };
+            if deadline != armed || timer.is_elapsed() {
+                armed = deadline;
+                timer.as_mut().reset(deadline);
+            }
             let event = tokio::select! {
                 r = conn.read(&mut buf) => Event::Read(r),
-                _ = sleep_until(deadline) => Event::Deadline,
+                _ = &mut timer => Event::Deadline,
                 n = self.rx.recv() => Event::Notify(n),
                 _ = self.shared.wake.notified() => Event::Wake,
             };
@@ -439,13 +461,5 @@ impl Runner {
                 actions.extend(self.core.on_timeout(now));
             }
         }
-    }
-}
-
-/// Sleeps until `deadline`; forever without one.
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }
