@@ -892,3 +892,91 @@ fn reconnects_when_master_stops_answering_pings() {
         h.0.registered()
     });
 }
+
+/// The AgentX driver and the built-in responder share one runtime: while an
+/// AgentX CommitSet waits (on the fabric, here a sleep), the responder
+/// still answers.
+#[test]
+fn responder_answers_while_an_agentx_commit_waits() {
+    if !PrivateSnmpd::available() {
+        eprintln!("snmp tools not installed: test skipped");
+        return;
+    }
+    init_log();
+    struct SlowCommit(Arc<TestMib>);
+    impl MibHandler for SlowCommit {
+        fn get(&self, o: &Oid) -> Value {
+            self.0.get(o)
+        }
+        fn get_next(&self, s: &Oid, i: bool, e: Option<&Oid>) -> Option<VarBind> {
+            self.0.get_next(s, i, e)
+        }
+        fn test_set(&self, txn: SetTxn, vbs: &[VarBind]) -> Result<(), SetError> {
+            self.0.test_set(txn, vbs)
+        }
+        fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
+            std::thread::sleep(Duration::from_secs(3));
+            self.0.commit_set(txn)
+        }
+    }
+    let mib = Arc::new(SlowCommit(TestMib::new(true)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("master");
+    let l = UnixListener::bind(&path).unwrap();
+    let mut cfg = config(&format!("unix:{}", path.display()));
+    cfg.ping_interval = Duration::from_secs(30);
+    let h = Stop(Session::spawn(cfg, mib.clone()).unwrap());
+    let responder = ibpm_agentx::snmp::Responder::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        "public".to_string(),
+        mib.clone(),
+    )
+    .unwrap()
+    .spawn()
+    .unwrap();
+    let target = responder.local_addr().unwrap().to_string();
+    let mut m = FakeMaster::accept(&l);
+    m.handshake(21);
+    wait_for("registered", Duration::from_secs(5), || h.0.registered());
+    let set = Pdu::new(
+        21,
+        70,
+        1,
+        Payload::TestSet {
+            context: None,
+            varbinds: vec![VarBind::new(
+                oid("1.3.6.1.3.117.1.1.2.1"),
+                Value::Gauge32(0),
+            )],
+        },
+    );
+    m.send_pdu(&set);
+    assert_eq!(response_of(&m.recv()).0, ResError::NO_ERROR);
+    m.send_pdu(&Pdu::new(21, 70, 2, Payload::CommitSet));
+    // The commit is under way (3 s); the responder answers meanwhile.
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    let out = snmp_tool(
+        "snmpget",
+        &[
+            "-v2c",
+            "-c",
+            "public",
+            "-On",
+            "-t",
+            "2",
+            "-r",
+            "0",
+            &target,
+            "1.3.6.1.3.117.1.1.2.1",
+        ],
+    );
+    let answered = t0.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("Gauge32: 4000000000"), "{text}");
+    assert!(answered < Duration::from_millis(2500), "{answered:?}");
+    // The commit's answer comes after it.
+    let r = m.recv();
+    assert_eq!((r.packet_id, response_of(&r).0), (2, ResError::NO_ERROR));
+    responder.shutdown();
+}
