@@ -3,45 +3,55 @@
 //! ([`crate::snmp`]). The fabric's MAD I/O stays on threads of its own
 //! (umad descriptors, and umad2sim's, cannot go into epoll).
 //!
-//! One worker thread, created on first use and kept for the life of the
-//! process. MIB handlers answer synchronously; the edges call them through
-//! [`OnRuntime`], which hands the runtime to another thread while a SET
-//! commit (that may wait on the fabric up to its deadline) runs: the other
-//! edge keeps being served.
+//! Two worker threads while any edge runs ([`EdgeRuntime`]). MIB handlers
+//! answer synchronously; the edges call them through [`OnRuntime`], which
+//! moves a SET commit (that may wait on the fabric up to its deadline) off
+//! the worker: the other edge keeps being served.
 
 use std::io;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::block_in_place;
 
 use crate::mib::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
-/// Worker threads of the edge runtime: one is enough for two light edges and
-/// saves the wake-up of a second worker on every request; a SET commit
-/// (`block_in_place`) hands the edges to another thread while it waits.
-const WORKERS: usize = 1;
+/// Worker threads of the edge runtime.
+const WORKERS: usize = 2;
 
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+/// The runtime while anyone holds a share of it.
+static CURRENT: Mutex<Weak<Runtime>> = Mutex::new(Weak::new());
 
-/// The edge runtime's handle, built on first use; an error when the OS
-/// cannot create its threads or its event loop.
-pub fn handle() -> io::Result<&'static Handle> {
-    if let Some(rt) = RUNTIME.get() {
-        return Ok(rt.handle());
+/// A share of the edge runtime. The runtime is built when the first share
+/// is taken and shut down, its threads joined, when the last one is
+/// dropped: an agent that stops leaves no thread behind. Drop shares from
+/// outside the runtime (a runtime cannot be shut down from its own tasks).
+#[derive(Clone)]
+pub struct EdgeRuntime(Arc<Runtime>);
+
+impl EdgeRuntime {
+    /// A share of the running edge runtime, or of a new one; an error when
+    /// the OS cannot create its threads or its event loop.
+    pub fn acquire() -> io::Result<EdgeRuntime> {
+        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(rt) = current.upgrade() {
+            return Ok(EdgeRuntime(rt));
+        }
+        let rt = Arc::new(
+            Builder::new_multi_thread()
+                .worker_threads(WORKERS)
+                .thread_name("io-edge")
+                .enable_io()
+                .enable_time()
+                .build()?,
+        );
+        *current = Arc::downgrade(&rt);
+        Ok(EdgeRuntime(rt))
     }
-    let rt = Builder::new_multi_thread()
-        .worker_threads(WORKERS)
-        .thread_name("io-edge")
-        .enable_io()
-        .enable_time()
-        .build()?;
-    // Another thread may have won the race; then this one is dropped unused.
-    let _ = RUNTIME.set(rt);
-    RUNTIME
-        .get()
-        .map(Runtime::handle)
-        .ok_or_else(|| io::Error::other("the I/O runtime is not available"))
+
+    pub fn handle(&self) -> &Handle {
+        self.0.handle()
+    }
 }
 
 /// A MIB handler for use on the runtime: reads go straight through (they

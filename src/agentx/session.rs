@@ -25,7 +25,7 @@ pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
 use super::core::{Action, AgentxCore, Backoff, Lost};
 use super::pdu::CloseReason;
 use crate::mib::{MibHandler, VarBind};
-use crate::runtime::OnRuntime;
+use crate::runtime::{EdgeRuntime, OnRuntime};
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
@@ -90,6 +90,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct SessionHandle {
     shared: Arc<Shared>,
+    /// Keeps the runtime the session runs on.
+    _runtime: EdgeRuntime,
 }
 
 impl SessionHandle {
@@ -152,7 +154,7 @@ impl Session {
     /// Starts the session on the I/O runtime; it connects (and reconnects)
     /// on its own.
     pub fn spawn(cfg: SessionConfig, handler: Arc<dyn MibHandler>) -> io::Result<SessionHandle> {
-        let rt = crate::runtime::handle()?;
+        let runtime = EdgeRuntime::acquire()?;
         let (tx, rx) = mpsc::channel(NOTIFY_QUEUE);
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let shared = Arc::new(Shared {
@@ -165,12 +167,15 @@ impl Session {
             done: Mutex::new(Some(done_rx)),
         });
         let runner = Runner::new(cfg, handler, shared.clone(), rx);
-        rt.spawn(async move {
+        runtime.handle().spawn(async move {
             // Dropped when the task ends, also by panic: shutdown() returns.
             let _done = done_tx;
             runner.run().await;
         });
-        Ok(SessionHandle { shared })
+        Ok(SessionHandle {
+            shared,
+            _runtime: runtime,
+        })
     }
 }
 

@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use crate::mib::MibHandler;
-use crate::runtime::OnRuntime;
+use crate::runtime::{EdgeRuntime, OnRuntime};
 
 /// A bound, not yet serving, SNMP responder.
 pub struct Responder {
@@ -91,12 +91,12 @@ impl Responder {
     /// Serves on the I/O runtime ([`crate::runtime`]) until the handle is
     /// shut down or dropped; an error when that runtime cannot be created.
     pub fn spawn(self) -> io::Result<ResponderHandle> {
-        let rt = crate::runtime::handle()?;
+        let runtime = EdgeRuntime::acquire()?;
         let stop = Arc::new(Notify::new());
         let stats = Arc::new(Counters::default());
         let local_addr = self.socket.local_addr().ok();
         let socket = {
-            let _in_runtime = rt.enter();
+            let _in_runtime = runtime.handle().enter();
             tokio::net::UdpSocket::from_std(self.socket)?
         };
         let serving = Serving {
@@ -106,7 +106,7 @@ impl Responder {
         };
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let (stop2, stats2) = (stop.clone(), stats.clone());
-        rt.spawn(async move {
+        runtime.handle().spawn(async move {
             // Dropped when the task ends, also by panic: shutdown returns.
             let _done = done_tx;
             serving.serve(&stop2, &stats2).await;
@@ -116,6 +116,7 @@ impl Responder {
             stats,
             local_addr,
             done: Some(done_rx),
+            _runtime: runtime,
         })
     }
 }
@@ -211,6 +212,8 @@ pub struct ResponderHandle {
     local_addr: Option<SocketAddr>,
     /// Receives nothing; disconnected when the task has ended.
     done: Option<std::sync::mpsc::Receiver<()>>,
+    /// Keeps the runtime the responder runs on (dropped after the task ended).
+    _runtime: EdgeRuntime,
 }
 
 impl ResponderHandle {
