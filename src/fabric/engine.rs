@@ -1,14 +1,14 @@
-//! Many PM MADs in flight: a window of outstanding requests, a deadline and
-//! retries per MAD, and no head-of-line blocking behind a node that does not
-//! answer. Replies are matched on the low 24 bits of the transaction ID:
-//! bits 24..31 belong to the transport (the umad transport routes replies
-//! to one of several handles by them), the high 32 bits to the kernel.
+//! Many PM MADs in flight: the driver of a [`MadWindow`] (a window of
+//! outstanding requests, a deadline and retries per MAD, no head-of-line
+//! blocking behind a node that does not answer) over a [`MadTransport`].
+//! Replies are matched on the [`TID_MASK`] bits of the transaction ID.
 
-use std::collections::{HashMap, VecDeque};
+use std::io;
 use std::time::{Duration, Instant};
 
+use super::window::{MadWindow, Transmit, WindowConfig, WindowEvent, WindowStats};
 use crate::pm::mad::{self, method::GET_RESP as METHOD_GET_RESP};
-use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
 /// One request: where, what, and the 192-byte PM data area.
 #[derive(Clone, Debug)]
@@ -70,55 +70,41 @@ impl Default for EngineConfig {
     }
 }
 
-/// The TID bits the engine allocates and matches (the low 24).
-pub const TID_MASK: u32 = 0x00FF_FFFF;
+/// The TID bits the engine allocates and matches.
+pub use crate::transport::TID_MASK;
 
-/// Largest window the engine accepts (1024 in flight deadlocked umad2sim).
-pub const MAX_WINDOW: usize = 256;
-
-struct InFlight {
-    index: usize,
-    attempts: u32,
-    deadline: Instant,
-}
+/// Largest window the engine accepts.
+pub use super::window::MAX_WINDOW;
 
 /// Counts of one batch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BatchStats {
-    pub sent: u64,
-    pub replies: u64,
-    pub timeouts: u64,
-    pub errors: u64,
-}
+pub type BatchStats = WindowStats;
 
+/// The driver of one [`MadWindow`] over a transport: the only code on the
+/// PM path that reads the clock or touches the transport.
 pub struct Engine {
     transport: Box<dyn MadTransport>,
-    cfg: EngineConfig,
-    /// High 32 bits of every TID (a umad transport may rewrite them).
-    tid_high: u64,
-    next_tid: u32,
+    win: MadWindow,
 }
 
 impl Engine {
-    pub fn new(transport: Box<dyn MadTransport>, mut cfg: EngineConfig) -> Self {
-        cfg.window = cfg.window.clamp(1, MAX_WINDOW);
-        let seed = std::process::id() as u64;
+    pub fn new(transport: Box<dyn MadTransport>, cfg: EngineConfig) -> Self {
         Engine {
             transport,
-            cfg,
-            tid_high: (seed & 0xFFFF) << 32,
-            next_tid: 1,
+            win: MadWindow::new(WindowConfig {
+                window: cfg.window,
+                timeout: cfg.timeout,
+                retries: cfg.retries,
+            }),
         }
     }
 
     pub fn config(&self) -> EngineConfig {
-        self.cfg
-    }
-
-    fn tid(&mut self) -> u32 {
-        let t = self.next_tid;
-        self.next_tid = (self.next_tid.wrapping_add(1) & TID_MASK).max(1);
-        t
+        let w = self.win.config();
+        EngineConfig {
+            window: w.window,
+            timeout: w.timeout,
+            retries: w.retries,
+        }
     }
 
     /// Run every request to completion; `on_done(index, outcome)` is called
@@ -128,116 +114,72 @@ impl Engine {
         reqs: &[R],
         mut on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
-        let mut stats = BatchStats::default();
-        let mut pending: VecDeque<(usize, u32)> = (0..reqs.len()).map(|i| (i, 0)).collect();
-        let mut inflight: HashMap<u32, InFlight> = HashMap::new();
-        // Deadlines in send order: with one timeout for all, they are sorted.
-        let mut deadlines: VecDeque<(Instant, u32)> = VecDeque::new();
-
-        while !pending.is_empty() || !inflight.is_empty() {
-            while inflight.len() < self.cfg.window {
-                let Some((index, attempts)) = pending.pop_front() else {
-                    break;
+        let _ = self.win.take_stats();
+        for i in 0..reqs.len() {
+            self.win.push(i);
+        }
+        drive(
+            &mut *self.transport,
+            &mut self.win,
+            |tx| {
+                let r = &reqs[tx.index];
+                (r.to(), r.mad(wire_tid(tx.tid)))
+            },
+            |ev| {
+                let (index, outcome) = match ev {
+                    WindowEvent::Reply { index, mad } => (index, outcome_of(&mad)),
+                    WindowEvent::Timeout { index } => (index, MadOutcome::Timeout),
+                    WindowEvent::Failed { index, error } => (index, MadOutcome::Failed(error)),
                 };
-                let r = &reqs[index];
-                let to = r.to();
-                let tid = self.tid();
-                let mad = r.mad(self.tid_high | tid as u64);
-                match self.transport.send(&to, &mad) {
-                    Ok(()) => {
-                        stats.sent += 1;
-                        let deadline = Instant::now() + self.cfg.timeout;
-                        inflight.insert(
-                            tid,
-                            InFlight {
-                                index,
-                                attempts: attempts + 1,
-                                deadline,
-                            },
-                        );
-                        deadlines.push_back((deadline, tid));
-                    }
-                    Err(e) => {
-                        stats.errors += 1;
-                        on_done(
-                            index,
-                            MadOutcome::Failed(format!("send to LID {}: {e}", to.lid)),
-                        );
-                    }
-                }
-            }
-            if inflight.is_empty() {
-                continue;
-            }
-
-            let now = Instant::now();
-            let wait = deadlines
-                .front()
-                .map(|(d, _)| d.saturating_duration_since(now))
-                .unwrap_or(self.cfg.timeout);
-            match self.transport.recv(wait) {
-                Ok(Some(rx)) => {
-                    let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]])
-                        & TID_MASK;
-                    if let Some(f) = inflight.remove(&tid) {
-                        if rx.status != 0 {
-                            // The transport gave up on this send (e.g. umad
-                            // status 110): same as a deadline expiry.
-                            self.expire(f, &mut pending, &mut stats, &mut on_done);
-                        } else {
-                            stats.replies += 1;
-                            on_done(f.index, outcome_of(&rx.mad));
-                        }
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    // A broken transport fails everything still outstanding.
-                    let msg = format!("receive: {e}");
-                    for (_, f) in inflight.drain() {
-                        stats.errors += 1;
-                        on_done(f.index, MadOutcome::Failed(msg.clone()));
-                    }
-                    for (index, _) in pending.drain(..) {
-                        stats.errors += 1;
-                        on_done(index, MadOutcome::Failed(msg.clone()));
-                    }
-                    deadlines.clear();
-                    break;
-                }
-            }
-
-            let now = Instant::now();
-            while let Some(&(d, tid)) = deadlines.front() {
-                if d > now {
-                    break;
-                }
-                deadlines.pop_front();
-                if inflight.get(&tid).is_some_and(|f| f.deadline == d)
-                    && let Some(f) = inflight.remove(&tid)
-                {
-                    self.expire(f, &mut pending, &mut stats, &mut on_done);
-                }
-            }
-        }
-        stats
+                on_done(index, outcome);
+                true
+            },
+        );
+        self.win.take_stats()
     }
+}
 
-    fn expire(
-        &self,
-        f: InFlight,
-        pending: &mut VecDeque<(usize, u32)>,
-        stats: &mut BatchStats,
-        on_done: &mut impl FnMut(usize, MadOutcome),
-    ) {
-        if f.attempts <= self.cfg.retries {
-            // Retries go to the front so one request's retries do not wait
-            // behind the whole queue.
-            pending.push_front((f.index, f.attempts));
-        } else {
-            stats.timeouts += 1;
-            on_done(f.index, MadOutcome::Timeout);
+/// Feed `win` from `transport` until it is idle or `on_event` returns
+/// false: `build` makes the MAD of each transmit, `on_event` takes each
+/// request's end. A failed `recv` fails everything still outstanding.
+/// Returns the transport's error, if it failed.
+pub fn drive(
+    transport: &mut dyn MadTransport,
+    win: &mut MadWindow,
+    mut build: impl FnMut(Transmit) -> (MadAddr, [u8; MAD_SIZE]),
+    mut on_event: impl FnMut(WindowEvent) -> bool,
+) -> Option<io::Error> {
+    let mut failure = None;
+    loop {
+        let now = Instant::now();
+        while let Some(tx) = win.poll_transmit(now) {
+            let (to, mad) = build(tx);
+            if let Err(e) = transport.send(&to, &mad) {
+                win.handle_send_error(tx.tid, format!("send to LID {}: {e}", to.lid));
+            }
         }
+        while let Some(ev) = win.poll_event() {
+            if !on_event(ev) {
+                return failure;
+            }
+        }
+        let Some(deadline) = win.poll_timeout() else {
+            if win.is_idle() {
+                return failure;
+            }
+            continue;
+        };
+        match transport.recv(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Some(rx)) => {
+                win.handle_completion(Instant::now(), &rx);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                win.handle_transport_error(&format!("receive: {e}"));
+                failure = Some(e);
+            }
+        }
+        win.handle_timeout(Instant::now());
     }
 }
 
@@ -404,12 +346,12 @@ mod tests {
             },
         );
         // Start just below the 24-bit wrap.
-        engine.next_tid = TID_MASK - 2;
+        engine.win.set_next_tid(TID_MASK - 2);
         let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
         let stats = engine.run(&reqs, |_, o| assert!(matches!(o, MadOutcome::Reply { .. })));
         assert_eq!(stats.replies, 6);
         assert_eq!(stats.timeouts, 0);
-        assert!(engine.next_tid >= 1 && engine.next_tid < 8);
+        assert!(engine.win.next_tid() >= 1 && engine.win.next_tid() < 8);
     }
 
     #[test]
