@@ -4,6 +4,7 @@
 //! Replies are matched on the [`TID_MASK`] bits of the transaction ID.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::window::{MadWindow, Transmit, WindowConfig, WindowEvent, WindowStats};
@@ -84,6 +85,7 @@ pub type BatchStats = WindowStats;
 pub struct Engine {
     transport: Box<dyn MadTransport>,
     win: MadWindow,
+    transport_failed: bool,
 }
 
 impl Engine {
@@ -95,6 +97,7 @@ impl Engine {
                 timeout: cfg.timeout,
                 retries: cfg.retries,
             }),
+            transport_failed: false,
         }
     }
 
@@ -112,66 +115,136 @@ impl Engine {
     pub fn run<R: Request>(
         &mut self,
         reqs: &[R],
-        mut on_done: impl FnMut(usize, MadOutcome),
+        on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
         let _ = self.win.take_stats();
         for i in 0..reqs.len() {
             self.win.push(i);
         }
-        drive(
+        let mut batch = Batch { reqs, on_done };
+        let end = drive(
             &mut *self.transport,
             &mut self.win,
-            |tx| {
-                let r = &reqs[tx.index];
-                (r.to(), r.mad(wire_tid(tx.tid)))
-            },
-            |ev| {
-                let (index, outcome) = match ev {
-                    WindowEvent::Reply { index, mad } => (index, outcome_of(&mad)),
-                    WindowEvent::Timeout { index } => (index, MadOutcome::Timeout),
-                    WindowEvent::Failed { index, error } => (index, MadOutcome::Failed(error)),
-                };
-                on_done(index, outcome);
-                true
-            },
+            &DriveOptions::default(),
+            &mut batch,
         );
+        self.transport_failed = matches!(end, DriveEnd::Failed(_));
         self.win.take_stats()
+    }
+
+    /// Whether the transport failed as a whole (not one send) during the
+    /// last [`run`](Self::run).
+    pub fn transport_failed(&self) -> bool {
+        self.transport_failed
     }
 }
 
-/// Feed `win` from `transport` until it is idle or `on_event` returns
-/// false: `build` makes the MAD of each transmit, `on_event` takes each
-/// request's end. A failed `recv` fails everything still outstanding.
-/// Returns the transport's error, if it failed.
+/// One [`Engine::run`]: requests by index, outcomes to a callback.
+struct Batch<'a, R, F> {
+    reqs: &'a [R],
+    on_done: F,
+}
+
+impl<R: Request, F: FnMut(usize, MadOutcome)> Requester for Batch<'_, R, F> {
+    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
+        let r = &self.reqs[tx.index];
+        (r.to(), r.mad(wire_tid(tx.tid)))
+    }
+
+    fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
+        let (index, outcome) = match ev {
+            WindowEvent::Reply { index, mad } => (index, outcome_of(&mad)),
+            WindowEvent::Timeout { index } => (index, MadOutcome::Timeout),
+            WindowEvent::Failed { index, error } => (index, MadOutcome::Failed(error)),
+        };
+        (self.on_done)(index, outcome);
+        true
+    }
+}
+
+/// What a [`drive`] sends and how it takes each request's end.
+pub trait Requester {
+    /// The address and MAD of one transmit (its TID: [`wire_tid`]).
+    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]);
+    /// One request ended; follow-up requests may be pushed into `win`.
+    /// Returning false stops the drive.
+    fn on_event(&mut self, win: &mut MadWindow, ev: WindowEvent) -> bool;
+}
+
+/// How often a cancellable [`drive`] looks at its flag.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Options of one [`drive`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DriveOptions<'a> {
+    /// Stop (with [`DriveEnd::Cancelled`]) soon after this is set.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Take only completions of this management class.
+    pub class: Option<u8>,
+}
+
+/// Why a [`drive`] returned.
+#[derive(Debug)]
+pub enum DriveEnd {
+    /// Every request ended.
+    Idle,
+    /// The requester returned false.
+    Stopped,
+    /// The cancel flag was set.
+    Cancelled,
+    /// The transport failed as a whole; every request outstanding then
+    /// ended `Failed`.
+    Failed(io::Error),
+}
+
+/// Feed `win` from `transport` until it is idle, the requester stops it, or
+/// it is cancelled: the only loop that reads the clock and touches the
+/// transport for a window.
 pub fn drive(
     transport: &mut dyn MadTransport,
     win: &mut MadWindow,
-    mut build: impl FnMut(Transmit) -> (MadAddr, [u8; MAD_SIZE]),
-    mut on_event: impl FnMut(WindowEvent) -> bool,
-) -> Option<io::Error> {
+    opts: &DriveOptions<'_>,
+    req: &mut dyn Requester,
+) -> DriveEnd {
     let mut failure = None;
+    let cancelled = || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     loop {
+        if cancelled() {
+            return DriveEnd::Cancelled;
+        }
         let now = Instant::now();
         while let Some(tx) = win.poll_transmit(now) {
-            let (to, mad) = build(tx);
+            let (to, mad) = req.build(tx);
             if let Err(e) = transport.send(&to, &mad) {
                 win.handle_send_error(tx.tid, format!("send to LID {}: {e}", to.lid));
             }
         }
+        let mut stopped = false;
         while let Some(ev) = win.poll_event() {
-            if !on_event(ev) {
-                return failure;
+            if !req.on_event(win, ev) {
+                stopped = true;
+                break;
             }
         }
+        if stopped || win.is_idle() {
+            return match failure {
+                Some(e) => DriveEnd::Failed(e),
+                None if stopped => DriveEnd::Stopped,
+                None => DriveEnd::Idle,
+            };
+        }
         let Some(deadline) = win.poll_timeout() else {
-            if win.is_idle() {
-                return failure;
-            }
             continue;
         };
-        match transport.recv(deadline.saturating_duration_since(Instant::now())) {
+        let mut wait = deadline.saturating_duration_since(Instant::now());
+        if opts.cancel.is_some() {
+            wait = wait.min(CANCEL_POLL);
+        }
+        match transport.recv(wait) {
             Ok(Some(rx)) => {
-                win.handle_completion(Instant::now(), &rx);
+                if opts.class.is_none_or(|c| rx.mad[1] == c) {
+                    win.handle_completion(Instant::now(), &rx);
+                }
             }
             Ok(None) => {}
             Err(e) => {
@@ -210,7 +283,6 @@ mod tests {
     use crate::pm::mad::{MadHeader, parse, response};
     use crate::transport::Received;
     use std::collections::VecDeque;
-    use std::io;
 
     /// Answers every MAD to a LID in `live` at once; drops the rest. Counts
     /// the most MADs outstanding at once.

@@ -171,6 +171,7 @@ impl MadWindow {
                 index: f.index,
                 error,
             });
+            self.trim();
         }
     }
 
@@ -193,6 +194,7 @@ impl MadWindow {
                 mad: rx.mad.clone(),
             });
         }
+        self.trim();
         true
     }
 
@@ -226,19 +228,26 @@ impl MadWindow {
                 self.expire(f);
             }
         }
+        self.trim();
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work: the
     /// earliest deadline in flight (`None` when nothing is in flight).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.inflight.is_empty() {
-            return None;
+        // `trim` keeps the front entry live.
+        self.deadlines.front().map(|&(d, _)| d)
+    }
+
+    /// Drop deadlines of attempts that already ended from the front, so the
+    /// front is always the earliest live deadline (amortised O(1)).
+    fn trim(&mut self) {
+        while let Some(&(d, tid)) = self.deadlines.front() {
+            if self.inflight.get(&tid).is_some_and(|f| f.deadline == d) {
+                break;
+            }
+            self.deadlines.pop_front();
         }
-        self.deadlines
-            .iter()
-            .find(|(d, tid)| self.inflight.get(tid).is_some_and(|f| f.deadline == *d))
-            .map(|&(d, _)| d)
     }
 
     /// The next request that ended, in the order they ended.
@@ -400,6 +409,21 @@ mod tests {
         assert!(w.handle_completion(t0 + 20 * MS, &reply(b.tid, 110)));
         assert_eq!(drain_events(&mut w), [WindowEvent::Timeout { index: 0 }]);
         assert!(w.is_idle());
+    }
+
+    #[test]
+    fn poll_timeout_is_the_earliest_live_deadline() {
+        let t0 = Instant::now();
+        let mut w = MadWindow::new(cfg(8, 0));
+        w.push(0);
+        w.push(1);
+        let a = w.poll_transmit(t0).unwrap();
+        let _b = w.poll_transmit(t0 + 10 * MS).unwrap();
+        assert_eq!(w.poll_timeout(), Some(t0 + 100 * MS));
+        w.handle_completion(t0 + 20 * MS, &reply(a.tid, 0));
+        assert_eq!(w.poll_timeout(), Some(t0 + 110 * MS));
+        // Ended attempts leave nothing behind in the deadline queue.
+        assert_eq!(w.deadlines.len(), 1);
     }
 
     #[test]
