@@ -12,7 +12,7 @@ use crate::agentx::session::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use crate::config::Config;
 use crate::fabric::cache::Cache;
 use crate::fabric::control::{ControlConfig, Controller};
-use crate::fabric::discover::{DiscoverOptions, discover_with_stats};
+use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
 use crate::fabric::engine::{Engine, EngineConfig};
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{SweepConfig, Sweeper};
@@ -47,10 +47,11 @@ pub struct Backend {
     pub poll: Box<dyn MadTransport>,
 }
 
-/// Open the configured backend.
-pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
+/// Open the configured backend. Setting `cancel` (the shutdown flag) stops
+/// a start-up that waits on the fabric.
+pub fn open_backend(cfg: &Config, cancel: &Arc<AtomicBool>) -> Result<Backend, AppError> {
     if cfg.fabric.backend == "umad" {
-        return open_umad(cfg);
+        return open_umad(cfg, cancel);
     }
     let fabric = match cfg.topology_path() {
         Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
@@ -66,8 +67,9 @@ pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
 }
 
 /// The umad backend: open the port, discover the fabric by directed-route
-/// SMPs, and hand out three PerfMgt handles on the same port.
-pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
+/// SMPs, and hand out three PerfMgt handles on the same port. Discovery
+/// returns soon after `cancel` is set.
+pub fn open_umad(cfg: &Config, cancel: &Arc<AtomicBool>) -> Result<Backend, AppError> {
     let ucfg = UmadConfig {
         ca: (!cfg.umad.ca.is_empty()).then(|| cfg.umad.ca.clone()),
         port: (cfg.umad.port != 0).then_some(cfg.umad.port),
@@ -87,17 +89,24 @@ pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
     let dopts = DiscoverOptions {
         window: cfg.mad.window,
         timeout: Duration::from_millis(cfg.umad.discovery_timeout_ms),
+        cancel: Some(Arc::clone(cancel)),
         ..Default::default()
     };
     info!(ca = %local.ca, port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
     let (fabric, stats) = {
         let mut smp = sweep.smp_handle();
-        discover_with_stats(&mut smp, &dopts).map_err(|e| {
-            AppError(format!(
-                "umad backend: {} port {}/{}: {e}",
-                local.device, local.ca, local.port
-            ))
-        })?
+        match discover_with_stats(&mut smp, &dopts) {
+            Ok(r) => r,
+            Err(DiscoverError::Cancelled) => {
+                return Err(AppError("umad backend: start-up cancelled".into()));
+            }
+            Err(e) => {
+                return Err(AppError(format!(
+                    "umad backend: {} port {}/{}: {e}",
+                    local.device, local.ca, local.port
+                )));
+            }
+        }
     };
     let switches = fabric
         .nodes
@@ -176,7 +185,13 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         signal_hook::flag::register(sig, Arc::clone(&shutdown))
             .map_err(|e| AppError(format!("cannot install signal handler: {e}")))?;
     }
-    let backend = open_backend(&cfg)?;
+    let backend = match open_backend(&cfg, &shutdown) {
+        Err(_) if shutdown.load(Ordering::Relaxed) => {
+            info!("shutting down during start-up");
+            return Ok(());
+        }
+        r => r?,
+    };
     let running = start(&cfg, backend)?;
     while !shutdown.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));

@@ -132,6 +132,18 @@ impl IbSim {
         self.dir.path()
     }
 
+    /// Send `signal` (`STOP`, `CONT`, `KILL`) to this ibsim by its PID.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("ibsim running").id();
+        let ok = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{signal} {pid} failed");
+    }
+
     pub fn ibsim_output(&self) -> String {
         fs::read_to_string(self.dir.path().join("ibsim.out")).unwrap_or_default()
     }
