@@ -5,7 +5,7 @@
 //! `IB_USER_MAD_REGISTER_AGENT` ioctl, and `read`/`write` of `struct
 //! ib_user_mad` with the 56-byte header of umad ABI 5 without
 //! `IB_USER_MAD_ENABLE_PKEY` (so P_Key index 0 is used for every MAD).
-//! Every libc call here is one that umad2sim interposes (`open`, `read`,
+//! Every libc call is in [`sys`], and each is one that umad2sim interposes (`open`, `read`,
 //! `write`, `ioctl`, `poll`, `close`, `opendir`), which is why nothing goes
 //! through `std::fs` (std opens with `open64`, which umad2sim does not see).
 //!
@@ -43,10 +43,11 @@
 //! ibsim ignores these fields and answers status 110 at once for what it
 //! cannot answer.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::fmt;
 use std::io;
-use std::os::raw::{c_int, c_ulong, c_void};
+use std::os::fd::AsFd;
+use std::os::raw::{c_int, c_ulong};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -54,6 +55,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::{MAD_SIZE, MadAddr, MadTransport, Received};
+
+mod sys;
 
 /// Management class of Performance Management MADs.
 pub const CLASS_PERF_MGT: u8 = 0x04;
@@ -73,8 +76,6 @@ const IOCTL_REGISTER_AGENT: c_ulong = 0xC01C_1B01;
 const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
 /// How often the reader thread looks at the shutdown flag.
 const POLL_MS: c_int = 50;
-/// umad2sim's `read` returns `-EWOULDBLOCK` itself when nothing is queued.
-const SIM_EWOULDBLOCK: isize = -(libc::EWOULDBLOCK as isize);
 const METHOD_GET: u8 = 0x01;
 const METHOD_SET: u8 = 0x02;
 /// Method bit that marks a response.
@@ -190,7 +191,7 @@ enum Message {
 /// The open device: closed (after unregistering the agents) when the last
 /// user — transport handles and the reader thread — lets go.
 struct Device {
-    fd: c_int,
+    fd: sys::Fd,
     pm_agent: u32,
     smp_agent: u32,
     timeout_ms: u32,
@@ -232,18 +233,20 @@ impl UmadTransport {
         } else {
             &[]
         };
-        device.pm_agent = register_agent(fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
-            UmadError(format!(
-                "{}: cannot register a PerfMgt (class 0x04) agent: {e}",
-                local.device
-            ))
-        })?;
-        device.smp_agent = register_agent(fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
-            UmadError(format!(
-                "{}: cannot register a directed-route SMP (class 0x81) agent: {e}",
-                local.device
-            ))
-        })?;
+        device.pm_agent =
+            register_agent(&device.fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
+                UmadError(format!(
+                    "{}: cannot register a PerfMgt (class 0x04) agent: {e}",
+                    local.device
+                ))
+            })?;
+        device.smp_agent =
+            register_agent(&device.fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
+                UmadError(format!(
+                    "{}: cannot register a directed-route SMP (class 0x81) agent: {e}",
+                    local.device
+                ))
+            })?;
         let device = Arc::new(device);
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
@@ -388,24 +391,17 @@ impl MadTransport for UmadTransport {
         if mad[1] != CLASS_SMP_DIRECTED && mad[3] & RESPONSE_BIT == 0 {
             buf[HDR_SIZE + ROUTE_BYTE] = self.route;
         }
-        // SAFETY: `fd` is open for the lifetime of `dev` (closed only in
-        // Device::drop), and `buf` is a live buffer of exactly `buf.len()`
-        // bytes that write() only reads.
-        let n = unsafe { libc::write(dev.fd, buf.as_ptr().cast::<c_void>(), buf.len()) };
-        if n == buf.len() as isize {
-            Ok(())
-        } else if n < 0 {
-            let e = io::Error::last_os_error();
-            Err(io::Error::new(
-                e.kind(),
-                format!("umad write to LID {}: {e}", to.lid),
-            ))
-        } else {
-            Err(io::Error::other(format!(
+        match sys::write(dev.fd.as_fd(), &buf) {
+            Ok(n) if n == buf.len() => Ok(()),
+            Ok(n) => Err(io::Error::other(format!(
                 "umad write to LID {}: short write ({n} of {} bytes)",
                 to.lid,
                 buf.len()
-            )))
+            ))),
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("umad write to LID {}: {e}", to.lid),
+            )),
         }
     }
 
@@ -436,21 +432,11 @@ impl Drop for Device {
     fn drop(&mut self) {
         for id in [self.pm_agent, self.smp_agent] {
             if id != u32::MAX {
-                let mut id = id;
-                // SAFETY: `fd` is still open; the ioctl reads one u32 from a
-                // live local.
-                unsafe {
-                    libc::ioctl(
-                        self.fd,
-                        IOCTL_UNREGISTER_AGENT,
-                        (&mut id as *mut u32).cast::<c_void>(),
-                    )
-                };
+                let mut arg = id.to_ne_bytes();
+                let _ = sys::ioctl(self.fd.as_fd(), IOCTL_UNREGISTER_AGENT, &mut arg);
             }
         }
-        // SAFETY: this Device is the only owner of `fd` and nothing uses it
-        // after drop.
-        unsafe { libc::close(self.fd) };
+        // `fd` closes when its `sys::Fd` drops, after this.
     }
 }
 
@@ -503,52 +489,38 @@ fn decode_completion(buf: &[u8]) -> Option<Received> {
 fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
     let mut buf = vec![0u8; HDR_SIZE + MAD_SIZE];
     while !stop.load(Ordering::Relaxed) {
-        let mut pfd = libc::pollfd {
-            fd: dev.fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, count 1.
-        let r = unsafe { libc::poll(&mut pfd, 1, POLL_MS) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+        let revents = match sys::poll_in(dev.fd.as_fd(), POLL_MS) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                fatal(routes, format!("umad poll: {e}"));
+                return;
             }
-            fatal(routes, format!("umad poll: {e}"));
-            return;
-        }
-        if r == 0 {
-            continue;
-        }
-        if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
-            && pfd.revents & libc::POLLIN == 0
+        };
+        if revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
+            && revents & libc::POLLIN == 0
         {
             fatal(
                 routes,
-                format!("umad device error (poll revents 0x{:x})", pfd.revents),
+                format!("umad device error (poll revents 0x{revents:x})"),
             );
             return;
         }
         // Drain everything queued.
         loop {
-            // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes.
-            let n = unsafe { libc::read(dev.fd, buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
-            if n == SIM_EWOULDBLOCK || n == 0 {
-                break;
-            }
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
+            let n = match sys::read(dev.fd.as_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => match e.kind() {
                     io::ErrorKind::WouldBlock => break,
                     io::ErrorKind::Interrupted => continue,
                     _ => {
                         fatal(routes, format!("umad read: {e}"));
                         return;
                     }
-                }
-            }
-            let n = (n as usize).min(buf.len());
+                },
+            };
             let Some(rx) = decode_completion(&buf[..n]) else {
                 tracing::debug!(bytes = n, "short umad completion ignored");
                 continue;
@@ -590,34 +562,21 @@ fn cstring(s: &str) -> Result<CString, UmadError> {
 /// umad2sim, unlike std's `open64`).
 fn read_text(path: &str) -> Result<String, UmadError> {
     let c = cstring(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(UmadError(format!(
-            "cannot read {path}: {}",
-            io::Error::last_os_error()
-        )));
-    }
+    let fd =
+        sys::open(&c, libc::O_RDONLY).map_err(|e| UmadError(format!("cannot read {path}: {e}")))?;
     let mut out = Vec::new();
     let mut buf = [0u8; 512];
-    let result = loop {
-        // SAFETY: `fd` is open; `buf` is a live writable buffer of its length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break Err(UmadError(format!("cannot read {path}: {e}")));
+    loop {
+        match sys::read(fd.as_fd(), &mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(UmadError(format!("cannot read {path}: {e}"))),
         }
-        if n == 0 || out.len() > 64 * 1024 {
-            break Ok(());
+        if out.len() > 64 * 1024 {
+            break;
         }
-        out.extend_from_slice(&buf[..n as usize]);
-    };
-    // SAFETY: `fd` was opened above and is closed once.
-    unsafe { libc::close(fd) };
-    result?;
+    }
     Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
@@ -625,33 +584,8 @@ fn read_text(path: &str) -> Result<String, UmadError> {
 /// `opendir` (interposed by umad2sim).
 fn list_dir(path: &str) -> Result<Vec<String>, UmadError> {
     let c = cstring(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path.
-    let dir = unsafe { libc::opendir(c.as_ptr()) };
-    if dir.is_null() {
-        return Err(UmadError(format!(
-            "cannot list {path}: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    let mut names = Vec::new();
-    loop {
-        // SAFETY: `dir` is a valid DIR* from opendir, not yet closed.
-        let ent = unsafe { libc::readdir(dir) };
-        if ent.is_null() {
-            break;
-        }
-        // SAFETY: readdir returned a valid dirent whose d_name is
-        // NUL-terminated; it stays valid until the next readdir/closedir,
-        // and is copied out before that.
-        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    // SAFETY: `dir` came from opendir and is closed once.
-    unsafe { libc::closedir(dir) };
+    let dir = sys::Dir::open(&c).map_err(|e| UmadError(format!("cannot list {path}: {e}")))?;
+    let mut names: Vec<String> = dir.filter(|n| n != "." && n != "..").collect();
     names.sort_by_key(|n| natural_key(n));
     Ok(names)
 }
@@ -814,33 +748,29 @@ fn find_device(ca: &str, port: u8) -> Result<String, UmadError> {
     )))
 }
 
-fn open_device(path: &str) -> Result<c_int, UmadError> {
+fn open_device(path: &str) -> Result<sys::Fd, UmadError> {
     let c = cstring(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path. libc `open` (not open64)
-    // so that umad2sim can interpose it.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
+    sys::open(&c, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
         let hint = if e.kind() == io::ErrorKind::PermissionDenied {
             " (needs root or read/write access to the umad device)"
         } else {
             ""
         };
-        return Err(UmadError(format!("cannot open {path}: {e}{hint}")));
-    }
-    Ok(fd)
+        UmadError(format!("cannot open {path}: {e}{hint}"))
+    })
 }
 
 /// `struct ib_user_mad_reg_req`: id, method_mask[4 x u32], qpn, class,
 /// class version, oui[3], rmpp version — 27 bytes, padded to 28. With an
 /// empty `methods` the agent only sends requests and gets their replies;
 /// each method listed is also received unsolicited.
-fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8, methods: &[u8]) -> io::Result<u32> {
+fn register_agent(
+    fd: &sys::Fd,
+    qpn: u8,
+    class: u8,
+    version: u8,
+    methods: &[u8],
+) -> io::Result<u32> {
     let mut req = [0u8; 28];
     for &m in methods {
         // method_mask is a 128-bit bitmap of host-endian u32 words.
@@ -852,13 +782,7 @@ fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8, methods: &[u8]) ->
     req[20] = qpn;
     req[21] = class;
     req[22] = version;
-    // SAFETY: the register ioctl reads and writes exactly 28 bytes (its
-    // size is encoded in the request number), and `req` is a live buffer of
-    // 28 bytes.
-    let r = unsafe { libc::ioctl(fd, IOCTL_REGISTER_AGENT, req.as_mut_ptr().cast::<c_void>()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    sys::ioctl(fd.as_fd(), IOCTL_REGISTER_AGENT, &mut req)?;
     Ok(u32::from_ne_bytes([req[0], req[1], req[2], req[3]]))
 }
 
