@@ -13,13 +13,13 @@ use ibsim::{IbSim, gen_fat_tree};
 
 /// Start the agent binary with the umad backend under umad2sim; its log
 /// goes to `log`.
-fn start_agent(sim: &IbSim, extra_config: &str, log: &Path) -> Child {
+fn start_agent(sim: &IbSim, fabric: &str, extra_config: &str, log: &Path) -> Child {
     let cfg = sim.dir().join("agent.toml");
     fs::write(
         &cfg,
         format!(
-            "[agentx]\nenabled = false\n[fabric]\nbackend = \"umad\"\n\
-             [log]\nlevel = \"info\"\n{extra_config}"
+            "[agentx]\nenabled = false\n[log]\nlevel = \"info\"\n\
+             [fabric]\nbackend = \"umad\"\n{fabric}{extra_config}"
         ),
     )
     .expect("write agent config");
@@ -81,7 +81,7 @@ fn sigterm_during_discovery_of_a_silent_fabric_exits_promptly() {
     fs::write(&net, gen_fat_tree(14, 7, 8, 2)).expect("write netfile");
     let sim = IbSim::start(&net);
     let log = sim.dir().join("agent.log");
-    let mut agent = start_agent(&sim, "[umad]\ndiscovery_timeout_ms = 60000\n", &log);
+    let mut agent = start_agent(&sim, "", "[umad]\ndiscovery_timeout_ms = 60000\n", &log);
     // A fabric that stops answering while the agent discovers it: ibsim is
     // frozen as soon as the agent has its port open. With a one-minute
     // deadline per SMP and two retries, discovery would wait three minutes.
@@ -118,4 +118,86 @@ fn sigterm_during_discovery_of_a_silent_fabric_exits_promptly() {
         took < Duration::from_secs(2),
         "agent took {took:?} to stop after SIGTERM"
     );
+}
+
+/// Node GUIDs in the agent's pmPortCountersTable, read through its built-in
+/// SNMP responder (one row per node: the PortSelect column).
+fn rows(addr: &str) -> Option<Vec<String>> {
+    let out = Command::new("snmpwalk")
+        .args(["-v2c", "-c", "public", "-On", "-t", "1", "-r", "0", addr])
+        .arg("1.3.6.1.3.117.1.4.1.2")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.lines()
+            .filter(|l| l.starts_with(".1.3.6.1.3.117.1.4.1.2."))
+            .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+            .collect(),
+    )
+}
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .expect("free UDP port")
+}
+
+#[test]
+fn transport_death_is_one_error_line_and_every_row_goes() {
+    let mut sim = IbSim::start(Path::new(ibsim::NET_2SW2PATH4HCA));
+    let port = free_udp_port();
+    let addr = format!("udp:127.0.0.1:{port}");
+    let log = sim.dir().join("agent.log");
+    let mut agent = start_agent(
+        &sim,
+        "sweep_interval = 0.5\nunreachable_after = 2\nunreachable_rows = \"drop\"\n",
+        &format!("[snmp]\nlisten = \"127.0.0.1:{port}\"\n"),
+        &log,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let all = loop {
+        if let Some(r) = rows(&addr).filter(|r| r.len() == 6) {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no rows:\n{}",
+            fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    sim.kill();
+    // Rows go within a few sweeps, and stay gone.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rows(&addr).is_none_or(|r| !r.is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "rows stayed after ibsim died:\n{}",
+            fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Several more sweeps (and reopen attempts) with the transport down.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(rows(&addr), Some(Vec::new()));
+    let text = fs::read_to_string(&log).unwrap_or_default();
+    let errors: Vec<&str> = text.lines().filter(|l| l.contains(" ERROR ")).collect();
+    assert_eq!(errors.len(), 1, "want one error line:\n{text}");
+    assert!(errors[0].contains("MAD transport failed"), "{text}");
+    assert!(
+        !text.contains("node unreachable"),
+        "a line per node instead of one:\n{text}"
+    );
+    assert!(all.len() == 6);
+    assert!(
+        agent.try_wait().expect("try_wait").is_none(),
+        "agent exited:\n{text}"
+    );
+    let _ = agent.kill();
+    let _ = agent.wait();
 }

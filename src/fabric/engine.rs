@@ -128,12 +128,22 @@ impl Engine {
             &DriveOptions::default(),
             &mut batch,
         );
-        self.transport_failed = matches!(end, DriveEnd::Failed(_));
-        self.win.take_stats()
+        let stats = self.win.take_stats();
+        // A transport that refused every send is as dead as one whose
+        // receive failed.
+        self.transport_failed = matches!(end, DriveEnd::Failed(_))
+            || (!reqs.is_empty() && stats.sent == 0 && stats.errors > 0);
+        stats
     }
 
-    /// Whether the transport failed as a whole (not one send) during the
-    /// last [`run`](Self::run).
+    /// Open the transport again after it failed (see
+    /// [`transport_failed`](Self::transport_failed)).
+    pub fn reopen(&mut self) -> io::Result<()> {
+        self.transport.reopen()
+    }
+
+    /// Whether the transport failed as a whole during the last
+    /// [`run`](Self::run): its receive failed, or it refused every send.
     pub fn transport_failed(&self) -> bool {
         self.transport_failed
     }

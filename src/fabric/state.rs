@@ -313,6 +313,18 @@ impl FabricState {
         self.nodes[ni].samples_at = Some(sent);
     }
 
+    /// The MAD transport itself failed: every node counts as unreachable at
+    /// once (no line per node), and is asked ClassPortInfo again when it
+    /// answers.
+    pub fn mark_all_unreachable(&mut self) {
+        let after = self.cfg.unreachable_after.max(1);
+        for s in &mut self.nodes {
+            s.failed_sweeps = s.failed_sweeps.max(after);
+            s.cpi = None;
+            s.redirect = None;
+        }
+    }
+
     /// End of a sweep: count failures, mark nodes unreachable or back.
     pub fn end_sweep(&mut self, answered: &[bool]) {
         for (ni, ok) in answered.iter().enumerate() {

@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tracing::{debug, info};
+use tracing::{debug, error, info};
 
 use super::cache::Cache;
-use super::engine::{Engine, MadRequest, Request};
+use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
 use crate::mib::tables::COUNTERS;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
@@ -32,7 +32,7 @@ use crate::transport::MadAddr;
 pub use super::state::SweepConfig;
 
 /// What one sweep did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepStats {
     pub sweep: u64,
     pub nodes: usize,
@@ -40,12 +40,25 @@ pub struct SweepStats {
     pub mads: u64,
     pub timeouts: u64,
     pub elapsed: Duration,
+    /// The MAD transport failed as a whole during this sweep; every node
+    /// was marked unreachable.
+    pub transport_down: Option<String>,
 }
+
+/// First wait before reopening a failed transport; doubles up to
+/// [`REOPEN_MAX`].
+pub const REOPEN_FIRST: Duration = Duration::from_millis(500);
+/// Longest wait between reopen attempts.
+pub const REOPEN_MAX: Duration = Duration::from_secs(30);
 
 pub struct Sweeper {
     state: SharedState,
     engine: Engine,
     cache: Arc<Cache>,
+    /// Set while the transport is down: the wait before the next reopen.
+    reopen_backoff: Option<Duration>,
+    /// The first transport failure of the current batch.
+    transport_error: Option<String>,
     interval: Duration,
 }
 
@@ -134,6 +147,8 @@ impl Sweeper {
             engine,
             cache,
             interval,
+            reopen_backoff: None,
+            transport_error: None,
         }
     }
 
@@ -177,12 +192,37 @@ impl Sweeper {
             let st = self.run_batch(&reqs, &slots, &mut answered, first, "ClassPortInfo");
             mads += st.0;
             timeouts += st.1;
+            if self.engine.transport_failed() {
+                break;
+            }
         }
 
-        let (reqs, slots) = self.counter_requests();
-        let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
-        mads += st.0;
-        timeouts += st.1;
+        if !self.engine.transport_failed() {
+            let (reqs, slots) = self.counter_requests();
+            let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
+            mads += st.0;
+            timeouts += st.1;
+        }
+        if self.engine.transport_failed() {
+            let error = self
+                .transport_error
+                .take()
+                .unwrap_or_else(|| "every send failed".into());
+            {
+                let mut st = self.state.lock();
+                st.mark_all_unreachable();
+                st.publish(&self.cache);
+            }
+            return SweepStats {
+                sweep: sweep_no,
+                nodes: n,
+                answered: 0,
+                mads,
+                timeouts,
+                elapsed: started.elapsed(),
+                transport_down: Some(error),
+            };
+        }
 
         let (reqs, slots) = self.clear_requests();
         if !reqs.is_empty() {
@@ -207,6 +247,7 @@ impl Sweeper {
             mads,
             timeouts,
             elapsed: started.elapsed(),
+            transport_down: None,
         };
         if first {
             info!(
@@ -333,7 +374,13 @@ impl Sweeper {
         let mut last_log = Instant::now();
         let sent = Instant::now();
         let state = &self.state;
+        let transport_error = &mut self.transport_error;
         let stats = self.engine.run(reqs, |i, outcome| {
+            if let MadOutcome::Failed(e) = &outcome
+                && transport_error.is_none()
+            {
+                *transport_error = Some(e.clone());
+            }
             done += 1;
             if log_progress && last_log.elapsed() >= Duration::from_secs(2) {
                 last_log = Instant::now();
@@ -341,7 +388,43 @@ impl Sweeper {
             }
             state.lock().apply(slots[i], outcome, sent, answered);
         });
+        if !self.engine.transport_failed() {
+            self.transport_error = None;
+        }
         (stats.sent, stats.timeouts)
+    }
+
+    /// Follow a sweep's transport state: one error line when the transport
+    /// fails, one line when it is back. Returns how long to wait before
+    /// reopening it (`None` while it works).
+    fn track_transport(&mut self, stats: &SweepStats) -> Option<Duration> {
+        match (&stats.transport_down, self.reopen_backoff) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                info!(
+                    nodes = stats.nodes,
+                    answered = stats.answered,
+                    "MAD transport is back"
+                );
+                self.reopen_backoff = None;
+                None
+            }
+            (Some(e), None) => {
+                error!(
+                    error = %e,
+                    nodes = stats.nodes,
+                    "MAD transport failed: every node marked unreachable; reopening it"
+                );
+                self.reopen_backoff = Some(REOPEN_FIRST);
+                self.reopen_backoff
+            }
+            (Some(e), Some(wait)) => {
+                debug!(error = %e, "MAD transport still down");
+                let next = (wait * 2).min(REOPEN_MAX);
+                self.reopen_backoff = Some(next);
+                Some(next)
+            }
+        }
     }
 
     /// Sweep every `interval` until `shutdown` is set.
@@ -351,8 +434,21 @@ impl Sweeper {
             .spawn(move || {
                 while !shutdown.load(Ordering::Relaxed) {
                     let start = Instant::now();
-                    self.sweep_once();
-                    let next = start + self.interval;
+                    let stats = self.sweep_once();
+                    let mut next = start + self.interval;
+                    if let Some(wait) = self.track_transport(&stats) {
+                        next = next.max(Instant::now() + wait);
+                        while !shutdown.load(Ordering::Relaxed) && Instant::now() < next {
+                            std::thread::sleep(
+                                next.saturating_duration_since(Instant::now())
+                                    .min(Duration::from_millis(100)),
+                            );
+                        }
+                        if let Err(e) = self.engine.reopen() {
+                            debug!(error = %e, "reopening the MAD transport failed");
+                        }
+                        continue;
+                    }
                     while !shutdown.load(Ordering::Relaxed) && Instant::now() < next {
                         std::thread::sleep(
                             next.saturating_duration_since(Instant::now())

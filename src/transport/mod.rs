@@ -71,4 +71,10 @@ pub trait MadTransport: Send {
     fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()>;
     /// Wait up to `timeout` for one completion; `Ok(None)` on timeout.
     fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>>;
+    /// After the transport failed as a whole (every send refused, or
+    /// `recv` failed): open the underlying device again. The default has
+    /// nothing to reopen.
+    fn reopen(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }

@@ -547,7 +547,7 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
 
 /// Tell every receiver that the device failed.
 fn fatal(routes: &Mutex<Routes>, msg: String) {
-    tracing::error!("{msg}");
+    tracing::warn!("{msg}");
     let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
         let _ = tx.send(Message::Fatal(msg.clone()));
