@@ -693,6 +693,92 @@ mod tests {
         }
     }
 
+    /// A transport that refuses every send while `dead` is set, until a
+    /// reopen; counts reopens.
+    struct Dying {
+        inner: crate::sim::SimTransport,
+        dead: Arc<AtomicBool>,
+        reopens: Arc<std::sync::atomic::AtomicU64>,
+        reopen_works: Arc<AtomicBool>,
+    }
+
+    impl MadTransport for Dying {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if self.dead.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other("device gone"));
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+        fn reopen(&mut self) -> std::io::Result<()> {
+            self.reopens.fetch_add(1, Ordering::Relaxed);
+            if self.reopen_works.load(Ordering::Relaxed) {
+                self.dead.store(false, Ordering::Relaxed);
+                Ok(())
+            } else {
+                Err(std::io::Error::other("still gone"))
+            }
+        }
+    }
+
+    #[test]
+    fn transport_death_marks_every_row_at_once_and_reopen_brings_them_back() {
+        let dead = Arc::new(AtomicBool::new(false));
+        let reopens = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let reopen_works = Arc::new(AtomicBool::new(false));
+        let cfg = SweepConfig {
+            unreachable_after: 3,
+            keep_unreachable: true,
+            ..Default::default()
+        };
+        let (mut sw, sim, _clock, cache) = setup_with(cfg, |_, t| {
+            Box::new(Dying {
+                inner: t,
+                dead: Arc::clone(&dead),
+                reopens: Arc::clone(&reopens),
+                reopen_works: Arc::clone(&reopen_works),
+            })
+        });
+        let n = sim.fabric().nodes.len();
+        let st = sw.sweep_once();
+        assert!(st.transport_down.is_none());
+        assert_eq!(sw.track_transport(&st), None);
+        dead.store(true, Ordering::Relaxed);
+        // One sweep, not `unreachable_after`: every row is stale at once.
+        let st = sw.sweep_once();
+        assert!(
+            st.transport_down
+                .as_deref()
+                .unwrap()
+                .contains("device gone")
+        );
+        let snap = cache.load();
+        assert_eq!(snap.nodes.len(), n, "kept as configured");
+        assert!(snap.nodes.iter().all(|r| !r.reachable));
+        // Backoff doubles while reopening fails, up to its cap.
+        assert_eq!(sw.track_transport(&st), Some(REOPEN_FIRST));
+        assert!(sw.engine.reopen().is_err());
+        let st = sw.sweep_once();
+        assert_eq!(sw.track_transport(&st), Some(REOPEN_FIRST * 2));
+        for _ in 0..20 {
+            let st = sw.sweep_once();
+            assert!(sw.track_transport(&st).unwrap() <= REOPEN_MAX);
+        }
+        assert_eq!(sw.reopen_backoff, Some(REOPEN_MAX));
+        reopen_works.store(true, Ordering::Relaxed);
+        sw.engine.reopen().unwrap();
+        assert_eq!(reopens.load(Ordering::Relaxed), 2);
+        let st = sw.sweep_once();
+        assert!(st.transport_down.is_none());
+        assert_eq!(st.answered, n);
+        assert_eq!(sw.track_transport(&st), None);
+        let snap = cache.load();
+        assert!(snap.nodes.iter().all(|r| r.reachable));
+        assert!(snap.nodes.iter().all(|r| r.class_port_info.is_some()));
+    }
+
     #[test]
     fn optional_attributes_read_where_answered_and_dropped_where_not() {
         let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
