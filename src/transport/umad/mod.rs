@@ -51,6 +51,8 @@ use std::os::raw::{c_int, c_ulong};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -196,14 +198,18 @@ struct Device {
     smp_agent: u32,
     timeout_ms: u32,
     retries: u32,
+    /// Set when the reader saw the device fail: sends fail from then on.
+    failed: AtomicBool,
 }
 
 /// Owned by the transport handles: stops and joins the reader on drop.
 struct Owner {
-    device: Arc<Device>,
+    /// The open device; replaced by [`Owner::reopen`].
+    device: ArcSwap<Device>,
+    cfg: UmadConfig,
     local: LocalPort,
-    stop: Arc<AtomicBool>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    /// The reader thread of the current device and its stop flag.
+    reader: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     routes: Arc<Mutex<Routes>>,
 }
 
@@ -219,50 +225,13 @@ impl UmadTransport {
         }
         check_abi()?;
         let local = select_port(cfg)?;
-        let fd = open_device(&local.device)?;
-        let mut device = Device {
-            fd,
-            pm_agent: u32::MAX,
-            smp_agent: u32::MAX,
-            timeout_ms: cfg.timeout_ms,
-            retries: cfg.retries,
-        };
-        // From here on, dropping `device` unregisters and closes.
-        let methods: &[u8] = if cfg.serve_perf_mgt {
-            &[METHOD_GET, METHOD_SET]
-        } else {
-            &[]
-        };
-        device.pm_agent =
-            register_agent(&device.fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
-                UmadError(format!(
-                    "{}: cannot register a PerfMgt (class 0x04) agent: {e}",
-                    local.device
-                ))
-            })?;
-        device.smp_agent =
-            register_agent(&device.fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
-                UmadError(format!(
-                    "{}: cannot register a directed-route SMP (class 0x81) agent: {e}",
-                    local.device
-                ))
-            })?;
-        let device = Arc::new(device);
-        let stop = Arc::new(AtomicBool::new(false));
+        let device = Arc::new(open_agents(cfg, &local.device)?);
         let (tx, rx) = mpsc::channel();
         let routes = Arc::new(Mutex::new(Routes {
             pm: vec![Some(tx)],
             smp: None,
         }));
-        let thread = {
-            let device = Arc::clone(&device);
-            let stop = Arc::clone(&stop);
-            let routes = Arc::clone(&routes);
-            std::thread::Builder::new()
-                .name(format!("umad-{}-{}", local.ca, local.port))
-                .spawn(move || reader(&device, &stop, &routes))
-                .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
-        };
+        let reader = spawn_reader(&device, &routes, &local)?;
         tracing::info!(
             ca = %local.ca,
             port = local.port,
@@ -273,10 +242,10 @@ impl UmadTransport {
         );
         Ok(UmadTransport {
             shared: Arc::new(Owner {
-                device,
+                device: ArcSwap::new(device),
+                cfg: cfg.clone(),
                 local,
-                stop,
-                thread: Mutex::new(Some(thread)),
+                reader: Mutex::new(Some(reader)),
                 routes,
             }),
             rx,
@@ -361,7 +330,10 @@ impl Drop for UmadTransport {
 
 impl MadTransport for UmadTransport {
     fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
-        let dev = &self.shared.device;
+        let dev = self.shared.device.load();
+        if dev.failed.load(Ordering::Relaxed) {
+            return Err(io::Error::other("umad device failed; waiting for a reopen"));
+        }
         let agent = match mad[1] {
             CLASS_PERF_MGT => dev.pm_agent,
             CLASS_SMP_DIRECTED => dev.smp_agent,
@@ -415,16 +387,16 @@ impl MadTransport for UmadTransport {
             }
         }
     }
+
+    /// Open the device again (for every handle on this port).
+    fn reopen(&mut self) -> io::Result<()> {
+        self.shared.reopen().map_err(|e| io::Error::other(e.0))
+    }
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Ok(mut t) = self.thread.lock()
-            && let Some(t) = t.take()
-        {
-            let _ = t.join();
-        }
+        self.stop_reader();
     }
 }
 
@@ -437,6 +409,85 @@ impl Drop for Device {
             }
         }
         // `fd` closes when its `sys::Fd` drops, after this.
+    }
+}
+
+/// Open `path` and register the PerfMgt and directed-route SMP agents.
+fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
+    let mut device = Device {
+        fd: open_device(path)?,
+        pm_agent: u32::MAX,
+        smp_agent: u32::MAX,
+        timeout_ms: cfg.timeout_ms,
+        retries: cfg.retries,
+        failed: AtomicBool::new(false),
+    };
+    // From here on, dropping `device` unregisters and closes.
+    let methods: &[u8] = if cfg.serve_perf_mgt {
+        &[METHOD_GET, METHOD_SET]
+    } else {
+        &[]
+    };
+    device.pm_agent = register_agent(&device.fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
+        UmadError(format!(
+            "{path}: cannot register a PerfMgt (class 0x04) agent: {e}"
+        ))
+    })?;
+    device.smp_agent = register_agent(&device.fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
+        UmadError(format!(
+            "{path}: cannot register a directed-route SMP (class 0x81) agent: {e}"
+        ))
+    })?;
+    Ok(device)
+}
+
+/// Start the thread that reads `device`'s completions into `routes`.
+fn spawn_reader(
+    device: &Arc<Device>,
+    routes: &Arc<Mutex<Routes>>,
+    local: &LocalPort,
+) -> Result<(Arc<AtomicBool>, JoinHandle<()>), UmadError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let device = Arc::clone(device);
+        let stop = Arc::clone(&stop);
+        let routes = Arc::clone(routes);
+        std::thread::Builder::new()
+            .name(format!("umad-{}-{}", local.ca, local.port))
+            .spawn(move || reader(&device, &stop, &routes))
+            .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
+    };
+    Ok((stop, thread))
+}
+
+impl Owner {
+    fn stop_reader(&self) {
+        let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, thread)) = reader {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+    }
+
+    /// Close the device and open the same port's device again (its path
+    /// is looked up again: a reset HCA may come back under another umadN),
+    /// with a new reader; every handle and route carries over.
+    fn reopen(&self) -> Result<(), UmadError> {
+        self.stop_reader();
+        let mut local = self.local.clone();
+        let cfg = UmadConfig {
+            ca: Some(local.ca.clone()),
+            port: Some(local.port),
+            ..self.cfg.clone()
+        };
+        local.device = select_port(&cfg)?.device;
+        let device = Arc::new(open_agents(&cfg, &local.device)?);
+        let reader = spawn_reader(&device, &self.routes, &local)?;
+        // The old device closes when its last user lets go.
+        self.device.store(device);
+        *self.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
+        tracing::info!(device = %local.device, "umad port reopened");
+        Ok(())
     }
 }
 
@@ -494,7 +545,7 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
             Ok(None) => continue,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                fatal(routes, format!("umad poll: {e}"));
+                fatal(dev, routes, format!("umad poll: {e}"));
                 return;
             }
         };
@@ -502,6 +553,7 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
             && revents & libc::POLLIN == 0
         {
             fatal(
+                dev,
                 routes,
                 format!("umad device error (poll revents 0x{revents:x})"),
             );
@@ -516,7 +568,7 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
                     io::ErrorKind::WouldBlock => break,
                     io::ErrorKind::Interrupted => continue,
                     _ => {
-                        fatal(routes, format!("umad read: {e}"));
+                        fatal(dev, routes, format!("umad read: {e}"));
                         return;
                     }
                 },
@@ -546,7 +598,8 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
 }
 
 /// Tell every receiver that the device failed.
-fn fatal(routes: &Mutex<Routes>, msg: String) {
+fn fatal(dev: &Device, routes: &Mutex<Routes>, msg: String) {
+    dev.failed.store(true, Ordering::Relaxed);
     tracing::warn!("{msg}");
     let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
