@@ -5,7 +5,7 @@
 //! `IB_USER_MAD_REGISTER_AGENT` ioctl, and `read`/`write` of `struct
 //! ib_user_mad` with the 56-byte header of umad ABI 5 without
 //! `IB_USER_MAD_ENABLE_PKEY` (so P_Key index 0 is used for every MAD).
-//! Every libc call is in [`sys`], and each is one that umad2sim interposes (`open`, `read`,
+//! Every libc call is in `sys`, and each is one that umad2sim interposes (`open`, `read`,
 //! `write`, `ioctl`, `poll`, `close`, `opendir`), which is why nothing goes
 //! through `std::fs` (std opens with `open64`, which umad2sim does not see).
 //!
@@ -23,11 +23,10 @@
 //! into bits 24..31 of the low 32 bits of the TID (MAD byte 12) of every
 //! PerfMgt MAD; the reader sends each completion to the handle its route
 //! byte names. The kernel (and umad2sim) rewrite only the high 32 TID bits,
-//! so the byte comes back intact in replies and in timeout records. Users of
-//! this transport must therefore keep their own TID bookkeeping to the low
-//! 24 bits, as [`crate::fabric::engine::Engine`] does. Directed-route SMP
-//! completions go to the handle from [`UmadTransport::smp_handle`] once one
-//! exists (discovery uses its own TIDs). [`UmadTransport::send`] writes the MAD
+//! so the byte comes back intact in replies and in timeout records. This is
+//! the TID layout of [`super::TID_MASK`]: senders allocate and match only
+//! the low 24 bits. Directed-route SMP completions go to the handle from
+//! [`UmadTransport::smp_handle`] once one exists. [`UmadTransport::send`] writes the MAD
 //! from the caller's thread: a `write()` of one MAD never blocks on the
 //! kernel device (the MAD layer queues it), and doing it in place avoids
 //! the wake-up latency a writer thread would need (umad2sim's `poll()`
