@@ -128,12 +128,8 @@ impl Engine {
             &DriveOptions::default(),
             &mut batch,
         );
-        let stats = self.win.take_stats();
-        // A transport that refused every send is as dead as one whose
-        // receive failed.
-        self.transport_failed = matches!(end, DriveEnd::Failed(_))
-            || (!reqs.is_empty() && stats.sent == 0 && stats.errors > 0);
-        stats
+        self.transport_failed = matches!(end, DriveEnd::Failed(_));
+        self.win.take_stats()
     }
 
     /// Open the transport again after it failed (see
@@ -202,8 +198,9 @@ pub enum DriveEnd {
     Stopped,
     /// The cancel flag was set.
     Cancelled,
-    /// The transport failed as a whole; every request outstanding then
-    /// ended `Failed`.
+    /// The transport failed as a whole: its receive failed (every request
+    /// outstanding then ended `Failed`), or it refused every send it was
+    /// given for a reason other than the MAD itself (`InvalidInput`).
     Failed(io::Error),
 }
 
@@ -217,6 +214,10 @@ pub fn drive(
     req: &mut dyn Requester,
 ) -> DriveEnd {
     let mut failure = None;
+    // Whether any send went out, and the first refusal not caused by the
+    // MAD itself.
+    let mut sent_any = false;
+    let mut refused = None;
     let cancelled = || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     loop {
         if cancelled() {
@@ -225,8 +226,14 @@ pub fn drive(
         let now = Instant::now();
         while let Some(tx) = win.poll_transmit(now) {
             let (to, mad) = req.build(tx);
-            if let Err(e) = transport.send(&to, &mad) {
-                win.handle_send_error(tx.tid, format!("send to LID {}: {e}", to.lid));
+            match transport.send(&to, &mad) {
+                Ok(()) => sent_any = true,
+                Err(e) => {
+                    win.handle_send_error(tx.tid, format!("send to LID {}: {e}", to.lid));
+                    if e.kind() != io::ErrorKind::InvalidInput && refused.is_none() {
+                        refused = Some(e);
+                    }
+                }
             }
         }
         let mut stopped = false;
@@ -237,6 +244,9 @@ pub fn drive(
             }
         }
         if stopped || win.is_idle() {
+            if !sent_any && failure.is_none() {
+                failure = refused.take();
+            }
             return match failure {
                 Some(e) => DriveEnd::Failed(e),
                 None if stopped => DriveEnd::Stopped,
@@ -463,5 +473,35 @@ mod tests {
         assert_eq!(n, 20);
         assert_eq!(stats.sent, 20);
         assert_eq!(max.load(std::sync::atomic::Ordering::Relaxed), 4);
+    }
+
+    /// Refuses every send with `kind`.
+    struct Refusing(io::ErrorKind);
+
+    impl MadTransport for Refusing {
+        fn send(&mut self, _to: &MadAddr, _mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+            Err(io::Error::new(self.0, "refused"))
+        }
+        fn recv(&mut self, _timeout: Duration) -> io::Result<Option<Received>> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn a_transport_that_refuses_every_send_has_failed_unless_the_mads_were_bad() {
+        for (kind, dead) in [
+            (io::ErrorKind::Other, true),
+            (io::ErrorKind::BrokenPipe, true),
+            (io::ErrorKind::InvalidInput, false),
+        ] {
+            let mut engine = Engine::new(Box::new(Refusing(kind)), EngineConfig::default());
+            let mut failed = 0;
+            let stats = engine.run(&[req(1), req(2)], |_, o| {
+                assert!(matches!(o, MadOutcome::Failed(_)));
+                failed += 1;
+            });
+            assert_eq!((failed, stats.sent, stats.errors), (2, 0, 2));
+            assert_eq!(engine.transport_failed(), dead, "{kind:?}");
+        }
     }
 }
