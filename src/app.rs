@@ -9,13 +9,13 @@ use std::time::Duration;
 use tracing::{error, info};
 
 use crate::agentx::session::{AgentxAddr, Session, SessionConfig, SessionHandle};
-use crate::config::Config;
+use crate::config::{Config, FabricBackend};
 use crate::fabric::cache::Cache;
-use crate::fabric::control::{ControlConfig, Controller};
+use crate::fabric::control::Controller;
 use crate::fabric::discover::{DiscoverOptions, discover_with_stats};
-use crate::fabric::engine::{Engine, EngineConfig};
+use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
-use crate::fabric::sweep::{SweepConfig, Sweeper};
+use crate::fabric::sweep::Sweeper;
 use crate::ib::topology;
 use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
@@ -62,7 +62,7 @@ impl Backend {
 
 /// Open the configured backend.
 pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
-    if cfg.fabric.backend == "umad" {
+    if cfg.fabric.backend == FabricBackend::Umad {
         return open_umad(cfg);
     }
     let fabric = match cfg.topology_path() {
@@ -82,10 +82,7 @@ pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
         // The kernel's per-MAD timeout stays at or under the engines'
         // deadlines (the write path's is the shortest), so the engines
         // decide about retries.
-        timeout_ms: cfg
-            .mad
-            .timeout_ms
-            .min(ControlConfig::default().timeout.as_millis() as u64)
+        timeout_ms: (cfg.mad.timeout.min(cfg.control().timeout).as_millis() as u64)
             .clamp(1, u64::from(u32::MAX)) as u32,
         retries: 0,
         serve_perf_mgt: false,
@@ -94,7 +91,7 @@ pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
     let local = sweep.local_port().clone();
     let dopts = DiscoverOptions {
         window: cfg.mad.window,
-        timeout: Duration::from_millis(cfg.umad.discovery_timeout_ms),
+        timeout: cfg.umad.discovery_timeout,
         ..Default::default()
     };
     info!(ca = %local.ca, port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
@@ -299,31 +296,15 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         "fabric loaded"
     );
     let cache = Arc::new(Cache::new());
-    let engine = Engine::new(
-        transport,
-        EngineConfig {
-            window: cfg.mad.window,
-            timeout: Duration::from_millis(cfg.mad.timeout_ms),
-            retries: cfg.mad.retries,
-        },
-    );
-    let state = SharedState::new(
-        fabric,
-        SweepConfig {
-            interval: cfg.sweep_interval(),
-            unreachable_after: cfg.fabric.unreachable_after,
-            keep_unreachable: cfg.fabric.unreachable_rows == "keep",
-            optional_attributes: cfg.fabric.optional_attributes,
-            clear_near_overflow: cfg.fabric.clear_near_overflow,
-        },
-    );
+    let engine = Engine::new(transport, cfg.engine());
+    let state = SharedState::new(fabric, cfg.sweep());
     let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
     let controller = Arc::new(Controller::new(
         state,
         Arc::clone(&cache),
         write,
         poll,
-        ControlConfig::default(),
+        cfg.control(),
     ));
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
@@ -357,17 +338,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
 
     let session = if cfg.agentx.enabled {
-        let address: AgentxAddr = cfg
-            .agentx
-            .socket
-            .parse()
-            .map_err(|e| AppError(format!("agentx.socket: {e}")))?;
+        let address: AgentxAddr = cfg.agentx.socket.clone();
         let scfg = SessionConfig {
             address,
             subtrees: vec![Oid::new(&PM_ROOT)],
             priority: cfg.agentx.priority,
-            ping_interval: Duration::from_secs(cfg.agentx.ping_interval),
-            backoff_max: Duration::from_secs(cfg.agentx.reconnect_max),
+            ping_interval: cfg.agentx.ping_interval,
+            backoff_max: cfg.agentx.reconnect_max,
             ..Default::default()
         };
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
@@ -381,14 +358,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
 
     running.session = session;
 
-    let responder = if cfg.snmp.listen.is_empty() {
-        None
-    } else {
-        let addr = cfg
-            .snmp
-            .listen
-            .parse()
-            .map_err(|e| AppError(format!("snmp.listen: {e}")))?;
+    let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
         if !cfg.snmp.write_community.is_empty() {
@@ -400,6 +370,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             cfg.snmp.community
         );
         Some(r.spawn())
+    } else {
+        None
     };
 
     running.responder = responder;
@@ -454,7 +426,7 @@ mod tests {
         let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut cfg = Config::default();
         cfg.agentx.enabled = false;
-        cfg.snmp.listen = taken.local_addr().unwrap().to_string();
+        cfg.snmp.listen = Some(taken.local_addr().unwrap());
         let (backend, token) = tracked_backend();
         let e = start(&cfg, backend).err().expect("the port is taken");
         assert!(e.0.contains("cannot listen"), "{e}");
@@ -473,8 +445,8 @@ mod tests {
     fn dropping_the_running_agent_stops_every_thread() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config::default();
-        cfg.agentx.socket = format!("unix:{}", dir.path().join("no-master").display());
-        cfg.snmp.listen = "127.0.0.1:0".into();
+        cfg.agentx.socket = AgentxAddr::Unix(dir.path().join("no-master"));
+        cfg.snmp.listen = Some("127.0.0.1:0".parse().unwrap());
         cfg.set.allow = true;
         let (backend, token) = tracked_backend();
         let running = start(&cfg, backend).expect("start");
