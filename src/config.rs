@@ -63,55 +63,62 @@ pub struct SnmpConfig {
     pub write_community: String,
 }
 
-/// Where counters come from (`fabric.backend`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FabricBackend {
-    /// The built-in simulated fabric.
-    #[default]
-    Sim,
-    /// A real fabric through /dev/infiniband/umadN (or ibsim under
-    /// umad2sim).
-    Umad,
+/// A key whose value is one of a few words: the enum, its parse from the
+/// word (with the key's own message for any other word) and its display as
+/// the word.
+macro_rules! word_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident (unknown: $s:ident => $unknown:expr) {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str($s: &str) -> Result<Self, String> {
+                match $s {
+                    $($word => Ok($name::$variant),)+
+                    _ => Err($unknown),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self {
+                    $($name::$variant => $word,)+
+                })
+            }
+        }
+    };
 }
 
-impl FromStr for FabricBackend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "sim" => Ok(FabricBackend::Sim),
-            "umad" => Ok(FabricBackend::Umad),
-            _ => Err(format!("unknown backend `{s}` (known: sim, umad)")),
-        }
+word_enum! {
+    /// Where counters come from (`fabric.backend`).
+    pub enum FabricBackend (unknown: s => format!("unknown backend `{s}` (known: sim, umad)")) {
+        /// The built-in simulated fabric.
+        #[default]
+        Sim = "sim",
+        /// A real fabric through /dev/infiniband/umadN (or ibsim under
+        /// umad2sim).
+        Umad = "umad",
     }
 }
 
-impl fmt::Display for FabricBackend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FabricBackend::Sim => "sim",
-            FabricBackend::Umad => "umad",
-        })
-    }
-}
-
-/// What happens to an unreachable node's rows (`fabric.unreachable_rows`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum UnreachableRows {
-    /// Keep them with their last values.
-    #[default]
-    Keep,
-    /// Drop them until the node answers again.
-    Drop,
-}
-
-impl FromStr for UnreachableRows {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "keep" => Ok(UnreachableRows::Keep),
-            "drop" => Ok(UnreachableRows::Drop),
-            _ => Err(format!("`{s}` is neither `keep` nor `drop`")),
-        }
+word_enum! {
+    /// What happens to an unreachable node's rows (`fabric.unreachable_rows`).
+    pub enum UnreachableRows (unknown: s => format!("`{s}` is neither `keep` nor `drop`")) {
+        /// Keep them with their last values.
+        #[default]
+        Keep = "keep",
+        /// Drop them until the node answers again.
+        Drop = "drop",
     }
 }
 
