@@ -77,8 +77,8 @@ pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
 /// SMPs, and hand out three PerfMgt handles on the same port.
 pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
     let ucfg = UmadConfig {
-        ca: (!cfg.umad.ca.is_empty()).then(|| cfg.umad.ca.clone()),
-        port: (cfg.umad.port != 0).then_some(cfg.umad.port),
+        ca: cfg.umad.ca.clone(),
+        port: cfg.umad.port,
         // The kernel's per-MAD timeout stays at or under the engines'
         // deadlines (the write path's is the shortest), so the engines
         // decide about retries.
@@ -361,8 +361,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
-        if !cfg.snmp.write_community.is_empty() {
-            r = r.with_write_community(cfg.snmp.write_community.clone());
+        if let Some(w) = &cfg.snmp.write_community {
+            r = r.with_write_community(w.clone());
         }
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         info!(

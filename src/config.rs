@@ -59,8 +59,9 @@ pub struct SnmpConfig {
     pub listen: Option<SocketAddr>,
     pub community: String,
     /// Community that may SET through the responder (with `set.allow`);
-    /// empty: the responder is read-only.
-    pub write_community: String,
+    /// `None` (an empty string in the file): the responder is read-only.
+    #[serde(deserialize_with = "non_empty")]
+    pub write_community: Option<String>,
 }
 
 /// A key whose value is one of a few words: the enum, its parse from the
@@ -152,11 +153,14 @@ pub struct FabricConfig {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct UmadSection {
-    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); empty = the
-    /// first CA with an active port.
-    pub ca: String,
-    /// Port number on the CA; 0 = the first active port.
-    pub port: u8,
+    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); `None` (an
+    /// empty string in the file) = the first CA with an active port.
+    #[serde(deserialize_with = "non_empty")]
+    pub ca: Option<String>,
+    /// Port number on the CA; `None` (0 in the file) = the first active
+    /// port.
+    #[serde(deserialize_with = "non_zero")]
+    pub port: Option<u8>,
     /// Deadline of one directed-route SMP during discovery
     /// (`discovery_timeout_ms` in the file).
     #[serde(rename = "discovery_timeout_ms", deserialize_with = "milliseconds")]
@@ -166,8 +170,8 @@ pub struct UmadSection {
 impl Default for UmadSection {
     fn default() -> Self {
         UmadSection {
-            ca: String::new(),
-            port: 0,
+            ca: None,
+            port: None,
             discovery_timeout: Duration::from_millis(500),
         }
     }
@@ -226,7 +230,7 @@ impl Default for SnmpConfig {
         SnmpConfig {
             listen: None,
             community: "public".into(),
-            write_community: String::new(),
+            write_community: None,
         }
     }
 }
@@ -318,6 +322,16 @@ fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Erro
 fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
     let s = String::deserialize(d)?;
     Ok((!s.is_empty()).then(|| PathBuf::from(s)))
+}
+
+fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    Ok((!s.is_empty()).then_some(s))
+}
+
+fn non_zero<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let n = u8::deserialize(d)?;
+    Ok((n != 0).then_some(n))
 }
 
 fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -450,11 +464,13 @@ impl Config {
                 ));
             }
         }
-        if self.umad.ca.contains(['/', '\0']) {
+        if let Some(ca) = &self.umad.ca
+            && (ca.is_empty() || ca.contains(['/', '\0']))
+        {
             return Err((
                 "umad",
                 "ca",
-                format!("`{}` is not a CA name (e.g. mlx5_0)", self.umad.ca),
+                format!("`{ca}` is not a CA name (e.g. mlx5_0)"),
             ));
         }
         let minute = Duration::from_secs(60);
@@ -745,7 +761,10 @@ mod tests {
             "c.toml",
         )
         .unwrap();
-        assert_eq!((ok.umad.ca.as_str(), ok.umad.port), ("mlx5_0", 1));
+        assert_eq!(
+            (ok.umad.ca.as_deref(), ok.umad.port),
+            (Some("mlx5_0"), Some(1))
+        );
         let e = Config::parse("[snmp\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(1));
         assert!(!e.to_string().contains('\n'));
