@@ -418,14 +418,17 @@ mod tests {
         (backend, token)
     }
 
-    /// The responder cannot bind after the sweeper and the sample poller
-    /// started: the start fails and neither of them keeps running (their
-    /// transports are all dropped by the time `start` returns).
+    /// The responder cannot bind after the sweeper, the sample poller and
+    /// the AgentX session started: the start fails and none of them keeps
+    /// running. The session's view writes through the controller, so every
+    /// transport is dropped only when all three have stopped.
     #[test]
     fn a_failed_start_leaves_no_thread_running() {
         let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config::default();
-        cfg.agentx.enabled = false;
+        cfg.agentx.socket = AgentxAddr::Unix(dir.path().join("no-master"));
+        cfg.set.allow = true;
         cfg.snmp.listen = Some(taken.local_addr().unwrap());
         let (backend, token) = tracked_backend();
         let e = start(&cfg, backend).err().expect("the port is taken");
