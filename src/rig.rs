@@ -348,6 +348,14 @@ impl PmaRig {
         v
     }
 
+    /// The first channel adapter with two ports.
+    pub fn dual_port_ca(&self) -> Node {
+        self.nodes()
+            .into_iter()
+            .find(|n| n.node_type == NodeType::Ca && n.num_ports == 2)
+            .expect("the default fabric has dual-port CAs")
+    }
+
     /// The first cabled port of a node of type `t`.
     pub fn first(&self, t: NodeType) -> (Node, u8, u16) {
         self.cabled()
