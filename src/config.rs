@@ -522,7 +522,29 @@ impl Config {
             ));
         }
         check_log_level(&self.log.level).map_err(|m| ("log", "level", m))?;
+        if self.snmp.write_community.as_ref() == Some(&self.snmp.community) {
+            return Err((
+                "snmp",
+                "write_community",
+                "is the same as snmp.community: every reader could write".into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// What is valid but probably not meant (`check-config` prints these).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(a) = self.snmp.listen
+            && !a.ip().is_loopback()
+        {
+            w.push(format!(
+                "snmp.listen: the built-in responder on {a} answers beyond this host \
+                 (community `{}`)",
+                self.snmp.community
+            ));
+        }
+        w
     }
 
     pub fn sweep_interval(&self) -> Duration {
@@ -994,5 +1016,27 @@ mod tests {
         let shown = e.to_string();
         assert!(shown.contains(r"unknown backend `\u{1b}[2Jx`"), "{shown}");
         assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    }
+
+    #[test]
+    fn a_write_community_equal_to_the_read_community_is_refused() {
+        let e = Config::parse(
+            "[snmp]\ncommunity = \"x\"\nwrite_community = \"x\"\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("snmp.write_community"));
+        assert_eq!(e.line, Some(3));
+        Config::parse("[snmp]\nwrite_community = \"private\"\n", "c.toml").unwrap();
+    }
+
+    #[test]
+    fn a_responder_beyond_loopback_is_a_warning() {
+        let c = Config::parse("[snmp]\nlisten = \"0.0.0.0:1161\"\n", "c.toml").unwrap();
+        assert_eq!(c.warnings().len(), 1, "{:?}", c.warnings());
+        assert!(c.warnings()[0].starts_with("snmp.listen: "));
+        let c = Config::parse("[snmp]\nlisten = \"[::1]:1161\"\n", "c.toml").unwrap();
+        assert!(c.warnings().is_empty());
+        assert!(Config::default().warnings().is_empty());
     }
 }

@@ -94,7 +94,10 @@ fn main() -> ExitCode {
 }
 
 fn check(path: &std::path::Path) -> Result<(), String> {
-    Config::check_file(path).map_err(|e| e.to_string())?;
+    let (cfg, _) = Config::check_file(path).map_err(|e| e.to_string())?;
+    for w in cfg.warnings() {
+        eprintln!("{}: warning: {}", path.display(), Escaped(&w));
+    }
     Ok(())
 }
 
