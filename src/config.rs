@@ -880,6 +880,9 @@ mod tests {
             assert!(sweep_interval_arg(bad).is_err(), "{bad}");
         }
         assert_eq!(sweep_interval_arg("0.5"), Ok(Duration::from_millis(500)));
+        // Whole seconds may be written as an integer.
+        let c = Config::parse("[fabric]\nsweep_interval = 2\n", "c.toml").unwrap();
+        assert_eq!(c.fabric.sweep_interval, Duration::from_secs(2));
     }
 
     /// A bare word that is not a level parsed as a target filter: the

@@ -14,6 +14,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(c) = Config::parse(text, "fuzz.toml") {
         assert!(c.validate().is_ok(), "parse accepted what validate rejects");
         let _ = c.topology_path();
+        let _ = (c.sweep(), c.engine(), c.control(), c.warnings());
         // The durations the agent derives from the file are added to
         // `Instant::now()` when timers are armed: they must not overflow.
         let now = Instant::now();
