@@ -40,6 +40,7 @@ pub mod fabric;
 pub mod ib;
 pub mod mib;
 pub mod pm;
+pub mod rig;
 pub mod sim;
 pub mod snmp;
 pub mod transport;

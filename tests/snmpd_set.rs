@@ -47,10 +47,10 @@ impl Agent {
         );
         let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
         let mut cfg = Config::default();
-        cfg.agentx.socket = snmpd.agentx_addr();
+        cfg.agentx.socket = snmpd.agentx_addr().parse().unwrap();
         cfg.set.allow = allow_set;
         cfg.sim.traffic = traffic;
-        cfg.fabric.sweep_interval = 3600.0;
+        cfg.fabric.sweep_interval = Duration::from_secs(3600);
         let sim = SimFabric::new(topology::load(&fixture()).unwrap(), sim_options(&cfg));
         let fabric = sim.fabric();
         let backend = Backend {
