@@ -260,10 +260,12 @@ pub fn drive(
         if opts.cancel.is_some() {
             wait = wait.min(CANCEL_POLL);
         }
-        match transport.recv(wait) {
+        let rx = transport.recv(wait);
+        let now = Instant::now();
+        match rx {
             Ok(Some(rx)) => {
                 if opts.class.is_none_or(|c| rx.mad[1] == c) {
-                    win.handle_completion(Instant::now(), &rx);
+                    win.handle_completion(now, rx);
                 }
             }
             Ok(None) => {}
@@ -272,7 +274,7 @@ pub fn drive(
                 failure = Some(e);
             }
         }
-        win.handle_timeout(Instant::now());
+        win.handle_timeout(now);
     }
 }
 

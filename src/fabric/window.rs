@@ -180,7 +180,7 @@ impl MadWindow {
     /// as that attempt's deadline. Completions whose TID matches no attempt
     /// in flight (late, duplicate, someone else's) are ignored. Returns
     /// whether the completion was taken.
-    pub fn handle_completion(&mut self, _now: Instant, rx: &Received) -> bool {
+    pub fn handle_completion(&mut self, _now: Instant, rx: Received) -> bool {
         let tid = tid_of(&rx.mad);
         let Some(f) = self.inflight.remove(&tid) else {
             return false;
@@ -191,7 +191,7 @@ impl MadWindow {
             self.stats.replies += 1;
             self.events.push_back(WindowEvent::Reply {
                 index: f.index,
-                mad: rx.mad.clone(),
+                mad: rx.mad,
             });
         }
         self.trim();
@@ -343,8 +343,8 @@ mod tests {
             assert!(tx.len() <= 4);
             // Answer each one twice: the duplicate is ignored.
             for t in &tx {
-                assert!(w.handle_completion(now, &reply(t.tid, 0)));
-                assert!(!w.handle_completion(now, &reply(t.tid, 0)));
+                assert!(w.handle_completion(now, reply(t.tid, 0)));
+                assert!(!w.handle_completion(now, reply(t.tid, 0)));
             }
             for e in drain_events(&mut w) {
                 assert!(matches!(e, WindowEvent::Reply { .. }));
@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(retry.index, 7);
         assert_ne!(retry.tid, first.tid);
         // A late reply to the first attempt is ignored.
-        assert!(!w.handle_completion(t0 + 101 * MS, &reply(first.tid, 0)));
+        assert!(!w.handle_completion(t0 + 101 * MS, reply(first.tid, 0)));
         w.handle_timeout(t0 + 200 * MS);
         let last = w.poll_transmit(t0 + 200 * MS).unwrap();
         assert_eq!(last.index, 7);
@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(drain_events(&mut w), [WindowEvent::Timeout { index: 7 }]);
         let next = w.poll_transmit(t0 + 300 * MS).unwrap();
         assert_eq!(next.index, 8);
-        w.handle_completion(t0 + 301 * MS, &reply(next.tid, 0));
+        w.handle_completion(t0 + 301 * MS, reply(next.tid, 0));
         assert!(matches!(
             drain_events(&mut w)[..],
             [WindowEvent::Reply { index: 8, .. }]
@@ -403,10 +403,10 @@ mod tests {
         w.push(0);
         let a = w.poll_transmit(t0).unwrap();
         // umad reports ETIMEDOUT before our own deadline.
-        assert!(w.handle_completion(t0 + 10 * MS, &reply(a.tid, 110)));
+        assert!(w.handle_completion(t0 + 10 * MS, reply(a.tid, 110)));
         let b = w.poll_transmit(t0 + 10 * MS).unwrap();
         assert_eq!(b.index, 0);
-        assert!(w.handle_completion(t0 + 20 * MS, &reply(b.tid, 110)));
+        assert!(w.handle_completion(t0 + 20 * MS, reply(b.tid, 110)));
         assert_eq!(drain_events(&mut w), [WindowEvent::Timeout { index: 0 }]);
         assert!(w.is_idle());
     }
@@ -420,7 +420,7 @@ mod tests {
         let a = w.poll_transmit(t0).unwrap();
         let _b = w.poll_transmit(t0 + 10 * MS).unwrap();
         assert_eq!(w.poll_timeout(), Some(t0 + 100 * MS));
-        w.handle_completion(t0 + 20 * MS, &reply(a.tid, 0));
+        w.handle_completion(t0 + 20 * MS, reply(a.tid, 0));
         assert_eq!(w.poll_timeout(), Some(t0 + 110 * MS));
         // Ended attempts leave nothing behind in the deadline queue.
         assert_eq!(w.deadlines.len(), 1);
@@ -432,8 +432,8 @@ mod tests {
         let mut w = MadWindow::new(cfg(2, 0));
         w.push(0);
         let a = w.poll_transmit(t0).unwrap();
-        assert!(!w.handle_completion(t0, &reply(a.tid + 1, 0)));
-        assert!(!w.handle_completion(t0, &reply(0, 0)));
+        assert!(!w.handle_completion(t0, reply(a.tid + 1, 0)));
+        assert!(!w.handle_completion(t0, reply(0, 0)));
         assert_eq!(w.in_flight(), 1);
         assert!(drain_events(&mut w).is_empty());
     }

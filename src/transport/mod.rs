@@ -61,7 +61,9 @@ pub fn tid_of(mad: &[u8; MAD_SIZE]) -> u32 {
 /// in the high 32 bits (the kernel may rewrite them), route byte 0 (the
 /// transport fills it in), the sender's bits below.
 pub fn wire_tid(tid: u32) -> u64 {
-    u64::from(std::process::id() & 0xFFFF) << 32 | u64::from(tid & TID_MASK)
+    static HIGH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let high = *HIGH.get_or_init(|| u64::from(std::process::id() & 0xFFFF) << 32);
+    high | u64::from(tid & TID_MASK)
 }
 
 /// A datagram MAD transport. `send` never waits for the reply; replies (and
