@@ -7,7 +7,7 @@
 
 use ibpm_agentx::ib::Guid;
 use ibpm_agentx::mib::tables::{GUID_INDEX_LEN, PM_OBJECTS};
-use ibpm_agentx::mib::view::guid_index;
+use ibpm_agentx::mib::tables::guid_index;
 use ibpm_agentx::mib::{MibHandler, Oid, SetTxn, Value, VarBind};
 use ibpm_agentx_fuzz::{Bytes, with_sim_view};
 use libfuzzer_sys::fuzz_target;

@@ -2,7 +2,7 @@
 //! new `Snapshot` and swaps a pointer; readers never wait on the sweeper.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 
@@ -84,6 +84,9 @@ pub struct Snapshot {
     /// Number of the sweep that produced it (0 = nothing read yet).
     pub sweep: u64,
     pub taken: Option<SystemTime>,
+    /// The sweep interval of the sweeper that produced it: how long a
+    /// reading may be before the next one replaces it.
+    pub interval: Duration,
     /// Shared records: replacing one node's record copies pointers only.
     pub nodes: Vec<Arc<NodeRecord>>,
 }
@@ -132,6 +135,7 @@ impl Cache {
             let mut next = Snapshot {
                 sweep: cur.sweep,
                 taken: cur.taken,
+                interval: cur.interval,
                 nodes: cur.nodes.clone(),
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {

@@ -399,6 +399,7 @@ impl FabricState {
         cache.publish(Snapshot {
             sweep: self.sweep_no,
             taken: Some(SystemTime::now()),
+            interval: self.cfg.interval,
             nodes,
         });
     }

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 
 use super::Value;
 use crate::fabric::cache::NodeRecord;
+use crate::ib::Guid;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::layout::Field;
 use crate::pm::port_counters as pc;
@@ -401,6 +402,36 @@ fn build_columns() -> Vec<Column> {
         }
     }
     v
+}
+
+/// The 8 sub-identifiers of a node-GUID index.
+pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
+    guid.octets().map(u32::from)
+}
+
+/// The GUID an index suffix names, if it is a valid 8-octet index.
+pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
+    if suffix.len() != GUID_INDEX_LEN || suffix.iter().any(|&s| s > 255) {
+        return None;
+    }
+    Some(Guid(
+        suffix.iter().fold(0u64, |acc, &s| (acc << 8) | s as u64),
+    ))
+}
+
+/// Find the column an OID names (exactly the column plus an index suffix).
+pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &[u32])> {
+    if !oid.starts_with(&PM_OBJECTS) || oid.len() < 10 {
+        return None;
+    }
+    let (table, entry, column) = (oid[7], oid[8], oid[9]);
+    if entry != 1 {
+        return None;
+    }
+    COLUMNS
+        .iter()
+        .find(|c| c.table == table && c.column == column)
+        .map(|c| (c, &oid[10..]))
 }
 
 /// True when `node` has a row in `table`.
