@@ -16,12 +16,13 @@ use crate::pm::{
 /// is added as the increment).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Indexed like [`crate::mib::tables::COUNTERS`].
+    /// Indexed like [`crate::pm::port_counters::COUNTERS`].
     pub values: [u64; COUNTER_SLOTS],
 }
 
-/// Number of PortCounters fields tracked in [`Totals`].
-pub const COUNTER_SLOTS: usize = 17;
+/// Number of PortCounters fields tracked in [`Totals`]: one per counter
+/// of the attribute's declaration.
+pub const COUNTER_SLOTS: usize = crate::pm::port_counters::NUM_COUNTERS;
 
 /// What the cache knows about one port.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

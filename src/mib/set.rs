@@ -23,16 +23,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::tables::{
-    self, Column, CtlField, Source, Syntax, column_of, parse_guid_index, row_present,
-};
+use super::tables::{self, Column, Source, Syntax, column_of, parse_guid_index, row_present};
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{NodeRecord, Snapshot};
 use crate::fabric::control::{Controller, WriteOp};
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
-use crate::pm::samples::{STATUS_DONE, counter_width_bits};
+use crate::pm::port_counters::{cs, cs2};
+use crate::pm::samples::{PortSamplesControlField, STATUS_DONE, counter_width_bits};
 
 /// pmPortCountersPortSelect of a row that was never written.
 pub const DEFAULT_PORT_SELECT: u8 = 1;
@@ -113,29 +112,17 @@ fn check_value(col: &Column, v: &Value, index: usize) -> Result<(), SetError> {
     }
 }
 
-fn set_ctl(c: &mut PortSamplesControl, f: CtlField, v: &Value) {
-    let n = match v {
-        Value::Gauge32(x) => *x,
-        _ => 0,
-    };
-    match f {
-        CtlField::OpCode => c.op_code = n as u8,
-        CtlField::PortSelect => c.port_select = n as u8,
-        CtlField::SampleStart => c.sample_start = n,
-        CtlField::SampleInterval => c.sample_interval = n,
-        CtlField::Tag => {
-            if let Value::OctetString(b) = v
-                && b.len() == 2
-            {
-                c.tag = u16::from_be_bytes([b[0], b[1]]);
-            }
-        }
-        CtlField::CounterSelect(i) => {
+/// Writes a checked value into the sample-control fields a column shows.
+fn set_ctl(c: &mut PortSamplesControl, source: Source, v: &Value) {
+    let n = tables::unwrap(v);
+    match source {
+        Source::Ctl(f) => c.set(f, n),
+        Source::CtlSelect(i) => {
             if let Some(s) = c.counter_select.get_mut(i) {
                 *s = n as u16;
             }
         }
-        // Read-only fields never reach here (their columns are read-only).
+        // Read-only columns (the masks) never reach here.
         _ => {}
     }
 }
@@ -258,18 +245,17 @@ impl Writes {
                     }
                     np.port_select = Some(p);
                 }
-                Source::Counter(ci) => {
-                    let def = &tables::COUNTERS[ci];
-                    np.clear |= def.select;
-                    np.clear2 |= def.select2;
+                Source::Counter(f) => {
+                    np.clear |= cs(f);
+                    np.clear2 |= cs2(f);
                     if np.clear_index == 0 {
                         np.clear_index = index as u16;
                     }
                 }
-                Source::Ctl(f) => {
+                src @ (Source::Ctl(_) | Source::CtlSelect(_)) => {
                     let current = node.samples_control.unwrap_or_default();
                     let c = np.control.get_or_insert(current);
-                    if f == CtlField::PortSelect {
+                    if src == Source::Ctl(PortSamplesControlField::PortSelect) {
                         let Value::Gauge32(p) = vb.value else {
                             return Err(err(ErrorStatus::WrongType, index));
                         };
@@ -282,7 +268,7 @@ impl Writes {
                             return Err(err(ErrorStatus::InconsistentValue, index));
                         }
                     }
-                    set_ctl(c, f, &vb.value);
+                    set_ctl(c, src, &vb.value);
                     if np.control_index == 0 {
                         np.control_index = index as u16;
                     }

@@ -5,6 +5,8 @@
 //! The PM data area is the 192 bytes at offset 64 of the 256-byte MAD
 //! ([`mad`]).
 
+#[macro_use]
+pub mod decl;
 pub mod class_port_info;
 pub mod layout;
 pub mod mad;
@@ -34,7 +36,7 @@ pub fn fields_of(attr_id: u16) -> Vec<Field> {
             v
         }
         mad::attr::PORT_SAMPLES_RESULT => {
-            let mut v = vec![samples::RESULT_TAG, samples::RESULT_SAMPLE_STATUS];
+            let mut v = samples::RESULT_FIELDS.to_vec();
             v.extend_from_slice(&samples::RESULT_COUNTERS);
             v
         }
