@@ -12,8 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{debug, info, warn};
 
 use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
-use super::engine::{MadOutcome, STATUS_REDIRECT};
+use super::engine::MadOutcome;
 use crate::ib::{Fabric, Node};
+use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
 use crate::pm::port_counters::COUNTERS;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,

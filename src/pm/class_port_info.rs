@@ -1,7 +1,7 @@
 //! ClassPortInfo (attribute 0x0001) of the PerfMgt class.
 
 pm_attr! {
-    pub struct ClassPortInfo, fields ClassPortInfoField, table FIELDS {
+    pub struct ClassPortInfo in [u8; super::mad::DATA_SIZE], fields ClassPortInfoField, table FIELDS {
         BaseVersion base_version: u8 = "BaseVersion" @ 0:8;
         ClassVersion class_version: u8 = "ClassVersion" @ 8:8;
         CapabilityMask capability_mask: u16 = "CapabilityMask" @ 16:16;

@@ -1,8 +1,10 @@
-//! `pm_attr!`: one declaration per PM attribute.
+//! `pm_attr!`: one declaration per MAD attribute (the PM attributes and the
+//! SMP attributes discovery reads).
 //!
 //! Each field is one line: its variant in the attribute's field enum, its
 //! struct member and Rust type, its IBTA name, bit offset and width (IBTA
-//! numbering, offsets into the 192-byte data area) and, for a counter, the
+//! numbering, offsets into the attribute's data area, whose size the
+//! declaration names) and, for a counter, the
 //! CounterSelect (`cs`) or CounterSelect2 (`cs2`) bit that clears it. From
 //! that the macro makes the struct, the field enum (with `ALL`, `field()`
 //! and `clear()`), the wire-order table `FIELDS`, `decode`/`encode`, and
@@ -112,7 +114,7 @@ pub(crate) use names15;
 macro_rules! pm_attr {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident, fields $fenum:ident, table $table:ident {
+        pub struct $name:ident in [u8; $size:expr], fields $fenum:ident, table $table:ident {
             $(
                 $(#[$fmeta:meta])*
                 $var:ident $field:ident : $ty:ty = $iba:literal @ $off:literal : $width:literal
@@ -171,11 +173,11 @@ macro_rules! pm_attr {
 
         const _: () = {
             $( assert!($width <= <$ty as $crate::pm::decl::Bits>::BITS, "field wider than its type"); )*
-            $crate::pm::decl::check_layout($table, $crate::pm::mad::DATA_SIZE * 8);
+            $crate::pm::decl::check_layout($table, $size * 8);
         };
 
         impl $name {
-            pub fn decode(d: &[u8; $crate::pm::mad::DATA_SIZE]) -> Self {
+            pub fn decode(d: &[u8; $size]) -> Self {
                 #[allow(unused_imports)]
                 use $crate::pm::decl::Bits as _;
                 $name {
@@ -193,7 +195,7 @@ macro_rules! pm_attr {
 
             /// Writes every field (values wider than their field are
             /// truncated to it).
-            pub fn encode(&self, d: &mut [u8; $crate::pm::mad::DATA_SIZE]) {
+            pub fn encode(&self, d: &mut [u8; $size]) {
                 #[allow(unused_imports)]
                 use $crate::pm::decl::Bits as _;
                 $( $fenum::$var.field().set(d, self.$field.to_bits()); )*

@@ -4,7 +4,8 @@ use std::fmt;
 
 use super::layout::{get_bits, set_bits};
 
-pub const MAD_SIZE: usize = 256;
+/// The size of every MAD (defined once, at the transport boundary).
+pub use crate::transport::MAD_SIZE;
 /// Length of the common MAD header.
 pub const HEADER_LEN: usize = 24;
 /// Byte offset of the PM data area (bytes 24..64 are reserved for PerfMgt).

@@ -3,7 +3,7 @@
 use super::layout::Field;
 
 pm_attr! {
-    pub struct PortCounters, fields PortCountersField, table FIELDS {
+    pub struct PortCounters in [u8; super::mad::DATA_SIZE], fields PortCountersField, table FIELDS {
         PortSelect port_select: u8 = "PortSelect" @ 8:8;
         CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
         SymbolErrors symbol_errors: u16 = "SymbolErrorCounter" @ 32:16, clear cs 0;

@@ -49,7 +49,7 @@ pub const RESULT_COUNTERS: [Field; NUM_COUNTERS] =
 pm_attr! {
     /// The control fields are in [`CONTROL_FIELDS`], the masks and selects
     /// in [`COUNTER_MASKS`] and [`COUNTER_SELECTS`].
-    pub struct PortSamplesControl, fields PortSamplesControlField, table CONTROL_FIELDS {
+    pub struct PortSamplesControl in [u8; super::mad::DATA_SIZE], fields PortSamplesControlField, table CONTROL_FIELDS {
         OpCode op_code: u8 = "OpCode" @ 0:8;
         PortSelect port_select: u8 = "PortSelect" @ 8:8;
         Tick tick: u8 = "Tick" @ 16:8;
@@ -74,7 +74,7 @@ pm_attr! {
 pm_attr! {
     /// Tag and SampleStatus are in [`RESULT_FIELDS`], the counters in
     /// [`RESULT_COUNTERS`].
-    pub struct PortSamplesResult, fields PortSamplesResultField, table RESULT_FIELDS {
+    pub struct PortSamplesResult in [u8; super::mad::DATA_SIZE], fields PortSamplesResultField, table RESULT_FIELDS {
         Tag tag: u16 = "Tag" @ 0:16;
         SampleStatus sample_status: u8 = "SampleStatus" @ 30:2;
     }
