@@ -43,6 +43,56 @@ pub const MAX_PENDING: usize = 64;
 /// master finishes a SET within its own timeout (1 s per PDU, 5 retries).
 pub const PLAN_TTL: Duration = Duration::from_secs(60);
 
+/// Every error the SET path answers, in the order of its checks, with when
+/// it is given. The README's SET table is this list (a test holds them
+/// equal).
+pub const SET_ERRORS: &[(ErrorStatus, &str)] = &[
+    (
+        ErrorStatus::NotWritable,
+        "writes disabled, a read-only or not-accessible column, no such column",
+    ),
+    (
+        ErrorStatus::WrongType,
+        "wrong ASN.1 type (e.g. `i` where Unsigned32 `u` is needed)",
+    ),
+    (ErrorStatus::WrongLength, "Tag not 2 octets"),
+    (
+        ErrorStatus::WrongValue,
+        "out of range (PortSelect > 255), a counter written with anything but 0",
+    ),
+    (ErrorStatus::NoCreation, "a GUID with no row"),
+    (
+        ErrorStatus::InconsistentValue,
+        "a port the node does not have, 0xFF without AllPortSelect, a sample write while one \
+         runs, timers wider than CounterWidth",
+    ),
+    (
+        ErrorStatus::ResourceUnavailable,
+        "a clear or sample write to a node the sweeper marked unreachable, or whose last write \
+         failed less than one sweep interval ago (answered at TestSet at once, without a MAD: \
+         snmpd holds every other request while a SET is in progress; PortSelect alone stays \
+         writable)",
+    ),
+    (
+        ErrorStatus::CommitFailed,
+        "the node did not confirm within the deadline (at most 600 ms: 150 ms x 2 tries, x 2 \
+         rounds)",
+    ),
+    (
+        ErrorStatus::UndoFailed,
+        "UndoSet after a clear or sample start reached the node (they cannot be undone)",
+    ),
+];
+
+/// The SNMP name of an error status (`notWritable`).
+pub fn status_name(s: ErrorStatus) -> String {
+    let debug = format!("{s:?}");
+    let mut c = debug.chars();
+    c.next()
+        .map(|f| f.to_ascii_lowercase().to_string() + c.as_str())
+        .unwrap_or_default()
+}
+
 /// What a checked SET PDU will do.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -710,5 +760,26 @@ mod tests {
         w.commit(txn(1, 2), after).unwrap();
         // A write that works forgets the failure.
         w.plan(&snap, &clear, after).unwrap();
+    }
+
+    /// The README's SET table is [`SET_ERRORS`], row for row.
+    #[test]
+    fn readme_set_table_is_the_declared_list() {
+        let readme = include_str!("../../README.md");
+        let at = readme.find("| what | error |").expect("the SET table");
+        let rows: Vec<&str> = readme[at..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with("| "))
+            .collect();
+        let want: Vec<String> = SET_ERRORS
+            .iter()
+            .map(|(s, what)| format!("| {what} | `{}` |", status_name(*s)))
+            .collect();
+        assert_eq!(rows, want);
+        assert_eq!(
+            status_name(ErrorStatus::ResourceUnavailable),
+            "resourceUnavailable"
+        );
     }
 }
