@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::tables::{self, Column, Source, Syntax, column_of, parse_guid_index, row_present};
+use super::tables::{self, Column, Source, Syntax, column_of};
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{NodeRecord, Snapshot};
 use crate::fabric::control::{Controller, WriteOp};
@@ -270,18 +270,20 @@ impl Writes {
         for (i, vb) in varbinds.iter().enumerate() {
             let index = i + 1;
             let col = match column_of(vb.name.as_slice()) {
-                Some((c, suffix)) if c.access == tables::Access::ReadWrite => (c, suffix),
+                Some((c, t, suffix)) if c.access == tables::Access::ReadWrite => (c, t, suffix),
                 _ => return Err(err(ErrorStatus::NotWritable, index)),
             };
             check_value(col.0, &vb.value, index)?;
             cols.push(col);
         }
         let mut nodes: BTreeMap<Guid, NodePlan> = BTreeMap::new();
-        for (i, ((col, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
+        for (i, ((col, table, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
             let index = i + 1;
-            let node = parse_guid_index(suffix)
-                .and_then(|g| snap.node(g))
-                .filter(|n| row_present(col.table, n))
+            let node = table
+                .index
+                .parse(suffix)
+                .and_then(|row| snap.node(row.guid))
+                .filter(|n| (table.present)(n))
                 .ok_or(err(ErrorStatus::NoCreation, index))?;
             let np = nodes.entry(node.guid).or_default();
             match col.source {

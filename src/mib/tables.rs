@@ -364,6 +364,88 @@ fn build_columns() -> Vec<Column> {
     v
 }
 
+/// How a table's rows are indexed. The view and the SET planner reach rows
+/// only through it; the node GUID + port and node GUID + port + VL/SL
+/// schemes of the extension tables go here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexScheme {
+    /// The node GUID as 8 sub-identifiers (OCTET STRING (SIZE(8)), no
+    /// length prefix): one row per node.
+    NodeGuid,
+}
+
+/// The index of one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowIndex {
+    pub guid: Guid,
+}
+
+impl IndexScheme {
+    /// The sub-identifiers of a row's index.
+    pub fn encode(self, row: RowIndex) -> Vec<u32> {
+        match self {
+            IndexScheme::NodeGuid => guid_index(row.guid).to_vec(),
+        }
+    }
+
+    /// The row an index suffix names, if it is a valid index.
+    pub fn parse(self, suffix: &[u32]) -> Option<RowIndex> {
+        match self {
+            IndexScheme::NodeGuid => parse_guid_index(suffix).map(|guid| RowIndex { guid }),
+        }
+    }
+
+    /// The rows of `node` in this scheme, in index order.
+    pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> {
+        match self {
+            IndexScheme::NodeGuid => std::iter::once(RowIndex { guid: node.guid }),
+        }
+    }
+}
+
+/// One table: its number under pmMIBObjects, name, index scheme and when a
+/// node has rows in it. Its columns are the [`COLUMNS`] with its number.
+#[derive(Clone, Copy, Debug)]
+pub struct Table {
+    pub number: u32,
+    pub name: &'static str,
+    pub index: IndexScheme,
+    pub present: fn(&NodeRecord) -> bool,
+}
+
+/// Every table the agent serves, in OID order.
+pub const TABLES: &[Table] = &[
+    Table {
+        number: T_CLASS_PORT_INFO,
+        name: "pmClassPortInfoTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.class_port_info.is_some(),
+    },
+    Table {
+        number: T_SAMPLE_CNTRL,
+        name: "pmPortSampleCntrlTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.samples_control.is_some(),
+    },
+    Table {
+        number: T_SAMPLE_RESULT,
+        name: "pmPortSampleResultTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.samples_result.is_some(),
+    },
+    Table {
+        number: T_PORT_COUNTERS,
+        name: "pmPortCountersTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.ports.iter().any(|p| p.counters.is_some()),
+    },
+];
+
+/// The table numbered `number`.
+pub fn table(number: u32) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.number == number)
+}
+
 /// The 8 sub-identifiers of a node-GUID index.
 pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
     guid.octets().map(u32::from)
@@ -379,30 +461,25 @@ pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
     ))
 }
 
-/// Find the column an OID names (exactly the column plus an index suffix).
-pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &[u32])> {
+/// Find the column an OID names (exactly the column plus an index suffix)
+/// and its table.
+pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32])> {
     if !oid.starts_with(&PM_OBJECTS) || oid.len() < 10 {
         return None;
     }
-    let (table, entry, column) = (oid[7], oid[8], oid[9]);
+    let (table_no, entry, column) = (oid[7], oid[8], oid[9]);
     if entry != 1 {
         return None;
     }
-    COLUMNS
+    let col = COLUMNS
         .iter()
-        .find(|c| c.table == table && c.column == column)
-        .map(|c| (c, &oid[10..]))
+        .find(|c| c.table == table_no && c.column == column)?;
+    Some((col, table(table_no)?, &oid[10..]))
 }
 
 /// True when `node` has a row in `table`.
-pub fn row_present(table: u32, node: &NodeRecord) -> bool {
-    match table {
-        T_CLASS_PORT_INFO => node.class_port_info.is_some(),
-        T_SAMPLE_CNTRL => node.samples_control.is_some(),
-        T_SAMPLE_RESULT => node.samples_result.is_some(),
-        T_PORT_COUNTERS => node.ports.iter().any(|p| p.counters.is_some()),
-        _ => false,
-    }
+pub fn row_present(table_no: u32, node: &NodeRecord) -> bool {
+    table(table_no).is_some_and(|t| (t.present)(node))
 }
 
 /// The value of `col` in `node`'s row, or `None` when the row is absent.
@@ -542,6 +619,22 @@ mod tests {
                 c.column
             );
         }
+    }
+
+    #[test]
+    fn every_column_belongs_to_a_declared_table() {
+        for w in TABLES.windows(2) {
+            assert!(w[0].number < w[1].number);
+        }
+        for c in COLUMNS.iter() {
+            assert!(table(c.table).is_some(), "{} has no table", c.name);
+        }
+        let g = Guid(0x0002_c903_0000_1234);
+        let row = RowIndex { guid: g };
+        let idx = IndexScheme::NodeGuid.encode(row);
+        assert_eq!(idx, [0, 2, 201, 3, 0, 0, 18, 52]);
+        assert_eq!(IndexScheme::NodeGuid.parse(&idx), Some(row));
+        assert_eq!(IndexScheme::NodeGuid.parse(&idx[1..]), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::set::Writes;
-use super::tables::{self, COLUMNS, Column, column_of, guid_index, parse_guid_index};
+use super::tables::{self, COLUMNS, Column, column_of, table};
 use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
 use crate::fabric::control::Controller;
@@ -66,11 +66,13 @@ impl MibView {
     }
 
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
-        let Some((col, suffix)) = column_of(oid.as_slice()) else {
+        let Some((col, table, suffix)) = column_of(oid.as_slice()) else {
             return Value::NoSuchObject;
         };
-        parse_guid_index(suffix)
-            .and_then(|g| snap.node(g))
+        table
+            .index
+            .parse(suffix)
+            .and_then(|row| snap.node(row.guid))
             .and_then(|n| self.value(col, n))
             .unwrap_or(Value::NoSuchInstance)
     }
@@ -84,32 +86,47 @@ impl MibView {
     ) -> Option<VarBind> {
         let start = start.as_slice();
         for col in COLUMNS.iter() {
+            let Some(table) = table(col.table) else {
+                continue;
+            };
             let base = col.oid();
-            // Index of the first node whose instance may follow `start`.
-            let from = if start.starts_with(&base) {
-                let suffix = &start[base.len()..];
-                snap.nodes.partition_point(|n| {
-                    let idx = guid_index(n.guid);
-                    if include {
-                        idx.as_slice() < suffix
-                    } else {
-                        idx.as_slice() <= suffix
-                    }
-                })
+            // The index part of `start` when it names this column.
+            let after = if start.starts_with(&base) {
+                Some(&start[base.len()..])
             } else if start < base.as_slice() {
-                0
+                None
             } else {
                 continue;
             };
+            // The first node whose rows may follow `start`: every index
+            // begins with the node GUID.
+            let from = after.map_or(0, |suffix| {
+                let guid_part = &suffix[..suffix.len().min(tables::GUID_INDEX_LEN)];
+                snap.nodes
+                    .partition_point(|n| tables::guid_index(n.guid).as_slice() < guid_part)
+            });
             for node in &snap.nodes[from..] {
-                let Some(value) = self.value(col, node) else {
-                    continue;
-                };
-                let name = Oid::new(&base).child(&guid_index(node.guid));
-                if end.is_some_and(|e| !e.is_empty() && name >= *e) {
-                    return None;
+                for row in table.index.rows(node) {
+                    let idx = table.index.encode(row);
+                    if let Some(suffix) = after {
+                        let before = if include {
+                            idx.as_slice() < suffix
+                        } else {
+                            idx.as_slice() <= suffix
+                        };
+                        if before {
+                            continue;
+                        }
+                    }
+                    let Some(value) = self.value(col, node) else {
+                        continue;
+                    };
+                    let name = Oid::new(&base).child(&idx);
+                    if end.is_some_and(|e| !e.is_empty() && name >= *e) {
+                        return None;
+                    }
+                    return Some(VarBind { name, value });
                 }
-                return Some(VarBind { name, value });
             }
         }
         None
