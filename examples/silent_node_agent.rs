@@ -9,8 +9,9 @@
 //!                   [--sweep-interval SECONDS] [--wait-unreachable]
 //! ```
 //! With `--wait-unreachable` it waits until the sweeper has marked the node
-//! unreachable. It then prints `ready <GUID index>` (8 decimal
-//! sub-identifiers) and runs until its standard input closes.
+//! unreachable. It then prints `ready <GUID index> <GUID index>` (8 decimal
+//! sub-identifiers each: the silent node, then a node that still answers)
+//! and runs until its standard input closes.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -105,8 +106,16 @@ fn main() -> ExitCode {
         running.stop();
         return ExitCode::FAILURE;
     }
-    let index: Vec<String> = node.guid.octets().iter().map(|b| b.to_string()).collect();
-    println!("ready {}", index.join("."));
+    let index = |g: ibpm_agentx::ib::Guid| -> String {
+        let v: Vec<String> = g.octets().iter().map(|b| b.to_string()).collect();
+        v.join(".")
+    };
+    let healthy = fabric
+        .nodes
+        .iter()
+        .find(|n| n.guid != node.guid)
+        .map_or(node.guid, |n| n.guid);
+    println!("ready {} {}", index(node.guid), index(healthy));
     let _ = std::io::stdout().flush();
     for line in std::io::stdin().lock().lines() {
         if line.is_err() {

@@ -240,6 +240,38 @@ fn selected(
     }
 }
 
+/// Per field of `map`: the sum over `ports` of its count since it was last
+/// cleared, each port's count and the sum held at `max(field)`. Fields for
+/// which `clear` is true are cleared first. `base` picks the attribute's
+/// clear points of a port.
+fn counts<F: Copy>(
+    st: &mut State,
+    ni: usize,
+    ports: Vec<u8>,
+    map: &[(usize, F)],
+    base: fn(&mut super::PortState) -> &mut super::traffic::Totals,
+    clear: impl Fn(F) -> bool,
+    max: impl Fn(F) -> u64,
+) -> Vec<u64> {
+    let now = st.now_ns();
+    let mut sums = vec![0u64; map.len()];
+    for p in ports {
+        let totals = st.totals(ni, p, now);
+        let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
+            continue;
+        };
+        let base = base(ps_state);
+        for (sum, &(qi, f)) in sums.iter_mut().zip(map) {
+            if clear(f) {
+                base[qi] = totals[qi];
+            }
+            let v = totals[qi].saturating_sub(base[qi]).min(max(f));
+            *sum = sum.saturating_add(v).min(max(f));
+        }
+    }
+    sums
+}
+
 fn port_counters(
     st: &mut State,
     ni: usize,
@@ -249,26 +281,16 @@ fn port_counters(
 ) -> Result<Data, u16> {
     let req = PortCounters::decode(data);
     let ports = selected(st, ni, arrival, req.port_select, true)?;
-    let now = st.now_ns();
-    let mut sums = [0u64; PC_MAP.len()];
-    for p in ports {
-        let totals = st.totals(ni, p, now);
-        let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
-            continue;
-        };
-        if set {
-            for &(qi, f) in PC_MAP {
-                if clears(f.clear(), req.counter_select, req.counter_select2.into()) {
-                    ps_state.pc_base[qi] = totals[qi];
-                }
-            }
-        }
-        for (sum, &(qi, f)) in sums.iter_mut().zip(PC_MAP) {
-            let max = f.field().max();
-            let v = totals[qi].saturating_sub(ps_state.pc_base[qi]).min(max);
-            *sum = sum.saturating_add(v).min(max);
-        }
-    }
+    let (cs, cs2) = (req.counter_select, req.counter_select2.into());
+    let sums = counts(
+        st,
+        ni,
+        ports,
+        PC_MAP,
+        |p| &mut p.pc_base,
+        |f: Pc| set && clears(f.clear(), cs, cs2),
+        |f: Pc| f.field().max(),
+    );
     let mut reply = PortCounters::select(req.port_select, req.counter_select, req.counter_select2);
     for (sum, &(_, f)) in sums.iter().zip(PC_MAP) {
         reply.set(f, *sum);
@@ -287,24 +309,16 @@ fn port_counters_ext(
 ) -> Result<Data, u16> {
     let req = PortCountersExtended::decode(data);
     let ports = selected(st, ni, arrival, req.port_select, true)?;
-    let now = st.now_ns();
-    let mut sums = [0u64; PCX_MAP.len()];
-    for p in ports {
-        let totals = st.totals(ni, p, now);
-        let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
-            continue;
-        };
-        if set {
-            for &(qi, f) in PCX_MAP {
-                if clears(f.clear(), req.counter_select, req.counter_select2) {
-                    ps_state.pcx_base[qi] = totals[qi];
-                }
-            }
-        }
-        for (sum, &(qi, _)) in sums.iter_mut().zip(PCX_MAP) {
-            *sum = sum.saturating_add(totals[qi].saturating_sub(ps_state.pcx_base[qi]));
-        }
-    }
+    let (cs, cs2) = (req.counter_select, req.counter_select2);
+    let sums = counts(
+        st,
+        ni,
+        ports,
+        PCX_MAP,
+        |p| &mut p.pcx_base,
+        |f: Pcx| set && clears(f.clear(), cs, cs2),
+        |f: Pcx| f.field().max(),
+    );
     let mut reply =
         PortCountersExtended::select(req.port_select, req.counter_select, req.counter_select2);
     for (sum, &(_, f)) in sums.iter().zip(PCX_MAP) {
