@@ -8,8 +8,9 @@ use crate::pm::layout::Field;
 use crate::pm::mad::{BASE_VERSION, MAD_SIZE, method};
 use crate::transport::MadAddr;
 
-/// Management class of directed-route SMPs.
-pub const CLASS_SMP_DIRECTED: u8 = 0x81;
+/// Management class of directed-route SMPs (defined at the transport
+/// boundary, where agents register for it).
+pub use crate::transport::umad::CLASS_SMP_DIRECTED;
 /// Class version of the SMP classes.
 pub const SMP_CLASS_VERSION: u8 = 1;
 pub const METHOD_GET: u8 = method::GET;

@@ -14,8 +14,9 @@ pub const DATA_OFFSET: usize = 64;
 pub const DATA_SIZE: usize = 192;
 
 pub const BASE_VERSION: u8 = 1;
-/// Management class of Performance Management.
-pub const MGMT_CLASS_PERF: u8 = 0x04;
+/// Management class of Performance Management (defined at the transport
+/// boundary, where agents register for it).
+pub use crate::transport::umad::CLASS_PERF_MGT as MGMT_CLASS_PERF;
 pub const CLASS_VERSION: u8 = 1;
 
 /// Methods of the PerfMgt class.
