@@ -21,6 +21,59 @@ pub use port_counters::PortCounters;
 pub use port_counters_ext::PortCountersExtended;
 pub use samples::{PortSamplesControl, PortSamplesResult};
 
+/// An attribute of per-port counters that a Set clears by CounterSelect
+/// and CounterSelect2 bits (PortCounters, PortCountersExtended).
+pub trait CounterAttribute: Sized {
+    type Field: Copy;
+    fn decode(d: &[u8; mad::DATA_SIZE]) -> Self;
+    fn encode(&self, d: &mut [u8; mad::DATA_SIZE]);
+    fn set(&mut self, f: Self::Field, v: u64);
+    fn port_select(&self) -> u8;
+    /// A body with this one's PortSelect and select fields, counters zero.
+    fn selects(&self) -> Self;
+    /// A Set with this body clears `f`.
+    fn clears(&self, f: Self::Field) -> bool;
+    /// The largest value `f` holds.
+    fn max(f: Self::Field) -> u64;
+}
+
+macro_rules! counter_attribute {
+    ($t:ty, $f:ty) => {
+        impl CounterAttribute for $t {
+            type Field = $f;
+            fn decode(d: &[u8; mad::DATA_SIZE]) -> Self {
+                <$t>::decode(d)
+            }
+            fn encode(&self, d: &mut [u8; mad::DATA_SIZE]) {
+                <$t>::encode(self, d)
+            }
+            fn set(&mut self, f: $f, v: u64) {
+                <$t>::set(self, f, v)
+            }
+            fn port_select(&self) -> u8 {
+                self.port_select
+            }
+            fn selects(&self) -> Self {
+                <$t>::select(self.port_select, self.counter_select, self.counter_select2)
+            }
+            fn clears(&self, f: $f) -> bool {
+                f.clear().is_some_and(|b| {
+                    u32::from(self.counter_select) & b.select() != 0
+                        || u32::from(self.counter_select2) & b.select2() != 0
+                })
+            }
+            fn max(f: $f) -> u64 {
+                f.field().max()
+            }
+        }
+    };
+}
+counter_attribute!(PortCounters, port_counters::PortCountersField);
+counter_attribute!(
+    PortCountersExtended,
+    port_counters_ext::PortCountersExtendedField
+);
+
 /// The field table of a PM attribute by ID (ClassPortInfo lists its scalar
 /// fields only; PortSamplesControl lists its scalar fields, then the 15
 /// masks, then the 15 selects).

@@ -91,6 +91,7 @@
 //! stops at all ones in CounterWidth bits (IBA: event counters "clamp at a
 //! count of all ones"; they do not wrap).
 
+use crate::pm::CounterAttribute;
 use crate::pm::mad::{self, attr, method, status};
 use crate::pm::port_counters::{PortCounters, PortCountersField as Pc};
 use crate::pm::port_counters_ext::{PortCountersExtended, PortCountersExtendedField as Pcx};
@@ -143,12 +144,6 @@ const PCX_MAP: &[(usize, Pcx)] = &[
     (q::MULTICAST_RCV_PKTS, Pcx::MulticastRcvPkts),
 ];
 
-/// True when a Set with these CounterSelect/CounterSelect2 values clears
-/// a field with this clear bit.
-fn clears(bit: Option<crate::pm::decl::ClearBit>, cs: u16, cs2: u32) -> bool {
-    bit.is_some_and(|b| u32::from(cs) & b.select() != 0 || cs2 & b.select2() != 0)
-}
-
 pub(super) const SWITCH_CAPS: u16 =
     cpi::CAP_ALL_PORT_SELECT | cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT;
 pub(super) const CA_CAPS: u16 = cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT;
@@ -175,8 +170,14 @@ pub(super) fn answer(
     let set = h.method == method::SET;
     let result = match (h.attr_id, set) {
         (attr::CLASS_PORT_INFO, false) => Ok(class_port_info(st, ni)),
-        (attr::PORT_COUNTERS, _) => port_counters(st, ni, arrival, data, set),
-        (attr::PORT_COUNTERS_EXTENDED, _) => port_counters_ext(st, ni, arrival, data, set),
+        (attr::PORT_COUNTERS, _) => {
+            counters::<PortCounters>(st, ni, arrival, data, set, PC_MAP, |p| &mut p.pc_base)
+        }
+        (attr::PORT_COUNTERS_EXTENDED, _) => {
+            counters::<PortCountersExtended>(st, ni, arrival, data, set, PCX_MAP, |p| {
+                &mut p.pcx_base
+            })
+        }
         (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
             if !sampling::valid_mechanism(h.attr_mod) =>
         {
@@ -240,19 +241,22 @@ fn selected(
     }
 }
 
-/// Per field of `map`: the sum over `ports` of its count since it was last
-/// cleared, each port's count and the sum held at `max(field)`. Fields for
-/// which `clear` is true are cleared first. `base` picks the attribute's
-/// clear points of a port.
-fn counts<F: Copy>(
+/// A Get or Set of a counter attribute: per field of `map`, the sum over
+/// the selected ports of its count since it was last cleared, each port's
+/// count and the sum held at the field's maximum. A Set first clears the
+/// fields its CounterSelect bits name. `base` picks the attribute's clear
+/// points of a port.
+fn counters<A: CounterAttribute>(
     st: &mut State,
     ni: usize,
-    ports: Vec<u8>,
-    map: &[(usize, F)],
+    arrival: u8,
+    data: &Data,
+    set: bool,
+    map: &[(usize, A::Field)],
     base: fn(&mut super::PortState) -> &mut super::traffic::Totals,
-    clear: impl Fn(F) -> bool,
-    max: impl Fn(F) -> u64,
-) -> Vec<u64> {
+) -> Result<Data, u16> {
+    let req = A::decode(data);
+    let ports = selected(st, ni, arrival, req.port_select(), true)?;
     let now = st.now_ns();
     let mut sums = vec![0u64; map.len()];
     for p in ports {
@@ -262,66 +266,15 @@ fn counts<F: Copy>(
         };
         let base = base(ps_state);
         for (sum, &(qi, f)) in sums.iter_mut().zip(map) {
-            if clear(f) {
+            if set && req.clears(f) {
                 base[qi] = totals[qi];
             }
-            let v = totals[qi].saturating_sub(base[qi]).min(max(f));
-            *sum = sum.saturating_add(v).min(max(f));
+            let v = totals[qi].saturating_sub(base[qi]).min(A::max(f));
+            *sum = sum.saturating_add(v).min(A::max(f));
         }
     }
-    sums
-}
-
-fn port_counters(
-    st: &mut State,
-    ni: usize,
-    arrival: u8,
-    data: &Data,
-    set: bool,
-) -> Result<Data, u16> {
-    let req = PortCounters::decode(data);
-    let ports = selected(st, ni, arrival, req.port_select, true)?;
-    let (cs, cs2) = (req.counter_select, req.counter_select2.into());
-    let sums = counts(
-        st,
-        ni,
-        ports,
-        PC_MAP,
-        |p| &mut p.pc_base,
-        |f: Pc| set && clears(f.clear(), cs, cs2),
-        |f: Pc| f.field().max(),
-    );
-    let mut reply = PortCounters::select(req.port_select, req.counter_select, req.counter_select2);
-    for (sum, &(_, f)) in sums.iter().zip(PC_MAP) {
-        reply.set(f, *sum);
-    }
-    let mut out = [0u8; mad::DATA_SIZE];
-    reply.encode(&mut out);
-    Ok(out)
-}
-
-fn port_counters_ext(
-    st: &mut State,
-    ni: usize,
-    arrival: u8,
-    data: &Data,
-    set: bool,
-) -> Result<Data, u16> {
-    let req = PortCountersExtended::decode(data);
-    let ports = selected(st, ni, arrival, req.port_select, true)?;
-    let (cs, cs2) = (req.counter_select, req.counter_select2);
-    let sums = counts(
-        st,
-        ni,
-        ports,
-        PCX_MAP,
-        |p| &mut p.pcx_base,
-        |f: Pcx| set && clears(f.clear(), cs, cs2),
-        |f: Pcx| f.field().max(),
-    );
-    let mut reply =
-        PortCountersExtended::select(req.port_select, req.counter_select, req.counter_select2);
-    for (sum, &(_, f)) in sums.iter().zip(PCX_MAP) {
+    let mut reply = req.selects();
+    for (sum, &(_, f)) in sums.iter().zip(map) {
         reply.set(f, *sum);
     }
     let mut out = [0u8; mad::DATA_SIZE];
