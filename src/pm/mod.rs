@@ -247,6 +247,37 @@ mod tests {
     }
 
     #[test]
+    fn field_enums_follow_their_tables() {
+        use port_counters::PortCountersField as F;
+        for (f, row) in F::ALL.iter().zip(port_counters::FIELDS) {
+            assert_eq!(f.field(), *row);
+        }
+        use port_counters_ext::PortCountersExtendedField as X;
+        assert_eq!(X::ALL.len(), port_counters_ext::FIELDS.len());
+        use class_port_info::ClassPortInfoField as C;
+        assert_eq!(C::ALL.len(), class_port_info::FIELDS.len());
+        // The IBA CounterSelect bits: the 16 error and data counters in
+        // field order, then PortXmitWait in CounterSelect2 bit 0.
+        let c = &port_counters::COUNTERS;
+        assert_eq!(c.len(), 17);
+        assert_eq!(fabric_slots(), 17);
+        for (i, d) in c.iter().take(16).enumerate() {
+            assert_eq!((d.select, d.select2), (1 << i, 0), "{}", d.name());
+        }
+        assert_eq!(
+            (c[16].name(), c[16].select, c[16].select2),
+            ("PortXmitWait", 0, 1)
+        );
+        assert_eq!(port_counters::slot(F::Qp1Dropped), None, "no clear bit");
+        assert_eq!(X::MulticastRcvPkts.clear(), Some(decl::ClearBit::Select(7)));
+        assert_eq!(X::Qp1Dropped.clear(), Some(decl::ClearBit::Select2(13)));
+    }
+
+    fn fabric_slots() -> usize {
+        crate::fabric::cache::COUNTER_SLOTS
+    }
+
+    #[test]
     fn four_bit_counters_truncate() {
         let pc = PortCounters {
             local_link_integrity_errors: 0x1f,
