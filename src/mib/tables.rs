@@ -482,10 +482,10 @@ pub fn row_present(table_no: u32, node: &NodeRecord) -> bool {
     table(table_no).is_some_and(|t| (t.present)(node))
 }
 
-/// The value of `col` in `node`'s row, or `None` when the row is absent.
-/// `port_select` is the row's pmPortCountersPortSelect.
-pub fn read(col: &Column, node: &NodeRecord, port_select: u8) -> Option<Value> {
-    if !row_present(col.table, node) {
+/// The value of `col` in row `row` of `node`, or `None` when the row is
+/// absent. `port_select` is the row's pmPortCountersPortSelect.
+pub fn read(col: &Column, node: &NodeRecord, row: RowIndex, port_select: u8) -> Option<Value> {
+    if row.guid != node.guid || !row_present(col.table, node) {
         return None;
     }
     let v = match col.source {

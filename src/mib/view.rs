@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::set::Writes;
-use super::tables::{self, COLUMNS, Column, column_of, table};
+use super::tables::{self, COLUMNS, Column, RowIndex, column_of, table};
 use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
 use crate::fabric::control::Controller;
@@ -61,8 +61,8 @@ impl MibView {
         self.writes.set_port_select(guid, port)
     }
 
-    fn value(&self, col: &Column, node: &NodeRecord) -> Option<Value> {
-        tables::read(col, node, self.port_select(node.guid))
+    fn value(&self, col: &Column, node: &NodeRecord, row: RowIndex) -> Option<Value> {
+        tables::read(col, node, row, self.port_select(node.guid))
     }
 
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
@@ -72,8 +72,7 @@ impl MibView {
         table
             .index
             .parse(suffix)
-            .and_then(|row| snap.node(row.guid))
-            .and_then(|n| self.value(col, n))
+            .and_then(|row| self.value(col, snap.node(row.guid)?, row))
             .unwrap_or(Value::NoSuchInstance)
     }
 
@@ -118,7 +117,7 @@ impl MibView {
                             continue;
                         }
                     }
-                    let Some(value) = self.value(col, node) else {
+                    let Some(value) = self.value(col, node, row) else {
                         continue;
                     };
                     let name = Oid::new(&base).child(&idx);
