@@ -42,10 +42,16 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     let mut cfg = Config::default();
-    cfg.agentx.socket = args.agentx;
+    cfg.agentx.socket = match args.agentx.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("silent_node_agent: --agentx: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     cfg.set.allow = true;
     cfg.sim.traffic = false;
-    cfg.fabric.sweep_interval = args.sweep_interval;
+    cfg.fabric.sweep_interval = Duration::from_secs_f64(args.sweep_interval.clamp(0.1, 86_400.0));
     let fabric = match &args.topology {
         Some(p) => match topology::load(p) {
             Ok(f) => f,

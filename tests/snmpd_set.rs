@@ -52,10 +52,10 @@ impl Agent {
         );
         let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
         let mut cfg = Config::default();
-        cfg.agentx.socket = snmpd.agentx_addr();
+        cfg.agentx.socket = snmpd.agentx_addr().parse().unwrap();
         cfg.set.allow = allow_set;
         cfg.sim.traffic = traffic;
-        cfg.fabric.sweep_interval = sweep_interval;
+        cfg.fabric.sweep_interval = Duration::from_secs_f64(sweep_interval);
         let sim = SimFabric::new(topology::load(&fixture()).unwrap(), sim_options(&cfg));
         let fabric = sim.fabric();
         let backend = Backend {

@@ -340,7 +340,7 @@ impl FabricState {
             }
             if *ok {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
-                    info!(node = %node.guid, desc = %node.description, "node answers again");
+                    info!(node = %node.guid, desc = %crate::ib::Escaped(&node.description), "node answers again");
                 }
                 s.failed_sweeps = 0;
                 s.seen = true;
@@ -349,7 +349,7 @@ impl FabricState {
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
                         node = %node.guid,
-                        desc = %node.description,
+                        desc = %crate::ib::Escaped(&node.description),
                         sweeps = s.failed_sweeps,
                         "node unreachable"
                     );
