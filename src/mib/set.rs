@@ -516,41 +516,18 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::cache::Cache;
-    use crate::fabric::control::{ControlConfig, Controller};
-    use crate::fabric::engine::{Engine, EngineConfig};
-    use crate::fabric::state::{SharedState, SweepConfig};
-    use crate::fabric::sweep::Sweeper;
-    use crate::ib::topology;
     use crate::mib::Oid;
     use crate::mib::tables::guid_index;
     use crate::mib::view::MibView;
-    use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
-    use std::sync::Arc;
+    use crate::rig::{AgentRig, RigOptions};
+    use crate::sim::SimFabric;
 
     fn view() -> (MibView, SimFabric) {
-        let clock = ManualClock::new();
-        clock.advance(std::time::Duration::from_secs(600));
-        let sim = SimFabric::new(
-            topology::default_fabric(),
-            SimOptions {
-                seed: 3,
-                traffic: true,
-                clock: SimClock::Manual(clock),
-            },
-        );
-        let cache = Arc::new(Cache::new());
-        let state = SharedState::new(sim.fabric(), SweepConfig::default());
-        let engine = Engine::new(Box::new(sim.transport()), EngineConfig::default());
-        Sweeper::new(state.clone(), engine, Arc::clone(&cache)).sweep_once();
-        let ctl = Controller::new(
-            state,
-            Arc::clone(&cache),
-            Box::new(sim.transport()),
-            Box::new(sim.transport()),
-            ControlConfig::default(),
-        );
-        (MibView::with_writes(cache, Arc::new(ctl)), sim)
+        let rig = AgentRig::swept(RigOptions {
+            seed: 3,
+            ..RigOptions::default()
+        });
+        (rig.view(), rig.sim)
     }
 
     fn vb(table: u32, column: u32, guid: Guid, value: Value) -> VarBind {
