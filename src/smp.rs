@@ -6,11 +6,9 @@
 
 use crate::pm::layout::Field;
 use crate::pm::mad::{BASE_VERSION, MAD_SIZE, method};
-use crate::transport::MadAddr;
 
-/// Management class of directed-route SMPs (defined at the transport
-/// boundary, where agents register for it).
-pub use crate::transport::umad::CLASS_SMP_DIRECTED;
+/// Management class of directed-route SMPs.
+pub const CLASS_SMP_DIRECTED: u8 = 0x81;
 /// Class version of the SMP classes.
 pub const SMP_CLASS_VERSION: u8 = 1;
 pub const METHOD_GET: u8 = method::GET;
@@ -94,17 +92,6 @@ pub fn speed_name(speed: u8, ext: u8) -> Option<&'static str> {
         (0, 4) => "QDR",
         _ => return None,
     })
-}
-
-/// Where directed-route SMPs are sent: the permissive LID on QP0.
-pub fn smp_addr() -> MadAddr {
-    MadAddr {
-        lid: 0xFFFF,
-        qpn: 0,
-        qkey: 0,
-        pkey_index: 0,
-        sl: 0,
-    }
 }
 
 /// The directed-route SMP header fields (bit offsets into the 256-byte

@@ -20,11 +20,20 @@ use crate::ib::{Fabric, Guid, Node, NodeType, Port};
 pub use crate::smp::{
     ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
     METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply, dr_smp_get, parse_smp_reply,
-    smp_addr, speed_name, width_name,
+    speed_name, width_name,
 };
-#[cfg(test)]
-use crate::transport::MadAddr;
-use crate::transport::{MAD_SIZE, MadTransport};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
+
+/// Where directed-route SMPs are sent: the permissive LID on QP0.
+pub fn smp_addr() -> MadAddr {
+    MadAddr {
+        lid: 0xFFFF,
+        qpn: 0,
+        qkey: 0,
+        pkey_index: 0,
+        sl: 0,
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 pub struct DiscoverOptions {

@@ -4,8 +4,8 @@ use std::fmt;
 
 use super::layout::{get_bits, set_bits};
 
-/// The size of every MAD (defined once, at the transport boundary).
-pub use crate::transport::MAD_SIZE;
+/// Size of every MAD.
+pub const MAD_SIZE: usize = 256;
 /// Length of the common MAD header.
 pub const HEADER_LEN: usize = 24;
 /// Byte offset of the PM data area (bytes 24..64 are reserved for PerfMgt).
@@ -14,9 +14,8 @@ pub const DATA_OFFSET: usize = 64;
 pub const DATA_SIZE: usize = 192;
 
 pub const BASE_VERSION: u8 = 1;
-/// Management class of Performance Management (defined at the transport
-/// boundary, where agents register for it).
-pub use crate::transport::umad::CLASS_PERF_MGT as MGMT_CLASS_PERF;
+/// Management class of Performance Management.
+pub const MGMT_CLASS_PERF: u8 = 0x04;
 pub const CLASS_VERSION: u8 = 1;
 
 /// Methods of the PerfMgt class.
