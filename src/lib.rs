@@ -39,8 +39,10 @@ pub mod config;
 pub mod fabric;
 pub mod ib;
 pub mod mib;
+#[macro_use]
 pub mod pm;
 pub mod rig;
 pub mod sim;
+pub mod smp;
 pub mod snmp;
 pub mod transport;

@@ -21,19 +21,12 @@ use std::time::{Duration, Instant};
 use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
 use crate::ib::{Fabric, Guid, Node, NodeType, Port};
+pub use crate::smp::{
+    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
+    METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply, dr_smp_get, parse_smp_reply,
+    speed_name, width_name,
+};
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
-
-/// Management class of directed-route SMPs.
-pub const CLASS_SMP_DIRECTED: u8 = 0x81;
-pub const METHOD_GET: u8 = 0x01;
-pub const METHOD_GET_RESP: u8 = 0x81;
-pub const ATTR_NODE_DESC: u16 = 0x0010;
-pub const ATTR_NODE_INFO: u16 = 0x0011;
-pub const ATTR_PORT_INFO: u16 = 0x0015;
-/// A directed route has at most 63 hops (64 path entries, entry 0 unused).
-pub const MAX_HOPS: usize = 63;
-/// PortInfo CapabilityMask bit 14: IsExtendedSpeedsSupported.
-const CAP_EXT_SPEEDS: u32 = 1 << 14;
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
 pub fn smp_addr() -> MadAddr {
@@ -124,148 +117,6 @@ fn state_name(state: u8) -> &'static str {
         4 => "Active",
         _ => "in an unknown state",
     }
-}
-
-/// The fields of NodeInfo discovery uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeInfo {
-    pub node_type: u8,
-    pub num_ports: u8,
-    pub sys_guid: u64,
-    pub node_guid: u64,
-    pub port_guid: u64,
-    pub local_port: u8,
-}
-
-impl NodeInfo {
-    /// Decode the 64-byte SMP data area.
-    pub fn decode(d: &[u8; 64]) -> NodeInfo {
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&d[o..o + 8]);
-            u64::from_be_bytes(b)
-        };
-        NodeInfo {
-            node_type: d[2],
-            num_ports: d[3],
-            sys_guid: u64_at(4),
-            node_guid: u64_at(12),
-            port_guid: u64_at(20),
-            local_port: d[36],
-        }
-    }
-}
-
-/// The fields of PortInfo discovery uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PortInfo {
-    pub lid: u16,
-    pub cap_mask: u32,
-    pub local_port: u8,
-    pub width_active: u8,
-    pub speed_active: u8,
-    /// Logical state: 1 Down, 2 Init, 3 Armed, 4 Active.
-    pub state: u8,
-    pub phys_state: u8,
-    pub lmc: u8,
-    pub speed_ext_active: u8,
-}
-
-impl PortInfo {
-    /// Decode the 64-byte SMP data area.
-    pub fn decode(d: &[u8; 64]) -> PortInfo {
-        PortInfo {
-            lid: u16::from_be_bytes([d[16], d[17]]),
-            cap_mask: u32::from_be_bytes([d[20], d[21], d[22], d[23]]),
-            local_port: d[28],
-            width_active: d[31],
-            speed_active: d[35] >> 4,
-            state: d[32] & 0x0F,
-            phys_state: d[33] >> 4,
-            lmc: d[34] & 0x07,
-            speed_ext_active: d[62] >> 4,
-        }
-    }
-
-    /// The link is up far enough to carry SMPs (Init, Armed or Active).
-    pub fn link_up(&self) -> bool {
-        (2..=4).contains(&self.state)
-    }
-}
-
-/// ibnetdiscover's width names (LinkWidthActive).
-pub fn width_name(w: u8) -> Option<&'static str> {
-    Some(match w {
-        1 => "1x",
-        2 => "4x",
-        4 => "8x",
-        8 => "12x",
-        16 => "2x",
-        _ => return None,
-    })
-}
-
-/// ibnetdiscover's speed names: LinkSpeedExtActive when the port supports
-/// extended speeds and reports one, else LinkSpeedActive.
-pub fn speed_name(speed: u8, ext: u8) -> Option<&'static str> {
-    Some(match (ext, speed) {
-        (1, _) => "FDR",
-        (2, _) => "EDR",
-        (4, _) => "HDR",
-        (8, _) => "NDR",
-        (0, 1) => "SDR",
-        (0, 2) => "DDR",
-        (0, 4) => "QDR",
-        _ => return None,
-    })
-}
-
-/// Build a directed-route SMP Get along `path` (`path[i]` = the port to
-/// leave by at hop i+1; empty = the local node).
-pub fn dr_smp_get(attr_id: u16, attr_mod: u32, tid: u64, path: &[u8]) -> [u8; MAD_SIZE] {
-    let mut m = [0u8; MAD_SIZE];
-    m[0] = 1; // BaseVersion
-    m[1] = CLASS_SMP_DIRECTED;
-    m[2] = 1; // ClassVersion
-    m[3] = METHOD_GET;
-    // [4..6] D bit + status = 0, [6] hop pointer = 0, [7] hop count.
-    m[7] = path.len().min(MAX_HOPS) as u8;
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m[16..18].copy_from_slice(&attr_id.to_be_bytes());
-    m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
-    // [24..32] M_Key 0; DrSLID and DrDLID: permissive.
-    m[32..34].copy_from_slice(&0xFFFFu16.to_be_bytes());
-    m[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
-    // Initial path at 128; entry 0 is unused.
-    for (i, &p) in path.iter().take(MAX_HOPS).enumerate() {
-        m[128 + 1 + i] = p;
-    }
-    m
-}
-
-/// A parsed SMP reply: status (D bit masked off) and the 64-byte data.
-#[derive(Debug, PartialEq, Eq)]
-pub struct SmpReply {
-    pub tid: u64,
-    pub attr_id: u16,
-    pub status: u16,
-    pub data: [u8; 64],
-}
-
-pub fn parse_smp_reply(m: &[u8; MAD_SIZE]) -> Option<SmpReply> {
-    if m[1] != CLASS_SMP_DIRECTED || m[3] != METHOD_GET_RESP {
-        return None;
-    }
-    let mut data = [0u8; 64];
-    data.copy_from_slice(&m[64..128]);
-    let mut tid = [0u8; 8];
-    tid.copy_from_slice(&m[8..16]);
-    Some(SmpReply {
-        tid: u64::from_be_bytes(tid),
-        attr_id: u16::from_be_bytes([m[16], m[17]]),
-        status: u16::from_be_bytes([m[4], m[5]]) & 0x7FFF,
-        data,
-    })
 }
 
 #[derive(Clone, Debug)]

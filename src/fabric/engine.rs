@@ -278,8 +278,7 @@ pub fn drive(
     }
 }
 
-/// MAD status bit 1 in a ClassPortInfo reply: the PMA redirects.
-pub const STATUS_REDIRECT: u16 = 0x0002;
+pub use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
 
 fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
     match mad::parse(raw) {

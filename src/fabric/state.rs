@@ -12,9 +12,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{debug, info, warn};
 
 use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
-use super::engine::{MadOutcome, STATUS_REDIRECT};
+use super::engine::MadOutcome;
 use crate::ib::{Fabric, Node};
-use crate::mib::tables::COUNTERS;
+use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
+use crate::pm::port_counters::COUNTERS;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
@@ -411,6 +412,7 @@ impl FabricState {
         cache.publish(Snapshot {
             sweep: self.sweep_no,
             taken: Some(SystemTime::now()),
+            interval: self.cfg.interval,
             nodes,
         });
     }
@@ -463,11 +465,11 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
 /// Add a new PortCounters reading to the 64-bit totals.
 pub fn accumulate(totals: &mut Totals, prev: Option<&PortCounters>, cur: &PortCounters) {
     for (slot, def) in COUNTERS.iter().enumerate() {
-        let now = (def.get)(cur) as u64;
+        let now = u64::from(def.get(cur));
         let inc = match prev {
             None => now,
             Some(p) => {
-                let before = (def.get)(p) as u64;
+                let before = u64::from(def.get(p));
                 // A counter that went down was cleared out of band: count
                 // from zero.
                 if now >= before { now - before } else { now }

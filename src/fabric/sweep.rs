@@ -23,9 +23,9 @@ use tracing::{debug, error, info};
 use super::cache::Cache;
 use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
-use crate::mib::tables::COUNTERS;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
+use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
 use crate::transport::MadAddr;
 
@@ -79,7 +79,7 @@ pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
     let (mut select, mut select2) = (0u16, 0u8);
     for def in &COUNTERS {
         let max = u64::from(def.max());
-        if u64::from((def.get)(pc)) * 4 > max * 3 {
+        if u64::from(def.get(pc)) * 4 > max * 3 {
             select |= def.select;
             select2 |= def.select2;
         }
@@ -466,8 +466,8 @@ mod tests {
     use crate::fabric::engine::EngineConfig;
     use crate::ib::NodeType;
     use crate::ib::topology;
-    use crate::mib::tables::COUNTERS;
     use crate::pm::mad;
+    use crate::pm::port_counters::COUNTERS;
     use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
     use crate::transport::{MAD_SIZE, MadTransport, Received};
     use std::collections::VecDeque;

@@ -7,8 +7,7 @@ pub mod umad;
 use std::io;
 use std::time::Duration;
 
-/// Size of every MAD.
-pub const MAD_SIZE: usize = 256;
+pub use crate::pm::mad::MAD_SIZE;
 
 /// Where a GSI MAD goes (PM MADs: QP1, Q_Key 0x80010000, P_Key index 0,
 /// unless ClassPortInfo redirects).

@@ -56,13 +56,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::{MAD_SIZE, MadAddr, MadTransport, Received};
+use crate::pm::mad::method::{GET as METHOD_GET, RESPONSE_BIT, SET as METHOD_SET};
 
 mod sys;
 
-/// Management class of Performance Management MADs.
-pub const CLASS_PERF_MGT: u8 = 0x04;
-/// Management class of directed-route SMPs.
-pub const CLASS_SMP_DIRECTED: u8 = 0x81;
+pub use crate::pm::mad::MGMT_CLASS_PERF as CLASS_PERF_MGT;
+pub use crate::smp::CLASS_SMP_DIRECTED;
 
 const SYS_IB: &str = "/sys/class/infiniband";
 const SYS_IB_MAD: &str = "/sys/class/infiniband_mad";
@@ -77,10 +76,6 @@ const IOCTL_REGISTER_AGENT: c_ulong = 0xC01C_1B01;
 const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
 /// How often the reader thread looks at the shutdown flag.
 const POLL_MS: c_int = 50;
-const METHOD_GET: u8 = 0x01;
-const METHOD_SET: u8 = 0x02;
-/// Method bit that marks a response.
-const RESPONSE_BIT: u8 = 0x80;
 /// `ETIMEDOUT`, the status of a request the kernel gave up on.
 pub const STATUS_TIMEOUT: i32 = libc::ETIMEDOUT;
 
