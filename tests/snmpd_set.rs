@@ -15,7 +15,7 @@ use ibpm_agentx::config::Config;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::ib::{Fabric, Node, NodeType};
 use ibpm_agentx::pm::PortCounters;
-use ibpm_agentx::pm::mad::{self, attr, method};
+use ibpm_agentx::rig;
 use ibpm_agentx::sim::SimFabric;
 
 const PM: &str = "1.3.6.1.3.117.1";
@@ -105,21 +105,7 @@ impl Agent {
 
     /// PortCounters of (node, port) straight from the simulated PMA.
     fn pma_counters(&self, node: &Node, port: u8) -> PortCounters {
-        let lid = node.pma_lid(port);
-        let mut data = [0u8; 192];
-        PortCounters {
-            port_select: port,
-            ..Default::default()
-        }
-        .encode(&mut data);
-        let reply = self
-            .sim
-            .handle(
-                lid,
-                &mad::request(method::GET, attr::PORT_COUNTERS, 0, 7, &data),
-            )
-            .expect("PMA answers");
-        PortCounters::decode(mad::parse(&reply).unwrap().1)
+        rig::port_counters(&self.sim, node.pma_lid(port), port)
     }
 }
 
@@ -391,20 +377,7 @@ fn a_set_to_a_node_marked_unreachable_is_refused_at_once() {
 
 /// PortCountersExtended XmitData of a switch port, straight from the PMA.
 fn ext_xmit_data(a: &Agent, node: &Node, port: u8) -> u64 {
-    let mut data = [0u8; 192];
-    ibpm_agentx::pm::PortCountersExtended {
-        port_select: port,
-        ..Default::default()
-    }
-    .encode(&mut data);
-    let reply = a
-        .sim
-        .handle(
-            node.lid,
-            &mad::request(method::GET, attr::PORT_COUNTERS_EXTENDED, 0, 8, &data),
-        )
-        .expect("PMA answers");
-    ibpm_agentx::pm::PortCountersExtended::decode(mad::parse(&reply).unwrap().1).xmit_data
+    rig::port_counters_extended(&a.sim, node.lid, port).xmit_data
 }
 
 #[test]

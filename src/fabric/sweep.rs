@@ -465,10 +465,10 @@ mod tests {
     use super::*;
     use crate::fabric::engine::EngineConfig;
     use crate::ib::NodeType;
-    use crate::ib::topology;
     use crate::pm::mad;
     use crate::pm::port_counters::COUNTERS;
-    use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+    use crate::rig::{self, AgentRig, RigOptions};
+    use crate::sim::{ManualClock, SimFabric};
     use crate::transport::{MAD_SIZE, MadTransport, Received};
     use std::collections::VecDeque;
 
@@ -524,47 +524,21 @@ mod tests {
         cfg: SweepConfig,
         wrap: impl FnOnce(&SimFabric, crate::sim::SimTransport) -> Box<dyn MadTransport>,
     ) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
-        let clock = ManualClock::new();
-        clock.advance(Duration::from_secs(60));
-        let sim = SimFabric::new(
-            topology::default_fabric(),
-            SimOptions {
+        let rig = AgentRig::with_sweep_transport(
+            RigOptions {
                 seed: 7,
-                traffic: true,
-                clock: SimClock::Manual(clock.clone()),
+                elapsed: Duration::from_secs(60),
+                sweep: cfg,
+                engine: EngineConfig {
+                    window: 16,
+                    timeout: Duration::from_millis(250),
+                    retries: 1,
+                },
+                ..Default::default()
             },
+            wrap,
         );
-        let engine = Engine::new(
-            wrap(&sim, sim.transport()),
-            EngineConfig {
-                window: 16,
-                timeout: Duration::from_millis(250),
-                retries: 1,
-            },
-        );
-        let cache = Arc::new(Cache::new());
-        let sweeper = Sweeper::new(
-            SharedState::new(sim.fabric(), cfg),
-            engine,
-            Arc::clone(&cache),
-        );
-        (sweeper, sim, clock, cache)
-    }
-
-    fn read_pc(sim: &SimFabric, lid: u16, port: u8) -> PortCounters {
-        let mut data = [0u8; 192];
-        PortCounters {
-            port_select: port,
-            ..Default::default()
-        }
-        .encode(&mut data);
-        let reply = sim
-            .handle(
-                lid,
-                &mad::request(method::GET, attr::PORT_COUNTERS, 0, 9, &data),
-            )
-            .unwrap();
-        PortCounters::decode(mad::parse(&reply).unwrap().1)
+        (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
     #[test]
@@ -591,7 +565,7 @@ mod tests {
                 // The frozen clock: a second read gives the same values.
                 assert_eq!(
                     got,
-                    read_pc(&sim, lid, p.num),
+                    rig::port_counters(&sim, lid, p.num),
                     "{} port {}",
                     node.guid,
                     p.num
@@ -642,14 +616,17 @@ mod tests {
             ..Default::default()
         }
         .encode(&mut data);
-        sim.handle(
+        rig::pma_request(
+            &sim,
             node.ports[0].lid,
-            &mad::request(method::SET, attr::PORT_COUNTERS, 0, 1, &data),
+            method::SET,
+            attr::PORT_COUNTERS,
+            &data,
         )
         .unwrap();
         clock.advance(Duration::from_secs(1));
         sw.sweep_once();
-        let after = read_pc(&sim, node.ports[0].lid, 1).xmit_pkts as u64;
+        let after = rig::port_counters(&sim, node.ports[0].lid, 1).xmit_pkts as u64;
         assert_eq!(total(&cache), t2 + after);
     }
 
@@ -886,7 +863,7 @@ mod tests {
                 .position(|c| c.name() == "PortXmitData")
                 .unwrap();
             let t1 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
-            let now = read_pc(&sim, lid, ca.ports[0].num);
+            let now = rig::port_counters(&sim, lid, ca.ports[0].num);
             if clear {
                 assert!(
                     u64::from(now.xmit_data) * 4 < u64::from(u32::MAX) * 3,
@@ -897,7 +874,7 @@ mod tests {
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
                 let t2 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
-                let after = read_pc(&sim, lid, ca.ports[0].num).xmit_data;
+                let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
             } else {
