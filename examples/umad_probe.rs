@@ -21,8 +21,7 @@ use ibpm_agentx::ib::{Fabric, NodeType};
 use ibpm_agentx::transport::MadAddr;
 use ibpm_agentx::transport::umad::{UmadConfig, UmadTransport};
 
-const ATTR_PORT_COUNTERS: u16 = 0x0012;
-const METHOD_GET: u8 = 0x01;
+use ibpm_agentx::pm::mad::{attr::PORT_COUNTERS as ATTR_PORT_COUNTERS, method::GET as METHOD_GET};
 
 #[derive(Parser)]
 struct Args {

@@ -9,13 +9,13 @@ use std::time::Duration;
 use tracing::{error, info};
 
 use crate::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
-use crate::config::Config;
+use crate::config::{Config, FabricBackend};
 use crate::fabric::cache::Cache;
-use crate::fabric::control::{ControlConfig, Controller};
-use crate::fabric::discover::{DiscoverOptions, discover_with_stats};
-use crate::fabric::engine::{Engine, EngineConfig};
+use crate::fabric::control::Controller;
+use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
+use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
-use crate::fabric::sweep::{SweepConfig, Sweeper};
+use crate::fabric::sweep::Sweeper;
 use crate::ib::topology;
 use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
@@ -47,37 +47,44 @@ pub struct Backend {
     pub poll: Box<dyn MadTransport>,
 }
 
-/// Open the configured backend.
-pub fn open_backend(cfg: &Config) -> Result<Backend, AppError> {
-    if cfg.fabric.backend == "umad" {
-        return open_umad(cfg);
+impl Backend {
+    /// The simulated fabric `sim`: its fabric (with the LIDs the simulator
+    /// assigned) and three transports of its own.
+    pub fn sim(sim: &SimFabric) -> Backend {
+        Backend {
+            fabric: sim.fabric(),
+            sweep: Box::new(sim.transport()),
+            write: Box::new(sim.transport()),
+            poll: Box::new(sim.transport()),
+        }
+    }
+}
+
+/// Open the configured backend. Triggering `cancel` (the shutdown signal)
+/// stops a start-up that waits on the fabric.
+pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
+    if cfg.fabric.backend == FabricBackend::Umad {
+        return open_umad(cfg, cancel);
     }
     let fabric = match cfg.topology_path() {
         Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
         None => topology::default_fabric(),
     };
     let sim = SimFabric::new(fabric, sim_options(cfg));
-    Ok(Backend {
-        fabric: sim.fabric(),
-        sweep: Box::new(sim.transport()),
-        write: Box::new(sim.transport()),
-        poll: Box::new(sim.transport()),
-    })
+    Ok(Backend::sim(&sim))
 }
 
 /// The umad backend: open the port, discover the fabric by directed-route
-/// SMPs, and hand out three PerfMgt handles on the same port.
-pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
+/// SMPs, and hand out three PerfMgt handles on the same port. Discovery
+/// returns soon after `cancel` is set.
+pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     let ucfg = UmadConfig {
-        ca: (!cfg.umad.ca.is_empty()).then(|| cfg.umad.ca.clone()),
-        port: (cfg.umad.port != 0).then_some(cfg.umad.port),
+        ca: cfg.umad.ca.clone(),
+        port: cfg.umad.port,
         // The kernel's per-MAD timeout stays at or under the engines'
         // deadlines (the write path's is the shortest), so the engines
         // decide about retries.
-        timeout_ms: cfg
-            .mad
-            .timeout_ms
-            .min(ControlConfig::default().timeout.as_millis() as u64)
+        timeout_ms: (cfg.mad.timeout.min(cfg.control().timeout).as_millis() as u64)
             .clamp(1, u64::from(u32::MAX)) as u32,
         retries: 0,
         serve_perf_mgt: false,
@@ -86,18 +93,25 @@ pub fn open_umad(cfg: &Config) -> Result<Backend, AppError> {
     let local = sweep.local_port().clone();
     let dopts = DiscoverOptions {
         window: cfg.mad.window,
-        timeout: Duration::from_millis(cfg.umad.discovery_timeout_ms),
+        timeout: cfg.umad.discovery_timeout,
+        cancel: Some(cancel.flag()),
         ..Default::default()
     };
     info!(ca = %local.ca, port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
     let (fabric, stats) = {
         let mut smp = sweep.smp_handle();
-        discover_with_stats(&mut smp, &dopts).map_err(|e| {
-            AppError(format!(
-                "umad backend: {} port {}/{}: {e}",
-                local.device, local.ca, local.port
-            ))
-        })?
+        match discover_with_stats(&mut smp, &dopts) {
+            Ok(r) => r,
+            Err(DiscoverError::Cancelled) => {
+                return Err(AppError("umad backend: start-up cancelled".into()));
+            }
+            Err(e) => {
+                return Err(AppError(format!(
+                    "umad backend: {} port {}/{}: {e}",
+                    local.device, local.ca, local.port
+                )));
+            }
+        }
     };
     let switches = fabric
         .nodes
@@ -169,16 +183,54 @@ pub fn sim_options(cfg: &Config) -> SimOptions {
     }
 }
 
+/// The agent's one shutdown signal: set by SIGINT/SIGTERM or by dropping
+/// the [`Running`] agent, read by every thread the agent starts. Clones
+/// share the signal.
+#[derive(Clone, Debug, Default)]
+pub struct Shutdown(Arc<AtomicBool>);
+
+impl Shutdown {
+    pub fn new() -> Shutdown {
+        Shutdown::default()
+    }
+
+    /// A signal that SIGINT and SIGTERM trigger.
+    pub fn on_signals() -> Result<Shutdown, AppError> {
+        let s = Shutdown::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, Arc::clone(&s.0))
+                .map_err(|e| AppError(format!("cannot install signal handler: {e}")))?;
+        }
+        Ok(s)
+    }
+
+    /// Asks every thread that watches the signal to stop.
+    pub fn trigger(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_triggered(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The flag itself, for loops that poll an `AtomicBool`.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
+}
+
 /// Run until SIGINT/SIGTERM.
 pub fn run(cfg: Config) -> Result<(), AppError> {
-    let shutdown = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&shutdown))
-            .map_err(|e| AppError(format!("cannot install signal handler: {e}")))?;
-    }
-    let backend = open_backend(&cfg)?;
-    let running = start(&cfg, backend)?;
-    while !shutdown.load(Ordering::Relaxed) {
+    let shutdown = Shutdown::on_signals()?;
+    let backend = match open_backend(&cfg, &shutdown) {
+        Err(_) if shutdown.is_triggered() => {
+            info!("shutting down during start-up");
+            return Ok(());
+        }
+        r => r?,
+    };
+    let running = start_with(&cfg, backend, shutdown.clone())?;
+    while !shutdown.is_triggered() {
         std::thread::sleep(Duration::from_millis(100));
     }
     info!("shutting down");
@@ -186,9 +238,11 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
     Ok(())
 }
 
-/// A running agent: its threads, its session and responder.
+/// A running agent: its threads, its session and responder. Dropping it
+/// (or [`Running::stop`]) triggers the shutdown signal, closes the AgentX
+/// session, stops the responder and joins every thread.
 pub struct Running {
-    shutdown: Arc<AtomicBool>,
+    shutdown: Shutdown,
     threads: Vec<(&'static str, JoinHandle<()>)>,
     session: Option<SessionHandle>,
     responder: Option<ResponderHandle>,
@@ -206,16 +260,27 @@ impl Running {
         self.session.as_ref()
     }
 
+    /// The signal that stops this agent.
+    pub fn shutdown_signal(&self) -> &Shutdown {
+        &self.shutdown
+    }
+
     /// Close the AgentX session, stop the responder and every thread.
     pub fn stop(self) {
-        self.shutdown.store(true, Ordering::Relaxed);
-        if let Some(s) = self.session {
+        drop(self);
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+        if let Some(s) = self.session.take() {
             s.shutdown();
         }
-        if let Some(r) = self.responder {
+        if let Some(r) = self.responder.take() {
             r.shutdown();
         }
-        for (name, t) in self.threads {
+        for (name, t) in self.threads.drain(..) {
             if t.join().is_err() {
                 error!("{name} thread panicked");
             }
@@ -224,9 +289,14 @@ impl Running {
 }
 
 /// Start the sweeper, the write path, the AgentX session and the responder
-/// over an opened backend.
+/// over an opened backend, with a shutdown signal of their own.
 pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
-    let shutdown = Arc::new(AtomicBool::new(false));
+    start_with(cfg, backend, Shutdown::new())
+}
+
+/// [`start`] with the given shutdown signal. When a part cannot start, the
+/// parts already started are stopped before the error is returned.
+pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
     let Backend {
         fabric,
         sweep: transport,
@@ -241,38 +311,33 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
         "fabric loaded"
     );
     let cache = Arc::new(Cache::new());
-    let engine = Engine::new(
-        transport,
-        EngineConfig {
-            window: cfg.mad.window,
-            timeout: Duration::from_millis(cfg.mad.timeout_ms),
-            retries: cfg.mad.retries,
-        },
-    );
-    let state = SharedState::new(
-        fabric,
-        SweepConfig {
-            interval: cfg.sweep_interval(),
-            unreachable_after: cfg.fabric.unreachable_after,
-            keep_unreachable: cfg.fabric.unreachable_rows == "keep",
-            optional_attributes: cfg.fabric.optional_attributes,
-            clear_near_overflow: cfg.fabric.clear_near_overflow,
-        },
-    );
+    let engine = Engine::new(transport, cfg.engine());
+    let state = SharedState::new(fabric, cfg.sweep());
     let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
     let controller = Arc::new(Controller::new(
         state,
         Arc::clone(&cache),
         write,
         poll,
-        ControlConfig::default(),
+        cfg.control(),
     ));
+    // Owns what has started so far: an early return drops it, and its
+    // Drop stops them.
+    let mut running = Running {
+        shutdown,
+        threads: Vec::new(),
+        session: None,
+        responder: None,
+        cache: Arc::clone(&cache),
+    };
     let poller = controller
-        .spawn_poller(Arc::clone(&shutdown))
+        .spawn_poller(running.shutdown.flag())
         .map_err(|e| AppError(format!("cannot start the sample poller: {e}")))?;
+    running.threads.push(("sample poller", poller));
     let sweep_thread = sweeper
-        .spawn(Arc::clone(&shutdown))
+        .spawn(running.shutdown.flag())
         .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
+    running.threads.push(("sweeper", sweep_thread));
 
     let view: Arc<dyn MibHandler> = if cfg.set.allow {
         info!(
@@ -288,17 +353,13 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
     };
 
     let session = if cfg.agentx.enabled {
-        let address: AgentxAddr = cfg
-            .agentx
-            .socket
-            .parse()
-            .map_err(|e| AppError(format!("agentx.socket: {e}")))?;
+        let address: AgentxAddr = cfg.agentx.socket.clone();
         let scfg = SessionConfig {
             address,
             subtrees: vec![Oid::new(&PM_ROOT)],
             priority: cfg.agentx.priority,
-            ping_interval: Duration::from_secs(cfg.agentx.ping_interval),
-            backoff_max: Duration::from_secs(cfg.agentx.reconnect_max),
+            ping_interval: cfg.agentx.ping_interval,
+            backoff_max: cfg.agentx.reconnect_max,
             ..Default::default()
         };
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
@@ -310,18 +371,13 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
         None
     };
 
-    let responder = if cfg.snmp.listen.is_empty() {
-        None
-    } else {
-        let addr = cfg
-            .snmp
-            .listen
-            .parse()
-            .map_err(|e| AppError(format!("snmp.listen: {e}")))?;
+    running.session = session;
+
+    let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
-        if !cfg.snmp.write_community.is_empty() {
-            r = r.with_write_community(cfg.snmp.write_community.clone());
+        if let Some(w) = &cfg.snmp.write_community {
+            r = r.with_write_community(w.clone());
         }
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         info!(
@@ -332,13 +388,104 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
             r.spawn()
                 .map_err(|e| AppError(format!("cannot start the SNMP responder: {e}")))?,
         )
+    } else {
+        None
     };
 
-    Ok(Running {
-        shutdown,
-        threads: vec![("sweeper", sweep_thread), ("sample poller", poller)],
-        session,
-        responder,
-        cache,
-    })
+    running.responder = responder;
+    Ok(running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::topology;
+    use crate::transport::{MAD_SIZE, MadAddr, Received};
+
+    /// A simulator transport that holds a token: while any thread still
+    /// owns one of these transports, the token has more than one owner.
+    struct Tracked {
+        inner: crate::sim::SimTransport,
+        _token: Arc<()>,
+    }
+
+    impl MadTransport for Tracked {
+        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            self.inner.send(to, mad)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+    }
+
+    fn tracked_backend() -> (Backend, Arc<()>) {
+        let sim = SimFabric::new(topology::default_fabric(), SimOptions::default());
+        let token = Arc::new(());
+        let t = || -> Box<dyn MadTransport> {
+            Box::new(Tracked {
+                inner: sim.transport(),
+                _token: Arc::clone(&token),
+            })
+        };
+        let backend = Backend {
+            fabric: sim.fabric(),
+            sweep: t(),
+            write: t(),
+            poll: t(),
+        };
+        (backend, token)
+    }
+
+    /// The responder cannot bind after the sweeper, the sample poller and
+    /// the AgentX session started: the start fails and none of them keeps
+    /// running. The session's view writes through the controller, so every
+    /// transport is dropped only when all three have stopped.
+    #[test]
+    fn a_failed_start_leaves_no_thread_running() {
+        let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::default();
+        cfg.agentx.socket = AgentxAddr::Unix(dir.path().join("no-master"));
+        cfg.set.allow = true;
+        cfg.snmp.listen = Some(taken.local_addr().unwrap());
+        let (backend, token) = tracked_backend();
+        let e = start(&cfg, backend).err().expect("the port is taken");
+        assert!(e.0.contains("cannot listen"), "{e}");
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "a thread still owns a transport after the failed start"
+        );
+    }
+
+    /// Dropping the running agent (without `stop`) ends every thread: the
+    /// sweeper, the sample poller, the AgentX session (still trying to
+    /// connect) and the responder, which between them own every transport
+    /// and every reference to the cache.
+    #[test]
+    fn dropping_the_running_agent_stops_every_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::default();
+        cfg.agentx.socket = AgentxAddr::Unix(dir.path().join("no-master"));
+        cfg.snmp.listen = Some("127.0.0.1:0".parse().unwrap());
+        cfg.set.allow = true;
+        let (backend, token) = tracked_backend();
+        let running = start(&cfg, backend).expect("start");
+        assert!(running.session().is_some());
+        let cache = Arc::clone(running.cache());
+        let signal = running.shutdown_signal().clone();
+        assert!(Arc::strong_count(&cache) > 2 && Arc::strong_count(&token) > 1);
+        drop(running);
+        assert!(signal.is_triggered());
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "a transport outlived the agent"
+        );
+        assert_eq!(
+            Arc::strong_count(&cache),
+            1,
+            "a thread still serves the cache"
+        );
+    }
 }

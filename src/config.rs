@@ -1,13 +1,22 @@
-//! The configuration file (TOML). Every key has a default; unknown keys and
-//! bad values are errors that name the key and its line.
+//! The configuration file (TOML), typed once: every key has a default and is
+//! parsed and checked here into the type the agent uses (enums, socket
+//! addresses, durations, paths); unknown keys and bad values are errors
+//! that name the file, the line and the `section.key`.
 //! `config/ibpm-agentx.toml` documents every key.
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, de};
+
+use crate::agentx::AgentxAddr;
+use crate::fabric::control::ControlConfig;
+use crate::fabric::engine::EngineConfig;
+use crate::fabric::state::SweepConfig;
+use crate::ib::{Escaped, Fabric, topology};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -29,41 +38,109 @@ pub struct AgentxConfig {
     /// Connect to snmpd at all.
     pub enabled: bool,
     /// `PATH`, `unix:PATH` or `tcp:HOST:PORT`.
-    pub socket: String,
+    #[serde(deserialize_with = "from_str")]
+    pub socket: AgentxAddr,
     /// Registration priority (lower wins; RFC 2741 default 127).
     pub priority: u8,
-    /// Seconds between Pings to the master.
-    pub ping_interval: u64,
-    /// Upper bound of the reconnect backoff, in seconds.
-    pub reconnect_max: u64,
+    /// Time between Pings to the master (whole seconds in the file).
+    #[serde(deserialize_with = "seconds")]
+    pub ping_interval: Duration,
+    /// Upper bound of the reconnect backoff (whole seconds in the file).
+    #[serde(deserialize_with = "seconds")]
+    pub reconnect_max: Duration,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SnmpConfig {
-    /// `HOST:PORT` of the built-in SNMPv2c responder; empty = off.
-    pub listen: String,
+    /// `HOST:PORT` of the built-in SNMPv2c responder; `None` (an empty
+    /// string in the file) = off.
+    #[serde(deserialize_with = "listen")]
+    pub listen: Option<SocketAddr>,
     pub community: String,
     /// Community that may SET through the responder (with `set.allow`);
-    /// empty: the responder is read-only.
-    pub write_community: String,
+    /// `None` (an empty string in the file): the responder is read-only.
+    #[serde(deserialize_with = "non_empty")]
+    pub write_community: Option<String>,
+}
+
+/// A key whose value is one of a few words: the enum, its parse from the
+/// word (with the key's own message for any other word) and its display as
+/// the word.
+macro_rules! word_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident (unknown: $s:ident => $unknown:expr) {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str($s: &str) -> Result<Self, String> {
+                match $s {
+                    $($word => Ok($name::$variant),)+
+                    _ => Err($unknown),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self {
+                    $($name::$variant => $word,)+
+                })
+            }
+        }
+    };
+}
+
+word_enum! {
+    /// Where counters come from (`fabric.backend`).
+    pub enum FabricBackend (unknown: s => format!("unknown backend `{s}` (known: sim, umad)")) {
+        /// The built-in simulated fabric.
+        #[default]
+        Sim = "sim",
+        /// A real fabric through /dev/infiniband/umadN (or ibsim under
+        /// umad2sim).
+        Umad = "umad",
+    }
+}
+
+word_enum! {
+    /// What happens to an unreachable node's rows (`fabric.unreachable_rows`).
+    pub enum UnreachableRows (unknown: s => format!("`{s}` is neither `keep` nor `drop`")) {
+        /// Keep them with their last values.
+        #[default]
+        Keep = "keep",
+        /// Drop them until the node answers again.
+        Drop = "drop",
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct FabricConfig {
-    /// `sim` (the built-in simulated fabric) or `umad` (a real fabric
-    /// through /dev/infiniband/umadN, or ibsim under umad2sim).
-    pub backend: String,
-    /// Topology file (ibnetdiscover/ibsim format) for the simulator; empty =
-    /// the built-in default fabric.
-    pub topology: String,
-    /// Seconds from the start of one sweep to the start of the next.
-    pub sweep_interval: f64,
+    #[serde(deserialize_with = "from_str")]
+    pub backend: FabricBackend,
+    /// Topology file (ibnetdiscover/ibsim format) for the simulator; `None`
+    /// (an empty string in the file) = the built-in default fabric. A
+    /// relative path in a file is relative to that file's directory.
+    #[serde(deserialize_with = "path")]
+    pub topology: Option<PathBuf>,
+    /// From the start of one sweep to the start of the next (seconds in
+    /// the file).
+    #[serde(deserialize_with = "fractional_seconds")]
+    pub sweep_interval: Duration,
     /// Failed sweeps in a row after which a node is unreachable.
     pub unreachable_after: u32,
-    /// `keep` an unreachable node's rows with their last values, or `drop` them.
-    pub unreachable_rows: String,
+    #[serde(deserialize_with = "from_str")]
+    pub unreachable_rows: UnreachableRows,
     /// Read the optional PM attributes 0x15..0x1C (error details, per-VL
     /// counters) from nodes that answer them.
     pub optional_attributes: bool,
@@ -76,21 +153,26 @@ pub struct FabricConfig {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct UmadSection {
-    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); empty = the
-    /// first CA with an active port.
-    pub ca: String,
-    /// Port number on the CA; 0 = the first active port.
-    pub port: u8,
-    /// Deadline of one directed-route SMP during discovery, in ms.
-    pub discovery_timeout_ms: u64,
+    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); `None` (an
+    /// empty string in the file) = the first CA with an active port.
+    #[serde(deserialize_with = "non_empty")]
+    pub ca: Option<String>,
+    /// Port number on the CA; `None` (0 in the file) = the first active
+    /// port.
+    #[serde(deserialize_with = "non_zero")]
+    pub port: Option<u8>,
+    /// Deadline of one directed-route SMP during discovery
+    /// (`discovery_timeout_ms` in the file).
+    #[serde(rename = "discovery_timeout_ms", deserialize_with = "milliseconds")]
+    pub discovery_timeout: Duration,
 }
 
 impl Default for UmadSection {
     fn default() -> Self {
         UmadSection {
-            ca: String::new(),
-            port: 0,
-            discovery_timeout_ms: 500,
+            ca: None,
+            port: None,
+            discovery_timeout: Duration::from_millis(500),
         }
     }
 }
@@ -100,8 +182,9 @@ impl Default for UmadSection {
 pub struct MadConfig {
     /// MADs in flight at once (1..=256).
     pub window: usize,
-    /// Per-MAD deadline in milliseconds.
-    pub timeout_ms: u64,
+    /// Per-MAD deadline (`timeout_ms` in the file).
+    #[serde(rename = "timeout_ms", deserialize_with = "milliseconds")]
+    pub timeout: Duration,
     /// Resends after the first attempt.
     pub retries: u32,
 }
@@ -134,10 +217,10 @@ impl Default for AgentxConfig {
     fn default() -> Self {
         AgentxConfig {
             enabled: true,
-            socket: "/var/agentx/master".into(),
+            socket: AgentxAddr::Unix(PathBuf::from("/var/agentx/master")),
             priority: 127,
-            ping_interval: 15,
-            reconnect_max: 5,
+            ping_interval: Duration::from_secs(15),
+            reconnect_max: Duration::from_secs(5),
         }
     }
 }
@@ -145,9 +228,9 @@ impl Default for AgentxConfig {
 impl Default for SnmpConfig {
     fn default() -> Self {
         SnmpConfig {
-            listen: String::new(),
+            listen: None,
             community: "public".into(),
-            write_community: String::new(),
+            write_community: None,
         }
     }
 }
@@ -155,11 +238,11 @@ impl Default for SnmpConfig {
 impl Default for FabricConfig {
     fn default() -> Self {
         FabricConfig {
-            backend: "sim".into(),
-            topology: String::new(),
-            sweep_interval: 10.0,
+            backend: FabricBackend::Sim,
+            topology: None,
+            sweep_interval: Duration::from_secs(10),
             unreachable_after: 3,
-            unreachable_rows: "keep".into(),
+            unreachable_rows: UnreachableRows::Keep,
             optional_attributes: true,
             clear_near_overflow: false,
         }
@@ -170,7 +253,7 @@ impl Default for MadConfig {
     fn default() -> Self {
         MadConfig {
             window: 64,
-            timeout_ms: 200,
+            timeout: Duration::from_millis(200),
             retries: 3,
         }
     }
@@ -193,43 +276,156 @@ impl Default for LogConfig {
     }
 }
 
-/// A configuration error: one line naming the file, line and key.
+/// `snmp.listen`: empty = off, else an IP address and a port.
+pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse()
+        .map(Some)
+        .map_err(|_| format!("`{s}` is not HOST:PORT (an IP address and a port)"))
+}
+
+/// `fabric.sweep_interval`: seconds, 0.1 to 86400.
+pub fn parse_sweep_interval(secs: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| SWEEP_INTERVAL.contains(d))
+        .ok_or_else(|| format!("{secs} is out of range (0.1 to 86400 seconds)"))
+}
+
+/// `--sweep-interval SECONDS` on the command line.
+pub fn sweep_interval_arg(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    parse_sweep_interval(secs)
+}
+
+const SWEEP_INTERVAL: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(86_400);
+
+fn from_str<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map_err(de::Error::custom)
+}
+
+fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    parse_listen(&String::deserialize(d)?).map_err(de::Error::custom)
+}
+
+fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+    let s = String::deserialize(d)?;
+    Ok((!s.is_empty()).then(|| PathBuf::from(s)))
+}
+
+fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    Ok((!s.is_empty()).then_some(s))
+}
+
+fn non_zero<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let n = u8::deserialize(d)?;
+    Ok((n != 0).then_some(n))
+}
+
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Ok(Duration::from_secs(u64::deserialize(d)?))
+}
+
+fn milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Ok(Duration::from_millis(u64::deserialize(d)?))
+}
+
+fn fractional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    parse_sweep_interval(f64::deserialize(d)?).map_err(de::Error::custom)
+}
+
+/// A configuration error: one line naming the file, line and key. Its
+/// text is shown escaped ([`Escaped`]): the message may quote the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
     pub file: String,
     pub line: Option<usize>,
+    /// `section.key` (or the section, for an error in a header).
     pub key: Option<String>,
     pub message: String,
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
+        write!(f, "{}", Escaped(&self.file))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
         if let Some(k) = &self.key {
-            write!(f, ": key `{k}`")?;
+            write!(f, ": key `{}`", Escaped(k))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", Escaped(&self.message))
     }
 }
 
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    /// Read and validate a file.
+    /// Read and validate a file. A relative `fabric.topology` is resolved
+    /// against the file's directory, and with the simulated backend the
+    /// topology file must be readable.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.display().to_string(),
+            file: file.clone(),
             line: None,
             key: None,
             message: format!("cannot read: {e}"),
         })?;
-        Config::parse(&text, &path.display().to_string())
+        let mut cfg = Config::parse(&text, &file)?;
+        if let Some(t) = &mut cfg.fabric.topology
+            && t.is_relative()
+        {
+            let dir = path.parent().unwrap_or(Path::new(""));
+            *t = dir.join(&*t);
+        }
+        if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
+            && let Err(e) = std::fs::File::open(t)
+        {
+            return Err(ConfigError {
+                file,
+                line: find_key_line(&text, "fabric", "topology"),
+                key: Some("fabric.topology".into()),
+                message: format!("cannot read {}: {e}", t.display()),
+            });
+        }
+        Ok(cfg)
     }
 
-    /// Parse and validate TOML text; `file` names it in errors.
+    /// [`Config::load`], then parse the topology file it names (what
+    /// `check-config` checks): a topology error names the configuration
+    /// file, its `fabric.topology` line and the topology file and line.
+    pub fn check_file(path: &Path) -> Result<(Config, Option<Fabric>), ConfigError> {
+        let cfg = Config::load(path)?;
+        let fabric = match (cfg.fabric.backend, &cfg.fabric.topology) {
+            (FabricBackend::Sim, Some(t)) => Some(topology::load(t).map_err(|e| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                ConfigError {
+                    file: path.display().to_string(),
+                    line: find_key_line(&text, "fabric", "topology"),
+                    key: Some("fabric.topology".into()),
+                    message: e.to_string(),
+                }
+            })?),
+            _ => None,
+        };
+        Ok((cfg, fabric))
+    }
+
+    /// Parse and validate TOML text; `file` names it in errors. Paths stay
+    /// as the text gives them.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         let cfg: Config = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
@@ -238,7 +434,7 @@ impl Config {
                 file: file.to_string(),
                 line,
                 key,
-                message: e.message().trim().replace('\n', " "),
+                message: plain_words(e.message().trim()).replace('\n', " "),
             }
         })?;
         cfg.validate()
@@ -251,91 +447,55 @@ impl Config {
         Ok(cfg)
     }
 
-    /// Check values the types alone do not: (section, key, message).
+    /// Check the ranges the types alone do not: (section, key, message).
     pub fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
-        if self.agentx.enabled {
-            crate::agentx::validate_address(&self.agentx.socket)
-                .map_err(|m| ("agentx", "socket", m))?;
-        }
         // Timers add these to `Instant::now()`: a day at most keeps that
         // addition in range.
-        if !(1..=86_400).contains(&self.agentx.ping_interval) {
-            return Err((
-                "agentx",
-                "ping_interval",
-                format!(
-                    "{} is out of range (1 to 86400 seconds)",
-                    self.agentx.ping_interval
-                ),
-            ));
+        let day = Duration::from_secs(86_400);
+        for (key, d) in [
+            ("ping_interval", self.agentx.ping_interval),
+            ("reconnect_max", self.agentx.reconnect_max),
+        ] {
+            if !(Duration::from_secs(1)..=day).contains(&d) {
+                return Err((
+                    "agentx",
+                    key,
+                    format!("{} is out of range (1 to 86400 seconds)", d.as_secs()),
+                ));
+            }
         }
-        if !(1..=86_400).contains(&self.agentx.reconnect_max) {
-            return Err((
-                "agentx",
-                "reconnect_max",
-                format!(
-                    "{} is out of range (1 to 86400 seconds)",
-                    self.agentx.reconnect_max
-                ),
-            ));
-        }
-        if !self.snmp.listen.is_empty() && self.snmp.listen.parse::<SocketAddr>().is_err() {
-            return Err((
-                "snmp",
-                "listen",
-                format!(
-                    "`{}` is not HOST:PORT (an IP address and a port)",
-                    self.snmp.listen
-                ),
-            ));
-        }
-        if !matches!(self.fabric.backend.as_str(), "sim" | "umad") {
-            return Err((
-                "fabric",
-                "backend",
-                format!(
-                    "unknown backend `{}` (known: sim, umad)",
-                    self.fabric.backend
-                ),
-            ));
-        }
-        if self.umad.ca.contains(['/', '\0']) {
+        if let Some(ca) = &self.umad.ca
+            && (ca.is_empty() || ca.contains(['/', '\0']))
+        {
             return Err((
                 "umad",
                 "ca",
-                format!("`{}` is not a CA name (e.g. mlx5_0)", self.umad.ca),
+                format!("`{ca}` is not a CA name (e.g. mlx5_0)"),
             ));
         }
-        if !(1..=60_000).contains(&self.umad.discovery_timeout_ms) {
+        let minute = Duration::from_secs(60);
+        if !(Duration::from_millis(1)..=minute).contains(&self.umad.discovery_timeout) {
             return Err((
                 "umad",
                 "discovery_timeout_ms",
                 format!(
                     "{} is out of range (1 to 60000)",
-                    self.umad.discovery_timeout_ms
+                    self.umad.discovery_timeout.as_millis()
                 ),
             ));
         }
-        let si = self.fabric.sweep_interval;
-        if !si.is_finite() || !(0.1..=86_400.0).contains(&si) {
+        if !SWEEP_INTERVAL.contains(&self.fabric.sweep_interval) {
             return Err((
                 "fabric",
                 "sweep_interval",
-                format!("{si} is out of range (0.1 to 86400 seconds)"),
+                format!(
+                    "{} is out of range (0.1 to 86400 seconds)",
+                    self.fabric.sweep_interval.as_secs_f64()
+                ),
             ));
         }
         if self.fabric.unreachable_after == 0 {
             return Err(("fabric", "unreachable_after", "must be at least 1".into()));
-        }
-        if !matches!(self.fabric.unreachable_rows.as_str(), "keep" | "drop") {
-            return Err((
-                "fabric",
-                "unreachable_rows",
-                format!(
-                    "`{}` is neither `keep` nor `drop`",
-                    self.fabric.unreachable_rows
-                ),
-            ));
         }
         if !(1..=crate::fabric::engine::MAX_WINDOW).contains(&self.mad.window) {
             return Err((
@@ -344,11 +504,14 @@ impl Config {
                 format!("{} is out of range (1 to 256)", self.mad.window),
             ));
         }
-        if !(1..=60_000).contains(&self.mad.timeout_ms) {
+        if !(Duration::from_millis(1)..=minute).contains(&self.mad.timeout) {
             return Err((
                 "mad",
                 "timeout_ms",
-                format!("{} is out of range (1 to 60000)", self.mad.timeout_ms),
+                format!(
+                    "{} is out of range (1 to 60000)",
+                    self.mad.timeout.as_millis()
+                ),
             ));
         }
         if self.mad.retries > 20 {
@@ -358,26 +521,148 @@ impl Config {
                 format!("{} is more than 20", self.mad.retries),
             ));
         }
-        if log_filter(&self.log.level).is_none() {
+        check_log_level(&self.log.level).map_err(|m| ("log", "level", m))?;
+        if self.snmp.write_community.as_ref() == Some(&self.snmp.community) {
             return Err((
-                "log",
-                "level",
-                format!(
-                    "`{}` is not a log filter (try info, debug, warn)",
-                    self.log.level
-                ),
+                "snmp",
+                "write_community",
+                "is the same as snmp.community: every reader could write".into(),
             ));
         }
         Ok(())
     }
 
+    /// What is valid but probably not meant (`check-config` prints these).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(a) = self.snmp.listen
+            && !a.ip().is_loopback()
+        {
+            w.push(format!(
+                "snmp.listen: the built-in responder on {a} answers beyond this host \
+                 (community `{}`)",
+                self.snmp.community
+            ));
+        }
+        w
+    }
+
     pub fn sweep_interval(&self) -> Duration {
-        Duration::from_secs_f64(self.fabric.sweep_interval)
+        self.fabric.sweep_interval
     }
 
     pub fn topology_path(&self) -> Option<PathBuf> {
-        (!self.fabric.topology.is_empty()).then(|| PathBuf::from(&self.fabric.topology))
+        self.fabric.topology.clone()
     }
+
+    /// The sweeper's settings.
+    pub fn sweep(&self) -> SweepConfig {
+        SweepConfig {
+            interval: self.fabric.sweep_interval,
+            unreachable_after: self.fabric.unreachable_after,
+            keep_unreachable: self.fabric.unreachable_rows == UnreachableRows::Keep,
+            optional_attributes: self.fabric.optional_attributes,
+            clear_near_overflow: self.fabric.clear_near_overflow,
+        }
+    }
+
+    /// The sweep engine's MAD window.
+    pub fn engine(&self) -> EngineConfig {
+        EngineConfig {
+            window: self.mad.window,
+            timeout: self.mad.timeout,
+            retries: self.mad.retries,
+        }
+    }
+
+    /// The write path's settings (SETs and the sample poller): not
+    /// configurable; their deadline stays well under snmpd's 1 s timeout.
+    pub fn control(&self) -> ControlConfig {
+        ControlConfig::default()
+    }
+}
+
+/// Checks a `log.level`: a filter tracing-subscriber parses (see
+/// [`log_filter`]) in which every directive sets a level. A bare word that
+/// is not a level (`loud`) parses as "everything from target `loud`",
+/// which logs nothing the agent writes.
+pub fn check_log_level(directives: &str) -> Result<(), String> {
+    if log_filter(directives).is_none() {
+        return Err(format!(
+            "`{directives}` is not a log filter (try info, debug, warn)"
+        ));
+    }
+    for d in split_directives(directives) {
+        let d = d.trim();
+        if d.is_empty() || is_level(d) || has_level(d) {
+            continue;
+        }
+        return Err(format!(
+            "`{d}` sets no level: use error, warn, info, debug, trace or off, \
+             or TARGET=LEVEL"
+        ));
+    }
+    Ok(())
+}
+
+fn is_level(s: &str) -> bool {
+    ["off", "error", "warn", "info", "debug", "trace"]
+        .iter()
+        .any(|l| s.eq_ignore_ascii_case(l))
+        || matches!(s, "0" | "1" | "2" | "3" | "4" | "5")
+}
+
+/// `target[span{field=value}]=level`: an `=` outside brackets and braces.
+fn has_level(d: &str) -> bool {
+    let mut depth = 0i32;
+    for c in d.chars() {
+        match c {
+            '[' | '{' => depth += 1,
+            ']' | '}' => depth -= 1,
+            '=' if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Directives separated by commas outside brackets and braces.
+fn split_directives(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' | '{' => depth += 1,
+            ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The Rust type names serde puts in its messages, in words.
+fn plain_words(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, words) in [
+        ("expected f64", "expected a number"),
+        ("expected u8", "expected a whole number from 0 to 255"),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole number, not negative"),
+        ("expected usize", "expected a whole number, not negative"),
+    ] {
+        if let Some(rest) = m.strip_suffix(rust) {
+            m = format!("{rest}{words}");
+        }
+    }
+    m
 }
 
 /// The log filter of `directives` (tracing-subscriber's `EnvFilter` syntax),
@@ -403,14 +688,30 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// The key a `key = value` line (or `[section]` line) names.
+/// The `section.key` a `key = value` line names (or the section a
+/// `[section]` line names).
 fn key_on_line(text: &str, line: usize) -> Option<String> {
-    let l = text.lines().nth(line.checked_sub(1)?)?.trim();
-    if let Some(s) = l.strip_prefix('[') {
-        return Some(s.trim_end_matches(']').trim().to_string());
+    let mut section = String::new();
+    for (i, raw) in text.lines().enumerate().take(line) {
+        let l = raw.trim();
+        if let Some(s) = l.strip_prefix('[') {
+            section = s.trim_end_matches(']').trim().to_string();
+            if i + 1 == line {
+                return Some(section);
+            }
+            continue;
+        }
+        if i + 1 == line {
+            let (k, _) = l.split_once('=')?;
+            let k = k.trim();
+            return Some(if section.is_empty() {
+                k.to_string()
+            } else {
+                format!("{section}.{k}")
+            });
+        }
     }
-    let (k, _) = l.split_once('=')?;
-    Some(k.trim().to_string())
+    None
 }
 
 /// The line on which `key` is set inside `[section]`.
@@ -455,7 +756,7 @@ mod tests {
     fn errors_name_key_and_line() {
         let e = Config::parse("[fabric]\nsweep_interval = \"often\"\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
-        assert_eq!(e.key.as_deref(), Some("sweep_interval"));
+        assert_eq!(e.key.as_deref(), Some("fabric.sweep_interval"));
         let e = Config::parse("[fabric]\n\nbogus = 1\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(3));
         assert!(e.message.contains("bogus"), "{e}");
@@ -482,7 +783,10 @@ mod tests {
             "c.toml",
         )
         .unwrap();
-        assert_eq!((ok.umad.ca.as_str(), ok.umad.port), ("mlx5_0", 1));
+        assert_eq!(
+            (ok.umad.ca.as_deref(), ok.umad.port),
+            (Some("mlx5_0"), Some(1))
+        );
         let e = Config::parse("[snmp\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(1));
         assert!(!e.to_string().contains('\n'));
@@ -536,5 +840,206 @@ mod tests {
             started.elapsed()
         );
         assert!(log_filter("ibpm_agentx[sweep{node=0x1}]=debug").is_some());
+    }
+
+    /// Every value the agent uses is typed when the file is read: nothing
+    /// downstream compares or parses a string again.
+    #[test]
+    fn values_are_typed_when_read() {
+        let c = Config::parse(
+            "[agentx]\nsocket = \"tcp:127.0.0.1:705\"\nping_interval = 2\n\
+             [snmp]\nlisten = \"127.0.0.1:1161\"\n\
+             [fabric]\nbackend = \"umad\"\nunreachable_rows = \"drop\"\n\
+             sweep_interval = 0.25\ntopology = \"/x/f.net\"\n\
+             [mad]\ntimeout_ms = 30\n[umad]\ndiscovery_timeout_ms = 70\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            c.agentx.socket,
+            AgentxAddr::Tcp {
+                host: "127.0.0.1".into(),
+                port: 705
+            }
+        );
+        assert_eq!(c.agentx.ping_interval, Duration::from_secs(2));
+        assert_eq!(c.snmp.listen, Some("127.0.0.1:1161".parse().unwrap()));
+        assert_eq!(c.fabric.backend, FabricBackend::Umad);
+        assert_eq!(c.fabric.unreachable_rows, UnreachableRows::Drop);
+        assert_eq!(c.fabric.sweep_interval, Duration::from_millis(250));
+        assert_eq!(c.fabric.topology, Some(PathBuf::from("/x/f.net")));
+        assert_eq!(c.mad.timeout, Duration::from_millis(30));
+        assert_eq!(c.umad.discovery_timeout, Duration::from_millis(70));
+        assert!(!c.sweep().keep_unreachable);
+        assert_eq!(c.engine().timeout, Duration::from_millis(30));
+        assert_eq!(c.control().deadline(), ControlConfig::default().deadline());
+        let d = Config::default();
+        assert_eq!((d.snmp.listen, &d.fabric.topology), (None, &None));
+        assert!(d.sweep().keep_unreachable);
+        for bad in ["-1", "NaN", "1e300", "0.01", "often"] {
+            assert!(sweep_interval_arg(bad).is_err(), "{bad}");
+        }
+        assert_eq!(sweep_interval_arg("0.5"), Ok(Duration::from_millis(500)));
+        // Whole seconds may be written as an integer.
+        let c = Config::parse("[fabric]\nsweep_interval = 2\n", "c.toml").unwrap();
+        assert_eq!(c.fabric.sweep_interval, Duration::from_secs(2));
+    }
+
+    /// A bare word that is not a level parsed as a target filter: the
+    /// agent then logged nothing at all.
+    #[test]
+    fn a_log_level_that_sets_no_level_is_an_error() {
+        let e = Config::parse("[log]\nlevel = \"loud\"\n", "c.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("log.level"));
+        assert_eq!(e.line, Some(2));
+        assert!(e.message.contains("sets no level"), "{e}");
+        for bad in ["loud", "info,chatty", "ibpm_agentx", "x[s{a=1}]"] {
+            assert!(check_log_level(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "info",
+            "DEBUG",
+            "off",
+            "warn,ibpm_agentx=debug",
+            "ibpm_agentx::fabric=trace",
+            "ibpm_agentx[sweep{node=0x1}]=debug",
+            "[sweep]=info",
+        ] {
+            check_log_level(good).unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+    }
+
+    /// A wrong type names the whole `section.key` and says what is
+    /// expected in words, not as a Rust type.
+    #[test]
+    fn type_errors_name_the_dotted_key_in_plain_words() {
+        for (text, key, words) in [
+            (
+                "[fabric]\nsweep_interval = \"often\"\n",
+                "fabric.sweep_interval",
+                "expected a number",
+            ),
+            (
+                "[agentx]\npriority = 300\n",
+                "agentx.priority",
+                "expected a whole number from 0 to 255",
+            ),
+            (
+                "[mad]\n\nwindow = -2\n",
+                "mad.window",
+                "expected a whole number, not negative",
+            ),
+        ] {
+            let e = Config::parse(text, "c.toml").unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(key), "{e}");
+            assert!(e.message.contains(words), "{e}");
+            for rust in ["f64", "u8", "usize", "u64"] {
+                assert!(!e.message.contains(rust), "{e}");
+            }
+        }
+    }
+
+    fn config_dir() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let etc = dir.path().join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        (dir, etc)
+    }
+
+    /// Under systemd the working directory is `/`: a relative topology
+    /// path means the one next to the configuration file.
+    #[test]
+    fn a_relative_topology_is_found_next_to_the_config_file() {
+        let (_dir, etc) = config_dir();
+        std::fs::write(etc.join("fab.net"), topology::DEFAULT_FABRIC_TEXT).unwrap();
+        let conf = etc.join("c.toml");
+        std::fs::write(&conf, "[fabric]\ntopology = \"fab.net\"\n").unwrap();
+        let c = Config::load(&conf).unwrap();
+        assert_eq!(c.fabric.topology, Some(etc.join("fab.net")));
+        let (_, fabric) = Config::check_file(&conf).unwrap();
+        assert_eq!(fabric.unwrap(), topology::default_fabric());
+    }
+
+    /// A missing topology file is reported against the configuration
+    /// file's key, not as `nope.net:0`.
+    #[test]
+    fn a_missing_topology_names_the_config_key() {
+        let (_dir, etc) = config_dir();
+        let conf = etc.join("c.toml");
+        std::fs::write(
+            &conf,
+            "[sim]\nseed = 2\n[fabric]\ntopology = \"nope.net\"\n",
+        )
+        .unwrap();
+        let e = Config::load(&conf).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("fabric.topology"));
+        assert_eq!(e.line, Some(4));
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with(&format!(
+                "{}:4: key `fabric.topology`: cannot read ",
+                conf.display()
+            )),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&etc.join("nope.net").display().to_string()),
+            "{shown}"
+        );
+        assert!(!shown.contains("nope.net:0"), "{shown}");
+        // The umad backend reads no topology file.
+        std::fs::write(
+            &conf,
+            "[fabric]\nbackend = \"umad\"\ntopology = \"nope.net\"\n",
+        )
+        .unwrap();
+        Config::load(&conf).unwrap();
+    }
+
+    /// A broken topology file is reported with both places: the
+    /// configuration key and the topology file's line.
+    #[test]
+    fn a_broken_topology_names_the_config_key_and_its_line() {
+        let (_dir, etc) = config_dir();
+        std::fs::write(etc.join("bad.net"), "Switch 4 \"s1\"\n[1] \"h1\"[1]\n").unwrap();
+        let conf = etc.join("c.toml");
+        std::fs::write(&conf, "[fabric]\ntopology = \"bad.net\"\n").unwrap();
+        let e = Config::check_file(&conf).unwrap_err().to_string();
+        assert!(
+            e.contains("c.toml:2: key `fabric.topology`: topology "),
+            "{e}"
+        );
+        assert!(e.contains("bad.net:"), "{e}");
+    }
+
+    /// Text from the file is shown escaped in the error line.
+    #[test]
+    fn config_errors_print_file_text_escaped() {
+        let e = Config::parse("[fabric]\nbackend = \"\\u001b[2Jx\"\n", "c.toml").unwrap_err();
+        let shown = e.to_string();
+        assert!(shown.contains(r"unknown backend `\u{1b}[2Jx`"), "{shown}");
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    }
+
+    #[test]
+    fn a_write_community_equal_to_the_read_community_is_refused() {
+        let e = Config::parse(
+            "[snmp]\ncommunity = \"x\"\nwrite_community = \"x\"\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("snmp.write_community"));
+        assert_eq!(e.line, Some(3));
+        Config::parse("[snmp]\nwrite_community = \"private\"\n", "c.toml").unwrap();
+    }
+
+    #[test]
+    fn a_responder_beyond_loopback_is_a_warning() {
+        let c = Config::parse("[snmp]\nlisten = \"0.0.0.0:1161\"\n", "c.toml").unwrap();
+        assert_eq!(c.warnings().len(), 1, "{:?}", c.warnings());
+        assert!(c.warnings()[0].starts_with("snmp.listen: "));
+        let c = Config::parse("[snmp]\nlisten = \"[::1]:1161\"\n", "c.toml").unwrap();
+        assert!(c.warnings().is_empty());
+        assert!(Config::default().warnings().is_empty());
     }
 }

@@ -39,8 +39,11 @@ pub mod config;
 pub mod fabric;
 pub mod ib;
 pub mod mib;
+#[macro_use]
 pub mod pm;
+pub mod rig;
 pub mod runtime;
 pub mod sim;
+pub mod smp;
 pub mod snmp;
 pub mod transport;

@@ -1,10 +1,14 @@
 //! `ibpm-agentx`: serve IB-PM-MIB to snmpd over AgentX.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use ibpm_agentx::config::Config;
+use ibpm_agentx::agentx::AgentxAddr;
+use ibpm_agentx::config::{self, Config, FabricBackend};
+use ibpm_agentx::ib::Escaped;
 
 #[derive(Parser)]
 #[command(
@@ -35,22 +39,22 @@ struct RunArgs {
     config: Option<PathBuf>,
     /// snmpd's AgentX socket: PATH, unix:PATH or tcp:HOST:PORT.
     #[arg(long, value_name = "ADDR")]
-    agentx_socket: Option<String>,
+    agentx_socket: Option<AgentxAddr>,
     /// Do not connect to snmpd (serve only the built-in responder).
     #[arg(long)]
     no_agentx: bool,
-    /// Where counters come from.
+    /// Where counters come from: sim or umad.
     #[arg(long, value_name = "BACKEND")]
-    backend: Option<String>,
+    backend: Option<FabricBackend>,
     /// Topology file (ibnetdiscover / ibsim format) for the simulator.
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
     /// Seconds between sweeps.
-    #[arg(long, value_name = "SECONDS")]
-    sweep_interval: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = config::sweep_interval_arg)]
+    sweep_interval: Option<Duration>,
     /// Serve SNMPv2c on HOST:PORT with the built-in responder.
     #[arg(long, value_name = "HOST:PORT")]
-    snmp_listen: Option<String>,
+    snmp_listen: Option<SocketAddr>,
     /// Accept SNMP SETs.
     #[arg(long)]
     allow_set: bool,
@@ -90,9 +94,9 @@ fn main() -> ExitCode {
 }
 
 fn check(path: &std::path::Path) -> Result<(), String> {
-    let cfg = Config::load(path).map_err(|e| e.to_string())?;
-    if let Some(t) = cfg.topology_path() {
-        ibpm_agentx::ib::topology::load(&t).map_err(|e| e.to_string())?;
+    let (cfg, _) = Config::check_file(path).map_err(|e| e.to_string())?;
+    for w in cfg.warnings() {
+        eprintln!("{}: warning: {}", path.display(), Escaped(&w));
     }
     Ok(())
 }
@@ -112,19 +116,19 @@ fn build_config(a: RunArgs) -> Result<Config, String> {
         cfg.fabric.backend = b;
     }
     if let Some(t) = a.topology {
-        cfg.fabric.topology = t.display().to_string();
+        cfg.fabric.topology = Some(t);
     }
     if let Some(s) = a.sweep_interval {
         cfg.fabric.sweep_interval = s;
     }
     if let Some(l) = a.snmp_listen {
-        cfg.snmp.listen = l;
+        cfg.snmp.listen = Some(l);
     }
     if a.allow_set {
         cfg.set.allow = true;
     }
     cfg.validate()
-        .map_err(|(section, key, msg)| format!("{section}.{key}: {msg}"))?;
+        .map_err(|(section, key, msg)| format!("{section}.{key}: {}", Escaped(&msg)))?;
     Ok(cfg)
 }
 

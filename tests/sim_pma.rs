@@ -227,10 +227,7 @@ fn port_select_rules() {
     let mut rig = Rig::new(2, true);
     rig.advance(0.2);
     let nodes = rig.nodes();
-    let ca = nodes
-        .iter()
-        .find(|n| n.node_type == NodeType::Ca && n.num_ports == 2)
-        .unwrap();
+    let ca = &rig.dual_port_ca();
     let lid1 = ca.port(1).unwrap().lid;
     let mut d = [0u8; 192];
     PortCounters::select(2, 0, 0).encode(&mut d);
@@ -525,11 +522,7 @@ fn sample_state_machine() {
     );
 
     // A CA samples only the port the MAD arrived on.
-    let ca = rig
-        .nodes()
-        .into_iter()
-        .find(|n| n.node_type == NodeType::Ca && n.num_ports == 2)
-        .unwrap();
+    let ca = rig.dual_port_ca();
     let bad = PortSamplesControl {
         port_select: 2,
         ..Default::default()

@@ -324,10 +324,7 @@ fn port_select_and_attribute_modifier_rules() {
     let mut rig = Rig::new(26, true);
     rig.ns(1_000_000_000);
     let nodes = rig.nodes();
-    let ca = nodes
-        .iter()
-        .find(|n| n.node_type == NodeType::Ca && n.num_ports == 2)
-        .unwrap();
+    let ca = &rig.dual_port_ca();
     let lid1 = ca.port(1).unwrap().lid;
     // Power-on PortSelect of a CA is its own port, so a read-modify-write
     // of the control is accepted.

@@ -16,8 +16,9 @@ use ibpm_agentx::config::Config;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::ib::{Fabric, NodeType};
 use ibpm_agentx::mib::Oid;
-use ibpm_agentx::pm::mad::{self, attr, method};
+use ibpm_agentx::pm::mad::attr;
 use ibpm_agentx::pm::{ClassPortInfo, PortCounters, PortSamplesControl};
+use ibpm_agentx::rig;
 use ibpm_agentx::sim::SimFabric;
 
 const PM: &str = "1.3.6.1.3.117";
@@ -145,18 +146,6 @@ fn expected_columns() -> Vec<(u32, u32)> {
     v
 }
 
-/// One MAD to the simulated PMA at `lid`; the reply's data area.
-fn pma_get(sim: &SimFabric, lid: u16, attr_id: u16, data: [u8; 192]) -> [u8; 192] {
-    let req = mad::request(method::GET, attr_id, 0, 0x42, &data);
-    let reply = sim.handle(lid, &req).expect("simulated PMA answers");
-    let (h, d) = mad::parse(&reply).unwrap();
-    assert_eq!(
-        h.status, 0,
-        "MAD status of attribute {attr_id:#x} at LID {lid}"
-    );
-    *d
-}
-
 /// The same simulated fabric as the agent's (same topology, seed, frozen
 /// traffic), to read what its PMAs hold.
 fn reference_sim() -> (Fabric, SimFabric) {
@@ -230,7 +219,7 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
         let g = node.guid.0;
         let pma = node.pma_lid(1);
         // pmClassPortInfoAllPortSelect
-        let cpi = ClassPortInfo::decode(&pma_get(&sim, pma, attr::CLASS_PORT_INFO, [0; 192]));
+        let cpi = ClassPortInfo::decode(&rig::pma_get(&sim, pma, attr::CLASS_PORT_INFO, &[0; 192]));
         let all = cpi.capability_mask & (1 << 8) != 0;
         assert_eq!(cell(1, 2, g).value, if all { "1" } else { "2" }, "{node:?}");
 
@@ -241,7 +230,7 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
             ..Default::default()
         }
         .encode(&mut req);
-        let pc = PortCounters::decode(&pma_get(&sim, pma, attr::PORT_COUNTERS, req));
+        let pc = PortCounters::decode(&rig::pma_get(&sim, pma, attr::PORT_COUNTERS, &req));
         assert_eq!(gauge(cell(4, 2, g)), 1, "pmPortCountersPortSelect");
         let expect: [(u32, u64); 16] = [
             (3, pc.symbol_errors as u64),
@@ -272,8 +261,12 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
         assert!(pc.xmit_data > 0 && pc.rcv_pkts > 0, "{pc:?}");
 
         // PortSamplesControl
-        let ctl =
-            PortSamplesControl::decode(&pma_get(&sim, pma, attr::PORT_SAMPLES_CONTROL, [0; 192]));
+        let ctl = PortSamplesControl::decode(&rig::pma_get(
+            &sim,
+            pma,
+            attr::PORT_SAMPLES_CONTROL,
+            &[0; 192],
+        ));
         assert_eq!(gauge(cell(2, 4, g)), ctl.tick as u64);
         assert_eq!(cell(2, 5, g).ty, "INTEGER");
         assert_eq!(cell(2, 5, g).value, ctl.counter_width.to_string());

@@ -15,7 +15,7 @@ use ibpm_agentx::config::Config;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::ib::{Fabric, Node, NodeType};
 use ibpm_agentx::pm::PortCounters;
-use ibpm_agentx::pm::mad::{self, attr, method};
+use ibpm_agentx::rig;
 use ibpm_agentx::sim::SimFabric;
 
 const PM: &str = "1.3.6.1.3.117.1";
@@ -41,16 +41,21 @@ impl Drop for Agent {
 
 impl Agent {
     fn start(allow_set: bool, traffic: bool) -> Agent {
+        Agent::start_sweeping(allow_set, traffic, 3600.0)
+    }
+
+    /// An agent whose sweeper runs every `sweep_interval` seconds.
+    fn start_sweeping(allow_set: bool, traffic: bool, sweep_interval: f64) -> Agent {
         assert!(
             PrivateSnmpd::available(),
             "snmpd and the net-snmp tools are needed: run scripts/install-deps"
         );
         let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
         let mut cfg = Config::default();
-        cfg.agentx.socket = snmpd.agentx_addr();
+        cfg.agentx.socket = snmpd.agentx_addr().parse().unwrap();
         cfg.set.allow = allow_set;
         cfg.sim.traffic = traffic;
-        cfg.fabric.sweep_interval = 3600.0;
+        cfg.fabric.sweep_interval = Duration::from_secs_f64(sweep_interval);
         let sim = SimFabric::new(topology::load(&fixture()).unwrap(), sim_options(&cfg));
         let fabric = sim.fabric();
         let backend = Backend {
@@ -100,21 +105,7 @@ impl Agent {
 
     /// PortCounters of (node, port) straight from the simulated PMA.
     fn pma_counters(&self, node: &Node, port: u8) -> PortCounters {
-        let lid = node.pma_lid(port);
-        let mut data = [0u8; 192];
-        PortCounters {
-            port_select: port,
-            ..Default::default()
-        }
-        .encode(&mut data);
-        let reply = self
-            .sim
-            .handle(
-                lid,
-                &mad::request(method::GET, attr::PORT_COUNTERS, 0, 7, &data),
-            )
-            .expect("PMA answers");
-        PortCounters::decode(mad::parse(&reply).unwrap().1)
+        rig::port_counters(&self.sim, node.pma_lid(port), port)
     }
 }
 
@@ -304,7 +295,10 @@ fn port_select_and_clears_show_at_once() {
 
 #[test]
 fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
-    let a = Agent::start(true, false);
+    // Sweeps every 3 s: the node is not yet marked unreachable when the
+    // first SET goes to it.
+    let interval = Duration::from_secs(3);
+    let a = Agent::start_sweeping(true, false, interval.as_secs_f64());
     let t = a.target();
     let ca = a.dual_port_ca();
     let xmit = oid(4, 15, ca);
@@ -317,7 +311,8 @@ fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
         "commitFailed",
         &xmit,
     );
-    let took = t0.elapsed();
+    let failed_at = Instant::now();
+    let took = failed_at - t0;
     eprintln!("commitFailed answered in {took:?} (snmpset round trip)");
     assert!(
         took < Duration::from_millis(1000),
@@ -326,27 +321,63 @@ fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
     // The cache still shows what the node last reported; other nodes are
     // untouched and the master kept the session.
     assert_eq!(gauge(&t, &xmit), before);
+    // The node answers again, but for one sweep interval after the failed
+    // write the agent refuses writes to it at TestSet, without a MAD.
     a.sim.set_reachable(ca.guid, true);
+    expect_error(
+        set(&t, "private", &[&xmit, "u", "0"]),
+        "resourceUnavailable",
+        &xmit,
+    );
+    assert!(
+        failed_at.elapsed() < interval,
+        "the refusal must come within the interval for this test to mean anything"
+    );
+    std::thread::sleep(interval.saturating_sub(failed_at.elapsed()));
     set(&t, "private", &[&xmit, "u", "0"]).unwrap();
     assert_eq!(gauge(&t, &xmit), 0);
 }
 
+#[test]
+fn a_set_to_a_node_marked_unreachable_is_refused_at_once() {
+    let a = Agent::start_sweeping(true, false, 0.2);
+    let t = a.target();
+    let ca = a.dual_port_ca();
+    let xmit = oid(4, 15, ca);
+    a.sim.set_reachable(ca.guid, false);
+    // Wait for the sweeper to mark the node unreachable (3 sweeps).
+    let cache = std::sync::Arc::clone(a.running.as_ref().unwrap().cache());
+    let t0 = Instant::now();
+    while cache.load().node(ca.guid).is_some_and(|n| n.reachable) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "never unreachable");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Refused at TestSet, so well before the commit deadline a write to a
+    // silent node takes.
+    // The fastest of three tries (a loaded machine can slow any one
+    // snmpset) must beat the deadline a write to a silent node waits out.
+    let deadline = ibpm_agentx::fabric::control::ControlConfig::default().deadline();
+    let mut fastest = Duration::MAX;
+    for _ in 0..3 {
+        let t1 = Instant::now();
+        expect_error(
+            set(&t, "private", &[&xmit, "u", "0"]),
+            "resourceUnavailable",
+            &xmit,
+        );
+        let took = t1.elapsed();
+        eprintln!("refused in {took:?} (snmpset round trip)");
+        fastest = fastest.min(took);
+    }
+    assert!(fastest < deadline, "refusal took {fastest:?}");
+    // PortSelect is agent state: it is still writable.
+    set(&t, "private", &[&oid(4, 2, ca), "u", "2"]).unwrap();
+    assert_eq!(gauge(&t, &oid(4, 2, ca)), 2);
+}
+
 /// PortCountersExtended XmitData of a switch port, straight from the PMA.
 fn ext_xmit_data(a: &Agent, node: &Node, port: u8) -> u64 {
-    let mut data = [0u8; 192];
-    ibpm_agentx::pm::PortCountersExtended {
-        port_select: port,
-        ..Default::default()
-    }
-    .encode(&mut data);
-    let reply = a
-        .sim
-        .handle(
-            node.lid,
-            &mad::request(method::GET, attr::PORT_COUNTERS_EXTENDED, 0, 8, &data),
-        )
-        .expect("PMA answers");
-    ibpm_agentx::pm::PortCountersExtended::decode(mad::parse(&reply).unwrap().1).xmit_data
+    rig::port_counters_extended(&a.sim, node.lid, port).xmit_data
 }
 
 #[test]

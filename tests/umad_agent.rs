@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{ChildGuard, PrivateSnmpd, SnmpTool, parse_walk};
-use ibpm_agentx::mib::tables::COUNTERS;
+use ibpm_agentx::mib::tables::COUNTER_COLUMNS as COUNTERS;
 use ibsim::{IbSim, IbndNode, example_path, gen_fat_tree, parse_ibnetdiscover, perfquery_fields};
 
 const PM: &str = "1.3.6.1.3.117.1";

@@ -1,13 +1,14 @@
 //! SET varbinds (TestSet/CommitSet/UndoSet/CleanupSet) on a writable MIB
 //! view of the simulated fabric, with OIDs and values from the fuzz input.
 //! Never a panic; a failed TestSet changes nothing and leaves no plan; a
-//! successful TestSet changes nothing until CommitSet; an UndoSet that
+//! successful TestSet changes nothing until CommitSet; a second CommitSet
+//! and a CommitSet after the session closed are refused; an UndoSet that
 //! succeeds restores every PortSelect.
 #![no_main]
 
 use ibpm_agentx::ib::Guid;
+use ibpm_agentx::mib::tables::guid_index;
 use ibpm_agentx::mib::tables::{GUID_INDEX_LEN, PM_OBJECTS};
-use ibpm_agentx::mib::view::guid_index;
 use ibpm_agentx::mib::{MibHandler, Oid, SetTxn, Value, VarBind};
 use ibpm_agentx_fuzz::{Bytes, with_sim_view};
 use libfuzzer_sys::fuzz_target;
@@ -116,9 +117,25 @@ fuzz_target!(|data: &[u8]| {
             }
             Ok(()) => {
                 assert_eq!(selects(), before, "TestSet changed PortSelects");
-                if flags & 1 != 0 && s.view.commit_set(txn).is_ok() && s.view.undo_set(txn).is_ok()
-                {
-                    assert_eq!(selects(), before, "UndoSet did not restore PortSelects");
+                if flags & 2 != 0 {
+                    s.view.session_closed(txn.session_id);
+                    assert!(
+                        s.view.commit_set(txn).is_err(),
+                        "a closed session's plan was applied"
+                    );
+                    assert_eq!(
+                        selects(),
+                        before,
+                        "a closed session's plan changed PortSelects"
+                    );
+                } else if flags & 1 != 0 && s.view.commit_set(txn).is_ok() {
+                    assert!(
+                        s.view.commit_set(txn).is_err(),
+                        "a second CommitSet was accepted"
+                    );
+                    if s.view.undo_set(txn).is_ok() {
+                        assert_eq!(selects(), before, "UndoSet did not restore PortSelects");
+                    }
                 }
                 s.view.cleanup_set(txn);
                 // Leave the view as it was for the next input.

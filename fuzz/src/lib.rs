@@ -4,17 +4,11 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
 use std::time::Duration;
 
-use ibpm_agentx::fabric::cache::Cache;
-use ibpm_agentx::fabric::control::{ControlConfig, Controller};
-use ibpm_agentx::fabric::engine::{Engine, EngineConfig};
-use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
-use ibpm_agentx::fabric::sweep::Sweeper;
-use ibpm_agentx::ib::topology;
 use ibpm_agentx::mib::view::MibView;
-use ibpm_agentx::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+use ibpm_agentx::rig::{AgentRig, RigOptions};
+use ibpm_agentx::sim::SimFabric;
 use ibpm_agentx::transport::{MAD_SIZE, MadAddr, MadTransport, Received};
 
 /// Reads fixed-size pieces off the fuzz input; past its end every read
@@ -59,30 +53,13 @@ pub struct SimView {
 }
 
 fn build_sim_view() -> SimView {
-    let clock = ManualClock::new();
-    clock.advance(Duration::from_secs(600));
-    let sim = SimFabric::new(
-        topology::default_fabric(),
-        SimOptions {
-            seed: 3,
-            traffic: true,
-            clock: SimClock::Manual(clock),
-        },
-    );
-    let cache = Arc::new(Cache::new());
-    let state = SharedState::new(sim.fabric(), SweepConfig::default());
-    let engine = Engine::new(Box::new(sim.transport()), EngineConfig::default());
-    Sweeper::new(state.clone(), engine, Arc::clone(&cache)).sweep_once();
-    let ctl = Controller::new(
-        state,
-        Arc::clone(&cache),
-        Box::new(sim.transport()),
-        Box::new(sim.transport()),
-        ControlConfig::default(),
-    );
+    let rig = AgentRig::swept(RigOptions {
+        seed: 3,
+        ..RigOptions::default()
+    });
     SimView {
-        view: MibView::with_writes(cache, Arc::new(ctl)),
-        sim,
+        view: rig.view(),
+        sim: rig.sim,
     }
 }
 

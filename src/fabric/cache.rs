@@ -2,7 +2,7 @@
 //! new `Snapshot` and swaps a pointer; readers never wait on the sweeper.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 
@@ -16,12 +16,13 @@ use crate::pm::{
 /// is added as the increment).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Indexed like [`crate::mib::tables::COUNTERS`].
+    /// Indexed like [`crate::pm::port_counters::COUNTERS`].
     pub values: [u64; COUNTER_SLOTS],
 }
 
-/// Number of PortCounters fields tracked in [`Totals`].
-pub const COUNTER_SLOTS: usize = 17;
+/// Number of PortCounters fields tracked in [`Totals`]: one per counter
+/// of the attribute's declaration.
+pub const COUNTER_SLOTS: usize = crate::pm::port_counters::NUM_COUNTERS;
 
 /// What the cache knows about one port.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -84,6 +85,9 @@ pub struct Snapshot {
     /// Number of the sweep that produced it (0 = nothing read yet).
     pub sweep: u64,
     pub taken: Option<SystemTime>,
+    /// The sweep interval of the sweeper that produced it: how long a
+    /// reading may be before the next one replaces it.
+    pub interval: Duration,
     /// Shared records: replacing one node's record copies pointers only.
     pub nodes: Vec<Arc<NodeRecord>>,
 }
@@ -132,6 +136,7 @@ impl Cache {
             let mut next = Snapshot {
                 sweep: cur.sweep,
                 taken: cur.taken,
+                interval: cur.interval,
                 nodes: cur.nodes.clone(),
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {

@@ -11,25 +11,22 @@
 //! transport does); directed-route SMPs go to the permissive LID 0xFFFF on
 //! QP0.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use super::engine::{DriveEnd, DriveOptions, Requester, drive};
+use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
 use crate::ib::{Fabric, Guid, Node, NodeType, Port};
-use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
-
-/// Management class of directed-route SMPs.
-pub const CLASS_SMP_DIRECTED: u8 = 0x81;
-pub const METHOD_GET: u8 = 0x01;
-pub const METHOD_GET_RESP: u8 = 0x81;
-pub const ATTR_NODE_DESC: u16 = 0x0010;
-pub const ATTR_NODE_INFO: u16 = 0x0011;
-pub const ATTR_PORT_INFO: u16 = 0x0015;
-/// A directed route has at most 63 hops (64 path entries, entry 0 unused).
-pub const MAX_HOPS: usize = 63;
-/// PortInfo CapabilityMask bit 14: IsExtendedSpeedsSupported.
-const CAP_EXT_SPEEDS: u32 = 1 << 14;
+pub use crate::smp::{
+    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
+    METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply, dr_smp_get, parse_smp_reply,
+    speed_name, width_name,
+};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
 pub fn smp_addr() -> MadAddr {
@@ -42,7 +39,7 @@ pub fn smp_addr() -> MadAddr {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct DiscoverOptions {
     /// SMPs in flight at once.
     pub window: usize,
@@ -53,6 +50,10 @@ pub struct DiscoverOptions {
     pub retries: u32,
     /// Longest directed route followed.
     pub max_hops: usize,
+    /// When set (e.g. by SIGTERM), discovery stops within
+    /// [`CANCEL_POLL`](super::engine::CANCEL_POLL) and returns
+    /// [`DiscoverError::Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for DiscoverOptions {
@@ -62,6 +63,7 @@ impl Default for DiscoverOptions {
             timeout: Duration::from_millis(500),
             retries: 2,
             max_hops: MAX_HOPS,
+            cancel: None,
         }
     }
 }
@@ -86,6 +88,8 @@ pub enum DiscoverError {
     LocalPortDown { port: u8, state: u8 },
     /// The transport failed.
     Transport(io::Error),
+    /// The cancel flag was set.
+    Cancelled,
 }
 
 impl fmt::Display for DiscoverError {
@@ -98,6 +102,7 @@ impl fmt::Display for DiscoverError {
                 state_name(*state)
             ),
             DiscoverError::Transport(e) => write!(f, "discovery: transport failed: {e}"),
+            DiscoverError::Cancelled => f.write_str("discovery: cancelled"),
         }
     }
 }
@@ -112,148 +117,6 @@ fn state_name(state: u8) -> &'static str {
         4 => "Active",
         _ => "in an unknown state",
     }
-}
-
-/// The fields of NodeInfo discovery uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeInfo {
-    pub node_type: u8,
-    pub num_ports: u8,
-    pub sys_guid: u64,
-    pub node_guid: u64,
-    pub port_guid: u64,
-    pub local_port: u8,
-}
-
-impl NodeInfo {
-    /// Decode the 64-byte SMP data area.
-    pub fn decode(d: &[u8; 64]) -> NodeInfo {
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&d[o..o + 8]);
-            u64::from_be_bytes(b)
-        };
-        NodeInfo {
-            node_type: d[2],
-            num_ports: d[3],
-            sys_guid: u64_at(4),
-            node_guid: u64_at(12),
-            port_guid: u64_at(20),
-            local_port: d[36],
-        }
-    }
-}
-
-/// The fields of PortInfo discovery uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PortInfo {
-    pub lid: u16,
-    pub cap_mask: u32,
-    pub local_port: u8,
-    pub width_active: u8,
-    pub speed_active: u8,
-    /// Logical state: 1 Down, 2 Init, 3 Armed, 4 Active.
-    pub state: u8,
-    pub phys_state: u8,
-    pub lmc: u8,
-    pub speed_ext_active: u8,
-}
-
-impl PortInfo {
-    /// Decode the 64-byte SMP data area.
-    pub fn decode(d: &[u8; 64]) -> PortInfo {
-        PortInfo {
-            lid: u16::from_be_bytes([d[16], d[17]]),
-            cap_mask: u32::from_be_bytes([d[20], d[21], d[22], d[23]]),
-            local_port: d[28],
-            width_active: d[31],
-            speed_active: d[35] >> 4,
-            state: d[32] & 0x0F,
-            phys_state: d[33] >> 4,
-            lmc: d[34] & 0x07,
-            speed_ext_active: d[62] >> 4,
-        }
-    }
-
-    /// The link is up far enough to carry SMPs (Init, Armed or Active).
-    pub fn link_up(&self) -> bool {
-        (2..=4).contains(&self.state)
-    }
-}
-
-/// ibnetdiscover's width names (LinkWidthActive).
-pub fn width_name(w: u8) -> Option<&'static str> {
-    Some(match w {
-        1 => "1x",
-        2 => "4x",
-        4 => "8x",
-        8 => "12x",
-        16 => "2x",
-        _ => return None,
-    })
-}
-
-/// ibnetdiscover's speed names: LinkSpeedExtActive when the port supports
-/// extended speeds and reports one, else LinkSpeedActive.
-pub fn speed_name(speed: u8, ext: u8) -> Option<&'static str> {
-    Some(match (ext, speed) {
-        (1, _) => "FDR",
-        (2, _) => "EDR",
-        (4, _) => "HDR",
-        (8, _) => "NDR",
-        (0, 1) => "SDR",
-        (0, 2) => "DDR",
-        (0, 4) => "QDR",
-        _ => return None,
-    })
-}
-
-/// Build a directed-route SMP Get along `path` (`path[i]` = the port to
-/// leave by at hop i+1; empty = the local node).
-pub fn dr_smp_get(attr_id: u16, attr_mod: u32, tid: u64, path: &[u8]) -> [u8; MAD_SIZE] {
-    let mut m = [0u8; MAD_SIZE];
-    m[0] = 1; // BaseVersion
-    m[1] = CLASS_SMP_DIRECTED;
-    m[2] = 1; // ClassVersion
-    m[3] = METHOD_GET;
-    // [4..6] D bit + status = 0, [6] hop pointer = 0, [7] hop count.
-    m[7] = path.len().min(MAX_HOPS) as u8;
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m[16..18].copy_from_slice(&attr_id.to_be_bytes());
-    m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
-    // [24..32] M_Key 0; DrSLID and DrDLID: permissive.
-    m[32..34].copy_from_slice(&0xFFFFu16.to_be_bytes());
-    m[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
-    // Initial path at 128; entry 0 is unused.
-    for (i, &p) in path.iter().take(MAX_HOPS).enumerate() {
-        m[128 + 1 + i] = p;
-    }
-    m
-}
-
-/// A parsed SMP reply: status (D bit masked off) and the 64-byte data.
-#[derive(Debug, PartialEq, Eq)]
-pub struct SmpReply {
-    pub tid: u64,
-    pub attr_id: u16,
-    pub status: u16,
-    pub data: [u8; 64],
-}
-
-pub fn parse_smp_reply(m: &[u8; MAD_SIZE]) -> Option<SmpReply> {
-    if m[1] != CLASS_SMP_DIRECTED || m[3] != METHOD_GET_RESP {
-        return None;
-    }
-    let mut data = [0u8; 64];
-    data.copy_from_slice(&m[64..128]);
-    let mut tid = [0u8; 8];
-    tid.copy_from_slice(&m[8..16]);
-    Some(SmpReply {
-        tid: u64::from_be_bytes(tid),
-        attr_id: u16::from_be_bytes([m[16], m[17]]),
-        status: u16::from_be_bytes([m[4], m[5]]) & 0x7FFF,
-        data,
-    })
 }
 
 #[derive(Clone, Debug)]
@@ -293,21 +156,16 @@ impl NodeBuild {
     }
 }
 
-struct Pending {
-    query: Query,
-    attempts: u32,
-    deadline: Instant,
-}
-
-struct Walk<'a> {
-    t: &'a mut dyn MadTransport,
+struct Walk {
     opts: DiscoverOptions,
     nodes: Vec<NodeBuild>,
     by_guid: HashMap<u64, usize>,
-    queue: VecDeque<(Query, u32)>,
-    inflight: HashMap<u32, Pending>,
-    tid_high: u64,
-    next_tid: u32,
+    /// Every query asked, by window request index.
+    queries: Vec<Query>,
+    /// Queries asked but not yet in the window.
+    asked: Vec<usize>,
+    /// The transport refused an SMP.
+    failed: Option<DiscoverError>,
     stats: DiscoverStats,
     /// Set when the local node answered (the walk can start).
     local_done: bool,
@@ -325,30 +183,25 @@ pub fn discover_with_stats(
     opts: &DiscoverOptions,
 ) -> Result<(Fabric, DiscoverStats), DiscoverError> {
     let start = Instant::now();
-    let mut opts = *opts;
-    opts.window = opts.window.clamp(1, 256);
+    let mut opts = opts.clone();
+    opts.window = opts.window.clamp(1, MAX_WINDOW);
     opts.max_hops = opts.max_hops.clamp(1, MAX_HOPS);
     let mut w = Walk {
-        t,
         opts,
         nodes: Vec::new(),
         by_guid: HashMap::new(),
-        queue: VecDeque::new(),
-        inflight: HashMap::new(),
-        tid_high: u64::from(std::process::id() & 0xFFFF) << 32 | 0x8000_0000_0000_0000,
-        next_tid: 1,
+        queries: Vec::new(),
+        asked: Vec::new(),
+        failed: None,
         stats: DiscoverStats::default(),
         local_done: false,
         local_error: None,
     };
-    w.queue.push_back((
-        Query::NodeInfo {
-            path: Vec::new(),
-            from: None,
-        },
-        0,
-    ));
-    w.run()?;
+    w.ask(Query::NodeInfo {
+        path: Vec::new(),
+        from: None,
+    });
+    w.run(t)?;
     if let Some(e) = w.local_error.take() {
         return Err(e);
     }
@@ -369,55 +222,56 @@ pub fn discover_with_stats(
     Ok((fabric, w.stats))
 }
 
-impl Walk<'_> {
-    fn run(&mut self) -> Result<(), DiscoverError> {
-        while !self.queue.is_empty() || !self.inflight.is_empty() {
-            if self.local_error.is_some() {
-                return Ok(());
-            }
-            while self.inflight.len() < self.opts.window {
-                let Some((q, attempts)) = self.queue.pop_front() else {
-                    break;
-                };
-                self.send(q, attempts)?;
-            }
-            if self.inflight.is_empty() {
-                continue;
-            }
-            let now = Instant::now();
-            let wait = self
-                .inflight
-                .values()
-                .map(|p| p.deadline)
-                .min()
-                .map(|d| d.saturating_duration_since(now))
-                .unwrap_or(self.opts.timeout);
-            if let Some(rx) = self.t.recv(wait).map_err(DiscoverError::Transport)? {
-                let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]]);
-                if rx.mad[1] == CLASS_SMP_DIRECTED
-                    && let Some(p) = self.inflight.remove(&tid)
-                {
-                    if rx.status != 0 {
-                        self.expire(p);
-                    } else {
-                        self.complete(p, &rx.mad);
-                    }
-                }
-            }
-            let now = Instant::now();
-            let expired: Vec<u32> = self
-                .inflight
-                .iter()
-                .filter(|(_, p)| p.deadline <= now)
-                .map(|(&t, _)| t)
-                .collect();
-            for tid in expired {
-                if let Some(p) = self.inflight.remove(&tid) {
-                    self.expire(p);
-                }
+impl Requester for Walk {
+    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
+        (smp_addr(), self.smp(tx))
+    }
+
+    fn on_event(&mut self, win: &mut MadWindow, ev: WindowEvent) -> bool {
+        match ev {
+            WindowEvent::Reply { index, mad } => self.complete(index, &mad),
+            WindowEvent::Timeout { index } => self.expire(index),
+            WindowEvent::Failed { error, .. } => {
+                self.failed = Some(DiscoverError::Transport(io::Error::other(error)));
+                return false;
             }
         }
-        Ok(())
+        for i in self.asked.drain(..) {
+            win.push(i);
+        }
+        self.local_error.is_none()
+    }
+}
+
+impl Walk {
+    /// Ask `q` once the current event is handled.
+    fn ask(&mut self, q: Query) {
+        self.asked.push(self.queries.len());
+        self.queries.push(q);
+    }
+
+    fn run(&mut self, t: &mut dyn MadTransport) -> Result<(), DiscoverError> {
+        let mut win = MadWindow::new(WindowConfig {
+            window: self.opts.window,
+            timeout: self.opts.timeout,
+            retries: self.opts.retries,
+        });
+        let cancel = self.opts.cancel.clone();
+        let opts = DriveOptions {
+            cancel: cancel.as_deref(),
+            class: Some(CLASS_SMP_DIRECTED),
+        };
+        for i in self.asked.drain(..) {
+            win.push(i);
+        }
+        let end = drive(t, &mut win, &opts, self);
+        self.stats.smps_sent += win.take_stats().sent;
+        match end {
+            DriveEnd::Idle | DriveEnd::Stopped => {}
+            DriveEnd::Cancelled => return Err(DiscoverError::Cancelled),
+            DriveEnd::Failed(e) => return Err(DiscoverError::Transport(e)),
+        }
+        self.failed.take().map_or(Ok(()), Err)
     }
 
     fn path_of(&self, q: &Query) -> Vec<u8> {
@@ -429,38 +283,20 @@ impl Walk<'_> {
         }
     }
 
-    fn send(&mut self, q: Query, attempts: u32) -> Result<(), DiscoverError> {
-        let tid = self.next_tid;
-        self.next_tid = self.next_tid.wrapping_add(1).max(1);
-        let (attr, modifier) = match &q {
+    fn smp(&self, tx: Transmit) -> [u8; MAD_SIZE] {
+        let q = &self.queries[tx.index];
+        let (attr, modifier) = match q {
             Query::NodeInfo { .. } => (ATTR_NODE_INFO, 0),
             Query::NodeDesc { .. } => (ATTR_NODE_DESC, 0),
             Query::PortInfo { port, .. } => (ATTR_PORT_INFO, u32::from(*port)),
         };
-        let path = self.path_of(&q);
-        let mad = dr_smp_get(attr, modifier, self.tid_high | u64::from(tid), &path);
-        self.t
-            .send(&smp_addr(), &mad)
-            .map_err(DiscoverError::Transport)?;
-        self.stats.smps_sent += 1;
-        self.inflight.insert(
-            tid,
-            Pending {
-                query: q,
-                attempts: attempts + 1,
-                deadline: Instant::now() + self.opts.timeout,
-            },
-        );
-        Ok(())
+        dr_smp_get(attr, modifier, wire_tid(tx.tid), &self.path_of(q))
     }
 
-    fn expire(&mut self, p: Pending) {
-        if p.attempts <= self.opts.retries {
-            self.queue.push_front((p.query, p.attempts));
-            return;
-        }
+    /// No answer after every retry.
+    fn expire(&mut self, index: usize) {
         self.stats.timeouts += 1;
-        match &p.query {
+        match &self.queries[index] {
             Query::NodeInfo { path, from: None } if path.is_empty() => {
                 self.local_error = Some(DiscoverError::NoAnswer(
                     "no answer to NodeInfo from the local node (is the umad port usable?)".into(),
@@ -470,7 +306,8 @@ impl Walk<'_> {
         }
     }
 
-    fn complete(&mut self, p: Pending, mad: &[u8; MAD_SIZE]) {
+    fn complete(&mut self, index: usize, mad: &[u8; MAD_SIZE]) {
+        let query = self.queries[index].clone();
         let Some(reply) = parse_smp_reply(mad) else {
             self.stats.errors += 1;
             return;
@@ -478,8 +315,8 @@ impl Walk<'_> {
         self.stats.replies += 1;
         if reply.status != 0 {
             self.stats.errors += 1;
-            tracing::debug!(query = ?p.query, status = reply.status, "SMP error status");
-            if matches!(&p.query, Query::NodeInfo { from: None, .. }) {
+            tracing::debug!(query = ?query, status = reply.status, "SMP error status");
+            if matches!(&query, Query::NodeInfo { from: None, .. }) {
                 self.local_error = Some(DiscoverError::NoAnswer(format!(
                     "the local node answered NodeInfo with status 0x{:04x}",
                     reply.status
@@ -487,7 +324,7 @@ impl Walk<'_> {
             }
             return;
         }
-        match p.query {
+        match query {
             Query::NodeInfo { path, from } => self.on_node_info(path, from, &reply.data),
             Query::NodeDesc { node } => {
                 let end = reply.data.iter().position(|&b| b == 0).unwrap_or(64);
@@ -524,13 +361,10 @@ impl Walk<'_> {
                     );
                     // PortInfo's attribute modifier picks the CA port, so
                     // the node's first route reaches this port's record too.
-                    self.queue.push_back((
-                        Query::PortInfo {
-                            node: idx,
-                            port: in_port,
-                        },
-                        0,
-                    ));
+                    self.ask(Query::PortInfo {
+                        node: idx,
+                        port: in_port,
+                    });
                 }
                 idx
             }
@@ -566,20 +400,16 @@ impl Walk<'_> {
                     ports,
                 });
                 self.by_guid.insert(ni.node_guid, idx);
-                self.queue.push_back((Query::NodeDesc { node: idx }, 0));
+                self.ask(Query::NodeDesc { node: idx });
                 if ni.node_type == 2 {
                     for p in 0..=ni.num_ports {
-                        self.queue
-                            .push_back((Query::PortInfo { node: idx, port: p }, 0));
+                        self.ask(Query::PortInfo { node: idx, port: p });
                     }
                 } else if in_port != 0 {
-                    self.queue.push_back((
-                        Query::PortInfo {
-                            node: idx,
-                            port: in_port,
-                        },
-                        0,
-                    ));
+                    self.ask(Query::PortInfo {
+                        node: idx,
+                        port: in_port,
+                    });
                 }
                 idx
             }
@@ -622,13 +452,10 @@ impl Walk<'_> {
         if walk_through && pi.link_up() && !known && n.path.len() < self.opts.max_hops {
             let mut path = n.path.clone();
             path.push(port);
-            self.queue.push_back((
-                Query::NodeInfo {
-                    path,
-                    from: Some((node, port)),
-                },
-                0,
-            ));
+            self.ask(Query::NodeInfo {
+                path,
+                from: Some((node, port)),
+            });
         }
     }
 
@@ -781,6 +608,7 @@ mod tests {
     }
 
     use crate::transport::Received;
+    use std::collections::VecDeque;
 
     impl FakeFabric {
         fn node(guid: u64, switch: bool, nports: u8) -> FakeNode {
@@ -912,6 +740,7 @@ mod tests {
             timeout: Duration::from_millis(200),
             retries: 1,
             max_hops: MAX_HOPS,
+            cancel: None,
         }
     }
 
@@ -971,6 +800,29 @@ mod tests {
         f.nodes[0].silent = true;
         let e = discover(&mut f, &quick()).unwrap_err();
         assert!(matches!(e, DiscoverError::NoAnswer(_)), "{e}");
+    }
+
+    #[test]
+    fn a_set_cancel_flag_stops_discovery() {
+        // The local node never answers, and its deadline is far away: only
+        // the flag can end the walk.
+        let mut f = sample();
+        f.nodes[0].silent = true;
+        let cancel = Arc::new(AtomicBool::new(true));
+        let opts = DiscoverOptions {
+            timeout: Duration::from_secs(3600),
+            retries: 100,
+            cancel: Some(Arc::clone(&cancel)),
+            ..quick()
+        };
+        assert!(matches!(
+            discover(&mut f, &opts),
+            Err(DiscoverError::Cancelled)
+        ));
+        // Unset, the same walk on a live fabric completes.
+        cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        let mut f = sample();
+        assert_eq!(discover(&mut f, &opts).unwrap().nodes.len(), 4);
     }
 
     #[test]

@@ -1,14 +1,15 @@
-//! Many PM MADs in flight: a window of outstanding requests, a deadline and
-//! retries per MAD, and no head-of-line blocking behind a node that does not
-//! answer. Replies are matched on the low 24 bits of the transaction ID:
-//! bits 24..31 belong to the transport (the umad transport routes replies
-//! to one of several handles by them), the high 32 bits to the kernel.
+//! Many PM MADs in flight: the driver of a [`MadWindow`] (a window of
+//! outstanding requests, a deadline and retries per MAD, no head-of-line
+//! blocking behind a node that does not answer) over a [`MadTransport`].
+//! Replies are matched on the [`TID_MASK`] bits of the transaction ID.
 
-use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::window::{MadWindow, Transmit, WindowConfig, WindowEvent, WindowStats};
 use crate::pm::mad::{self, method::GET_RESP as METHOD_GET_RESP};
-use crate::transport::{MAD_SIZE, MadAddr, MadTransport};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
 /// One request: where, what, and the 192-byte PM data area.
 #[derive(Clone, Debug)]
@@ -70,55 +71,43 @@ impl Default for EngineConfig {
     }
 }
 
-/// The TID bits the engine allocates and matches (the low 24).
-pub const TID_MASK: u32 = 0x00FF_FFFF;
+/// The TID bits the engine allocates and matches.
+pub use crate::transport::TID_MASK;
 
-/// Largest window the engine accepts (1024 in flight deadlocked umad2sim).
-pub const MAX_WINDOW: usize = 256;
-
-struct InFlight {
-    index: usize,
-    attempts: u32,
-    deadline: Instant,
-}
+/// Largest window the engine accepts.
+pub use super::window::MAX_WINDOW;
 
 /// Counts of one batch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BatchStats {
-    pub sent: u64,
-    pub replies: u64,
-    pub timeouts: u64,
-    pub errors: u64,
-}
+pub type BatchStats = WindowStats;
 
+/// The driver of one [`MadWindow`] over a transport: the only code on the
+/// PM path that reads the clock or touches the transport.
 pub struct Engine {
     transport: Box<dyn MadTransport>,
-    cfg: EngineConfig,
-    /// High 32 bits of every TID (a umad transport may rewrite them).
-    tid_high: u64,
-    next_tid: u32,
+    win: MadWindow,
+    transport_failed: bool,
 }
 
 impl Engine {
-    pub fn new(transport: Box<dyn MadTransport>, mut cfg: EngineConfig) -> Self {
-        cfg.window = cfg.window.clamp(1, MAX_WINDOW);
-        let seed = std::process::id() as u64;
+    pub fn new(transport: Box<dyn MadTransport>, cfg: EngineConfig) -> Self {
         Engine {
             transport,
-            cfg,
-            tid_high: (seed & 0xFFFF) << 32,
-            next_tid: 1,
+            win: MadWindow::new(WindowConfig {
+                window: cfg.window,
+                timeout: cfg.timeout,
+                retries: cfg.retries,
+            }),
+            transport_failed: false,
         }
     }
 
     pub fn config(&self) -> EngineConfig {
-        self.cfg
-    }
-
-    fn tid(&mut self) -> u32 {
-        let t = self.next_tid;
-        self.next_tid = (self.next_tid.wrapping_add(1) & TID_MASK).max(1);
-        t
+        let w = self.win.config();
+        EngineConfig {
+            window: w.window,
+            timeout: w.timeout,
+            retries: w.retries,
+        }
     }
 
     /// Run every request to completion; `on_done(index, outcome)` is called
@@ -126,123 +115,170 @@ impl Engine {
     pub fn run<R: Request>(
         &mut self,
         reqs: &[R],
-        mut on_done: impl FnMut(usize, MadOutcome),
+        on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
-        let mut stats = BatchStats::default();
-        let mut pending: VecDeque<(usize, u32)> = (0..reqs.len()).map(|i| (i, 0)).collect();
-        let mut inflight: HashMap<u32, InFlight> = HashMap::new();
-        // Deadlines in send order: with one timeout for all, they are sorted.
-        let mut deadlines: VecDeque<(Instant, u32)> = VecDeque::new();
-
-        while !pending.is_empty() || !inflight.is_empty() {
-            while inflight.len() < self.cfg.window {
-                let Some((index, attempts)) = pending.pop_front() else {
-                    break;
-                };
-                let r = &reqs[index];
-                let to = r.to();
-                let tid = self.tid();
-                let mad = r.mad(self.tid_high | tid as u64);
-                match self.transport.send(&to, &mad) {
-                    Ok(()) => {
-                        stats.sent += 1;
-                        let deadline = Instant::now() + self.cfg.timeout;
-                        inflight.insert(
-                            tid,
-                            InFlight {
-                                index,
-                                attempts: attempts + 1,
-                                deadline,
-                            },
-                        );
-                        deadlines.push_back((deadline, tid));
-                    }
-                    Err(e) => {
-                        stats.errors += 1;
-                        on_done(
-                            index,
-                            MadOutcome::Failed(format!("send to LID {}: {e}", to.lid)),
-                        );
-                    }
-                }
-            }
-            if inflight.is_empty() {
-                continue;
-            }
-
-            let now = Instant::now();
-            let wait = deadlines
-                .front()
-                .map(|(d, _)| d.saturating_duration_since(now))
-                .unwrap_or(self.cfg.timeout);
-            match self.transport.recv(wait) {
-                Ok(Some(rx)) => {
-                    let tid = u32::from_be_bytes([rx.mad[12], rx.mad[13], rx.mad[14], rx.mad[15]])
-                        & TID_MASK;
-                    if let Some(f) = inflight.remove(&tid) {
-                        if rx.status != 0 {
-                            // The transport gave up on this send (e.g. umad
-                            // status 110): same as a deadline expiry.
-                            self.expire(f, &mut pending, &mut stats, &mut on_done);
-                        } else {
-                            stats.replies += 1;
-                            on_done(f.index, outcome_of(&rx.mad));
-                        }
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    // A broken transport fails everything still outstanding.
-                    let msg = format!("receive: {e}");
-                    for (_, f) in inflight.drain() {
-                        stats.errors += 1;
-                        on_done(f.index, MadOutcome::Failed(msg.clone()));
-                    }
-                    for (index, _) in pending.drain(..) {
-                        stats.errors += 1;
-                        on_done(index, MadOutcome::Failed(msg.clone()));
-                    }
-                    deadlines.clear();
-                    break;
-                }
-            }
-
-            let now = Instant::now();
-            while let Some(&(d, tid)) = deadlines.front() {
-                if d > now {
-                    break;
-                }
-                deadlines.pop_front();
-                if inflight.get(&tid).is_some_and(|f| f.deadline == d)
-                    && let Some(f) = inflight.remove(&tid)
-                {
-                    self.expire(f, &mut pending, &mut stats, &mut on_done);
-                }
-            }
+        let _ = self.win.take_stats();
+        for i in 0..reqs.len() {
+            self.win.push(i);
         }
-        stats
+        let mut batch = Batch { reqs, on_done };
+        let end = drive(
+            &mut *self.transport,
+            &mut self.win,
+            &DriveOptions::default(),
+            &mut batch,
+        );
+        self.transport_failed = matches!(end, DriveEnd::Failed(_));
+        self.win.take_stats()
     }
 
-    fn expire(
-        &self,
-        f: InFlight,
-        pending: &mut VecDeque<(usize, u32)>,
-        stats: &mut BatchStats,
-        on_done: &mut impl FnMut(usize, MadOutcome),
-    ) {
-        if f.attempts <= self.cfg.retries {
-            // Retries go to the front so one request's retries do not wait
-            // behind the whole queue.
-            pending.push_front((f.index, f.attempts));
-        } else {
-            stats.timeouts += 1;
-            on_done(f.index, MadOutcome::Timeout);
-        }
+    /// Open the transport again after it failed (see
+    /// [`transport_failed`](Self::transport_failed)).
+    pub fn reopen(&mut self) -> io::Result<()> {
+        self.transport.reopen()
+    }
+
+    /// Whether the transport failed as a whole during the last
+    /// [`run`](Self::run): its receive failed, or it refused every send.
+    pub fn transport_failed(&self) -> bool {
+        self.transport_failed
     }
 }
 
-/// MAD status bit 1 in a ClassPortInfo reply: the PMA redirects.
-pub const STATUS_REDIRECT: u16 = 0x0002;
+/// One [`Engine::run`]: requests by index, outcomes to a callback.
+struct Batch<'a, R, F> {
+    reqs: &'a [R],
+    on_done: F,
+}
+
+impl<R: Request, F: FnMut(usize, MadOutcome)> Requester for Batch<'_, R, F> {
+    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
+        let r = &self.reqs[tx.index];
+        (r.to(), r.mad(wire_tid(tx.tid)))
+    }
+
+    fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
+        let (index, outcome) = match ev {
+            WindowEvent::Reply { index, mad } => (index, outcome_of(&mad)),
+            WindowEvent::Timeout { index } => (index, MadOutcome::Timeout),
+            WindowEvent::Failed { index, error } => (index, MadOutcome::Failed(error)),
+        };
+        (self.on_done)(index, outcome);
+        true
+    }
+}
+
+/// What a [`drive`] sends and how it takes each request's end.
+pub trait Requester {
+    /// The address and MAD of one transmit (its TID: [`wire_tid`]).
+    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]);
+    /// One request ended; follow-up requests may be pushed into `win`.
+    /// Returning false stops the drive.
+    fn on_event(&mut self, win: &mut MadWindow, ev: WindowEvent) -> bool;
+}
+
+/// How often a cancellable [`drive`] looks at its flag.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Options of one [`drive`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DriveOptions<'a> {
+    /// Stop (with [`DriveEnd::Cancelled`]) soon after this is set.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Take only completions of this management class.
+    pub class: Option<u8>,
+}
+
+/// Why a [`drive`] returned.
+#[derive(Debug)]
+pub enum DriveEnd {
+    /// Every request ended.
+    Idle,
+    /// The requester returned false.
+    Stopped,
+    /// The cancel flag was set.
+    Cancelled,
+    /// The transport failed as a whole: its receive failed (every request
+    /// outstanding then ended `Failed`), or it refused every send it was
+    /// given for a reason other than the MAD itself (`InvalidInput`).
+    Failed(io::Error),
+}
+
+/// Feed `win` from `transport` until it is idle, the requester stops it, or
+/// it is cancelled: the only loop that reads the clock and touches the
+/// transport for a window.
+pub fn drive(
+    transport: &mut dyn MadTransport,
+    win: &mut MadWindow,
+    opts: &DriveOptions<'_>,
+    req: &mut dyn Requester,
+) -> DriveEnd {
+    let mut failure = None;
+    // Whether any send went out, and the first refusal not caused by the
+    // MAD itself.
+    let mut sent_any = false;
+    let mut refused = None;
+    let cancelled = || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    loop {
+        if cancelled() {
+            return DriveEnd::Cancelled;
+        }
+        let now = Instant::now();
+        while let Some(tx) = win.poll_transmit(now) {
+            let (to, mad) = req.build(tx);
+            match transport.send(&to, &mad) {
+                Ok(()) => sent_any = true,
+                Err(e) => {
+                    win.handle_send_error(tx.tid, format!("send to LID {}: {e}", to.lid));
+                    if e.kind() != io::ErrorKind::InvalidInput && refused.is_none() {
+                        refused = Some(e);
+                    }
+                }
+            }
+        }
+        let mut stopped = false;
+        while let Some(ev) = win.poll_event() {
+            if !req.on_event(win, ev) {
+                stopped = true;
+                break;
+            }
+        }
+        if stopped || win.is_idle() {
+            if !sent_any && failure.is_none() {
+                failure = refused.take();
+            }
+            return match failure {
+                Some(e) => DriveEnd::Failed(e),
+                None if stopped => DriveEnd::Stopped,
+                None => DriveEnd::Idle,
+            };
+        }
+        let Some(deadline) = win.poll_timeout() else {
+            continue;
+        };
+        let mut wait = deadline.saturating_duration_since(Instant::now());
+        if opts.cancel.is_some() {
+            wait = wait.min(CANCEL_POLL);
+        }
+        let rx = transport.recv(wait);
+        let now = Instant::now();
+        match rx {
+            Ok(Some(rx)) => {
+                if opts.class.is_none_or(|c| rx.mad[1] == c) {
+                    win.handle_completion(now, rx);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                win.handle_transport_error(&format!("receive: {e}"));
+                failure = Some(e);
+            }
+        }
+        win.handle_timeout(now);
+    }
+}
+
+pub use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
 
 fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
     match mad::parse(raw) {
@@ -268,7 +304,6 @@ mod tests {
     use crate::pm::mad::{MadHeader, parse, response};
     use crate::transport::Received;
     use std::collections::VecDeque;
-    use std::io;
 
     /// Answers every MAD to a LID in `live` at once; drops the rest. Counts
     /// the most MADs outstanding at once.
@@ -404,12 +439,12 @@ mod tests {
             },
         );
         // Start just below the 24-bit wrap.
-        engine.next_tid = TID_MASK - 2;
+        engine.win.set_next_tid(TID_MASK - 2);
         let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
         let stats = engine.run(&reqs, |_, o| assert!(matches!(o, MadOutcome::Reply { .. })));
         assert_eq!(stats.replies, 6);
         assert_eq!(stats.timeouts, 0);
-        assert!(engine.next_tid >= 1 && engine.next_tid < 8);
+        assert!(engine.win.next_tid() >= 1 && engine.win.next_tid() < 8);
     }
 
     #[test]
@@ -439,5 +474,35 @@ mod tests {
         assert_eq!(n, 20);
         assert_eq!(stats.sent, 20);
         assert_eq!(max.load(std::sync::atomic::Ordering::Relaxed), 4);
+    }
+
+    /// Refuses every send with `kind`.
+    struct Refusing(io::ErrorKind);
+
+    impl MadTransport for Refusing {
+        fn send(&mut self, _to: &MadAddr, _mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+            Err(io::Error::new(self.0, "refused"))
+        }
+        fn recv(&mut self, _timeout: Duration) -> io::Result<Option<Received>> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn a_transport_that_refuses_every_send_has_failed_unless_the_mads_were_bad() {
+        for (kind, dead) in [
+            (io::ErrorKind::Other, true),
+            (io::ErrorKind::BrokenPipe, true),
+            (io::ErrorKind::InvalidInput, false),
+        ] {
+            let mut engine = Engine::new(Box::new(Refusing(kind)), EngineConfig::default());
+            let mut failed = 0;
+            let stats = engine.run(&[req(1), req(2)], |_, o| {
+                assert!(matches!(o, MadOutcome::Failed(_)));
+                failed += 1;
+            });
+            assert_eq!((failed, stats.sent, stats.errors), (2, 0, 2));
+            assert_eq!(engine.transport_failed(), dead, "{kind:?}");
+        }
     }
 }

@@ -7,3 +7,4 @@ pub mod discover;
 pub mod engine;
 pub mod state;
 pub mod sweep;
+pub mod window;

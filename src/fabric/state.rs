@@ -12,9 +12,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{debug, info, warn};
 
 use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
-use super::engine::{MadOutcome, STATUS_REDIRECT};
+use super::engine::MadOutcome;
 use crate::ib::{Fabric, Node};
-use crate::mib::tables::COUNTERS;
+use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
+use crate::pm::port_counters::COUNTERS;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
@@ -313,6 +314,18 @@ impl FabricState {
         self.nodes[ni].samples_at = Some(sent);
     }
 
+    /// The MAD transport itself failed: every node counts as unreachable at
+    /// once (no line per node), and is asked ClassPortInfo again when it
+    /// answers.
+    pub fn mark_all_unreachable(&mut self) {
+        let after = self.cfg.unreachable_after.max(1);
+        for s in &mut self.nodes {
+            s.failed_sweeps = s.failed_sweeps.max(after);
+            s.cpi = None;
+            s.redirect = None;
+        }
+    }
+
     /// End of a sweep: count failures, mark nodes unreachable or back.
     pub fn end_sweep(&mut self, answered: &[bool]) {
         for (ni, ok) in answered.iter().enumerate() {
@@ -339,7 +352,7 @@ impl FabricState {
             }
             if *ok {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
-                    info!(node = %node.guid, desc = %node.description, "node answers again");
+                    info!(node = %node.guid, desc = %crate::ib::Escaped(&node.description), "node answers again");
                 }
                 s.failed_sweeps = 0;
                 s.seen = true;
@@ -348,7 +361,7 @@ impl FabricState {
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
                         node = %node.guid,
-                        desc = %node.description,
+                        desc = %crate::ib::Escaped(&node.description),
                         sweeps = s.failed_sweeps,
                         "node unreachable"
                     );
@@ -399,6 +412,7 @@ impl FabricState {
         cache.publish(Snapshot {
             sweep: self.sweep_no,
             taken: Some(SystemTime::now()),
+            interval: self.cfg.interval,
             nodes,
         });
     }
@@ -451,11 +465,11 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
 /// Add a new PortCounters reading to the 64-bit totals.
 pub fn accumulate(totals: &mut Totals, prev: Option<&PortCounters>, cur: &PortCounters) {
     for (slot, def) in COUNTERS.iter().enumerate() {
-        let now = (def.get)(cur) as u64;
+        let now = u64::from(def.get(cur));
         let inc = match prev {
             None => now,
             Some(p) => {
-                let before = (def.get)(p) as u64;
+                let before = u64::from(def.get(p));
                 // A counter that went down was cleared out of band: count
                 // from zero.
                 if now >= before { now - before } else { now }

@@ -18,21 +18,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tracing::{debug, info};
+use tracing::{debug, error, info};
 
 use super::cache::Cache;
-use super::engine::{Engine, MadRequest, Request};
+use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
-use crate::mib::tables::COUNTERS;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
+use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
 use crate::transport::MadAddr;
 
 pub use super::state::SweepConfig;
 
 /// What one sweep did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepStats {
     pub sweep: u64,
     pub nodes: usize,
@@ -40,12 +40,25 @@ pub struct SweepStats {
     pub mads: u64,
     pub timeouts: u64,
     pub elapsed: Duration,
+    /// The MAD transport failed as a whole during this sweep; every node
+    /// was marked unreachable.
+    pub transport_down: Option<String>,
 }
+
+/// First wait before reopening a failed transport; doubles up to
+/// [`REOPEN_MAX`].
+pub const REOPEN_FIRST: Duration = Duration::from_millis(500);
+/// Longest wait between reopen attempts.
+pub const REOPEN_MAX: Duration = Duration::from_secs(30);
 
 pub struct Sweeper {
     state: SharedState,
     engine: Engine,
     cache: Arc<Cache>,
+    /// Set while the transport is down: the wait before the next reopen.
+    reopen_backoff: Option<Duration>,
+    /// The first transport failure of the current batch.
+    transport_error: Option<String>,
     interval: Duration,
 }
 
@@ -66,7 +79,7 @@ pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
     let (mut select, mut select2) = (0u16, 0u8);
     for def in &COUNTERS {
         let max = u64::from(def.max());
-        if u64::from((def.get)(pc)) * 4 > max * 3 {
+        if u64::from(def.get(pc)) * 4 > max * 3 {
             select |= def.select;
             select2 |= def.select2;
         }
@@ -134,6 +147,8 @@ impl Sweeper {
             engine,
             cache,
             interval,
+            reopen_backoff: None,
+            transport_error: None,
         }
     }
 
@@ -177,12 +192,37 @@ impl Sweeper {
             let st = self.run_batch(&reqs, &slots, &mut answered, first, "ClassPortInfo");
             mads += st.0;
             timeouts += st.1;
+            if self.engine.transport_failed() {
+                break;
+            }
         }
 
-        let (reqs, slots) = self.counter_requests();
-        let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
-        mads += st.0;
-        timeouts += st.1;
+        if !self.engine.transport_failed() {
+            let (reqs, slots) = self.counter_requests();
+            let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
+            mads += st.0;
+            timeouts += st.1;
+        }
+        if self.engine.transport_failed() {
+            let error = self
+                .transport_error
+                .take()
+                .unwrap_or_else(|| "every send failed".into());
+            {
+                let mut st = self.state.lock();
+                st.mark_all_unreachable();
+                st.publish(&self.cache);
+            }
+            return SweepStats {
+                sweep: sweep_no,
+                nodes: n,
+                answered: 0,
+                mads,
+                timeouts,
+                elapsed: started.elapsed(),
+                transport_down: Some(error),
+            };
+        }
 
         let (reqs, slots) = self.clear_requests();
         if !reqs.is_empty() {
@@ -207,6 +247,7 @@ impl Sweeper {
             mads,
             timeouts,
             elapsed: started.elapsed(),
+            transport_down: None,
         };
         if first {
             info!(
@@ -333,7 +374,13 @@ impl Sweeper {
         let mut last_log = Instant::now();
         let sent = Instant::now();
         let state = &self.state;
+        let transport_error = &mut self.transport_error;
         let stats = self.engine.run(reqs, |i, outcome| {
+            if let MadOutcome::Failed(e) = &outcome
+                && transport_error.is_none()
+            {
+                *transport_error = Some(e.clone());
+            }
             done += 1;
             if log_progress && last_log.elapsed() >= Duration::from_secs(2) {
                 last_log = Instant::now();
@@ -341,7 +388,43 @@ impl Sweeper {
             }
             state.lock().apply(slots[i], outcome, sent, answered);
         });
+        if !self.engine.transport_failed() {
+            self.transport_error = None;
+        }
         (stats.sent, stats.timeouts)
+    }
+
+    /// Follow a sweep's transport state: one error line when the transport
+    /// fails, one line when it is back. Returns how long to wait before
+    /// reopening it (`None` while it works).
+    fn track_transport(&mut self, stats: &SweepStats) -> Option<Duration> {
+        match (&stats.transport_down, self.reopen_backoff) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                info!(
+                    nodes = stats.nodes,
+                    answered = stats.answered,
+                    "MAD transport is back"
+                );
+                self.reopen_backoff = None;
+                None
+            }
+            (Some(e), None) => {
+                error!(
+                    error = %e,
+                    nodes = stats.nodes,
+                    "MAD transport failed: every node marked unreachable; reopening it"
+                );
+                self.reopen_backoff = Some(REOPEN_FIRST);
+                self.reopen_backoff
+            }
+            (Some(e), Some(wait)) => {
+                debug!(error = %e, "MAD transport still down");
+                let next = (wait * 2).min(REOPEN_MAX);
+                self.reopen_backoff = Some(next);
+                Some(next)
+            }
+        }
     }
 
     /// Sweep every `interval` until `shutdown` is set.
@@ -351,8 +434,21 @@ impl Sweeper {
             .spawn(move || {
                 while !shutdown.load(Ordering::Relaxed) {
                     let start = Instant::now();
-                    self.sweep_once();
-                    let next = start + self.interval;
+                    let stats = self.sweep_once();
+                    let mut next = start + self.interval;
+                    if let Some(wait) = self.track_transport(&stats) {
+                        next = next.max(Instant::now() + wait);
+                        while !shutdown.load(Ordering::Relaxed) && Instant::now() < next {
+                            std::thread::sleep(
+                                next.saturating_duration_since(Instant::now())
+                                    .min(Duration::from_millis(100)),
+                            );
+                        }
+                        if let Err(e) = self.engine.reopen() {
+                            debug!(error = %e, "reopening the MAD transport failed");
+                        }
+                        continue;
+                    }
                     while !shutdown.load(Ordering::Relaxed) && Instant::now() < next {
                         std::thread::sleep(
                             next.saturating_duration_since(Instant::now())
@@ -369,10 +465,10 @@ mod tests {
     use super::*;
     use crate::fabric::engine::EngineConfig;
     use crate::ib::NodeType;
-    use crate::ib::topology;
-    use crate::mib::tables::COUNTERS;
     use crate::pm::mad;
-    use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+    use crate::pm::port_counters::COUNTERS;
+    use crate::rig::{self, AgentRig, RigOptions};
+    use crate::sim::{ManualClock, SimFabric};
     use crate::transport::{MAD_SIZE, MadTransport, Received};
     use std::collections::VecDeque;
 
@@ -428,47 +524,21 @@ mod tests {
         cfg: SweepConfig,
         wrap: impl FnOnce(&SimFabric, crate::sim::SimTransport) -> Box<dyn MadTransport>,
     ) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
-        let clock = ManualClock::new();
-        clock.advance(Duration::from_secs(60));
-        let sim = SimFabric::new(
-            topology::default_fabric(),
-            SimOptions {
+        let rig = AgentRig::with_sweep_transport(
+            RigOptions {
                 seed: 7,
-                traffic: true,
-                clock: SimClock::Manual(clock.clone()),
+                elapsed: Duration::from_secs(60),
+                sweep: cfg,
+                engine: EngineConfig {
+                    window: 16,
+                    timeout: Duration::from_millis(250),
+                    retries: 1,
+                },
+                ..Default::default()
             },
+            wrap,
         );
-        let engine = Engine::new(
-            wrap(&sim, sim.transport()),
-            EngineConfig {
-                window: 16,
-                timeout: Duration::from_millis(250),
-                retries: 1,
-            },
-        );
-        let cache = Arc::new(Cache::new());
-        let sweeper = Sweeper::new(
-            SharedState::new(sim.fabric(), cfg),
-            engine,
-            Arc::clone(&cache),
-        );
-        (sweeper, sim, clock, cache)
-    }
-
-    fn read_pc(sim: &SimFabric, lid: u16, port: u8) -> PortCounters {
-        let mut data = [0u8; 192];
-        PortCounters {
-            port_select: port,
-            ..Default::default()
-        }
-        .encode(&mut data);
-        let reply = sim
-            .handle(
-                lid,
-                &mad::request(method::GET, attr::PORT_COUNTERS, 0, 9, &data),
-            )
-            .unwrap();
-        PortCounters::decode(mad::parse(&reply).unwrap().1)
+        (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
     #[test]
@@ -495,7 +565,7 @@ mod tests {
                 // The frozen clock: a second read gives the same values.
                 assert_eq!(
                     got,
-                    read_pc(&sim, lid, p.num),
+                    rig::port_counters(&sim, lid, p.num),
                     "{} port {}",
                     node.guid,
                     p.num
@@ -546,14 +616,17 @@ mod tests {
             ..Default::default()
         }
         .encode(&mut data);
-        sim.handle(
+        rig::pma_request(
+            &sim,
             node.ports[0].lid,
-            &mad::request(method::SET, attr::PORT_COUNTERS, 0, 1, &data),
+            method::SET,
+            attr::PORT_COUNTERS,
+            &data,
         )
         .unwrap();
         clock.advance(Duration::from_secs(1));
         sw.sweep_once();
-        let after = read_pc(&sim, node.ports[0].lid, 1).xmit_pkts as u64;
+        let after = rig::port_counters(&sim, node.ports[0].lid, 1).xmit_pkts as u64;
         assert_eq!(total(&cache), t2 + after);
     }
 
@@ -595,6 +668,92 @@ mod tests {
             let r = r.node(victim).unwrap();
             assert!(r.reachable && r.class_port_info.is_some());
         }
+    }
+
+    /// A transport that refuses every send while `dead` is set, until a
+    /// reopen; counts reopens.
+    struct Dying {
+        inner: crate::sim::SimTransport,
+        dead: Arc<AtomicBool>,
+        reopens: Arc<std::sync::atomic::AtomicU64>,
+        reopen_works: Arc<AtomicBool>,
+    }
+
+    impl MadTransport for Dying {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if self.dead.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other("device gone"));
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+        fn reopen(&mut self) -> std::io::Result<()> {
+            self.reopens.fetch_add(1, Ordering::Relaxed);
+            if self.reopen_works.load(Ordering::Relaxed) {
+                self.dead.store(false, Ordering::Relaxed);
+                Ok(())
+            } else {
+                Err(std::io::Error::other("still gone"))
+            }
+        }
+    }
+
+    #[test]
+    fn transport_death_marks_every_row_at_once_and_reopen_brings_them_back() {
+        let dead = Arc::new(AtomicBool::new(false));
+        let reopens = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let reopen_works = Arc::new(AtomicBool::new(false));
+        let cfg = SweepConfig {
+            unreachable_after: 3,
+            keep_unreachable: true,
+            ..Default::default()
+        };
+        let (mut sw, sim, _clock, cache) = setup_with(cfg, |_, t| {
+            Box::new(Dying {
+                inner: t,
+                dead: Arc::clone(&dead),
+                reopens: Arc::clone(&reopens),
+                reopen_works: Arc::clone(&reopen_works),
+            })
+        });
+        let n = sim.fabric().nodes.len();
+        let st = sw.sweep_once();
+        assert!(st.transport_down.is_none());
+        assert_eq!(sw.track_transport(&st), None);
+        dead.store(true, Ordering::Relaxed);
+        // One sweep, not `unreachable_after`: every row is stale at once.
+        let st = sw.sweep_once();
+        assert!(
+            st.transport_down
+                .as_deref()
+                .unwrap()
+                .contains("device gone")
+        );
+        let snap = cache.load();
+        assert_eq!(snap.nodes.len(), n, "kept as configured");
+        assert!(snap.nodes.iter().all(|r| !r.reachable));
+        // Backoff doubles while reopening fails, up to its cap.
+        assert_eq!(sw.track_transport(&st), Some(REOPEN_FIRST));
+        assert!(sw.engine.reopen().is_err());
+        let st = sw.sweep_once();
+        assert_eq!(sw.track_transport(&st), Some(REOPEN_FIRST * 2));
+        for _ in 0..20 {
+            let st = sw.sweep_once();
+            assert!(sw.track_transport(&st).unwrap() <= REOPEN_MAX);
+        }
+        assert_eq!(sw.reopen_backoff, Some(REOPEN_MAX));
+        reopen_works.store(true, Ordering::Relaxed);
+        sw.engine.reopen().unwrap();
+        assert_eq!(reopens.load(Ordering::Relaxed), 2);
+        let st = sw.sweep_once();
+        assert!(st.transport_down.is_none());
+        assert_eq!(st.answered, n);
+        assert_eq!(sw.track_transport(&st), None);
+        let snap = cache.load();
+        assert!(snap.nodes.iter().all(|r| r.reachable));
+        assert!(snap.nodes.iter().all(|r| r.class_port_info.is_some()));
     }
 
     #[test]
@@ -704,7 +863,7 @@ mod tests {
                 .position(|c| c.name() == "PortXmitData")
                 .unwrap();
             let t1 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
-            let now = read_pc(&sim, lid, ca.ports[0].num);
+            let now = rig::port_counters(&sim, lid, ca.ports[0].num);
             if clear {
                 assert!(
                     u64::from(now.xmit_data) * 4 < u64::from(u32::MAX) * 3,
@@ -715,7 +874,7 @@ mod tests {
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
                 let t2 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
-                let after = read_pc(&sim, lid, ca.ports[0].num).xmit_data;
+                let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
             } else {

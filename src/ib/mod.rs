@@ -5,6 +5,49 @@ pub mod topology;
 
 use std::fmt;
 
+/// Text that came from the fabric or a topology file (a NodeDescription, a
+/// node name), shown so that it cannot drive a terminal or forge log
+/// lines: control characters, bidirectional and other invisible format
+/// characters, and the backslash are written as escapes (`\n`, `\t`,
+/// `\u{1b}`, `\\`); everything else is printed as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Escaped<'a>(pub &'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.0;
+        while let Some(i) = rest.find(needs_escape) {
+            f.write_str(&rest[..i])?;
+            let c = rest[i..].chars().next().unwrap_or_default();
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                '\n' => f.write_str("\\n")?,
+                '\r' => f.write_str("\\r")?,
+                '\t' => f.write_str("\\t")?,
+                c => write!(f, "\\u{{{:x}}}", u32::from(c))?,
+            }
+            rest = &rest[i + c.len_utf8()..];
+        }
+        f.write_str(rest)
+    }
+}
+
+/// Characters [`Escaped`] writes as escapes: C0/C1 controls, DEL, the
+/// backslash, and the invisible format characters that reorder or hide
+/// text (bidirectional overrides and isolates, zero-width characters, the
+/// byte order mark, line and paragraph separators).
+fn needs_escape(c: char) -> bool {
+    c == '\\'
+        || c.is_control()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
 /// A 64-bit InfiniBand GUID.
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Guid(pub u64);
@@ -99,5 +142,29 @@ impl Fabric {
     /// Sort nodes by GUID (call after building).
     pub fn sort(&mut self) {
         self.nodes.sort_by_key(|n| n.guid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaped_text_cannot_reach_a_terminal_raw() {
+        let raw = "sw\u{1b}[2J\u{1b}]0;pwned\u{7}\r\nWARN forged\t\\x\u{202e}cba\u{9b}31m";
+        let shown = Escaped(raw).to_string();
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        assert_eq!(
+            shown,
+            "sw\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\r\\nWARN forged\\t\\\\x\\u{202e}cba\\u{9b}31m"
+        );
+        // Ordinary descriptions, UTF-8 included, are unchanged.
+        for plain in [
+            "",
+            "MT4123 ConnectX6 Mellanox Technologies",
+            "h\u{e9}te 1 HCA-1",
+        ] {
+            assert_eq!(Escaped(plain).to_string(), plain);
+        }
     }
 }

@@ -60,11 +60,16 @@ impl fmt::Display for TopologyError {
             Some(p) => write!(
                 f,
                 "topology {}:{}: {}",
-                p.display(),
+                super::Escaped(&p.to_string_lossy()),
                 self.line,
-                self.message
+                super::Escaped(&self.message)
             ),
-            None => write!(f, "topology <text>:{}: {}", self.line, self.message),
+            None => write!(
+                f,
+                "topology <text>:{}: {}",
+                self.line,
+                super::Escaped(&self.message)
+            ),
         }
     }
 }

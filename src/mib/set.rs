@@ -9,19 +9,89 @@
 //! with anything but 0) -> wrongValue; no such row -> noCreation; a port the
 //! node does not have, 0xFF without AllPortSelect, a sample-control write
 //! while a sample runs (IBA ignores it), or a SampleStart/SampleInterval
-//! wider than the node's CounterWidth -> inconsistentValue.
+//! wider than the node's CounterWidth -> inconsistentValue; a write that
+//! would reach a node marked unreachable, or a node whose last write failed
+//! less than one sweep interval ago -> resourceUnavailable (at once, without
+//! a MAD: the master holds every other request while a SET is in progress).
+//!
+//! [`Writes`] owns the agent's own write state: PortSelect per row, the
+//! plans of transactions between TestSet and CleanupSet (keyed by session
+//! and transaction, bounded in number and age, dropped with their session)
+//! and the time of each node's last failed write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use super::tables::{self, Column, CtlField, Source, Syntax, row_present};
-use super::view::{MibView, column_of, parse_guid_index};
+use super::tables::{self, Column, Source, Syntax, column_of};
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
-use crate::fabric::cache::NodeRecord;
-use crate::fabric::control::WriteOp;
+use crate::fabric::cache::{NodeRecord, Snapshot};
+use crate::fabric::control::{Controller, WriteOp};
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
-use crate::pm::samples::{STATUS_DONE, counter_width_bits};
+use crate::pm::port_counters::{cs, cs2};
+use crate::pm::samples::{PortSamplesControlField, STATUS_DONE, counter_width_bits};
+
+/// pmPortCountersPortSelect of a row that was never written.
+pub const DEFAULT_PORT_SELECT: u8 = 1;
+
+/// Most plans held at once; a TestSet past it evicts the oldest plan.
+pub const MAX_PENDING: usize = 64;
+
+/// A plan older than this is dropped (its CleanupSet never came). The
+/// master finishes a SET within its own timeout (1 s per PDU, 5 retries).
+pub const PLAN_TTL: Duration = Duration::from_secs(60);
+
+/// Every error the SET path answers, in the order of its checks, with when
+/// it is given. The README's SET table is this list (a test holds them
+/// equal).
+pub const SET_ERRORS: &[(ErrorStatus, &str)] = &[
+    (
+        ErrorStatus::NotWritable,
+        "writes disabled, a read-only or not-accessible column, no such column",
+    ),
+    (
+        ErrorStatus::WrongType,
+        "wrong ASN.1 type (e.g. `i` where Unsigned32 `u` is needed)",
+    ),
+    (ErrorStatus::WrongLength, "Tag not 2 octets"),
+    (
+        ErrorStatus::WrongValue,
+        "out of range (PortSelect > 255), a counter written with anything but 0",
+    ),
+    (ErrorStatus::NoCreation, "a GUID with no row"),
+    (
+        ErrorStatus::InconsistentValue,
+        "a port the node does not have, 0xFF without AllPortSelect, a sample write while one \
+         runs, timers wider than CounterWidth",
+    ),
+    (
+        ErrorStatus::ResourceUnavailable,
+        "a clear or sample write to a node the sweeper marked unreachable, or whose last write \
+         failed less than one sweep interval ago (answered at TestSet at once, without a MAD: \
+         snmpd holds every other request while a SET is in progress; PortSelect alone stays \
+         writable)",
+    ),
+    (
+        ErrorStatus::CommitFailed,
+        "the node did not confirm within the deadline (at most 600 ms: 150 ms x 2 tries, x 2 \
+         rounds)",
+    ),
+    (
+        ErrorStatus::UndoFailed,
+        "UndoSet after a clear or sample start reached the node (they cannot be undone)",
+    ),
+];
+
+/// The SNMP name of an error status (`notWritable`).
+pub fn status_name(s: ErrorStatus) -> String {
+    let debug = format!("{s:?}");
+    let mut c = debug.chars();
+    c.next()
+        .map(|f| f.to_ascii_lowercase().to_string() + c.as_str())
+        .unwrap_or_default()
+}
 
 /// What a checked SET PDU will do.
 #[derive(Debug, Default)]
@@ -92,57 +162,128 @@ fn check_value(col: &Column, v: &Value, index: usize) -> Result<(), SetError> {
     }
 }
 
-fn set_ctl(c: &mut PortSamplesControl, f: CtlField, v: &Value) {
-    let n = match v {
-        Value::Gauge32(x) => *x,
-        _ => 0,
-    };
-    match f {
-        CtlField::OpCode => c.op_code = n as u8,
-        CtlField::PortSelect => c.port_select = n as u8,
-        CtlField::SampleStart => c.sample_start = n,
-        CtlField::SampleInterval => c.sample_interval = n,
-        CtlField::Tag => {
-            if let Value::OctetString(b) = v
-                && b.len() == 2
-            {
-                c.tag = u16::from_be_bytes([b[0], b[1]]);
-            }
-        }
-        CtlField::CounterSelect(i) => {
+/// Writes a checked value into the sample-control fields a column shows.
+fn set_ctl(c: &mut PortSamplesControl, source: Source, v: &Value) {
+    let n = tables::unwrap(v);
+    match source {
+        Source::Ctl(f) => c.set(f, n),
+        Source::CtlSelect(i) => {
             if let Some(s) = c.counter_select.get_mut(i) {
                 *s = n as u16;
             }
         }
-        // Read-only fields never reach here (their columns are read-only).
+        // Read-only columns (the masks) never reach here.
         _ => {}
     }
 }
 
-impl MibView {
+/// The agent's own write state and the SET pipeline over it.
+pub struct Writes {
+    /// The write path, when SETs are allowed.
+    controller: Option<Arc<Controller>>,
+    /// pmPortCountersPortSelect per node: agent state shared by all managers.
+    port_select: Mutex<HashMap<Guid, u8>>,
+    pending: Mutex<Pending>,
+    /// When each node's last write failed (cleared by a write that works).
+    failed: Mutex<HashMap<Guid, Instant>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update under these locks is a plain store: a poisoned lock
+    // still holds consistent data.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Writes {
+    /// `None`: every SET gets notWritable.
+    pub fn new(controller: Option<Arc<Controller>>) -> Self {
+        Writes {
+            controller,
+            port_select: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Pending::default()),
+            failed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.controller.is_some()
+    }
+
+    pub fn controller(&self) -> Option<&Arc<Controller>> {
+        self.controller.as_ref()
+    }
+
+    /// The row's pmPortCountersPortSelect.
+    pub fn port_select(&self, guid: Guid) -> u8 {
+        lock(&self.port_select)
+            .get(&guid)
+            .copied()
+            .unwrap_or(DEFAULT_PORT_SELECT)
+    }
+
+    /// Change the row's pmPortCountersPortSelect.
+    pub fn set_port_select(&self, guid: Guid, port: u8) {
+        let mut m = lock(&self.port_select);
+        if port == DEFAULT_PORT_SELECT {
+            m.remove(&guid);
+        } else {
+            m.insert(guid, port);
+        }
+    }
+
+    /// Number of plans held (between TestSet and CleanupSet).
+    pub fn pending(&self) -> usize {
+        lock(&self.pending).plans.len()
+    }
+
+    /// A write to `node` that would go to the fabric is refused at once when
+    /// the sweeper marked the node unreachable or its last write failed less
+    /// than one sweep interval ago.
+    fn check_reachable(
+        &self,
+        snap: &Snapshot,
+        node: &NodeRecord,
+        now: Instant,
+        index: u16,
+    ) -> Result<(), SetError> {
+        let recent_failure = lock(&self.failed)
+            .get(&node.guid)
+            .is_some_and(|&t| now.saturating_duration_since(t) < snap.interval);
+        if !node.reachable || recent_failure {
+            return Err(err(ErrorStatus::ResourceUnavailable, index.into()));
+        }
+        Ok(())
+    }
+
     /// Phase 1: check everything, reserve a plan.
-    pub(crate) fn plan_set(&self, varbinds: &[VarBind]) -> Result<Plan, SetError> {
-        if !self.writes_enabled() {
+    pub fn plan(
+        &self,
+        snap: &Snapshot,
+        varbinds: &[VarBind],
+        now: Instant,
+    ) -> Result<Plan, SetError> {
+        if !self.enabled() {
             return Err(err(ErrorStatus::NotWritable, 1));
         }
-        let snap = self.cache().load();
         // Per-varbind syntax checks first, for every varbind.
         let mut cols = Vec::with_capacity(varbinds.len());
         for (i, vb) in varbinds.iter().enumerate() {
             let index = i + 1;
             let col = match column_of(vb.name.as_slice()) {
-                Some((c, suffix)) if c.access == tables::Access::ReadWrite => (c, suffix),
+                Some((c, t, suffix)) if c.access == tables::Access::ReadWrite => (c, t, suffix),
                 _ => return Err(err(ErrorStatus::NotWritable, index)),
             };
             check_value(col.0, &vb.value, index)?;
             cols.push(col);
         }
         let mut nodes: BTreeMap<Guid, NodePlan> = BTreeMap::new();
-        for (i, ((col, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
+        for (i, ((col, table, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
             let index = i + 1;
-            let node = parse_guid_index(suffix)
-                .and_then(|g| snap.node(g))
-                .filter(|n| row_present(col.table, n))
+            let node = table
+                .index
+                .parse(suffix)
+                .and_then(|row| snap.node(row.guid))
+                .filter(|n| (table.present)(n))
                 .ok_or(err(ErrorStatus::NoCreation, index))?;
             let np = nodes.entry(node.guid).or_default();
             match col.source {
@@ -156,18 +297,17 @@ impl MibView {
                     }
                     np.port_select = Some(p);
                 }
-                Source::Counter(ci) => {
-                    let def = &tables::COUNTERS[ci];
-                    np.clear |= def.select;
-                    np.clear2 |= def.select2;
+                Source::Counter(f) => {
+                    np.clear |= cs(f);
+                    np.clear2 |= cs2(f);
                     if np.clear_index == 0 {
                         np.clear_index = index as u16;
                     }
                 }
-                Source::Ctl(f) => {
+                src @ (Source::Ctl(_) | Source::CtlSelect(_)) => {
                     let current = node.samples_control.unwrap_or_default();
                     let c = np.control.get_or_insert(current);
-                    if f == CtlField::PortSelect {
+                    if src == Source::Ctl(PortSamplesControlField::PortSelect) {
                         let Value::Gauge32(p) = vb.value else {
                             return Err(err(ErrorStatus::WrongType, index));
                         };
@@ -180,7 +320,7 @@ impl MibView {
                             return Err(err(ErrorStatus::InconsistentValue, index));
                         }
                     }
-                    set_ctl(c, f, &vb.value);
+                    set_ctl(c, src, &vb.value);
                     if np.control_index == 0 {
                         np.control_index = index as u16;
                     }
@@ -191,7 +331,9 @@ impl MibView {
 
         let mut plan = Plan::default();
         for (guid, np) in nodes {
-            let node = snap.node(guid).expect("checked above");
+            let Some(node) = snap.node(guid) else {
+                continue;
+            };
             let current = self.port_select(guid);
             if let Some(p) = np.port_select {
                 plan.port_selects.push((guid, p, current));
@@ -201,6 +343,7 @@ impl MibView {
                 if !port_ok(node, port) {
                     return Err(err(ErrorStatus::InconsistentValue, np.clear_index as usize));
                 }
+                self.check_reachable(snap, node, now, np.clear_index)?;
                 plan.ops.push((
                     WriteOp::ClearCounters {
                         guid,
@@ -234,6 +377,7 @@ impl MibView {
                 if control.sample_start > max || control.sample_interval > max {
                     return Err(err(ErrorStatus::InconsistentValue, index));
                 }
+                self.check_reachable(snap, node, now, np.control_index)?;
                 control.sample_status = 0;
                 plan.ops
                     .push((WriteOp::SamplesControl { guid, control }, np.control_index));
@@ -242,8 +386,70 @@ impl MibView {
         Ok(plan)
     }
 
-    /// Phase 2: apply a plan.
-    pub(crate) fn apply_plan(&self, plan: &mut Plan) -> Result<(), SetError> {
+    /// TestSet: check, plan and hold the plan for `txn`.
+    pub fn test(
+        &self,
+        snap: &Snapshot,
+        txn: SetTxn,
+        varbinds: &[VarBind],
+        now: Instant,
+    ) -> Result<(), SetError> {
+        let plan = self.plan(snap, varbinds, now)?;
+        lock(&self.pending).insert(txn, plan, now);
+        Ok(())
+    }
+
+    /// CommitSet: apply the plan `txn` holds, once. The plan stays (for
+    /// UndoSet) until CleanupSet; a second CommitSet is refused and sends
+    /// nothing.
+    pub fn commit(&self, txn: SetTxn, now: Instant) -> Result<(), SetError> {
+        let refused = err(ErrorStatus::CommitFailed, 0);
+        let mut plan = {
+            let mut p = lock(&self.pending);
+            match p.plans.get_mut(&txn) {
+                Some(e) if !e.plan.committed => std::mem::take(&mut e.plan),
+                _ => return Err(refused),
+            }
+        };
+        let r = self.apply(&mut plan, now);
+        if let Some(e) = lock(&self.pending).plans.get_mut(&txn) {
+            e.plan = plan;
+        }
+        r
+    }
+
+    /// UndoSet: PortSelects go back; fabric writes cannot.
+    pub fn undo(&self, txn: SetTxn) -> Result<(), SetError> {
+        let p = lock(&self.pending);
+        let Some(e) = p.plans.get(&txn) else {
+            return Ok(());
+        };
+        let plan = &e.plan;
+        if plan.committed {
+            for &(guid, _, old) in &plan.port_selects {
+                self.set_port_select(guid, old);
+            }
+        }
+        if plan.applied {
+            return Err(err(ErrorStatus::UndoFailed, 0));
+        }
+        Ok(())
+    }
+
+    /// CleanupSet: release the plan.
+    pub fn cleanup(&self, txn: SetTxn) {
+        lock(&self.pending).plans.remove(&txn);
+    }
+
+    /// Drop every plan of a closed session.
+    pub fn session_closed(&self, session_id: u32) {
+        lock(&self.pending)
+            .plans
+            .retain(|t, _| t.session_id != session_id);
+    }
+
+    /// Apply a plan: agent state first, then the fabric writes.
+    fn apply(&self, plan: &mut Plan, now: Instant) -> Result<(), SetError> {
         for &(guid, new, _) in &plan.port_selects {
             self.set_port_select(guid, new);
         }
@@ -257,85 +463,71 @@ impl MibView {
         let ops: Vec<WriteOp> = plan.ops.iter().map(|(o, _)| o.clone()).collect();
         let results = ctl.write(&ops);
         plan.applied = results.iter().any(|r| r.is_ok());
+        let mut first_error = None;
+        let mut failed = lock(&self.failed);
         for ((op, index), r) in plan.ops.iter().zip(&results) {
-            if let Err(e) = r {
-                tracing::warn!(node = %op.guid(), error = %e, "SET not confirmed by the fabric");
-                return Err(err(ErrorStatus::CommitFailed, *index as usize));
+            match r {
+                Ok(()) => {
+                    failed.remove(&op.guid());
+                }
+                Err(e) => {
+                    tracing::warn!(node = %op.guid(), error = %e, "SET not confirmed by the fabric");
+                    failed.insert(op.guid(), now);
+                    first_error.get_or_insert(err(ErrorStatus::CommitFailed, *index as usize));
+                }
             }
         }
-        Ok(())
-    }
-
-    /// Undo a committed plan: PortSelects go back; fabric writes cannot.
-    pub(crate) fn undo_plan(&self, plan: &Plan) -> Result<(), SetError> {
-        if plan.committed {
-            for &(guid, _, old) in &plan.port_selects {
-                self.set_port_select(guid, old);
-            }
-        }
-        if plan.applied {
-            return Err(err(ErrorStatus::UndoFailed, 0));
-        }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 }
 
-/// The SET transactions in progress.
+struct Held {
+    plan: Plan,
+    created: Instant,
+}
+
+/// The plans of the SET transactions in progress.
 #[derive(Default)]
-pub struct Pending(std::sync::Mutex<std::collections::HashMap<SetTxn, Plan>>);
+struct Pending {
+    plans: HashMap<SetTxn, Held>,
+}
 
 impl Pending {
-    pub fn insert(&self, txn: SetTxn, plan: Plan) {
-        self.lock().insert(txn, plan);
-    }
-    pub fn remove(&self, txn: SetTxn) -> Option<Plan> {
-        self.lock().remove(&txn)
-    }
-    pub fn with<R>(&self, txn: SetTxn, f: impl FnOnce(Option<&mut Plan>) -> R) -> R {
-        f(self.lock().get_mut(&txn))
-    }
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<SetTxn, Plan>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    /// Hold `plan` for `txn`, dropping plans past [`PLAN_TTL`] and, when
+    /// [`MAX_PENDING`] are held, the oldest.
+    fn insert(&mut self, txn: SetTxn, plan: Plan, now: Instant) {
+        self.plans
+            .retain(|_, h| now.saturating_duration_since(h.created) < PLAN_TTL);
+        while self.plans.len() >= MAX_PENDING && !self.plans.contains_key(&txn) {
+            let Some(oldest) = self
+                .plans
+                .iter()
+                .min_by_key(|(_, h)| h.created)
+                .map(|(t, _)| *t)
+            else {
+                break;
+            };
+            self.plans.remove(&oldest);
+        }
+        self.plans.insert(txn, Held { plan, created: now });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::cache::Cache;
-    use crate::fabric::control::{ControlConfig, Controller};
-    use crate::fabric::engine::{Engine, EngineConfig};
-    use crate::fabric::state::{SharedState, SweepConfig};
-    use crate::fabric::sweep::Sweeper;
-    use crate::ib::topology;
     use crate::mib::Oid;
-    use crate::mib::view::guid_index;
-    use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
-    use std::sync::Arc;
+    use crate::mib::tables::guid_index;
+    use crate::mib::view::MibView;
+    use crate::rig::{AgentRig, RigOptions};
+    use crate::sim::SimFabric;
 
     fn view() -> (MibView, SimFabric) {
-        let clock = ManualClock::new();
-        clock.advance(std::time::Duration::from_secs(600));
-        let sim = SimFabric::new(
-            topology::default_fabric(),
-            SimOptions {
-                seed: 3,
-                traffic: true,
-                clock: SimClock::Manual(clock),
-            },
-        );
-        let cache = Arc::new(Cache::new());
-        let state = SharedState::new(sim.fabric(), SweepConfig::default());
-        let engine = Engine::new(Box::new(sim.transport()), EngineConfig::default());
-        Sweeper::new(state.clone(), engine, Arc::clone(&cache)).sweep_once();
-        let ctl = Controller::new(
-            state,
-            Arc::clone(&cache),
-            Box::new(sim.transport()),
-            Box::new(sim.transport()),
-            ControlConfig::default(),
-        );
-        (MibView::with_writes(cache, Arc::new(ctl)), sim)
+        let rig = AgentRig::swept(RigOptions {
+            seed: 3,
+            ..RigOptions::default()
+        });
+        (rig.view(), rig.sim)
     }
 
     fn vb(table: u32, column: u32, guid: Guid, value: Value) -> VarBind {
@@ -355,12 +547,17 @@ mod tests {
             .find(|n| n.ports.len() == 2)
             .unwrap();
         let plan = v
-            .plan_set(&[
-                vb(4, 3, ca.guid, Value::Gauge32(0)),
-                vb(4, 2, ca.guid, Value::Gauge32(2)),
-                vb(4, 15, ca.guid, Value::Gauge32(0)),
-                vb(4, 6, ca.guid, Value::Gauge32(0)),
-            ])
+            .writes()
+            .plan(
+                &v.cache().load(),
+                &[
+                    vb(4, 3, ca.guid, Value::Gauge32(0)),
+                    vb(4, 2, ca.guid, Value::Gauge32(2)),
+                    vb(4, 15, ca.guid, Value::Gauge32(0)),
+                    vb(4, 6, ca.guid, Value::Gauge32(0)),
+                ],
+                Instant::now(),
+            )
             .unwrap();
         assert_eq!(plan.port_selects, vec![(ca.guid, 2, 1)]);
         assert_eq!(
@@ -408,5 +605,160 @@ mod tests {
         assert_eq!(v.undo_set(txn).unwrap_err().status, ErrorStatus::UndoFailed);
         v.cleanup_set(txn);
         assert!(v.commit_set(txn).is_err(), "no plan after cleanup");
+    }
+
+    fn dual_port_ca(sim: &SimFabric) -> Guid {
+        sim.fabric()
+            .nodes
+            .into_iter()
+            .find(|n| n.ports.len() == 2)
+            .unwrap()
+            .guid
+    }
+
+    fn txn(session_id: u32, transaction_id: u32) -> SetTxn {
+        SetTxn {
+            session_id,
+            transaction_id,
+        }
+    }
+
+    #[test]
+    fn a_closed_sessions_plans_are_dropped() {
+        use crate::mib::MibHandler;
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        v.test_set(txn(1, 9), &[vb(4, 2, ca, Value::Gauge32(2))])
+            .unwrap();
+        v.test_set(txn(2, 9), &[vb(4, 2, ca, Value::Gauge32(2))])
+            .unwrap();
+        v.session_closed(1);
+        assert_eq!(v.writes().pending(), 1, "session 2 keeps its plan");
+        assert!(v.commit_set(txn(1, 9)).is_err(), "session 1's plan is gone");
+        assert_eq!(v.port_select(ca), 1, "nothing applied");
+    }
+
+    #[test]
+    fn test_sets_never_cleaned_up_stay_bounded() {
+        use crate::mib::MibHandler;
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        for t in 0..100_000 {
+            v.test_set(txn(7, t), &[vb(4, 2, ca, Value::Gauge32(2))])
+                .unwrap();
+            assert!(v.writes().pending() <= MAX_PENDING);
+        }
+        // The newest plan is still there and commits.
+        v.commit_set(txn(7, 99_999)).unwrap();
+        assert_eq!(v.port_select(ca), 2);
+    }
+
+    #[test]
+    fn plans_expire_by_age() {
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        let snap = v.cache().load();
+        let w = v.writes();
+        let t0 = Instant::now();
+        let ps = [vb(4, 2, ca, Value::Gauge32(2))];
+        w.test(&snap, txn(1, 1), &ps, t0).unwrap();
+        w.test(&snap, txn(1, 2), &ps, t0 + PLAN_TTL / 2).unwrap();
+        assert_eq!(w.pending(), 2);
+        w.test(&snap, txn(1, 3), &ps, t0 + PLAN_TTL).unwrap();
+        assert_eq!(w.pending(), 2, "the plan of t0 expired");
+        assert!(w.commit(txn(1, 1), t0 + PLAN_TTL).is_err());
+        assert!(w.commit(txn(1, 2), t0 + PLAN_TTL).is_ok());
+    }
+
+    #[test]
+    fn a_second_commit_applies_nothing() {
+        use crate::mib::MibHandler;
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        let t = txn(1, 5);
+        v.test_set(t, &[vb(4, 2, ca, Value::Gauge32(2))]).unwrap();
+        v.commit_set(t).unwrap();
+        assert_eq!(v.port_select(ca), 2);
+        // Another manager changes the row; a repeated CommitSet of the
+        // first transaction must not write it again.
+        v.set_port_select(ca, 1);
+        assert_eq!(
+            v.commit_set(t).unwrap_err().status,
+            ErrorStatus::CommitFailed
+        );
+        assert_eq!(v.port_select(ca), 1);
+    }
+
+    #[test]
+    fn writes_to_an_unreachable_node_are_refused_at_test_set() {
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        let mut rec = v.cache().load().node(ca).unwrap().clone();
+        rec.reachable = false;
+        v.cache().patch(ca, Some(rec));
+        let snap = v.cache().load();
+        let w = v.writes();
+        let now = Instant::now();
+        let clear = [vb(4, 3, ca, Value::Gauge32(0))];
+        let e = w.plan(&snap, &clear, now).unwrap_err();
+        assert_eq!(e, err(ErrorStatus::ResourceUnavailable, 1));
+        let start = [vb(2, 26, ca, Value::Gauge32(1000))];
+        let e = w.plan(&snap, &start, now).unwrap_err();
+        assert_eq!(e.status, ErrorStatus::ResourceUnavailable);
+        // PortSelect is agent state: no MAD, no refusal.
+        w.plan(&snap, &[vb(4, 2, ca, Value::Gauge32(2))], now)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_refuses_writes_for_one_sweep_interval() {
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        let snap = v.cache().load();
+        let w = v.writes();
+        let clear = [
+            vb(4, 2, ca, Value::Gauge32(1)),
+            vb(4, 3, ca, Value::Gauge32(0)),
+        ];
+        let t0 = Instant::now();
+        sim.set_reachable(ca, false);
+        w.test(&snap, txn(1, 1), &clear, t0).unwrap();
+        assert_eq!(
+            w.commit(txn(1, 1), t0).unwrap_err(),
+            err(ErrorStatus::CommitFailed, 2)
+        );
+        w.cleanup(txn(1, 1));
+        // The node answers again, but the agent cannot know before the
+        // next sweep: refused without a MAD until one interval has passed.
+        sim.set_reachable(ca, true);
+        let later = t0 + snap.interval - Duration::from_millis(1);
+        let e = w.plan(&snap, &clear, later).unwrap_err();
+        assert_eq!(e, err(ErrorStatus::ResourceUnavailable, 2));
+        let after = t0 + snap.interval;
+        w.test(&snap, txn(1, 2), &clear, after).unwrap();
+        w.commit(txn(1, 2), after).unwrap();
+        // A write that works forgets the failure.
+        w.plan(&snap, &clear, after).unwrap();
+    }
+
+    /// The README's SET table is [`SET_ERRORS`], row for row.
+    #[test]
+    fn readme_set_table_is_the_declared_list() {
+        let readme = include_str!("../../README.md");
+        let at = readme.find("| what | error |").expect("the SET table");
+        let rows: Vec<&str> = readme[at..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with("| "))
+            .collect();
+        let want: Vec<String> = SET_ERRORS
+            .iter()
+            .map(|(s, what)| format!("| {what} | `{}` |", status_name(*s)))
+            .collect();
+        assert_eq!(rows, want);
+        assert_eq!(
+            status_name(ErrorStatus::ResourceUnavailable),
+            "resourceUnavailable"
+        );
     }
 }

@@ -5,10 +5,11 @@ use std::sync::LazyLock;
 
 use super::Value;
 use crate::fabric::cache::NodeRecord;
+use crate::ib::Guid;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
-use crate::pm::layout::Field;
-use crate::pm::port_counters as pc;
-use crate::pm::{PortCounters, PortSamplesControl, PortSamplesResult};
+use crate::pm::decl::names15;
+use crate::pm::port_counters::{COUNTERS, PortCountersField};
+use crate::pm::samples::{PortSamplesControlField, PortSamplesResultField};
 
 /// `pm` = experimental 117.
 pub const PM_ROOT: [u32; 6] = [1, 3, 6, 1, 3, 117];
@@ -45,43 +46,25 @@ pub enum Syntax {
     OctetString { size: usize },
 }
 
-/// PortSamplesControl fields the sample-control table reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CtlField {
-    OpCode,
-    PortSelect,
-    Tick,
-    CounterWidth,
-    CounterMask(usize),
-    SampleMechanisms,
-    SampleStatus,
-    OptionMask,
-    VendorMask,
-    SampleStart,
-    SampleInterval,
-    Tag,
-    CounterSelect(usize),
-}
-
-/// PortSamplesResult fields the sample-result table reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ResField {
-    Tag,
-    SampleStatus,
-    Counter(usize),
-}
-
 /// Where a column's value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
     /// ClassPortInfo.CapabilityMask bit 8.
     AllPortSelect,
-    Ctl(CtlField),
-    Res(ResField),
+    /// A scalar PortSamplesControl field.
+    Ctl(PortSamplesControlField),
+    /// PortSamplesControl CounterMask`n`.
+    CtlMask(usize),
+    /// PortSamplesControl CounterSelect`n`.
+    CtlSelect(usize),
+    /// A scalar PortSamplesResult field.
+    Res(PortSamplesResultField),
+    /// PortSamplesResult Counter`n`.
+    ResCounter(usize),
     /// The row's selected port (agent state, default 1).
     PortSelect,
-    /// A PortCounters field of the selected port: index into [`COUNTERS`].
-    Counter(usize),
+    /// A PortCounters counter of the selected port.
+    Counter(PortCountersField),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -115,105 +98,77 @@ impl Column {
     }
 }
 
-/// One PortCounters counter: its IBA field (name, offset, width), its
-/// CounterSelect/CounterSelect2 bit and the IB-PM-MIB column that shows it
-/// (XmitWait has none in the draft's table).
+/// The pmPortCountersTable column of each PortCounters counter, indexed
+/// like [`COUNTERS`] (XmitWait has none in the draft's table).
 #[derive(Clone, Copy, Debug)]
-pub struct CounterDef {
-    pub field: Field,
+pub struct CounterColumn {
+    pub counter: PortCountersField,
     pub column: Option<u32>,
     pub mib_name: &'static str,
-    /// CounterSelect bit (0 for a counter selected by CounterSelect2).
-    pub select: u16,
-    /// CounterSelect2 bit.
-    pub select2: u8,
-    pub get: fn(&PortCounters) -> u32,
 }
 
-impl CounterDef {
+impl CounterColumn {
     /// The IBA name of the counter.
     pub fn name(&self) -> &'static str {
-        self.field.name
+        self.counter.name()
     }
 
     /// The counter's maximum: it saturates at all ones of its field width.
     pub fn max(&self) -> u32 {
-        u32::try_from(self.field.max()).unwrap_or(u32::MAX)
+        u32::try_from(self.counter.field().max()).unwrap_or(u32::MAX)
     }
 }
 
-const fn cdef(
-    field: Field,
-    column: u32,
-    mib_name: &'static str,
-    select: u16,
-    get: fn(&PortCounters) -> u32,
-) -> CounterDef {
-    CounterDef {
-        field,
+const fn cc(counter: PortCountersField, column: u32, mib_name: &'static str) -> CounterColumn {
+    CounterColumn {
+        counter,
         column: Some(column),
         mib_name,
-        select,
-        select2: 0,
-        get,
     }
 }
 
-/// Every PortCounters counter, in the order of IB-PM-MIB's columns.
+/// The counter columns of pmPortCountersTable, one per PortCounters counter.
 #[rustfmt::skip]
-pub const COUNTERS: [CounterDef; 17] = [
-    cdef(pc::SYMBOL_ERRORS, 3, "pmPortCountersSymbolErrors", pc::CS_SYMBOL_ERRORS, |c| c.symbol_errors.into()),
-    cdef(pc::LINK_ERROR_RECOVERY, 4, "pmPortCountersLinkErrorRecovery", pc::CS_LINK_ERROR_RECOVERY, |c| c.link_error_recovery.into()),
-    cdef(pc::LINK_DOWNED, 5, "pmPortCountersLinkDown", pc::CS_LINK_DOWNED, |c| c.link_downed.into()),
-    cdef(pc::RCV_ERRORS, 6, "pmPortCountersRcvErrors", pc::CS_RCV_ERRORS, |c| c.rcv_errors.into()),
-    cdef(pc::RCV_REMOTE_PHYS_ERRORS, 7, "pmPortCountersRcvRemoteErrors", pc::CS_RCV_REMOTE_PHYS_ERRORS, |c| c.rcv_remote_phys_errors.into()),
-    cdef(pc::RCV_SWITCH_RELAY_ERRORS, 8, "pmPortCountersRcvSwRelayErrors", pc::CS_RCV_SWITCH_RELAY_ERRORS, |c| c.rcv_switch_relay_errors.into()),
-    cdef(pc::XMIT_DISCARDS, 9, "pmPortCountersXmitDiscards", pc::CS_XMIT_DISCARDS, |c| c.xmit_discards.into()),
-    cdef(pc::XMIT_CONSTRAINT_ERRORS, 10, "pmPortCountersXmitConstraintErrors", pc::CS_XMIT_CONSTRAINT_ERRORS, |c| c.xmit_constraint_errors.into()),
-    cdef(pc::RCV_CONSTRAINT_ERRORS, 11, "pmPortCountersRcvConstraintErrors", pc::CS_RCV_CONSTRAINT_ERRORS, |c| c.rcv_constraint_errors.into()),
-    cdef(pc::LOCAL_LINK_INTEGRITY_ERRORS, 12, "pmPortCountersLocalLinkIntegrityErrors", pc::CS_LOCAL_LINK_INTEGRITY_ERRORS, |c| c.local_link_integrity_errors.into()),
-    cdef(pc::EXCESSIVE_BUFFER_OVERRUN_ERRORS, 13, "pmPortCountersExcessiveBufferOverrun", pc::CS_EXCESSIVE_BUFFER_OVERRUN_ERRORS, |c| c.excessive_buffer_overrun_errors.into()),
-    cdef(pc::VL15_DROPPED, 14, "pmPortCountersVL15Dropped", pc::CS_VL15_DROPPED, |c| c.vl15_dropped.into()),
-    cdef(pc::XMIT_DATA, 15, "pmPortCountersXmitData", pc::CS_XMIT_DATA, |c| c.xmit_data),
-    cdef(pc::RCV_DATA, 16, "pmPortCountersRcvData", pc::CS_RCV_DATA, |c| c.rcv_data),
-    cdef(pc::XMIT_PKTS, 17, "pmPortCountersXmitPkts", pc::CS_XMIT_PKTS, |c| c.xmit_pkts),
-    cdef(pc::RCV_PKTS, 18, "pmPortCountersRcvPkts", pc::CS_RCV_PKTS, |c| c.rcv_pkts),
-    CounterDef { field: pc::XMIT_WAIT, column: None, mib_name: "", select: 0, select2: pc::CS2_XMIT_WAIT, get: |c| c.xmit_wait },
-];
+pub const COUNTER_COLUMNS: [CounterColumn; COUNTERS.len()] = {
+    use PortCountersField as F;
+    [
+        cc(F::SymbolErrors, 3, "pmPortCountersSymbolErrors"),
+        cc(F::LinkErrorRecovery, 4, "pmPortCountersLinkErrorRecovery"),
+        cc(F::LinkDowned, 5, "pmPortCountersLinkDown"),
+        cc(F::RcvErrors, 6, "pmPortCountersRcvErrors"),
+        cc(F::RcvRemotePhysErrors, 7, "pmPortCountersRcvRemoteErrors"),
+        cc(F::RcvSwitchRelayErrors, 8, "pmPortCountersRcvSwRelayErrors"),
+        cc(F::XmitDiscards, 9, "pmPortCountersXmitDiscards"),
+        cc(F::XmitConstraintErrors, 10, "pmPortCountersXmitConstraintErrors"),
+        cc(F::RcvConstraintErrors, 11, "pmPortCountersRcvConstraintErrors"),
+        cc(F::LocalLinkIntegrityErrors, 12, "pmPortCountersLocalLinkIntegrityErrors"),
+        cc(F::ExcessiveBufferOverrunErrors, 13, "pmPortCountersExcessiveBufferOverrun"),
+        cc(F::Vl15Dropped, 14, "pmPortCountersVL15Dropped"),
+        cc(F::XmitData, 15, "pmPortCountersXmitData"),
+        cc(F::RcvData, 16, "pmPortCountersRcvData"),
+        cc(F::XmitPkts, 17, "pmPortCountersXmitPkts"),
+        cc(F::RcvPkts, 18, "pmPortCountersRcvPkts"),
+        CounterColumn { counter: F::XmitWait, column: None, mib_name: "" },
+    ]
+};
 
-/// The 15 names `prefix0suffix` .. `prefix14suffix` of a repeated column.
-macro_rules! names15 {
-    ($prefix:literal, $suffix:literal) => {
-        [
-            concat!($prefix, "0", $suffix),
-            concat!($prefix, "1", $suffix),
-            concat!($prefix, "2", $suffix),
-            concat!($prefix, "3", $suffix),
-            concat!($prefix, "4", $suffix),
-            concat!($prefix, "5", $suffix),
-            concat!($prefix, "6", $suffix),
-            concat!($prefix, "7", $suffix),
-            concat!($prefix, "8", $suffix),
-            concat!($prefix, "9", $suffix),
-            concat!($prefix, "10", $suffix),
-            concat!($prefix, "11", $suffix),
-            concat!($prefix, "12", $suffix),
-            concat!($prefix, "13", $suffix),
-            concat!($prefix, "14", $suffix),
-        ]
-    };
-}
-
-const MASK_NAMES: [&str; 15] = names15!("pmPortSampleCntrlCounter", "Mask");
-const SELECT_NAMES: [&str; 15] = names15!("pmPortSampleCntrlCounterSelect", "");
-const RESULT_NAMES: [&str; 15] = names15!("pmPortSampleResultCounter", "");
+const _: () = {
+    let mut i = 0;
+    while i < COUNTERS.len() {
+        assert!(
+            COUNTER_COLUMNS[i].counter as usize == COUNTERS[i].counter as usize,
+            "COUNTER_COLUMNS must follow COUNTERS"
+        );
+        i += 1;
+    }
+};
 
 /// Every accessible column of IB-PM-MIB, in OID order.
 pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(build_columns);
 
 fn build_columns() -> Vec<Column> {
     use Access::{ReadOnly as RO, ReadWrite as RW};
-    use CtlField as C;
+    use PortSamplesControlField as C;
     let u8max = Syntax::Unsigned32 { max: 255 };
     let mut v = Vec::with_capacity(80);
     let mut col = |table, column, name, syntax, access, source| {
@@ -272,14 +227,17 @@ fn build_columns() -> Vec<Column> {
         RO,
         Source::Ctl(C::CounterWidth),
     );
-    for (i, name) in MASK_NAMES.iter().enumerate() {
+    for (i, name) in names15!("pmPortSampleCntrlCounter", "Mask")
+        .iter()
+        .enumerate()
+    {
         col(
             t,
             6 + i as u32,
             name,
             Syntax::Unsigned32 { max: 7 },
             RO,
-            Source::Ctl(C::CounterMask(i)),
+            Source::CtlMask(i),
         );
     }
     col(
@@ -338,14 +296,17 @@ fn build_columns() -> Vec<Column> {
         RW,
         Source::Ctl(C::Tag),
     );
-    for (i, name) in SELECT_NAMES.iter().enumerate() {
+    for (i, name) in names15!("pmPortSampleCntrlCounterSelect", "")
+        .iter()
+        .enumerate()
+    {
         col(
             t,
             28 + i as u32,
             name,
             Syntax::Unsigned32 { max: 65535 },
             RW,
-            Source::Ctl(C::CounterSelect(i)),
+            Source::CtlSelect(i),
         );
     }
 
@@ -357,7 +318,7 @@ fn build_columns() -> Vec<Column> {
         "pmPortSampleResultTag",
         Syntax::OctetString { size: 2 },
         RO,
-        Source::Res(ResField::Tag),
+        Source::Res(PortSamplesResultField::Tag),
     );
     col(
         t,
@@ -365,16 +326,16 @@ fn build_columns() -> Vec<Column> {
         "pmResultSampleStatus",
         Syntax::Enum { max: 3 },
         RO,
-        Source::Res(ResField::SampleStatus),
+        Source::Res(PortSamplesResultField::SampleStatus),
     );
-    for (i, name) in RESULT_NAMES.iter().enumerate() {
+    for (i, name) in names15!("pmPortSampleResultCounter", "").iter().enumerate() {
         col(
             t,
             4 + i as u32,
             name,
             Syntax::Gauge32 { max: u32::MAX },
             RO,
-            Source::Res(ResField::Counter(i)),
+            Source::ResCounter(i),
         );
     }
 
@@ -388,7 +349,7 @@ fn build_columns() -> Vec<Column> {
         RW,
         Source::PortSelect,
     );
-    for (i, c) in COUNTERS.iter().enumerate() {
+    for c in &COUNTER_COLUMNS {
         if let Some(column) = c.column {
             col(
                 t,
@@ -396,28 +357,135 @@ fn build_columns() -> Vec<Column> {
                 c.mib_name,
                 Syntax::Gauge32 { max: c.max() },
                 RW,
-                Source::Counter(i),
+                Source::Counter(c.counter),
             );
         }
     }
     v
 }
 
-/// True when `node` has a row in `table`.
-pub fn row_present(table: u32, node: &NodeRecord) -> bool {
-    match table {
-        T_CLASS_PORT_INFO => node.class_port_info.is_some(),
-        T_SAMPLE_CNTRL => node.samples_control.is_some(),
-        T_SAMPLE_RESULT => node.samples_result.is_some(),
-        T_PORT_COUNTERS => node.ports.iter().any(|p| p.counters.is_some()),
-        _ => false,
+/// How a table's rows are indexed. The view and the SET planner reach rows
+/// only through it; the node GUID + port and node GUID + port + VL/SL
+/// schemes of the extension tables go here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexScheme {
+    /// The node GUID as 8 sub-identifiers (OCTET STRING (SIZE(8)), no
+    /// length prefix): one row per node.
+    NodeGuid,
+}
+
+/// The index of one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowIndex {
+    pub guid: Guid,
+}
+
+impl IndexScheme {
+    /// The sub-identifiers of a row's index.
+    pub fn encode(self, row: RowIndex) -> Vec<u32> {
+        match self {
+            IndexScheme::NodeGuid => guid_index(row.guid).to_vec(),
+        }
+    }
+
+    /// The row an index suffix names, if it is a valid index.
+    pub fn parse(self, suffix: &[u32]) -> Option<RowIndex> {
+        match self {
+            IndexScheme::NodeGuid => parse_guid_index(suffix).map(|guid| RowIndex { guid }),
+        }
+    }
+
+    /// The rows of `node` in this scheme, in index order.
+    pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> {
+        match self {
+            IndexScheme::NodeGuid => std::iter::once(RowIndex { guid: node.guid }),
+        }
     }
 }
 
-/// The value of `col` in `node`'s row, or `None` when the row is absent.
-/// `port_select` is the row's pmPortCountersPortSelect.
-pub fn read(col: &Column, node: &NodeRecord, port_select: u8) -> Option<Value> {
-    if !row_present(col.table, node) {
+/// One table: its number under pmMIBObjects, name, index scheme and when a
+/// node has rows in it. Its columns are the [`COLUMNS`] with its number.
+#[derive(Clone, Copy, Debug)]
+pub struct Table {
+    pub number: u32,
+    pub name: &'static str,
+    pub index: IndexScheme,
+    pub present: fn(&NodeRecord) -> bool,
+}
+
+/// Every table the agent serves, in OID order.
+pub const TABLES: &[Table] = &[
+    Table {
+        number: T_CLASS_PORT_INFO,
+        name: "pmClassPortInfoTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.class_port_info.is_some(),
+    },
+    Table {
+        number: T_SAMPLE_CNTRL,
+        name: "pmPortSampleCntrlTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.samples_control.is_some(),
+    },
+    Table {
+        number: T_SAMPLE_RESULT,
+        name: "pmPortSampleResultTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.samples_result.is_some(),
+    },
+    Table {
+        number: T_PORT_COUNTERS,
+        name: "pmPortCountersTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.ports.iter().any(|p| p.counters.is_some()),
+    },
+];
+
+/// The table numbered `number`.
+pub fn table(number: u32) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.number == number)
+}
+
+/// The 8 sub-identifiers of a node-GUID index.
+pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
+    guid.octets().map(u32::from)
+}
+
+/// The GUID an index suffix names, if it is a valid 8-octet index.
+pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
+    if suffix.len() != GUID_INDEX_LEN || suffix.iter().any(|&s| s > 255) {
+        return None;
+    }
+    Some(Guid(
+        suffix.iter().fold(0u64, |acc, &s| (acc << 8) | s as u64),
+    ))
+}
+
+/// Find the column an OID names (exactly the column plus an index suffix)
+/// and its table.
+pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32])> {
+    if !oid.starts_with(&PM_OBJECTS) || oid.len() < 10 {
+        return None;
+    }
+    let (table_no, entry, column) = (oid[7], oid[8], oid[9]);
+    if entry != 1 {
+        return None;
+    }
+    let col = COLUMNS
+        .iter()
+        .find(|c| c.table == table_no && c.column == column)?;
+    Some((col, table(table_no)?, &oid[10..]))
+}
+
+/// True when `node` has a row in `table`.
+pub fn row_present(table_no: u32, node: &NodeRecord) -> bool {
+    table(table_no).is_some_and(|t| (t.present)(node))
+}
+
+/// The value of `col` in row `row` of `node`, or `None` when the row is
+/// absent. `port_select` is the row's pmPortCountersPortSelect.
+pub fn read(col: &Column, node: &NodeRecord, row: RowIndex, port_select: u8) -> Option<Value> {
+    if row.guid != node.guid || !row_present(col.table, node) {
         return None;
     }
     let v = match col.source {
@@ -425,10 +493,22 @@ pub fn read(col: &Column, node: &NodeRecord, port_select: u8) -> Option<Value> {
             let cpi = node.class_port_info.as_ref()?;
             truth(cpi.capability_mask & CAP_ALL_PORT_SELECT != 0)
         }
-        Source::Ctl(f) => ctl_value(node.samples_control.as_ref()?, f),
-        Source::Res(f) => res_value(node.samples_result.as_ref()?, f),
+        Source::Ctl(f) => wrap(col.syntax, node.samples_control.as_ref()?.get(f)),
+        Source::CtlMask(i) => wrap(
+            col.syntax,
+            (*node.samples_control.as_ref()?.counter_masks.get(i)?).into(),
+        ),
+        Source::CtlSelect(i) => wrap(
+            col.syntax,
+            (*node.samples_control.as_ref()?.counter_select.get(i)?).into(),
+        ),
+        Source::Res(f) => wrap(col.syntax, node.samples_result.as_ref()?.get(f)),
+        Source::ResCounter(i) => wrap(
+            col.syntax,
+            (*node.samples_result.as_ref()?.counters.get(i)?).into(),
+        ),
         Source::PortSelect => Value::Gauge32(port_select as u32),
-        Source::Counter(i) => Value::Gauge32(counter_value(node, port_select, &COUNTERS[i])),
+        Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
     };
     Some(v)
 }
@@ -437,10 +517,38 @@ fn truth(b: bool) -> Value {
     Value::Integer(if b { 1 } else { 2 })
 }
 
+/// A field's value as its column's syntax shows it: OCTET STRINGs are the
+/// field in network byte order.
+pub fn wrap(syntax: Syntax, v: u64) -> Value {
+    match syntax {
+        Syntax::TruthValue | Syntax::Enum { .. } => Value::Integer(v as i32),
+        Syntax::Unsigned32 { .. } | Syntax::Gauge32 { .. } => Value::Gauge32(v as u32),
+        Syntax::OctetString { size } => {
+            let b = v.to_be_bytes();
+            Value::OctetString(b[b.len().saturating_sub(size)..].to_vec())
+        }
+    }
+}
+
+/// The field value a SET's value carries (the reverse of [`wrap`], for a
+/// value its column's syntax accepted).
+pub fn unwrap(v: &Value) -> u64 {
+    match v {
+        Value::Gauge32(x) => (*x).into(),
+        Value::Integer(x) => *x as u64,
+        Value::OctetString(b) => b
+            .iter()
+            .take(8)
+            .fold(0, |acc, &x| (acc << 8) | u64::from(x)),
+        _ => 0,
+    }
+}
+
 /// A counter of the selected port. A port the node does not have reads zero
 /// (IBA); 0xFF on a node with AllPortSelect is the saturating sum over ports.
-pub fn counter_value(node: &NodeRecord, port_select: u8, def: &CounterDef) -> u32 {
-    if port_select == 0xFF {
+pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersField) -> u32 {
+    let max = counter.field().max();
+    let v = if port_select == 0xFF {
         let all = node
             .class_port_info
             .as_ref()
@@ -448,45 +556,17 @@ pub fn counter_value(node: &NodeRecord, port_select: u8, def: &CounterDef) -> u3
         if !all {
             return 0;
         }
-        let sum: u64 = node
-            .ports
+        node.ports
             .iter()
             .filter_map(|p| p.counters.as_ref())
-            .map(|c| (def.get)(c) as u64)
-            .sum();
-        return sum.min(def.max() as u64) as u32;
-    }
-    node.port(port_select)
-        .and_then(|p| p.counters.as_ref())
-        .map(|c| (def.get)(c))
-        .unwrap_or(0)
-}
-
-fn ctl_value(c: &PortSamplesControl, f: CtlField) -> Value {
-    let g = |v: u32| Value::Gauge32(v);
-    match f {
-        CtlField::OpCode => g(c.op_code as u32),
-        CtlField::PortSelect => g(c.port_select as u32),
-        CtlField::Tick => g(c.tick as u32),
-        CtlField::CounterWidth => Value::Integer(c.counter_width as i32),
-        CtlField::CounterMask(i) => g(c.counter_masks.get(i).copied().unwrap_or(0) as u32),
-        CtlField::SampleMechanisms => g(c.sample_mechanisms as u32),
-        CtlField::SampleStatus => Value::Integer(c.sample_status as i32),
-        CtlField::OptionMask => Value::OctetString(c.option_mask.to_be_bytes().to_vec()),
-        CtlField::VendorMask => Value::OctetString(c.vendor_mask.to_be_bytes().to_vec()),
-        CtlField::SampleStart => g(c.sample_start),
-        CtlField::SampleInterval => g(c.sample_interval),
-        CtlField::Tag => Value::OctetString(c.tag.to_be_bytes().to_vec()),
-        CtlField::CounterSelect(i) => g(c.counter_select.get(i).copied().unwrap_or(0) as u32),
-    }
-}
-
-fn res_value(r: &PortSamplesResult, f: ResField) -> Value {
-    match f {
-        ResField::Tag => Value::OctetString(r.tag.to_be_bytes().to_vec()),
-        ResField::SampleStatus => Value::Integer(r.sample_status as i32),
-        ResField::Counter(i) => Value::Gauge32(r.counters.get(i).copied().unwrap_or(0)),
-    }
+            .map(|c| c.get(counter))
+            .fold(0u64, u64::saturating_add)
+    } else {
+        node.port(port_select)
+            .and_then(|p| p.counters.as_ref())
+            .map_or(0, |c| c.get(counter))
+    };
+    u32::try_from(v.min(max)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -542,8 +622,30 @@ mod tests {
     }
 
     #[test]
+    fn every_column_belongs_to_a_declared_table() {
+        for w in TABLES.windows(2) {
+            assert!(w[0].number < w[1].number);
+        }
+        for c in COLUMNS.iter() {
+            assert!(table(c.table).is_some(), "{} has no table", c.name);
+        }
+        let g = Guid(0x0002_c903_0000_1234);
+        let row = RowIndex { guid: g };
+        let idx = IndexScheme::NodeGuid.encode(row);
+        assert_eq!(idx, [0, 2, 201, 3, 0, 0, 18, 52]);
+        assert_eq!(IndexScheme::NodeGuid.parse(&idx), Some(row));
+        assert_eq!(IndexScheme::NodeGuid.parse(&idx[1..]), None);
+    }
+
+    #[test]
     fn counter_widths_match_iba() {
-        let w = |n: &str| COUNTERS.iter().find(|c| c.name() == n).unwrap().max();
+        let w = |n: &str| {
+            COUNTER_COLUMNS
+                .iter()
+                .find(|c| c.name() == n)
+                .unwrap()
+                .max()
+        };
         assert_eq!(w("SymbolErrorCounter"), 0xFFFF);
         assert_eq!(w("LinkDownedCounter"), 0xFF);
         assert_eq!(w("LocalLinkIntegrityErrors"), 0xF);

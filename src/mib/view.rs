@@ -1,27 +1,21 @@
 //! The read side of the MIB: exact Get and ordered GetNext over the latest
 //! snapshot. Nothing here touches the fabric.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::set::Pending;
-use super::tables::{self, COLUMNS, Column, GUID_INDEX_LEN};
+use super::set::Writes;
+use super::tables::{self, COLUMNS, Column, RowIndex, column_of, table};
 use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
 use crate::fabric::control::Controller;
 use crate::ib::Guid;
 
-/// pmPortCountersPortSelect of a row that was never written.
-pub const DEFAULT_PORT_SELECT: u8 = 1;
-
 /// The IB-PM-MIB view over the cache.
 pub struct MibView {
     cache: Arc<Cache>,
-    /// pmPortCountersPortSelect per node: agent state shared by all managers.
-    port_select: Mutex<HashMap<Guid, u8>>,
-    /// The write path, when SETs are allowed.
-    writes: Option<Arc<Controller>>,
-    pending: Pending,
+    /// The agent's own write state (PortSelect per row, SET plans).
+    writes: Writes,
 }
 
 impl MibView {
@@ -29,26 +23,28 @@ impl MibView {
     pub fn new(cache: Arc<Cache>) -> Self {
         MibView {
             cache,
-            port_select: Mutex::new(HashMap::new()),
-            writes: None,
-            pending: Pending::default(),
+            writes: Writes::new(None),
         }
     }
 
     /// A view that accepts SETs and sends them through `controller`.
     pub fn with_writes(cache: Arc<Cache>, controller: Arc<Controller>) -> Self {
         MibView {
-            writes: Some(controller),
-            ..MibView::new(cache)
+            cache,
+            writes: Writes::new(Some(controller)),
         }
     }
 
+    pub fn writes(&self) -> &Writes {
+        &self.writes
+    }
+
     pub fn writes_enabled(&self) -> bool {
-        self.writes.is_some()
+        self.writes.enabled()
     }
 
     pub fn controller(&self) -> Option<&Arc<Controller>> {
-        self.writes.as_ref()
+        self.writes.controller()
     }
 
     pub fn cache(&self) -> &Arc<Cache> {
@@ -57,67 +53,26 @@ impl MibView {
 
     /// The row's pmPortCountersPortSelect.
     pub fn port_select(&self, guid: Guid) -> u8 {
-        self.port_select
-            .lock()
-            .map(|m| m.get(&guid).copied())
-            .unwrap_or(None)
-            .unwrap_or(DEFAULT_PORT_SELECT)
+        self.writes.port_select(guid)
     }
 
     /// Change the row's pmPortCountersPortSelect.
     pub fn set_port_select(&self, guid: Guid, port: u8) {
-        if let Ok(mut m) = self.port_select.lock() {
-            if port == DEFAULT_PORT_SELECT {
-                m.remove(&guid);
-            } else {
-                m.insert(guid, port);
-            }
-        }
+        self.writes.set_port_select(guid, port)
     }
 
-    fn value(&self, col: &Column, node: &NodeRecord) -> Option<Value> {
-        tables::read(col, node, self.port_select(node.guid))
+    fn value(&self, col: &Column, node: &NodeRecord, row: RowIndex) -> Option<Value> {
+        tables::read(col, node, row, self.port_select(node.guid))
     }
-}
 
-/// The 8 sub-identifiers of a node-GUID index.
-pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
-    guid.octets().map(u32::from)
-}
-
-/// The GUID an index suffix names, if it is a valid 8-octet index.
-pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
-    if suffix.len() != GUID_INDEX_LEN || suffix.iter().any(|&s| s > 255) {
-        return None;
-    }
-    Some(Guid(
-        suffix.iter().fold(0u64, |acc, &s| (acc << 8) | s as u64),
-    ))
-}
-
-/// Find the column an OID names (exactly the column plus an index suffix).
-pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &[u32])> {
-    if !oid.starts_with(&tables::PM_OBJECTS) || oid.len() < 10 {
-        return None;
-    }
-    let (table, entry, column) = (oid[7], oid[8], oid[9]);
-    if entry != 1 {
-        return None;
-    }
-    COLUMNS
-        .iter()
-        .find(|c| c.table == table && c.column == column)
-        .map(|c| (c, &oid[10..]))
-}
-
-impl MibView {
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
-        let Some((col, suffix)) = column_of(oid.as_slice()) else {
+        let Some((col, table, suffix)) = column_of(oid.as_slice()) else {
             return Value::NoSuchObject;
         };
-        parse_guid_index(suffix)
-            .and_then(|g| snap.node(g))
-            .and_then(|n| self.value(col, n))
+        table
+            .index
+            .parse(suffix)
+            .and_then(|row| self.value(col, snap.node(row.guid)?, row))
             .unwrap_or(Value::NoSuchInstance)
     }
 
@@ -130,32 +85,47 @@ impl MibView {
     ) -> Option<VarBind> {
         let start = start.as_slice();
         for col in COLUMNS.iter() {
+            let Some(table) = table(col.table) else {
+                continue;
+            };
             let base = col.oid();
-            // Index of the first node whose instance may follow `start`.
-            let from = if start.starts_with(&base) {
-                let suffix = &start[base.len()..];
-                snap.nodes.partition_point(|n| {
-                    let idx = guid_index(n.guid);
-                    if include {
-                        idx.as_slice() < suffix
-                    } else {
-                        idx.as_slice() <= suffix
-                    }
-                })
+            // The index part of `start` when it names this column.
+            let after = if start.starts_with(&base) {
+                Some(&start[base.len()..])
             } else if start < base.as_slice() {
-                0
+                None
             } else {
                 continue;
             };
+            // The first node whose rows may follow `start`: every index
+            // begins with the node GUID.
+            let from = after.map_or(0, |suffix| {
+                let guid_part = &suffix[..suffix.len().min(tables::GUID_INDEX_LEN)];
+                snap.nodes
+                    .partition_point(|n| tables::guid_index(n.guid).as_slice() < guid_part)
+            });
             for node in &snap.nodes[from..] {
-                let Some(value) = self.value(col, node) else {
-                    continue;
-                };
-                let name = Oid::new(&base).child(&guid_index(node.guid));
-                if end.is_some_and(|e| !e.is_empty() && name >= *e) {
-                    return None;
+                for row in table.index.rows(node) {
+                    let idx = table.index.encode(row);
+                    if let Some(suffix) = after {
+                        let before = if include {
+                            idx.as_slice() < suffix
+                        } else {
+                            idx.as_slice() <= suffix
+                        };
+                        if before {
+                            continue;
+                        }
+                    }
+                    let Some(value) = self.value(col, node, row) else {
+                        continue;
+                    };
+                    let name = Oid::new(&base).child(&idx);
+                    if end.is_some_and(|e| !e.is_empty() && name >= *e) {
+                        return None;
+                    }
+                    return Some(VarBind { name, value });
                 }
-                return Some(VarBind { name, value });
             }
         }
         None
@@ -177,29 +147,24 @@ impl MibHandler for MibView {
     }
 
     fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
-        let plan = self.plan_set(varbinds)?;
-        self.pending.insert(txn, plan);
-        Ok(())
+        self.writes
+            .test(&self.cache.load(), txn, varbinds, Instant::now())
     }
 
     fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        // The plan stays reserved (for UndoSet) until CleanupSet.
-        let mut plan = self.pending.remove(txn).ok_or(SetError {
-            status: super::ErrorStatus::CommitFailed,
-            index: 0,
-        })?;
-        let r = self.apply_plan(&mut plan);
-        self.pending.insert(txn, plan);
-        r
+        self.writes.commit(txn, Instant::now())
     }
 
     fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.pending
-            .with(txn, |p| p.map(|p| self.undo_plan(p)).unwrap_or(Ok(())))
+        self.writes.undo(txn)
     }
 
     fn cleanup_set(&self, txn: SetTxn) {
-        self.pending.remove(txn);
+        self.writes.cleanup(txn)
+    }
+
+    fn session_closed(&self, session_id: u32) {
+        self.writes.session_closed(session_id)
     }
 }
 
@@ -241,6 +206,7 @@ mod tests {
         cache.publish(Snapshot {
             sweep: 1,
             taken: None,
+            interval: std::time::Duration::from_secs(10),
             nodes: nodes.into_iter().map(Arc::new).collect(),
         });
         MibView::new(cache)

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::layout::{get_bits, set_bits};
 
+/// Size of every MAD.
 pub const MAD_SIZE: usize = 256;
 /// Length of the common MAD header.
 pub const HEADER_LEN: usize = 24;

@@ -5,6 +5,8 @@
 //! The PM data area is the 192 bytes at offset 64 of the 256-byte MAD
 //! ([`mad`]).
 
+#[macro_use]
+pub mod decl;
 pub mod class_port_info;
 pub mod layout;
 pub mod mad;
@@ -18,6 +20,59 @@ pub use mad::{MadError, MadHeader};
 pub use port_counters::PortCounters;
 pub use port_counters_ext::PortCountersExtended;
 pub use samples::{PortSamplesControl, PortSamplesResult};
+
+/// An attribute of per-port counters that a Set clears by CounterSelect
+/// and CounterSelect2 bits (PortCounters, PortCountersExtended).
+pub trait CounterAttribute: Sized {
+    type Field: Copy;
+    fn decode(d: &[u8; mad::DATA_SIZE]) -> Self;
+    fn encode(&self, d: &mut [u8; mad::DATA_SIZE]);
+    fn set(&mut self, f: Self::Field, v: u64);
+    fn port_select(&self) -> u8;
+    /// A body with this one's PortSelect and select fields, counters zero.
+    fn selects(&self) -> Self;
+    /// A Set with this body clears `f`.
+    fn clears(&self, f: Self::Field) -> bool;
+    /// The largest value `f` holds.
+    fn max(f: Self::Field) -> u64;
+}
+
+macro_rules! counter_attribute {
+    ($t:ty, $f:ty) => {
+        impl CounterAttribute for $t {
+            type Field = $f;
+            fn decode(d: &[u8; mad::DATA_SIZE]) -> Self {
+                <$t>::decode(d)
+            }
+            fn encode(&self, d: &mut [u8; mad::DATA_SIZE]) {
+                <$t>::encode(self, d)
+            }
+            fn set(&mut self, f: $f, v: u64) {
+                <$t>::set(self, f, v)
+            }
+            fn port_select(&self) -> u8 {
+                self.port_select
+            }
+            fn selects(&self) -> Self {
+                <$t>::select(self.port_select, self.counter_select, self.counter_select2)
+            }
+            fn clears(&self, f: $f) -> bool {
+                f.clear().is_some_and(|b| {
+                    u32::from(self.counter_select) & b.select() != 0
+                        || u32::from(self.counter_select2) & b.select2() != 0
+                })
+            }
+            fn max(f: $f) -> u64 {
+                f.field().max()
+            }
+        }
+    };
+}
+counter_attribute!(PortCounters, port_counters::PortCountersField);
+counter_attribute!(
+    PortCountersExtended,
+    port_counters_ext::PortCountersExtendedField
+);
 
 /// The field table of a PM attribute by ID (ClassPortInfo lists its scalar
 /// fields only; PortSamplesControl lists its scalar fields, then the 15
@@ -34,7 +89,7 @@ pub fn fields_of(attr_id: u16) -> Vec<Field> {
             v
         }
         mad::attr::PORT_SAMPLES_RESULT => {
-            let mut v = vec![samples::RESULT_TAG, samples::RESULT_SAMPLE_STATUS];
+            let mut v = samples::RESULT_FIELDS.to_vec();
             v.extend_from_slice(&samples::RESULT_COUNTERS);
             v
         }
@@ -189,6 +244,37 @@ mod tests {
         assert_eq!(d[3], 4);
         assert_eq!(d[11], 2);
         assert_eq!(PortSamplesControl::decode(&d), c);
+    }
+
+    #[test]
+    fn field_enums_follow_their_tables() {
+        use port_counters::PortCountersField as F;
+        for (f, row) in F::ALL.iter().zip(port_counters::FIELDS) {
+            assert_eq!(f.field(), *row);
+        }
+        use port_counters_ext::PortCountersExtendedField as X;
+        assert_eq!(X::ALL.len(), port_counters_ext::FIELDS.len());
+        use class_port_info::ClassPortInfoField as C;
+        assert_eq!(C::ALL.len(), class_port_info::FIELDS.len());
+        // The IBA CounterSelect bits: the 16 error and data counters in
+        // field order, then PortXmitWait in CounterSelect2 bit 0.
+        let c = &port_counters::COUNTERS;
+        assert_eq!(c.len(), 17);
+        assert_eq!(fabric_slots(), 17);
+        for (i, d) in c.iter().take(16).enumerate() {
+            assert_eq!((d.select, d.select2), (1 << i, 0), "{}", d.name());
+        }
+        assert_eq!(
+            (c[16].name(), c[16].select, c[16].select2),
+            ("PortXmitWait", 0, 1)
+        );
+        assert_eq!(port_counters::slot(F::Qp1Dropped), None, "no clear bit");
+        assert_eq!(X::MulticastRcvPkts.clear(), Some(decl::ClearBit::Select(7)));
+        assert_eq!(X::Qp1Dropped.clear(), Some(decl::ClearBit::Select2(13)));
+    }
+
+    fn fabric_slots() -> usize {
+        crate::fabric::cache::COUNTER_SLOTS
     }
 
     #[test]

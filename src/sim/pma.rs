@@ -91,10 +91,11 @@
 //! stops at all ones in CounterWidth bits (IBA: event counters "clamp at a
 //! count of all ones"; they do not wrap).
 
-use crate::pm::layout::Field;
+use crate::pm::CounterAttribute;
 use crate::pm::mad::{self, attr, method, status};
+use crate::pm::port_counters::{PortCounters, PortCountersField as Pc};
+use crate::pm::port_counters_ext::{PortCountersExtended, PortCountersExtendedField as Pcx};
 use crate::pm::{ClassPortInfo, class_port_info as cpi};
-use crate::pm::{port_counters as pc, port_counters_ext as pcx};
 use crate::transport::MAD_SIZE;
 
 use super::State;
@@ -104,89 +105,43 @@ use crate::ib::NodeType;
 
 type Data = [u8; mad::DATA_SIZE];
 
-/// PortCounters fields: (quantity, field, CounterSelect bit, CounterSelect2 bit).
-const PC_MAP: &[(usize, Field, u16, u8)] = &[
-    (q::SYMBOL_ERRORS, pc::SYMBOL_ERRORS, pc::CS_SYMBOL_ERRORS, 0),
-    (
-        q::LINK_ERROR_RECOVERY,
-        pc::LINK_ERROR_RECOVERY,
-        pc::CS_LINK_ERROR_RECOVERY,
-        0,
-    ),
-    (q::LINK_DOWNED, pc::LINK_DOWNED, pc::CS_LINK_DOWNED, 0),
-    (q::RCV_ERRORS, pc::RCV_ERRORS, pc::CS_RCV_ERRORS, 0),
-    (
-        q::RCV_REMOTE_PHYS_ERRORS,
-        pc::RCV_REMOTE_PHYS_ERRORS,
-        pc::CS_RCV_REMOTE_PHYS_ERRORS,
-        0,
-    ),
-    (
-        q::RCV_SWITCH_RELAY_ERRORS,
-        pc::RCV_SWITCH_RELAY_ERRORS,
-        pc::CS_RCV_SWITCH_RELAY_ERRORS,
-        0,
-    ),
-    (q::XMIT_DISCARDS, pc::XMIT_DISCARDS, pc::CS_XMIT_DISCARDS, 0),
-    (
-        q::XMIT_CONSTRAINT_ERRORS,
-        pc::XMIT_CONSTRAINT_ERRORS,
-        pc::CS_XMIT_CONSTRAINT_ERRORS,
-        0,
-    ),
-    (
-        q::RCV_CONSTRAINT_ERRORS,
-        pc::RCV_CONSTRAINT_ERRORS,
-        pc::CS_RCV_CONSTRAINT_ERRORS,
-        0,
-    ),
-    (
-        q::LOCAL_LINK_INTEGRITY_ERRORS,
-        pc::LOCAL_LINK_INTEGRITY_ERRORS,
-        pc::CS_LOCAL_LINK_INTEGRITY_ERRORS,
-        0,
-    ),
+/// The PortCounters fields the simulator counts, with the traffic quantity
+/// each shows; width and clear bit come from the attribute's declaration.
+const PC_MAP: &[(usize, Pc)] = &[
+    (q::SYMBOL_ERRORS, Pc::SymbolErrors),
+    (q::LINK_ERROR_RECOVERY, Pc::LinkErrorRecovery),
+    (q::LINK_DOWNED, Pc::LinkDowned),
+    (q::RCV_ERRORS, Pc::RcvErrors),
+    (q::RCV_REMOTE_PHYS_ERRORS, Pc::RcvRemotePhysErrors),
+    (q::RCV_SWITCH_RELAY_ERRORS, Pc::RcvSwitchRelayErrors),
+    (q::XMIT_DISCARDS, Pc::XmitDiscards),
+    (q::XMIT_CONSTRAINT_ERRORS, Pc::XmitConstraintErrors),
+    (q::RCV_CONSTRAINT_ERRORS, Pc::RcvConstraintErrors),
+    (q::LOCAL_LINK_INTEGRITY_ERRORS, Pc::LocalLinkIntegrityErrors),
     (
         q::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
-        pc::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
-        pc::CS_EXCESSIVE_BUFFER_OVERRUN_ERRORS,
-        0,
+        Pc::ExcessiveBufferOverrunErrors,
     ),
-    (q::QP1_DROPPED, pc::QP1_DROPPED, 0, 0),
-    (q::VL15_DROPPED, pc::VL15_DROPPED, pc::CS_VL15_DROPPED, 0),
-    (q::XMIT_DATA, pc::XMIT_DATA, pc::CS_XMIT_DATA, 0),
-    (q::RCV_DATA, pc::RCV_DATA, pc::CS_RCV_DATA, 0),
-    (q::XMIT_PKTS, pc::XMIT_PKTS, pc::CS_XMIT_PKTS, 0),
-    (q::RCV_PKTS, pc::RCV_PKTS, pc::CS_RCV_PKTS, 0),
-    (q::XMIT_WAIT, pc::XMIT_WAIT, 0, pc::CS2_XMIT_WAIT),
+    (q::QP1_DROPPED, Pc::Qp1Dropped),
+    (q::VL15_DROPPED, Pc::Vl15Dropped),
+    (q::XMIT_DATA, Pc::XmitData),
+    (q::RCV_DATA, Pc::RcvData),
+    (q::XMIT_PKTS, Pc::XmitPkts),
+    (q::RCV_PKTS, Pc::RcvPkts),
+    (q::XMIT_WAIT, Pc::XmitWait),
 ];
 
-/// PortCountersExtended fields: (quantity, field, CounterSelect bit).
-const PCX_MAP: &[(usize, Field, u16)] = &[
-    (q::XMIT_DATA, pcx::XMIT_DATA, pcx::CSX_XMIT_DATA),
-    (q::RCV_DATA, pcx::RCV_DATA, pcx::CSX_RCV_DATA),
-    (q::XMIT_PKTS, pcx::XMIT_PKTS, pcx::CSX_XMIT_PKTS),
-    (q::RCV_PKTS, pcx::RCV_PKTS, pcx::CSX_RCV_PKTS),
-    (
-        q::UNICAST_XMIT_PKTS,
-        pcx::UNICAST_XMIT_PKTS,
-        pcx::CSX_UNICAST_XMIT_PKTS,
-    ),
-    (
-        q::UNICAST_RCV_PKTS,
-        pcx::UNICAST_RCV_PKTS,
-        pcx::CSX_UNICAST_RCV_PKTS,
-    ),
-    (
-        q::MULTICAST_XMIT_PKTS,
-        pcx::MULTICAST_XMIT_PKTS,
-        pcx::CSX_MULTICAST_XMIT_PKTS,
-    ),
-    (
-        q::MULTICAST_RCV_PKTS,
-        pcx::MULTICAST_RCV_PKTS,
-        pcx::CSX_MULTICAST_RCV_PKTS,
-    ),
+/// The PortCountersExtended fields the simulator counts (the optional
+/// error section is not advertised and reads zero).
+const PCX_MAP: &[(usize, Pcx)] = &[
+    (q::XMIT_DATA, Pcx::XmitData),
+    (q::RCV_DATA, Pcx::RcvData),
+    (q::XMIT_PKTS, Pcx::XmitPkts),
+    (q::RCV_PKTS, Pcx::RcvPkts),
+    (q::UNICAST_XMIT_PKTS, Pcx::UnicastXmitPkts),
+    (q::UNICAST_RCV_PKTS, Pcx::UnicastRcvPkts),
+    (q::MULTICAST_XMIT_PKTS, Pcx::MulticastXmitPkts),
+    (q::MULTICAST_RCV_PKTS, Pcx::MulticastRcvPkts),
 ];
 
 pub(super) const SWITCH_CAPS: u16 =
@@ -215,8 +170,14 @@ pub(super) fn answer(
     let set = h.method == method::SET;
     let result = match (h.attr_id, set) {
         (attr::CLASS_PORT_INFO, false) => Ok(class_port_info(st, ni)),
-        (attr::PORT_COUNTERS, _) => port_counters(st, ni, arrival, data, set),
-        (attr::PORT_COUNTERS_EXTENDED, _) => port_counters_ext(st, ni, arrival, data, set),
+        (attr::PORT_COUNTERS, _) => {
+            counters::<PortCounters>(st, ni, arrival, data, set, PC_MAP, |p| &mut p.pc_base)
+        }
+        (attr::PORT_COUNTERS_EXTENDED, _) => {
+            counters::<PortCountersExtended>(st, ni, arrival, data, set, PCX_MAP, |p| {
+                &mut p.pcx_base
+            })
+        }
         (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
             if !sampling::valid_mechanism(h.attr_mod) =>
         {
@@ -266,7 +227,7 @@ fn selected(
 ) -> Result<Vec<u8>, u16> {
     let n = st.fabric.nodes.get(ni).ok_or(status::INVALID_FIELD)?;
     if n.node_type == NodeType::Switch {
-        if port_select == pc::ALL_PORTS && allow_all {
+        if port_select == crate::pm::port_counters::ALL_PORTS && allow_all {
             Ok((0..=n.num_ports).collect())
         } else if port_select <= n.num_ports {
             Ok(vec![port_select])
@@ -280,81 +241,43 @@ fn selected(
     }
 }
 
-fn port_counters(
+/// A Get or Set of a counter attribute: per field of `map`, the sum over
+/// the selected ports of its count since it was last cleared, each port's
+/// count and the sum held at the field's maximum. A Set first clears the
+/// fields its CounterSelect bits name. `base` picks the attribute's clear
+/// points of a port.
+fn counters<A: CounterAttribute>(
     st: &mut State,
     ni: usize,
     arrival: u8,
     data: &Data,
     set: bool,
+    map: &[(usize, A::Field)],
+    base: fn(&mut super::PortState) -> &mut super::traffic::Totals,
 ) -> Result<Data, u16> {
-    let ps = pc::PORT_SELECT.get(data) as u8;
-    let cs = pc::COUNTER_SELECT.get(data) as u16;
-    let cs2 = pc::COUNTER_SELECT2.get(data) as u8;
-    let ports = selected(st, ni, arrival, ps, true)?;
+    let req = A::decode(data);
+    let ports = selected(st, ni, arrival, req.port_select(), true)?;
     let now = st.now_ns();
-    let mut sums = [0u64; PC_MAP.len()];
+    let mut sums = vec![0u64; map.len()];
     for p in ports {
         let totals = st.totals(ni, p, now);
         let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
             continue;
         };
-        if set {
-            for &(qi, _, bit, bit2) in PC_MAP {
-                if cs & bit != 0 || cs2 & bit2 != 0 {
-                    ps_state.pc_base[qi] = totals[qi];
-                }
+        let base = base(ps_state);
+        for (sum, &(qi, f)) in sums.iter_mut().zip(map) {
+            if set && req.clears(f) {
+                base[qi] = totals[qi];
             }
+            let v = totals[qi].saturating_sub(base[qi]).min(A::max(f));
+            *sum = sum.saturating_add(v).min(A::max(f));
         }
-        for (sum, &(qi, f, _, _)) in sums.iter_mut().zip(PC_MAP) {
-            let v = totals[qi].saturating_sub(ps_state.pc_base[qi]).min(f.max());
-            *sum = sum.saturating_add(v).min(f.max());
-        }
+    }
+    let mut reply = req.selects();
+    for (sum, &(_, f)) in sums.iter().zip(map) {
+        reply.set(f, *sum);
     }
     let mut out = [0u8; mad::DATA_SIZE];
-    pc::PORT_SELECT.set(&mut out, ps.into());
-    pc::COUNTER_SELECT.set(&mut out, cs.into());
-    pc::COUNTER_SELECT2.set(&mut out, cs2.into());
-    for (sum, &(_, f, _, _)) in sums.iter().zip(PC_MAP) {
-        f.set(&mut out, *sum);
-    }
-    Ok(out)
-}
-
-fn port_counters_ext(
-    st: &mut State,
-    ni: usize,
-    arrival: u8,
-    data: &Data,
-    set: bool,
-) -> Result<Data, u16> {
-    let ps = pcx::PORT_SELECT.get(data) as u8;
-    let cs = pcx::COUNTER_SELECT.get(data) as u16;
-    let cs2 = pcx::COUNTER_SELECT2.get(data);
-    let ports = selected(st, ni, arrival, ps, true)?;
-    let now = st.now_ns();
-    let mut sums = [0u64; PCX_MAP.len()];
-    for p in ports {
-        let totals = st.totals(ni, p, now);
-        let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
-            continue;
-        };
-        if set {
-            for &(qi, _, bit) in PCX_MAP {
-                if cs & bit != 0 {
-                    ps_state.pcx_base[qi] = totals[qi];
-                }
-            }
-        }
-        for (sum, &(qi, _, _)) in sums.iter_mut().zip(PCX_MAP) {
-            *sum = sum.saturating_add(totals[qi].saturating_sub(ps_state.pcx_base[qi]));
-        }
-    }
-    let mut out = [0u8; mad::DATA_SIZE];
-    pcx::PORT_SELECT.set(&mut out, ps.into());
-    pcx::COUNTER_SELECT.set(&mut out, cs.into());
-    pcx::COUNTER_SELECT2.set(&mut out, cs2);
-    for (sum, &(_, f, _)) in sums.iter().zip(PCX_MAP) {
-        f.set(&mut out, *sum);
-    }
+    reply.encode(&mut out);
     Ok(out)
 }

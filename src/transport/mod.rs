@@ -7,8 +7,7 @@ pub mod umad;
 use std::io;
 use std::time::Duration;
 
-/// Size of every MAD.
-pub const MAD_SIZE: usize = 256;
+pub use crate::pm::mad::MAD_SIZE;
 
 /// Where a GSI MAD goes (PM MADs: QP1, Q_Key 0x80010000, P_Key index 0,
 /// unless ClassPortInfo redirects).
@@ -46,11 +45,37 @@ pub struct Received {
     pub mad: Box<[u8; MAD_SIZE]>,
 }
 
+/// The transaction-ID bits a MAD's sender allocates and matches replies on:
+/// the low 24. Bits 24..31 belong to the transport (the umad transport
+/// routes replies to one of several handles by them) and the high 32 to the
+/// kernel, which rewrites them.
+pub const TID_MASK: u32 = 0x00FF_FFFF;
+
+/// The sender's part ([`TID_MASK`]) of a MAD's transaction ID.
+pub fn tid_of(mad: &[u8; MAD_SIZE]) -> u32 {
+    u32::from_be_bytes([mad[12], mad[13], mad[14], mad[15]]) & TID_MASK
+}
+
+/// The 64-bit transaction ID to send for the sender's `tid`: the process ID
+/// in the high 32 bits (the kernel may rewrite them), route byte 0 (the
+/// transport fills it in), the sender's bits below.
+pub fn wire_tid(tid: u32) -> u64 {
+    static HIGH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let high = *HIGH.get_or_init(|| u64::from(std::process::id() & 0xFFFF) << 32);
+    high | u64::from(tid & TID_MASK)
+}
+
 /// A datagram MAD transport. `send` never waits for the reply; replies (and
-/// failed sends) come back through `recv`, matched by the caller on the low 32
-/// bits of the transaction ID.
+/// failed sends) come back through `recv`, matched by the caller on the
+/// [`TID_MASK`] bits of the transaction ID.
 pub trait MadTransport: Send {
     fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()>;
     /// Wait up to `timeout` for one completion; `Ok(None)` on timeout.
     fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>>;
+    /// After the transport failed as a whole (every send refused, or
+    /// `recv` failed): open the underlying device again. The default has
+    /// nothing to reopen.
+    fn reopen(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }

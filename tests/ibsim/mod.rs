@@ -25,6 +25,8 @@ pub struct IbSim {
     /// ibsim's console (its stdin), held open: on EOF ibsim spins.
     console: Option<ChildStdin>,
     pub opensm_time: Duration,
+    netfile: PathBuf,
+    args: Vec<String>,
 }
 
 /// What a program run under umad2sim printed.
@@ -77,34 +79,56 @@ impl IbSim {
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
-        let out = fs::File::create(dir.path().join("ibsim.out")).expect("ibsim.out");
-        let err = out.try_clone().expect("dup");
-        let mut child = Command::new("ibsim")
-            .arg("-s")
-            .args(ibsim_args)
-            .arg(netfile)
-            .current_dir(dir.path())
-            .env("IBSIM_SOCKNAME", &sockname)
-            .env_remove("LD_PRELOAD")
-            .stdin(Stdio::piped())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start ibsim (install ibsim-utils): {e}"));
-        let console = child.stdin.take();
         let mut sim = IbSim {
             dir,
             sockname,
-            child: Some(child),
-            console,
+            child: None,
+            console: None,
             opensm_time: Duration::ZERO,
+            netfile: netfile.to_path_buf(),
+            args: ibsim_args.iter().map(|a| a.to_string()).collect(),
         };
+        sim.spawn();
         sim.wait_output("Network simulator ready", Duration::from_secs(30));
 
         let t0 = Instant::now();
         sim.run_opensm();
         sim.opensm_time = t0.elapsed();
         sim
+    }
+
+    /// Start the ibsim process (its output appended to `ibsim.out`).
+    fn spawn(&mut self) {
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("ibsim.out"))
+            .expect("ibsim.out");
+        let err = out.try_clone().expect("dup");
+        let mut child = Command::new("ibsim")
+            .arg("-s")
+            .args(&self.args)
+            .arg(&self.netfile)
+            .current_dir(self.dir.path())
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env_remove("LD_PRELOAD")
+            .stdin(Stdio::piped())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start ibsim (install ibsim-utils): {e}"));
+        self.console = child.stdin.take();
+        self.child = Some(child);
+    }
+
+    /// Kill ibsim (by its PID) and reap it; [`restart`](Self::restart)
+    /// brings it back.
+    pub fn kill(&mut self) {
+        drop(self.console.take());
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 
     /// One `opensm -o` sweep: assigns LIDs (the same ones again, from its
@@ -130,6 +154,18 @@ impl IbSim {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Send `signal` (`STOP`, `CONT`, `KILL`) to this ibsim by its PID.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("ibsim running").id();
+        let ok = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{signal} {pid} failed");
     }
 
     pub fn ibsim_output(&self) -> String {
@@ -227,12 +263,8 @@ impl IbSim {
 
 impl Drop for IbSim {
     fn drop(&mut self) {
-        drop(self.console.take());
-        if let Some(mut c) = self.child.take() {
-            // Kill by PID (the Child handle), then reap.
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        // Kill by PID (the Child handle), then reap.
+        self.kill();
     }
 }
 

@@ -5,7 +5,7 @@
 //! `IB_USER_MAD_REGISTER_AGENT` ioctl, and `read`/`write` of `struct
 //! ib_user_mad` with the 56-byte header of umad ABI 5 without
 //! `IB_USER_MAD_ENABLE_PKEY` (so P_Key index 0 is used for every MAD).
-//! Every libc call here is one that umad2sim interposes (`open`, `read`,
+//! Every libc call is in `sys`, and each is one that umad2sim interposes (`open`, `read`,
 //! `write`, `ioctl`, `poll`, `close`, `opendir`), which is why nothing goes
 //! through `std::fs` (std opens with `open64`, which umad2sim does not see).
 //!
@@ -23,11 +23,10 @@
 //! into bits 24..31 of the low 32 bits of the TID (MAD byte 12) of every
 //! PerfMgt MAD; the reader sends each completion to the handle its route
 //! byte names. The kernel (and umad2sim) rewrite only the high 32 TID bits,
-//! so the byte comes back intact in replies and in timeout records. Users of
-//! this transport must therefore keep their own TID bookkeeping to the low
-//! 24 bits, as [`crate::fabric::engine::Engine`] does. Directed-route SMP
-//! completions go to the handle from [`UmadTransport::smp_handle`] once one
-//! exists (discovery uses its own TIDs). [`UmadTransport::send`] writes the MAD
+//! so the byte comes back intact in replies and in timeout records. This is
+//! the TID layout of [`super::TID_MASK`]: senders allocate and match only
+//! the low 24 bits. Directed-route SMP completions go to the handle from
+//! [`UmadTransport::smp_handle`] once one exists. [`UmadTransport::send`] writes the MAD
 //! from the caller's thread: a `write()` of one MAD never blocks on the
 //! kernel device (the MAD layer queues it), and doing it in place avoids
 //! the wake-up latency a writer thread would need (umad2sim's `poll()`
@@ -43,22 +42,26 @@
 //! ibsim ignores these fields and answers status 110 at once for what it
 //! cannot answer.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::fmt;
 use std::io;
-use std::os::raw::{c_int, c_ulong, c_void};
+use std::os::fd::AsFd;
+use std::os::raw::{c_int, c_ulong};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::{MAD_SIZE, MadAddr, MadTransport, Received};
+use crate::pm::mad::method::{GET as METHOD_GET, RESPONSE_BIT, SET as METHOD_SET};
 
-/// Management class of Performance Management MADs.
-pub const CLASS_PERF_MGT: u8 = 0x04;
-/// Management class of directed-route SMPs.
-pub const CLASS_SMP_DIRECTED: u8 = 0x81;
+mod sys;
+
+pub use crate::pm::mad::MGMT_CLASS_PERF as CLASS_PERF_MGT;
+pub use crate::smp::CLASS_SMP_DIRECTED;
 
 const SYS_IB: &str = "/sys/class/infiniband";
 const SYS_IB_MAD: &str = "/sys/class/infiniband_mad";
@@ -73,12 +76,6 @@ const IOCTL_REGISTER_AGENT: c_ulong = 0xC01C_1B01;
 const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
 /// How often the reader thread looks at the shutdown flag.
 const POLL_MS: c_int = 50;
-/// umad2sim's `read` returns `-EWOULDBLOCK` itself when nothing is queued.
-const SIM_EWOULDBLOCK: isize = -(libc::EWOULDBLOCK as isize);
-const METHOD_GET: u8 = 0x01;
-const METHOD_SET: u8 = 0x02;
-/// Method bit that marks a response.
-const RESPONSE_BIT: u8 = 0x80;
 /// `ETIMEDOUT`, the status of a request the kernel gave up on.
 pub const STATUS_TIMEOUT: i32 = libc::ETIMEDOUT;
 
@@ -190,19 +187,23 @@ enum Message {
 /// The open device: closed (after unregistering the agents) when the last
 /// user — transport handles and the reader thread — lets go.
 struct Device {
-    fd: c_int,
+    fd: sys::Fd,
     pm_agent: u32,
     smp_agent: u32,
     timeout_ms: u32,
     retries: u32,
+    /// Set when the reader saw the device fail: sends fail from then on.
+    failed: AtomicBool,
 }
 
 /// Owned by the transport handles: stops and joins the reader on drop.
 struct Owner {
-    device: Arc<Device>,
+    /// The open device; replaced by [`Owner::reopen`].
+    device: ArcSwap<Device>,
+    cfg: UmadConfig,
     local: LocalPort,
-    stop: Arc<AtomicBool>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    /// The reader thread of the current device and its stop flag.
+    reader: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     routes: Arc<Mutex<Routes>>,
 }
 
@@ -218,48 +219,13 @@ impl UmadTransport {
         }
         check_abi()?;
         let local = select_port(cfg)?;
-        let fd = open_device(&local.device)?;
-        let mut device = Device {
-            fd,
-            pm_agent: u32::MAX,
-            smp_agent: u32::MAX,
-            timeout_ms: cfg.timeout_ms,
-            retries: cfg.retries,
-        };
-        // From here on, dropping `device` unregisters and closes.
-        let methods: &[u8] = if cfg.serve_perf_mgt {
-            &[METHOD_GET, METHOD_SET]
-        } else {
-            &[]
-        };
-        device.pm_agent = register_agent(fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
-            UmadError(format!(
-                "{}: cannot register a PerfMgt (class 0x04) agent: {e}",
-                local.device
-            ))
-        })?;
-        device.smp_agent = register_agent(fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
-            UmadError(format!(
-                "{}: cannot register a directed-route SMP (class 0x81) agent: {e}",
-                local.device
-            ))
-        })?;
-        let device = Arc::new(device);
-        let stop = Arc::new(AtomicBool::new(false));
+        let device = Arc::new(open_agents(cfg, &local.device)?);
         let (tx, rx) = mpsc::channel();
         let routes = Arc::new(Mutex::new(Routes {
             pm: vec![Some(tx)],
             smp: None,
         }));
-        let thread = {
-            let device = Arc::clone(&device);
-            let stop = Arc::clone(&stop);
-            let routes = Arc::clone(&routes);
-            std::thread::Builder::new()
-                .name(format!("umad-{}-{}", local.ca, local.port))
-                .spawn(move || reader(&device, &stop, &routes))
-                .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
-        };
+        let reader = spawn_reader(&device, &routes, &local)?;
         tracing::info!(
             ca = %local.ca,
             port = local.port,
@@ -270,10 +236,10 @@ impl UmadTransport {
         );
         Ok(UmadTransport {
             shared: Arc::new(Owner {
-                device,
+                device: ArcSwap::new(device),
+                cfg: cfg.clone(),
                 local,
-                stop,
-                thread: Mutex::new(Some(thread)),
+                reader: Mutex::new(Some(reader)),
                 routes,
             }),
             rx,
@@ -358,7 +324,10 @@ impl Drop for UmadTransport {
 
 impl MadTransport for UmadTransport {
     fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
-        let dev = &self.shared.device;
+        let dev = self.shared.device.load();
+        if dev.failed.load(Ordering::Relaxed) {
+            return Err(io::Error::other("umad device failed; waiting for a reopen"));
+        }
         let agent = match mad[1] {
             CLASS_PERF_MGT => dev.pm_agent,
             CLASS_SMP_DIRECTED => dev.smp_agent,
@@ -388,24 +357,17 @@ impl MadTransport for UmadTransport {
         if mad[1] != CLASS_SMP_DIRECTED && mad[3] & RESPONSE_BIT == 0 {
             buf[HDR_SIZE + ROUTE_BYTE] = self.route;
         }
-        // SAFETY: `fd` is open for the lifetime of `dev` (closed only in
-        // Device::drop), and `buf` is a live buffer of exactly `buf.len()`
-        // bytes that write() only reads.
-        let n = unsafe { libc::write(dev.fd, buf.as_ptr().cast::<c_void>(), buf.len()) };
-        if n == buf.len() as isize {
-            Ok(())
-        } else if n < 0 {
-            let e = io::Error::last_os_error();
-            Err(io::Error::new(
-                e.kind(),
-                format!("umad write to LID {}: {e}", to.lid),
-            ))
-        } else {
-            Err(io::Error::other(format!(
+        match sys::write(dev.fd.as_fd(), &buf) {
+            Ok(n) if n == buf.len() => Ok(()),
+            Ok(n) => Err(io::Error::other(format!(
                 "umad write to LID {}: short write ({n} of {} bytes)",
                 to.lid,
                 buf.len()
-            )))
+            ))),
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("umad write to LID {}: {e}", to.lid),
+            )),
         }
     }
 
@@ -419,16 +381,16 @@ impl MadTransport for UmadTransport {
             }
         }
     }
+
+    /// Open the device again (for every handle on this port).
+    fn reopen(&mut self) -> io::Result<()> {
+        self.shared.reopen().map_err(|e| io::Error::other(e.0))
+    }
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Ok(mut t) = self.thread.lock()
-            && let Some(t) = t.take()
-        {
-            let _ = t.join();
-        }
+        self.stop_reader();
     }
 }
 
@@ -436,21 +398,90 @@ impl Drop for Device {
     fn drop(&mut self) {
         for id in [self.pm_agent, self.smp_agent] {
             if id != u32::MAX {
-                let mut id = id;
-                // SAFETY: `fd` is still open; the ioctl reads one u32 from a
-                // live local.
-                unsafe {
-                    libc::ioctl(
-                        self.fd,
-                        IOCTL_UNREGISTER_AGENT,
-                        (&mut id as *mut u32).cast::<c_void>(),
-                    )
-                };
+                let mut arg = id.to_ne_bytes();
+                let _ = sys::ioctl(self.fd.as_fd(), IOCTL_UNREGISTER_AGENT, &mut arg);
             }
         }
-        // SAFETY: this Device is the only owner of `fd` and nothing uses it
-        // after drop.
-        unsafe { libc::close(self.fd) };
+        // `fd` closes when its `sys::Fd` drops, after this.
+    }
+}
+
+/// Open `path` and register the PerfMgt and directed-route SMP agents.
+fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
+    let mut device = Device {
+        fd: open_device(path)?,
+        pm_agent: u32::MAX,
+        smp_agent: u32::MAX,
+        timeout_ms: cfg.timeout_ms,
+        retries: cfg.retries,
+        failed: AtomicBool::new(false),
+    };
+    // From here on, dropping `device` unregisters and closes.
+    let methods: &[u8] = if cfg.serve_perf_mgt {
+        &[METHOD_GET, METHOD_SET]
+    } else {
+        &[]
+    };
+    device.pm_agent = register_agent(&device.fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
+        UmadError(format!(
+            "{path}: cannot register a PerfMgt (class 0x04) agent: {e}"
+        ))
+    })?;
+    device.smp_agent = register_agent(&device.fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
+        UmadError(format!(
+            "{path}: cannot register a directed-route SMP (class 0x81) agent: {e}"
+        ))
+    })?;
+    Ok(device)
+}
+
+/// Start the thread that reads `device`'s completions into `routes`.
+fn spawn_reader(
+    device: &Arc<Device>,
+    routes: &Arc<Mutex<Routes>>,
+    local: &LocalPort,
+) -> Result<(Arc<AtomicBool>, JoinHandle<()>), UmadError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let device = Arc::clone(device);
+        let stop = Arc::clone(&stop);
+        let routes = Arc::clone(routes);
+        std::thread::Builder::new()
+            .name(format!("umad-{}-{}", local.ca, local.port))
+            .spawn(move || reader(&device, &stop, &routes))
+            .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
+    };
+    Ok((stop, thread))
+}
+
+impl Owner {
+    fn stop_reader(&self) {
+        let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, thread)) = reader {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+    }
+
+    /// Close the device and open the same port's device again (its path
+    /// is looked up again: a reset HCA may come back under another umadN),
+    /// with a new reader; every handle and route carries over.
+    fn reopen(&self) -> Result<(), UmadError> {
+        self.stop_reader();
+        let mut local = self.local.clone();
+        let cfg = UmadConfig {
+            ca: Some(local.ca.clone()),
+            port: Some(local.port),
+            ..self.cfg.clone()
+        };
+        local.device = select_port(&cfg)?.device;
+        let device = Arc::new(open_agents(&cfg, &local.device)?);
+        let reader = spawn_reader(&device, &self.routes, &local)?;
+        // The old device closes when its last user lets go.
+        self.device.store(device);
+        *self.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
+        tracing::info!(device = %local.device, "umad port reopened");
+        Ok(())
     }
 }
 
@@ -503,52 +534,39 @@ fn decode_completion(buf: &[u8]) -> Option<Received> {
 fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
     let mut buf = vec![0u8; HDR_SIZE + MAD_SIZE];
     while !stop.load(Ordering::Relaxed) {
-        let mut pfd = libc::pollfd {
-            fd: dev.fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, count 1.
-        let r = unsafe { libc::poll(&mut pfd, 1, POLL_MS) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+        let revents = match sys::poll_in(dev.fd.as_fd(), POLL_MS) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                fatal(dev, routes, format!("umad poll: {e}"));
+                return;
             }
-            fatal(routes, format!("umad poll: {e}"));
-            return;
-        }
-        if r == 0 {
-            continue;
-        }
-        if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
-            && pfd.revents & libc::POLLIN == 0
+        };
+        if revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
+            && revents & libc::POLLIN == 0
         {
             fatal(
+                dev,
                 routes,
-                format!("umad device error (poll revents 0x{:x})", pfd.revents),
+                format!("umad device error (poll revents 0x{revents:x})"),
             );
             return;
         }
         // Drain everything queued.
         loop {
-            // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes.
-            let n = unsafe { libc::read(dev.fd, buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
-            if n == SIM_EWOULDBLOCK || n == 0 {
-                break;
-            }
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
+            let n = match sys::read(dev.fd.as_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => match e.kind() {
                     io::ErrorKind::WouldBlock => break,
                     io::ErrorKind::Interrupted => continue,
                     _ => {
-                        fatal(routes, format!("umad read: {e}"));
+                        fatal(dev, routes, format!("umad read: {e}"));
                         return;
                     }
-                }
-            }
-            let n = (n as usize).min(buf.len());
+                },
+            };
             let Some(rx) = decode_completion(&buf[..n]) else {
                 tracing::debug!(bytes = n, "short umad completion ignored");
                 continue;
@@ -574,8 +592,9 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
 }
 
 /// Tell every receiver that the device failed.
-fn fatal(routes: &Mutex<Routes>, msg: String) {
-    tracing::error!("{msg}");
+fn fatal(dev: &Device, routes: &Mutex<Routes>, msg: String) {
+    dev.failed.store(true, Ordering::Relaxed);
+    tracing::warn!("{msg}");
     let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
         let _ = tx.send(Message::Fatal(msg.clone()));
@@ -590,34 +609,21 @@ fn cstring(s: &str) -> Result<CString, UmadError> {
 /// umad2sim, unlike std's `open64`).
 fn read_text(path: &str) -> Result<String, UmadError> {
     let c = cstring(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(UmadError(format!(
-            "cannot read {path}: {}",
-            io::Error::last_os_error()
-        )));
-    }
+    let fd =
+        sys::open(&c, libc::O_RDONLY).map_err(|e| UmadError(format!("cannot read {path}: {e}")))?;
     let mut out = Vec::new();
     let mut buf = [0u8; 512];
-    let result = loop {
-        // SAFETY: `fd` is open; `buf` is a live writable buffer of its length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break Err(UmadError(format!("cannot read {path}: {e}")));
+    loop {
+        match sys::read(fd.as_fd(), &mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(UmadError(format!("cannot read {path}: {e}"))),
         }
-        if n == 0 || out.len() > 64 * 1024 {
-            break Ok(());
+        if out.len() > 64 * 1024 {
+            break;
         }
-        out.extend_from_slice(&buf[..n as usize]);
-    };
-    // SAFETY: `fd` was opened above and is closed once.
-    unsafe { libc::close(fd) };
-    result?;
+    }
     Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
@@ -625,33 +631,8 @@ fn read_text(path: &str) -> Result<String, UmadError> {
 /// `opendir` (interposed by umad2sim).
 fn list_dir(path: &str) -> Result<Vec<String>, UmadError> {
     let c = cstring(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path.
-    let dir = unsafe { libc::opendir(c.as_ptr()) };
-    if dir.is_null() {
-        return Err(UmadError(format!(
-            "cannot list {path}: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    let mut names = Vec::new();
-    loop {
-        // SAFETY: `dir` is a valid DIR* from opendir, not yet closed.
-        let ent = unsafe { libc::readdir(dir) };
-        if ent.is_null() {
-            break;
-        }
-        // SAFETY: readdir returned a valid dirent whose d_name is
-        // NUL-terminated; it stays valid until the next readdir/closedir,
-        // and is copied out before that.
-        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    // SAFETY: `dir` came from opendir and is closed once.
-    unsafe { libc::closedir(dir) };
+    let dir = sys::Dir::open(&c).map_err(|e| UmadError(format!("cannot list {path}: {e}")))?;
+    let mut names: Vec<String> = dir.filter(|n| n != "." && n != "..").collect();
     names.sort_by_key(|n| natural_key(n));
     Ok(names)
 }
@@ -814,33 +795,29 @@ fn find_device(ca: &str, port: u8) -> Result<String, UmadError> {
     )))
 }
 
-fn open_device(path: &str) -> Result<c_int, UmadError> {
+fn open_device(path: &str) -> Result<sys::Fd, UmadError> {
     let c = cstring(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path. libc `open` (not open64)
-    // so that umad2sim can interpose it.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
+    sys::open(&c, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
         let hint = if e.kind() == io::ErrorKind::PermissionDenied {
             " (needs root or read/write access to the umad device)"
         } else {
             ""
         };
-        return Err(UmadError(format!("cannot open {path}: {e}{hint}")));
-    }
-    Ok(fd)
+        UmadError(format!("cannot open {path}: {e}{hint}"))
+    })
 }
 
 /// `struct ib_user_mad_reg_req`: id, method_mask[4 x u32], qpn, class,
 /// class version, oui[3], rmpp version — 27 bytes, padded to 28. With an
 /// empty `methods` the agent only sends requests and gets their replies;
 /// each method listed is also received unsolicited.
-fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8, methods: &[u8]) -> io::Result<u32> {
+fn register_agent(
+    fd: &sys::Fd,
+    qpn: u8,
+    class: u8,
+    version: u8,
+    methods: &[u8],
+) -> io::Result<u32> {
     let mut req = [0u8; 28];
     for &m in methods {
         // method_mask is a 128-bit bitmap of host-endian u32 words.
@@ -852,13 +829,7 @@ fn register_agent(fd: c_int, qpn: u8, class: u8, version: u8, methods: &[u8]) ->
     req[20] = qpn;
     req[21] = class;
     req[22] = version;
-    // SAFETY: the register ioctl reads and writes exactly 28 bytes (its
-    // size is encoded in the request number), and `req` is a live buffer of
-    // 28 bytes.
-    let r = unsafe { libc::ioctl(fd, IOCTL_REGISTER_AGENT, req.as_mut_ptr().cast::<c_void>()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    sys::ioctl(fd.as_fd(), IOCTL_REGISTER_AGENT, &mut req)?;
     Ok(u32::from_ne_bytes([req[0], req[1], req[2], req[3]]))
 }
 

@@ -1,0 +1,73 @@
+//! `ibpm-agentx check-config` and `run` on files that used to pass or
+//! mislead: the binary as an operator runs it, from `/` as systemd does.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn agent(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(args)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn check(conf: &Path) -> (i32, String) {
+    agent(&["check-config", "--config", conf.to_str().unwrap()])
+}
+
+#[test]
+fn a_relative_topology_is_read_next_to_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default-fabric.net"),
+        dir.path().join("fabric.net"),
+    )
+    .unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(&conf, "[fabric]\ntopology = \"fabric.net\"\n").unwrap();
+    let (code, err) = check(&conf);
+    assert_eq!(code, 0, "{err}");
+
+    std::fs::write(&conf, "[fabric]\ntopology = \"nope.net\"\n").unwrap();
+    let (code, err) = check(&conf);
+    assert_ne!(code, 0);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("agent.toml:2: key `fabric.topology`"), "{err}");
+    assert!(
+        err.contains(&dir.path().join("nope.net").display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_log_level_that_logs_nothing_is_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(&conf, "[log]\nlevel = \"loud\"\n").unwrap();
+    let (code, err) = check(&conf);
+    assert_ne!(code, 0);
+    assert!(err.contains(":2: key `log.level`"), "{err}");
+    let (code, err) = agent(&["run", "--no-agentx", "--config", conf.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("log.level"), "{err}");
+}
+
+#[test]
+fn a_wrong_type_names_the_dotted_key_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(&conf, "[fabric]\nsweep_interval = \"soon\"\n").unwrap();
+    let (code, err) = check(&conf);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(":2: key `fabric.sweep_interval`: ") && err.contains("expected a number"),
+        "{err}"
+    );
+    assert!(!err.contains("f64"), "{err}");
+}
