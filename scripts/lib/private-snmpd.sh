@@ -24,8 +24,8 @@ CONF
     return 1
 }
 
-stop_pid() {
+stop_pid() {  # a process killed by the signal waits with status 143: not an error here
     [ -n "${1:-}" ] || return 0
-    kill "$1" 2>/dev/null && wait "$1" 2>/dev/null
+    if kill "$1" 2>/dev/null; then wait "$1" 2>/dev/null || true; fi
     return 0
 }
