@@ -1,11 +1,12 @@
 //! Where the MIB tools (smilint, snmptranslate, snmpd) find the modules the
 //! tests need: this repository's `mibs/` directory and a directory holding the
-//! IETF base modules (SNMPv2-SMI, SNMPv2-TC, SNMPv2-CONF), which Debian does
-//! not ship.
+//! IETF base modules (SNMPv2-SMI, SNMPv2-TC, SNMPv2-CONF).
 //!
 //! The IETF directory is `$IBPM_IETF_MIBS` when that variable is set, else
-//! `<repo>/../shared/reference/ietf-mibs`. When neither holds the modules the
-//! calling test fails with a message saying where it looked.
+//! Debian's `/usr/share/snmp/mibs/ietf`, which the `snmp-mibs-downloader`
+//! package fills (`scripts/install-deps` installs it). When the directory does
+//! not hold the modules the calling test fails with a message saying where it
+//! looked.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// Environment variable that points at a directory holding the IETF base MIB
 /// modules.
 pub const IETF_MIBS_ENV: &str = "IBPM_IETF_MIBS";
+
+/// Where Debian's snmp-mibs-downloader puts the IETF modules.
+pub const DEBIAN_IETF_MIBS: &str = "/usr/share/snmp/mibs/ietf";
 
 /// The modules `IB-PM-MIB` imports from.
 const REQUIRED_MODULES: [&str; 3] = ["SNMPv2-SMI", "SNMPv2-TC", "SNMPv2-CONF"];
@@ -33,8 +37,11 @@ pub fn ietf_mib_dir() -> PathBuf {
     let (dir, origin) = match std::env::var_os(IETF_MIBS_ENV) {
         Some(v) if !v.is_empty() => (PathBuf::from(v), format!("${IETF_MIBS_ENV}")),
         _ => (
-            repo_dir().join("../shared/reference/ietf-mibs"),
-            format!("the default location (set ${IETF_MIBS_ENV} to override)"),
+            PathBuf::from(DEBIAN_IETF_MIBS),
+            format!(
+                "Debian's location (install snmp-mibs-downloader: scripts/install-deps; \
+                 or set ${IETF_MIBS_ENV})"
+            ),
         ),
     };
     if let Err(msg) = check_ietf_dir(&dir) {

@@ -80,6 +80,21 @@ impl Drop for ChildGuard {
     }
 }
 
+/// A line a net-snmp tool prints about a MIB module other than IB-PM-MIB
+/// and the modules it imports: a distribution's MIB directory may hold
+/// modules whose own imports it does not ship (Debian's `ietf` directory
+/// imports IANA modules that live elsewhere), which does not concern us.
+pub fn unrelated_mib_warning(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("Cannot find module (") else {
+        return false;
+    };
+    let module = rest.split(')').next().unwrap_or_default();
+    !matches!(
+        module,
+        "IB-PM-MIB" | "SNMPv2-SMI" | "SNMPv2-TC" | "SNMPv2-CONF" | "SNMPv2-MIB"
+    )
+}
+
 /// A free UDP port on 127.0.0.1 (bound and released; a tiny race remains).
 pub fn free_udp_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").expect("bind udp 127.0.0.1:0");
@@ -289,7 +304,8 @@ impl SnmpTool {
             .extend(a.into_iter().map(|s| s.as_ref().to_string()));
         self
     }
-    /// Adds `-M <repo mibs:ietf mibs> -m ALL` (otherwise `-m ''`: no MIBs).
+    /// Adds `-M <repo mibs:ietf mibs> -m IB-PM-MIB` (otherwise `-m ''`: no
+    /// MIBs).
     pub fn mibs(mut self, yes: bool) -> Self {
         self.mibs = yes;
         self
@@ -306,7 +322,7 @@ impl SnmpTool {
         if self.mibs {
             cmd.arg("-M")
                 .arg(mibpath::mib_search_path())
-                .args(["-m", "ALL"]);
+                .args(["-m", "IB-PM-MIB"]);
         } else {
             cmd.args(["-m", ""]);
         }
