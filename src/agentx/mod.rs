@@ -6,6 +6,7 @@ pub mod config;
 pub mod core;
 pub mod pdu;
 pub mod session;
+pub mod socket_path;
 
 pub use config::{AgentxAddr, SessionConfig};
 pub use session::{Session, SessionHandle};

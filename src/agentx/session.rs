@@ -189,7 +189,10 @@ enum Conn {
 impl Conn {
     async fn connect(addr: &AgentxAddr) -> io::Result<Conn> {
         match addr {
-            AgentxAddr::Unix(p) => Ok(Conn::Unix(UnixStream::connect(p).await?)),
+            AgentxAddr::Unix(p) => {
+                super::socket_path::check_socket(p)?;
+                Ok(Conn::Unix(UnixStream::connect(p).await?))
+            }
             AgentxAddr::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
                 let addrs = tokio::net::lookup_host((host.as_str(), *port)).await?;
