@@ -211,6 +211,9 @@ pub struct SetConfig {
 pub struct LogConfig {
     /// tracing filter (`info`, `debug`, `ibpm_agentx=debug`...); RUST_LOG wins.
     pub level: String,
+    /// One info line every this many sweeps saying the sweeps are healthy
+    /// (sweep time, nodes, timeouts); 0 = never.
+    pub health_every: u32,
 }
 
 impl Default for AgentxConfig {
@@ -272,6 +275,7 @@ impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             level: "info".into(),
+            health_every: 60,
         }
     }
 }
@@ -563,6 +567,7 @@ impl Config {
             keep_unreachable: self.fabric.unreachable_rows == UnreachableRows::Keep,
             optional_attributes: self.fabric.optional_attributes,
             clear_near_overflow: self.fabric.clear_near_overflow,
+            health_every: self.log.health_every,
         }
     }
 

@@ -33,6 +33,9 @@ pub struct SweepConfig {
     pub optional_attributes: bool,
     /// Clear PortCounters fields past 75% of their range.
     pub clear_near_overflow: bool,
+    /// Log one line every this many sweeps saying the sweeps are healthy
+    /// (0: never).
+    pub health_every: u32,
 }
 
 impl Default for SweepConfig {
@@ -43,6 +46,7 @@ impl Default for SweepConfig {
             keep_unreachable: true,
             optional_attributes: true,
             clear_near_overflow: false,
+            health_every: 60,
         }
     }
 }

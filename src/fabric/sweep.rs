@@ -38,7 +38,14 @@ pub struct SweepStats {
     pub nodes: usize,
     pub answered: usize,
     pub mads: u64,
+    /// Requests of the mandatory attributes (ClassPortInfo, the counters,
+    /// clears) that ended without an answer after every retry.
     pub timeouts: u64,
+    /// Requests of optional attributes that ended without an answer: a node
+    /// that does not implement one may stay silent, which is no fault (see
+    /// the state's strikes); counted apart so that `timeouts` means nodes
+    /// that did not answer.
+    pub optional_timeouts: u64,
     pub elapsed: Duration,
     /// The MAD transport failed as a whole during this sweep; every node
     /// was marked unreachable.
@@ -168,6 +175,7 @@ impl Sweeper {
         let mut answered = vec![false; n];
         let mut mads = 0;
         let mut timeouts = 0;
+        let mut optional_timeouts = 0;
 
         // ClassPortInfo, twice at most: a redirect sends the second to the
         // redirected PMA.
@@ -192,6 +200,7 @@ impl Sweeper {
             let st = self.run_batch(&reqs, &slots, &mut answered, first, "ClassPortInfo");
             mads += st.0;
             timeouts += st.1;
+            optional_timeouts += st.2;
             if self.engine.transport_failed() {
                 break;
             }
@@ -202,6 +211,7 @@ impl Sweeper {
             let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
             mads += st.0;
             timeouts += st.1;
+            optional_timeouts += st.2;
         }
         if self.engine.transport_failed() {
             let error = self
@@ -219,6 +229,7 @@ impl Sweeper {
                 answered: 0,
                 mads,
                 timeouts,
+                optional_timeouts,
                 elapsed: started.elapsed(),
                 transport_down: Some(error),
             };
@@ -233,6 +244,7 @@ impl Sweeper {
             let st = self.run_batch(&reqs, &slots, &mut answered, false, "clears");
             mads += st.0;
             timeouts += st.1;
+            optional_timeouts += st.2;
         }
 
         {
@@ -246,17 +258,31 @@ impl Sweeper {
             answered: answered.iter().filter(|a| **a).count(),
             mads,
             timeouts,
+            optional_timeouts,
             elapsed: started.elapsed(),
             transport_down: None,
         };
+        let health_every = self.state.lock().cfg.health_every;
         if first {
             info!(
                 nodes = stats.nodes,
                 answered = stats.answered,
                 mads = stats.mads,
                 timeouts = stats.timeouts,
+                optional_timeouts = stats.optional_timeouts,
                 ms = stats.elapsed.as_millis() as u64,
                 "first sweep done"
+            );
+        } else if health_every > 0 && sweep_no % u64::from(health_every) == 0 {
+            info!(
+                sweep = sweep_no,
+                nodes = stats.nodes,
+                answered = stats.answered,
+                mads = stats.mads,
+                timeouts = stats.timeouts,
+                optional_timeouts = stats.optional_timeouts,
+                ms = stats.elapsed.as_millis() as u64,
+                "sweeping: healthy"
             );
         } else {
             debug!(?stats, "sweep done");
@@ -360,7 +386,8 @@ impl Sweeper {
     }
 
     /// Send one batch and fold the outcomes into the state. Returns the
-    /// number of MADs and of timeouts.
+    /// number of MADs, of mandatory requests that timed out and of optional
+    /// ones that did.
     fn run_batch<R: Request>(
         &mut self,
         reqs: &[R],
@@ -368,8 +395,9 @@ impl Sweeper {
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
-    ) -> (u64, u64) {
+    ) -> (u64, u64, u64) {
         let total = reqs.len();
+        let (mut timeouts, mut optional_timeouts) = (0, 0);
         let mut done = 0usize;
         let mut last_log = Instant::now();
         let sent = Instant::now();
@@ -381,6 +409,12 @@ impl Sweeper {
             {
                 *transport_error = Some(e.clone());
             }
+            if outcome == MadOutcome::Timeout {
+                match slots[i] {
+                    Slot::Optional(..) => optional_timeouts += 1,
+                    _ => timeouts += 1,
+                }
+            }
             done += 1;
             if log_progress && last_log.elapsed() >= Duration::from_secs(2) {
                 last_log = Instant::now();
@@ -391,7 +425,7 @@ impl Sweeper {
         if !self.engine.transport_failed() {
             self.transport_error = None;
         }
-        (stats.sent, stats.timeouts)
+        (stats.sent, timeouts, optional_timeouts)
     }
 
     /// Follow a sweep's transport state: one error line when the transport
@@ -798,6 +832,10 @@ mod tests {
         let (n1, st1) = per_sweep(&mut sweeper);
         assert_eq!(n1, ports * 8 + sw_ports);
         assert_eq!(st1.answered, st1.nodes);
+        // The switch's silence on 0x18 is counted apart, not as a timeout
+        // of a node that did not answer.
+        assert_eq!(st1.timeouts, 0);
+        assert_eq!(st1.optional_timeouts, sw_ports);
         let snap = cache.load();
         let rec = snap.node(ca.guid).unwrap();
         let got: Vec<u16> = rec.ports[0].optional.iter().map(|o| o.attr_id).collect();

@@ -1,0 +1,64 @@
+//! The sweeper says it is healthy every `log.health_every` sweeps, in one
+//! info line with the sweep's figures, and nothing of the kind in between.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use ibpm_agentx::fabric::state::SweepConfig;
+use ibpm_agentx::rig::{AgentRig, RigOptions};
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn one_health_line_every_n_sweeps() {
+    let mut rig = AgentRig::new(RigOptions {
+        sweep: SweepConfig {
+            health_every: 3,
+            ..SweepConfig::default()
+        },
+        ..RigOptions::default()
+    });
+    let nodes = rig.fabric().nodes.len();
+    let log = Captured::default();
+    let w = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..7 {
+            rig.sweep();
+        }
+    });
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let health: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("sweeping: healthy"))
+        .collect();
+    assert_eq!(health.len(), 2, "sweeps 3 and 6:\n{text}");
+    assert!(
+        health[0].contains("sweep=3") && health[1].contains("sweep=6"),
+        "{text}"
+    );
+    for l in &health {
+        assert!(
+            l.contains(&format!("nodes={nodes}"))
+                && l.contains(&format!("answered={nodes}"))
+                && l.contains("timeouts=0")
+                && l.contains(" ms="),
+            "{l}"
+        );
+    }
+}
