@@ -379,6 +379,9 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         if let Some(w) = &cfg.snmp.write_community {
             r = r.with_write_community(w.clone());
         }
+        r = r
+            .with_max_message_size(cfg.snmp.max_response_octets)
+            .with_rate_limit(cfg.snmp.rate_limit, cfg.snmp.rate_burst);
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         info!(
             "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",

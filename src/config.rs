@@ -62,6 +62,14 @@ pub struct SnmpConfig {
     /// `None` (an empty string in the file): the responder is read-only.
     #[serde(deserialize_with = "non_empty")]
     pub write_community: Option<String>,
+    /// Largest response the responder sends, in octets (484 to 65507):
+    /// GetBulk answers leave off the repetitions that do not fit.
+    pub max_response_octets: usize,
+    /// Requests per second answered per source address (0 = no limit).
+    pub rate_limit: u32,
+    /// Requests one source address may send at once before `rate_limit`
+    /// applies.
+    pub rate_burst: u32,
 }
 
 /// A key whose value is one of a few words: the enum, its parse from the
@@ -234,6 +242,9 @@ impl Default for SnmpConfig {
             listen: None,
             community: "public".into(),
             write_community: None,
+            max_response_octets: 1472,
+            rate_limit: 500,
+            rate_burst: 1000,
         }
     }
 }
@@ -526,6 +537,23 @@ impl Config {
             ));
         }
         check_log_level(&self.log.level).map_err(|m| ("log", "level", m))?;
+        if !(484..=65507).contains(&self.snmp.max_response_octets) {
+            return Err((
+                "snmp",
+                "max_response_octets",
+                format!(
+                    "{} is out of range (484 to 65507)",
+                    self.snmp.max_response_octets
+                ),
+            ));
+        }
+        if self.snmp.rate_limit > 0 && self.snmp.rate_burst == 0 {
+            return Err((
+                "snmp",
+                "rate_burst",
+                "must be at least 1 when snmp.rate_limit is set".into(),
+            ));
+        }
         if self.snmp.write_community.as_ref() == Some(&self.snmp.community) {
             return Err((
                 "snmp",

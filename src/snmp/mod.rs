@@ -14,6 +14,10 @@
 //!   [`ResponderConfig::max_message_size`] (at most 65507, the largest UDP
 //!   payload): repetitions that do not fit are left off; `tooBig` only when
 //!   the non-repeaters alone do not fit.
+//! - Each source address gets at most [`Responder::with_rate_limit`]'s
+//!   requests per second after a first burst ([`rate`]); the rest are
+//!   dropped unanswered, counted (`rate_limited`) and logged at most every
+//!   10 s, so spoofed requests cannot turn the responder into a reflector.
 //! - Set: with a write community configured and used, the handler's
 //!   `test_set` / `commit_set` (then `undo_set` on a failed commit) /
 //!   `cleanup_set` run in that order, `cleanup_set` always last. Otherwise a
@@ -22,6 +26,7 @@
 
 mod codec;
 mod engine;
+pub mod rate;
 
 pub use engine::{
     MAX_UDP_PAYLOAD, Outcome, RESPONDER_SESSION_ID, ResponderConfig, handle_packet, process,
@@ -31,18 +36,25 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use crate::mib::MibHandler;
 use crate::runtime::{EdgeRuntime, OnRuntime};
+use rate::RateLimiter;
+
+/// How often, at most, the responder logs that it drops requests over the
+/// rate limit.
+const RATE_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// A bound, not yet serving, SNMP responder.
 pub struct Responder {
     socket: UdpSocket,
     config: ResponderConfig,
     handler: Arc<dyn MibHandler>,
+    limiter: RateLimiter,
 }
 
 impl Responder {
@@ -64,6 +76,7 @@ impl Responder {
             socket,
             config: ResponderConfig::new(community),
             handler,
+            limiter: RateLimiter::new(0, 1),
         })
     }
 
@@ -77,6 +90,13 @@ impl Responder {
     /// smallest message size every SNMP entity must accept).
     pub fn with_max_message_size(mut self, octets: usize) -> Responder {
         self.config.max_message_size = octets.clamp(484, MAX_UDP_PAYLOAD);
+        self
+    }
+
+    /// Answers at most `rate` requests per second per source address, after
+    /// a first `burst` (0: no limit); the others are dropped unanswered.
+    pub fn with_rate_limit(mut self, rate: u32, burst: u32) -> Responder {
+        self.limiter = RateLimiter::new(rate, burst);
         self
     }
 
@@ -103,6 +123,7 @@ impl Responder {
             socket,
             config: self.config,
             handler: self.handler,
+            limiter: self.limiter,
         };
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let (stop2, stats2) = (stop.clone(), stats.clone());
@@ -126,14 +147,17 @@ struct Serving {
     socket: tokio::net::UdpSocket,
     config: ResponderConfig,
     handler: Arc<dyn MibHandler>,
+    limiter: RateLimiter,
 }
 
 impl Serving {
-    async fn serve(self, stop: &Notify, stats: &Counters) {
+    async fn serve(mut self, stop: &Notify, stats: &Counters) {
         if let Ok(a) = self.socket.local_addr() {
             info!(addr = %a, "SNMP responder listening");
         }
         let mut buf = vec![0u8; 65536];
+        let mut limited_since_log = 0u64;
+        let mut last_rate_log: Option<Instant> = None;
         loop {
             let received = tokio::select! {
                 r = self.socket.recv_from(&mut buf) => r,
@@ -148,6 +172,21 @@ impl Serving {
                 }
             };
             stats.in_packets.fetch_add(1, Ordering::Relaxed);
+            let now = Instant::now();
+            if !self.limiter.allow(peer.ip(), now) {
+                stats.rate_limited.fetch_add(1, Ordering::Relaxed);
+                limited_since_log += 1;
+                if last_rate_log.is_none_or(|t| now.duration_since(t) >= RATE_LOG_EVERY) {
+                    warn!(
+                        %peer,
+                        dropped = limited_since_log,
+                        "snmp: dropping requests over the per-source rate limit (logged at most every 10 s)"
+                    );
+                    last_rate_log = Some(now);
+                    limited_since_log = 0;
+                }
+                continue;
+            }
             let handler = OnRuntime(&*self.handler);
             let outcome = process(&buf[..len], &self.config, &handler);
             match outcome {
@@ -191,6 +230,7 @@ struct Counters {
     ignored: AtomicU64,
     silent_drops: AtomicU64,
     send_errors: AtomicU64,
+    rate_limited: AtomicU64,
 }
 
 /// Counts since the responder started (after the snmpInPkts etc. of SNMPv2-MIB).
@@ -203,6 +243,8 @@ pub struct ResponderStats {
     pub ignored: u64,
     pub silent_drops: u64,
     pub send_errors: u64,
+    /// Requests dropped over the per-source rate limit.
+    pub rate_limited: u64,
 }
 
 /// A running responder; shuts it down when dropped.
@@ -233,6 +275,7 @@ impl ResponderHandle {
             ignored: l(&c.ignored),
             silent_drops: l(&c.silent_drops),
             send_errors: l(&c.send_errors),
+            rate_limited: l(&c.rate_limited),
         }
     }
 
