@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use ibpm_agentx::agentx::AgentxAddr;
 use ibpm_agentx::config::{self, Config, FabricBackend};
-use ibpm_agentx::ib::Escaped;
+use ibpm_agentx::ib::{Escaped, Guid};
+use ibpm_agentx::mib::tables::{COLUMNS, TABLES, guid_index};
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +30,12 @@ enum Cmd {
     CheckConfig {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+    },
+    /// Print the MIB index of a node GUID (as hex: 0x0002c90300001234 or
+    /// 0002:c903:0000:1234) and the OID of each table's first column for it.
+    Oid {
+        #[arg(value_name = "GUID")]
+        guid: String,
     },
 }
 
@@ -73,6 +80,16 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::Oid { guid } => match guid.parse::<Guid>() {
+            Ok(g) => {
+                print!("{}", oid_text(g));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ibpm-agentx: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Run(args) => {
             let cfg = match build_config(args) {
                 Ok(c) => c,
@@ -91,6 +108,20 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// What `oid` prints: the index, then each table's first column with its
+/// numeric OID for the node.
+fn oid_text(g: Guid) -> String {
+    let join = |s: &[u32]| s.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+    let index = join(&guid_index(g));
+    let mut out = format!("node GUID {g}\nindex     {index}\n");
+    for t in TABLES {
+        if let Some(c) = COLUMNS.iter().find(|c| c.table == t.number) {
+            out += &format!("{:<36} {}.{index}\n", c.name, join(&c.oid()));
+        }
+    }
+    out
 }
 
 fn check(path: &std::path::Path) -> Result<(), String> {

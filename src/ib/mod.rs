@@ -59,6 +59,34 @@ impl Guid {
     }
 }
 
+/// A GUID as operators type it: 16 hex digits, with or without `0x`, or
+/// four colon-separated groups of 4 (`0002:c903:0000:1234`, as ibstat
+/// prints port GUIDs).
+impl std::str::FromStr for Guid {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Guid, String> {
+        let t = s.trim();
+        let hex = t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .unwrap_or(t);
+        let groups: Vec<&str> = hex.split(':').collect();
+        let digits = match groups.len() {
+            1 => hex.to_string(),
+            4 if groups.iter().all(|g| g.len() == 4) => groups.concat(),
+            _ => return Err(format!("`{}` is not a GUID (16 hex digits)", Escaped(s))),
+        };
+        if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            return Err(format!("`{}` is not a GUID (16 hex digits)", Escaped(s)));
+        }
+        u64::from_str_radix(&digits, 16)
+            .map(Guid)
+            .map_err(|e| format!("`{}` is not a GUID: {e}", Escaped(s)))
+    }
+}
+
 impl fmt::Display for Guid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0x{:016x}", self.0)
@@ -165,6 +193,36 @@ mod tests {
             "h\u{e9}te 1 HCA-1",
         ] {
             assert_eq!(Escaped(plain).to_string(), plain);
+        }
+    }
+}
+
+#[cfg(test)]
+mod guid_tests {
+    use super::Guid;
+
+    #[test]
+    fn guids_parse_as_operators_type_them() {
+        let g = Guid(0x0002_c903_0000_1234);
+        for s in [
+            "0x0002c90300001234",
+            "0002c90300001234",
+            "0X0002C90300001234",
+            "0002:c903:0000:1234",
+            " 0x2c90300001234 ",
+        ] {
+            assert_eq!(s.parse::<Guid>(), Ok(g), "{s}");
+        }
+        for s in [
+            "",
+            "0x",
+            "xyz",
+            "0x10000000000000000",
+            "0002:c903:1234",
+            "1:2:3:4",
+            "-1",
+        ] {
+            assert!(s.parse::<Guid>().is_err(), "{s:?} parsed");
         }
     }
 }
