@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use crate::config::{Config, FabricBackend};
@@ -21,6 +21,7 @@ use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
+use crate::service::{self, Notifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
@@ -230,10 +231,43 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         r => r?,
     };
     let running = start_with(&cfg, backend, shutdown.clone())?;
+    let notifier = match Notifier::from_env() {
+        Some(Ok(n)) => Some(n),
+        Some(Err(e)) => {
+            warn!("cannot notify systemd: {e}");
+            None
+        }
+        None => None,
+    };
+    let ping_every = service::watchdog_ping_interval();
+    let (mut ready, mut last_ping) = (false, None::<Instant>);
     while !shutdown.is_triggered() {
+        if let Some(n) = &notifier {
+            let snap = running.cache().load();
+            let registered = running.session().is_none_or(|s| s.registered());
+            if !ready && snap.sweep > 0 && registered {
+                let status = format!("READY=1\nSTATUS=serving {} nodes", snap.nodes.len());
+                match n.send(&status) {
+                    Ok(()) => info!("told systemd the agent is ready"),
+                    Err(e) => warn!("cannot notify systemd: {e}"),
+                }
+                ready = true;
+            }
+            if ready
+                && let Some(every) = ping_every
+                && last_ping.is_none_or(|t| t.elapsed() >= every)
+                && service::sweeper_alive(snap.taken, SystemTime::now(), snap.interval)
+            {
+                let _ = n.send("WATCHDOG=1");
+                last_ping = Some(Instant::now());
+            }
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
     info!("shutting down");
+    if let Some(n) = &notifier {
+        let _ = n.send("STOPPING=1");
+    }
     running.stop();
     Ok(())
 }

@@ -43,6 +43,7 @@ pub mod mib;
 pub mod pm;
 pub mod rig;
 pub mod runtime;
+pub mod service;
 pub mod sim;
 pub mod smp;
 pub mod snmp;

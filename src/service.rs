@@ -1,0 +1,108 @@
+//! Telling systemd how the agent is (`Type=notify`, `WatchdogSec=`): READY=1
+//! once the first snapshot is published and, with AgentX enabled, the
+//! subtree is registered with snmpd; WATCHDOG=1 while the sweeper keeps
+//! publishing snapshots; STOPPING=1 on the way out. Without `NOTIFY_SOCKET`
+//! in the environment (not started by systemd) nothing is sent.
+
+use std::io;
+use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::time::{Duration, SystemTime};
+
+/// The notification socket systemd named in `NOTIFY_SOCKET`.
+pub struct Notifier {
+    socket: UnixDatagram,
+    to: SocketAddr,
+}
+
+impl Notifier {
+    /// The notifier of this process, when systemd gave it a socket.
+    pub fn from_env() -> Option<io::Result<Notifier>> {
+        let name = std::env::var_os("NOTIFY_SOCKET")?;
+        Some(Notifier::new(name.to_str().unwrap_or_default()))
+    }
+
+    /// A notifier sending to `name`: a path, or `@name` in the abstract
+    /// namespace.
+    pub fn new(name: &str) -> io::Result<Notifier> {
+        let to = match name.strip_prefix('@') {
+            Some(abs) => {
+                use std::os::linux::net::SocketAddrExt;
+                SocketAddr::from_abstract_name(abs.as_bytes())?
+            }
+            None if name.starts_with('/') => SocketAddr::from_pathname(name)?,
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "NOTIFY_SOCKET `{}` is neither a path nor @name",
+                        name.escape_debug()
+                    ),
+                ));
+            }
+        };
+        Ok(Notifier {
+            socket: UnixDatagram::unbound()?,
+            to,
+        })
+    }
+
+    /// Sends one notification (`READY=1`, `WATCHDOG=1`, `STATUS=...`).
+    pub fn send(&self, state: &str) -> io::Result<()> {
+        self.socket
+            .send_to_addr(state.as_bytes(), &self.to)
+            .map(|_| ())
+    }
+}
+
+/// Half the watchdog period systemd asked for (`WATCHDOG_USEC`), the usual
+/// ping interval; `None` when there is no watchdog or it is not for us
+/// (`WATCHDOG_PID` names another process).
+pub fn watchdog_ping_interval() -> Option<Duration> {
+    if let Some(pid) = std::env::var_os("WATCHDOG_PID")
+        && pid.to_str().and_then(|p| p.parse::<u32>().ok()) != Some(std::process::id())
+    {
+        return None;
+    }
+    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
+    (usec > 0).then(|| Duration::from_micros(usec / 2))
+}
+
+/// Whether the sweeper is alive: its latest snapshot (taken at `taken`) is
+/// no older than three sweep intervals and a minute (a sweep of a large
+/// fabric, a transport being reopened).
+pub fn sweeper_alive(taken: Option<SystemTime>, now: SystemTime, interval: Duration) -> bool {
+    let Some(t) = taken else {
+        return false;
+    };
+    let age = now.duration_since(t).unwrap_or_default();
+    age <= interval.saturating_mul(3) + Duration::from_secs(60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweeper_is_alive_while_snapshots_are_fresh() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let i = Duration::from_secs(10);
+        assert!(!sweeper_alive(None, t0, i));
+        assert!(sweeper_alive(Some(t0), t0 + Duration::from_secs(89), i));
+        assert!(!sweeper_alive(Some(t0), t0 + Duration::from_secs(91), i));
+        // A clock that went back is not a dead sweeper.
+        assert!(sweeper_alive(Some(t0), t0 - Duration::from_secs(5), i));
+    }
+
+    #[test]
+    fn notifications_arrive_on_a_path_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notify");
+        let rx = UnixDatagram::bind(&path).unwrap();
+        let n = Notifier::new(path.to_str().unwrap()).unwrap();
+        n.send("READY=1").unwrap();
+        let mut buf = [0u8; 64];
+        let len = rx.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"READY=1");
+        assert!(Notifier::new("relative/name").is_err());
+    }
+}
