@@ -31,12 +31,27 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Write the man page (roff) or a shell's completions to standard output
+    /// (the package build installs them).
+    #[command(hide = true)]
+    Generate {
+        #[arg(value_enum)]
+        what: Generated,
+    },
     /// Print the MIB index of a node GUID (as hex: 0x0002c90300001234 or
     /// 0002:c903:0000:1234) and the OID of each table's first column for it.
     Oid {
         #[arg(value_name = "GUID")]
         guid: String,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Generated {
+    Man,
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(clap::Args)]
@@ -80,6 +95,13 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::Generate { what } => match generate(what) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ibpm-agentx: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::Oid { guid } => match guid.parse::<Guid>() {
             Ok(g) => {
                 print!("{}", oid_text(g));
@@ -108,6 +130,28 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The man page or completions, from the command-line declaration itself.
+fn generate(what: Generated) -> std::io::Result<()> {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    use std::io::Write;
+    let mut cmd = Cli::command();
+    // Rendered into memory first: a closed stdout is then an error, not a
+    // panic inside the generator.
+    let mut text = Vec::new();
+    let shell = match what {
+        Generated::Man => None,
+        Generated::Bash => Some(Shell::Bash),
+        Generated::Zsh => Some(Shell::Zsh),
+        Generated::Fish => Some(Shell::Fish),
+    };
+    match shell {
+        Some(sh) => clap_complete::generate(sh, &mut cmd, "ibpm-agentx", &mut text),
+        None => clap_mangen::Man::new(cmd).section("8").render(&mut text)?,
+    }
+    std::io::stdout().write_all(&text)
 }
 
 /// What `oid` prints: the index, then each table's first column with its
