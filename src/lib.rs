@@ -41,6 +41,7 @@ pub mod ib;
 pub mod mib;
 #[macro_use]
 pub mod pm;
+pub mod query;
 pub mod rig;
 pub mod runtime;
 pub mod service;

@@ -38,6 +38,27 @@ enum Cmd {
         #[arg(value_enum)]
         what: Generated,
     },
+    /// Read one port's counters from the fabric now, as perfquery does
+    /// (PortCounters and PortCountersExtended; data in octets).
+    Query {
+        /// The node: its GUID (hex), a LID, or its NodeDescription.
+        node: String,
+        /// The port (default 1).
+        #[arg(default_value_t = 1)]
+        port: u8,
+        /// Configuration file (backend, topology, MAD settings).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Where counters come from: sim or umad.
+        #[arg(long, value_name = "BACKEND")]
+        backend: Option<FabricBackend>,
+        /// Topology file for the simulator.
+        #[arg(long, value_name = "FILE")]
+        topology: Option<PathBuf>,
+        /// One JSON object instead of perfquery's layout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the MIB index of a node GUID (as hex: 0x0002c90300001234 or
     /// 0002:c903:0000:1234) and the OID of each table's first column for it.
     Oid {
@@ -102,6 +123,39 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Cmd::Query {
+            node,
+            port,
+            config,
+            backend,
+            topology,
+            json,
+        } => {
+            let run_args = RunArgs {
+                config,
+                agentx_socket: None,
+                no_agentx: true,
+                backend,
+                topology,
+                sweep_interval: None,
+                snmp_listen: None,
+                allow_set: false,
+            };
+            match build_config(run_args).and_then(|cfg| query(&cfg, &node, port)) {
+                Ok(r) if json => {
+                    print!("{}", ibpm_agentx::query::json(&r));
+                    ExitCode::SUCCESS
+                }
+                Ok(r) => {
+                    print!("{}", ibpm_agentx::query::text(&r));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ibpm-agentx: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Oid { guid } => match guid.parse::<Guid>() {
             Ok(g) => {
                 print!("{}", oid_text(g));
@@ -130,6 +184,19 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Opens the configured backend and reads `port` of the node `node` names.
+fn query(cfg: &Config, node: &str, port: u8) -> Result<ibpm_agentx::query::Reading, String> {
+    init_logging(if cfg.log.level == "info" {
+        "warn"
+    } else {
+        &cfg.log.level
+    });
+    let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())
+        .map_err(|e| e.to_string())?;
+    let n = ibpm_agentx::query::find_node(&backend.fabric, node)?;
+    ibpm_agentx::query::read(backend.sweep, cfg.engine(), n, port)
 }
 
 /// The man page or completions, from the command-line declaration itself.

@@ -1,0 +1,76 @@
+//! `ibpm-agentx query NODE PORT`: one read of a port through the configured
+//! backend, as perfquery reads it; checked against the simulated PMA itself.
+
+use std::process::Command;
+
+use ibpm_agentx::app::sim_options;
+use ibpm_agentx::config::Config;
+use ibpm_agentx::ib::{NodeType, topology};
+use ibpm_agentx::rig;
+use ibpm_agentx::sim::SimFabric;
+
+#[test]
+fn query_prints_the_pmas_counters_with_names_and_octets() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    // Frozen traffic: every simulator built from this config holds the same counters.
+    std::fs::write(&conf, "[sim]\ntraffic = false\n").unwrap();
+    let mut cfg = Config::default();
+    cfg.sim.traffic = false;
+    let sim = SimFabric::new(topology::default_fabric(), sim_options(&cfg));
+    let fabric = sim.fabric();
+    let sw = fabric
+        .nodes
+        .iter()
+        .find(|n| n.node_type == NodeType::Switch)
+        .unwrap();
+    let want = rig::port_counters(&sim, sw.lid, 2);
+    assert!(want.xmit_data > 0, "the frozen fabric carried traffic");
+
+    for node in [
+        sw.guid.to_string(),
+        sw.lid.to_string(),
+        sw.description.clone(),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+            .args(["query", &node, "2", "--config"])
+            .arg(&conf)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let value = |name: &str| -> u64 {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}:.")))
+                .unwrap_or_else(|| panic!("no {name} in\n{text}"));
+            line.rsplit('.').next().unwrap().parse().unwrap()
+        };
+        assert_eq!(
+            value("PortXmitData (octets)"),
+            u64::from(want.xmit_data) * 4
+        );
+        assert_eq!(value("PortRcvPkts"), u64::from(want.rcv_pkts));
+        assert_eq!(value("SymbolErrorCounter"), u64::from(want.symbol_errors));
+        assert!(text.contains(&format!("node {} ", sw.guid)), "{text}");
+    }
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(["query", &sw.guid.to_string(), "2", "--json", "--config"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        json.contains(&format!("\"PortXmitPkts\":{},", want.xmit_pkts)),
+        "{json}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(["query", &sw.guid.to_string(), "77", "--config"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no port 77"));
+}
