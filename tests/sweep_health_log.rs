@@ -62,3 +62,36 @@ fn one_health_line_every_n_sweeps() {
         );
     }
 }
+
+#[test]
+fn optional_attributes_a_node_does_not_answer_are_reported_once_per_node() {
+    // The simulator's PMAs answer no optional attribute (0x15..0x1C).
+    let mut rig = AgentRig::new(RigOptions::default());
+    let nodes = rig.fabric().nodes.len();
+    let log = Captured::default();
+    let w = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let mut stats = Vec::new();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..4 {
+            stats.push(rig.sweep());
+        }
+    });
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("optional PM attributes this node does not answer"))
+        .collect();
+    assert_eq!(lines.len(), nodes, "one line per node:\n{text}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("0x0015") && l.contains("0x001c")),
+        "{text}"
+    );
+    assert!(stats.iter().all(|s| s.timeouts == 0), "{stats:?}");
+}

@@ -106,6 +106,8 @@ pub(crate) struct NodeState {
     /// Bit k: `OPTIONAL_ATTRS[k]` went unanswered in the current sweep.
     optional_missed: u8,
     optional_strikes: [u8; 8],
+    /// Bits of `optional_unsupported` already said in the log.
+    optional_reported: u8,
 }
 
 /// Which reading a reply is.
@@ -166,6 +168,7 @@ impl SharedState {
                 optional_unsupported: 0,
                 optional_missed: 0,
                 optional_strikes: [0; 8],
+                optional_reported: 0,
             })
             .collect();
         SharedState(Arc::new(Mutex::new(FabricState {
@@ -354,6 +357,22 @@ impl FabricState {
                     }
                 }
             }
+            let new_unsupported = s.optional_unsupported & !s.optional_reported;
+            if new_unsupported != 0 {
+                let attrs: Vec<String> = OPTIONAL_ATTRS
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| new_unsupported & (1 << k) != 0)
+                    .map(|(_, a)| format!("{a:#06x}"))
+                    .collect();
+                info!(
+                    node = %node.guid,
+                    desc = %crate::ib::Escaped(&node.description),
+                    attrs = %attrs.join(","),
+                    "optional PM attributes this node does not answer: not asked again"
+                );
+                s.optional_reported |= new_unsupported;
+            }
             if *ok {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
                     info!(node = %node.guid, desc = %crate::ib::Escaped(&node.description), "node answers again");
@@ -376,6 +395,7 @@ impl FabricState {
                     s.samples_strikes = 0;
                     s.optional_unsupported = 0;
                     s.optional_strikes = [0; 8];
+                    s.optional_reported = 0;
                 }
             }
         }
