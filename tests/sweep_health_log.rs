@@ -1,24 +1,10 @@
 //! The sweeper says it is healthy every `log.health_every` sweeps, in one
 //! info line with the sweep's figures, and nothing of the kind in between.
 
-use std::io;
-use std::sync::{Arc, Mutex};
+mod common;
 
 use ibpm_agentx::fabric::state::SweepConfig;
 use ibpm_agentx::rig::{AgentRig, RigOptions};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 #[test]
 fn one_health_line_every_n_sweeps() {
@@ -30,19 +16,11 @@ fn one_health_line_every_n_sweeps() {
         ..RigOptions::default()
     });
     let nodes = rig.fabric().nodes.len();
-    let log = Captured::default();
-    let w = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let text = common::capture_log(|| {
         for _ in 0..7 {
             rig.sweep();
         }
     });
-    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     let health: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("sweeping: healthy"))
@@ -68,20 +46,12 @@ fn optional_attributes_a_node_does_not_answer_are_reported_once_per_node() {
     // The simulator's PMAs answer no optional attribute (0x15..0x1C).
     let mut rig = AgentRig::new(RigOptions::default());
     let nodes = rig.fabric().nodes.len();
-    let log = Captured::default();
-    let w = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
     let mut stats = Vec::new();
-    tracing::subscriber::with_default(subscriber, || {
+    let text = common::capture_log(|| {
         for _ in 0..4 {
             stats.push(rig.sweep());
         }
     });
-    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("optional PM attributes this node does not answer"))

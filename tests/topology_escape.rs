@@ -3,8 +3,8 @@
 //! logged escaped when the node becomes unreachable and when it answers
 //! again, and a topology error quoting such text prints it escaped.
 
-use std::io;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use ibpm_agentx::fabric::engine::EngineConfig;
@@ -21,19 +21,6 @@ fn topology_text() -> String {
         "Switch 2 \"s1\" # \"switch one\"\n[1] \"h1\"[1]\n\n\
          Hca 1 \"h1\" # \"{HOSTILE}\"\n[1] \"s1\"[1]\n"
     )
-}
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]
@@ -59,21 +46,13 @@ fn a_hostile_node_description_is_logged_escaped() {
         .find(|n| n.description == HOSTILE)
         .expect("the description is kept as the file gives it");
 
-    let log = Captured::default();
-    let w = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let text = common::capture_log(|| {
         rig.sweep();
         rig.sim.set_reachable(host.guid, false);
         rig.sweep();
         rig.sim.set_reachable(host.guid, true);
         rig.sweep();
     });
-    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("h1")).collect();
     let events = lines
         .iter()

@@ -262,18 +262,8 @@ impl Sweeper {
             elapsed: started.elapsed(),
             transport_down: None,
         };
-        let health_every = self.state.lock().cfg.health_every;
-        if first {
-            info!(
-                nodes = stats.nodes,
-                answered = stats.answered,
-                mads = stats.mads,
-                timeouts = stats.timeouts,
-                optional_timeouts = stats.optional_timeouts,
-                ms = stats.elapsed.as_millis() as u64,
-                "first sweep done"
-            );
-        } else if health_every > 0 && sweep_no % u64::from(health_every) == 0 {
+        let health_every = u64::from(self.state.lock().cfg.health_every);
+        if first || (health_every > 0 && sweep_no % health_every == 0) {
             info!(
                 sweep = sweep_no,
                 nodes = stats.nodes,
@@ -282,7 +272,12 @@ impl Sweeper {
                 timeouts = stats.timeouts,
                 optional_timeouts = stats.optional_timeouts,
                 ms = stats.elapsed.as_millis() as u64,
-                "sweeping: healthy"
+                "{}",
+                if first {
+                    "first sweep done"
+                } else {
+                    "sweeping: healthy"
+                }
             );
         } else {
             debug!(?stats, "sweep done");

@@ -443,3 +443,29 @@ pub fn parse_walk(text: &str) -> Vec<WalkLine> {
     }
     out
 }
+
+/// What `f` logs at info level and above, as the agent's log would show it
+/// (plain text, no colours).
+pub fn capture_log(f: impl FnOnce()) -> String {
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = Captured::default();
+    let w = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let bytes = log.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
