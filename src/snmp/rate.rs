@@ -69,20 +69,22 @@ impl RateLimiter {
         self.buckets.len()
     }
 
+    /// Frees at least half the table, so that a flood of new (spoofed)
+    /// sources costs O(1) per request amortised: refilled buckets go first
+    /// (they hold nothing a new one would not), then the least recently
+    /// seen half.
     fn make_room(&mut self, now: Instant) {
         let (rate, burst) = (self.rate, self.burst);
-        // A bucket that has refilled holds nothing a new one would not.
         self.buckets.retain(|_, b| {
             b.tokens + now.saturating_duration_since(b.last).as_secs_f64() * rate < burst
         });
-        if self.buckets.len() >= self.max_sources
-            && let Some(oldest) = self
-                .buckets
-                .iter()
-                .min_by_key(|(_, b)| b.last)
-                .map(|(ip, _)| *ip)
-        {
-            self.buckets.remove(&oldest);
+        let keep = self.max_sources / 2;
+        if self.buckets.len() > keep {
+            let mut seen: Vec<Instant> = self.buckets.values().map(|b| b.last).collect();
+            let cut = seen.len() - keep;
+            let (_, newest_dropped, _) = seen.select_nth_unstable(cut.saturating_sub(1));
+            let newest_dropped = *newest_dropped;
+            self.buckets.retain(|_, b| b.last > newest_dropped);
         }
     }
 }
@@ -119,6 +121,25 @@ mod tests {
         let t = Instant::now();
         assert!((0..10_000).all(|_| l.allow(ip(1), t)));
         assert_eq!(l.sources(), 0);
+    }
+
+    #[test]
+    fn a_full_table_drops_the_least_recently_seen_half() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        // Rate 1/s, burst 1: a source that sent once has an empty bucket.
+        let mut l = RateLimiter::with_capacity(1, 1, 4);
+        for n in 0..4 {
+            assert!(l.allow(ip(n), ms(u64::from(n))));
+        }
+        assert!(l.allow(ip(9), ms(10)), "a new source gets in");
+        assert!(l.sources() <= 3, "{}", l.sources());
+        // The most recent source keeps its empty bucket; the oldest is gone.
+        assert!(
+            !l.allow(ip(3), ms(11)),
+            "ip 3 is remembered: its bucket is empty"
+        );
+        assert!(l.allow(ip(0), ms(11)), "ip 0 was forgotten: a fresh bucket");
     }
 
     #[test]
