@@ -75,8 +75,8 @@ fn json_str(s: &str) -> String {
     o
 }
 
-fn opt_str(s: &Option<String>) -> String {
-    s.as_deref().map(json_str).unwrap_or_else(|| "null".into())
+fn opt_str(s: Option<&'static str>) -> String {
+    s.map(json_str).unwrap_or_else(|| "null".into())
 }
 
 /// (LID, PortSelect, label) of every PMA port to read.
@@ -170,8 +170,8 @@ fn main() -> ExitCode {
                 p.num,
                 p.guid,
                 p.lid,
-                opt_str(&p.width),
-                opt_str(&p.speed)
+                opt_str(p.width.map(|w| w.name())),
+                opt_str(p.speed.map(|s| s.name()))
             );
         }
     }

@@ -67,33 +67,6 @@ pub fn node_description(d: &[u8; SMP_DATA_SIZE]) -> String {
     String::from_utf8_lossy(&d[..end]).trim_end().to_string()
 }
 
-/// ibnetdiscover's width names (LinkWidthActive).
-pub fn width_name(w: u8) -> Option<&'static str> {
-    Some(match w {
-        1 => "1x",
-        2 => "4x",
-        4 => "8x",
-        8 => "12x",
-        16 => "2x",
-        _ => return None,
-    })
-}
-
-/// ibnetdiscover's speed names: LinkSpeedExtActive when the port supports
-/// extended speeds and reports one, else LinkSpeedActive.
-pub fn speed_name(speed: u8, ext: u8) -> Option<&'static str> {
-    Some(match (ext, speed) {
-        (1, _) => "FDR",
-        (2, _) => "EDR",
-        (4, _) => "HDR",
-        (8, _) => "NDR",
-        (0, 1) => "SDR",
-        (0, 2) => "DDR",
-        (0, 4) => "QDR",
-        _ => return None,
-    })
-}
-
 /// The directed-route SMP header fields (bit offsets into the 256-byte
 /// MAD).
 mod hdr {

@@ -39,8 +39,8 @@ fn guids_match_what_ibsim_assigned() {
     assert_eq!(s1.ports.len(), 8);
     assert!(s1.ports.iter().all(|p| p.guid == s1.guid));
     assert_eq!(s1.port(3).unwrap().remote, Some((Guid(0x200001), 3)));
-    assert_eq!(s1.port(3).unwrap().width.as_deref(), Some("4x"));
-    assert_eq!(s1.port(3).unwrap().speed.as_deref(), Some("SDR"));
+    assert_eq!(s1.port(3).unwrap().width.map(|w| w.name()), Some("4x"));
+    assert_eq!(s1.port(3).unwrap().speed.map(|s| s.name()), Some("SDR"));
     assert_eq!(s1.port(4).unwrap().width, None);
     assert!(f.nodes.iter().all(|n| n.lid == 0));
     // Sorted by GUID.
@@ -104,15 +104,15 @@ fn ibnetdiscover_output_with_guid_lines() {
     assert_eq!(p2.lid, 2);
     assert_eq!(p2.remote, Some((sw.guid, 1)));
     assert_eq!(
-        (p2.width.as_deref(), p2.speed.as_deref()),
+        (p2.width.map(|w| w.name()), p2.speed.map(|s| s.name())),
         (Some("4x"), Some("DDR"))
     );
     assert_eq!(ca.port(1).unwrap().lid, 0);
     assert_eq!(ca.lid, 0, "node LID is port 1's");
     let lab = f.node(Guid(0x2c9000101d150)).unwrap();
     assert_eq!(lab.lid, 7);
-    assert_eq!(lab.port(1).unwrap().width.as_deref(), Some("1x"));
-    assert_eq!(sw.port(3).unwrap().speed.as_deref(), Some("SDR"));
+    assert_eq!(lab.port(1).unwrap().width.map(|w| w.name()), Some("1x"));
+    assert_eq!(sw.port(3).unwrap().speed.map(|s| s.name()), Some("SDR"));
 }
 
 #[test]
@@ -121,8 +121,8 @@ fn relative_guid_base_and_options() {
     let f = topology::parse(text).unwrap();
     let a = f.node(Guid(0x5010)).unwrap();
     assert_eq!(a.port(1).unwrap().guid, Guid(0x5011));
-    assert_eq!(a.port(1).unwrap().width.as_deref(), Some("12x"));
-    assert_eq!(a.port(1).unwrap().speed.as_deref(), Some("QDR"));
+    assert_eq!(a.port(1).unwrap().width.map(|w| w.name()), Some("12x"));
+    assert_eq!(a.port(1).unwrap().speed.map(|s| s.name()), Some("QDR"));
     let s = f.node(Guid(7)).unwrap();
     assert_eq!(s.description, "plain text");
     assert_eq!(s.lid, 3);

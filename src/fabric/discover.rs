@@ -20,11 +20,10 @@ use std::time::{Duration, Instant};
 
 use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
-use crate::ib::{Fabric, Guid, Node, NodeType, Port};
+use crate::ib::{Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
 pub use crate::smp::{
     ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
     METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply, dr_smp_get, parse_smp_reply,
-    speed_name, width_name,
 };
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
@@ -487,10 +486,14 @@ impl Walk {
                         remote: pb
                             .remote
                             .map(|(r, rp)| (Guid(self.nodes[r].info.node_guid), rp)),
-                        width: up.and_then(|i| width_name(i.width_active).map(String::from)),
+                        state: pb.info.and_then(|i| PortState::from_code(i.state)),
+                        phys_state: pb.info.and_then(|i| PhysState::from_code(i.phys_state)),
+                        width: up.and_then(|i| LinkWidth::from_code(i.width_active)),
                         speed: up.and_then(|i| {
-                            speed_name(i.speed_active, if ext { i.speed_ext_active } else { 0 })
-                                .map(String::from)
+                            LinkSpeed::from_port_info(
+                                i.speed_active,
+                                if ext { i.speed_ext_active } else { 0 },
+                            )
                         }),
                     }
                 })
@@ -558,11 +561,11 @@ mod tests {
         assert_eq!(p.speed_active, 4);
         assert_eq!(p.speed_ext_active, 1);
         assert!(p.link_up());
-        assert_eq!(width_name(p.width_active), Some("4x"));
-        assert_eq!(speed_name(p.speed_active, p.speed_ext_active), Some("FDR"));
-        assert_eq!(speed_name(4, 0), Some("QDR"));
-        assert_eq!(speed_name(3, 0), None);
-        assert_eq!(width_name(16), Some("2x"));
+        assert_eq!(LinkWidth::from_code(p.width_active), Some(LinkWidth::X4));
+        assert_eq!(
+            LinkSpeed::from_port_info(p.speed_active, p.speed_ext_active),
+            Some(LinkSpeed::Fdr)
+        );
     }
 
     #[test]
@@ -766,8 +769,10 @@ mod tests {
         assert_eq!(sw.port(7).unwrap().remote, Some((Guid(0x30), 2)));
         assert_eq!(sw.port(5).unwrap().remote, None);
         assert_eq!(sw.port(5).unwrap().width, None);
-        assert_eq!(sw.port(1).unwrap().width.as_deref(), Some("4x"));
-        assert_eq!(sw.port(1).unwrap().speed.as_deref(), Some("QDR"));
+        assert_eq!(sw.port(1).unwrap().width, Some(LinkWidth::X4));
+        assert_eq!(sw.port(1).unwrap().speed, Some(LinkSpeed::Qdr));
+        assert_eq!(sw.port(1).unwrap().state, Some(PortState::Active));
+        assert_eq!(sw.port(5).unwrap().state, Some(PortState::Down));
         let local = fab.node(Guid(0x10)).unwrap();
         assert_eq!(local.ports.len(), 1);
         assert_eq!(local.ports[0].remote, Some((Guid(0x100), 1)));

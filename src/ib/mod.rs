@@ -1,7 +1,10 @@
 //! The fabric model every layer may import: GUIDs, nodes, ports, links,
 //! and the topology files that describe them.
 
+pub mod link;
 pub mod topology;
+
+pub use link::{LinkSpeed, LinkWidth, PhysState, PortState};
 
 use std::fmt;
 
@@ -109,7 +112,7 @@ pub enum NodeType {
 }
 
 /// One physical port of a node (switch port 0 is not listed here).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Port {
     pub num: u8,
     /// Port GUID (a CA port has its own; switch ports share the node GUID).
@@ -118,9 +121,34 @@ pub struct Port {
     pub lid: u16,
     /// The node and port at the far end of the link, when connected.
     pub remote: Option<(Guid, u8)>,
-    /// Link width as `4x`, `1x`, ... and speed as `SDR`, `QDR`, ... when known.
-    pub width: Option<String>,
-    pub speed: Option<String>,
+    /// Logical and physical state (None: not known).
+    pub state: Option<PortState>,
+    pub phys_state: Option<PhysState>,
+    /// Active link width and speed, when the link is up.
+    pub width: Option<LinkWidth>,
+    pub speed: Option<LinkSpeed>,
+}
+
+impl Port {
+    /// A port with no link: state Down, physical state Polling (what an
+    /// uncabled IB port reports).
+    pub fn unlinked(num: u8, guid: Guid, lid: u16) -> Port {
+        Port {
+            num,
+            guid,
+            lid,
+            remote: None,
+            state: Some(PortState::Down),
+            phys_state: Some(PhysState::Polling),
+            width: None,
+            speed: None,
+        }
+    }
+
+    /// The data rate in Mb/s when the link is up.
+    pub fn rate_mbps(&self) -> Option<u64> {
+        link::rate_mbps(self.width, self.speed)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

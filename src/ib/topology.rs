@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::ib::{Fabric, Guid, Node, NodeType, Port};
+use crate::ib::{Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
 
 /// The built-in default fabric (2 spine + 4 leaf switches, 12 HCAs).
 pub const DEFAULT_FABRIC_TEXT: &str = include_str!("../../config/default-fabric.net");
@@ -105,11 +105,11 @@ pub fn default_fabric() -> Fabric {
 }
 
 // Enabled-set bits, as in PortInfo (and ibsim).
-const W_1X: u32 = 1;
-const W_4X: u32 = 2;
-const W_8X: u32 = 4;
-const W_12X: u32 = 8;
-const W_2X: u32 = 16;
+const W_1X: u32 = LinkWidth::X1.code() as u32;
+const W_4X: u32 = LinkWidth::X4.code() as u32;
+const W_8X: u32 = LinkWidth::X8.code() as u32;
+const W_12X: u32 = LinkWidth::X12.code() as u32;
+const W_2X: u32 = LinkWidth::X2.code() as u32;
 const S_SDR: u32 = 1;
 const S_DDR: u32 = 2;
 const S_QDR: u32 = 4;
@@ -433,17 +433,13 @@ fn parse_header(
         0
     };
     let ports = (1..=num_ports)
-        .map(|n| Port {
-            num: n,
-            guid: Guid(if t == NodeType::Switch {
+        .map(|n| {
+            let port_guid = if t == NodeType::Switch {
                 guid
             } else {
                 guid.wrapping_add(u64::from(n))
-            }),
-            lid,
-            remote: None,
-            width: None,
-            speed: None,
+            };
+            Port::unlinked(n, Guid(port_guid), lid)
         })
         .collect();
     st.by_name.insert(name.to_string(), st.nodes.len());
@@ -599,36 +595,40 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
     Ok(())
 }
 
-fn active(a: &Enabled, b: &Enabled) -> Option<(String, String)> {
+fn active(a: &Enabled, b: &Enabled) -> Option<(LinkWidth, LinkSpeed)> {
     let w = a.width & b.width;
     let width = [
-        (W_12X, "12x"),
-        (W_8X, "8x"),
-        (W_4X, "4x"),
-        (W_2X, "2x"),
-        (W_1X, "1x"),
+        (W_12X, LinkWidth::X12),
+        (W_8X, LinkWidth::X8),
+        (W_4X, LinkWidth::X4),
+        (W_2X, LinkWidth::X2),
+        (W_1X, LinkWidth::X1),
     ]
     .iter()
     .find(|(bit, _)| w & bit != 0)?
     .1;
     let s = a.speed & b.speed;
-    let legacy = [(S_QDR, "QDR"), (S_DDR, "DDR"), (S_SDR, "SDR")]
-        .iter()
-        .find(|(bit, _)| s & bit != 0)?
-        .1;
+    let legacy = [
+        (S_QDR, LinkSpeed::Qdr),
+        (S_DDR, LinkSpeed::Ddr),
+        (S_SDR, LinkSpeed::Sdr),
+    ]
+    .iter()
+    .find(|(bit, _)| s & bit != 0)?
+    .1;
     let e = a.ext & b.ext;
     let speed = if e & E_HDR != 0 {
-        "HDR"
+        LinkSpeed::Hdr
     } else if e & E_EDR != 0 {
-        "EDR"
+        LinkSpeed::Edr
     } else if e & E_FDR != 0 {
-        "FDR"
+        LinkSpeed::Fdr
     } else if a.fdr10 && b.fdr10 {
-        "FDR10"
+        LinkSpeed::Fdr10
     } else {
         legacy
     };
-    Some((width.to_string(), speed.to_string()))
+    Some((width, speed))
 }
 
 fn link(st: State) -> Result<Fabric, TopologyError> {
@@ -640,7 +640,7 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
         }
     }
     all.sort_unstable();
-    let mut resolved: Vec<(usize, u8, usize, u8, String, String)> = Vec::new();
+    let mut resolved: Vec<(usize, u8, usize, u8, LinkWidth, LinkSpeed)> = Vec::new();
     for &(line, ni, p) in &all {
         let n = &st.nodes[ni];
         let rp = &n.ports[&p];
@@ -713,6 +713,8 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
         let lid = n.ports.get(&p).map_or(0, |rp| rp.lid);
         if let Some(port) = n.node.ports.iter_mut().find(|x| x.num == p) {
             port.remote = Some((guids[ri], rport));
+            port.state = Some(PortState::Active);
+            port.phys_state = Some(PhysState::LinkUp);
             port.width = Some(w);
             port.speed = Some(s);
             if n.node.node_type != NodeType::Switch && lid != 0 {

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::ib::{Fabric, Guid, NodeType};
+use crate::ib::{self, Fabric, Guid, LinkSpeed, LinkWidth, NodeType, PhysState};
 use crate::transport::MAD_SIZE;
 
 use sampling::Sample;
@@ -97,6 +97,14 @@ struct PortState {
     pcx_base: Totals,
 }
 
+/// What a port counted before its current link segment, plus injected
+/// errors: traffic counts from `since_ns` while the link is up.
+#[derive(Clone, Debug, Default)]
+struct Segment {
+    base: Totals,
+    since_ns: u64,
+}
+
 struct State {
     fabric: Fabric,
     clock: SimClock,
@@ -109,6 +117,12 @@ struct State {
     /// Sample mechanism per PMA: (node index, 0) for a switch, (node, port)
     /// for a CA port.
     samples: HashMap<(usize, u8), Sample>,
+    /// Counts carried over from earlier link segments and injected errors.
+    segments: HashMap<(usize, u8), Segment>,
+    /// Transmit direction of a link taken down, kept for when it returns.
+    parked: HashMap<(usize, u8), Direction>,
+    /// Width and speed of a link taken down, for when it returns.
+    down_links: HashMap<(usize, u8), (Option<LinkWidth>, Option<LinkSpeed>)>,
     unreachable: HashSet<Guid>,
 }
 
@@ -120,8 +134,23 @@ impl State {
         }
     }
 
-    /// Totals of (node, port) at `t_ns` since the start.
+    /// Totals of (node, port) at `t_ns` since the start: what earlier
+    /// link segments counted plus the traffic of the current one.
     fn totals(&self, node: usize, port: u8, t_ns: u64) -> Totals {
+        let Some(seg) = self.segments.get(&(node, port)) else {
+            return self.traffic(node, port, t_ns);
+        };
+        let now = self.traffic(node, port, t_ns);
+        let then = self.traffic(node, port, seg.since_ns);
+        let mut t = seg.base;
+        for (i, v) in t.iter_mut().enumerate() {
+            *v = v.saturating_add(now[i].saturating_sub(then[i]));
+        }
+        t
+    }
+
+    /// Traffic of (node, port)'s current link from 0 to `t_ns`.
+    fn traffic(&self, node: usize, port: u8, t_ns: u64) -> Totals {
         let mut t = [0u64; traffic::q::COUNT];
         let Some(tx) = self.tx.get(&(node, port)) else {
             return t;
@@ -176,7 +205,7 @@ impl SimFabric {
                     traffic::splitmix64(&mut rng);
                     tx.insert(
                         (ni, p.num),
-                        traffic::draw(&mut rng, p.width.as_deref(), p.speed.as_deref()),
+                        traffic::draw(&mut rng, p.width, p.speed),
                     );
                 }
             }
@@ -190,6 +219,9 @@ impl SimFabric {
                 tx,
                 ports,
                 samples,
+                segments: HashMap::new(),
+                parked: HashMap::new(),
+                down_links: HashMap::new(),
                 unreachable: HashSet::new(),
             })),
         }
@@ -216,6 +248,84 @@ impl SimFabric {
         }
     }
 
+    /// Take the link at (`guid`, `port`) down or bring it back up: both
+    /// ends change state (Down/Polling, or Active/LinkUp with the width and
+    /// speed they had), traffic stops and resumes, counters keep what they
+    /// counted, and LinkDownedCounter counts each loss of the link. False
+    /// when there is no such port or it was never cabled.
+    pub fn set_link(&self, guid: Guid, port: u8, up: bool) -> bool {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let Ok(ni) = st.fabric.nodes.binary_search_by_key(&guid, |n| n.guid) else {
+            return false;
+        };
+        let Some(p) = st.fabric.nodes[ni].port(port).copied() else {
+            return false;
+        };
+        let Some((rg, rp)) = p.remote else {
+            return false;
+        };
+        let Ok(ri) = st.fabric.nodes.binary_search_by_key(&rg, |n| n.guid) else {
+            return false;
+        };
+        let is_up = p.state == Some(ib::PortState::Active);
+        if is_up == up {
+            return true;
+        }
+        let now = st.now_ns();
+        for end in [(ni, port), (ri, rp)] {
+            // Close the current segment at `now`.
+            let t = st.totals(end.0, end.1, now);
+            let seg = st.segments.entry(end).or_default();
+            seg.base = t;
+            seg.since_ns = now;
+            if !up {
+                seg.base[traffic::q::LINK_DOWNED] += 1;
+            }
+        }
+        for end in [(ni, port), (ri, rp)] {
+            if up {
+                if let Some(d) = st.parked.remove(&end) {
+                    st.tx.insert(end, d);
+                }
+            } else if let Some(d) = st.tx.remove(&end) {
+                st.parked.insert(end, d);
+            }
+        }
+        for (n, q) in [(ni, port), (ri, rp)] {
+            if let Some(x) = st.fabric.nodes[n].ports.iter_mut().find(|x| x.num == q) {
+                x.state = Some(if up {
+                    ib::PortState::Active
+                } else {
+                    ib::PortState::Down
+                });
+                x.phys_state = Some(if up { PhysState::LinkUp } else { PhysState::Polling });
+                if up {
+                    (x.width, x.speed) = st.down_links.remove(&(n, q)).unwrap_or_default();
+                } else {
+                    st.down_links.insert((n, q), (x.width.take(), x.speed.take()));
+                }
+            }
+        }
+        true
+    }
+
+    /// Add `n` to counter `counter` (a [`traffic::q`] index) of (`guid`,
+    /// `port`), as if the port had seen that many events. False when there
+    /// is no such port.
+    pub fn add_errors(&self, guid: Guid, port: u8, counter: usize, n: u64) -> bool {
+        let mut st = self.lock();
+        let Ok(ni) = st.fabric.nodes.binary_search_by_key(&guid, |x| x.guid) else {
+            return false;
+        };
+        if st.fabric.nodes[ni].port(port).is_none() || counter >= traffic::q::COUNT {
+            return false;
+        }
+        let seg = st.segments.entry((ni, port)).or_default();
+        seg.base[counter] = seg.base[counter].saturating_add(n);
+        true
+    }
+
     /// Ports whose transmit direction is congested (XmitWait grows there).
     pub fn congested_ports(&self) -> Vec<(Guid, u8)> {
         let st = self.lock();
@@ -234,8 +344,12 @@ impl SimFabric {
     pub fn handle(&self, lid: u16, mad: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
         let mut st = self.lock();
         let &(ni, port) = st.lids.get(&lid)?;
-        let guid = st.fabric.nodes.get(ni)?.guid;
-        if st.unreachable.contains(&guid) {
+        let node = st.fabric.nodes.get(ni)?;
+        if st.unreachable.contains(&node.guid) {
+            return None;
+        }
+        // A channel adapter port whose link is down cannot be reached.
+        if port != 0 && node.port(port).is_some_and(|p| p.state == Some(ib::PortState::Down)) {
             return None;
         }
         pma::answer(&mut st, ni, port, mad)

@@ -2,6 +2,8 @@
 //! splitmix64; counts at time t are `rate * t`, so they are computed lazily
 //! and the two ends of a link always agree.
 
+
+use crate::ib::{LinkSpeed, LinkWidth, link};
 /// Counter indices into a [`Totals`] array.
 pub mod q {
     pub const SYMBOL_ERRORS: usize = 0;
@@ -75,33 +77,14 @@ impl Direction {
     }
 }
 
-/// Data rate of one lane in Mb/s after encoding, by speed name.
-fn lane_mbps(speed: Option<&str>) -> u64 {
-    match speed.unwrap_or("SDR") {
-        "DDR" => 4_000,
-        "QDR" => 8_000,
-        "FDR10" => 10_000,
-        "FDR" => 13_640,
-        "EDR" => 25_000,
-        "HDR" => 50_000,
-        "NDR" => 100_000,
-        _ => 2_000,
-    }
-}
-
-fn lanes(width: Option<&str>) -> u64 {
-    match width.unwrap_or("4x") {
-        "1x" => 1,
-        "2x" => 2,
-        "8x" => 8,
-        "12x" => 12,
-        _ => 4,
-    }
-}
-
 /// Draws the rates of one direction of a link of the given width/speed.
-pub fn draw(rng: &mut u64, width: Option<&str>, speed: Option<&str>) -> Direction {
-    let bytes_per_s = lanes(width) * lane_mbps(speed) * 1_000_000 / 8;
+pub fn draw(rng: &mut u64, width: Option<LinkWidth>, speed: Option<LinkSpeed>) -> Direction {
+    let mbps = link::rate_mbps(
+        Some(width.unwrap_or(LinkWidth::X4)),
+        Some(speed.unwrap_or(LinkSpeed::Sdr)),
+    )
+    .unwrap_or(0);
+    let bytes_per_s = mbps * 1_000_000 / 8;
     // Utilisation in millionths: idle (15%), moderate (55%), busy (30%).
     let class = splitmix64(rng) % 100;
     let util_ppm = match class {
