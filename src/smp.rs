@@ -33,7 +33,9 @@ pm_attr! {
         SysGuid sys_guid: u64 = "SystemImageGUID" @ 32:64;
         NodeGuid node_guid: u64 = "NodeGUID" @ 96:64;
         PortGuid port_guid: u64 = "PortGUID" @ 160:64;
+        DeviceId device_id: u16 = "DeviceID" @ 240:16;
         LocalPort local_port: u8 = "LocalPortNum" @ 288:8;
+        VendorId vendor_id: u32 = "VendorID" @ 296:24;
     }
 }
 

@@ -2,40 +2,36 @@
 //! new `Snapshot` and swaps a pointer; readers never wait on the sweeper.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 
-use crate::ib::{Guid, NodeType};
+use crate::fabric::hc::{HC_SLOTS, HcTotals};
+use crate::ib::{Guid, NodeType, Port};
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
-
-/// 64-bit running totals of one port's PortCounters, accumulated across
-/// sweeps (a counter that went down was cleared out of band: its new reading
-/// is added as the increment).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Indexed like [`crate::pm::port_counters::COUNTERS`].
-    pub values: [u64; COUNTER_SLOTS],
-}
-
-/// Number of PortCounters fields tracked in [`Totals`]: one per counter
-/// of the attribute's declaration.
-pub const COUNTER_SLOTS: usize = crate::pm::port_counters::NUM_COUNTERS;
 
 /// What the cache knows about one port.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortRecord {
     pub num: u8,
+    /// The port's GUID, LID, link state, width, speed and peer.
+    pub link: Port,
     /// Latest PortCounters reading.
     pub counters: Option<PortCounters>,
     /// Latest PortCountersExtended reading (when the node supports it).
     pub extended: Option<PortCountersExtended>,
-    /// Running 64-bit totals of the PortCounters fields.
-    pub totals: Totals,
+    /// Running 64-bit totals ([`crate::fabric::hc::HC`]).
+    pub hc: HcTotals,
+    /// Per-second rates of the totals over the last interval, in
+    /// thousandths (None until two readings are known).
+    pub rates: Option<Arc<[u64; HC_SLOTS]>>,
     /// When `counters` was read.
-    pub read_at: Option<SystemTime>,
+    pub read_at: Option<Instant>,
+    /// The last time one of the port's 64-bit totals lost increments (the
+    /// row appeared, a counter went down, the source changed).
+    pub discontinuity: Option<Instant>,
     /// Latest readings of the optional attributes 0x15..=0x1C the node
     /// answers, ordered by attribute ID.
     pub optional: Vec<OptionalReading>,
@@ -55,7 +51,10 @@ pub struct OptionalReading {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRecord {
     pub guid: Guid,
+    pub sys_guid: Guid,
     pub node_type: NodeType,
+    pub vendor_id: u32,
+    pub device_id: u16,
     pub description: String,
     pub num_ports: u8,
     pub lid: u16,

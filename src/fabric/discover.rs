@@ -506,6 +506,8 @@ impl Walk {
             fabric.nodes.push(Node {
                 guid: Guid(n.info.node_guid),
                 sys_guid: Guid(n.info.sys_guid),
+                vendor_id: n.info.vendor_id,
+                device_id: n.info.device_id,
                 node_type: match n.info.node_type {
                     2 => NodeType::Switch,
                     3 => NodeType::Router,
@@ -586,7 +588,9 @@ mod tests {
                 sys_guid: 0xAA,
                 node_guid: 0xBB,
                 port_guid: 0xCC,
-                local_port: 9
+                device_id: 0,
+                local_port: 9,
+                vendor_id: 0,
             }
         );
     }

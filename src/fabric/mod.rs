@@ -5,6 +5,7 @@ pub mod cache;
 pub mod control;
 pub mod discover;
 pub mod engine;
+pub mod hc;
 pub mod state;
 pub mod sweep;
 pub mod window;

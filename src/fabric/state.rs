@@ -11,11 +11,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, Totals};
+use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot};
 use super::engine::MadOutcome;
+use super::hc::{self, HC_SLOTS, HcTotals};
 use crate::ib::{Fabric, Node};
+use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
-use crate::pm::port_counters::COUNTERS;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
@@ -78,8 +79,14 @@ pub(crate) struct PortState {
     counters: Option<PortCounters>,
     counters_at: Option<Instant>,
     extended: Option<PortCountersExtended>,
-    totals: Totals,
-    read_at: Option<SystemTime>,
+    hc: HcTotals,
+    /// Data and packets were last read from PortCountersExtended.
+    hc_from_pcx: Option<bool>,
+    /// The totals and time the current rates started from.
+    rate_mark: Option<(Instant, HcTotals)>,
+    rates: Option<Arc<[u64; HC_SLOTS]>>,
+    read_at: Option<Instant>,
+    discontinuity: Option<Instant>,
     /// Indexed like [`OPTIONAL_ATTRS`].
     optional: [Option<Arc<[u8; 192]>>; 8],
 }
@@ -271,6 +278,9 @@ impl FabricState {
         match slot {
             Slot::Cpi(_) => s.cpi = Some(ClassPortInfo::decode(&data)),
             Slot::Counters(_, pi) => {
+                let use_pcx = s.cpi.is_some_and(|c| {
+                    c.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0
+                });
                 let Some(ps) = s.ports.get_mut(pi) else {
                     return;
                 };
@@ -278,14 +288,36 @@ impl FabricState {
                     return;
                 }
                 let cur = PortCounters::decode(&data);
-                accumulate(&mut ps.totals, ps.counters.as_ref(), &cur);
+                let now = Instant::now();
+                if ps.hc_from_pcx.is_some_and(|was| was != use_pcx) {
+                    // The data and packet counters change source: their
+                    // totals lose what happened in between.
+                    ps.discontinuity = Some(now);
+                }
+                ps.hc_from_pcx = Some(use_pcx);
+                if hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx)
+                    || ps.counters.is_none()
+                {
+                    ps.discontinuity = Some(now);
+                }
                 ps.counters = Some(cur);
                 ps.counters_at = Some(sent);
-                ps.read_at = Some(SystemTime::now());
+                ps.read_at = Some(now);
             }
             Slot::Extended(_, pi) => {
                 if let Some(ps) = s.ports.get_mut(pi) {
-                    ps.extended = Some(PortCountersExtended::decode(&data));
+                    let cur = PortCountersExtended::decode(&data);
+                    // The first reading after a change of source starts
+                    // from itself.
+                    let prev = if ps.hc_from_pcx == Some(true) {
+                        ps.extended.as_ref()
+                    } else {
+                        Some(&cur)
+                    };
+                    if hc::fold_pcx(&mut ps.hc, prev, &cur) {
+                        ps.discontinuity = Some(Instant::now());
+                    }
+                    ps.extended = Some(cur);
                 }
             }
             Slot::SamplesControl(_) => {
@@ -333,8 +365,14 @@ impl FabricState {
         }
     }
 
-    /// End of a sweep: count failures, mark nodes unreachable or back.
+    /// End of a sweep: count failures, mark nodes unreachable or back,
+    /// and update the rates of the ports read since the last mark.
     pub fn end_sweep(&mut self, answered: &[bool]) {
+        for s in &mut self.nodes {
+            for ps in &mut s.ports {
+                update_rates(ps);
+            }
+        }
         for (ni, ok) in answered.iter().enumerate() {
             let node = &self.fabric.nodes[ni];
             let s = &mut self.nodes[ni];
@@ -451,7 +489,10 @@ impl FabricState {
 fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
     NodeRecord {
         guid: node.guid,
+        sys_guid: node.sys_guid,
         node_type: node.node_type,
+        vendor_id: node.vendor_id,
+        device_id: node.device_id,
         description: node.description.clone(),
         num_ports: node.num_ports,
         lid: node.lid,
@@ -464,10 +505,13 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
             .zip(&s.ports)
             .map(|(p, ps)| PortRecord {
                 num: p.num,
+                link: *p,
                 counters: ps.counters,
                 extended: ps.extended,
-                totals: ps.totals.clone(),
+                hc: ps.hc,
+                rates: ps.rates.clone(),
                 read_at: ps.read_at,
+                discontinuity: ps.discontinuity,
                 optional: ps
                     .optional
                     .iter()
@@ -486,19 +530,19 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
     }
 }
 
-/// Add a new PortCounters reading to the 64-bit totals.
-pub fn accumulate(totals: &mut Totals, prev: Option<&PortCounters>, cur: &PortCounters) {
-    for (slot, def) in COUNTERS.iter().enumerate() {
-        let now = u64::from(def.get(cur));
-        let inc = match prev {
-            None => now,
-            Some(p) => {
-                let before = u64::from(def.get(p));
-                // A counter that went down was cleared out of band: count
-                // from zero.
-                if now >= before { now - before } else { now }
+/// Rates over the time since the port's rate mark, when it was read
+/// since: at least a second apart, so a write's reply folded in between
+/// sweeps does not make a rate out of a few milliseconds.
+fn update_rates(ps: &mut PortState) {
+    let Some(read_at) = ps.read_at else { return };
+    match ps.rate_mark {
+        Some((at, before)) => {
+            let secs = read_at.saturating_duration_since(at).as_secs_f64();
+            if secs >= 1.0 {
+                ps.rates = Some(Arc::new(hc::rates(&before, &ps.hc, secs)));
+                ps.rate_mark = Some((read_at, ps.hc));
             }
-        };
-        totals.values[slot] = totals.values[slot].saturating_add(inc);
+        }
+        None => ps.rate_mark = Some((read_at, ps.hc)),
     }
 }

@@ -495,7 +495,6 @@ mod tests {
     use crate::fabric::engine::EngineConfig;
     use crate::ib::NodeType;
     use crate::pm::mad;
-    use crate::pm::port_counters::COUNTERS;
     use crate::rig::{self, AgentRig, RigOptions};
     use crate::sim::{ManualClock, SimFabric};
     use crate::transport::{MAD_SIZE, MadTransport, Received};
@@ -617,19 +616,8 @@ mod tests {
             .into_iter()
             .find(|n| n.node_type == NodeType::Ca)
             .unwrap();
-        let slot = COUNTERS
-            .iter()
-            .position(|c| c.name() == "PortXmitPkts")
-            .unwrap();
-        let total = |c: &Cache| {
-            c.load()
-                .node(node.guid)
-                .unwrap()
-                .port(1)
-                .unwrap()
-                .totals
-                .values[slot]
-        };
+        let slot = crate::fabric::hc::OUT_PKTS;
+        let total = |c: &Cache| c.load().node(node.guid).unwrap().port(1).unwrap().hc.values[slot];
         let t1 = total(&cache);
         assert!(t1 > 0);
         clock.advance(Duration::from_secs(1));
@@ -891,11 +879,8 @@ mod tests {
                 .find(|n| n.node_type == NodeType::Ca)
                 .unwrap();
             let lid = ca.ports[0].lid;
-            let slot = COUNTERS
-                .iter()
-                .position(|c| c.name() == "PortXmitData")
-                .unwrap();
-            let t1 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
+            let slot = crate::fabric::hc::OUT_OCTETS;
+            let t1 = cache.load().node(ca.guid).unwrap().ports[0].hc.values[slot];
             let now = rig::port_counters(&sim, lid, ca.ports[0].num);
             if clear {
                 assert!(
@@ -906,7 +891,7 @@ mod tests {
                 // The next sweep keeps counting from the cleared value.
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
-                let t2 = cache.load().node(ca.guid).unwrap().ports[0].totals.values[slot];
+                let t2 = cache.load().node(ca.guid).unwrap().ports[0].hc.values[slot];
                 let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");

@@ -54,7 +54,10 @@ fn mib_label(name: &str) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         return format!("width{name}");
     }
-    if name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    {
         return name.to_ascii_lowercase();
     }
     let mut s = String::with_capacity(name.len());
@@ -213,14 +216,23 @@ mod tests {
         assert_eq!(LinkSpeed::from_port_info(3, 0), None);
         assert_eq!(LinkWidth::X4.mib_label(), "width4x");
         assert_eq!(LinkSpeed::Fdr10.mib_label(), "fdr10");
-        assert_eq!(PhysState::LinkErrorRecovery.mib_label(), "linkErrorRecovery");
+        assert_eq!(
+            PhysState::LinkErrorRecovery.mib_label(),
+            "linkErrorRecovery"
+        );
         assert_eq!(PhysState::Training.mib_label(), "portConfigurationTraining");
     }
 
     #[test]
     fn rates_follow_ifhighspeed() {
-        assert_eq!(rate_mbps(Some(LinkWidth::X4), Some(LinkSpeed::Qdr)), Some(32_000));
-        assert_eq!(rate_mbps(Some(LinkWidth::X4), Some(LinkSpeed::Ndr)), Some(400_000));
+        assert_eq!(
+            rate_mbps(Some(LinkWidth::X4), Some(LinkSpeed::Qdr)),
+            Some(32_000)
+        );
+        assert_eq!(
+            rate_mbps(Some(LinkWidth::X4), Some(LinkSpeed::Ndr)),
+            Some(400_000)
+        );
         assert_eq!(rate_mbps(None, Some(LinkSpeed::Ndr)), None);
     }
 }

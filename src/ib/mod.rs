@@ -112,7 +112,7 @@ pub enum NodeType {
 }
 
 /// One physical port of a node (switch port 0 is not listed here).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Port {
     pub num: u8,
     /// Port GUID (a CA port has its own; switch ports share the node GUID).
@@ -156,6 +156,9 @@ pub struct Node {
     pub guid: Guid,
     pub sys_guid: Guid,
     pub node_type: NodeType,
+    /// NodeInfo VendorID (24 bits) and DeviceID (0 when not known).
+    pub vendor_id: u32,
+    pub device_id: u16,
     /// NodeDescription (up to 64 bytes on the wire).
     pub description: String,
     /// Number of physical ports (NumPorts in NodeInfo).

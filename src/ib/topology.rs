@@ -446,6 +446,8 @@ fn parse_header(
     st.nodes.push(RawNode {
         name: name.to_string(),
         node: Node {
+            vendor_id: 0,
+            device_id: 0,
             guid: Guid(guid),
             sys_guid: Guid(sys_guid),
             node_type: t,

@@ -178,7 +178,10 @@ mod tests {
     fn node(guid: u64, ports: u8) -> NodeRecord {
         NodeRecord {
             guid: Guid(guid),
+            sys_guid: Guid(guid),
             node_type: NodeType::Ca,
+            vendor_id: 0,
+            device_id: 0,
             description: format!("n{guid:x}"),
             num_ports: ports,
             lid: 1,

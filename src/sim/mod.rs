@@ -203,10 +203,7 @@ impl SimFabric {
                         ^ n.guid.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
                         ^ u64::from(p.num).wrapping_mul(0xD1B5_4A32_D192_ED03);
                     traffic::splitmix64(&mut rng);
-                    tx.insert(
-                        (ni, p.num),
-                        traffic::draw(&mut rng, p.width, p.speed),
-                    );
+                    tx.insert((ni, p.num), traffic::draw(&mut rng, p.width, p.speed));
                 }
             }
         }
@@ -299,11 +296,16 @@ impl SimFabric {
                 } else {
                     ib::PortState::Down
                 });
-                x.phys_state = Some(if up { PhysState::LinkUp } else { PhysState::Polling });
+                x.phys_state = Some(if up {
+                    PhysState::LinkUp
+                } else {
+                    PhysState::Polling
+                });
                 if up {
                     (x.width, x.speed) = st.down_links.remove(&(n, q)).unwrap_or_default();
                 } else {
-                    st.down_links.insert((n, q), (x.width.take(), x.speed.take()));
+                    st.down_links
+                        .insert((n, q), (x.width.take(), x.speed.take()));
                 }
             }
         }
@@ -349,7 +351,11 @@ impl SimFabric {
             return None;
         }
         // A channel adapter port whose link is down cannot be reached.
-        if port != 0 && node.port(port).is_some_and(|p| p.state == Some(ib::PortState::Down)) {
+        if port != 0
+            && node
+                .port(port)
+                .is_some_and(|p| p.state == Some(ib::PortState::Down))
+        {
             return None;
         }
         pma::answer(&mut st, ni, port, mad)

@@ -2,7 +2,6 @@
 //! splitmix64; counts at time t are `rate * t`, so they are computed lazily
 //! and the two ends of a link always agree.
 
-
 use crate::ib::{LinkSpeed, LinkWidth, link};
 /// Counter indices into a [`Totals`] array.
 pub mod q {
