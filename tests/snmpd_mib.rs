@@ -132,7 +132,19 @@ fn get(target: &str, oids: &[&str]) -> Vec<WalkLine> {
     parse_walk(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// A walk of the draft's four tables (the module's whole subtree, less
+/// the extension tables and scalars, which have tests of their own).
 fn walk(tool: &str, target: &str) -> Vec<WalkLine> {
+    let draft: Vec<Oid> = (1..=4)
+        .map(|t| format!("{PM}.1.{t}").parse().unwrap())
+        .collect();
+    walk_all(tool, target)
+        .into_iter()
+        .filter(|l| draft.iter().any(|d| l.oid.starts_with(d.as_slice())))
+        .collect()
+}
+
+fn walk_all(tool: &str, target: &str) -> Vec<WalkLine> {
     let mut args = vec!["-v2c", "-c", "public", "-On", "-Ox", "-t", "3", "-r", "1"];
     if tool == "snmpbulkwalk" {
         args.push("-Cr50");
@@ -363,8 +375,8 @@ fn builtin_responder_answers_like_snmpd() {
     let mut s = Setup::start(true);
     let responder = s.responder.clone().unwrap();
     s.wait_rows(&responder, Duration::from_secs(5));
-    let via_snmpd = walk("snmpbulkwalk", &s.snmpd.target());
-    let mut via_responder = walk("snmpbulkwalk", &responder);
+    let via_snmpd = walk_all("snmpbulkwalk", &s.snmpd.target());
+    let mut via_responder = walk_all("snmpbulkwalk", &responder);
     // Our subtree is all the responder serves: its walk ends with
     // endOfMibView, which snmpbulkwalk prints; snmpd's walk ends at the next
     // subtree instead.
@@ -373,7 +385,13 @@ fn builtin_responder_answers_like_snmpd() {
     assert!(via_snmpd.len() > 100);
     assert_eq!(via_snmpd.len(), via_responder.len());
     for (a, b) in via_snmpd.iter().zip(&via_responder) {
-        assert_eq!(a, b);
+        let agent: Oid = format!("{PM}.1.9").parse().unwrap();
+        if a.ty == "Timeticks" || a.oid.starts_with(agent.as_slice()) {
+            // Times and the agent's sweep figures move between the walks.
+            assert_eq!((&a.oid, &a.ty), (&b.oid, &b.ty));
+        } else {
+            assert_eq!(a, b);
+        }
     }
 }
 

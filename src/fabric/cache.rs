@@ -89,6 +89,19 @@ pub struct Snapshot {
     pub interval: Duration,
     /// Shared records: replacing one node's record copies pointers only.
     pub nodes: Vec<Arc<NodeRecord>>,
+    /// The last sweep's figures, for the agent scalars.
+    pub stats: SweepFigures,
+}
+
+/// What the agent scalars say about the last sweep and discovery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepFigures {
+    pub ended: Option<Instant>,
+    pub duration_ms: u64,
+    pub mads: u64,
+    pub timeouts: u64,
+    /// When the fabric was last discovered.
+    pub discovered: Option<Instant>,
 }
 
 impl Snapshot {
@@ -137,6 +150,7 @@ impl Cache {
                 taken: cur.taken,
                 interval: cur.interval,
                 nodes: cur.nodes.clone(),
+                stats: cur.stats,
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
                 (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot};
+use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, SweepFigures};
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS, HcTotals};
 use crate::ib::{Fabric, Node};
@@ -148,6 +148,8 @@ pub struct FabricState {
     pub(crate) cfg: SweepConfig,
     pub(crate) nodes: Vec<NodeState>,
     pub(crate) sweep_no: u64,
+    /// The last sweep's figures, published with each snapshot.
+    pub(crate) figures: SweepFigures,
 }
 
 /// The state, shared by the sweeper and the write path.
@@ -183,6 +185,10 @@ impl SharedState {
             cfg,
             nodes,
             sweep_no: 0,
+            figures: SweepFigures {
+                discovered: Some(Instant::now()),
+                ..Default::default()
+            },
         })))
     }
 
@@ -476,6 +482,7 @@ impl FabricState {
             taken: Some(SystemTime::now()),
             interval: self.cfg.interval,
             nodes,
+            stats: self.figures,
         });
     }
 

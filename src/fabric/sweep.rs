@@ -250,6 +250,10 @@ impl Sweeper {
         {
             let mut st = self.state.lock();
             st.end_sweep(&answered);
+            st.figures.ended = Some(Instant::now());
+            st.figures.duration_ms = started.elapsed().as_millis() as u64;
+            st.figures.mads = mads;
+            st.figures.timeouts = timeouts;
             st.publish(&self.cache);
         }
         let stats = SweepStats {

@@ -3,9 +3,12 @@
 
 use std::sync::LazyLock;
 
+use std::time::Instant;
+
 use super::Value;
-use crate::fabric::cache::NodeRecord;
-use crate::ib::Guid;
+use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot};
+use crate::fabric::hc::{self, HC, HC_SLOTS};
+use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::decl::names15;
 use crate::pm::port_counters::{COUNTERS, PortCountersField};
@@ -20,6 +23,12 @@ pub const T_CLASS_PORT_INFO: u32 = 1;
 pub const T_SAMPLE_CNTRL: u32 = 2;
 pub const T_SAMPLE_RESULT: u32 = 3;
 pub const T_PORT_COUNTERS: u32 = 4;
+pub const T_NODE: u32 = 5;
+pub const T_PORT: u32 = 6;
+pub const T_PORT_HC: u32 = 7;
+pub const T_PORT_RATE: u32 = 8;
+/// The agent's scalars: { pmMIBObjects 9 }, each `.0`.
+pub const T_AGENT: u32 = 9;
 
 /// Number of sub-identifiers of a node-GUID index (OCTET STRING (SIZE(8)),
 /// no length prefix).
@@ -37,13 +46,29 @@ pub enum Syntax {
     /// TruthValue: true(1) / false(2); INTEGER on the wire.
     TruthValue,
     /// An enumerated INTEGER with values 0..=max.
-    Enum { max: u32 },
+    Enum {
+        max: u32,
+    },
     /// Unsigned32 (0..=max); Gauge32 on the wire.
-    Unsigned32 { max: u32 },
+    Unsigned32 {
+        max: u32,
+    },
     /// Gauge32 (0..=max).
-    Gauge32 { max: u32 },
+    Gauge32 {
+        max: u32,
+    },
     /// OCTET STRING of a fixed size.
-    OctetString { size: usize },
+    OctetString {
+        size: usize,
+    },
+    /// DisplayString (0..max octets).
+    DisplayString {
+        max: usize,
+    },
+    Counter64,
+    /// TimeStamp: TimeTicks since the agent started.
+    TimeStamp,
+    TimeTicks,
 }
 
 /// Where a column's value comes from.
@@ -65,6 +90,92 @@ pub enum Source {
     PortSelect,
     /// A PortCounters counter of the selected port.
     Counter(PortCountersField),
+    Node(NodeCol),
+    Port(PortCol),
+    /// A 64-bit total ([`HC`] slot).
+    Hc(usize),
+    HcDiscontinuity,
+    Rate(RateCol),
+    /// The rate of an error counter ([`HC`] slot), in thousandths per second.
+    ErrorRate(usize),
+    Agent(AgentCol),
+}
+
+/// Columns of pmNodeTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeCol {
+    Description,
+    Type,
+    SysGuid,
+    VendorId,
+    DeviceId,
+    NumPorts,
+    Lid,
+    Status,
+    LastUpdate,
+    PmaCapMask,
+    OptionalAttributes,
+}
+
+/// Columns of pmPortTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortCol {
+    NodeDescription,
+    Guid,
+    Lid,
+    State,
+    PhysState,
+    Width,
+    Speed,
+    RateMbps,
+    PeerNodeGuid,
+    PeerPortNum,
+    PeerDescription,
+    LastUpdate,
+}
+
+/// Columns of pmPortRateTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateCol {
+    InBitsPerSec,
+    OutBitsPerSec,
+    InPktsPerSec,
+    OutPktsPerSec,
+    OutUtilization,
+    InUtilization,
+    Congestion,
+    CongestedMbps,
+}
+
+/// The agent's scalars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentCol {
+    Version,
+    UpTime,
+    Sweeps,
+    LastSweepTime,
+    LastSweepDuration,
+    LastSweepMads,
+    LastSweepTimeouts,
+    NodesReachable,
+    NodesUnreachable,
+    LastDiscovery,
+}
+
+/// The time TimeStamp columns count from: the agent's start (a subagent's
+/// own uptime, as net-snmp's subagents keep it; pmAgentUpTime shows it).
+static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+/// Fix the epoch of TimeStamp columns (call at start-up).
+pub fn start_clock() {
+    std::sync::LazyLock::force(&EPOCH);
+}
+
+/// TimeTicks (hundredths of a second) from the epoch to `at`; 0 for none.
+pub fn timestamp(at: Option<Instant>) -> u32 {
+    at.map_or(0, |t| {
+        (t.saturating_duration_since(*EPOCH).as_millis() / 10).min(u32::MAX as u128) as u32
+    })
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -80,21 +191,38 @@ pub struct Column {
 }
 
 impl Column {
-    /// The column's OID (without an index).
-    pub fn oid(&self) -> [u32; 10] {
+    /// The column's OID (without an index): { table 1 column }, or
+    /// { group column } for a scalar.
+    pub fn oid(&self) -> ColumnOid {
         let o = PM_OBJECTS;
-        [
-            o[0],
-            o[1],
-            o[2],
-            o[3],
-            o[4],
-            o[5],
-            o[6],
-            self.table,
-            1,
-            self.column,
-        ]
+        let scalar = self.table == T_AGENT;
+        let mut a = [0u32; 10];
+        a[..7].copy_from_slice(&o);
+        a[7] = self.table;
+        if scalar {
+            a[8] = self.column;
+        } else {
+            a[8] = 1;
+            a[9] = self.column;
+        }
+        ColumnOid {
+            arcs: a,
+            len: if scalar { 9 } else { 10 },
+        }
+    }
+}
+
+/// A column's OID, without allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnOid {
+    arcs: [u32; 10],
+    len: usize,
+}
+
+impl std::ops::Deref for ColumnOid {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.arcs[..self.len]
     }
 }
 
@@ -361,45 +489,266 @@ fn build_columns() -> Vec<Column> {
             );
         }
     }
+
+    let name = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let guid = Syntax::OctetString { size: 8 };
+    let text = Syntax::DisplayString { max: 64 };
+    let g32 = Syntax::Gauge32 { max: u32::MAX };
+    let u16max = Syntax::Unsigned32 { max: 65535 };
+
+    // pmNodeTable
+    let t = T_NODE;
+    use NodeCol as N;
+    for (c, n, syntax, src) in [
+        (2, "pmNodeDescription", text, N::Description),
+        (3, "pmNodeType", Syntax::Enum { max: 3 }, N::Type),
+        (4, "pmNodeSystemImageGuid", guid, N::SysGuid),
+        (
+            5,
+            "pmNodeVendorId",
+            Syntax::Unsigned32 { max: 0xFF_FFFF },
+            N::VendorId,
+        ),
+        (6, "pmNodeDeviceId", u16max, N::DeviceId),
+        (7, "pmNodeNumPorts", u8max, N::NumPorts),
+        (8, "pmNodeLid", u16max, N::Lid),
+        (9, "pmNodeStatus", Syntax::Enum { max: 3 }, N::Status),
+        (10, "pmNodeLastUpdate", Syntax::TimeStamp, N::LastUpdate),
+        (
+            11,
+            "pmNodePmaCapabilityMask",
+            Syntax::OctetString { size: 2 },
+            N::PmaCapMask,
+        ),
+        (12, "pmNodeOptionalAttributes", text, N::OptionalAttributes),
+    ] {
+        col(t, c, n, syntax, RO, Source::Node(src));
+    }
+
+    // pmPortTable
+    let t = T_PORT;
+    use PortCol as P;
+    for (c, n, syntax, src) in [
+        (2, "pmPortNodeDescription", text, P::NodeDescription),
+        (3, "pmPortGuid", guid, P::Guid),
+        (4, "pmPortLid", u16max, P::Lid),
+        (5, "pmPortState", Syntax::Enum { max: 4 }, P::State),
+        (6, "pmPortPhysState", Syntax::Enum { max: 7 }, P::PhysState),
+        (
+            7,
+            "pmPortLinkWidthActive",
+            Syntax::Enum { max: 12 },
+            P::Width,
+        ),
+        (
+            8,
+            "pmPortLinkSpeedActive",
+            Syntax::Enum { max: 9 },
+            P::Speed,
+        ),
+        (9, "pmPortRateMbps", g32, P::RateMbps),
+        (10, "pmPortPeerNodeGuid", guid, P::PeerNodeGuid),
+        (11, "pmPortPeerPortNum", u8max, P::PeerPortNum),
+        (12, "pmPortPeerDescription", text, P::PeerDescription),
+        (13, "pmPortLastUpdate", Syntax::TimeStamp, P::LastUpdate),
+    ] {
+        col(t, c, n, syntax, RO, Source::Port(src));
+    }
+
+    // pmPortCounters64Table
+    let t = T_PORT_HC;
+    for (k, c) in HC.iter().enumerate() {
+        col(
+            t,
+            1 + k as u32,
+            name(format!("pmPortHC{}", c.name)),
+            Syntax::Counter64,
+            RO,
+            Source::Hc(k),
+        );
+    }
+    col(
+        t,
+        1 + HC_SLOTS as u32,
+        "pmPortCounterDiscontinuityTime",
+        Syntax::TimeStamp,
+        RO,
+        Source::HcDiscontinuity,
+    );
+
+    // pmPortRateTable
+    let t = T_PORT_RATE;
+    use RateCol as R;
+    for (c, n, syntax, src) in [
+        (
+            1,
+            "pmPortRateInBitsPerSec",
+            Syntax::Counter64,
+            R::InBitsPerSec,
+        ),
+        (
+            2,
+            "pmPortRateOutBitsPerSec",
+            Syntax::Counter64,
+            R::OutBitsPerSec,
+        ),
+        (3, "pmPortRateInPktsPerSec", g32, R::InPktsPerSec),
+        (4, "pmPortRateOutPktsPerSec", g32, R::OutPktsPerSec),
+        (
+            5,
+            "pmPortRateOutUtilization",
+            Syntax::Gauge32 { max: 10000 },
+            R::OutUtilization,
+        ),
+        (
+            6,
+            "pmPortRateInUtilization",
+            Syntax::Gauge32 { max: 10000 },
+            R::InUtilization,
+        ),
+        (
+            7,
+            "pmPortRateCongestion",
+            Syntax::Gauge32 { max: 10000 },
+            R::Congestion,
+        ),
+        (8, "pmPortRateCongestedMbps", g32, R::CongestedMbps),
+    ] {
+        col(t, c, n, syntax, RO, Source::Rate(src));
+    }
+    let mut c = 9;
+    for (k, h) in HC.iter().enumerate() {
+        if h.error {
+            col(
+                t,
+                c,
+                name(format!("pmPortRate{}", h.name)),
+                g32,
+                RO,
+                Source::ErrorRate(k),
+            );
+            c += 1;
+        }
+    }
+
+    // pmAgent scalars
+    let t = T_AGENT;
+    use AgentCol as A;
+    for (c, n, syntax, src) in [
+        (1, "pmAgentVersion", text, A::Version),
+        (2, "pmAgentUpTime", Syntax::TimeTicks, A::UpTime),
+        (3, "pmAgentSweeps", Syntax::Counter64, A::Sweeps),
+        (
+            4,
+            "pmAgentLastSweepTime",
+            Syntax::TimeStamp,
+            A::LastSweepTime,
+        ),
+        (5, "pmAgentLastSweepDuration", g32, A::LastSweepDuration),
+        (6, "pmAgentLastSweepMads", g32, A::LastSweepMads),
+        (7, "pmAgentLastSweepTimeouts", g32, A::LastSweepTimeouts),
+        (8, "pmAgentNodesReachable", g32, A::NodesReachable),
+        (9, "pmAgentNodesUnreachable", g32, A::NodesUnreachable),
+        (
+            10,
+            "pmAgentLastDiscovery",
+            Syntax::TimeStamp,
+            A::LastDiscovery,
+        ),
+    ] {
+        col(t, c, n, syntax, RO, Source::Agent(src));
+    }
     v
 }
 
 /// How a table's rows are indexed. The view and the SET planner reach rows
-/// only through it; the node GUID + port and node GUID + port + VL/SL
-/// schemes of the extension tables go here.
+/// only through it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexScheme {
     /// The node GUID as 8 sub-identifiers (OCTET STRING (SIZE(8)), no
     /// length prefix): one row per node.
     NodeGuid,
+    /// The node GUID, then the port number: one row per port.
+    NodeGuidPort,
+    /// Scalars: the one instance `.0`.
+    Scalar,
 }
 
-/// The index of one row.
+/// The index of one row (`port` is 0 for a node's row and for scalars).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RowIndex {
     pub guid: Guid,
+    pub port: u8,
+}
+
+impl RowIndex {
+    pub fn node(guid: Guid) -> RowIndex {
+        RowIndex { guid, port: 0 }
+    }
+}
+
+/// The index of a row, without allocation (at most GUID + port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexArcs {
+    arcs: [u32; GUID_INDEX_LEN + 1],
+    len: usize,
+}
+
+impl std::ops::Deref for IndexArcs {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.arcs[..self.len]
+    }
 }
 
 impl IndexScheme {
     /// The sub-identifiers of a row's index.
-    pub fn encode(self, row: RowIndex) -> Vec<u32> {
-        match self {
-            IndexScheme::NodeGuid => guid_index(row.guid).to_vec(),
-        }
+    pub fn encode(self, row: RowIndex) -> IndexArcs {
+        let mut arcs = [0u32; GUID_INDEX_LEN + 1];
+        let len = match self {
+            IndexScheme::Scalar => 1,
+            IndexScheme::NodeGuid => {
+                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
+                GUID_INDEX_LEN
+            }
+            IndexScheme::NodeGuidPort => {
+                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
+                arcs[GUID_INDEX_LEN] = row.port.into();
+                GUID_INDEX_LEN + 1
+            }
+        };
+        IndexArcs { arcs, len }
     }
 
     /// The row an index suffix names, if it is a valid index.
     pub fn parse(self, suffix: &[u32]) -> Option<RowIndex> {
         match self {
-            IndexScheme::NodeGuid => parse_guid_index(suffix).map(|guid| RowIndex { guid }),
+            IndexScheme::Scalar => (suffix == [0]).then_some(RowIndex::node(Guid(0))),
+            IndexScheme::NodeGuid => parse_guid_index(suffix).map(RowIndex::node),
+            IndexScheme::NodeGuidPort => {
+                let (&port, guid) = suffix.split_last()?;
+                let guid = parse_guid_index(guid)?;
+                Some(RowIndex {
+                    guid,
+                    port: u8::try_from(port).ok()?,
+                })
+            }
         }
     }
 
     /// The rows of `node` in this scheme, in index order.
-    pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> {
-        match self {
-            IndexScheme::NodeGuid => std::iter::once(RowIndex { guid: node.guid }),
-        }
+    pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> + '_ {
+        let (one, ports) = match self {
+            IndexScheme::NodeGuid => (true, &node.ports[..0]),
+            IndexScheme::NodeGuidPort => (false, &node.ports[..]),
+            IndexScheme::Scalar => (false, &node.ports[..0]),
+        };
+        std::iter::once(RowIndex::node(node.guid))
+            .filter(move |_| one)
+            .chain(ports.iter().map(|p| RowIndex {
+                guid: node.guid,
+                port: p.num,
+            }))
     }
 }
 
@@ -410,7 +759,11 @@ pub struct Table {
     pub number: u32,
     pub name: &'static str,
     pub index: IndexScheme,
+    /// The node has rows in the table (for a per-port table: some port
+    /// may have a row).
     pub present: fn(&NodeRecord) -> bool,
+    /// A port of the node has a row (per-port tables only).
+    pub port_present: fn(&PortRecord) -> bool,
 }
 
 /// Every table the agent serves, in OID order.
@@ -420,24 +773,63 @@ pub const TABLES: &[Table] = &[
         name: "pmClassPortInfoTable",
         index: IndexScheme::NodeGuid,
         present: |n| n.class_port_info.is_some(),
+        port_present: |_| false,
     },
     Table {
         number: T_SAMPLE_CNTRL,
         name: "pmPortSampleCntrlTable",
         index: IndexScheme::NodeGuid,
         present: |n| n.samples_control.is_some(),
+        port_present: |_| false,
     },
     Table {
         number: T_SAMPLE_RESULT,
         name: "pmPortSampleResultTable",
         index: IndexScheme::NodeGuid,
         present: |n| n.samples_result.is_some(),
+        port_present: |_| false,
     },
     Table {
         number: T_PORT_COUNTERS,
         name: "pmPortCountersTable",
         index: IndexScheme::NodeGuid,
         present: |n| n.ports.iter().any(|p| p.counters.is_some()),
+        port_present: |_| false,
+    },
+    Table {
+        number: T_NODE,
+        name: "pmNodeTable",
+        index: IndexScheme::NodeGuid,
+        present: |_| true,
+        port_present: |_| false,
+    },
+    Table {
+        number: T_PORT,
+        name: "pmPortTable",
+        index: IndexScheme::NodeGuidPort,
+        present: |_| true,
+        port_present: |_| true,
+    },
+    Table {
+        number: T_PORT_HC,
+        name: "pmPortCounters64Table",
+        index: IndexScheme::NodeGuidPort,
+        present: |n| n.ports.iter().any(|p| p.hc.valid != 0),
+        port_present: |p| p.hc.valid != 0,
+    },
+    Table {
+        number: T_PORT_RATE,
+        name: "pmPortRateTable",
+        index: IndexScheme::NodeGuidPort,
+        present: |n| n.ports.iter().any(|p| p.rates.is_some()),
+        port_present: |p| p.rates.is_some(),
+    },
+    Table {
+        number: T_AGENT,
+        name: "pmAgent",
+        index: IndexScheme::Scalar,
+        present: |_| true,
+        port_present: |_| false,
     },
 ];
 
@@ -464,30 +856,62 @@ pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
 /// Find the column an OID names (exactly the column plus an index suffix)
 /// and its table.
 pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32])> {
-    if !oid.starts_with(&PM_OBJECTS) || oid.len() < 10 {
+    if !oid.starts_with(&PM_OBJECTS) || oid.len() < 9 {
         return None;
     }
-    let (table_no, entry, column) = (oid[7], oid[8], oid[9]);
-    if entry != 1 {
-        return None;
-    }
+    let table_no = oid[7];
+    let t = table(table_no)?;
+    let (column, rest) = if t.index == IndexScheme::Scalar {
+        (oid[8], 9)
+    } else {
+        if oid.len() < 10 || oid[8] != 1 {
+            return None;
+        }
+        (oid[9], 10)
+    };
     let col = COLUMNS
         .iter()
         .find(|c| c.table == table_no && c.column == column)?;
-    Some((col, table(table_no)?, &oid[10..]))
+    Some((col, t, &oid[rest..]))
 }
 
 /// True when `node` has a row in `table`.
 pub fn row_present(table_no: u32, node: &NodeRecord) -> bool {
+    // (The node-level test; per-port tables check the port in `read`.)
     table(table_no).is_some_and(|t| (t.present)(node))
 }
 
 /// The value of `col` in row `row` of `node`, or `None` when the row is
-/// absent. `port_select` is the row's pmPortCountersPortSelect.
-pub fn read(col: &Column, node: &NodeRecord, row: RowIndex, port_select: u8) -> Option<Value> {
-    if row.guid != node.guid || !row_present(col.table, node) {
+/// absent. `port_select` is the row's pmPortCountersPortSelect; `snap`
+/// answers what a row shows of other nodes (a peer's description) and the
+/// agent's scalars.
+pub fn read(
+    col: &Column,
+    snap: &Snapshot,
+    node: Option<&NodeRecord>,
+    row: RowIndex,
+    port_select: u8,
+) -> Option<Value> {
+    let t = table(col.table)?;
+    if t.index == IndexScheme::Scalar {
+        let Source::Agent(a) = col.source else {
+            return None;
+        };
+        return Some(agent_value(a, snap));
+    }
+    let node = node?;
+    if row.guid != node.guid || !(t.present)(node) {
         return None;
     }
+    let port = if t.index == IndexScheme::NodeGuidPort {
+        let p = node.port(row.port)?;
+        if !(t.port_present)(p) {
+            return None;
+        }
+        Some(p)
+    } else {
+        None
+    };
     let v = match col.source {
         Source::AllPortSelect => {
             let cpi = node.class_port_info.as_ref()?;
@@ -509,8 +933,155 @@ pub fn read(col: &Column, node: &NodeRecord, row: RowIndex, port_select: u8) -> 
         ),
         Source::PortSelect => Value::Gauge32(port_select as u32),
         Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
+        Source::Node(c) => node_value(c, node, snap),
+        Source::Port(c) => port_value(c, node, port?, snap),
+        Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
+        Source::HcDiscontinuity => Value::TimeTicks(timestamp(port?.discontinuity)),
+        Source::Rate(c) => rate_value(c, port?)?,
+        Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
+        Source::Agent(_) => return None,
     };
     Some(v)
+}
+
+fn gauge(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+fn guid_value(g: Guid) -> Value {
+    Value::OctetString(g.octets().to_vec())
+}
+
+fn text_value(s: &str) -> Value {
+    // NodeDescription is at most 64 octets on the wire; a longer text from
+    // a topology file is cut at a character boundary.
+    let mut end = s.len().min(64);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Value::OctetString(s.as_bytes()[..end].to_vec())
+}
+
+/// The newest reading of any of the node's ports.
+fn node_last_update(node: &NodeRecord) -> Option<Instant> {
+    node.ports.iter().filter_map(|p| p.read_at).max()
+}
+
+/// pmNodeStatus: ok(1), stale(2) (no reading for two sweep intervals),
+/// unreachable(3).
+fn node_status(node: &NodeRecord, snap: &Snapshot) -> i32 {
+    if !node.reachable {
+        return 3;
+    }
+    let fresh = node_last_update(node).is_some_and(|t| t.elapsed() <= snap.interval * 2);
+    if fresh { 1 } else { 2 }
+}
+
+fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
+    match c {
+        NodeCol::Description => text_value(&node.description),
+        NodeCol::Type => Value::Integer(match node.node_type {
+            NodeType::Ca => 1,
+            NodeType::Switch => 2,
+            NodeType::Router => 3,
+        }),
+        NodeCol::SysGuid => guid_value(node.sys_guid),
+        NodeCol::VendorId => Value::Gauge32(node.vendor_id),
+        NodeCol::DeviceId => Value::Gauge32(node.device_id.into()),
+        NodeCol::NumPorts => Value::Gauge32(node.num_ports.into()),
+        NodeCol::Lid => Value::Gauge32(node.lid.into()),
+        NodeCol::Status => Value::Integer(node_status(node, snap)),
+        NodeCol::LastUpdate => Value::TimeTicks(timestamp(node_last_update(node))),
+        NodeCol::PmaCapMask => Value::OctetString(
+            node.class_port_info
+                .map_or(0, |c| c.capability_mask)
+                .to_be_bytes()
+                .to_vec(),
+        ),
+        NodeCol::OptionalAttributes => {
+            let mut ids: Vec<u16> = node
+                .ports
+                .iter()
+                .flat_map(|p| p.optional.iter().map(|o| o.attr_id))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();
+            Value::OctetString(list.join(",").into_bytes())
+        }
+    }
+}
+
+fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot) -> Value {
+    let l = &port.link;
+    let peer = l.remote;
+    match c {
+        PortCol::NodeDescription => text_value(&node.description),
+        PortCol::Guid => guid_value(l.guid),
+        PortCol::Lid => Value::Gauge32(l.lid.into()),
+        PortCol::State => Value::Integer(l.state.map_or(0, |s| s.mib()) as i32),
+        PortCol::PhysState => Value::Integer(l.phys_state.map_or(0, |s| s.mib()) as i32),
+        PortCol::Width => Value::Integer(l.width.map_or(0, |s| s.mib()) as i32),
+        PortCol::Speed => Value::Integer(l.speed.map_or(0, |s| s.mib()) as i32),
+        PortCol::RateMbps => Value::Gauge32(gauge(l.rate_mbps().unwrap_or(0))),
+        PortCol::PeerNodeGuid => guid_value(peer.map_or(Guid(0), |p| p.0)),
+        PortCol::PeerPortNum => Value::Gauge32(peer.map_or(0, |p| p.1.into())),
+        PortCol::PeerDescription => text_value(
+            peer.and_then(|p| snap.node(p.0))
+                .map_or("", |n| n.description.as_str()),
+        ),
+        PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at)),
+    }
+}
+
+/// A share of `capacity` in hundredths of a percent, at most 100%.
+fn hundredths(part: f64, capacity: f64) -> u32 {
+    if capacity <= 0.0 {
+        return 0;
+    }
+    ((part / capacity * 10_000.0).round() as u32).min(10_000)
+}
+
+/// PortXmitWait ticks per second that mean "waiting all the time": the
+/// tick is taken as one link transfer period of a 4x lane group (4 ns),
+/// as the UFM congested-bandwidth figure assumes a fixed tick.
+pub const XMIT_WAIT_TICKS_PER_SEC: f64 = 250_000_000.0;
+
+fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
+    let r = port.rates.as_ref()?;
+    let per_s = |k: usize| r[k] as f64 / 1000.0;
+    let capacity_bps = port.link.rate_mbps().unwrap_or(0) as f64 * 1e6;
+    let congestion = (per_s(hc::XMIT_WAIT) / XMIT_WAIT_TICKS_PER_SEC).min(1.0);
+    Some(match c {
+        RateCol::InBitsPerSec => Value::Counter64((per_s(hc::IN_OCTETS) * 8.0) as u64),
+        RateCol::OutBitsPerSec => Value::Counter64((per_s(hc::OUT_OCTETS) * 8.0) as u64),
+        RateCol::InPktsPerSec => Value::Gauge32(gauge(per_s(hc::IN_PKTS) as u64)),
+        RateCol::OutPktsPerSec => Value::Gauge32(gauge(per_s(hc::OUT_PKTS) as u64)),
+        RateCol::OutUtilization => {
+            Value::Gauge32(hundredths(per_s(hc::OUT_OCTETS) * 8.0, capacity_bps))
+        }
+        RateCol::InUtilization => {
+            Value::Gauge32(hundredths(per_s(hc::IN_OCTETS) * 8.0, capacity_bps))
+        }
+        RateCol::Congestion => Value::Gauge32(hundredths(congestion, 1.0)),
+        RateCol::CongestedMbps => Value::Gauge32(gauge((congestion * capacity_bps / 1e6) as u64)),
+    })
+}
+
+fn agent_value(c: AgentCol, snap: &Snapshot) -> Value {
+    let reachable = snap.nodes.iter().filter(|n| n.reachable).count();
+    match c {
+        AgentCol::Version => Value::OctetString(env!("CARGO_PKG_VERSION").as_bytes().to_vec()),
+        AgentCol::UpTime => Value::TimeTicks(timestamp(Some(Instant::now()))),
+        AgentCol::Sweeps => Value::Counter64(snap.sweep),
+        AgentCol::LastSweepTime => Value::TimeTicks(timestamp(snap.stats.ended)),
+        AgentCol::LastSweepDuration => Value::Gauge32(gauge(snap.stats.duration_ms)),
+        AgentCol::LastSweepMads => Value::Gauge32(gauge(snap.stats.mads)),
+        AgentCol::LastSweepTimeouts => Value::Gauge32(gauge(snap.stats.timeouts)),
+        AgentCol::NodesReachable => Value::Gauge32(gauge(reachable as u64)),
+        AgentCol::NodesUnreachable => Value::Gauge32(gauge((snap.nodes.len() - reachable) as u64)),
+        AgentCol::LastDiscovery => Value::TimeTicks(timestamp(snap.stats.discovered)),
+    }
 }
 
 fn truth(b: bool) -> Value {
@@ -527,6 +1098,9 @@ pub fn wrap(syntax: Syntax, v: u64) -> Value {
             let b = v.to_be_bytes();
             Value::OctetString(b[b.len().saturating_sub(size)..].to_vec())
         }
+        Syntax::Counter64 => Value::Counter64(v),
+        Syntax::TimeStamp | Syntax::TimeTicks => Value::TimeTicks(v as u32),
+        Syntax::DisplayString { .. } => Value::OctetString(v.to_string().into_bytes()),
     }
 }
 
@@ -577,7 +1151,7 @@ mod tests {
     fn columns_are_in_oid_order_and_complete() {
         let cols = &*COLUMNS;
         for w in cols.windows(2) {
-            assert!(w[0].oid() < w[1].oid(), "{} !< {}", w[0].name, w[1].name);
+            assert!(*w[0].oid() < *w[1].oid(), "{} !< {}", w[0].name, w[1].name);
         }
         let count = |t| cols.iter().filter(|c| c.table == t).count();
         // The draft's accessible columns: 1, 41, 17 and 17 (the GUID index
@@ -630,9 +1204,23 @@ mod tests {
             assert!(table(c.table).is_some(), "{} has no table", c.name);
         }
         let g = Guid(0x0002_c903_0000_1234);
-        let row = RowIndex { guid: g };
+        let row = RowIndex::node(g);
         let idx = IndexScheme::NodeGuid.encode(row);
-        assert_eq!(idx, [0, 2, 201, 3, 0, 0, 18, 52]);
+        assert_eq!(*idx, [0, 2, 201, 3, 0, 0, 18, 52]);
+        let port = RowIndex { guid: g, port: 7 };
+        let pidx = IndexScheme::NodeGuidPort.encode(port);
+        assert_eq!(*pidx, [0, 2, 201, 3, 0, 0, 18, 52, 7]);
+        assert_eq!(IndexScheme::NodeGuidPort.parse(&pidx), Some(port));
+        assert_eq!(IndexScheme::NodeGuidPort.parse(&idx), None);
+        assert_eq!(
+            IndexScheme::NodeGuidPort.parse(&[0, 2, 201, 3, 0, 0, 18, 52, 256]),
+            None
+        );
+        assert_eq!(
+            IndexScheme::Scalar.parse(&[0]),
+            Some(RowIndex::node(Guid(0)))
+        );
+        assert_eq!(IndexScheme::Scalar.parse(&[0, 0]), None);
         assert_eq!(IndexScheme::NodeGuid.parse(&idx), Some(row));
         assert_eq!(IndexScheme::NodeGuid.parse(&idx[1..]), None);
     }

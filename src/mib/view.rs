@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::set::Writes;
-use super::tables::{self, COLUMNS, Column, RowIndex, column_of, table};
+use super::tables::{self, COLUMNS, Column, IndexScheme, RowIndex, column_of, table};
 use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
 use crate::fabric::control::Controller;
@@ -61,8 +61,15 @@ impl MibView {
         self.writes.set_port_select(guid, port)
     }
 
-    fn value(&self, col: &Column, node: &NodeRecord, row: RowIndex) -> Option<Value> {
-        tables::read(col, node, row, self.port_select(node.guid))
+    fn value(
+        &self,
+        col: &Column,
+        snap: &Snapshot,
+        node: Option<&NodeRecord>,
+        row: RowIndex,
+    ) -> Option<Value> {
+        let port_select = node.map_or(1, |n| self.port_select(n.guid));
+        tables::read(col, snap, node, row, port_select)
     }
 
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
@@ -72,7 +79,14 @@ impl MibView {
         table
             .index
             .parse(suffix)
-            .and_then(|row| self.value(col, snap.node(row.guid)?, row))
+            .and_then(|row| {
+                let node = if table.index == IndexScheme::Scalar {
+                    None
+                } else {
+                    Some(snap.node(row.guid)?)
+                };
+                self.value(col, snap, node, row)
+            })
             .unwrap_or(Value::NoSuchInstance)
     }
 
@@ -92,11 +106,36 @@ impl MibView {
             // The index part of `start` when it names this column.
             let after = if start.starts_with(&base) {
                 Some(&start[base.len()..])
-            } else if start < base.as_slice() {
+            } else if start < &*base {
                 None
             } else {
                 continue;
             };
+            let emit = |row: RowIndex, node: Option<&NodeRecord>| -> Option<Option<VarBind>> {
+                let idx = table.index.encode(row);
+                if let Some(suffix) = after {
+                    let before = if include {
+                        &*idx < suffix
+                    } else {
+                        &*idx <= suffix
+                    };
+                    if before {
+                        return None;
+                    }
+                }
+                let value = self.value(col, snap, node, row)?;
+                let name = Oid::new(&base).child(&idx);
+                if end.is_some_and(|e| !e.is_empty() && name >= *e) {
+                    return Some(None);
+                }
+                Some(Some(VarBind { name, value }))
+            };
+            if table.index == IndexScheme::Scalar {
+                if let Some(found) = emit(RowIndex::node(Guid(0)), None) {
+                    return found;
+                }
+                continue;
+            }
             // The first node whose rows may follow `start`: every index
             // begins with the node GUID.
             let from = after.map_or(0, |suffix| {
@@ -106,25 +145,9 @@ impl MibView {
             });
             for node in &snap.nodes[from..] {
                 for row in table.index.rows(node) {
-                    let idx = table.index.encode(row);
-                    if let Some(suffix) = after {
-                        let before = if include {
-                            idx.as_slice() < suffix
-                        } else {
-                            idx.as_slice() <= suffix
-                        };
-                        if before {
-                            continue;
-                        }
+                    if let Some(found) = emit(row, Some(node)) {
+                        return found;
                     }
-                    let Some(value) = self.value(col, node, row) else {
-                        continue;
-                    };
-                    let name = Oid::new(&base).child(&idx);
-                    if end.is_some_and(|e| !e.is_empty() && name >= *e) {
-                        return None;
-                    }
-                    return Some(VarBind { name, value });
                 }
             }
         }
@@ -211,6 +234,7 @@ mod tests {
             taken: None,
             interval: std::time::Duration::from_secs(10),
             nodes: nodes.into_iter().map(Arc::new).collect(),
+            stats: Default::default(),
         });
         MibView::new(cache)
     }
@@ -234,8 +258,12 @@ mod tests {
             seen.push(vb);
             assert!(seen.len() < 1000);
         }
-        // Only ClassPortInfo (1 column) and PortCounters (17) have rows here.
-        assert_eq!(seen.len(), 2 * 18);
+        // Per node: ClassPortInfo (1 column), PortCounters (17) and
+        // pmNodeTable (11); per port (3): pmPortTable (12); the agent's 10
+        // scalars. No port has 64-bit totals or rates yet.
+        assert_eq!(seen.len(), 2 * (18 + 11) + 3 * 12 + 10);
+        let hc = oid("1.3.6.1.3.117.1.7");
+        assert!(!seen.iter().any(|vb| vb.name.starts_with(hc.as_slice())));
         assert_eq!(
             seen[0].name,
             oid("1.3.6.1.3.117.1.1.1.2.0.2.201.3.0.0.18.52")
