@@ -78,6 +78,7 @@ fn main() -> ExitCode {
         sweep: Box::new(sim.transport()),
         write: Box::new(sim.transport()),
         poll: Box::new(sim.transport()),
+        source: None,
     };
     let running = match app::start(&cfg, backend) {
         Ok(r) => r,

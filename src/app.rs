@@ -46,6 +46,39 @@ pub struct Backend {
     pub sweep: Box<dyn MadTransport>,
     pub write: Box<dyn MadTransport>,
     pub poll: Box<dyn MadTransport>,
+    /// Where the fabric is discovered again (None: never).
+    pub source: Option<Box<dyn FabricSource>>,
+}
+
+/// Discovers the fabric again, on its own handle to it.
+pub trait FabricSource: Send {
+    /// The fabric as it is now; returns soon after `cancel` is set.
+    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, String>;
+}
+
+/// The simulator's fabric as it is now (links taken down or up).
+impl FabricSource for SimFabric {
+    fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+        Ok(self.fabric())
+    }
+}
+
+/// Directed-route discovery on its own SMP handle.
+struct SmpDiscovery {
+    smp: UmadTransport,
+    opts: DiscoverOptions,
+}
+
+impl FabricSource for SmpDiscovery {
+    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+        let opts = DiscoverOptions {
+            cancel: Some(Arc::clone(cancel)),
+            ..self.opts.clone()
+        };
+        discover_with_stats(&mut self.smp, &opts)
+            .map(|(f, _)| f)
+            .map_err(|e| e.to_string())
+    }
 }
 
 impl Backend {
@@ -57,6 +90,7 @@ impl Backend {
             sweep: Box::new(sim.transport()),
             write: Box::new(sim.transport()),
             poll: Box::new(sim.transport()),
+            source: Some(Box::new(sim.clone())),
         }
     }
 }
@@ -155,12 +189,50 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     };
     let write = handle("write")?;
     let poll = handle("sample poller")?;
+    let source = SmpDiscovery {
+        smp: sweep.smp_handle(),
+        opts: DiscoverOptions {
+            cancel: None,
+            ..dopts
+        },
+    };
     Ok(Backend {
         fabric,
         sweep: Box::new(sweep),
         write: Box::new(write),
         poll: Box::new(poll),
+        source: Some(Box::new(source)),
     })
+}
+
+/// Discover the fabric every `every` and hand it to the sweeper, until
+/// `shutdown`. A failed discovery is logged and tried again next time.
+fn spawn_rediscovery(
+    mut source: Box<dyn FabricSource>,
+    state: SharedState,
+    every: Duration,
+    shutdown: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("rediscovery".into())
+        .spawn(move || {
+            loop {
+                let until = Instant::now() + every;
+                while Instant::now() < until {
+                    if shutdown.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50).min(every));
+                }
+                match source.discover(&shutdown) {
+                    Ok(f) => state.lock().offer(f),
+                    Err(e) if !shutdown.load(Ordering::Relaxed) => {
+                        tracing::warn!(error = %e, "rediscovery failed; the fabric stays as it was")
+                    }
+                    Err(_) => return,
+                }
+            }
+        })
 }
 
 /// How long a frozen simulated fabric (`sim.traffic = false`) has run.
@@ -336,6 +408,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         sweep: transport,
         write,
         poll,
+        source,
     } = backend;
     let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
     info!(
@@ -344,17 +417,19 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         ports,
         "fabric loaded"
     );
+    crate::mib::tables::start_clock();
     let cache = Arc::new(Cache::new());
     let engine = Engine::new(transport, cfg.engine());
     let state = SharedState::new(fabric, cfg.sweep());
-    let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
     let controller = Arc::new(Controller::new(
-        state,
+        state.clone(),
         Arc::clone(&cache),
         write,
         poll,
         cfg.control(),
     ));
+    let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
+        .with_controller(Arc::clone(&controller));
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
     let mut running = Running {
@@ -372,6 +447,11 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         .spawn(running.shutdown.flag())
         .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
     running.threads.push(("sweeper", sweep_thread));
+    if let (Some(source), Some(every)) = (source, cfg.fabric.rediscover_interval) {
+        let t = spawn_rediscovery(source, state, every, running.shutdown.flag())
+            .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
+        running.threads.push(("rediscovery", t));
+    }
 
     let view: Arc<dyn MibHandler> = if cfg.set.allow {
         info!(
@@ -469,6 +549,7 @@ mod tests {
             sweep: t(),
             write: t(),
             poll: t(),
+            source: None,
         };
         (backend, token)
     }

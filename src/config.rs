@@ -156,6 +156,11 @@ pub struct FabricConfig {
     /// opensm's PerfMgr does). Off by default: other tools read the same
     /// counters.
     pub clear_near_overflow: bool,
+    /// Discover the fabric again this often (seconds in the file, 0 =
+    /// never): new and moved links, port state, width and speed (every
+    /// PortInfo is read again), nodes that appeared.
+    #[serde(deserialize_with = "optional_seconds")]
+    pub rediscover_interval: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -259,6 +264,7 @@ impl Default for FabricConfig {
             unreachable_rows: UnreachableRows::Keep,
             optional_attributes: true,
             clear_near_overflow: false,
+            rediscover_interval: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -355,6 +361,17 @@ fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
 
 fn milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_millis(u64::deserialize(d)?))
+}
+
+/// Whole seconds, 0 (never) or 1 to 86400.
+fn optional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Ok(None),
+        s @ 1..=86400 => Ok(Some(Duration::from_secs(s))),
+        s => Err(de::Error::custom(format!(
+            "{s} is out of range (0 = never, or 1 to 86400 seconds)"
+        ))),
+    }
 }
 
 fn fractional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

@@ -63,6 +63,7 @@ impl Agent {
             sweep: Box::new(sim.transport()),
             write: Box::new(sim.transport()),
             poll: Box::new(sim.transport()),
+            source: None,
         };
         let running = app::start(&cfg, backend).expect("start the agent");
         let a = Agent {

@@ -17,7 +17,7 @@ use tracing::{debug, warn};
 
 use super::cache::Cache;
 use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
-use super::state::{SharedState, Slot};
+use super::state::{FabricState, SharedState, Slot};
 use super::sweep::{get, port_counters_data};
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
@@ -297,6 +297,8 @@ impl Controller {
     /// Re-read the nodes with a running sample once; stop watching those
     /// whose sample completed (or that stopped answering).
     pub fn poll_samples(&self) {
+        // Held throughout: node indexes stay valid (see `quiesced`).
+        let mut engine = self.poller.lock().unwrap_or_else(|e| e.into_inner());
         let watched: Vec<usize> = self
             .watch
             .lock()
@@ -323,7 +325,6 @@ impl Controller {
         let sent = Instant::now();
         let mut answered = vec![false; self.state.lock().fabric().nodes.len()];
         {
-            let mut engine = self.poller.lock().unwrap_or_else(|e| e.into_inner());
             let state = &self.state;
             engine.run(&reqs, |i, o| {
                 state.lock().apply(slots[i], o, sent, &mut answered)
@@ -354,6 +355,25 @@ impl Controller {
             debug!(node = ni, "sample finished");
             w.remove(&ni);
         }
+        drop(engine);
+    }
+
+    /// Run `f` on the state while no write or sample poll is in flight
+    /// (both hold their engine's lock for their whole round), so that it
+    /// may renumber nodes and ports; the nodes with a running sample keep
+    /// being watched under their new numbers.
+    pub fn quiesced<T>(&self, f: impl FnOnce(&mut FabricState) -> T) -> T {
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _poller = self.poller.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock();
+        let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        let guids: Vec<Guid> = w
+            .iter()
+            .filter_map(|&ni| st.fabric().nodes.get(ni).map(|n| n.guid))
+            .collect();
+        let out = f(&mut st);
+        *w = guids.into_iter().filter_map(|g| st.node_index(g)).collect();
+        out
     }
 
     /// Poll running samples every `poll_interval` until `shutdown`.

@@ -150,6 +150,39 @@ pub struct FabricState {
     pub(crate) sweep_no: u64,
     /// The last sweep's figures, published with each snapshot.
     pub(crate) figures: SweepFigures,
+    /// A newly discovered fabric, merged by the sweeper between sweeps.
+    pub(crate) pending: Option<Fabric>,
+}
+
+/// What a merge of a newly discovered fabric changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MergeReport {
+    pub nodes: usize,
+    pub added: usize,
+    /// Ports whose state, width, speed, LID or peer changed.
+    pub ports_changed: usize,
+}
+
+impl NodeState {
+    fn new(node: &Node) -> NodeState {
+        NodeState {
+            redirect: None,
+            cpi: None,
+            failed_sweeps: 0,
+            seen: false,
+            no_samples: false,
+            samples_strikes: 0,
+            samples_missed: false,
+            ports: node.ports.iter().map(|_| PortState::default()).collect(),
+            samples_control: None,
+            samples_result: None,
+            samples_at: None,
+            optional_unsupported: 0,
+            optional_missed: 0,
+            optional_strikes: [0; 8],
+            optional_reported: 0,
+        }
+    }
 }
 
 /// The state, shared by the sweeper and the write path.
@@ -159,27 +192,7 @@ pub struct SharedState(Arc<Mutex<FabricState>>);
 impl SharedState {
     pub fn new(mut fabric: Fabric, cfg: SweepConfig) -> Self {
         fabric.sort();
-        let nodes = fabric
-            .nodes
-            .iter()
-            .map(|n| NodeState {
-                redirect: None,
-                cpi: None,
-                failed_sweeps: 0,
-                seen: false,
-                no_samples: false,
-                samples_strikes: 0,
-                samples_missed: false,
-                ports: n.ports.iter().map(|_| PortState::default()).collect(),
-                samples_control: None,
-                samples_result: None,
-                samples_at: None,
-                optional_unsupported: 0,
-                optional_missed: 0,
-                optional_strikes: [0; 8],
-                optional_reported: 0,
-            })
-            .collect();
+        let nodes = fabric.nodes.iter().map(NodeState::new).collect();
         SharedState(Arc::new(Mutex::new(FabricState {
             fabric,
             cfg,
@@ -189,6 +202,7 @@ impl SharedState {
                 discovered: Some(Instant::now()),
                 ..Default::default()
             },
+            pending: None,
         })))
     }
 
@@ -209,6 +223,91 @@ impl FabricState {
             .nodes
             .binary_search_by_key(&guid, |n| n.guid)
             .ok()
+    }
+
+    /// Hand over a newly discovered fabric; the sweeper merges it before
+    /// its next sweep.
+    pub fn offer(&mut self, fabric: Fabric) {
+        self.pending = Some(fabric);
+    }
+
+    /// Merge a newly discovered fabric: nodes found again keep everything
+    /// the agent learned of them (readings, totals, strikes) and take the
+    /// new link facts of their ports; new nodes are added; a node not found
+    /// again is kept (its sweeps decide whether it is reachable). Indices
+    /// of nodes and ports change: call only while no request is in flight.
+    pub fn merge(&mut self, mut new: Fabric) -> MergeReport {
+        new.sort();
+        let mut report = MergeReport::default();
+        let mut old_nodes = std::mem::take(&mut self.fabric.nodes).into_iter();
+        let mut old_states = std::mem::take(&mut self.nodes).into_iter();
+        let mut nodes = Vec::with_capacity(new.nodes.len());
+        let mut states = Vec::with_capacity(new.nodes.len());
+        let mut next_old = old_nodes.next().zip(old_states.next());
+        for n in new.nodes {
+            // Old nodes before this GUID were not found again: keep them.
+            while let Some((o, s)) = next_old.take() {
+                if o.guid < n.guid {
+                    nodes.push(o);
+                    states.push(s);
+                    next_old = old_nodes.next().zip(old_states.next());
+                } else {
+                    next_old = Some((o, s));
+                    break;
+                }
+            }
+            match next_old.take() {
+                Some((o, mut s)) if o.guid == n.guid => {
+                    let mut ports: Vec<PortState> = Vec::with_capacity(n.ports.len());
+                    let mut old_ports: Vec<(u8, PortState)> = o
+                        .ports
+                        .iter()
+                        .map(|p| p.num)
+                        .zip(std::mem::take(&mut s.ports))
+                        .collect();
+                    for p in &n.ports {
+                        match old_ports.iter().position(|(num, _)| *num == p.num) {
+                            Some(i) => {
+                                ports.push(old_ports.swap_remove(i).1);
+                                if o.port(p.num) != Some(p) {
+                                    report.ports_changed += 1;
+                                }
+                            }
+                            None => {
+                                ports.push(PortState::default());
+                                report.ports_changed += 1;
+                            }
+                        }
+                    }
+                    s.ports = ports;
+                    // A node whose PMA moved to another LID is asked
+                    // ClassPortInfo again at the new one.
+                    if o.lid != n.lid {
+                        s.cpi = None;
+                        s.redirect = None;
+                    }
+                    nodes.push(n);
+                    states.push(s);
+                    next_old = old_nodes.next().zip(old_states.next());
+                }
+                other => {
+                    next_old = other;
+                    report.added += 1;
+                    states.push(NodeState::new(&n));
+                    nodes.push(n);
+                }
+            }
+        }
+        while let Some((o, s)) = next_old.take() {
+            nodes.push(o);
+            states.push(s);
+            next_old = old_nodes.next().zip(old_states.next());
+        }
+        report.nodes = nodes.len();
+        self.fabric.nodes = nodes;
+        self.nodes = states;
+        self.figures.discovered = Some(Instant::now());
+        report
     }
 
     /// The address of the node's PMA; for a CA, the PMA of the port at index

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info};
 
 use super::cache::Cache;
+use super::control::Controller;
 use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
@@ -67,6 +68,8 @@ pub struct Sweeper {
     /// The first transport failure of the current batch.
     transport_error: Option<String>,
     interval: Duration,
+    /// The write path, paused while a newly discovered fabric is merged.
+    controller: Option<Arc<Controller>>,
 }
 
 /// A Get of `attr_id` with the given data area.
@@ -156,7 +159,38 @@ impl Sweeper {
             interval,
             reopen_backoff: None,
             transport_error: None,
+            controller: None,
         }
+    }
+
+    /// Merge newly discovered fabrics while `controller`'s writes and
+    /// sample polls are paused.
+    pub fn with_controller(mut self, controller: Arc<Controller>) -> Self {
+        self.controller = Some(controller);
+        self
+    }
+
+    /// Merge a fabric handed over by rediscovery, between sweeps.
+    fn merge_pending(&mut self) {
+        let Some(fabric) = self.state.lock().pending.take() else {
+            return;
+        };
+        let report = match &self.controller {
+            Some(c) => c.quiesced(|st| st.merge(fabric)),
+            None => self.state.lock().merge(fabric),
+        };
+        if report.added > 0 || report.ports_changed > 0 {
+            info!(
+                nodes = report.nodes,
+                added = report.added,
+                ports_changed = report.ports_changed,
+                "fabric rediscovered: changes merged"
+            );
+        } else {
+            debug!(nodes = report.nodes, "fabric rediscovered: no change");
+        }
+        let st = self.state.lock();
+        st.publish(&self.cache);
     }
 
     pub fn state(&self) -> &SharedState {
@@ -165,6 +199,7 @@ impl Sweeper {
 
     /// Run one sweep and publish its snapshot.
     pub fn sweep_once(&mut self) -> SweepStats {
+        self.merge_pending();
         let started = Instant::now();
         let (sweep_no, n) = {
             let mut st = self.state.lock();
@@ -903,5 +938,59 @@ mod tests {
                 assert_eq!(now.xmit_data, u32::MAX, "saturated, not cleared");
             }
         }
+    }
+
+    #[test]
+    fn a_rediscovered_link_change_shows_and_totals_carry_on() {
+        let mut rig = AgentRig::swept(RigOptions::default());
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        let fabric = rig.fabric();
+        // A switch port cabled to another switch: both ends stay reachable.
+        let (sw, port, peer) = fabric
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == NodeType::Switch)
+            .find_map(|n| {
+                n.ports.iter().find_map(|p| {
+                    let (g, q) = p.remote?;
+                    let r = fabric.node(g)?;
+                    (r.node_type == NodeType::Switch).then_some((n.guid, p.num, (g, q)))
+                })
+            })
+            .unwrap();
+        let record = |c: &Cache, g, p| c.load().node(g).unwrap().port(p).unwrap().clone();
+        let before = record(&rig.cache, sw, port);
+        assert_eq!(before.link.state, Some(crate::ib::PortState::Active));
+        assert_eq!(before.link.remote, Some(peer));
+        let out_before = before.hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap();
+
+        assert!(rig.sim.set_link(sw, port, false));
+        rig.state.lock().offer(rig.sim.fabric());
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        for (g, p) in [(sw, port), peer] {
+            let r = record(&rig.cache, g, p);
+            assert_eq!(r.link.state, Some(crate::ib::PortState::Down), "{g}[{p}]");
+            assert_eq!(r.link.width, None);
+            let downed = r.hc.shown(crate::fabric::hc::slot("LinkDowned")).unwrap();
+            assert!(downed >= 1, "LinkDownedCounter counts the loss");
+        }
+        let after = record(&rig.cache, sw, port);
+        let out_after = after.hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap();
+        assert!(out_after >= out_before, "totals carry on across a merge");
+
+        // Back up: active again, traffic resumes.
+        assert!(rig.sim.set_link(sw, port, true));
+        rig.state.lock().offer(rig.sim.fabric());
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        let up = record(&rig.cache, sw, port);
+        assert_eq!(up.link.state, Some(crate::ib::PortState::Active));
+        assert!(up.link.width.is_some());
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        let later = record(&rig.cache, sw, port);
+        assert!(later.hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap() > out_after);
     }
 }
