@@ -324,3 +324,32 @@ mod tests {
         assert!(v.get_next(&oid("1.3.6.1.3.117.2"), false, None).is_none());
     }
 }
+#[cfg(test)]
+mod port_rows {
+    use super::*;
+
+    /// Per-port rows come in (GUID, port) order, every port of the fabric
+    /// once, then the next column.
+    #[test]
+    fn a_port_column_walks_every_port_in_index_order() {
+        let rig = crate::rig::AgentRig::swept(crate::rig::RigOptions::default());
+        let v = rig.view();
+        let col: Oid = "1.3.6.1.3.117.1.6.1.2".parse().unwrap();
+        let mut cur = col.clone();
+        let mut seen = Vec::new();
+        while let Some(vb) = v.get_next(&cur, false, None) {
+            if !vb.name.starts_with(col.as_slice()) {
+                break;
+            }
+            assert!(vb.name > cur);
+            cur = vb.name.clone();
+            seen.push(vb.name);
+        }
+        let ports: usize = rig.fabric().nodes.iter().map(|n| n.ports.len()).sum();
+        assert_eq!(seen.len(), ports);
+        assert!(
+            seen.iter()
+                .all(|o| o.as_slice().len() == col.as_slice().len() + 9)
+        );
+    }
+}

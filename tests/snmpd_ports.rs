@@ -1,0 +1,302 @@
+//! The extension tables through a private snmpd, read by name as an
+//! operator reads them: every port of the simulated fabric is a row of
+//! pmPortTable with its peer and state, a row of pmPortCounters64Table
+//! with octets, and of pmPortRateTable with the simulated traffic's rate;
+//! a link taken down shows as down on both ends within the rediscovery
+//! interval and errors added on a port show in its 64-bit counters.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{PrivateSnmpd, SnmpTool, unrelated_mib_warning};
+use ibpm_agentx::app::{self, Backend, Running, Shutdown};
+use ibpm_agentx::config::Config;
+use ibpm_agentx::ib::{Fabric, Guid, topology};
+use ibpm_agentx::rig;
+use ibpm_agentx::sim::{ManualClock, SimClock, SimFabric, SimOptions, traffic};
+
+struct Setup {
+    snmpd: PrivateSnmpd,
+    sim: SimFabric,
+    agent: Option<Running>,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(a) = self.agent.take() {
+            a.stop();
+        }
+        self.snmpd.stop();
+    }
+}
+
+fn config(snmpd: &PrivateSnmpd) -> Config {
+    let text = format!(
+        "[agentx]\nsocket = \"{}\"\nping_interval = 1\nreconnect_max = 1\n\
+         [fabric]\nsweep_interval = 1\nrediscover_interval = 1\n",
+        snmpd.agentx_addr()
+    );
+    Config::parse(&text, "test.toml").expect("test configuration")
+}
+
+impl Setup {
+    fn start() -> Setup {
+        assert!(
+            PrivateSnmpd::available(),
+            "snmpd and the net-snmp tools are needed: run scripts/install-deps"
+        );
+        let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
+        let cfg = config(&snmpd);
+        let sim = SimFabric::new(topology::default_fabric(), app::sim_options(&cfg));
+        let agent = app::start_with(&cfg, Backend::sim(&sim), Shutdown::new()).expect("agent");
+        let s = Setup {
+            snmpd,
+            sim,
+            agent: Some(agent),
+        };
+        // Three sweeps: every port has been read twice, so rates exist.
+        s.wait_until("3 sweeps", Duration::from_secs(30), |s| {
+            s.get("IB-PM-MIB::pmAgentSweeps.0")
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|n| n >= 3)
+        });
+        s
+    }
+
+    fn wait_until(&self, what: &str, limit: Duration, mut f: impl FnMut(&Setup) -> bool) {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if f(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("not within {limit:?}: {what}");
+    }
+
+    /// One value by name, printed bare (`-Oqv`).
+    fn get(&self, name: &str) -> Option<String> {
+        let out = SnmpTool::new("snmpget")
+            .mibs(true)
+            .args(["-v2c", "-c", "public", "-Oqv", &self.snmpd.target(), name])
+            .run();
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !text.contains("No Such")).then_some(text)
+    }
+
+    /// `snmptable` of `table` as an operator types it; rows keyed by the
+    /// index column, cells by column name.
+    fn table(&self, table: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+        let out = SnmpTool::new("snmptable")
+            .mibs(true)
+            .args([
+                "-v2c",
+                "-c",
+                "public",
+                "-OX",
+                "-Ci",
+                "-Cf",
+                "|",
+                &self.snmpd.target(),
+                &format!("IB-PM-MIB::{table}"),
+            ])
+            .run();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "snmptable {table}: {stdout}{stderr}");
+        for l in stderr.lines() {
+            assert!(unrelated_mib_warning(l), "snmptable {table}: {l}");
+        }
+        let mut lines = stdout.lines().filter(|l| l.contains('|'));
+        let header: Vec<String> = lines
+            .next()
+            .unwrap_or_else(|| panic!("no header: {stdout}"))
+            .split('|')
+            .map(str::to_string)
+            .collect();
+        lines
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').collect();
+                let row: BTreeMap<String, String> = header
+                    .iter()
+                    .cloned()
+                    .zip(cells.iter().map(|c| c.trim_matches('"').to_string()))
+                    .collect();
+                (cells[0].to_string(), row)
+            })
+            .collect()
+    }
+}
+
+/// The row key `snmptable -OX` prints for (node GUID, port) with the
+/// PmGuid display hint: `[0:0:20:0][5]`.
+fn key(guid: Guid, port: u8) -> String {
+    format!("[{}][{port}]", hint(guid))
+}
+
+/// A GUID as net-snmp shows it with DISPLAY-HINT "2x:".
+fn hint(g: Guid) -> String {
+    let o = g.octets();
+    o.chunks(2)
+        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// A number shown with its UNITS (`8000 Mb/s`).
+fn num(cell: &str) -> f64 {
+    cell.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a number: {cell:?}"))
+}
+
+fn ports(f: &Fabric) -> usize {
+    f.nodes.iter().map(|n| n.ports.len()).sum()
+}
+
+#[test]
+fn every_port_is_a_row_with_peer_state_octets_and_rate() {
+    let s = Setup::start();
+    let fabric = s.sim.fabric();
+    let port_table = s.table("pmPortTable");
+    assert_eq!(port_table.len(), ports(&fabric), "one row per port");
+    for n in &fabric.nodes {
+        for p in &n.ports {
+            let row = &port_table[&key(n.guid, p.num)];
+            assert_eq!(row["pmPortNodeDescription"], n.description);
+            match p.remote {
+                Some((g, q)) => {
+                    assert_eq!(row["pmPortState"], "active", "{row:?}");
+                    assert_eq!(row["pmPortPhysState"], "linkUp");
+                    assert_eq!(row["pmPortPeerNodeGuid"], hint(g));
+                    assert_eq!(row["pmPortPeerPortNum"], q.to_string());
+                    let peer = fabric.node(g).unwrap();
+                    assert_eq!(row["pmPortPeerDescription"], peer.description);
+                    assert_eq!(num(&row["pmPortRateMbps"]), p.rate_mbps().unwrap() as f64);
+                }
+                None => {
+                    assert_eq!(row["pmPortState"], "down", "{row:?}");
+                    assert_eq!(num(&row["pmPortRateMbps"]), 0.0);
+                    assert_eq!(row["pmPortLinkWidthActive"], "unknown");
+                }
+            }
+        }
+    }
+    // The 1x link of the default fabric trained narrower.
+    let node12 = fabric
+        .nodes
+        .iter()
+        .find(|n| n.description.starts_with("node12"))
+        .unwrap();
+    assert_eq!(
+        port_table[&key(node12.guid, 1)]["pmPortLinkWidthActive"],
+        "width1x"
+    );
+
+    // 64-bit octets: 4 x the PMA's PortXmitData, read before and after.
+    let hc = s.table("pmPortCounters64Table");
+    assert_eq!(hc.len(), ports(&fabric));
+    let rates = s.table("pmPortRateTable");
+    // Expected rates from a reference simulator on a manual clock: the
+    // same topology and seed draw the same traffic.
+    let clock = ManualClock::new();
+    let reference = SimFabric::new(
+        topology::default_fabric(),
+        SimOptions {
+            seed: app::sim_options(&config(&s.snmpd)).seed,
+            traffic: true,
+            clock: SimClock::Manual(clock.clone()),
+        },
+    );
+    let rf = reference.fabric();
+    let read = |n: &ibpm_agentx::ib::Node, p: u8| {
+        rig::port_counters_extended(&reference, n.pma_lid(p), p).xmit_data
+    };
+    let mut checked = 0;
+    for n in &rf.nodes {
+        for p in n.ports.iter().filter(|p| p.remote.is_some()) {
+            let t0 = read(n, p.num);
+            clock.advance(Duration::from_secs(100));
+            let t1 = read(n, p.num);
+            let want_bps = (t1 - t0) as f64 * 4.0 * 8.0 / 100.0;
+            let row = &rates[&key(n.guid, p.num)];
+            let got = num(&row["pmPortRateOutBitsPerSec"]);
+            assert!(
+                (got - want_bps).abs() <= want_bps * 0.05,
+                "{}[{}]: {got} b/s, simulated {want_bps}",
+                n.description,
+                p.num
+            );
+            let util = num(&row["pmPortRateOutUtilization"]);
+            let cap = p.rate_mbps().unwrap() as f64 * 1e6;
+            assert!(
+                (util / 100.0 - want_bps / cap * 100.0).abs()
+                    <= 0.05 * (want_bps / cap * 100.0) + 0.01,
+                "utilisation {util} hundredths of a percent"
+            );
+            let out = num(&hc[&key(n.guid, p.num)]["pmPortHCOutOctets"]);
+            assert!(out > 0.0);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked} cabled ports");
+}
+
+#[test]
+fn a_link_down_and_an_error_burst_show_within_the_intervals() {
+    let s = Setup::start();
+    let fabric = s.sim.fabric();
+    let leaf = fabric
+        .nodes
+        .iter()
+        .find(|n| n.description.starts_with("leaf1"))
+        .unwrap();
+    let up = leaf.port(13).unwrap();
+    let (spine, sp) = up.remote.unwrap();
+    let by_index = |col: &str, g: Guid, p: u8| {
+        let idx: Vec<String> = g.octets().iter().map(|b| b.to_string()).collect();
+        s.get(&format!("IB-PM-MIB::{col}.{}.{p}", idx.join(".")))
+    };
+    assert_eq!(
+        by_index("pmPortState", leaf.guid, 13).as_deref(),
+        Some("active")
+    );
+    let sym_before = num(&by_index("pmPortHCSymbolErrors", leaf.guid, 13).unwrap());
+    let disc_before = by_index("pmPortCounterDiscontinuityTime", leaf.guid, 13).unwrap();
+
+    assert!(s.sim.set_link(leaf.guid, 13, false));
+    assert!(
+        s.sim
+            .add_errors(leaf.guid, 13, traffic::q::SYMBOL_ERRORS, 500)
+    );
+    let t0 = Instant::now();
+    s.wait_until("both ends down", Duration::from_secs(10), |_| {
+        by_index("pmPortState", leaf.guid, 13).as_deref() == Some("down")
+            && by_index("pmPortState", spine, sp).as_deref() == Some("down")
+    });
+    eprintln!("link down seen through snmpd after {:?}", t0.elapsed());
+    s.wait_until("500 symbol errors", Duration::from_secs(10), |_| {
+        by_index("pmPortHCSymbolErrors", leaf.guid, 13)
+            .is_some_and(|v| num(&v) >= sym_before + 500.0)
+    });
+    assert_eq!(
+        by_index("pmPortLinkWidthActive", leaf.guid, 13).as_deref(),
+        Some("unknown")
+    );
+    let downed = num(&by_index("pmPortHCLinkDowned", spine, sp).unwrap());
+    assert!(downed >= 1.0);
+    // No discontinuity: the counters only went up.
+    assert_eq!(
+        by_index("pmPortCounterDiscontinuityTime", leaf.guid, 13).unwrap(),
+        disc_before
+    );
+
+    assert!(s.sim.set_link(leaf.guid, 13, true));
+    s.wait_until("back up", Duration::from_secs(10), |_| {
+        by_index("pmPortState", leaf.guid, 13).as_deref() == Some("active")
+            && by_index("pmPortLinkSpeedActive", spine, sp).as_deref() == Some("qdr")
+    });
+}
