@@ -74,7 +74,7 @@ link_enum! {
     /// IBA code.
     pub enum PortState {
         Down = "Down", mib 1,
-        Init = "Initialize", mib 2,
+        Init = "Init", mib 2,
         Armed = "Armed", mib 3,
         Active = "Active", mib 4,
     }

@@ -1225,6 +1225,57 @@ mod tests {
         assert_eq!(IndexScheme::NodeGuid.parse(&idx[1..]), None);
     }
 
+    /// The enumerations of pmPortState, pmPortPhysState and the link
+    /// width and speed columns are the link enums' labels and values.
+    #[test]
+    fn link_enumerations_match_the_mib_file() {
+        use crate::ib::{LinkSpeed, LinkWidth, PhysState, PortState};
+        let mib = include_str!("../../mibs/IB-PM-MIB.txt");
+        let syntax = |name: &str| {
+            let at = mib.find(&format!("\n{name} OBJECT-TYPE")).unwrap();
+            let body = &mib[at..];
+            body[..body.find("MAX-ACCESS").unwrap()].to_string()
+        };
+        let check = |name: &str, items: Vec<(String, u32)>| {
+            let text = syntax(name);
+            assert!(text.contains("unknown(0)"), "{name}");
+            for (label, v) in items {
+                assert!(
+                    text.contains(&format!("{label}({v})")),
+                    "{name}: {label}({v})"
+                );
+            }
+        };
+        check(
+            "pmPortState",
+            (PortState::ALL
+                .iter()
+                .map(|s| (s.mib_label(), s.mib()))
+                .collect()),
+        );
+        check(
+            "pmPortPhysState",
+            (PhysState::ALL
+                .iter()
+                .map(|s| (s.mib_label(), s.mib()))
+                .collect()),
+        );
+        check(
+            "pmPortLinkWidthActive",
+            (LinkWidth::ALL
+                .iter()
+                .map(|s| (s.mib_label(), s.mib()))
+                .collect()),
+        );
+        check(
+            "pmPortLinkSpeedActive",
+            (LinkSpeed::ALL
+                .iter()
+                .map(|s| (s.mib_label(), s.mib()))
+                .collect()),
+        );
+    }
+
     #[test]
     fn counter_widths_match_iba() {
         let w = |n: &str| {
