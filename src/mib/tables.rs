@@ -1248,31 +1248,31 @@ mod tests {
         };
         check(
             "pmPortState",
-            (PortState::ALL
+            PortState::ALL
                 .iter()
                 .map(|s| (s.mib_label(), s.mib()))
-                .collect()),
+                .collect(),
         );
         check(
             "pmPortPhysState",
-            (PhysState::ALL
+            PhysState::ALL
                 .iter()
                 .map(|s| (s.mib_label(), s.mib()))
-                .collect()),
+                .collect(),
         );
         check(
             "pmPortLinkWidthActive",
-            (LinkWidth::ALL
+            LinkWidth::ALL
                 .iter()
                 .map(|s| (s.mib_label(), s.mib()))
-                .collect()),
+                .collect(),
         );
         check(
             "pmPortLinkSpeedActive",
-            (LinkSpeed::ALL
+            LinkSpeed::ALL
                 .iter()
                 .map(|s| (s.mib_label(), s.mib()))
-                .collect()),
+                .collect(),
         );
     }
 
