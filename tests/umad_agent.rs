@@ -31,6 +31,7 @@ const HOSTS: usize = 8;
 const DUAL: usize = 2;
 const SWEEP_S: f64 = 1.0;
 const UNREACHABLE_AFTER: u32 = 2;
+const REDISCOVER_S: u64 = 2;
 /// The node the sample responder answers for.
 const RESPONDER_NODE: &str = "H3_2";
 
@@ -112,6 +113,7 @@ impl Setup {
                 "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
                  [fabric]\nbackend = \"umad\"\nsweep_interval = {SWEEP_S}\n\
                  unreachable_after = {UNREACHABLE_AFTER}\nunreachable_rows = \"drop\"\n\
+                 rediscover_interval = {REDISCOVER_S}\n\
                  [set]\nallow = true\n[log]\nlevel = \"info\"\n",
                 snmpd.agentx_addr()
             ),
@@ -519,6 +521,131 @@ fn unlinked_switch_goes_away_and_returns_without_stalling_snmp() {
     eprintln!(
         "unlink: rows gone after {took:?}; relink: back after {back:?}; {} SNMP probes ok",
         ok.load(Ordering::Relaxed)
+    );
+    assert!(s.agent.running(), "agent exited:\n{}", s.log());
+}
+
+/// One column of a per-port extension table: (node GUID, port) -> line.
+fn port_column(s: &Setup, table: u32, col: u32) -> BTreeMap<(u64, u8), common::WalkLine> {
+    let root = format!("{PM}.{table}.1.{col}");
+    let out = SnmpTool::new("snmpbulkwalk")
+        .args(["-v2c", "-c", "public", "-On", "-Ox", "-t", "3", "-r", "0"])
+        .arg(&s.snmpd.target())
+        .arg(&root)
+        .run();
+    assert!(out.status.success(), "walk {root}");
+    let prefix: Vec<u32> = root.split('.').map(|x| x.parse().unwrap()).collect();
+    parse_walk(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .filter_map(|l| {
+            let o = l.oid.as_slice().to_vec();
+            (o.len() == prefix.len() + 9 && o.starts_with(&prefix)).then(|| {
+                let g = guid_of_index(&o[prefix.len()..prefix.len() + 8]);
+                ((g, o[prefix.len() + 8] as u8), l)
+            })
+        })
+        .collect()
+}
+
+fn hex_bytes(v: &str) -> u64 {
+    v.split_whitespace().fold(0u64, |a, b| {
+        (a << 8) | u64::from_str_radix(b, 16).expect("hex")
+    })
+}
+
+const T_PORT: u32 = 6;
+const T_HC: u32 = 7;
+
+fn hc_col(name: &str) -> u32 {
+    ibpm_agentx::fabric::hc::slot(name) as u32 + 1
+}
+
+#[test]
+fn extension_tables_match_perfquery_and_ibnetdiscover() {
+    let mut s = Setup::start(false);
+
+    // Every port ibnetdiscover lists is an active row of pmPortTable with
+    // the same peer.
+    let state = port_column(&s, T_PORT, 5);
+    let peer = port_column(&s, T_PORT, 10);
+    let peer_port = port_column(&s, T_PORT, 11);
+    let mut links = 0;
+    for (g, n) in &s.ib {
+        for (p, (rg, rp, _, _)) in &n.ports {
+            let k = (*g, *p);
+            assert_eq!(state[&k].value, "4", "{} [{p}] active", n.desc);
+            assert_eq!(hex_bytes(&peer[&k].value), *rg, "{} [{p}] peer", n.desc);
+            assert_eq!(peer_port[&k].value, rp.to_string());
+            links += 1;
+        }
+    }
+    assert!(state.len() >= links);
+
+    // An error counter preset with PerformanceSet shows in the 64-bit table.
+    s.sim
+        .console("PerformanceSet \"L3\"[5] PortCounters.SymbolErrorCounter=7");
+    let l3 = s.node("L3").guid;
+    let sym = |s: &Setup| -> u64 {
+        port_column(s, T_HC, hc_col("SymbolErrors"))[&(l3, 5)]
+            .value
+            .parse()
+            .unwrap()
+    };
+    wait_for(Duration::from_secs(10), "64-bit SymbolErrors = 7", || {
+        sym(&s) >= 7
+    });
+
+    // Octets are 4 x the words perfquery -x reads, within the traffic the
+    // reads themselves cause.
+    let l0 = s.node("L0").guid;
+    let out_octets = |s: &Setup| -> u64 {
+        port_column(s, T_HC, hc_col("OutOctets"))[&(l0, 1)]
+            .value
+            .parse()
+            .unwrap()
+    };
+    let lid = s.lid("L0", 1).to_string();
+    let before = out_octets(&s);
+    let pq = perfquery_fields(&s.sim.tool("perfquery", &["-x", &lid, "1"]).stdout)["PortXmitData"];
+    std::thread::sleep(Duration::from_secs_f64(SWEEP_S * 2.5));
+    let after = out_octets(&s);
+    assert!(
+        before <= 4 * pq && 4 * pq <= after,
+        "pmPortHCOutOctets {before}..{after}, perfquery -x PortXmitData {pq} words"
+    );
+
+    // An out-of-band clear: the 64-bit counter keeps counting, and the
+    // row's discontinuity time moves.
+    let disc = |s: &Setup| {
+        port_column(s, T_HC, hc_col("XmitWait") + 1)[&(l0, 1)]
+            .value
+            .clone()
+    };
+    let disc_before = disc(&s);
+    s.sim.tool("perfquery", &["-x", "-R", &lid, "1"]);
+    s.sim.tool("perfquery", &["-R", &lid, "1"]);
+    wait_for(
+        Duration::from_secs(10),
+        "the discontinuity time to move",
+        || disc(&s) != disc_before,
+    );
+    assert!(out_octets(&s) >= after, "the 64-bit total went backwards");
+
+    // Unlink a leaf's host link: the leaf's port goes down within the
+    // rediscovery interval.
+    let (host, _, _, _) = s.node("L1").ports[&1].clone();
+    let host_desc = s.ib[&host].desc.clone();
+    s.sim.console(&format!("Unlink \"{host_desc}\""));
+    let l1 = s.node("L1").guid;
+    let t0 = Instant::now();
+    wait_for(
+        Duration::from_secs(REDISCOVER_S * 3 + 5),
+        "L1[1] down through snmpd",
+        || port_column(&s, T_PORT, 5)[&(l1, 1)].value == "1",
+    );
+    eprintln!(
+        "{links} links checked against ibnetdiscover; L1[1] down after {:?}",
+        t0.elapsed()
     );
     assert!(s.agent.running(), "agent exited:\n{}", s.log());
 }
