@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use ibpm_agentx::agentx::AgentxAddr;
 use ibpm_agentx::config::{self, Config, FabricBackend};
 use ibpm_agentx::ib::{Escaped, Guid};
-use ibpm_agentx::mib::tables::{COLUMNS, TABLES, guid_index};
+use ibpm_agentx::mib::tables::{COLUMNS, IndexScheme, RowIndex, TABLES, guid_index};
 
 #[derive(Parser)]
 #[command(
@@ -60,10 +60,13 @@ enum Cmd {
         json: bool,
     },
     /// Print the MIB index of a node GUID (as hex: 0x0002c90300001234 or
-    /// 0002:c903:0000:1234) and the OID of each table's first column for it.
+    /// 0002:c903:0000:1234) and the OID of each table's first column for it
+    /// (with PORT, of the per-port tables too).
     Oid {
         #[arg(value_name = "GUID")]
         guid: String,
+        #[arg(value_name = "PORT")]
+        port: Option<u8>,
     },
 }
 
@@ -156,9 +159,9 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Oid { guid } => match guid.parse::<Guid>() {
+        Cmd::Oid { guid, port } => match guid.parse::<Guid>() {
             Ok(g) => {
-                print!("{}", oid_text(g));
+                print!("{}", oid_text(g, port));
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -223,14 +226,24 @@ fn generate(what: Generated) -> std::io::Result<()> {
 
 /// What `oid` prints: the index, then each table's first column with its
 /// numeric OID for the node.
-fn oid_text(g: Guid) -> String {
+fn oid_text(g: Guid, port: Option<u8>) -> String {
     let join = |s: &[u32]| s.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
     let index = join(&guid_index(g));
     let mut out = format!("node GUID {g}\nindex     {index}\n");
     for t in TABLES {
-        if let Some(c) = COLUMNS.iter().find(|c| c.table == t.number) {
-            out += &format!("{:<36} {}.{index}\n", c.name, join(&c.oid()));
-        }
+        let Some(c) = COLUMNS.iter().find(|c| c.table == t.number) else {
+            continue;
+        };
+        let row = match (t.index, port) {
+            (IndexScheme::NodeGuid, _) => RowIndex::node(g),
+            (IndexScheme::NodeGuidPort, Some(port)) => RowIndex { guid: g, port },
+            _ => continue,
+        };
+        let idx = t.index.encode(row);
+        out += &format!("{:<36} {}.{}\n", c.name, join(&c.oid()), join(&idx));
+    }
+    if port.is_none() {
+        out += "(give a PORT for the per-port tables)\n";
     }
     out
 }

@@ -48,3 +48,28 @@ fn a_bad_guid_is_one_line_and_exit_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("is not a GUID"), "{err}");
 }
+
+#[test]
+fn a_port_gives_the_per_port_tables_oids_snmptranslate_agrees_with() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(["oid", "0x0002c90300001234", "5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("pmPortHCOutOctets "))
+        .unwrap_or_else(|| panic!("no pmPortCounters64Table line:\n{text}"));
+    let numeric = line.split_whitespace().nth(1).unwrap();
+    let t = Command::new("snmptranslate")
+        .env("MIBS", "")
+        .arg("-M")
+        .arg(mibpath::mib_search_path())
+        .args(["-m", "IB-PM-MIB", "-On"])
+        .arg("IB-PM-MIB::pmPortHCOutOctets.0.2.201.3.0.0.18.52.5")
+        .output()
+        .unwrap();
+    let want = String::from_utf8_lossy(&t.stdout);
+    assert_eq!(format!(".{numeric}"), want.trim(), "{text}");
+}
