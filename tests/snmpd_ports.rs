@@ -35,7 +35,7 @@ impl Drop for Setup {
 fn config(snmpd: &PrivateSnmpd) -> Config {
     let text = format!(
         "[agentx]\nsocket = \"{}\"\nping_interval = 1\nreconnect_max = 1\n\
-         [fabric]\nsweep_interval = 1\nrediscover_interval = 1\n",
+         [fabric]\nsweep_interval = 1\nrediscover_interval = 1\n[set]\nallow = true\n",
         snmpd.agentx_addr()
     );
     Config::parse(&text, "test.toml").expect("test configuration")
@@ -299,4 +299,86 @@ fn a_link_down_and_an_error_burst_show_within_the_intervals() {
         by_index("pmPortState", leaf.guid, 13).as_deref() == Some("active")
             && by_index("pmPortLinkSpeedActive", spine, sp).as_deref() == Some("qdr")
     });
+}
+
+#[test]
+fn a_per_port_clear_clears_the_pma_and_the_64_bit_counter_keeps_counting() {
+    let s = Setup::start();
+    let fabric = s.sim.fabric();
+    let leaf = fabric
+        .nodes
+        .iter()
+        .find(|n| n.description.starts_with("leaf2"))
+        .unwrap();
+    let idx: Vec<String> = leaf.guid.octets().iter().map(|b| b.to_string()).collect();
+    let oid = |col: &str| format!("IB-PM-MIB::{col}.{}.14", idx.join("."));
+    assert!(
+        s.sim
+            .add_errors(leaf.guid, 14, traffic::q::SYMBOL_ERRORS, 300)
+    );
+    s.wait_until(
+        "300 symbol errors in the 64-bit table",
+        Duration::from_secs(10),
+        |s| {
+            s.get(&oid("pmPortHCSymbolErrors"))
+                .is_some_and(|v| num(&v) >= 300.0)
+        },
+    );
+    let hc_before = num(&s.get(&oid("pmPortHCSymbolErrors")).unwrap());
+    let disc_before = s.get(&oid("pmPortCounterDiscontinuityTime")).unwrap();
+
+    // A wrong type and a mask past bit 16 are refused; nothing is cleared.
+    for (ty, v) in [("i", "1"), ("u", "131072")] {
+        let out = SnmpTool::new("snmpset")
+            .mibs(true)
+            .args([
+                "-v2c",
+                "-c",
+                "private",
+                &s.snmpd.target(),
+                &oid("pmPortClearCounters"),
+                ty,
+                v,
+            ])
+            .run();
+        assert!(!out.status.success(), "{ty} {v} accepted");
+    }
+    let pc = rig::port_counters(&s.sim, leaf.pma_lid(14), 14);
+    assert!(pc.symbol_errors >= 300);
+
+    // Bit 0: SymbolErrorCounter.
+    let out = SnmpTool::new("snmpset")
+        .mibs(true)
+        .args([
+            "-v2c",
+            "-c",
+            "private",
+            &s.snmpd.target(),
+            &oid("pmPortClearCounters"),
+            "u",
+            "1",
+        ])
+        .run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pc = rig::port_counters(&s.sim, leaf.pma_lid(14), 14);
+    assert!(
+        pc.symbol_errors < 300,
+        "cleared on the PMA: {}",
+        pc.symbol_errors
+    );
+    s.wait_until(
+        "the discontinuity time to move",
+        Duration::from_secs(10),
+        |s| {
+            s.get(&oid("pmPortCounterDiscontinuityTime"))
+                .is_some_and(|v| v != disc_before)
+        },
+    );
+    let hc_after = num(&s.get(&oid("pmPortHCSymbolErrors")).unwrap());
+    assert!(hc_after >= hc_before, "{hc_before} -> {hc_after}");
+    assert_eq!(s.get(&oid("pmPortClearCounters")).as_deref(), Some("0"));
 }

@@ -109,6 +109,9 @@ pub struct Plan {
 #[derive(Default)]
 struct NodePlan {
     port_select: Option<u8>,
+    /// pmPortClearCounters writes: (port, CounterSelect, CounterSelect2,
+    /// varbind index).
+    port_clears: Vec<(u8, u16, u8, u16)>,
     clear: u16,
     clear2: u8,
     clear_index: u16,
@@ -279,10 +282,12 @@ impl Writes {
         let mut nodes: BTreeMap<Guid, NodePlan> = BTreeMap::new();
         for (i, ((col, table, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
             let index = i + 1;
-            let node = table
+            let row = table
                 .index
                 .parse(suffix)
-                .and_then(|row| snap.node(row.guid))
+                .ok_or(err(ErrorStatus::NoCreation, index))?;
+            let node = snap
+                .node(row.guid)
                 .filter(|n| (table.present)(n))
                 .ok_or(err(ErrorStatus::NoCreation, index))?;
             let np = nodes.entry(node.guid).or_default();
@@ -296,6 +301,19 @@ impl Writes {
                         return Err(err(ErrorStatus::InconsistentValue, index));
                     }
                     np.port_select = Some(p);
+                }
+                Source::PortClear => {
+                    if node.port(row.port).is_none() {
+                        return Err(err(ErrorStatus::NoCreation, index));
+                    }
+                    let Value::Gauge32(mask) = vb.value else {
+                        return Err(err(ErrorStatus::WrongType, index));
+                    };
+                    let (select, select2) = tables::clear_selects(mask);
+                    if select != 0 || select2 != 0 {
+                        np.port_clears
+                            .push((row.port, select, select2, index as u16));
+                    }
                 }
                 Source::Counter(f) => {
                     np.clear |= cs(f);
@@ -352,6 +370,18 @@ impl Writes {
                         select2: np.clear2,
                     },
                     np.clear_index,
+                ));
+            }
+            for &(port, select, select2, index) in &np.port_clears {
+                self.check_reachable(snap, node, now, index)?;
+                plan.ops.push((
+                    WriteOp::ClearCounters {
+                        guid,
+                        port,
+                        select,
+                        select2,
+                    },
+                    index,
                 ));
             }
             if let Some(mut control) = np.control {

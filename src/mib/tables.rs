@@ -98,6 +98,9 @@ pub enum Source {
     Rate(RateCol),
     /// The rate of an error counter ([`HC`] slot), in thousandths per second.
     ErrorRate(usize),
+    /// pmPortClearCounters: writing a mask clears the port's PortCounters
+    /// counters it selects (reads 0).
+    PortClear,
     Agent(AgentCol),
 }
 
@@ -554,6 +557,16 @@ fn build_columns() -> Vec<Column> {
     ] {
         col(t, c, n, syntax, RO, Source::Port(src));
     }
+    col(
+        t,
+        14,
+        "pmPortClearCounters",
+        Syntax::Unsigned32 {
+            max: CLEAR_MASK_MAX,
+        },
+        RW,
+        Source::PortClear,
+    );
 
     // pmPortCounters64Table
     let t = T_PORT_HC;
@@ -939,9 +952,19 @@ pub fn read(
         Source::HcDiscontinuity => Value::TimeTicks(timestamp(port?.discontinuity)),
         Source::Rate(c) => rate_value(c, port?)?,
         Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
+        Source::PortClear => Value::Gauge32(0),
         Source::Agent(_) => return None,
     };
     Some(v)
+}
+
+/// pmPortClearCounters bits: 0..15 are PortCounters CounterSelect, bit 16
+/// is CounterSelect2 bit 0 (PortXmitWait).
+pub const CLEAR_MASK_MAX: u32 = 0x1_FFFF;
+
+/// The CounterSelect and CounterSelect2 bits of a pmPortClearCounters mask.
+pub fn clear_selects(mask: u32) -> (u16, u8) {
+    ((mask & 0xFFFF) as u16, ((mask >> 16) & 1) as u8)
 }
 
 fn gauge(v: u64) -> u32 {
