@@ -4,8 +4,8 @@
 //! it (Get, GetNext and GetBulk with search ranges straight from the PDU).
 #![no_main]
 
-use ibpm_agentx::agentx::pdu::{self, Header, Payload, Pdu, ResError};
 use ibpm_agentx::agentx::core::get_bulk;
+use ibpm_agentx::agentx::pdu::{self, Header, Payload, Pdu, ResError};
 use ibpm_agentx::mib::{MibHandler, Value, VarBind};
 use ibpm_agentx_fuzz::with_sim_view;
 use libfuzzer_sys::fuzz_target;

@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
+use ibpm_agentx::agentx::SessionConfig;
 use ibpm_agentx::agentx::core::{Action, AgentxCore};
 use ibpm_agentx::agentx::pdu::{self, ByteOrder, FrameError, Framer, Payload, Pdu, ResError};
-use ibpm_agentx::agentx::SessionConfig;
 use ibpm_agentx_fuzz::with_sim_view;
 use libfuzzer_sys::fuzz_target;
 

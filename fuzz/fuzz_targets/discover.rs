@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use ibpm_agentx::fabric::discover::{
-    self, DiscoverOptions, NodeInfo, PortInfo, parse_smp_reply, speed_name, width_name,
-};
+use ibpm_agentx::fabric::discover::{self, DiscoverOptions, NodeInfo, PortInfo, parse_smp_reply};
 use ibpm_agentx::transport::MAD_SIZE;
 use ibpm_agentx_fuzz::{Bytes, FuzzTransport};
 use libfuzzer_sys::fuzz_target;
@@ -49,8 +47,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = NodeInfo::decode(&d);
         let p = PortInfo::decode(&d);
         let _ = p.link_up();
-        let _ = width_name(d[0]);
-        let _ = speed_name(d[1], d[2]);
+        let _ = ibpm_agentx::ib::LinkWidth::from_code(d[0]);
+        let _ = ibpm_agentx::ib::LinkSpeed::from_port_info(d[1], d[2]);
+        let _ = ibpm_agentx::ib::PortState::from_code(d[3]);
+        let _ = ibpm_agentx::ib::PhysState::from_code(d[4]);
     }
     let mut t = FuzzTransport::new(data, answer);
     let opts = DiscoverOptions {
