@@ -153,6 +153,20 @@ fn num(cell: &str) -> f64 {
         .unwrap_or_else(|| panic!("not a number: {cell:?}"))
 }
 
+/// The node whose description starts with `prefix`.
+fn node<'a>(f: &'a Fabric, prefix: &str) -> &'a ibpm_agentx::ib::Node {
+    f.nodes
+        .iter()
+        .find(|n| n.description.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no node {prefix}"))
+}
+
+/// `IB-PM-MIB::<column>.<GUID as 8 numbers>.<port>`.
+fn instance(col: &str, g: Guid, port: u8) -> String {
+    let idx: Vec<String> = g.octets().iter().map(|b| b.to_string()).collect();
+    format!("IB-PM-MIB::{col}.{}.{port}", idx.join("."))
+}
+
 fn ports(f: &Fabric) -> usize {
     f.nodes.iter().map(|n| n.ports.len()).sum()
 }
@@ -186,11 +200,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
         }
     }
     // The 1x link of the default fabric trained narrower.
-    let node12 = fabric
-        .nodes
-        .iter()
-        .find(|n| n.description.starts_with("node12"))
-        .unwrap();
+    let node12 = node(&fabric, "node12");
     assert_eq!(
         port_table[&key(node12.guid, 1)]["pmPortLinkWidthActive"],
         "width1x"
@@ -249,17 +259,10 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
 fn a_link_down_and_an_error_burst_show_within_the_intervals() {
     let s = Setup::start();
     let fabric = s.sim.fabric();
-    let leaf = fabric
-        .nodes
-        .iter()
-        .find(|n| n.description.starts_with("leaf1"))
-        .unwrap();
+    let leaf = node(&fabric, "leaf1");
     let up = leaf.port(13).unwrap();
     let (spine, sp) = up.remote.unwrap();
-    let by_index = |col: &str, g: Guid, p: u8| {
-        let idx: Vec<String> = g.octets().iter().map(|b| b.to_string()).collect();
-        s.get(&format!("IB-PM-MIB::{col}.{}.{p}", idx.join(".")))
-    };
+    let by_index = |col: &str, g: Guid, p: u8| s.get(&instance(col, g, p));
     assert_eq!(
         by_index("pmPortState", leaf.guid, 13).as_deref(),
         Some("active")
@@ -305,13 +308,22 @@ fn a_link_down_and_an_error_burst_show_within_the_intervals() {
 fn a_per_port_clear_clears_the_pma_and_the_64_bit_counter_keeps_counting() {
     let s = Setup::start();
     let fabric = s.sim.fabric();
-    let leaf = fabric
-        .nodes
-        .iter()
-        .find(|n| n.description.starts_with("leaf2"))
-        .unwrap();
-    let idx: Vec<String> = leaf.guid.octets().iter().map(|b| b.to_string()).collect();
-    let oid = |col: &str| format!("IB-PM-MIB::{col}.{}.14", idx.join("."));
+    let leaf = node(&fabric, "leaf2");
+    let oid = |col: &str| instance(col, leaf.guid, 14);
+    let set = |ty: &str, v: &str| {
+        SnmpTool::new("snmpset")
+            .mibs(true)
+            .args([
+                "-v2c",
+                "-c",
+                "private",
+                &s.snmpd.target(),
+                &oid("pmPortClearCounters"),
+                ty,
+                v,
+            ])
+            .run()
+    };
     assert!(
         s.sim
             .add_errors(leaf.guid, 14, traffic::q::SYMBOL_ERRORS, 300)
@@ -329,36 +341,13 @@ fn a_per_port_clear_clears_the_pma_and_the_64_bit_counter_keeps_counting() {
 
     // A wrong type and a mask past bit 16 are refused; nothing is cleared.
     for (ty, v) in [("i", "1"), ("u", "131072")] {
-        let out = SnmpTool::new("snmpset")
-            .mibs(true)
-            .args([
-                "-v2c",
-                "-c",
-                "private",
-                &s.snmpd.target(),
-                &oid("pmPortClearCounters"),
-                ty,
-                v,
-            ])
-            .run();
-        assert!(!out.status.success(), "{ty} {v} accepted");
+        assert!(!set(ty, v).status.success(), "{ty} {v} accepted");
     }
     let pc = rig::port_counters(&s.sim, leaf.pma_lid(14), 14);
     assert!(pc.symbol_errors >= 300);
 
     // Bit 0: SymbolErrorCounter.
-    let out = SnmpTool::new("snmpset")
-        .mibs(true)
-        .args([
-            "-v2c",
-            "-c",
-            "private",
-            &s.snmpd.target(),
-            &oid("pmPortClearCounters"),
-            "u",
-            "1",
-        ])
-        .run();
+    let out = set("u", "1");
     assert!(
         out.status.success(),
         "{}",
