@@ -898,10 +898,7 @@ fn reconnects_when_master_stops_answering_pings() {
 /// still answers.
 #[test]
 fn responder_answers_while_an_agentx_commit_waits() {
-    if !PrivateSnmpd::available() {
-        eprintln!("snmp tools not installed: test skipped");
-        return;
-    }
+    need_snmpd!();
     init_log();
     struct SlowCommit(Arc<TestMib>);
     impl MibHandler for SlowCommit {
