@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{PrivateSnmpd, SnmpTool, unrelated_mib_warning};
+use common::{ChildGuard, PrivateSnmpd, SnmpTool, free_udp_port, mibpath, unrelated_mib_warning};
 use ibpm_agentx::app::{self, Backend, Running, Shutdown};
 use ibpm_agentx::config::Config;
 use ibpm_agentx::ib::{Fabric, Guid, topology};
@@ -370,4 +370,124 @@ fn a_per_port_clear_clears_the_pma_and_the_64_bit_counter_keeps_counting() {
     let hc_after = num(&s.get(&oid("pmPortHCSymbolErrors")).unwrap());
     assert!(hc_after >= hc_before, "{hc_before} -> {hc_after}");
     assert_eq!(s.get(&oid("pmPortClearCounters")).as_deref(), Some("0"));
+}
+
+/// The generator of Prometheus' snmp_exporter (Debian's 0.21) and the
+/// exporter itself, as an NMS would use them.
+const GENERATOR: &str = "/usr/bin/prometheus-snmp-generator";
+const EXPORTER: &str = "/usr/bin/prometheus-snmp-exporter";
+
+/// One HTTP/1.0 GET on loopback: (status code, body).
+fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    c.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(c, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut text = String::new();
+    c.read_to_string(&mut text)?;
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |b| b.1).to_string();
+    Ok((code, body))
+}
+
+/// A module generated from the MIB scrapes every table: the GUID index is
+/// seen as 8 octets (PmGuid), every port is a series.
+#[test]
+fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
+    assert!(
+        std::path::Path::new(GENERATOR).exists() && std::path::Path::new(EXPORTER).exists(),
+        "prometheus-snmp-exporter is needed: run scripts/install-deps"
+    );
+    let s = Setup::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tables = [
+        "pmClassPortInfoTable",
+        "pmPortSampleCntrlTable",
+        "pmPortSampleResultTable",
+        "pmPortCountersTable",
+        "pmNodeTable",
+        "pmPortTable",
+        "pmPortCounters64Table",
+        "pmPortRateTable",
+        "pmAgent",
+    ];
+    let walk: String = tables.iter().map(|t| format!("      - {t}\n")).collect();
+    std::fs::write(
+        dir.path().join("generator.yml"),
+        format!("modules:\n  ibpm:\n    version: 2\n    auth:\n      community: public\n    walk:\n{walk}"),
+    )
+    .unwrap();
+    // IF-MIB in the IETF directory imports IANAifType-MIB: give the
+    // generator Debian's IANA directory too, so that it parses cleanly.
+    let iana = mibpath::ietf_mib_dir().with_file_name("iana");
+    let mibdirs = format!("{}:{}", mibpath::mib_search_path(), iana.display());
+    let out = std::process::Command::new(GENERATOR)
+        .args(["--fail-on-parse-errors", "generate"])
+        .current_dir(dir.path())
+        .env("MIBDIRS", mibdirs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "generator: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snmp_yml = std::fs::read_to_string(dir.path().join("snmp.yml")).unwrap();
+    assert!(
+        snmp_yml.contains("fixed_size: 8"),
+        "the GUID index is fixed-size"
+    );
+
+    let port = free_udp_port(); // a free number; the exporter listens on TCP
+    let child = std::process::Command::new(EXPORTER)
+        .arg(format!(
+            "--config.file={}",
+            dir.path().join("snmp.yml").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("exporter.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let _exporter = ChildGuard::new("prometheus-snmp-exporter", child);
+    let path = format!("/snmp?module=ibpm&target={}", s.snmpd.target());
+    let start = Instant::now();
+    let (code, body) = loop {
+        match http_get(port, &path) {
+            Ok(r) => break r,
+            Err(e) if start.elapsed() < Duration::from_secs(10) => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("exporter: {e}"),
+        }
+    };
+    assert_eq!(code, 200, "scrape failed: {body}");
+    let fabric = s.sim.fabric();
+    let leaf = node(&fabric, "leaf1");
+    let label = format!("pmNodeGuid=\"0x{:016X}\",pmPortNum=\"13\"", leaf.guid.0);
+    for metric in [
+        "pmPortState",
+        "pmPortHCOutOctets",
+        "pmPortRateOutBitsPerSec",
+    ] {
+        let line = body
+            .lines()
+            .find(|l| l.starts_with(&format!("{metric}{{")) && l.contains(&label))
+            .unwrap_or_else(|| panic!("no {metric}{{{label}}} in the scrape"));
+        assert!(!line.contains("pmNodeGuid=\"\""), "{line}");
+    }
+    let states = body
+        .lines()
+        .filter(|l| l.starts_with("pmPortState{"))
+        .count();
+    assert_eq!(states, ports(&fabric), "one pmPortState series per port");
+    assert!(
+        body.lines().any(|l| l.starts_with("pmAgentSweeps ")),
+        "the scalars"
+    );
 }
