@@ -62,6 +62,12 @@ pub const OPTIONAL_ATTRS: [u16; 8] = [0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 
 /// attribute before the sweeper stops asking it for that attribute.
 const STRIKES: u8 = 2;
 
+/// Every this many sweeps, attributes a node did not answer are asked
+/// again once (a firmware upgrade may add them); one hour at the default
+/// interval. Nothing is logged again for a node that still does not
+/// answer.
+pub const RETRY_UNANSWERED_SWEEPS: u64 = 360;
+
 /// The data area of a Get of optional attribute `attr_id` for `port`: the
 /// PortSelect in byte 1 and, for the per-opcode attributes, Opcode 0xFF
 /// (every opcode) in byte 0.
@@ -223,6 +229,17 @@ impl FabricState {
             .nodes
             .binary_search_by_key(&guid, |n| n.guid)
             .ok()
+    }
+
+    /// Ask every node again, once, for the optional attributes and the
+    /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
+    pub fn retry_unanswered(&mut self) {
+        for s in &mut self.nodes {
+            s.optional_unsupported = 0;
+            s.optional_strikes = [0; 8];
+            s.no_samples = false;
+            s.samples_strikes = 0;
+        }
     }
 
     /// Hand over a newly discovered fabric; the sweeper merges it before
@@ -484,7 +501,7 @@ impl FabricState {
             if std::mem::take(&mut s.samples_missed) && *ok {
                 s.samples_strikes += 1;
                 if s.samples_strikes >= u32::from(STRIKES) {
-                    debug!(node = %node.guid, "no answer to PortSamplesControl: not asking again");
+                    debug!(node = %node.guid, "no answer to PortSamplesControl: asking again rarely");
                     s.no_samples = true;
                 }
             }
@@ -494,7 +511,7 @@ impl FabricState {
                     if missed & (1 << k) != 0 {
                         s.optional_strikes[k] += 1;
                         if s.optional_strikes[k] >= STRIKES {
-                            debug!(node = %node.guid, attr, "no answer to an optional attribute: not asking again");
+                            debug!(node = %node.guid, attr, "no answer to an optional attribute: asking again rarely");
                             s.optional_unsupported |= 1 << k;
                         }
                     }
@@ -512,7 +529,8 @@ impl FabricState {
                     node = %node.guid,
                     desc = %crate::ib::Escaped(&node.description),
                     attrs = %attrs.join(","),
-                    "optional PM attributes this node does not answer: not asked again"
+                    retry_sweeps = RETRY_UNANSWERED_SWEEPS,
+                    "optional PM attributes this node does not answer: asked again once every `retry_sweeps` sweeps"
                 );
                 s.optional_reported |= new_unsupported;
             }

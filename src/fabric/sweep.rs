@@ -23,7 +23,9 @@ use tracing::{debug, error, info};
 use super::cache::Cache;
 use super::control::Controller;
 use super::engine::{Engine, MadOutcome, MadRequest, Request};
-use super::state::{OPTIONAL_ATTRS, SharedState, Slot, optional_request_data};
+use super::state::{
+    OPTIONAL_ATTRS, RETRY_UNANSWERED_SWEEPS, SharedState, Slot, optional_request_data,
+};
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
 use crate::pm::port_counters::COUNTERS;
@@ -204,6 +206,9 @@ impl Sweeper {
         let (sweep_no, n) = {
             let mut st = self.state.lock();
             st.sweep_no += 1;
+            if st.sweep_no.is_multiple_of(RETRY_UNANSWERED_SWEEPS) {
+                st.retry_unanswered();
+            }
             (st.sweep_no, st.fabric.nodes.len())
         };
         let first = sweep_no == 1;
@@ -882,6 +887,19 @@ mod tests {
             snap.node(ca.guid).unwrap().ports[0].optional[0].data[3],
             before
         );
+        // Rarely, what went unanswered is asked again: once, on the sweep
+        // numbered a multiple of RETRY_UNANSWERED_SWEEPS, by every node.
+        let mut counts = Vec::new();
+        while sweeper.state().lock().sweep_no + 1 < RETRY_UNANSWERED_SWEEPS {
+            counts.push(per_sweep(&mut sweeper).0);
+        }
+        assert!(
+            counts.iter().all(|&n| n == ca_ports * 8 + sw_ports * 7),
+            "{counts:?}"
+        );
+        let (retry, st) = per_sweep(&mut sweeper);
+        assert_eq!(retry, ports * 8 + sw_ports, "every attribute asked again");
+        assert_eq!(st.timeouts, 0);
     }
 
     #[test]
