@@ -287,7 +287,7 @@ fn port_select_rules() {
 fn unsupported_requests_get_status_codes() {
     let mut rig = Rig::new(2, true);
     let lid = rig.nodes()[0].ports[0].lid;
-    for a in [0x0015u16, 0x001E, 0x0030, 0x1234] {
+    for a in [0x0019u16, 0x001E, 0x0030, 0x1234] {
         assert_eq!(
             rig.mad(lid, method::GET, a, &[0; 192]).unwrap().0,
             status::METHOD_ATTR_UNSUPPORTED
@@ -540,5 +540,47 @@ fn sample_state_machine() {
         .unwrap()
         .0,
         status::INVALID_FIELD
+    );
+}
+
+#[test]
+fn optional_attributes_show_the_traffic_model() {
+    use ibpm_agentx::pm::optional::{PortOpRcvCounters, PortRcvErrorDetails};
+    let mut rig = Rig::new(5, true);
+    rig.advance(3600.0);
+    let nodes = rig.nodes();
+    let mut compared = 0;
+    for (n, p, lid) in rig.cabled() {
+        let mut d = [0u8; 192];
+        d[1] = p;
+        let rcv = PortRcvErrorDetails::decode(&rig.ok(lid, method::GET, 0x15, &d));
+        let pc = rig.pc(lid, p);
+        assert_eq!(
+            rcv.local_physical_errors, pc.rcv_errors,
+            "{}[{p}]",
+            n.description
+        );
+        d[0] = 0xFF;
+        let op = PortOpRcvCounters::decode(&rig.ok(lid, method::GET, 0x17, &d));
+        assert_eq!((op.opcode, op.op_rcv_pkts), (0xFF, pc.rcv_pkts));
+        // One opcode alone is not modelled.
+        d[0] = 0x04;
+        assert_eq!(
+            rig.mad(lid, method::GET, 0x17, &d).unwrap().0,
+            status::INVALID_FIELD
+        );
+        compared += 1;
+    }
+    assert!(compared >= 40);
+    // PortXmitDiscardDetails: switches only.
+    let ca = nodes
+        .iter()
+        .find(|n| n.node_type != NodeType::Switch)
+        .unwrap();
+    let mut d = [0u8; 192];
+    d[1] = ca.ports[0].num;
+    assert_eq!(
+        rig.mad(ca.ports[0].lid, method::GET, 0x16, &d).unwrap().0,
+        status::METHOD_ATTR_UNSUPPORTED
     );
 }

@@ -491,3 +491,36 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
         "the scalars"
     );
 }
+
+/// The optional attributes' tables are sparse: a row where the node
+/// answers the attribute (the simulated switches answer
+/// PortXmitDiscardDetails, the channel adapters do not).
+#[test]
+fn optional_attribute_tables_have_rows_where_nodes_answer() {
+    let s = Setup::start();
+    let fabric = s.sim.fabric();
+    let switch_ports: usize = fabric
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == ibpm_agentx::ib::NodeType::Switch)
+        .map(|n| n.ports.len())
+        .sum();
+    let rcv = s.table("pmPortRcvErrorDetailsTable");
+    assert_eq!(rcv.len(), ports(&fabric), "every port's node answers 0x15");
+    let hc = s.table("pmPortCounters64Table");
+    for (k, row) in &rcv {
+        // Every modelled receive error is a local physical error.
+        assert_eq!(
+            num(&row["pmPortLocalPhysicalErrors"]),
+            num(&hc[k]["pmPortHCRcvErrors"]),
+            "{k}"
+        );
+    }
+    let xmit = s.table("pmPortXmitDiscardDetailsTable");
+    assert_eq!(xmit.len(), switch_ports, "switch ports only");
+    let op = s.table("pmPortOpRcvCountersTable");
+    assert_eq!(op.len(), ports(&fabric));
+    let node12 = node(&fabric, "node12");
+    assert!(!xmit.contains_key(&key(node12.guid, 1)));
+    assert!(op.contains_key(&key(node12.guid, 1)));
+}

@@ -854,6 +854,22 @@ mod tests {
         };
         let ca_ports = ca.ports.len() as u64;
         let sw_ports = sw.ports.len() as u64;
+        // The other nodes' simulated PMAs answer PortRcvErrorDetails and
+        // PortOpRcvCounters, switches PortXmitDiscardDetails too, and
+        // "unsupported" to the rest.
+        let others: u64 = fabric
+            .nodes
+            .iter()
+            .filter(|n| n.guid != ca.guid && n.guid != sw.guid)
+            .map(|n| {
+                n.ports.len() as u64
+                    * if n.node_type == NodeType::Switch {
+                        3
+                    } else {
+                        2
+                    }
+            })
+            .sum();
         // First sweep: every port is asked for all 8 (and the engine retries
         // the switch's unanswered 0x18 once per port).
         let (n1, st1) = per_sweep(&mut sweeper);
@@ -873,13 +889,13 @@ mod tests {
         }
         let swrec = snap.node(sw.guid).unwrap();
         assert!(swrec.ports.iter().all(|p| p.optional.len() == 7));
-        // Every other node answered "unsupported": never asked again. The
-        // switch that does not answer 0x18 is asked once more (second
+        // What the other nodes answered "unsupported" is not asked again.
+        // The switch that does not answer 0x18 is asked once more (second
         // strike), then no more.
         let (n2, _) = per_sweep(&mut sweeper);
-        assert_eq!(n2, ca_ports * 8 + sw_ports * 8 + sw_ports);
+        assert_eq!(n2, ca_ports * 8 + sw_ports * 8 + sw_ports + others);
         let (n3, _) = per_sweep(&mut sweeper);
-        assert_eq!(n3, ca_ports * 8 + sw_ports * 7);
+        assert_eq!(n3, ca_ports * 8 + sw_ports * 7 + others);
         // Readings are kept, and refreshed (the request count moved).
         let before = rec.ports[0].optional[0].data[3];
         let snap = cache.load();
@@ -894,7 +910,9 @@ mod tests {
             counts.push(per_sweep(&mut sweeper).0);
         }
         assert!(
-            counts.iter().all(|&n| n == ca_ports * 8 + sw_ports * 7),
+            counts
+                .iter()
+                .all(|&n| n == ca_ports * 8 + sw_ports * 7 + others),
             "{counts:?}"
         );
         let (retry, st) = per_sweep(&mut sweeper);

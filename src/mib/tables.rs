@@ -30,6 +30,60 @@ pub const T_PORT_RATE: u32 = 8;
 /// The agent's scalars: { pmMIBObjects 9 }, each `.0`.
 pub const T_AGENT: u32 = 9;
 
+/// A sparse per-port table showing one optional PM attribute: a column
+/// per counter of the attribute's declaration, a row per port whose node
+/// answers the attribute.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionalTable {
+    pub number: u32,
+    pub name: &'static str,
+    pub attr_id: u16,
+    pub fields: &'static [crate::pm::Field],
+}
+
+/// The optional attributes with one value per counter, as tables.
+pub const OPTIONAL_TABLES: [OptionalTable; 4] = {
+    use crate::pm::mad::attr;
+    use crate::pm::optional as o;
+    [
+        OptionalTable {
+            number: 10,
+            name: "pmPortRcvErrorDetailsTable",
+            attr_id: attr::PORT_RCV_ERROR_DETAILS,
+            fields: o::RCV_ERROR_DETAILS_FIELDS,
+        },
+        OptionalTable {
+            number: 11,
+            name: "pmPortXmitDiscardDetailsTable",
+            attr_id: attr::PORT_XMIT_DISCARD_DETAILS,
+            fields: o::XMIT_DISCARD_DETAILS_FIELDS,
+        },
+        OptionalTable {
+            number: 12,
+            name: "pmPortOpRcvCountersTable",
+            attr_id: attr::PORT_OP_RCV_COUNTERS,
+            fields: o::OP_RCV_COUNTERS_FIELDS,
+        },
+        OptionalTable {
+            number: 13,
+            name: "pmPortFlowCtlCountersTable",
+            attr_id: attr::PORT_FLOW_CTL_COUNTERS,
+            fields: o::FLOW_CTL_COUNTERS_FIELDS,
+        },
+    ]
+};
+
+/// The counter fields of an optional attribute: every field after
+/// CounterSelect (the selector fields come first).
+pub fn optional_counters(t: &OptionalTable) -> impl Iterator<Item = &'static crate::pm::Field> {
+    let fields: &'static [crate::pm::Field] = t.fields;
+    let after = fields
+        .iter()
+        .position(|f| f.name == "CounterSelect")
+        .map_or(0, |i| i + 1);
+    fields[after..].iter()
+}
+
 /// Number of sub-identifiers of a node-GUID index (OCTET STRING (SIZE(8)),
 /// no length prefix).
 pub const GUID_INDEX_LEN: usize = 8;
@@ -101,6 +155,11 @@ pub enum Source {
     /// pmPortClearCounters: writing a mask clears the port's PortCounters
     /// counters it selects (reads 0).
     PortClear,
+    /// A counter of an optional attribute's latest reading.
+    Optional {
+        attr_id: u16,
+        field: crate::pm::Field,
+    },
     Agent(AgentCol),
 }
 
@@ -644,6 +703,27 @@ fn build_columns() -> Vec<Column> {
         }
     }
 
+    // The optional attributes' tables (after the scalars in OID order:
+    // their numbers are higher).
+    let mut optional = Vec::new();
+    for ot in &OPTIONAL_TABLES {
+        for (i, f) in optional_counters(ot).enumerate() {
+            optional.push(Column {
+                table: ot.number,
+                column: 1 + i as u32,
+                name: name(format!("pm{}", f.name)),
+                syntax: Syntax::Gauge32 {
+                    max: u32::try_from(f.max()).unwrap_or(u32::MAX),
+                },
+                access: RO,
+                source: Source::Optional {
+                    attr_id: ot.attr_id,
+                    field: *f,
+                },
+            });
+        }
+    }
+
     // pmAgent scalars
     let t = T_AGENT;
     use AgentCol as A;
@@ -671,6 +751,7 @@ fn build_columns() -> Vec<Column> {
     ] {
         col(t, c, n, syntax, RO, Source::Agent(src));
     }
+    v.extend(optional);
     v
 }
 
@@ -777,6 +858,8 @@ pub struct Table {
     pub present: fn(&NodeRecord) -> bool,
     /// A port of the node has a row (per-port tables only).
     pub port_present: fn(&PortRecord) -> bool,
+    /// The optional attribute whose reading a port needs for a row.
+    pub attr: Option<u16>,
 }
 
 /// Every table the agent serves, in OID order.
@@ -787,6 +870,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuid,
         present: |n| n.class_port_info.is_some(),
         port_present: |_| false,
+        attr: None,
     },
     Table {
         number: T_SAMPLE_CNTRL,
@@ -794,6 +878,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuid,
         present: |n| n.samples_control.is_some(),
         port_present: |_| false,
+        attr: None,
     },
     Table {
         number: T_SAMPLE_RESULT,
@@ -801,6 +886,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuid,
         present: |n| n.samples_result.is_some(),
         port_present: |_| false,
+        attr: None,
     },
     Table {
         number: T_PORT_COUNTERS,
@@ -808,6 +894,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuid,
         present: |n| n.ports.iter().any(|p| p.counters.is_some()),
         port_present: |_| false,
+        attr: None,
     },
     Table {
         number: T_NODE,
@@ -815,6 +902,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuid,
         present: |_| true,
         port_present: |_| false,
+        attr: None,
     },
     Table {
         number: T_PORT,
@@ -822,6 +910,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuidPort,
         present: |_| true,
         port_present: |_| true,
+        attr: None,
     },
     Table {
         number: T_PORT_HC,
@@ -829,6 +918,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuidPort,
         present: |n| n.ports.iter().any(|p| p.hc.valid != 0),
         port_present: |p| p.hc.valid != 0,
+        attr: None,
     },
     Table {
         number: T_PORT_RATE,
@@ -836,6 +926,7 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::NodeGuidPort,
         present: |n| n.ports.iter().any(|p| p.rates.is_some()),
         port_present: |p| p.rates.is_some(),
+        attr: None,
     },
     Table {
         number: T_AGENT,
@@ -843,8 +934,25 @@ pub const TABLES: &[Table] = &[
         index: IndexScheme::Scalar,
         present: |_| true,
         port_present: |_| false,
+        attr: None,
     },
+    optional_table(0),
+    optional_table(1),
+    optional_table(2),
+    optional_table(3),
 ];
+
+const fn optional_table(i: usize) -> Table {
+    let t = &OPTIONAL_TABLES[i];
+    Table {
+        number: t.number,
+        name: t.name,
+        index: IndexScheme::NodeGuidPort,
+        present: |_| true,
+        port_present: |_| true,
+        attr: Some(t.attr_id),
+    }
+}
 
 /// The table numbered `number`.
 pub fn table(number: u32) -> Option<&'static Table> {
@@ -918,7 +1026,7 @@ pub fn read(
     }
     let port = if t.index == IndexScheme::NodeGuidPort {
         let p = node.port(row.port)?;
-        if !(t.port_present)(p) {
+        if !(t.port_present)(p) || t.attr.is_some_and(|a| optional_reading(p, a).is_none()) {
             return None;
         }
         Some(p)
@@ -953,6 +1061,9 @@ pub fn read(
         Source::Rate(c) => rate_value(c, port?)?,
         Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
         Source::PortClear => Value::Gauge32(0),
+        Source::Optional { attr_id, field } => {
+            Value::Gauge32(gauge(field.get(&optional_reading(port?, attr_id)?[..])))
+        }
         Source::Agent(_) => return None,
     };
     Some(v)
@@ -965,6 +1076,14 @@ pub const CLEAR_MASK_MAX: u32 = 0x1_FFFF;
 /// The CounterSelect and CounterSelect2 bits of a pmPortClearCounters mask.
 pub fn clear_selects(mask: u32) -> (u16, u8) {
     ((mask & 0xFFFF) as u16, ((mask >> 16) & 1) as u8)
+}
+
+/// The port's latest reading of optional attribute `attr_id`.
+fn optional_reading(p: &PortRecord, attr_id: u16) -> Option<&[u8; 192]> {
+    p.optional
+        .iter()
+        .find(|o| o.attr_id == attr_id)
+        .map(|o| &*o.data)
 }
 
 fn gauge(v: u64) -> u32 {

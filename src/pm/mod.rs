@@ -10,6 +10,7 @@ pub mod decl;
 pub mod class_port_info;
 pub mod layout;
 pub mod mad;
+pub mod optional;
 pub mod port_counters;
 pub mod port_counters_ext;
 pub mod samples;
@@ -38,6 +39,37 @@ pub trait CounterAttribute: Sized {
 }
 
 macro_rules! counter_attribute {
+    // An attribute with CounterSelect only (the optional attributes).
+    ($t:ty, $f:ty, select_only) => {
+        impl CounterAttribute for $t {
+            type Field = $f;
+            fn decode(d: &[u8; mad::DATA_SIZE]) -> Self {
+                <$t>::decode(d)
+            }
+            fn encode(&self, d: &mut [u8; mad::DATA_SIZE]) {
+                <$t>::encode(self, d)
+            }
+            fn set(&mut self, f: $f, v: u64) {
+                <$t>::set(self, f, v)
+            }
+            fn port_select(&self) -> u8 {
+                self.port_select
+            }
+            fn selects(&self) -> Self {
+                let mut s = Self::default();
+                s.port_select = self.port_select;
+                s.counter_select = self.counter_select;
+                s
+            }
+            fn clears(&self, f: $f) -> bool {
+                f.clear()
+                    .is_some_and(|b| u32::from(self.counter_select) & b.select() != 0)
+            }
+            fn max(f: $f) -> u64 {
+                f.field().max()
+            }
+        }
+    };
     ($t:ty, $f:ty) => {
         impl CounterAttribute for $t {
             type Field = $f;
@@ -72,6 +104,21 @@ counter_attribute!(PortCounters, port_counters::PortCountersField);
 counter_attribute!(
     PortCountersExtended,
     port_counters_ext::PortCountersExtendedField
+);
+counter_attribute!(
+    optional::PortRcvErrorDetails,
+    optional::PortRcvErrorDetailsField,
+    select_only
+);
+counter_attribute!(
+    optional::PortXmitDiscardDetails,
+    optional::PortXmitDiscardDetailsField,
+    select_only
+);
+counter_attribute!(
+    optional::PortOpRcvCounters,
+    optional::PortOpRcvCountersField,
+    select_only
 );
 
 /// The field table of a PM attribute by ID (ClassPortInfo lists its scalar

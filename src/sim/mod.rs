@@ -95,6 +95,11 @@ struct PortState {
     pc_base: Totals,
     /// Totals at the last PortCountersExtended clear, per counter.
     pcx_base: Totals,
+    /// Totals at the last clear of PortRcvErrorDetails,
+    /// PortXmitDiscardDetails and PortOpRcvCounters.
+    rcv_err_base: Totals,
+    xmit_discard_base: Totals,
+    op_rcv_base: Totals,
 }
 
 /// What a port counted before its current link segment, plus injected

@@ -13,8 +13,17 @@
 //!   Anything else: status 0x001C (invalid attribute value), as ibsim.
 //!   The optional 64-bit error section of PortCountersExtended reads 0
 //!   (CapabilityMask2 bit 1 is not set).
-//! - Any other attribute, or Set of ClassPortInfo/PortSamplesResult: status
-//!   0x000C.
+//! - PortRcvErrorDetails (0x15), PortOpRcvCounters (0x17, Opcode 0xFF
+//!   only; another opcode: status 0x001C) and, on switches,
+//!   PortXmitDiscardDetails (0x16): Get and Set like PortCounters, with
+//!   their own clear points. The model: every receive error is a local
+//!   physical error (PortLocalPhysicalErrors = PortRcvErrors), every
+//!   transmit discard a head-of-queue lifetime discard
+//!   (PortSwHOQLimitDiscards = PortXmitDiscards), PortOpRcvPkts/Data are
+//!   the receive totals; the other counters read 0.
+//! - Any other attribute (PortFlowCtlCounters and the per-VL attributes
+//!   0x18..0x1C included, and 0x16 on a CA), or Set of
+//!   ClassPortInfo/PortSamplesResult: status 0x000C.
 //!
 //! # PortSamplesControl / PortSamplesResult
 //!
@@ -93,6 +102,11 @@
 
 use crate::pm::CounterAttribute;
 use crate::pm::mad::{self, attr, method, status};
+use crate::pm::optional::{
+    PortOpRcvCounters, PortOpRcvCountersField as OpRcv, PortRcvErrorDetails,
+    PortRcvErrorDetailsField as RcvErr, PortXmitDiscardDetails,
+    PortXmitDiscardDetailsField as XmitDisc,
+};
 use crate::pm::port_counters::{PortCounters, PortCountersField as Pc};
 use crate::pm::port_counters_ext::{PortCountersExtended, PortCountersExtendedField as Pcx};
 use crate::pm::{ClassPortInfo, class_port_info as cpi};
@@ -107,6 +121,18 @@ type Data = [u8; mad::DATA_SIZE];
 
 /// The PortCounters fields the simulator counts, with the traffic quantity
 /// each shows; width and clear bit come from the attribute's declaration.
+/// What the optional attributes show of the traffic model: every modelled
+/// receive error is a local physical (CRC) error, every transmit discard a
+/// head-of-queue lifetime discard (switches only), and PortOpRcvCounters
+/// for every opcode are the receive totals.
+const RCV_ERROR_DETAILS_MAP: &[(usize, RcvErr)] = &[(q::RCV_ERRORS, RcvErr::LocalPhysicalErrors)];
+const XMIT_DISCARD_DETAILS_MAP: &[(usize, XmitDisc)] =
+    &[(q::XMIT_DISCARDS, XmitDisc::SwHoqLimitDiscards)];
+const OP_RCV_COUNTERS_MAP: &[(usize, OpRcv)] = &[
+    (q::RCV_PKTS, OpRcv::OpRcvPkts),
+    (q::RCV_DATA, OpRcv::OpRcvData),
+];
+
 const PC_MAP: &[(usize, Pc)] = &[
     (q::SYMBOL_ERRORS, Pc::SymbolErrors),
     (q::LINK_ERROR_RECOVERY, Pc::LinkErrorRecovery),
@@ -176,6 +202,36 @@ pub(super) fn answer(
         (attr::PORT_COUNTERS_EXTENDED, _) => {
             counters::<PortCountersExtended>(st, ni, arrival, data, set, PCX_MAP, |p| {
                 &mut p.pcx_base
+            })
+        }
+        (attr::PORT_RCV_ERROR_DETAILS, _) => counters::<PortRcvErrorDetails>(
+            st,
+            ni,
+            arrival,
+            data,
+            set,
+            RCV_ERROR_DETAILS_MAP,
+            |p| &mut p.rcv_err_base,
+        ),
+        (attr::PORT_XMIT_DISCARD_DETAILS, _) if is_switch(st, ni) => {
+            counters::<PortXmitDiscardDetails>(
+                st,
+                ni,
+                arrival,
+                data,
+                set,
+                XMIT_DISCARD_DETAILS_MAP,
+                |p| &mut p.xmit_discard_base,
+            )
+        }
+        (attr::PORT_OP_RCV_COUNTERS, _) if data[0] != 0xFF => Err(status::INVALID_FIELD),
+        (attr::PORT_OP_RCV_COUNTERS, _) => {
+            counters::<PortOpRcvCounters>(st, ni, arrival, data, set, OP_RCV_COUNTERS_MAP, |p| {
+                &mut p.op_rcv_base
+            })
+            .map(|mut out| {
+                out[0] = 0xFF;
+                out
             })
         }
         (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
