@@ -631,6 +631,34 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
     );
     assert!(out_octets(&s) >= after, "the 64-bit total went backwards");
 
+    // The optional attributes ibsim answers read as perfquery reads them
+    // (-E PortRcvErrorDetails, -D PortXmitDiscardDetails, --flowctlcounters
+    // PortFlowCtlCounters).
+    for (table, flag, cols) in [
+        (
+            10u32,
+            "-E",
+            &["PortLocalPhysicalErrors", "PortMalformedPktErrors"][..],
+        ),
+        (
+            11,
+            "-D",
+            &["PortInactiveDiscards", "PortNeighborMTUDiscards"][..],
+        ),
+        (
+            13,
+            "--flowctlcounters",
+            &["PortXmitFlowPkts", "PortRcvFlowPkts"][..],
+        ),
+    ] {
+        let pq = perfquery_fields(&s.sim.tool("perfquery", &[flag, &lid, "1"]).stdout);
+        for (i, name) in cols.iter().enumerate() {
+            let got = port_column(&s, table, i as u32 + 1);
+            let v: u64 = got[&(l0, 1)].value.parse().unwrap();
+            assert_eq!(Some(&v), pq.get(*name), "{name}: perfquery {flag} {pq:?}");
+        }
+    }
+
     // Unlink a leaf's host link: the leaf's port goes down within the
     // rediscovery interval.
     let (host, _, _, _) = s.node("L1").ports[&1].clone();
