@@ -236,7 +236,9 @@ fn oid_text(g: Guid, port: Option<u8>) -> String {
         };
         let row = match (t.index, port) {
             (IndexScheme::NodeGuid, _) => RowIndex::node(g),
-            (IndexScheme::NodeGuidPort, Some(port)) => RowIndex { guid: g, port },
+            (IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortVl, Some(port)) => {
+                RowIndex::port(g, port)
+            }
             _ => continue,
         };
         let idx = t.index.encode(row);

@@ -287,7 +287,7 @@ fn port_select_rules() {
 fn unsupported_requests_get_status_codes() {
     let mut rig = Rig::new(2, true);
     let lid = rig.nodes()[0].ports[0].lid;
-    for a in [0x0019u16, 0x001E, 0x0030, 0x1234] {
+    for a in [0x001Bu16, 0x001E, 0x0030, 0x1234] {
         assert_eq!(
             rig.mad(lid, method::GET, a, &[0; 192]).unwrap().0,
             status::METHOD_ATTR_UNSUPPORTED

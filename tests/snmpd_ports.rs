@@ -523,4 +523,31 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
     let node12 = node(&fabric, "node12");
     assert!(!xmit.contains_key(&key(node12.guid, 1)));
     assert!(op.contains_key(&key(node12.guid, 1)));
+
+    // pmPortVLTable: 16 rows per port; all simulated traffic is on VL0.
+    let vl = s.table("pmPortVLTable");
+    assert_eq!(vl.len(), 16 * ports(&fabric));
+    for n in &fabric.nodes {
+        for p in &n.ports {
+            let wait = num(&hc[&key(n.guid, p.num)]["pmPortHCXmitWait"]);
+            let vl0 = num(&vl[&format!("{}[0]", key(n.guid, p.num))]["pmPortVLXmitWait"]);
+            if wait == 0.0 {
+                assert_eq!(vl0, 0.0);
+            } else if wait >= 65535.0 {
+                assert_eq!(vl0, 65535.0, "held at the 16-bit maximum");
+            }
+            for v in 1..16 {
+                let row = &vl[&format!("{}[{v}]", key(n.guid, p.num))];
+                assert_eq!(num(&row["pmPortVLXmitWait"]), 0.0);
+                assert_eq!(num(&row["pmPortVLOpPackets"]), 0.0);
+                // 0x1B is not answered: the column has no instance.
+                assert!(
+                    !row["pmPortVLXmitFlowCtlUpdateErrors"]
+                        .chars()
+                        .any(|c| c.is_ascii_digit()),
+                    "{row:?}"
+                );
+            }
+        }
+    }
 }

@@ -43,9 +43,9 @@ fn one_health_line_every_n_sweeps() {
 
 #[test]
 fn optional_attributes_a_node_does_not_answer_are_reported_once_per_node() {
-    // The simulator's PMAs answer PortRcvErrorDetails and
-    // PortOpRcvCounters, switches PortXmitDiscardDetails too, and no other
-    // optional attribute (0x15..0x1C).
+    // The simulator's PMAs answer PortRcvErrorDetails, PortOpRcvCounters
+    // and the per-VL 0x19, 0x1A and 0x1C, switches PortXmitDiscardDetails
+    // too, and no other optional attribute (0x15..0x1C).
     let mut rig = AgentRig::new(RigOptions::default());
     let nodes = rig.fabric().nodes.len();
     let mut stats = Vec::new();
@@ -62,7 +62,7 @@ fn optional_attributes_a_node_does_not_answer_are_reported_once_per_node() {
     assert!(
         lines
             .iter()
-            .all(|l| !l.contains("0x0015") && l.contains("0x0018") && l.contains("0x001c")),
+            .all(|l| !l.contains("0x0015") && l.contains("0x0018") && l.contains("0x001b")),
         "{text}"
     );
     assert!(stats.iter().all(|s| s.timeouts == 0), "{stats:?}");

@@ -659,6 +659,35 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
         }
     }
 
+    // The per-VL attributes: pmPortVLTable's VL rows as perfquery reads
+    // them.
+    for (col, flag, field) in [
+        (2u32, "--vloppackets", "PortVLOpPackets"),
+        (5, "--vlxmitcounters", "PortVLXmitWait"),
+    ] {
+        let pq = perfquery_fields(&s.sim.tool("perfquery", &[flag, &lid, "1"]).stdout);
+        let root = format!("{PM}.14.1.{col}");
+        let out = SnmpTool::new("snmpbulkwalk")
+            .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
+            .arg(&s.snmpd.target())
+            .arg(&root)
+            .run();
+        let rows = parse_walk(&String::from_utf8_lossy(&out.stdout));
+        let prefix: Vec<u32> = format!("{root}.{}.1", index(l0))
+            .split('.')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let mut vls = 0;
+        for l in rows.iter().filter(|l| l.oid.starts_with(&prefix)) {
+            let vl = l.oid.as_slice()[prefix.len()];
+            let name = format!("{field}{vl}");
+            let v: u64 = l.value.parse().unwrap();
+            assert_eq!(Some(&v), pq.get(&name), "{name}: perfquery {flag} {pq:?}");
+            vls += 1;
+        }
+        assert_eq!(vls, 16, "{field}: 16 VL rows of L0[1]");
+    }
+
     // Unlink a leaf's host link: the leaf's port goes down within the
     // rediscovery interval.
     let (host, _, _, _) = s.node("L1").ports[&1].clone();

@@ -854,9 +854,9 @@ mod tests {
         };
         let ca_ports = ca.ports.len() as u64;
         let sw_ports = sw.ports.len() as u64;
-        // The other nodes' simulated PMAs answer PortRcvErrorDetails and
-        // PortOpRcvCounters, switches PortXmitDiscardDetails too, and
-        // "unsupported" to the rest.
+        // The other nodes' simulated PMAs answer PortRcvErrorDetails,
+        // PortOpRcvCounters and the per-VL 0x19, 0x1A and 0x1C, switches
+        // PortXmitDiscardDetails too, and "unsupported" to the rest.
         let others: u64 = fabric
             .nodes
             .iter()
@@ -864,9 +864,9 @@ mod tests {
             .map(|n| {
                 n.ports.len() as u64
                     * if n.node_type == NodeType::Switch {
-                        3
+                        6
                     } else {
-                        2
+                        5
                     }
             })
             .sum();

@@ -41,6 +41,10 @@ pub struct OptionalTable {
     pub fields: &'static [crate::pm::Field],
 }
 
+/// pmPortVLTable: one row per (node, port, VL), a column per per-VL
+/// optional attribute ([`crate::pm::optional::VL_ATTRS`]).
+pub const T_PORT_VL: u32 = 14;
+
 /// The optional attributes with one value per counter, as tables.
 pub const OPTIONAL_TABLES: [OptionalTable; 4] = {
     use crate::pm::mad::attr;
@@ -155,6 +159,8 @@ pub enum Source {
     /// pmPortClearCounters: writing a mask clears the port's PortCounters
     /// counters it selects (reads 0).
     PortClear,
+    /// The counter of the row's VL in a per-VL attribute's reading.
+    Vl(crate::pm::optional::VlAttr),
     /// A counter of an optional attribute's latest reading.
     Optional {
         attr_id: u16,
@@ -724,6 +730,20 @@ fn build_columns() -> Vec<Column> {
         }
     }
 
+    // pmPortVLTable, after the optional attributes' tables.
+    for (i, a) in crate::pm::optional::VL_ATTRS.iter().enumerate() {
+        optional.push(Column {
+            table: T_PORT_VL,
+            column: 2 + i as u32,
+            name: name(format!("pm{}", a.name)),
+            syntax: Syntax::Gauge32 {
+                max: u32::try_from(a.max()).unwrap_or(u32::MAX),
+            },
+            access: RO,
+            source: Source::Vl(*a),
+        });
+    }
+
     // pmAgent scalars
     let t = T_AGENT;
     use AgentCol as A;
@@ -764,27 +784,36 @@ pub enum IndexScheme {
     NodeGuid,
     /// The node GUID, then the port number: one row per port.
     NodeGuidPort,
+    /// The node GUID, the port number, then the virtual lane: one row per
+    /// VL of a port.
+    NodeGuidPortVl,
     /// Scalars: the one instance `.0`.
     Scalar,
 }
 
-/// The index of one row (`port` is 0 for a node's row and for scalars).
+/// The index of one row (`port` is 0 for a node's row and for scalars,
+/// `vl` 0 outside the per-VL table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RowIndex {
     pub guid: Guid,
     pub port: u8,
+    pub vl: u8,
 }
 
 impl RowIndex {
     pub fn node(guid: Guid) -> RowIndex {
-        RowIndex { guid, port: 0 }
+        RowIndex::port(guid, 0)
+    }
+
+    pub fn port(guid: Guid, port: u8) -> RowIndex {
+        RowIndex { guid, port, vl: 0 }
     }
 }
 
 /// The index of a row, without allocation (at most GUID + port).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexArcs {
-    arcs: [u32; GUID_INDEX_LEN + 1],
+    arcs: [u32; GUID_INDEX_LEN + 2],
     len: usize,
 }
 
@@ -798,7 +827,7 @@ impl std::ops::Deref for IndexArcs {
 impl IndexScheme {
     /// The sub-identifiers of a row's index.
     pub fn encode(self, row: RowIndex) -> IndexArcs {
-        let mut arcs = [0u32; GUID_INDEX_LEN + 1];
+        let mut arcs = [0u32; GUID_INDEX_LEN + 2];
         let len = match self {
             IndexScheme::Scalar => 1,
             IndexScheme::NodeGuid => {
@@ -809,6 +838,12 @@ impl IndexScheme {
                 arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
                 arcs[GUID_INDEX_LEN] = row.port.into();
                 GUID_INDEX_LEN + 1
+            }
+            IndexScheme::NodeGuidPortVl => {
+                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
+                arcs[GUID_INDEX_LEN] = row.port.into();
+                arcs[GUID_INDEX_LEN + 1] = row.vl.into();
+                GUID_INDEX_LEN + 2
             }
         };
         IndexArcs { arcs, len }
@@ -822,9 +857,18 @@ impl IndexScheme {
             IndexScheme::NodeGuidPort => {
                 let (&port, guid) = suffix.split_last()?;
                 let guid = parse_guid_index(guid)?;
+                Some(RowIndex::port(guid, u8::try_from(port).ok()?))
+            }
+            IndexScheme::NodeGuidPortVl => {
+                let (&vl, rest) = suffix.split_last()?;
+                let (&port, guid) = rest.split_last()?;
+                let vl = u8::try_from(vl)
+                    .ok()
+                    .filter(|&v| v < crate::pm::optional::VLS)?;
                 Some(RowIndex {
-                    guid,
+                    guid: parse_guid_index(guid)?,
                     port: u8::try_from(port).ok()?,
+                    vl,
                 })
             }
         }
@@ -832,16 +876,21 @@ impl IndexScheme {
 
     /// The rows of `node` in this scheme, in index order.
     pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> + '_ {
-        let (one, ports) = match self {
-            IndexScheme::NodeGuid => (true, &node.ports[..0]),
-            IndexScheme::NodeGuidPort => (false, &node.ports[..]),
-            IndexScheme::Scalar => (false, &node.ports[..0]),
+        let (one, ports, vls) = match self {
+            IndexScheme::NodeGuid => (true, &node.ports[..0], 0),
+            IndexScheme::NodeGuidPort => (false, &node.ports[..], 1),
+            IndexScheme::NodeGuidPortVl => (false, &node.ports[..], crate::pm::optional::VLS),
+            IndexScheme::Scalar => (false, &node.ports[..0], 0),
         };
-        std::iter::once(RowIndex::node(node.guid))
+        let guid = node.guid;
+        std::iter::once(RowIndex::node(guid))
             .filter(move |_| one)
-            .chain(ports.iter().map(|p| RowIndex {
-                guid: node.guid,
-                port: p.num,
+            .chain(ports.iter().flat_map(move |p| {
+                (0..vls).map(move |vl| RowIndex {
+                    guid,
+                    port: p.num,
+                    vl,
+                })
             }))
     }
 }
@@ -940,6 +989,18 @@ pub const TABLES: &[Table] = &[
     optional_table(1),
     optional_table(2),
     optional_table(3),
+    Table {
+        number: T_PORT_VL,
+        name: "pmPortVLTable",
+        index: IndexScheme::NodeGuidPortVl,
+        present: |_| true,
+        port_present: |p| {
+            p.optional
+                .iter()
+                .any(|o| crate::pm::optional::is_vl_attr(o.attr_id))
+        },
+        attr: None,
+    },
 ];
 
 const fn optional_table(i: usize) -> Table {
@@ -1024,7 +1085,10 @@ pub fn read(
     if row.guid != node.guid || !(t.present)(node) {
         return None;
     }
-    let port = if t.index == IndexScheme::NodeGuidPort {
+    let port = if matches!(
+        t.index,
+        IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortVl
+    ) {
         let p = node.port(row.port)?;
         if !(t.port_present)(p) || t.attr.is_some_and(|a| optional_reading(p, a).is_none()) {
             return None;
@@ -1061,6 +1125,7 @@ pub fn read(
         Source::Rate(c) => rate_value(c, port?)?,
         Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
         Source::PortClear => Value::Gauge32(0),
+        Source::Vl(a) => Value::Gauge32(gauge(a.get(optional_reading(port?, a.attr_id)?, row.vl))),
         Source::Optional { attr_id, field } => {
             Value::Gauge32(gauge(field.get(&optional_reading(port?, attr_id)?[..])))
         }
@@ -1349,7 +1414,7 @@ mod tests {
         let row = RowIndex::node(g);
         let idx = IndexScheme::NodeGuid.encode(row);
         assert_eq!(*idx, [0, 2, 201, 3, 0, 0, 18, 52]);
-        let port = RowIndex { guid: g, port: 7 };
+        let port = RowIndex::port(g, 7);
         let pidx = IndexScheme::NodeGuidPort.encode(port);
         assert_eq!(*pidx, [0, 2, 201, 3, 0, 0, 18, 52, 7]);
         assert_eq!(IndexScheme::NodeGuidPort.parse(&pidx), Some(port));

@@ -87,3 +87,99 @@ mod tests {
         );
     }
 }
+
+/// A per-VL optional attribute: one counter per virtual lane, VL n at bit
+/// `offset + n * width` of the data area (IBA 1.3 Tables 35-15 to 35-18).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlAttr {
+    pub attr_id: u16,
+    /// The IBA counter name without the VL number (`PortVLXmitWait`).
+    pub name: &'static str,
+    pub offset: usize,
+    pub width: usize,
+}
+
+/// Virtual lanes per port in the per-VL attributes.
+pub const VLS: u8 = 16;
+
+/// PortVLOpPackets (0x19), PortVLOpData (0x1A, octets/4),
+/// PortVLXmitFlowCtlUpdateErrors (0x1B, 2 bits each) and
+/// PortVLXmitWaitCounters (0x1C).
+pub const VL_ATTRS: [VlAttr; 4] = [
+    VlAttr {
+        attr_id: super::mad::attr::PORT_VL_OP_PACKETS,
+        name: "PortVLOpPackets",
+        offset: 32,
+        width: 16,
+    },
+    VlAttr {
+        attr_id: super::mad::attr::PORT_VL_OP_DATA,
+        name: "PortVLOpData",
+        offset: 32,
+        width: 32,
+    },
+    VlAttr {
+        attr_id: super::mad::attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
+        name: "PortVLXmitFlowCtlUpdateErrors",
+        offset: 32,
+        width: 2,
+    },
+    VlAttr {
+        attr_id: super::mad::attr::PORT_VL_XMIT_WAIT_COUNTERS,
+        name: "PortVLXmitWait",
+        offset: 32,
+        width: 16,
+    },
+];
+
+impl VlAttr {
+    /// The counter of `vl` in a reading.
+    pub fn get(&self, data: &[u8; super::mad::DATA_SIZE], vl: u8) -> u64 {
+        super::layout::get_bits(data, self.offset + usize::from(vl) * self.width, self.width)
+    }
+
+    /// Write the counter of `vl` (held at the field's maximum).
+    pub fn set(&self, data: &mut [u8; super::mad::DATA_SIZE], vl: u8, v: u64) {
+        let max = (1u64 << self.width) - 1;
+        super::layout::set_bits(
+            data,
+            self.offset + usize::from(vl) * self.width,
+            self.width,
+            v.min(max),
+        );
+    }
+
+    pub fn max(&self) -> u64 {
+        (1u64 << self.width) - 1
+    }
+}
+
+/// True for the attribute IDs of [`VL_ATTRS`].
+pub fn is_vl_attr(attr_id: u16) -> bool {
+    VL_ATTRS.iter().any(|a| a.attr_id == attr_id)
+}
+
+#[cfg(test)]
+mod vl_tests {
+    use super::*;
+
+    #[test]
+    fn per_vl_counters_sit_side_by_side_and_fit_the_data_area() {
+        for a in &VL_ATTRS {
+            assert!(
+                a.offset + usize::from(VLS) * a.width <= 192 * 8,
+                "{}",
+                a.name
+            );
+            let mut d = [0u8; 192];
+            a.set(&mut d, 3, 1);
+            a.set(&mut d, 15, u64::MAX);
+            assert_eq!(a.get(&d, 3), 1);
+            assert_eq!(a.get(&d, 15), a.max());
+            assert_eq!(a.get(&d, 2) + a.get(&d, 4), 0);
+        }
+        let mut d = [0u8; 192];
+        VL_ATTRS[3].set(&mut d, 0, 0x1234);
+        assert_eq!(&d[4..6], &[0x12, 0x34], "VL0 of PortVLXmitWait at byte 4");
+    }
+}

@@ -21,8 +21,13 @@
 //!   transmit discard a head-of-queue lifetime discard
 //!   (PortSwHOQLimitDiscards = PortXmitDiscards), PortOpRcvPkts/Data are
 //!   the receive totals; the other counters read 0.
-//! - Any other attribute (PortFlowCtlCounters and the per-VL attributes
-//!   0x18..0x1C included, and 0x16 on a CA), or Set of
+//! - PortVLOpPackets (0x19), PortVLOpData (0x1A; both for Opcode 0xFF
+//!   only) and PortVLXmitWaitCounters (0x1C), Get only: all traffic
+//!   travels on VL0, so VL0 holds the port's PortRcvPkts, PortRcvData and
+//!   PortXmitWait since the start (held at the field's maximum) and
+//!   VL1..15 read 0.
+//! - Any other attribute (PortFlowCtlCounters, 0x1B and 0x16 on a CA
+//!   included), a Set of the per-VL attributes, or a Set of
 //!   ClassPortInfo/PortSamplesResult: status 0x000C.
 //!
 //! # PortSamplesControl / PortSamplesResult
@@ -105,7 +110,7 @@ use crate::pm::mad::{self, attr, method, status};
 use crate::pm::optional::{
     PortOpRcvCounters, PortOpRcvCountersField as OpRcv, PortRcvErrorDetails,
     PortRcvErrorDetailsField as RcvErr, PortXmitDiscardDetails,
-    PortXmitDiscardDetailsField as XmitDisc,
+    PortXmitDiscardDetailsField as XmitDisc, VL_ATTRS, VlAttr,
 };
 use crate::pm::port_counters::{PortCounters, PortCountersField as Pc};
 use crate::pm::port_counters_ext::{PortCountersExtended, PortCountersExtendedField as Pcx};
@@ -234,6 +239,16 @@ pub(super) fn answer(
                 out
             })
         }
+        (attr::PORT_VL_OP_PACKETS | attr::PORT_VL_OP_DATA, false) if data[0] != 0xFF => {
+            Err(status::INVALID_FIELD)
+        }
+        (attr::PORT_VL_OP_PACKETS, false) => {
+            per_vl(st, ni, arrival, data, &VL_ATTRS[0], q::RCV_PKTS)
+        }
+        (attr::PORT_VL_OP_DATA, false) => per_vl(st, ni, arrival, data, &VL_ATTRS[1], q::RCV_DATA),
+        (attr::PORT_VL_XMIT_WAIT_COUNTERS, false) => {
+            per_vl(st, ni, arrival, data, &VL_ATTRS[3], q::XMIT_WAIT)
+        }
         (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
             if !sampling::valid_mechanism(h.attr_mod) =>
         {
@@ -247,6 +262,30 @@ pub(super) fn answer(
         Ok(out) => reply(status::OK, &out),
         Err(code) => reply(code, data),
     }
+}
+
+/// A Get of a per-VL attribute: all traffic travels on VL0, so VL0 holds
+/// the port's count of quantity `qi` since the start (held at the field's
+/// maximum) and VL1..15 read 0. Opcode and PortSelect are echoed.
+fn per_vl(
+    st: &State,
+    ni: usize,
+    arrival: u8,
+    data: &Data,
+    a: &VlAttr,
+    qi: usize,
+) -> Result<Data, u16> {
+    let port_select = data[1];
+    let ports = selected(st, ni, arrival, port_select, false)?;
+    let now = st.now_ns();
+    let count = ports
+        .iter()
+        .map(|&p| st.totals(ni, p, now)[qi])
+        .sum::<u64>();
+    let mut out = [0u8; mad::DATA_SIZE];
+    out[..2].copy_from_slice(&data[..2]);
+    a.set(&mut out, 0, count);
+    Ok(out)
 }
 
 fn is_switch(st: &State, ni: usize) -> bool {
