@@ -38,9 +38,9 @@ pub trait CounterAttribute: Sized {
     fn max(f: Self::Field) -> u64;
 }
 
+/// `$cs2`: the attribute's CounterSelect2 field, when it has one.
 macro_rules! counter_attribute {
-    // An attribute with CounterSelect only (the optional attributes).
-    ($t:ty, $f:ty, select_only) => {
+    ($t:ty, $f:ty $(, $cs2:ident)?) => {
         impl CounterAttribute for $t {
             type Field = $f;
             fn decode(d: &[u8; mad::DATA_SIZE]) -> Self {
@@ -59,39 +59,13 @@ macro_rules! counter_attribute {
                 let mut s = Self::default();
                 s.port_select = self.port_select;
                 s.counter_select = self.counter_select;
+                $( s.$cs2 = self.$cs2; )?
                 s
-            }
-            fn clears(&self, f: $f) -> bool {
-                f.clear()
-                    .is_some_and(|b| u32::from(self.counter_select) & b.select() != 0)
-            }
-            fn max(f: $f) -> u64 {
-                f.field().max()
-            }
-        }
-    };
-    ($t:ty, $f:ty) => {
-        impl CounterAttribute for $t {
-            type Field = $f;
-            fn decode(d: &[u8; mad::DATA_SIZE]) -> Self {
-                <$t>::decode(d)
-            }
-            fn encode(&self, d: &mut [u8; mad::DATA_SIZE]) {
-                <$t>::encode(self, d)
-            }
-            fn set(&mut self, f: $f, v: u64) {
-                <$t>::set(self, f, v)
-            }
-            fn port_select(&self) -> u8 {
-                self.port_select
-            }
-            fn selects(&self) -> Self {
-                <$t>::select(self.port_select, self.counter_select, self.counter_select2)
             }
             fn clears(&self, f: $f) -> bool {
                 f.clear().is_some_and(|b| {
                     u32::from(self.counter_select) & b.select() != 0
-                        || u32::from(self.counter_select2) & b.select2() != 0
+                        $( || u32::from(self.$cs2) & b.select2() != 0 )?
                 })
             }
             fn max(f: $f) -> u64 {
@@ -100,25 +74,27 @@ macro_rules! counter_attribute {
         }
     };
 }
-counter_attribute!(PortCounters, port_counters::PortCountersField);
+counter_attribute!(
+    PortCounters,
+    port_counters::PortCountersField,
+    counter_select2
+);
 counter_attribute!(
     PortCountersExtended,
-    port_counters_ext::PortCountersExtendedField
+    port_counters_ext::PortCountersExtendedField,
+    counter_select2
 );
 counter_attribute!(
     optional::PortRcvErrorDetails,
-    optional::PortRcvErrorDetailsField,
-    select_only
+    optional::PortRcvErrorDetailsField
 );
 counter_attribute!(
     optional::PortXmitDiscardDetails,
-    optional::PortXmitDiscardDetailsField,
-    select_only
+    optional::PortXmitDiscardDetailsField
 );
 counter_attribute!(
     optional::PortOpRcvCounters,
-    optional::PortOpRcvCountersField,
-    select_only
+    optional::PortOpRcvCountersField
 );
 
 /// The field table of a PM attribute by ID (ClassPortInfo lists its scalar
