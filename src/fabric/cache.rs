@@ -91,6 +91,9 @@ pub struct Snapshot {
     pub nodes: Vec<Arc<NodeRecord>>,
     /// The last sweep's figures, for the agent scalars.
     pub stats: SweepFigures,
+    /// Nodes marked reachable: counted when the snapshot is stored, so no
+    /// request counts them.
+    pub reachable: usize,
 }
 
 /// What the agent scalars say about the last sweep and discovery.
@@ -105,6 +108,10 @@ pub struct SweepFigures {
 }
 
 impl Snapshot {
+    fn count_reachable(&mut self) {
+        self.reachable = self.nodes.iter().filter(|n| n.reachable).count();
+    }
+
     pub fn node(&self, guid: Guid) -> Option<&NodeRecord> {
         self.nodes
             .binary_search_by_key(&guid, |n| n.guid)
@@ -136,7 +143,8 @@ impl Cache {
         self.current.load_full()
     }
     /// Publish a new snapshot.
-    pub fn publish(&self, snap: Snapshot) {
+    pub fn publish(&self, mut snap: Snapshot) {
+        snap.count_reachable();
         self.current.store(Arc::new(snap));
     }
 
@@ -151,6 +159,7 @@ impl Cache {
                 interval: cur.interval,
                 nodes: cur.nodes.clone(),
                 stats: cur.stats,
+                reachable: 0,
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
                 (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),
@@ -160,6 +169,7 @@ impl Cache {
                 (Err(i), Some(r)) => next.nodes.insert(i, Arc::clone(r)),
                 (Err(_), None) => {}
             }
+            next.count_reachable();
             next
         });
     }

@@ -600,6 +600,7 @@ impl FabricState {
             interval: self.cfg.interval,
             nodes,
             stats: self.figures,
+            reachable: 0,
         });
     }
 

@@ -1276,7 +1276,7 @@ fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
 }
 
 fn agent_value(c: AgentCol, snap: &Snapshot) -> Value {
-    let reachable = snap.nodes.iter().filter(|n| n.reachable).count();
+    let reachable = snap.reachable;
     match c {
         AgentCol::Version => Value::OctetString(env!("CARGO_PKG_VERSION").as_bytes().to_vec()),
         AgentCol::UpTime => Value::TimeTicks(timestamp(Some(Instant::now()))),

@@ -235,6 +235,7 @@ mod tests {
             interval: std::time::Duration::from_secs(10),
             nodes: nodes.into_iter().map(Arc::new).collect(),
             stats: Default::default(),
+            reachable: 0,
         });
         MibView::new(cache)
     }
