@@ -149,7 +149,7 @@ pub struct FabricConfig {
     pub unreachable_after: u32,
     #[serde(deserialize_with = "from_str")]
     pub unreachable_rows: UnreachableRows,
-    /// Read the optional PM attributes 0x15..0x1C (error details, per-VL
+    /// Read the optional PM attributes 0x15..0x1C and 0x30..0x37 (error details, per-VL
     /// counters) from nodes that answer them.
     pub optional_attributes: bool,
     /// Clear a PortCounters field once it passes 75% of its range (as

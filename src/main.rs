@@ -236,7 +236,7 @@ fn oid_text(g: Guid, port: Option<u8>) -> String {
         };
         let row = match (t.index, port) {
             (IndexScheme::NodeGuid, _) => RowIndex::node(g),
-            (IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortVl, Some(port)) => {
+            (IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortLane, Some(port)) => {
                 RowIndex::port(g, port)
             }
             _ => continue,

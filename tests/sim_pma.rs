@@ -584,3 +584,95 @@ fn optional_attributes_show_the_traffic_model() {
         status::METHOD_ATTR_UNSUPPORTED
     );
 }
+
+/// The congestion-control attributes follow the traffic model: a port
+/// receives FECN-marked packets exactly when its peer's transmitter is
+/// congested, BECN and time in congestion only when its own is, and all
+/// traffic is on SL0 and VL0.
+#[test]
+fn congestion_control_attributes_show_the_traffic_model() {
+    use ibpm_agentx::pm::optional::{Lane, PortRcvConCtrl, PortXmitConCtrl, lane_attr};
+    let mut rig = Rig::new(5, true);
+    let congested = rig.sim.congested_ports();
+    rig.advance(60.0);
+    let peer_of = |rig: &Rig, g: Guid, p: u8| {
+        rig.nodes()
+            .iter()
+            .find(|n| n.guid == g)
+            .and_then(|n| n.ports.iter().find(|q| q.num == p))
+            .and_then(|q| q.remote)
+    };
+    let lane = |id, l| lane_attr(id, l).unwrap();
+    let (mut fecn_seen, mut compared) = (0, 0);
+    for (n, p, lid) in rig.cabled() {
+        let mut d = [0u8; 192];
+        d[1] = p;
+        let rcv = PortRcvConCtrl::decode(&rig.ok(lid, method::GET, attr::PORT_RCV_CON_CTRL, &d));
+        let xmit = PortXmitConCtrl::decode(&rig.ok(lid, method::GET, attr::PORT_XMIT_CON_CTRL, &d));
+        let (pg, pp) = peer_of(&rig, n.guid, p).expect("cabled");
+        let peer_congested = congested.contains(&(pg, pp));
+        let own_congested = congested.contains(&(n.guid, p));
+        let what = format!("{}[{p}]", n.description);
+        assert_eq!(rcv.pkt_rcv_fecn > 0, peer_congested, "FECN {what}");
+        assert_eq!(rcv.pkt_rcv_becn > 0, own_congested, "BECN {what}");
+        assert_eq!(xmit.xmit_time_cong > 0, own_congested, "TimeCong {what}");
+        fecn_seen += usize::from(peer_congested);
+        // Per SL and per VL: lane 0 holds the port's count, the rest 0.
+        let pcx = rig.pcx(lid, p);
+        for (id, l, want) in [
+            (
+                attr::PORT_SL_RCV_FECN,
+                Lane::Sl,
+                u64::from(rcv.pkt_rcv_fecn),
+            ),
+            (
+                attr::PORT_SL_RCV_BECN,
+                Lane::Sl,
+                u64::from(rcv.pkt_rcv_becn),
+            ),
+            (attr::PORT_XMIT_DATA_SL, Lane::Sl, pcx.xmit_data),
+            (attr::PORT_RCV_DATA_SL, Lane::Sl, pcx.rcv_data),
+            (
+                attr::PORT_VL_XMIT_TIME_CONG,
+                Lane::Vl,
+                u64::from(xmit.xmit_time_cong),
+            ),
+        ] {
+            let a = lane(id, l);
+            let reply = rig.ok(lid, method::GET, id, &d);
+            assert_eq!(
+                a.get(&reply, 0),
+                Some(want.min(a.max())),
+                "{id:#x} lane 0 of {what}"
+            );
+            assert!((1..a.lanes).all(|k| a.get(&reply, k) == Some(0)));
+        }
+        // SwPortVLCongestion: switches only.
+        let sw = rig
+            .mad(lid, method::GET, attr::SW_PORT_VL_CONGESTION, &d)
+            .unwrap()
+            .0;
+        if n.node_type == NodeType::Switch {
+            assert_eq!(sw, status::OK, "{what}");
+        } else {
+            assert_eq!(sw, status::METHOD_ATTR_UNSUPPORTED, "{what}");
+        }
+        compared += 1;
+    }
+    assert!(compared >= 40 && fecn_seen > 0 && fecn_seen < compared);
+    // A Set clears what CounterSelect names and leaves the rest.
+    let (n, p, lid) = rig
+        .cabled()
+        .into_iter()
+        .find(|(n, p, _)| {
+            let (pg, pp) = peer_of(&rig, n.guid, *p).unwrap();
+            congested.contains(&(pg, pp)) && congested.contains(&(n.guid, *p))
+        })
+        .expect("a link congested both ways");
+    let mut d = [0u8; 192];
+    d[1] = p;
+    d[2..4].copy_from_slice(&1u16.to_be_bytes());
+    let after = PortRcvConCtrl::decode(&rig.ok(lid, method::SET, attr::PORT_RCV_CON_CTRL, &d));
+    assert_eq!(after.pkt_rcv_fecn, 0, "{}[{p}] FECN cleared", n.description);
+    assert!(after.pkt_rcv_becn > 0, "BECN kept");
+}

@@ -542,12 +542,68 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
                 assert_eq!(num(&row["pmPortVLOpPackets"]), 0.0);
                 // 0x1B is not answered: the column has no instance.
                 assert!(
-                    !row["pmPortVLXmitFlowCtlUpdateErrors"]
-                        .chars()
-                        .any(|c| c.is_ascii_digit()),
+                    !has_value(&row["pmPortVLXmitFlowCtlUpdateErrors"]),
                     "{row:?}"
                 );
             }
+            // SwPortVLCongestion on switch ports only; PortVLXmitTimeCong
+            // has VL0..14.
+            let is_switch = n.node_type == ibpm_agentx::ib::NodeType::Switch;
+            let vl0 = &vl[&format!("{}[0]", key(n.guid, p.num))];
+            assert_eq!(has_value(&vl0["pmSwPortVLCongestion"]), is_switch);
+            assert!(has_value(&vl0["pmPortVLXmitTimeCong"]));
+            let vl15 = &vl[&format!("{}[15]", key(n.guid, p.num))];
+            assert!(!has_value(&vl15["pmPortVLXmitTimeCong"]), "{vl15:?}");
         }
     }
+
+    // The congestion-control attributes: a row per port; FECN arrives where
+    // the peer's transmitter is congested (waits), time in congestion where
+    // the port's own is; SL0 carries all traffic.
+    let rcv_cc = s.table("pmPortRcvConCtrlTable");
+    let xmit_cc = s.table("pmPortXmitConCtrlTable");
+    let sl = s.table("pmPortSLTable");
+    assert_eq!(rcv_cc.len(), ports(&fabric));
+    assert_eq!(xmit_cc.len(), ports(&fabric));
+    assert_eq!(sl.len(), 16 * ports(&fabric));
+    let (mut congested, mut cabled) = (0, 0);
+    for n in &fabric.nodes {
+        for p in &n.ports {
+            let k = key(n.guid, p.num);
+            let Some((pg, pp)) = p.remote else { continue };
+            if p.state != Some(ibpm_agentx::ib::PortState::Active) {
+                continue;
+            }
+            cabled += 1;
+            let own_wait = num(&hc[&k]["pmPortHCXmitWait"]) > 0.0;
+            let peer_wait = num(&hc[&key(pg, pp)]["pmPortHCXmitWait"]) > 0.0;
+            assert_eq!(num(&rcv_cc[&k]["pmPortPktRcvFECN"]) > 0.0, peer_wait, "{k}");
+            assert_eq!(
+                num(&xmit_cc[&k]["pmPortXmitTimeCong"]) > 0.0,
+                own_wait,
+                "{k}"
+            );
+            congested += usize::from(own_wait);
+            let sl0 = &sl[&format!("{k}[0]")];
+            assert!(num(&sl0["pmPortXmitDataSL"]) > 0.0, "{k}: {sl0:?}");
+            for v in 1..16 {
+                let row = &sl[&format!("{k}[{v}]")];
+                for c in [
+                    "pmPortSLRcvFECN",
+                    "pmPortSLRcvBECN",
+                    "pmPortXmitDataSL",
+                    "pmPortRcvDataSL",
+                ] {
+                    assert_eq!(num(&row[c]), 0.0, "{k}[{v}] {c}");
+                }
+            }
+        }
+    }
+    assert!(cabled >= 40 && congested > 0 && congested < cabled);
+}
+
+/// A cell of `snmptable` that holds a value (an absent instance prints
+/// as `?`).
+fn has_value(cell: &str) -> bool {
+    cell.chars().any(|c| c.is_ascii_digit())
 }

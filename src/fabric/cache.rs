@@ -32,13 +32,14 @@ pub struct PortRecord {
     /// The last time one of the port's 64-bit totals lost increments (the
     /// row appeared, a counter went down, the source changed).
     pub discontinuity: Option<Instant>,
-    /// Latest readings of the optional attributes 0x15..=0x1C the node
+    /// Latest readings of the optional attributes (0x15..=0x1C,
+    /// 0x30..=0x37) the node
     /// answers, ordered by attribute ID.
     pub optional: Vec<OptionalReading>,
 }
 
 /// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
-/// PortVLXmitWaitCounters 0x1C) for a port: the attribute's 192-byte data
+/// PortRcvDataSL 0x37) for a port: the attribute's 192-byte data
 /// area as the PMA returned it, shared with the sweeper's state (a
 /// snapshot copies the pointer, not the bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]

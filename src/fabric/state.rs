@@ -55,8 +55,17 @@ impl Default for SweepConfig {
 /// The optional per-port PM attributes the sweeper reads where a node
 /// answers them: PortRcvErrorDetails, PortXmitDiscardDetails,
 /// PortOpRcvCounters, PortFlowCtlCounters, PortVLOpPackets, PortVLOpData,
-/// PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters.
-pub const OPTIONAL_ATTRS: [u16; 8] = [0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C];
+/// PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters (0x15-0x1C) and
+/// the congestion-control attributes SwPortVLCongestion, PortRcvConCtrl,
+/// PortSLRcvFECN, PortSLRcvBECN, PortXmitConCtrl, PortVLXmitTimeCong,
+/// PortXmitDataSL and PortRcvDataSL (0x30-0x37).
+pub const OPTIONAL_ATTRS: [u16; 16] = [
+    0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37,
+];
+
+/// One bit per [`OPTIONAL_ATTRS`] entry.
+type AttrMask = u32;
+const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
 
 /// Sweeps in a row in which a node answers other MADs but not an
 /// attribute before the sweeper stops asking it for that attribute.
@@ -94,7 +103,7 @@ pub(crate) struct PortState {
     read_at: Option<Instant>,
     discontinuity: Option<Instant>,
     /// Indexed like [`OPTIONAL_ATTRS`].
-    optional: [Option<Arc<[u8; 192]>>; 8],
+    optional: [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()],
 }
 
 pub(crate) struct NodeState {
@@ -115,12 +124,12 @@ pub(crate) struct NodeState {
     samples_result: Option<PortSamplesResult>,
     samples_at: Option<Instant>,
     /// Bit k: the node does not answer `OPTIONAL_ATTRS[k]`; stop asking.
-    pub(crate) optional_unsupported: u8,
+    pub(crate) optional_unsupported: AttrMask,
     /// Bit k: `OPTIONAL_ATTRS[k]` went unanswered in the current sweep.
-    optional_missed: u8,
-    optional_strikes: [u8; 8],
+    optional_missed: AttrMask,
+    optional_strikes: [u8; OPTIONAL_ATTRS.len()],
     /// Bits of `optional_unsupported` already said in the log.
-    optional_reported: u8,
+    optional_reported: AttrMask,
 }
 
 /// Which reading a reply is.
@@ -185,7 +194,7 @@ impl NodeState {
             samples_at: None,
             optional_unsupported: 0,
             optional_missed: 0,
-            optional_strikes: [0; 8],
+            optional_strikes: [0; OPTIONAL_ATTRS.len()],
             optional_reported: 0,
         }
     }
@@ -236,7 +245,7 @@ impl FabricState {
     pub fn retry_unanswered(&mut self) {
         for s in &mut self.nodes {
             s.optional_unsupported = 0;
-            s.optional_strikes = [0; 8];
+            s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
             s.no_samples = false;
             s.samples_strikes = 0;
         }
@@ -555,7 +564,7 @@ impl FabricState {
                     s.no_samples = false;
                     s.samples_strikes = 0;
                     s.optional_unsupported = 0;
-                    s.optional_strikes = [0; 8];
+                    s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
                     s.optional_reported = 0;
                 }
             }

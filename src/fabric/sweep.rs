@@ -6,7 +6,8 @@
 //! through its port-0 LID with PortSelect, a CA port through its own LID),
 //! PortCountersExtended where the capability mask says so, and
 //! PortSamplesControl/PortSamplesResult per node unless the node showed it
-//! does not answer them, and the optional attributes 0x15..0x1C per port
+//! does not answer them, and the optional attributes 0x15..0x1C and
+//! 0x30..0x37 per port
 //! unless the node showed it does not answer them (a MAD status error at
 //! once, or no answer in two sweeps in which it answered other MADs).
 //! Optionally (`clear_near_overflow`), PortCounters fields past 75% of
@@ -560,7 +561,7 @@ mod tests {
     impl MadTransport for OptionalPma {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
             let (h, data) = mad::parse(m).unwrap();
-            if !(0x15..=0x1C).contains(&h.attr_id) {
+            if !OPTIONAL_ATTRS.contains(&h.attr_id) {
                 return self.inner.send(to, m);
             }
             let n = self.asked.fetch_add(1, Ordering::Relaxed);
@@ -855,8 +856,9 @@ mod tests {
         let ca_ports = ca.ports.len() as u64;
         let sw_ports = sw.ports.len() as u64;
         // The other nodes' simulated PMAs answer PortRcvErrorDetails,
-        // PortOpRcvCounters and the per-VL 0x19, 0x1A and 0x1C, switches
-        // PortXmitDiscardDetails too, and "unsupported" to the rest.
+        // PortOpRcvCounters, the per-VL 0x19, 0x1A and 0x1C and the
+        // congestion-control 0x31-0x37, switches PortXmitDiscardDetails and
+        // SwPortVLCongestion too, and "unsupported" to the rest.
         let others: u64 = fabric
             .nodes
             .iter()
@@ -864,16 +866,17 @@ mod tests {
             .map(|n| {
                 n.ports.len() as u64
                     * if n.node_type == NodeType::Switch {
-                        6
+                        14
                     } else {
-                        5
+                        12
                     }
             })
             .sum();
-        // First sweep: every port is asked for all 8 (and the engine retries
-        // the switch's unanswered 0x18 once per port).
+        let all = OPTIONAL_ATTRS.len() as u64;
+        // First sweep: every port is asked for all of them (and the engine
+        // retries the switch's unanswered 0x18 once per port).
         let (n1, st1) = per_sweep(&mut sweeper);
-        assert_eq!(n1, ports * 8 + sw_ports);
+        assert_eq!(n1, ports * all + sw_ports);
         assert_eq!(st1.answered, st1.nodes);
         // The switch's silence on 0x18 is counted apart, not as a timeout
         // of a node that did not answer.
@@ -888,14 +891,19 @@ mod tests {
             assert_eq!(u16::from(o.data[2]), o.attr_id);
         }
         let swrec = snap.node(sw.guid).unwrap();
-        assert!(swrec.ports.iter().all(|p| p.optional.len() == 7));
+        assert!(
+            swrec
+                .ports
+                .iter()
+                .all(|p| p.optional.len() == OPTIONAL_ATTRS.len() - 1)
+        );
         // What the other nodes answered "unsupported" is not asked again.
         // The switch that does not answer 0x18 is asked once more (second
         // strike), then no more.
         let (n2, _) = per_sweep(&mut sweeper);
-        assert_eq!(n2, ca_ports * 8 + sw_ports * 8 + sw_ports + others);
+        assert_eq!(n2, ca_ports * all + sw_ports * all + sw_ports + others);
         let (n3, _) = per_sweep(&mut sweeper);
-        assert_eq!(n3, ca_ports * 8 + sw_ports * 7 + others);
+        assert_eq!(n3, ca_ports * all + sw_ports * (all - 1) + others);
         // Readings are kept, and refreshed (the request count moved).
         let before = rec.ports[0].optional[0].data[3];
         let snap = cache.load();
@@ -912,11 +920,11 @@ mod tests {
         assert!(
             counts
                 .iter()
-                .all(|&n| n == ca_ports * 8 + sw_ports * 7 + others),
+                .all(|&n| n == ca_ports * all + sw_ports * (all - 1) + others),
             "{counts:?}"
         );
         let (retry, st) = per_sweep(&mut sweeper);
-        assert_eq!(retry, ports * 8 + sw_ports, "every attribute asked again");
+        assert_eq!(retry, ports * all + sw_ports, "every attribute asked again");
         assert_eq!(st.timeouts, 0);
     }
 

@@ -42,11 +42,14 @@ pub struct OptionalTable {
 }
 
 /// pmPortVLTable: one row per (node, port, VL), a column per per-VL
-/// optional attribute ([`crate::pm::optional::VL_ATTRS`]).
+/// optional attribute ([`crate::pm::optional::LANE_ATTRS`]).
 pub const T_PORT_VL: u32 = 14;
+/// pmPortSLTable: one row per (node, port, SL), a column per per-SL
+/// optional attribute.
+pub const T_PORT_SL: u32 = 15;
 
 /// The optional attributes with one value per counter, as tables.
-pub const OPTIONAL_TABLES: [OptionalTable; 4] = {
+pub const OPTIONAL_TABLES: [OptionalTable; 6] = {
     use crate::pm::mad::attr;
     use crate::pm::optional as o;
     [
@@ -73,6 +76,18 @@ pub const OPTIONAL_TABLES: [OptionalTable; 4] = {
             name: "pmPortFlowCtlCountersTable",
             attr_id: attr::PORT_FLOW_CTL_COUNTERS,
             fields: o::FLOW_CTL_COUNTERS_FIELDS,
+        },
+        OptionalTable {
+            number: 16,
+            name: "pmPortRcvConCtrlTable",
+            attr_id: attr::PORT_RCV_CON_CTRL,
+            fields: o::RCV_CON_CTRL_FIELDS,
+        },
+        OptionalTable {
+            number: 17,
+            name: "pmPortXmitConCtrlTable",
+            attr_id: attr::PORT_XMIT_CON_CTRL,
+            fields: o::XMIT_CON_CTRL_FIELDS,
         },
     ]
 };
@@ -159,8 +174,8 @@ pub enum Source {
     /// pmPortClearCounters: writing a mask clears the port's PortCounters
     /// counters it selects (reads 0).
     PortClear,
-    /// The counter of the row's VL in a per-VL attribute's reading.
-    Vl(crate::pm::optional::VlAttr),
+    /// The counter of the row's VL or SL in a per-lane attribute's reading.
+    Lane(crate::pm::optional::LaneAttr),
     /// A counter of an optional attribute's latest reading.
     Optional {
         attr_id: u16,
@@ -730,18 +745,27 @@ fn build_columns() -> Vec<Column> {
         }
     }
 
-    // pmPortVLTable, after the optional attributes' tables.
-    for (i, a) in crate::pm::optional::VL_ATTRS.iter().enumerate() {
-        optional.push(Column {
-            table: T_PORT_VL,
-            column: 2 + i as u32,
-            name: name(format!("pm{}", a.name)),
-            syntax: Syntax::Gauge32 {
-                max: u32::try_from(a.max()).unwrap_or(u32::MAX),
-            },
-            access: RO,
-            source: Source::Vl(*a),
-        });
+    // pmPortVLTable and pmPortSLTable: a column per per-lane attribute,
+    // from 2 (column 1 is the lane index).
+    for (table, lane) in [
+        (T_PORT_VL, crate::pm::optional::Lane::Vl),
+        (T_PORT_SL, crate::pm::optional::Lane::Sl),
+    ] {
+        let attrs = crate::pm::optional::LANE_ATTRS
+            .iter()
+            .filter(|a| a.lane == lane);
+        for (i, a) in attrs.enumerate() {
+            optional.push(Column {
+                table,
+                column: 2 + i as u32,
+                name: name(format!("pm{}", a.name)),
+                syntax: Syntax::Gauge32 {
+                    max: u32::try_from(a.max()).unwrap_or(u32::MAX),
+                },
+                access: RO,
+                source: Source::Lane(*a),
+            });
+        }
     }
 
     // pmAgent scalars
@@ -772,6 +796,7 @@ fn build_columns() -> Vec<Column> {
         col(t, c, n, syntax, RO, Source::Agent(src));
     }
     v.extend(optional);
+    v.sort_by_key(|c| (c.table, c.column));
     v
 }
 
@@ -784,20 +809,20 @@ pub enum IndexScheme {
     NodeGuid,
     /// The node GUID, then the port number: one row per port.
     NodeGuidPort,
-    /// The node GUID, the port number, then the virtual lane: one row per
-    /// VL of a port.
-    NodeGuidPortVl,
+    /// The node GUID, the port number, then the virtual lane or service
+    /// level: one row per VL (SL) of a port.
+    NodeGuidPortLane,
     /// Scalars: the one instance `.0`.
     Scalar,
 }
 
 /// The index of one row (`port` is 0 for a node's row and for scalars,
-/// `vl` 0 outside the per-VL table).
+/// `lane` 0 outside the per-VL and per-SL tables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RowIndex {
     pub guid: Guid,
     pub port: u8,
-    pub vl: u8,
+    pub lane: u8,
 }
 
 impl RowIndex {
@@ -806,7 +831,11 @@ impl RowIndex {
     }
 
     pub fn port(guid: Guid, port: u8) -> RowIndex {
-        RowIndex { guid, port, vl: 0 }
+        RowIndex {
+            guid,
+            port,
+            lane: 0,
+        }
     }
 }
 
@@ -839,10 +868,10 @@ impl IndexScheme {
                 arcs[GUID_INDEX_LEN] = row.port.into();
                 GUID_INDEX_LEN + 1
             }
-            IndexScheme::NodeGuidPortVl => {
+            IndexScheme::NodeGuidPortLane => {
                 arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
                 arcs[GUID_INDEX_LEN] = row.port.into();
-                arcs[GUID_INDEX_LEN + 1] = row.vl.into();
+                arcs[GUID_INDEX_LEN + 1] = row.lane.into();
                 GUID_INDEX_LEN + 2
             }
         };
@@ -859,16 +888,16 @@ impl IndexScheme {
                 let guid = parse_guid_index(guid)?;
                 Some(RowIndex::port(guid, u8::try_from(port).ok()?))
             }
-            IndexScheme::NodeGuidPortVl => {
-                let (&vl, rest) = suffix.split_last()?;
+            IndexScheme::NodeGuidPortLane => {
+                let (&lane, rest) = suffix.split_last()?;
                 let (&port, guid) = rest.split_last()?;
-                let vl = u8::try_from(vl)
+                let lane = u8::try_from(lane)
                     .ok()
-                    .filter(|&v| v < crate::pm::optional::VLS)?;
+                    .filter(|&v| v < crate::pm::optional::LANES)?;
                 Some(RowIndex {
                     guid: parse_guid_index(guid)?,
                     port: u8::try_from(port).ok()?,
-                    vl,
+                    lane,
                 })
             }
         }
@@ -876,20 +905,20 @@ impl IndexScheme {
 
     /// The rows of `node` in this scheme, in index order.
     pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> + '_ {
-        let (one, ports, vls) = match self {
+        let (one, ports, lanes) = match self {
             IndexScheme::NodeGuid => (true, &node.ports[..0], 0),
             IndexScheme::NodeGuidPort => (false, &node.ports[..], 1),
-            IndexScheme::NodeGuidPortVl => (false, &node.ports[..], crate::pm::optional::VLS),
+            IndexScheme::NodeGuidPortLane => (false, &node.ports[..], crate::pm::optional::LANES),
             IndexScheme::Scalar => (false, &node.ports[..0], 0),
         };
         let guid = node.guid;
         std::iter::once(RowIndex::node(guid))
             .filter(move |_| one)
             .chain(ports.iter().flat_map(move |p| {
-                (0..vls).map(move |vl| RowIndex {
+                (0..lanes).map(move |lane| RowIndex {
                     guid,
                     port: p.num,
-                    vl,
+                    lane,
                 })
             }))
     }
@@ -992,16 +1021,29 @@ pub const TABLES: &[Table] = &[
     Table {
         number: T_PORT_VL,
         name: "pmPortVLTable",
-        index: IndexScheme::NodeGuidPortVl,
+        index: IndexScheme::NodeGuidPortLane,
         present: |_| true,
-        port_present: |p| {
-            p.optional
-                .iter()
-                .any(|o| crate::pm::optional::is_vl_attr(o.attr_id))
-        },
+        port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Vl),
         attr: None,
     },
+    Table {
+        number: T_PORT_SL,
+        name: "pmPortSLTable",
+        index: IndexScheme::NodeGuidPortLane,
+        present: |_| true,
+        port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Sl),
+        attr: None,
+    },
+    optional_table(4),
+    optional_table(5),
 ];
+
+/// The port holds a reading of a per-lane attribute of kind `lane`.
+fn has_lane_reading(p: &PortRecord, lane: crate::pm::optional::Lane) -> bool {
+    p.optional
+        .iter()
+        .any(|o| crate::pm::optional::lane_attr(o.attr_id, lane).is_some())
+}
 
 const fn optional_table(i: usize) -> Table {
     let t = &OPTIONAL_TABLES[i];
@@ -1087,7 +1129,7 @@ pub fn read(
     }
     let port = if matches!(
         t.index,
-        IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortVl
+        IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortLane
     ) {
         let p = node.port(row.port)?;
         if !(t.port_present)(p) || t.attr.is_some_and(|a| optional_reading(p, a).is_none()) {
@@ -1125,7 +1167,9 @@ pub fn read(
         Source::Rate(c) => rate_value(c, port?)?,
         Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
         Source::PortClear => Value::Gauge32(0),
-        Source::Vl(a) => Value::Gauge32(gauge(a.get(optional_reading(port?, a.attr_id)?, row.vl))),
+        Source::Lane(a) => {
+            Value::Gauge32(gauge(a.get(optional_reading(port?, a.attr_id)?, row.lane)?))
+        }
         Source::Optional { attr_id, field } => {
             Value::Gauge32(gauge(field.get(&optional_reading(port?, attr_id)?[..])))
         }

@@ -45,7 +45,15 @@ pub mod attr {
     pub const PORT_VL_XMIT_WAIT_COUNTERS: u16 = 0x001C;
     pub const PORT_COUNTERS_EXTENDED: u16 = 0x001D;
     pub const PORT_SAMPLES_RESULT_EXTENDED: u16 = 0x001E;
+    pub const PORT_EXTENDED_SPEEDS_COUNTERS: u16 = 0x001F;
     pub const SW_PORT_VL_CONGESTION: u16 = 0x0030;
+    pub const PORT_RCV_CON_CTRL: u16 = 0x0031;
+    pub const PORT_SL_RCV_FECN: u16 = 0x0032;
+    pub const PORT_SL_RCV_BECN: u16 = 0x0033;
+    pub const PORT_XMIT_CON_CTRL: u16 = 0x0034;
+    pub const PORT_VL_XMIT_TIME_CONG: u16 = 0x0035;
+    pub const PORT_XMIT_DATA_SL: u16 = 0x0036;
+    pub const PORT_RCV_DATA_SL: u16 = 0x0037;
 }
 
 /// MAD status field values (big-endian u16 at byte 4).

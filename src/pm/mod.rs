@@ -96,6 +96,8 @@ counter_attribute!(
     optional::PortOpRcvCounters,
     optional::PortOpRcvCountersField
 );
+counter_attribute!(optional::PortRcvConCtrl, optional::PortRcvConCtrlField);
+counter_attribute!(optional::PortXmitConCtrl, optional::PortXmitConCtrlField);
 
 /// The field table of a PM attribute by ID (ClassPortInfo lists its scalar
 /// fields only; PortSamplesControl lists its scalar fields, then the 15

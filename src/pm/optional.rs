@@ -1,8 +1,13 @@
 //! The optional per-port PM attributes with one value per counter
 //! (IBA 1.3 Tables 35-11 to 35-14): PortRcvErrorDetails (0x15),
 //! PortXmitDiscardDetails (0x16), PortOpRcvCounters (0x17) and
-//! PortFlowCtlCounters (0x18). Every counter clamps at all ones; a Set
-//! clears those its CounterSelect bits select.
+//! PortFlowCtlCounters (0x18), and the congestion-control attributes of
+//! IBA Annex A10 with one value per counter: PortRcvConCtrl (0x31) and
+//! PortXmitConCtrl (0x34). Every counter clamps at all ones; a Set clears
+//! those its CounterSelect bits select.
+//!
+//! The attributes with one counter per virtual lane or service level
+//! (0x19-0x1C, 0x30, 0x32, 0x33, 0x35-0x37) are [`LANE_ATTRS`].
 
 pm_attr! {
     /// PortRcvErrorDetails (0x0015).
@@ -53,6 +58,27 @@ pm_attr! {
     }
 }
 
+pm_attr! {
+    /// PortRcvConCtrl (0x0031): packets received with a congestion
+    /// notification bit set.
+    pub struct PortRcvConCtrl in [u8; super::mad::DATA_SIZE], fields PortRcvConCtrlField, table RCV_CON_CTRL_FIELDS {
+        PortSelect port_select: u8 = "PortSelect" @ 8:8;
+        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+        PktRcvFecn pkt_rcv_fecn: u32 = "PortPktRcvFECN" @ 32:32, clear cs 0;
+        PktRcvBecn pkt_rcv_becn: u32 = "PortPktRcvBECN" @ 64:32, clear cs 1;
+    }
+}
+
+pm_attr! {
+    /// PortXmitConCtrl (0x0034): time the port's transmitter spent in
+    /// congestion.
+    pub struct PortXmitConCtrl in [u8; super::mad::DATA_SIZE], fields PortXmitConCtrlField, table XMIT_CON_CTRL_FIELDS {
+        PortSelect port_select: u8 = "PortSelect" @ 8:8;
+        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+        XmitTimeCong xmit_time_cong: u32 = "PortXmitTimeCong" @ 32:32, clear cs 0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,65 +114,173 @@ mod tests {
     }
 }
 
-/// A per-VL optional attribute: one counter per virtual lane, VL n at bit
-/// `offset + n * width` of the data area (IBA 1.3 Tables 35-15 to 35-18).
+/// What the third index of a per-lane attribute's rows counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VlAttr {
-    pub attr_id: u16,
-    /// The IBA counter name without the VL number (`PortVLXmitWait`).
-    pub name: &'static str,
-    pub offset: usize,
-    pub width: usize,
+pub enum Lane {
+    /// Virtual lane.
+    Vl,
+    /// Service level.
+    Sl,
 }
 
-/// Virtual lanes per port in the per-VL attributes.
-pub const VLS: u8 = 16;
+/// An optional attribute with one counter per virtual lane or service
+/// level: lane n at bit `offset + n * width` of the data area (IBA 1.3
+/// Tables 35-15 to 35-18, and the congestion-control attributes of
+/// Annex A10; layouts as libibmad declares them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaneAttr {
+    pub attr_id: u16,
+    /// The IBA counter name without the lane number (`PortVLXmitWait`).
+    pub name: &'static str,
+    pub lane: Lane,
+    /// Lanes the attribute has (0..lanes).
+    pub lanes: u8,
+    pub offset: usize,
+    pub width: usize,
+    /// The unit of a count (the MIB's UNITS).
+    pub units: &'static str,
+}
 
+/// Lanes (VLs or SLs) per port in the per-lane tables.
+pub const LANES: u8 = 16;
+
+const fn lane(
+    attr_id: u16,
+    name: &'static str,
+    lane: Lane,
+    lanes: u8,
+    width: usize,
+    units: &'static str,
+) -> LaneAttr {
+    LaneAttr {
+        attr_id,
+        name,
+        lane,
+        lanes,
+        offset: 32,
+        width,
+        units,
+    }
+}
+
+/// Every per-lane attribute, in the column order of its table
+/// (pmPortVLTable for the VL ones, pmPortSLTable for the SL ones):
 /// PortVLOpPackets (0x19), PortVLOpData (0x1A, octets/4),
-/// PortVLXmitFlowCtlUpdateErrors (0x1B, 2 bits each) and
-/// PortVLXmitWaitCounters (0x1C).
-pub const VL_ATTRS: [VlAttr; 4] = [
-    VlAttr {
-        attr_id: super::mad::attr::PORT_VL_OP_PACKETS,
-        name: "PortVLOpPackets",
-        offset: 32,
-        width: 16,
-    },
-    VlAttr {
-        attr_id: super::mad::attr::PORT_VL_OP_DATA,
-        name: "PortVLOpData",
-        offset: 32,
-        width: 32,
-    },
-    VlAttr {
-        attr_id: super::mad::attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
-        name: "PortVLXmitFlowCtlUpdateErrors",
-        offset: 32,
-        width: 2,
-    },
-    VlAttr {
-        attr_id: super::mad::attr::PORT_VL_XMIT_WAIT_COUNTERS,
-        name: "PortVLXmitWait",
-        offset: 32,
-        width: 16,
-    },
-];
+/// PortVLXmitFlowCtlUpdateErrors (0x1B, 2 bits each),
+/// PortVLXmitWaitCounters (0x1C), SwPortVLCongestion (0x30),
+/// PortVLXmitTimeCong (0x35, VL0..14), PortSLRcvFECN (0x32),
+/// PortSLRcvBECN (0x33), PortXmitDataSL (0x36, octets/4) and
+/// PortRcvDataSL (0x37, octets/4).
+pub const LANE_ATTRS: [LaneAttr; 10] = {
+    use super::mad::attr;
+    use Lane::{Sl, Vl};
+    [
+        lane(
+            attr::PORT_VL_OP_PACKETS,
+            "PortVLOpPackets",
+            Vl,
+            16,
+            16,
+            "packets",
+        ),
+        lane(
+            attr::PORT_VL_OP_DATA,
+            "PortVLOpData",
+            Vl,
+            16,
+            32,
+            "octets/4",
+        ),
+        lane(
+            attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
+            "PortVLXmitFlowCtlUpdateErrors",
+            Vl,
+            16,
+            2,
+            "errors",
+        ),
+        lane(
+            attr::PORT_VL_XMIT_WAIT_COUNTERS,
+            "PortVLXmitWait",
+            Vl,
+            16,
+            16,
+            "ticks",
+        ),
+        lane(
+            attr::SW_PORT_VL_CONGESTION,
+            "SwPortVLCongestion",
+            Vl,
+            16,
+            16,
+            "packets",
+        ),
+        lane(
+            attr::PORT_VL_XMIT_TIME_CONG,
+            "PortVLXmitTimeCong",
+            Vl,
+            15,
+            32,
+            "ticks",
+        ),
+        lane(
+            attr::PORT_SL_RCV_FECN,
+            "PortSLRcvFECN",
+            Sl,
+            16,
+            32,
+            "packets",
+        ),
+        lane(
+            attr::PORT_SL_RCV_BECN,
+            "PortSLRcvBECN",
+            Sl,
+            16,
+            32,
+            "packets",
+        ),
+        lane(
+            attr::PORT_XMIT_DATA_SL,
+            "PortXmitDataSL",
+            Sl,
+            16,
+            32,
+            "octets/4",
+        ),
+        lane(
+            attr::PORT_RCV_DATA_SL,
+            "PortRcvDataSL",
+            Sl,
+            16,
+            32,
+            "octets/4",
+        ),
+    ]
+};
 
-impl VlAttr {
-    /// The counter of `vl` in a reading.
-    pub fn get(&self, data: &[u8; super::mad::DATA_SIZE], vl: u8) -> u64 {
-        super::layout::get_bits(data, self.offset + usize::from(vl) * self.width, self.width)
+impl LaneAttr {
+    /// The counter of `lane` in a reading (`None` past the attribute's
+    /// lanes).
+    pub fn get(&self, data: &[u8; super::mad::DATA_SIZE], lane: u8) -> Option<u64> {
+        (lane < self.lanes).then(|| {
+            super::layout::get_bits(
+                data,
+                self.offset + usize::from(lane) * self.width,
+                self.width,
+            )
+        })
     }
 
-    /// Write the counter of `vl` (held at the field's maximum).
-    pub fn set(&self, data: &mut [u8; super::mad::DATA_SIZE], vl: u8, v: u64) {
-        let max = (1u64 << self.width) - 1;
-        super::layout::set_bits(
-            data,
-            self.offset + usize::from(vl) * self.width,
-            self.width,
-            v.min(max),
-        );
+    /// Write the counter of `lane` (held at the field's maximum).
+    pub fn set(&self, data: &mut [u8; super::mad::DATA_SIZE], lane: u8, v: u64) {
+        if lane < self.lanes {
+            super::layout::set_bits(
+                data,
+                self.offset + usize::from(lane) * self.width,
+                self.width,
+                v.min(self.max()),
+            );
+        }
     }
 
     pub fn max(&self) -> u64 {
@@ -154,32 +288,62 @@ impl VlAttr {
     }
 }
 
-/// True for the attribute IDs of [`VL_ATTRS`].
-pub fn is_vl_attr(attr_id: u16) -> bool {
-    VL_ATTRS.iter().any(|a| a.attr_id == attr_id)
+/// The per-lane attribute `attr_id` counting lanes of kind `lane`.
+pub fn lane_attr(attr_id: u16, lane: Lane) -> Option<&'static LaneAttr> {
+    LANE_ATTRS
+        .iter()
+        .find(|a| a.attr_id == attr_id && a.lane == lane)
 }
 
 #[cfg(test)]
-mod vl_tests {
+mod lane_tests {
     use super::*;
 
     #[test]
-    fn per_vl_counters_sit_side_by_side_and_fit_the_data_area() {
-        for a in &VL_ATTRS {
+    fn per_lane_counters_sit_side_by_side_and_fit_the_data_area() {
+        for a in &LANE_ATTRS {
+            assert!(a.lanes <= LANES, "{}", a.name);
             assert!(
-                a.offset + usize::from(VLS) * a.width <= 192 * 8,
+                a.offset + usize::from(a.lanes) * a.width <= 192 * 8,
                 "{}",
                 a.name
             );
+            let last = a.lanes - 1;
             let mut d = [0u8; 192];
             a.set(&mut d, 3, 1);
-            a.set(&mut d, 15, u64::MAX);
-            assert_eq!(a.get(&d, 3), 1);
-            assert_eq!(a.get(&d, 15), a.max());
-            assert_eq!(a.get(&d, 2) + a.get(&d, 4), 0);
+            a.set(&mut d, last, u64::MAX);
+            a.set(&mut d, LANES, 5);
+            assert_eq!(a.get(&d, 3), Some(1));
+            assert_eq!(a.get(&d, last), Some(a.max()));
+            assert_eq!(a.get(&d, LANES), None);
+            assert_eq!(a.get(&d, 2).unwrap() + a.get(&d, 4).unwrap(), 0);
         }
         let mut d = [0u8; 192];
-        VL_ATTRS[3].set(&mut d, 0, 0x1234);
+        LANE_ATTRS[3].set(&mut d, 0, 0x1234);
         assert_eq!(&d[4..6], &[0x12, 0x34], "VL0 of PortVLXmitWait at byte 4");
+        // PortVLXmitTimeCong has VL0..14 only: VL14 is the last word.
+        let tc = lane_attr(0x35, Lane::Vl).unwrap();
+        assert_eq!(tc.get(&d, 15), None);
+        tc.set(&mut d, 14, 7);
+        assert_eq!(&d[60..64], &[0, 0, 0, 7]);
+        let fecn = lane_attr(0x32, Lane::Sl).unwrap();
+        assert!(lane_attr(0x32, Lane::Vl).is_none());
+        assert_eq!(fecn.width, 32);
+    }
+
+    #[test]
+    fn congestion_control_layouts_follow_annex_a10() {
+        let mut d = [0u8; 192];
+        d[1] = 9;
+        d[4..8].copy_from_slice(&5u32.to_be_bytes());
+        d[8..12].copy_from_slice(&6u32.to_be_bytes());
+        let r = PortRcvConCtrl::decode(&d);
+        assert_eq!((r.port_select, r.pkt_rcv_fecn, r.pkt_rcv_becn), (9, 5, 6));
+        let x = PortXmitConCtrl::decode(&d);
+        assert_eq!(x.xmit_time_cong, 5);
+        assert_eq!(
+            PortRcvConCtrlField::PktRcvBecn.clear(),
+            Some(crate::pm::decl::ClearBit::Select(1))
+        );
     }
 }

@@ -96,10 +96,13 @@ struct PortState {
     /// Totals at the last PortCountersExtended clear, per counter.
     pcx_base: Totals,
     /// Totals at the last clear of PortRcvErrorDetails,
-    /// PortXmitDiscardDetails and PortOpRcvCounters.
+    /// PortXmitDiscardDetails, PortOpRcvCounters, PortRcvConCtrl and
+    /// PortXmitConCtrl.
     rcv_err_base: Totals,
     xmit_discard_base: Totals,
     op_rcv_base: Totals,
+    rcv_con_base: Totals,
+    xmit_con_base: Totals,
 }
 
 /// What a port counted before its current link segment, plus injected

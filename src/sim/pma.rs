@@ -108,9 +108,10 @@
 use crate::pm::CounterAttribute;
 use crate::pm::mad::{self, attr, method, status};
 use crate::pm::optional::{
-    PortOpRcvCounters, PortOpRcvCountersField as OpRcv, PortRcvErrorDetails,
-    PortRcvErrorDetailsField as RcvErr, PortXmitDiscardDetails,
-    PortXmitDiscardDetailsField as XmitDisc, VL_ATTRS, VlAttr,
+    Lane, LaneAttr, PortOpRcvCounters, PortOpRcvCountersField as OpRcv, PortRcvConCtrl,
+    PortRcvConCtrlField as RcvCon, PortRcvErrorDetails, PortRcvErrorDetailsField as RcvErr,
+    PortXmitConCtrl, PortXmitConCtrlField as XmitCon, PortXmitDiscardDetails,
+    PortXmitDiscardDetailsField as XmitDisc, lane_attr,
 };
 use crate::pm::port_counters::{PortCounters, PortCountersField as Pc};
 use crate::pm::port_counters_ext::{PortCountersExtended, PortCountersExtendedField as Pcx};
@@ -136,6 +137,26 @@ const XMIT_DISCARD_DETAILS_MAP: &[(usize, XmitDisc)] =
 const OP_RCV_COUNTERS_MAP: &[(usize, OpRcv)] = &[
     (q::RCV_PKTS, OpRcv::OpRcvPkts),
     (q::RCV_DATA, OpRcv::OpRcvData),
+];
+const RCV_CON_CTRL_MAP: &[(usize, RcvCon)] = &[
+    (q::RCV_FECN, RcvCon::PktRcvFecn),
+    (q::RCV_BECN, RcvCon::PktRcvBecn),
+];
+const XMIT_CON_CTRL_MAP: &[(usize, XmitCon)] = &[(q::XMIT_TIME_CONG, XmitCon::XmitTimeCong)];
+
+/// What the per-lane attributes show: all traffic travels on VL0 and SL0.
+/// SwPortVLCongestion counts the transmit discards (as the sample
+/// mechanism's quantity does) and only switches answer it.
+const LANE_MAP: &[(u16, Lane, usize)] = &[
+    (attr::PORT_VL_OP_PACKETS, Lane::Vl, q::RCV_PKTS),
+    (attr::PORT_VL_OP_DATA, Lane::Vl, q::RCV_DATA),
+    (attr::PORT_VL_XMIT_WAIT_COUNTERS, Lane::Vl, q::XMIT_WAIT),
+    (attr::SW_PORT_VL_CONGESTION, Lane::Vl, q::XMIT_DISCARDS),
+    (attr::PORT_VL_XMIT_TIME_CONG, Lane::Vl, q::XMIT_TIME_CONG),
+    (attr::PORT_SL_RCV_FECN, Lane::Sl, q::RCV_FECN),
+    (attr::PORT_SL_RCV_BECN, Lane::Sl, q::RCV_BECN),
+    (attr::PORT_XMIT_DATA_SL, Lane::Sl, q::XMIT_DATA),
+    (attr::PORT_RCV_DATA_SL, Lane::Sl, q::RCV_DATA),
 ];
 
 const PC_MAP: &[(usize, Pc)] = &[
@@ -239,15 +260,21 @@ pub(super) fn answer(
                 out
             })
         }
+        (attr::PORT_RCV_CON_CTRL, _) => {
+            counters::<PortRcvConCtrl>(st, ni, arrival, data, set, RCV_CON_CTRL_MAP, |p| {
+                &mut p.rcv_con_base
+            })
+        }
+        (attr::PORT_XMIT_CON_CTRL, _) => {
+            counters::<PortXmitConCtrl>(st, ni, arrival, data, set, XMIT_CON_CTRL_MAP, |p| {
+                &mut p.xmit_con_base
+            })
+        }
         (attr::PORT_VL_OP_PACKETS | attr::PORT_VL_OP_DATA, false) if data[0] != 0xFF => {
             Err(status::INVALID_FIELD)
         }
-        (attr::PORT_VL_OP_PACKETS, false) => {
-            per_vl(st, ni, arrival, data, &VL_ATTRS[0], q::RCV_PKTS)
-        }
-        (attr::PORT_VL_OP_DATA, false) => per_vl(st, ni, arrival, data, &VL_ATTRS[1], q::RCV_DATA),
-        (attr::PORT_VL_XMIT_WAIT_COUNTERS, false) => {
-            per_vl(st, ni, arrival, data, &VL_ATTRS[3], q::XMIT_WAIT)
+        (attr::SW_PORT_VL_CONGESTION, false) if !is_switch(st, ni) => {
+            Err(status::METHOD_ATTR_UNSUPPORTED)
         }
         (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
             if !sampling::valid_mechanism(h.attr_mod) =>
@@ -256,6 +283,14 @@ pub(super) fn answer(
         }
         (attr::PORT_SAMPLES_CONTROL, _) => sampling::control(st, ni, arrival, data, set),
         (attr::PORT_SAMPLES_RESULT, false) => sampling::result(st, ni, arrival),
+        (id, false) => match LANE_MAP
+            .iter()
+            .find(|m| m.0 == id)
+            .and_then(|&(_, lane, qi)| Some((lane_attr(id, lane)?, qi)))
+        {
+            Some((a, qi)) => per_lane(st, ni, arrival, data, a, qi),
+            None => Err(status::METHOD_ATTR_UNSUPPORTED),
+        },
         _ => Err(status::METHOD_ATTR_UNSUPPORTED),
     };
     match result {
@@ -264,15 +299,16 @@ pub(super) fn answer(
     }
 }
 
-/// A Get of a per-VL attribute: all traffic travels on VL0, so VL0 holds
-/// the port's count of quantity `qi` since the start (held at the field's
-/// maximum) and VL1..15 read 0. Opcode and PortSelect are echoed.
-fn per_vl(
+/// A Get of a per-lane attribute: all traffic travels on VL0 and SL0, so
+/// lane 0 holds the port's count of quantity `qi` since the start (held at
+/// the field's maximum) and the other lanes read 0. Opcode and PortSelect
+/// are echoed.
+fn per_lane(
     st: &State,
     ni: usize,
     arrival: u8,
     data: &Data,
-    a: &VlAttr,
+    a: &LaneAttr,
     qi: usize,
 ) -> Result<Data, u16> {
     let port_select = data[1];

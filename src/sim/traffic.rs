@@ -27,7 +27,15 @@ pub mod q {
     pub const UNICAST_RCV_PKTS: usize = 19;
     pub const MULTICAST_XMIT_PKTS: usize = 20;
     pub const MULTICAST_RCV_PKTS: usize = 21;
-    pub const COUNT: usize = 22;
+    /// Packets received with FECN set (the far end's transmitter was
+    /// congested and marked them).
+    pub const RCV_FECN: usize = 22;
+    /// Packets received with BECN set (answers to the FECN-marked packets
+    /// this port sent).
+    pub const RCV_BECN: usize = 23;
+    /// Ticks the transmitter spent in congestion.
+    pub const XMIT_TIME_CONG: usize = 24;
+    pub const COUNT: usize = 25;
 }
 
 /// Running totals of one port since the simulation started.
@@ -164,4 +172,19 @@ pub fn accumulate(totals: &mut Totals, tx: &Direction, rx: &Direction, t_ns: u64
         &mut totals[q::LINK_ERROR_RECOVERY],
         c(rx.link_recovery_micro, t_ns),
     );
+    // A congested transmitter marks one packet in FECN_EVERY with FECN;
+    // the receiver of a marked packet returns one BECN for every two.
+    if rx.congested() {
+        add(&mut totals[q::RCV_FECN], rp / FECN_EVERY);
+    }
+    if tx.congested() {
+        add(&mut totals[q::RCV_BECN], xp / FECN_EVERY / 2);
+    }
+    add(
+        &mut totals[q::XMIT_TIME_CONG],
+        c(tx.xmit_wait_micro, t_ns) / 2,
+    );
 }
+
+/// One packet in this many sent by a congested transmitter is FECN-marked.
+pub const FECN_EVERY: u64 = 32;
