@@ -1,5 +1,5 @@
 //! Subnet Management attributes discovery reads (NodeInfo, NodeDescription,
-//! PortInfo) and the directed-route SMP that carries them: pure codecs over
+//! SwitchInfo, PortInfo) and the directed-route SMP that carries them: pure codecs over
 //! byte slices. The attributes are declared with the same `pm_attr!` field
 //! layouts as the PM attributes (IBTA bit numbering, offsets into the
 //! 64-byte SMP data area).
@@ -15,6 +15,7 @@ pub const METHOD_GET: u8 = method::GET;
 pub const METHOD_GET_RESP: u8 = method::GET_RESP;
 pub const ATTR_NODE_DESC: u16 = 0x0010;
 pub const ATTR_NODE_INFO: u16 = 0x0011;
+pub const ATTR_SWITCH_INFO: u16 = 0x0012;
 pub const ATTR_PORT_INFO: u16 = 0x0015;
 /// A directed route has at most 63 hops (64 path entries, entry 0 unused).
 pub const MAX_HOPS: usize = 63;
@@ -52,6 +53,14 @@ pm_attr! {
         Lmc lmc: u8 = "LMC" @ 277:3;
         SpeedActive speed_active: u8 = "LinkSpeedActive" @ 280:4;
         SpeedExtActive speed_ext_active: u8 = "LinkSpeedExtActive" @ 496:4;
+    }
+}
+
+pm_attr! {
+    /// The field of SwitchInfo (0x0012) discovery uses.
+    pub struct SwitchInfo in [u8; SMP_DATA_SIZE], fields SwitchInfoField, table SWITCH_INFO_FIELDS {
+        /// Port 0 is an enhanced port 0: it has its own PMA counters.
+        EnhancedPort0 enhanced_port0: u8 = "EnhancedPort0" @ 132:1;
     }
 }
 
@@ -162,5 +171,11 @@ mod tests {
         let mut back = [0u8; 64];
         PortInfo::decode(&d).encode(&mut back);
         assert_eq!(back[34], 0x02);
+        // EnhancedPort0 is the fourth bit of byte 16 (libibmad: bit 132).
+        let mut d = [0u8; 64];
+        d[16] = 0x08;
+        assert_eq!(SwitchInfo::decode(&d).enhanced_port0, 1);
+        d[16] = 0xF7;
+        assert_eq!(SwitchInfo::decode(&d).enhanced_port0, 0);
     }
 }

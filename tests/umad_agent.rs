@@ -74,7 +74,14 @@ impl Setup {
             PrivateSnmpd::available(),
             "snmpd and the net-snmp tools are needed (apt-get install snmpd snmp)"
         );
-        let text = gen_fat_tree(LEAVES, SPINES, HOSTS, DUAL);
+        // Spine S0 has an enhanced port 0 (as NVIDIA's managed switches
+        // do): a port with counters of its own.
+        let text = gen_fat_tree(LEAVES, SPINES, HOSTS, DUAL).replacen(
+            "\"S0\"\n",
+            "\"S0\" enhanced port 0\n",
+            1,
+        );
+        assert!(text.contains("enhanced port 0"));
         let netdir = tempfile::Builder::new()
             .prefix("ibpm-ft-")
             .tempdir()
@@ -580,6 +587,29 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
         }
     }
     assert!(state.len() >= links);
+
+    // S0's enhanced port 0 is a row of its own: active, no peer, its
+    // counters those perfquery reads of port 0. The other switches' base
+    // port 0 is not a row.
+    let s0 = s.node("S0").guid;
+    assert_eq!(state[&(s0, 0)].value, "4", "S0 port 0 active");
+    assert_eq!(hex_bytes(&peer[&(s0, 0)].value), 0, "port 0 has no peer");
+    let s1 = s.node("S1").guid;
+    assert!(!state.contains_key(&(s1, 0)), "a base port 0 is no row");
+    s.sim
+        .console("PerformanceSet \"S0\"[0] PortCounters.SymbolErrorCounter=9");
+    let s0_lid = s.lid("S0", 0).to_string();
+    let pq0 = perfquery_fields(&s.sim.tool("perfquery", &[&s0_lid, "0"]).stdout);
+    assert_eq!(pq0["SymbolErrorCounter"], 9, "perfquery reads port 0");
+    wait_for(
+        Duration::from_secs(10),
+        "S0 port 0 SymbolErrors = 9",
+        || {
+            port_column(&s, T_HC, hc_col("SymbolErrors"))
+                .get(&(s0, 0))
+                .is_some_and(|l| l.value == "9")
+        },
+    );
 
     // An error counter preset with PerformanceSet shows in the 64-bit table.
     s.sim

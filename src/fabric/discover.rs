@@ -22,8 +22,9 @@ use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
 use crate::ib::{Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
 pub use crate::smp::{
-    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
-    METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply, dr_smp_get, parse_smp_reply,
+    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, ATTR_SWITCH_INFO, CAP_EXT_SPEEDS,
+    CLASS_SMP_DIRECTED, MAX_HOPS, METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply,
+    SwitchInfo, dr_smp_get, parse_smp_reply,
 };
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
@@ -132,6 +133,9 @@ enum Query {
         node: usize,
         port: u8,
     },
+    SwitchInfo {
+        node: usize,
+    },
 }
 
 struct PortBuild {
@@ -146,6 +150,8 @@ struct NodeBuild {
     /// Directed route that reaches the node.
     path: Vec<u8>,
     port0: Option<PortInfo>,
+    /// SwitchInfo says port 0 is an enhanced port 0.
+    enhanced_port0: bool,
     ports: BTreeMap<u8, PortBuild>,
 }
 
@@ -276,9 +282,9 @@ impl Walk {
     fn path_of(&self, q: &Query) -> Vec<u8> {
         match q {
             Query::NodeInfo { path, .. } => path.clone(),
-            Query::NodeDesc { node } | Query::PortInfo { node, .. } => {
-                self.nodes[*node].path.clone()
-            }
+            Query::NodeDesc { node }
+            | Query::PortInfo { node, .. }
+            | Query::SwitchInfo { node } => self.nodes[*node].path.clone(),
         }
     }
 
@@ -288,6 +294,7 @@ impl Walk {
             Query::NodeInfo { .. } => (ATTR_NODE_INFO, 0),
             Query::NodeDesc { .. } => (ATTR_NODE_DESC, 0),
             Query::PortInfo { port, .. } => (ATTR_PORT_INFO, u32::from(*port)),
+            Query::SwitchInfo { .. } => (ATTR_SWITCH_INFO, 0),
         };
         dr_smp_get(attr, modifier, wire_tid(tx.tid), &self.path_of(q))
     }
@@ -334,6 +341,10 @@ impl Walk {
                 );
             }
             Query::PortInfo { node, port } => self.on_port_info(node, port, &reply.data),
+            Query::SwitchInfo { node } => {
+                self.nodes[node].enhanced_port0 =
+                    SwitchInfo::decode(&reply.data).enhanced_port0 != 0;
+            }
         }
     }
 
@@ -396,11 +407,13 @@ impl Walk {
                     desc: None,
                     path,
                     port0: None,
+                    enhanced_port0: false,
                     ports,
                 });
                 self.by_guid.insert(ni.node_guid, idx);
                 self.ask(Query::NodeDesc { node: idx });
                 if ni.node_type == 2 {
+                    self.ask(Query::SwitchInfo { node: idx });
                     for p in 0..=ni.num_ports {
                         self.ask(Query::PortInfo { node: idx, port: p });
                     }
@@ -465,10 +478,17 @@ impl Walk {
             let sw_lid = n.port0.map(|p| p.lid).unwrap_or(0);
             // Switch ports report extended speeds through port 0's mask.
             let sw_ext = n.port0.is_some_and(|p| p.cap_mask & CAP_EXT_SPEEDS != 0);
-            let ports: Vec<Port> = n
-                .ports
-                .iter()
-                .map(|(&num, pb)| {
+            let port0 = (is_switch && n.enhanced_port0).then(|| {
+                let mut p = Port::enhanced_port0(Guid(n.info.node_guid), sw_lid);
+                if let Some(i) = n.port0 {
+                    p.state = PortState::from_code(i.state);
+                    p.phys_state = PhysState::from_code(i.phys_state);
+                }
+                p
+            });
+            let ports: Vec<Port> = port0
+                .into_iter()
+                .chain(n.ports.iter().map(|(&num, pb)| {
                     let up = pb.info.filter(|i| i.link_up());
                     let ext = if is_switch {
                         sw_ext
@@ -496,7 +516,7 @@ impl Walk {
                             )
                         }),
                     }
-                })
+                }))
                 .collect();
             let lid = if is_switch {
                 sw_lid
@@ -605,6 +625,8 @@ mod tests {
         /// Port states (missing = Active when linked, Down otherwise).
         down: Vec<u8>,
         silent: bool,
+        /// SwitchInfo says EnhancedPort0.
+        enhanced_port0: bool,
     }
 
     struct FakeFabric {
@@ -626,6 +648,7 @@ mod tests {
                 links: HashMap::new(),
                 down: Vec::new(),
                 silent: false,
+                enhanced_port0: false,
             }
         }
         fn link(&mut self, a: usize, pa: u8, b: usize, pb: u8) {
@@ -687,6 +710,7 @@ mod tests {
                     d[32] = if up { 0x24 } else { 0x21 };
                     d[35] = 0x40;
                 }
+                ATTR_SWITCH_INFO if n.switch => d[16] = u8::from(n.enhanced_port0) << 3,
                 _ => return None,
             }
             Some(d)
@@ -754,6 +778,7 @@ mod tests {
     #[test]
     fn walks_a_small_fabric() {
         let mut f = sample();
+        f.nodes[2].enhanced_port0 = true;
         let fab = discover(&mut f, &quick()).unwrap();
         assert_eq!(fab.nodes.len(), 4);
         let ca = fab.node(Guid(0x30)).unwrap();
@@ -767,7 +792,13 @@ mod tests {
         assert_eq!(ca.ports[1].guid, Guid(0x32));
         assert_eq!(ca.lid, 0x31);
         let sw = fab.node(Guid(0x100)).unwrap();
-        assert_eq!(sw.ports.len(), 8);
+        assert_eq!(sw.ports.len(), 8, "a base port 0 is not listed");
+        // An enhanced port 0 is a port of its own: Active, no peer.
+        let sw2 = fab.node(Guid(0x200)).unwrap();
+        assert_eq!(sw2.ports.len(), 9);
+        let p0 = sw2.port(0).unwrap();
+        assert_eq!((p0.lid, p0.remote), (0x200, None));
+        assert_eq!(p0.state, Some(PortState::Active));
         assert_eq!(sw.lid, 0x100);
         assert_eq!(sw.port(4).unwrap().remote, Some((Guid(0x200), 4)));
         assert_eq!(sw.port(7).unwrap().remote, Some((Guid(0x30), 2)));

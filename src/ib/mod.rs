@@ -111,7 +111,8 @@ pub enum NodeType {
     Router,
 }
 
-/// One physical port of a node (switch port 0 is not listed here).
+/// One port of a node: a physical port, or a switch's enhanced port 0
+/// (which has counters of its own; a base port 0 is not listed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Port {
     pub num: u8,
@@ -140,6 +141,21 @@ impl Port {
             remote: None,
             state: Some(PortState::Down),
             phys_state: Some(PhysState::Polling),
+            width: None,
+            speed: None,
+        }
+    }
+
+    /// A switch's enhanced port 0: the switch's management port, always
+    /// Active, with no link and no peer.
+    pub fn enhanced_port0(guid: Guid, lid: u16) -> Port {
+        Port {
+            num: 0,
+            guid,
+            lid,
+            remote: None,
+            state: Some(PortState::Active),
+            phys_state: Some(PhysState::LinkUp),
             width: None,
             speed: None,
         }

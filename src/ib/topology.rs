@@ -432,15 +432,20 @@ fn parse_header(
     } else {
         0
     };
-    let ports = (1..=num_ports)
-        .map(|n| {
+    // ibnetdiscover (and ibsim) say "enhanced port 0" of a switch whose
+    // port 0 has counters of its own.
+    let enhanced = t == NodeType::Switch && tail.contains("enhanced port 0");
+    let port0 = enhanced.then(|| Port::enhanced_port0(Guid(guid), lid));
+    let ports = port0
+        .into_iter()
+        .chain((1..=num_ports).map(|n| {
             let port_guid = if t == NodeType::Switch {
                 guid
             } else {
                 guid.wrapping_add(u64::from(n))
             };
             Port::unlinked(n, Guid(port_guid), lid)
-        })
+        }))
         .collect();
     st.by_name.insert(name.to_string(), st.nodes.len());
     st.nodes.push(RawNode {
@@ -758,5 +763,24 @@ mod tests {
             .filter(|n| n.node_type == NodeType::Ca)
             .count();
         assert_eq!((sw, ca), (6, 12));
+    }
+
+    #[test]
+    fn an_enhanced_port_0_is_a_port_of_its_own() {
+        let text = "Switch 4 \"S-1\" # \"sw one\" enhanced port 0 lid 7 lmc 0\n\
+                    [1] \"H-1\"[1]\n\n\
+                    Switch 4 \"S-2\" # \"sw two\" base port 0 lid 8 lmc 0\n\n\
+                    Hca 1 \"H-1\"\n[1] \"S-1\"[1]\n";
+        let f = parse(text).expect("topology");
+        let by = |d: &str| f.nodes.iter().find(|n| n.description == d).unwrap();
+        let nums = |d: &str| by(d).ports.iter().map(|p| p.num).collect::<Vec<_>>();
+        assert_eq!(nums("sw one"), [0, 1, 2, 3, 4]);
+        assert_eq!(nums("sw two"), [1, 2, 3, 4]);
+        let p0 = by("sw one").port(0).unwrap();
+        assert_eq!(
+            (p0.lid, p0.remote, p0.state),
+            (7, None, Some(PortState::Active))
+        );
+        assert_eq!(by("sw one").num_ports, 4);
     }
 }
