@@ -59,9 +59,11 @@ const fn err(name: &'static str, pc: Pc) -> HcCounter {
     }
 }
 
-/// Every 64-bit counter, in pmPortCounters64Table column order.
+/// Every 64-bit counter, in pmPortCounters64Table column order
+/// ([`column`]: pmPortCounterDiscontinuityTime keeps column 22, counters
+/// added after it follow it).
 #[rustfmt::skip]
-pub const HC: [HcCounter; 21] = [
+pub const HC: [HcCounter; 22] = [
     data("OutOctets", Pc::XmitData, Pcx::XmitData),
     data("InOctets", Pc::RcvData, Pcx::RcvData),
     pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts),
@@ -90,7 +92,26 @@ pub const HC: [HcCounter; 21] = [
         units: "ticks",
         error: false,
     },
+    // No PM attribute has it: only DOCA telemetry diag fills it
+    // (port_rx_discard_buf_packets).
+    HcCounter {
+        name: "InDiscards",
+        pc: None,
+        pcx: None,
+        words: false,
+        units: "packets",
+        error: false,
+    },
 ];
+
+/// pmPortCounterDiscontinuityTime's column in pmPortCounters64Table.
+pub const DISCONTINUITY_COLUMN: u32 = 22;
+
+/// The pmPortCounters64Table column of slot `k`.
+pub const fn column(k: usize) -> u32 {
+    let c = 1 + k as u32;
+    if c < DISCONTINUITY_COLUMN { c } else { c + 1 }
+}
 
 pub const HC_SLOTS: usize = HC.len();
 
@@ -126,6 +147,7 @@ pub const IN_OCTETS: usize = slot("InOctets");
 pub const OUT_PKTS: usize = slot("OutPkts");
 pub const IN_PKTS: usize = slot("InPkts");
 pub const XMIT_WAIT: usize = slot("XmitWait");
+pub const IN_DISCARDS: usize = slot("InDiscards");
 
 /// Running 64-bit totals of a port, in the counters' raw units (words for
 /// data; [`HcCounter::words`] says to multiply by 4 when shown). Counter64
@@ -136,6 +158,9 @@ pub struct HcTotals {
     /// Bit k: slot k has been fed by a reading (a counter the port's
     /// attributes do not carry has no value).
     pub valid: u32,
+    /// Bit k: slot k is fed in octets already (DOCA counts bytes), not in
+    /// the IBA's 4-octet words.
+    pub octets: u32,
 }
 
 impl HcTotals {
@@ -143,7 +168,11 @@ impl HcTotals {
     pub fn shown(&self, k: usize) -> Option<u64> {
         (self.valid & (1 << k) != 0).then(|| {
             let v = self.values[k];
-            if HC[k].words { v.wrapping_mul(4) } else { v }
+            if HC[k].words && self.octets & (1 << k) == 0 {
+                v.wrapping_mul(4)
+            } else {
+                v
+            }
         })
     }
 }

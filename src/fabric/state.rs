@@ -652,6 +652,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
             .collect(),
         samples_control: s.samples_control,
         samples_result: s.samples_result,
+        source: Default::default(),
     }
 }
 
