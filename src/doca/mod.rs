@@ -5,6 +5,9 @@
 //! the data IDs the agent asks for and the 64-bit counter each feeds.
 
 pub mod decode;
+pub mod local;
+pub mod sampler;
+pub mod sys;
 
 use crate::fabric::hc;
 

@@ -224,7 +224,7 @@ impl Sweeper {
                 let st = self.state.lock();
                 let mut reqs = Vec::new();
                 let mut slots = Vec::new();
-                for ni in 0..n {
+                for ni in (0..n).filter(|_| st.cfg.mads) {
                     if st.nodes[ni].cpi.is_none()
                         && let Some(to) = st.pma(ni, None)
                     {
@@ -246,7 +246,7 @@ impl Sweeper {
             }
         }
 
-        if !self.engine.transport_failed() {
+        if !self.engine.transport_failed() && self.state.lock().cfg.mads {
             let (reqs, slots) = self.counter_requests();
             let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
             mads += st.0;
