@@ -926,6 +926,31 @@ mod tests {
     }
 
     #[test]
+    fn doca_keys_are_checked() {
+        let c = Config::parse(
+            "[fabric]\nbackend = \"umad\"\n[doca]\nenabled = true\nsample_period_ms = 0.5\n\
+             devices = [\"mlx5_0\"]\ntimestamp_source = \"rtc\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(c.doca.sample_period, Duration::from_micros(500));
+        assert_eq!(c.doca.timestamp_source, DocaTimestamps::Rtc);
+        assert!(!c.doca.force_ownership, "off by default");
+        assert!(Config::default().doca.sample_period < Duration::from_secs(1));
+        for (text, key) in [
+            ("[doca]\noutput_format = 3\n", "doca.output_format"),
+            ("[doca]\nlog_max_samples = 0\n", "doca.log_max_samples"),
+            ("[doca]\nsample_period_ms = 0\n", "doca.sample_period_ms"),
+            ("[doca]\ndevices = [\"../x\"]\n", "doca.devices"),
+            ("[doca]\nenabled = true\n", "doca.enabled"),
+        ] {
+            let e = Config::parse(text, "c.toml").unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(key), "{e}");
+            assert_eq!(e.line, Some(2), "{e}");
+        }
+    }
+
+    #[test]
     fn shipped_example_is_the_defaults() {
         let text = include_str!("../config/ibpm-agentx.toml");
         assert_eq!(
