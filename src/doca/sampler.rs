@@ -213,6 +213,13 @@ pub fn open(cfg: &DocaSection) -> Result<Opened, String> {
             started.diag.sample_size(),
         )
         .map_err(|e| format!("{ibdev}: {e}"))?;
+        if layout.sample_size > MAX_BUFFER {
+            return Err(format!(
+                "{ibdev}: the library reports samples of {} bytes, more than the {MAX_BUFFER} \
+                 the agent reads at once",
+                layout.sample_size
+            ));
+        }
         let samples = (1usize << cfg.log_max_samples).min(MAX_BUFFER / layout.sample_size.max(1));
         let targets = started
             .applied
