@@ -45,12 +45,20 @@ pub struct FakeHost {
 
 impl FakeHost {
     pub fn new(fw: &str) -> FakeHost {
+        FakeHost::with_devices(
+            fw,
+            &[
+                ("mlx5_0", PF0_GUID, "0000:08:00.0", 7),
+                ("mlx5_1", PF1_GUID, "0000:08:00.1", 8),
+            ],
+        )
+    }
+
+    /// A fake host with the devices (name, node GUID, PCI address, LID).
+    pub fn with_devices(fw: &str, devices: &[(&str, u64, &str, u16)]) -> FakeHost {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
-        for (name, guid, pci, lid) in [
-            ("mlx5_0", PF0_GUID, "0000:08:00.0", 7),
-            ("mlx5_1", PF1_GUID, "0000:08:00.1", 8),
-        ] {
+        for &(name, guid, pci, lid) in devices {
             let pci_dir = root.join("sys/devices/pci0000:00").join(pci);
             std::fs::create_dir_all(&pci_dir).unwrap();
             let d = root.join("sys/class/infiniband").join(name);
