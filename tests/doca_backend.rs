@@ -261,7 +261,7 @@ fn the_local_ports_show_the_stand_ins_counters_through_snmpd() {
     std::fs::write(dir.path().join("agent.toml"), &config).unwrap();
     let log = dir.path().join("agent.log");
     // Port 2's discard counter is rejected by the device; every 4th read
-    // finds samples dropped.
+    // finds samples dropped; the first 3 reads fail.
     let rejected = DATA_IDS[4].for_port(2);
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
         .args(["run", "--config"])
@@ -270,6 +270,10 @@ fn the_local_ports_show_the_stand_ins_counters_through_snmpd() {
         .env("RUST_LOG", "info")
         .env("DOCA_STANDIN_REJECT", format!("{rejected:x}"))
         .env("DOCA_STANDIN_DROP", "4")
+        .env(
+            "DOCA_STANDIN_FAIL",
+            "doca_telemetry_diag_query_counters:20:3",
+        )
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

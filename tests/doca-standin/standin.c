@@ -23,7 +23,8 @@
  *   DOCA_STANDIN_REJECT   a data ID (hex) the device does not support
  *   DOCA_STANDIN_DROP     N: every Nth query finds the device's buffer went
  *                         round (samples dropped): DOCA_ERROR_SKIPPED
- *   DOCA_STANDIN_FAIL     NAME:CODE: function NAME returns doca_error_t CODE
+ *   DOCA_STANDIN_FAIL     NAME:CODE[:N]: function NAME returns doca_error_t
+ *                         CODE (its first N calls only, when N is given)
  *   DOCA_STANDIN_OWNED    1: another process owns the counters; create
  *                         fails with DOCA_ERROR_IN_USE unless forced
  *   DOCA_STANDIN_LOG      a file each call's name is appended to
@@ -83,12 +84,18 @@ static void log_call(const char *fn)
 /* The code DOCA_STANDIN_FAIL asks `fn` to return, or OK. */
 static int injected(const char *fn)
 {
+	static unsigned long failed;
 	log_call(fn);
 	const char *s = getenv("DOCA_STANDIN_FAIL");
 	size_t n = strlen(fn);
 	if (s == NULL || strncmp(s, fn, n) != 0 || s[n] != ':')
 		return OK;
-	return atoi(s + n + 1);
+	char *end;
+	int code = (int)strtol(s + n + 1, &end, 10);
+	if (*end == ':' && failed >= strtoul(end + 1, NULL, 10))
+		return OK;
+	failed++;
+	return code;
 }
 
 static uint64_t now_ns(clockid_t c)
