@@ -37,7 +37,8 @@ fn every_output_format_and_timestamp_source_decodes_the_stand_ins_samples() {
                 format,
                 timestamps: ts,
                 sample_period_ns: 2_000_000,
-                log_max_num_samples: 6,
+                // 1024 samples (2 s): none is dropped on a slow machine.
+                log_max_num_samples: 10,
                 max_num_data_ids: ids.len() as u32,
             };
             let mut started = doca.start_diag("mlx5_0", &cfg, &ids).expect("start");
@@ -46,7 +47,7 @@ fn every_output_format_and_timestamp_source_decodes_the_stand_ins_samples() {
             let layout = Layout::new(format, ts, ids.clone(), started.diag.sample_size())
                 .expect("sample size fits the format");
             std::thread::sleep(Duration::from_millis(30));
-            let mut buf = vec![0u8; layout.sample_size * 64];
+            let mut buf = vec![0u8; layout.sample_size * 1024];
             let (n, _) = started.diag.query(&mut buf).expect("query");
             assert!(n >= 5, "{format:?} {ts:?}: {n} samples after 30 ms at 2 ms");
             let samples = layout.decode(&buf, n).expect("decode");
