@@ -4,8 +4,8 @@
 //! what decodes re-encodes to the same samples.
 #![no_main]
 
-use ibpm_agentx::doca::decode::{Layout, OutputFormat, TimestampSource, encode};
 use ibpm_agentx::doca::DATA_IDS;
+use ibpm_agentx::doca::decode::{Layout, OutputFormat, TimestampSource, encode};
 use ibpm_agentx_fuzz::Bytes;
 use libfuzzer_sys::fuzz_target;
 
