@@ -79,6 +79,7 @@ fn main() -> ExitCode {
         write: Box::new(sim.transport()),
         poll: Box::new(sim.transport()),
         source: None,
+        doca: None,
     };
     let running = match app::start(&cfg, backend) {
         Ok(r) => r,

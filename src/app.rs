@@ -48,6 +48,9 @@ pub struct Backend {
     pub poll: Box<dyn MadTransport>,
     /// Where the fabric is discovered again (None: never).
     pub source: Option<Box<dyn FabricSource>>,
+    /// The local adapters' ports DOCA telemetry diag fills, and its
+    /// sampler (the doca backend, or umad with `doca.enabled`).
+    pub doca: Option<crate::doca::sampler::Opened>,
 }
 
 /// Discovers the fabric again, on its own handle to it.
@@ -91,6 +94,7 @@ impl Backend {
             write: Box::new(sim.transport()),
             poll: Box::new(sim.transport()),
             source: Some(Box::new(sim.clone())),
+            doca: None,
         }
     }
 }
@@ -98,8 +102,24 @@ impl Backend {
 /// Open the configured backend. Triggering `cancel` (the shutdown signal)
 /// stops a start-up that waits on the fabric.
 pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
-    if cfg.fabric.backend == FabricBackend::Umad {
-        return open_umad(cfg, cancel);
+    match cfg.fabric.backend {
+        FabricBackend::Umad if cfg.doca.enabled => {
+            let mut b = open_umad(cfg, cancel)?;
+            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError)?;
+            // The local adapter is in the discovered fabric; a node that
+            // is not (a port without a link) is served by DOCA alone.
+            for n in std::mem::take(&mut doca.nodes) {
+                if b.fabric.node(n.guid).is_none() {
+                    b.fabric.nodes.push(n);
+                }
+            }
+            b.fabric.sort();
+            b.doca = Some(doca);
+            return Ok(b);
+        }
+        FabricBackend::Umad => return open_umad(cfg, cancel),
+        FabricBackend::Doca => return open_doca(cfg),
+        FabricBackend::Sim => {}
     }
     let fabric = match cfg.topology_path() {
         Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
@@ -202,7 +222,47 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         write: Box::new(write),
         poll: Box::new(poll),
         source: Some(Box::new(source)),
+        doca: None,
     })
+}
+
+/// The doca backend: the local adapters' ports, from DOCA telemetry diag
+/// alone. There is no MAD transport: the sweeper sends nothing and a SET
+/// fails cleanly.
+pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
+    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError)?;
+    let mut fabric = Fabric {
+        nodes: std::mem::take(&mut doca.nodes),
+    };
+    fabric.sort();
+    Ok(Backend {
+        fabric,
+        sweep: Box::new(NoMads),
+        write: Box::new(NoMads),
+        poll: Box::new(NoMads),
+        source: None,
+        doca: Some(doca),
+    })
+}
+
+/// The doca backend's MAD transport: it has none.
+struct NoMads;
+
+impl MadTransport for NoMads {
+    fn send(
+        &mut self,
+        _to: &crate::transport::MadAddr,
+        _mad: &[u8; crate::transport::MAD_SIZE],
+    ) -> std::io::Result<()> {
+        Err(std::io::Error::other(
+            "the doca backend has no MAD transport (PM MADs need backend umad)",
+        ))
+    }
+
+    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<crate::transport::Received>> {
+        std::thread::sleep(timeout.min(Duration::from_millis(100)));
+        Ok(None)
+    }
 }
 
 /// Discover the fabric every `every` and hand it to the sweeper, until
@@ -409,6 +469,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         write,
         poll,
         source,
+        doca,
     } = backend;
     let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
     info!(
@@ -443,6 +504,17 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         .spawn_poller(running.shutdown.flag())
         .map_err(|e| AppError(format!("cannot start the sample poller: {e}")))?;
     running.threads.push(("sample poller", poller));
+    if let Some(doca) = doca {
+        let missing = state.lock().set_doca_ports(&doca.ports);
+        for (g, p) in missing {
+            warn!(node = %g, port = p, "DOCA serves a port the fabric does not have; skipped");
+        }
+        let t = doca
+            .sampler
+            .spawn(state.clone(), Arc::clone(&cache), running.shutdown.flag())
+            .map_err(|e| AppError(format!("cannot start the DOCA sampler: {e}")))?;
+        running.threads.push(("doca sampler", t));
+    }
     let sweep_thread = sweeper
         .spawn(running.shutdown.flag())
         .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
@@ -550,6 +622,7 @@ mod tests {
             write: t(),
             poll: t(),
             source: None,
+            doca: None,
         };
         (backend, token)
     }

@@ -28,6 +28,7 @@ pub struct Config {
     pub mad: MadConfig,
     pub sim: SimConfig,
     pub umad: UmadSection,
+    pub doca: DocaSection,
     pub set: SetConfig,
     pub log: LogConfig,
 }
@@ -110,13 +111,26 @@ macro_rules! word_enum {
 
 word_enum! {
     /// Where counters come from (`fabric.backend`).
-    pub enum FabricBackend (unknown: s => format!("unknown backend `{s}` (known: sim, umad)")) {
+    pub enum FabricBackend (unknown: s => format!("unknown backend `{s}` (known: sim, umad, doca)")) {
         /// The built-in simulated fabric.
         #[default]
         Sim = "sim",
         /// A real fabric through /dev/infiniband/umadN (or ibsim under
         /// umad2sim).
         Umad = "umad",
+        /// The local adapters' ports alone, from DOCA telemetry diag.
+        Doca = "doca",
+    }
+}
+
+word_enum! {
+    /// The timestamp source of DOCA samples (`doca.timestamp_source`).
+    pub enum DocaTimestamps (unknown: s => format!("`{s}` is neither `frc` nor `rtc`")) {
+        /// The device's free-running counter.
+        #[default]
+        Frc = "frc",
+        /// The device's real-time clock.
+        Rtc = "rtc",
     }
 }
 
@@ -186,6 +200,77 @@ impl Default for UmadSection {
             ca: None,
             port: None,
             discovery_timeout: Duration::from_millis(500),
+        }
+    }
+}
+
+/// `[doca]`: DOCA telemetry diag on the local NVIDIA adapters.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DocaSection {
+    /// With `fabric.backend = "umad"`: the local adapters' data, packet
+    /// and discard counters come from DOCA (the backend `doca` needs no
+    /// `enabled`).
+    pub enabled: bool,
+    /// The DOCA libraries, loaded at run time in this order (file names
+    /// are looked up by the dynamic linker; paths are opened as they
+    /// are). The environment variable `IBPM_DOCA_LIBRARY` (one file that
+    /// exports every function) replaces them.
+    pub libraries: Vec<String>,
+    /// ibdev names of the devices to sample (`mlx5_0`); empty: every
+    /// device DOCA lists that is PCI function 0 (the guide recommends
+    /// PF0).
+    pub devices: Vec<String>,
+    /// The device's sample period (`sample_period_ms`, fractions allowed:
+    /// 0.1 = 100 us); the agent reads the samples as often.
+    #[serde(
+        rename = "sample_period_ms",
+        deserialize_with = "fractional_milliseconds"
+    )]
+    pub sample_period: Duration,
+    /// Output format 0, 1 or 2 (0: data IDs and timestamps per value;
+    /// 1: 64-bit values; 2: 32-bit values, which wrap quickly).
+    pub output_format: u8,
+    #[serde(deserialize_with = "from_str")]
+    pub timestamp_source: DocaTimestamps,
+    /// Log2 of the samples the device's buffer holds (1 to 16).
+    pub log_max_samples: u8,
+    /// Take the counters over from another telemetry user (a crashed
+    /// process that kept them, or a running one).
+    pub force_ownership: bool,
+    /// Where sysfs is (`/sys`): node GUIDs, firmware versions, ports.
+    pub sysfs: PathBuf,
+    /// Where the fwctl device nodes are (`/dev/fwctl`).
+    pub fwctl: PathBuf,
+}
+
+impl Default for DocaSection {
+    fn default() -> Self {
+        DocaSection {
+            enabled: false,
+            libraries: vec![
+                "libdoca_common.so.2".into(),
+                "libdoca_telemetry.so.2".into(),
+            ],
+            devices: Vec::new(),
+            sample_period: Duration::from_millis(100),
+            output_format: 1,
+            timestamp_source: DocaTimestamps::Frc,
+            log_max_samples: 6,
+            force_ownership: false,
+            sysfs: PathBuf::from("/sys"),
+            fwctl: PathBuf::from("/dev/fwctl"),
+        }
+    }
+}
+
+impl DocaSection {
+    /// The library files to load: `IBPM_DOCA_LIBRARY` when set, else
+    /// `libraries`.
+    pub fn library_files(&self) -> Vec<String> {
+        match std::env::var("IBPM_DOCA_LIBRARY") {
+            Ok(f) if !f.is_empty() => vec![f],
+            _ => self.libraries.clone(),
         }
     }
 }
@@ -374,6 +459,16 @@ fn optional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>,
     }
 }
 
+fn fractional_milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let ms = f64::deserialize(d)?;
+    if !(0.001..=10_000.0).contains(&ms) {
+        return Err(de::Error::custom(format!(
+            "{ms} is out of range (0.001 to 10000 milliseconds)"
+        )));
+    }
+    Ok(Duration::from_secs_f64(ms / 1000.0))
+}
+
 fn fractional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     parse_sweep_interval(f64::deserialize(d)?).map_err(de::Error::custom)
 }
@@ -554,6 +649,42 @@ impl Config {
             ));
         }
         check_log_level(&self.log.level).map_err(|m| ("log", "level", m))?;
+        if self.doca.output_format > 2 {
+            return Err((
+                "doca",
+                "output_format",
+                format!("{} is not 0, 1 or 2", self.doca.output_format),
+            ));
+        }
+        if !(1..=16).contains(&self.doca.log_max_samples) {
+            return Err((
+                "doca",
+                "log_max_samples",
+                format!("{} is out of range (1 to 16)", self.doca.log_max_samples),
+            ));
+        }
+        if let Some(d) = self
+            .doca
+            .devices
+            .iter()
+            .find(|d| d.is_empty() || d.contains(['/', '\0']))
+        {
+            return Err((
+                "doca",
+                "devices",
+                format!("`{d}` is not a device name (e.g. mlx5_0)"),
+            ));
+        }
+        if self.doca.libraries.is_empty() {
+            return Err(("doca", "libraries", "names no library".into()));
+        }
+        if self.doca.enabled && self.fabric.backend == FabricBackend::Sim {
+            return Err((
+                "doca",
+                "enabled",
+                "DOCA serves local adapters: use it with backend \"umad\" or \"doca\", not the simulator".into(),
+            ));
+        }
         if !(484..=65507).contains(&self.snmp.max_response_octets) {
             return Err((
                 "snmp",
@@ -613,6 +744,7 @@ impl Config {
             optional_attributes: self.fabric.optional_attributes,
             clear_near_overflow: self.fabric.clear_near_overflow,
             health_every: self.log.health_every,
+            mads: self.fabric.backend != FabricBackend::Doca,
         }
     }
 
@@ -794,6 +926,31 @@ mod tests {
     }
 
     #[test]
+    fn doca_keys_are_checked() {
+        let c = Config::parse(
+            "[fabric]\nbackend = \"umad\"\n[doca]\nenabled = true\nsample_period_ms = 0.5\n\
+             devices = [\"mlx5_0\"]\ntimestamp_source = \"rtc\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(c.doca.sample_period, Duration::from_micros(500));
+        assert_eq!(c.doca.timestamp_source, DocaTimestamps::Rtc);
+        assert!(!c.doca.force_ownership, "off by default");
+        assert!(Config::default().doca.sample_period < Duration::from_secs(1));
+        for (text, key) in [
+            ("[doca]\noutput_format = 3\n", "doca.output_format"),
+            ("[doca]\nlog_max_samples = 0\n", "doca.log_max_samples"),
+            ("[doca]\nsample_period_ms = 0\n", "doca.sample_period_ms"),
+            ("[doca]\ndevices = [\"../x\"]\n", "doca.devices"),
+            ("[doca]\nenabled = true\n", "doca.enabled"),
+        ] {
+            let e = Config::parse(text, "c.toml").unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(key), "{e}");
+            assert_eq!(e.line, Some(2), "{e}");
+        }
+    }
+
+    #[test]
     fn shipped_example_is_the_defaults() {
         let text = include_str!("../config/ibpm-agentx.toml");
         assert_eq!(
@@ -820,7 +977,7 @@ mod tests {
         let e = Config::parse("[fabric]\nbackend = \"verbs\"\n", "c.toml").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "c.toml:2: key `fabric.backend`: unknown backend `verbs` (known: sim, umad)"
+            "c.toml:2: key `fabric.backend`: unknown backend `verbs` (known: sim, umad, doca)"
         );
         let e =
             Config::parse("[umad]\nca = \"x\"\ndiscovery_timeout_ms = 0\n", "c.toml").unwrap_err();

@@ -36,6 +36,7 @@ macro_rules! wire_enum {
 pub mod agentx;
 pub mod app;
 pub mod config;
+pub mod doca;
 pub mod fabric;
 pub mod ib;
 pub mod mib;

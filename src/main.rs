@@ -49,7 +49,7 @@ enum Cmd {
         /// Configuration file (backend, topology, MAD settings).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// Where counters come from: sim or umad.
+        /// Where counters come from: sim, umad or doca.
         #[arg(long, value_name = "BACKEND")]
         backend: Option<FabricBackend>,
         /// Topology file for the simulator.
@@ -89,7 +89,7 @@ struct RunArgs {
     /// Do not connect to snmpd (serve only the built-in responder).
     #[arg(long)]
     no_agentx: bool,
-    /// Where counters come from: sim or umad.
+    /// Where counters come from: sim, umad or doca.
     #[arg(long, value_name = "BACKEND")]
     backend: Option<FabricBackend>,
     /// Topology file (ibnetdiscover / ibsim format) for the simulator.

@@ -64,6 +64,7 @@ impl Agent {
             write: Box::new(sim.transport()),
             poll: Box::new(sim.transport()),
             source: None,
+            doca: None,
         };
         let running = app::start(&cfg, backend).expect("start the agent");
         let a = Agent {

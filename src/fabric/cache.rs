@@ -48,6 +48,30 @@ pub struct OptionalReading {
     pub data: Arc<[u8; 192]>,
 }
 
+/// What fills a node's rows (pmNodeSource).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataSource {
+    /// PM MADs to the node's PMA (or the simulator's PMAs).
+    #[default]
+    Pma,
+    /// DOCA telemetry diag on the local adapter alone.
+    Doca,
+    /// A local adapter: data, packets and discards from DOCA telemetry
+    /// diag, everything else from PM MADs.
+    PmaAndDoca,
+}
+
+impl DataSource {
+    /// The pmNodeSource value.
+    pub fn mib(self) -> i32 {
+        match self {
+            DataSource::Pma => 1,
+            DataSource::Doca => 2,
+            DataSource::PmaAndDoca => 3,
+        }
+    }
+}
+
 /// What the cache knows about one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRecord {
@@ -68,6 +92,8 @@ pub struct NodeRecord {
     pub ports: Vec<PortRecord>,
     pub samples_control: Option<PortSamplesControl>,
     pub samples_result: Option<PortSamplesResult>,
+    /// What fills the node's rows.
+    pub source: DataSource,
 }
 
 impl NodeRecord {

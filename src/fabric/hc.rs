@@ -59,9 +59,11 @@ const fn err(name: &'static str, pc: Pc) -> HcCounter {
     }
 }
 
-/// Every 64-bit counter, in pmPortCounters64Table column order.
+/// Every 64-bit counter, in pmPortCounters64Table column order
+/// ([`column`]: pmPortCounterDiscontinuityTime keeps column 22, counters
+/// added after it follow it).
 #[rustfmt::skip]
-pub const HC: [HcCounter; 21] = [
+pub const HC: [HcCounter; 22] = [
     data("OutOctets", Pc::XmitData, Pcx::XmitData),
     data("InOctets", Pc::RcvData, Pcx::RcvData),
     pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts),
@@ -90,7 +92,26 @@ pub const HC: [HcCounter; 21] = [
         units: "ticks",
         error: false,
     },
+    // No PM attribute has it: only DOCA telemetry diag fills it
+    // (port_rx_discard_buf_packets).
+    HcCounter {
+        name: "InDiscards",
+        pc: None,
+        pcx: None,
+        words: false,
+        units: "packets",
+        error: false,
+    },
 ];
+
+/// pmPortCounterDiscontinuityTime's column in pmPortCounters64Table.
+pub const DISCONTINUITY_COLUMN: u32 = 22;
+
+/// The pmPortCounters64Table column of slot `k`.
+pub const fn column(k: usize) -> u32 {
+    let c = 1 + k as u32;
+    if c < DISCONTINUITY_COLUMN { c } else { c + 1 }
+}
 
 pub const HC_SLOTS: usize = HC.len();
 
@@ -126,6 +147,7 @@ pub const IN_OCTETS: usize = slot("InOctets");
 pub const OUT_PKTS: usize = slot("OutPkts");
 pub const IN_PKTS: usize = slot("InPkts");
 pub const XMIT_WAIT: usize = slot("XmitWait");
+pub const IN_DISCARDS: usize = slot("InDiscards");
 
 /// Running 64-bit totals of a port, in the counters' raw units (words for
 /// data; [`HcCounter::words`] says to multiply by 4 when shown). Counter64
@@ -136,6 +158,9 @@ pub struct HcTotals {
     /// Bit k: slot k has been fed by a reading (a counter the port's
     /// attributes do not carry has no value).
     pub valid: u32,
+    /// Bit k: slot k is fed in octets already (DOCA counts bytes), not in
+    /// the IBA's 4-octet words.
+    pub octets: u32,
 }
 
 impl HcTotals {
@@ -143,7 +168,11 @@ impl HcTotals {
     pub fn shown(&self, k: usize) -> Option<u64> {
         (self.valid & (1 << k) != 0).then(|| {
             let v = self.values[k];
-            if HC[k].words { v.wrapping_mul(4) } else { v }
+            if HC[k].words && self.octets & (1 << k) == 0 {
+                v.wrapping_mul(4)
+            } else {
+                v
+            }
         })
     }
 }
@@ -170,18 +199,19 @@ fn fold(total: &mut u64, prev: Option<u64>, now: u64) -> bool {
 }
 
 /// Fold a PortCounters reading: every slot it feeds, except those the
-/// port reads from PortCountersExtended (`use_pcx`). Returns true on a
-/// discontinuity.
+/// port reads from PortCountersExtended (`use_pcx`) and those in `skip`
+/// (bit k: slot k has another source). Returns true on a discontinuity.
 pub fn fold_pc(
     t: &mut HcTotals,
     prev: Option<&PortCounters>,
     cur: &PortCounters,
     use_pcx: bool,
+    skip: u32,
 ) -> bool {
     let mut disc = false;
     for (k, c) in HC.iter().enumerate() {
         let Some(f) = c.pc else { continue };
-        if use_pcx && c.pcx.is_some() {
+        if (use_pcx && c.pcx.is_some()) || skip & (1 << k) != 0 {
             continue;
         }
         disc |= fold(&mut t.values[k], prev.map(|p| p.get(f)), cur.get(f));
@@ -190,19 +220,42 @@ pub fn fold_pc(
     disc
 }
 
-/// Fold a PortCountersExtended reading into the slots it feeds.
+/// Fold a PortCountersExtended reading into the slots it feeds, except
+/// those in `skip`.
 pub fn fold_pcx(
     t: &mut HcTotals,
     prev: Option<&PortCountersExtended>,
     cur: &PortCountersExtended,
+    skip: u32,
 ) -> bool {
     let mut disc = false;
     for (k, c) in HC.iter().enumerate() {
         let Some(f) = c.pcx else { continue };
+        if skip & (1 << k) != 0 {
+            continue;
+        }
         disc |= fold(&mut t.values[k], prev.map(|p| p.get(f)), cur.get(f));
         t.valid |= 1 << k;
     }
     disc
+}
+
+/// Fold one counter reading in octets or packets (DOCA telemetry diag)
+/// into slot `k`. `bits` is the width of the value the device reported:
+/// a 32-bit value is taken to have wrapped when it went down (the agent
+/// reads it far more often than it can wrap twice); a 64-bit one that
+/// went down was reset (a discontinuity, returned as true).
+pub fn fold_octets(t: &mut HcTotals, k: usize, prev: Option<u64>, now: u64, bits: u32) -> bool {
+    t.valid |= 1 << k;
+    t.octets |= 1 << k;
+    match prev {
+        Some(p) if bits < 64 => {
+            let mask = (1u64 << bits) - 1;
+            t.values[k] = t.values[k].wrapping_add(now.wrapping_sub(p) & mask);
+            false
+        }
+        _ => fold(&mut t.values[k], prev, now),
+    }
 }
 
 /// Per-second rates of every slot over the last interval, in thousandths
@@ -232,12 +285,12 @@ mod tests {
             symbol_errors: s,
             ..Default::default()
         };
-        assert!(!fold_pc(&mut t, None, &pc(100, 1), false));
-        assert!(!fold_pc(&mut t, Some(&pc(100, 1)), &pc(150, 3), false));
+        assert!(!fold_pc(&mut t, None, &pc(100, 1), false, 0));
+        assert!(!fold_pc(&mut t, Some(&pc(100, 1)), &pc(150, 3), false, 0));
         assert_eq!(t.shown(OUT_OCTETS), Some(600));
         assert_eq!(t.shown(slot("SymbolErrors")), Some(3));
         // An out-of-band clear: the total keeps counting.
-        assert!(fold_pc(&mut t, Some(&pc(150, 3)), &pc(10, 0), false));
+        assert!(fold_pc(&mut t, Some(&pc(150, 3)), &pc(10, 0), false, 0));
         assert_eq!(t.shown(OUT_OCTETS), Some(640));
         // Ucast counters come from PortCountersExtended only.
         assert_eq!(t.shown(slot("OutUcastPkts")), None);
@@ -248,9 +301,9 @@ mod tests {
             ..Default::default()
         };
         let mut u = HcTotals::default();
-        fold_pc(&mut u, None, &pc(5, 0), true);
+        fold_pc(&mut u, None, &pc(5, 0), true, 0);
         assert_eq!(u.shown(OUT_OCTETS), None);
-        fold_pcx(&mut u, None, &x);
+        fold_pcx(&mut u, None, &x, 0);
         assert_eq!(u.shown(OUT_OCTETS), Some(4 << 40));
         assert_eq!(u.shown(slot("OutUcastPkts")), Some(7));
         let r = rates(
@@ -263,5 +316,35 @@ mod tests {
             10.0,
         );
         assert_eq!(r[OUT_OCTETS], 100_000, "100 octets/s in thousandths");
+    }
+
+    #[test]
+    fn octet_counters_are_not_multiplied_and_32_bit_values_wrap() {
+        let mut t = HcTotals::default();
+        // A port whose data comes from elsewhere: PortCounters skips it.
+        fold_pc(
+            &mut t,
+            None,
+            &PortCounters {
+                xmit_data: 100,
+                symbol_errors: 2,
+                ..Default::default()
+            },
+            false,
+            1 << OUT_OCTETS,
+        );
+        assert_eq!(t.shown(OUT_OCTETS), None);
+        assert_eq!(t.shown(slot("SymbolErrors")), Some(2));
+        assert!(!fold_octets(&mut t, OUT_OCTETS, None, 1000, 64));
+        assert!(!fold_octets(&mut t, OUT_OCTETS, Some(1000), 1500, 64));
+        assert_eq!(t.shown(OUT_OCTETS), Some(1500), "bytes, not words");
+        // A 64-bit counter that went down was reset.
+        assert!(fold_octets(&mut t, OUT_OCTETS, Some(1500), 10, 64));
+        assert_eq!(t.shown(OUT_OCTETS), Some(1510));
+        // A 32-bit one wrapped.
+        let mut u = HcTotals::default();
+        fold_octets(&mut u, IN_OCTETS, None, 0xFFFF_FF00, 32);
+        assert!(!fold_octets(&mut u, IN_OCTETS, Some(0xFFFF_FF00), 0x10, 32));
+        assert_eq!(u.shown(IN_OCTETS), Some(0x1_0000_0010));
     }
 }

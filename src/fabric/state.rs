@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, NodeRecord, OptionalReading, PortRecord, Snapshot, SweepFigures};
+use super::cache::{
+    Cache, DataSource, NodeRecord, OptionalReading, PortRecord, Snapshot, SweepFigures,
+};
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS, HcTotals};
 use crate::ib::{Fabric, Node};
@@ -37,6 +39,9 @@ pub struct SweepConfig {
     /// Log one line every this many sweeps saying the sweeps are healthy
     /// (0: never).
     pub health_every: u32,
+    /// Send PM MADs (false: the doca backend alone, which has no MAD
+    /// transport; sweeps then only count and publish).
+    pub mads: bool,
 }
 
 impl Default for SweepConfig {
@@ -48,6 +53,7 @@ impl Default for SweepConfig {
             optional_attributes: true,
             clear_near_overflow: false,
             health_every: 60,
+            mads: true,
         }
     }
 }
@@ -104,6 +110,9 @@ pub(crate) struct PortState {
     discontinuity: Option<Instant>,
     /// Indexed like [`OPTIONAL_ATTRS`].
     optional: [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()],
+    /// The port is served by DOCA telemetry diag: the latest value of each
+    /// [`crate::doca::DATA_IDS`] entry (None until read).
+    doca: Option<[Option<u64>; crate::doca::DATA_IDS.len()]>,
 }
 
 pub(crate) struct NodeState {
@@ -130,6 +139,10 @@ pub(crate) struct NodeState {
     optional_strikes: [u8; OPTIONAL_ATTRS.len()],
     /// Bits of `optional_unsupported` already said in the log.
     optional_reported: AttrMask,
+    /// Some port is served by DOCA telemetry diag.
+    doca: bool,
+    /// DOCA delivered a sample since the last sweep ended.
+    doca_fresh: bool,
 }
 
 /// Which reading a reply is.
@@ -196,6 +209,8 @@ impl NodeState {
             optional_missed: 0,
             optional_strikes: [0; OPTIONAL_ATTRS.len()],
             optional_reported: 0,
+            doca: false,
+            doca_fresh: false,
         }
     }
 }
@@ -426,7 +441,12 @@ impl FabricState {
                     ps.discontinuity = Some(now);
                 }
                 ps.hc_from_pcx = Some(use_pcx);
-                if hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx)
+                let skip = if ps.doca.is_some() {
+                    crate::doca::DOCA_SLOTS
+                } else {
+                    0
+                };
+                if hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip)
                     || ps.counters.is_none()
                 {
                     ps.discontinuity = Some(now);
@@ -445,7 +465,12 @@ impl FabricState {
                     } else {
                         Some(&cur)
                     };
-                    if hc::fold_pcx(&mut ps.hc, prev, &cur) {
+                    let skip = if ps.doca.is_some() {
+                        crate::doca::DOCA_SLOTS
+                    } else {
+                        0
+                    };
+                    if hc::fold_pcx(&mut ps.hc, prev, &cur, skip) {
                         ps.discontinuity = Some(Instant::now());
                     }
                     ps.extended = Some(cur);
@@ -471,6 +496,77 @@ impl FabricState {
                 }
             }
         }
+    }
+
+    /// Mark ports as served by DOCA telemetry diag: their data, packet and
+    /// discard counters ([`crate::doca::DOCA_SLOTS`]) come from
+    /// [`FabricState::apply_doca`] from now on, not from PM MADs. Returns
+    /// the ports not in the fabric.
+    pub fn set_doca_ports(
+        &mut self,
+        ports: &[(crate::ib::Guid, u8)],
+    ) -> Vec<(crate::ib::Guid, u8)> {
+        let mut missing = Vec::new();
+        for &(guid, num) in ports {
+            let Some(ni) = self.node_index(guid) else {
+                missing.push((guid, num));
+                continue;
+            };
+            let Some(pi) = self.fabric.nodes[ni]
+                .ports
+                .iter()
+                .position(|p| p.num == num)
+            else {
+                missing.push((guid, num));
+                continue;
+            };
+            let s = &mut self.nodes[ni];
+            s.doca = true;
+            if let Some(ps) = s.ports.get_mut(pi) {
+                ps.doca.get_or_insert([None; crate::doca::DATA_IDS.len()]);
+            }
+        }
+        missing
+    }
+
+    /// Fold one DOCA sample of a port: `values` are (index into
+    /// [`crate::doca::DATA_IDS`], value) of `bits`-wide values; `gap`: the
+    /// device dropped samples before this one. Returns the node's index
+    /// (to publish it), or None when the port is not DOCA-served.
+    pub fn apply_doca(
+        &mut self,
+        guid: crate::ib::Guid,
+        num: u8,
+        values: &[(usize, u64)],
+        bits: u32,
+        gap: bool,
+    ) -> Option<usize> {
+        let ni = self.node_index(guid)?;
+        let pi = self.fabric.nodes[ni]
+            .ports
+            .iter()
+            .position(|p| p.num == num)?;
+        let s = &mut self.nodes[ni];
+        let ps = s.ports.get_mut(pi)?;
+        let prev = ps.doca.as_mut()?;
+        let now = Instant::now();
+        let mut disc = false;
+        for &(i, v) in values {
+            let Some(d) = crate::doca::DATA_IDS.get(i) else {
+                continue;
+            };
+            let first = prev[i].is_none();
+            disc |= hc::fold_octets(&mut ps.hc, d.slot, prev[i], v, bits) || first;
+            prev[i] = Some(v);
+        }
+        // A 32-bit value may have wrapped more than once in a gap.
+        if disc || (gap && bits < 64) {
+            ps.discontinuity = Some(now);
+        }
+        ps.read_at = Some(now);
+        s.seen = true;
+        s.doca_fresh = true;
+        Some(ni)
     }
 
     /// The PortCounters reading held for a port (node index, port index).
@@ -504,9 +600,10 @@ impl FabricState {
                 update_rates(ps);
             }
         }
-        for (ni, ok) in answered.iter().enumerate() {
+        for (ni, answered) in answered.iter().enumerate() {
             let node = &self.fabric.nodes[ni];
             let s = &mut self.nodes[ni];
+            let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
             if std::mem::take(&mut s.samples_missed) && *ok {
                 s.samples_strikes += 1;
                 if s.samples_strikes >= u32::from(STRIKES) {
@@ -574,6 +671,16 @@ impl FabricState {
     /// The record of node `ni` as the cache should show it, or `None` when
     /// it has no rows.
     fn record(&self, ni: usize, prev: &Snapshot) -> Option<NodeRecord> {
+        let mut r = self.record_inner(ni, prev)?;
+        r.source = match (self.nodes[ni].doca, self.cfg.mads) {
+            (false, _) => DataSource::Pma,
+            (true, false) => DataSource::Doca,
+            (true, true) => DataSource::PmaAndDoca,
+        };
+        Some(r)
+    }
+
+    fn record_inner(&self, ni: usize, prev: &Snapshot) -> Option<NodeRecord> {
         let node = &self.fabric.nodes[ni];
         let s = &self.nodes[ni];
         if !s.seen {
@@ -661,6 +768,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
             .collect(),
         samples_control: s.samples_control,
         samples_result: s.samples_result,
+        source: Default::default(),
     }
 }
 

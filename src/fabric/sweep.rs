@@ -225,7 +225,7 @@ impl Sweeper {
                 let st = self.state.lock();
                 let mut reqs = Vec::new();
                 let mut slots = Vec::new();
-                for ni in 0..n {
+                for ni in (0..n).filter(|_| st.cfg.mads) {
                     if st.nodes[ni].cpi.is_none()
                         && let Some(to) = st.pma(ni, None)
                     {
@@ -247,7 +247,7 @@ impl Sweeper {
             }
         }
 
-        if !self.engine.transport_failed() {
+        if !self.engine.transport_failed() && self.state.lock().cfg.mads {
             let (reqs, slots) = self.counter_requests();
             let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
             mads += st.0;
@@ -649,6 +649,59 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Combined mode (umad + DOCA): a local adapter port takes its data,
+    /// packet and discard totals from DOCA (in octets, no x4) and every
+    /// other counter from PM MADs; the node says both fill it; other
+    /// nodes stay PMA-only.
+    #[test]
+    fn a_doca_served_port_mixes_sources_by_counter() {
+        use crate::doca::DATA_IDS;
+        use crate::fabric::cache::DataSource;
+        use crate::fabric::hc::{self, slot};
+        let (mut sw, sim, clock, cache) = setup(SweepConfig::default());
+        let fabric = sim.fabric();
+        let mut cas = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Ca);
+        let local = cas.next().unwrap().guid;
+        let other = cas.next().unwrap().guid;
+        sim.add_errors(local, 1, crate::sim::traffic::q::SYMBOL_ERRORS, 9);
+        assert!(sw.state().lock().set_doca_ports(&[(local, 1)]).is_empty());
+        let values: Vec<(usize, u64)> = (0..DATA_IDS.len())
+            .map(|i| (i, 1000 * (i as u64 + 1)))
+            .collect();
+        for _ in 0..2 {
+            sw.state()
+                .lock()
+                .apply_doca(local, 1, &values, 64, false)
+                .unwrap();
+            sw.sweep_once();
+            clock.advance(Duration::from_secs(1));
+        }
+        let snap = cache.load();
+        let rec = snap.node(local).unwrap();
+        assert_eq!(rec.source, DataSource::PmaAndDoca);
+        let t = &rec.port(1).unwrap().hc;
+        for (i, d) in DATA_IDS.iter().enumerate() {
+            assert_eq!(t.shown(d.slot), Some(1000 * (i as u64 + 1)), "{}", d.name);
+        }
+        assert!(
+            t.shown(slot("SymbolErrors")).unwrap() >= 9,
+            "errors from PortCounters"
+        );
+        assert!(
+            t.shown(slot("OutUcastPkts")).is_some(),
+            "from PortCountersExtended"
+        );
+        // Other nodes: PMA only, data x4, no discards.
+        let o = snap.node(other).unwrap();
+        assert_eq!(o.source, DataSource::Pma);
+        assert_eq!(o.port(1).unwrap().hc.shown(hc::IN_DISCARDS), None);
+        let pcx = o.port(1).unwrap().extended.unwrap();
+        assert_eq!(
+            o.port(1).unwrap().hc.shown(hc::OUT_OCTETS),
+            Some(pcx.xmit_data * 4)
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::Value;
 use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot};
-use crate::fabric::hc::{self, HC, HC_SLOTS};
+use crate::fabric::hc::{self, HC};
 use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::decl::names15;
@@ -198,6 +198,7 @@ pub enum NodeCol {
     LastUpdate,
     PmaCapMask,
     OptionalAttributes,
+    Source,
 }
 
 /// Columns of pmPortTable.
@@ -604,6 +605,7 @@ fn build_columns() -> Vec<Column> {
             N::PmaCapMask,
         ),
         (12, "pmNodeOptionalAttributes", text, N::OptionalAttributes),
+        (13, "pmNodeSource", Syntax::Enum { max: 3 }, N::Source),
     ] {
         col(t, c, n, syntax, RO, Source::Node(src));
     }
@@ -651,23 +653,25 @@ fn build_columns() -> Vec<Column> {
     // pmPortCounters64Table
     let t = T_PORT_HC;
     for (k, c) in HC.iter().enumerate() {
+        if hc::column(k) == hc::DISCONTINUITY_COLUMN + 1 {
+            col(
+                t,
+                hc::DISCONTINUITY_COLUMN,
+                "pmPortCounterDiscontinuityTime",
+                Syntax::TimeStamp,
+                RO,
+                Source::HcDiscontinuity,
+            );
+        }
         col(
             t,
-            1 + k as u32,
+            hc::column(k),
             name(format!("pmPortHC{}", c.name)),
             Syntax::Counter64,
             RO,
             Source::Hc(k),
         );
     }
-    col(
-        t,
-        1 + HC_SLOTS as u32,
-        "pmPortCounterDiscontinuityTime",
-        Syntax::TimeStamp,
-        RO,
-        Source::HcDiscontinuity,
-    );
 
     // pmPortRateTable
     let t = T_PORT_RATE;
@@ -1260,6 +1264,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
             let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();
             Value::OctetString(list.join(",").into_bytes())
         }
+        NodeCol::Source => Value::Integer(node.source.mib()),
     }
 }
 

@@ -3,6 +3,7 @@
 //! numeric output. Use with `mod common;`.
 #![allow(dead_code)]
 
+pub mod doca;
 pub mod mibpath;
 
 use std::io::{self, Read};
