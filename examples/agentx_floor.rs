@@ -135,14 +135,17 @@ fn send(stream: &mut UnixStream, pdu: &Pdu) -> Result<(), String> {
 }
 
 /// Reads the next complete PDU.
-fn recv(stream: &mut UnixStream, framer: &mut Framer) -> Result<Option<Pdu>, String> {
-    let mut buf = [0u8; 65536];
+fn recv(
+    stream: &mut UnixStream,
+    framer: &mut Framer,
+    buf: &mut [u8],
+) -> Result<Option<Pdu>, String> {
     loop {
         if let Some(frame) = framer.next_frame() {
             let frame = frame.map_err(|e| e.to_string())?;
             return pdu::decode(&frame).map(Some).map_err(|e| e.to_string());
         }
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
+        let n = stream.read(buf).map_err(|e| e.to_string())?;
         if n == 0 {
             return Ok(None);
         }
@@ -171,6 +174,7 @@ fn serve(args: &Args, flat: &Flat) -> Result<(), String> {
     let subtree: Oid = args.subtree.parse().map_err(|_| "bad --subtree")?;
     let mut stream = UnixStream::connect(&args.socket).map_err(|e| e.to_string())?;
     let mut framer = Framer::new(pdu::DEFAULT_MAX_PDU);
+    let mut buf = vec![0u8; 65536];
     let open = Payload::Open {
         timeout: 0,
         id: Oid::new(&[]),
@@ -179,7 +183,7 @@ fn serve(args: &Args, flat: &Flat) -> Result<(), String> {
     let mut req = Pdu::new(0, 0, 1, open);
     req.flags = pdu::flags::NETWORK_BYTE_ORDER;
     send(&mut stream, &req)?;
-    let sid = recv(&mut stream, &mut framer)?
+    let sid = recv(&mut stream, &mut framer, &mut buf)?
         .ok_or("closed before Open was answered")?
         .session_id;
     let mut reg = Pdu::new(
@@ -197,7 +201,7 @@ fn serve(args: &Args, flat: &Flat) -> Result<(), String> {
     );
     reg.flags = pdu::flags::NETWORK_BYTE_ORDER;
     send(&mut stream, &reg)?;
-    match recv(&mut stream, &mut framer)? {
+    match recv(&mut stream, &mut framer, &mut buf)? {
         Some(Pdu {
             payload: Payload::Response { error, .. },
             ..
@@ -206,7 +210,7 @@ fn serve(args: &Args, flat: &Flat) -> Result<(), String> {
     }
     println!("ready {}", flat.0.len());
     std::io::stdout().flush().ok();
-    while let Some(p) = recv(&mut stream, &mut framer)? {
+    while let Some(p) = recv(&mut stream, &mut framer, &mut buf)? {
         let h = header(&p);
         let vbs = match &p.payload {
             Payload::Get { ranges, .. } => ranges
