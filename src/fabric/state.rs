@@ -95,6 +95,9 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
     d
 }
 
+/// A port's latest reading of each optional attribute.
+type OptionalReadings = [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()];
+
 #[derive(Default)]
 pub(crate) struct PortState {
     counters: Option<PortCounters>,
@@ -108,11 +111,12 @@ pub(crate) struct PortState {
     rates: Option<Arc<[u64; HC_SLOTS]>>,
     read_at: Option<Instant>,
     discontinuity: Option<Instant>,
-    /// Indexed like [`OPTIONAL_ATTRS`].
-    optional: [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()],
+    /// Indexed like [`OPTIONAL_ATTRS`]; allocated at the first reading
+    /// (most ports of a fabric without optional attributes have none).
+    optional: Option<Box<OptionalReadings>>,
     /// The port is served by DOCA telemetry diag: the latest value of each
     /// [`crate::doca::DATA_IDS`] entry (None until read).
-    doca: Option<[Option<u64>; crate::doca::DATA_IDS.len()]>,
+    doca: Option<Box<[Option<u64>; crate::doca::DATA_IDS.len()]>>,
 }
 
 pub(crate) struct NodeState {
@@ -490,7 +494,7 @@ impl FabricState {
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
                 if let Some(ps) = s.ports.get_mut(pi)
-                    && let Some(slot) = ps.optional.get_mut(k)
+                    && let Some(slot) = ps.optional.get_or_insert_default().get_mut(k)
                 {
                     *slot = Some(Arc::new(*data));
                 }
@@ -523,7 +527,8 @@ impl FabricState {
             let s = &mut self.nodes[ni];
             s.doca = true;
             if let Some(ps) = s.ports.get_mut(pi) {
-                ps.doca.get_or_insert([None; crate::doca::DATA_IDS.len()]);
+                ps.doca
+                    .get_or_insert_with(|| Box::new([None; crate::doca::DATA_IDS.len()]));
             }
         }
         missing
@@ -567,6 +572,17 @@ impl FabricState {
         s.seen = true;
         s.doca_fresh = true;
         Some(ni)
+    }
+
+    /// The PortCountersExtended reading held for a port (node index, port
+    /// index): the sweeper's, the cache does not keep it.
+    pub fn extended(&self, guid: crate::ib::Guid, num: u8) -> Option<&PortCountersExtended> {
+        let ni = self.node_index(guid)?;
+        let pi = self.fabric.nodes[ni]
+            .ports
+            .iter()
+            .position(|p| p.num == num)?;
+        self.nodes[ni].ports.get(pi)?.extended.as_ref()
     }
 
     /// The PortCounters reading held for a port (node index, port index).
@@ -748,7 +764,6 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 num: p.num,
                 link: *p,
                 counters: ps.counters,
-                extended: ps.extended,
                 hc: ps.hc,
                 rates: ps.rates.clone(),
                 read_at: ps.read_at,
@@ -756,6 +771,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 optional: ps
                     .optional
                     .iter()
+                    .flat_map(|o| o.iter())
                     .zip(OPTIONAL_ATTRS)
                     .filter_map(|(d, attr_id)| {
                         d.as_ref().map(|d| OptionalReading {

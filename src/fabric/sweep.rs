@@ -644,7 +644,7 @@ mod tests {
                     p.num
                 );
                 assert!(
-                    rec.port(p.num).unwrap().extended.is_some(),
+                    sw.state().lock().extended(node.guid, p.num).is_some(),
                     "capability says 64-bit"
                 );
             }
@@ -697,7 +697,7 @@ mod tests {
         let o = snap.node(other).unwrap();
         assert_eq!(o.source, DataSource::Pma);
         assert_eq!(o.port(1).unwrap().hc.shown(hc::IN_DISCARDS), None);
-        let pcx = o.port(1).unwrap().extended.unwrap();
+        let pcx = *sw.state().lock().extended(other, 1).unwrap();
         assert_eq!(
             o.port(1).unwrap().hc.shown(hc::OUT_OCTETS),
             Some(pcx.xmit_data * 4)
@@ -1162,7 +1162,7 @@ mod tests {
         sw.sweep_once();
         let rec = |c: &Cache| c.load().node(guid).unwrap().port(port).unwrap().clone();
         assert!(
-            rec(&cache).extended.is_none(),
+            sw.state().lock().extended(guid, port).is_none(),
             "no PortCountersExtended read"
         );
         let start = rec(&cache).hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap();
