@@ -64,9 +64,11 @@ impl Default for SweepConfig {
 /// PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters (0x15-0x1C) and
 /// the congestion-control attributes SwPortVLCongestion, PortRcvConCtrl,
 /// PortSLRcvFECN, PortSLRcvBECN, PortXmitConCtrl, PortVLXmitTimeCong,
-/// PortXmitDataSL and PortRcvDataSL (0x30-0x37).
-pub const OPTIONAL_ATTRS: [u16; 16] = [
+/// PortXmitDataSL and PortRcvDataSL (0x30-0x37), and
+/// PortExtendedSpeedsCounters (0x1F, FEC counters).
+pub const OPTIONAL_ATTRS: [u16; 17] = [
     0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37,
+    0x1F,
 ];
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.

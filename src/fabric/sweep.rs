@@ -909,9 +909,10 @@ mod tests {
         let ca_ports = ca.ports.len() as u64;
         let sw_ports = sw.ports.len() as u64;
         // The other nodes' simulated PMAs answer PortRcvErrorDetails,
-        // PortOpRcvCounters, the per-VL 0x19, 0x1A and 0x1C and the
-        // congestion-control 0x31-0x37, switches PortXmitDiscardDetails and
-        // SwPortVLCongestion too, and "unsupported" to the rest.
+        // PortOpRcvCounters, the per-VL 0x19, 0x1A and 0x1C, the
+        // congestion-control 0x31-0x37 and PortExtendedSpeedsCounters,
+        // switches PortXmitDiscardDetails and SwPortVLCongestion too, and
+        // "unsupported" to the rest.
         let others: u64 = fabric
             .nodes
             .iter()
@@ -919,9 +920,9 @@ mod tests {
             .map(|n| {
                 n.ports.len() as u64
                     * if n.node_type == NodeType::Switch {
-                        14
+                        15
                     } else {
-                        12
+                        13
                     }
             })
             .sum();
