@@ -376,15 +376,16 @@ impl Sweeper {
             if !st.nodes[ni].no_samples
                 && let Some(to) = st.pma(ni, Some(0))
             {
-                for attr_id in [attr::PORT_SAMPLES_CONTROL, attr::PORT_SAMPLES_RESULT] {
+                let reads = std::iter::once((attr::PORT_SAMPLES_CONTROL, Slot::SamplesControl(ni)))
+                    .chain(st.sample_results(ni));
+                for (attr_id, slot) in reads {
                     reqs.push(PmGet {
                         to,
                         attr_id,
                         port: 0,
                     });
+                    slots.push(slot);
                 }
-                slots.push(Slot::SamplesControl(ni));
-                slots.push(Slot::SamplesResult(ni));
             }
         }
         (reqs, slots)
@@ -994,8 +995,8 @@ mod tests {
         let ports: u64 = fabric.nodes.iter().map(|n| n.ports.len() as u64).sum();
         let n = fabric.nodes.len() as u64;
         // ClassPortInfo + PortCounters and PortCountersExtended per port +
-        // PortSamplesControl/Result per node.
-        assert_eq!(st.mads, n + 2 * ports + 2 * n);
+        // PortSamplesControl/Result/ResultExtended per node.
+        assert_eq!(st.mads, n + 2 * ports + 3 * n);
     }
 
     #[test]

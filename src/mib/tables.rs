@@ -55,6 +55,9 @@ pub const T_PORT_FEC: u32 = 18;
 /// per-lane counter of PortExtendedSpeedsCounters.
 pub const T_PORT_LANE: u32 = 19;
 
+/// pmPortSampleResultExtTable: PortSamplesResultExtended per node.
+pub const T_SAMPLE_RESULT_EXT: u32 = 21;
+
 /// The optional attributes with one value per counter, as tables.
 pub const OPTIONAL_TABLES: [OptionalTable; 6] = {
     use crate::pm::mad::attr;
@@ -164,6 +167,10 @@ pub enum Source {
     CtlSelect(usize),
     /// A scalar PortSamplesResult field.
     Res(PortSamplesResultField),
+    /// A scalar PortSamplesResultExtended field.
+    ResExt(crate::pm::samples::PortSamplesResultExtendedField),
+    /// PortSamplesResultExtended Counter`n`.
+    ResExtCounter(usize),
     /// PortSamplesResult Counter`n`.
     ResCounter(usize),
     /// The row's selected port (agent state, default 1).
@@ -829,6 +836,50 @@ fn build_columns() -> Vec<Column> {
         }
     }
 
+    // pmPortSampleResultExtTable
+    {
+        use crate::pm::samples::PortSamplesResultExtendedField as X;
+        for (c, n, syntax, f) in [
+            (
+                1,
+                "pmSampleResultExtTag",
+                Syntax::OctetString { size: 2 },
+                X::Tag,
+            ),
+            (
+                2,
+                "pmSampleResultExtStatus",
+                Syntax::Enum { max: 3 },
+                X::SampleStatus,
+            ),
+            (
+                3,
+                "pmSampleResultExtWidth",
+                Syntax::Unsigned32 { max: 3 },
+                X::ExtendedWidth,
+            ),
+        ] {
+            optional.push(Column {
+                table: T_SAMPLE_RESULT_EXT,
+                column: c,
+                name: n,
+                syntax,
+                access: RO,
+                source: Source::ResExt(f),
+            });
+        }
+        for (i, n) in names15!("pmSampleResultExtCounter", "").iter().enumerate() {
+            optional.push(Column {
+                table: T_SAMPLE_RESULT_EXT,
+                column: 4 + i as u32,
+                name: n,
+                syntax: Syntax::Counter64,
+                access: RO,
+                source: Source::ResExtCounter(i),
+            });
+        }
+    }
+
     // pmAgent scalars
     let t = T_AGENT;
     use AgentCol as A;
@@ -1113,6 +1164,14 @@ pub const TABLES: &[Table] = &[
         port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Phys),
         attr: None,
     },
+    Table {
+        number: T_SAMPLE_RESULT_EXT,
+        name: "pmPortSampleResultExtTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.samples_result_ext.is_some(),
+        port_present: |_| false,
+        attr: None,
+    },
 ];
 
 /// The port's PortExtendedSpeedsCounters reading is in its RS-FEC layout:
@@ -1241,6 +1300,10 @@ pub fn read(
             (*node.samples_control.as_ref()?.counter_select.get(i)?).into(),
         ),
         Source::Res(f) => wrap(col.syntax, node.samples_result.as_ref()?.get(f)),
+        Source::ResExt(f) => wrap(col.syntax, node.samples_result_ext.as_ref()?.get(f)),
+        Source::ResExtCounter(i) => {
+            Value::Counter64(*node.samples_result_ext.as_ref()?.counters.get(i)?)
+        }
         Source::ResCounter(i) => wrap(
             col.syntax,
             (*node.samples_result.as_ref()?.counters.get(i)?).into(),

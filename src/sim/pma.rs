@@ -284,6 +284,7 @@ pub(super) fn answer(
         }
         (attr::PORT_SAMPLES_CONTROL, _) => sampling::control(st, ni, arrival, data, set),
         (attr::PORT_SAMPLES_RESULT, false) => sampling::result(st, ni, arrival),
+        (attr::PORT_SAMPLES_RESULT_EXTENDED, false) => sampling::result_extended(st, ni, arrival),
         (id, false) => match LANE_MAP
             .iter()
             .find(|m| m.0 == id)
