@@ -17,6 +17,11 @@ pub const ATTR_NODE_DESC: u16 = 0x0010;
 pub const ATTR_NODE_INFO: u16 = 0x0011;
 pub const ATTR_SWITCH_INFO: u16 = 0x0012;
 pub const ATTR_PORT_INFO: u16 = 0x0015;
+pub const ATTR_PORT_INFO_EXTENDED: u16 = 0x0033;
+/// PortInfo CapabilityMask bit 15: IsCapabilityMask2Supported.
+pub const CAP_HAS_CAP_MASK2: u32 = 1 << 15;
+/// PortInfo CapabilityMask2 bit 1: IsPortInfoExtendedSupported.
+pub const CAP2_PORT_INFO_EXTENDED: u16 = 1 << 1;
 /// A directed route has at most 63 hops (64 path entries, entry 0 unused).
 pub const MAX_HOPS: usize = 63;
 /// PortInfo CapabilityMask bit 14: IsExtendedSpeedsSupported.
@@ -52,7 +57,16 @@ pm_attr! {
         PhysState phys_state: u8 = "PortPhysicalState" @ 264:4;
         Lmc lmc: u8 = "LMC" @ 277:3;
         SpeedActive speed_active: u8 = "LinkSpeedActive" @ 280:4;
+        CapMask2 cap_mask2: u16 = "CapabilityMask2" @ 480:16;
         SpeedExtActive speed_ext_active: u8 = "LinkSpeedExtActive" @ 496:4;
+    }
+}
+
+pm_attr! {
+    /// The field of PortInfoExtended (0x0033) discovery uses.
+    pub struct PortInfoExtended in [u8; SMP_DATA_SIZE], fields PortInfoExtendedField, table PORT_INFO_EXTENDED_FIELDS {
+        /// 0 none, 1 FireCode, 2 RS-FEC, 3 low-latency RS-FEC.
+        FecModeActive fec_mode_active: u16 = "FECModeActive" @ 32:16;
     }
 }
 
@@ -65,6 +79,12 @@ pm_attr! {
 }
 
 impl PortInfo {
+    /// The port answers PortInfoExtended (perfquery's test: CapabilityMask2
+    /// is valid and says so).
+    pub fn has_port_info_extended(&self) -> bool {
+        self.cap_mask & CAP_HAS_CAP_MASK2 != 0 && self.cap_mask2 & CAP2_PORT_INFO_EXTENDED != 0
+    }
+
     /// The link is up far enough to carry SMPs (Init, Armed or Active).
     pub fn link_up(&self) -> bool {
         (2..=4).contains(&self.state)

@@ -47,10 +47,11 @@ fn class_port_info_like_ibsim() {
         let (lid, _) = Rig::addr(&n, 1);
         let cpi =
             ClassPortInfo::decode(&rig.ok(lid, method::GET, attr::CLASS_PORT_INFO, &[0; 192]));
+        // ibsim's masks, plus IsRSFECCountersSupported (bit 14).
         let want = if n.node_type == NodeType::Switch {
-            0x1300
+            0x5300
         } else {
-            0x1200
+            0x5200
         };
         assert_eq!(cpi.capability_mask, want);
         assert_eq!(
@@ -286,8 +287,10 @@ fn port_select_rules() {
 #[test]
 fn unsupported_requests_get_status_codes() {
     let mut rig = Rig::new(2, true);
+    // The first node is a CA: it does not answer SwPortVLCongestion (0x30).
     let lid = rig.nodes()[0].ports[0].lid;
-    for a in [0x001Bu16, 0x001E, 0x0030, 0x1234] {
+    assert_ne!(rig.nodes()[0].node_type, NodeType::Switch);
+    for a in [0x001Bu16, 0x0030, 0x0038, 0x1234] {
         assert_eq!(
             rig.mad(lid, method::GET, a, &[0; 192]).unwrap().0,
             status::METHOD_ATTR_UNSUPPORTED

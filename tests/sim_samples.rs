@@ -131,6 +131,18 @@ fn counter_width_limits_timers_and_saturates_results() {
         assert_eq!(u64::from(res.counters[i]), (*d).min(max), "counter {i}");
     }
     assert!(res.counters.iter().all(|&c| u64::from(c) <= max));
+    // PortSamplesResultExtended: the same sample in 64 bits, not held.
+    let ext = samples::PortSamplesResultExtended::decode(&rig.ok(
+        lid,
+        method::GET,
+        attr::PORT_SAMPLES_RESULT_EXTENDED,
+        &[0; 192],
+    ));
+    assert_eq!((ext.sample_status, ext.extended_width), (0, 2));
+    assert_eq!(ext.tag, res.tag);
+    for (i, d) in diffs.iter().enumerate() {
+        assert_eq!(ext.counters[i], *d, "extended counter {i}");
+    }
 }
 
 #[test]

@@ -32,10 +32,10 @@ impl Drop for Setup {
     }
 }
 
-fn config(snmpd: &PrivateSnmpd) -> Config {
+fn config(snmpd: &PrivateSnmpd, extra: &str) -> Config {
     let text = format!(
         "[agentx]\nsocket = \"{}\"\nping_interval = 1\nreconnect_max = 1\n\
-         [fabric]\nsweep_interval = 1\nrediscover_interval = 1\n[set]\nallow = true\n",
+         [fabric]\nsweep_interval = 1\nrediscover_interval = 1\n[set]\nallow = true\n{extra}",
         snmpd.agentx_addr()
     );
     Config::parse(&text, "test.toml").expect("test configuration")
@@ -43,13 +43,18 @@ fn config(snmpd: &PrivateSnmpd) -> Config {
 
 impl Setup {
     fn start() -> Setup {
+        Setup::start_with(topology::default_fabric(), "")
+    }
+
+    /// The agent on `fabric`, with `extra` configuration appended.
+    fn start_with(fabric: Fabric, extra: &str) -> Setup {
         assert!(
             PrivateSnmpd::available(),
             "snmpd and the net-snmp tools are needed: run scripts/install-deps"
         );
         let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
-        let cfg = config(&snmpd);
-        let sim = SimFabric::new(topology::default_fabric(), app::sim_options(&cfg));
+        let cfg = config(&snmpd, extra);
+        let sim = SimFabric::new(fabric, app::sim_options(&cfg));
         let agent = app::start_with(&cfg, Backend::sim(&sim), Shutdown::new()).expect("agent");
         let s = Setup {
             snmpd,
@@ -216,7 +221,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
     let reference = SimFabric::new(
         topology::default_fabric(),
         SimOptions {
-            seed: app::sim_options(&config(&s.snmpd)).seed,
+            seed: app::sim_options(&config(&s.snmpd, "")).seed,
             traffic: true,
             clock: SimClock::Manual(clock.clone()),
         },
@@ -606,4 +611,74 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
 /// as `?`).
 fn has_value(cell: &str) -> bool {
     cell.chars().any(|c| c.is_ascii_digit())
+}
+
+/// PortExtendedSpeedsCounters by FEC mode: an HDR link runs RS-FEC (port
+/// totals, corrected symbols per lane), an FDR link FireCode (block
+/// counts per lane, summed in pmPortFecTable), a QDR link no FEC (error
+/// detections only); errors added on the (frozen) simulated ports show
+/// exactly.
+#[test]
+fn fec_counters_follow_each_links_fec_mode() {
+    let text = "Switch 4 \"S-1\" # \"sw\" lid 1\n\
+                [1] \"H-1\"[1] # lid 2 4xHDR\n\
+                [2] \"H-2\"[1] # lid 3 4xFDR\n\
+                [3] \"H-3\"[1] # lid 4 4xQDR\n\n\
+                Hca 1 \"H-1\"\n[1] \"S-1\"[1] # lid 1 4xHDR\n\n\
+                Hca 1 \"H-2\"\n[1] \"S-1\"[2] # lid 1 4xFDR\n\n\
+                Hca 1 \"H-3\"\n[1] \"S-1\"[3] # lid 1 4xQDR\n";
+    let fabric = topology::parse(text).expect("topology");
+    let sw = node(&fabric, "sw").guid;
+    let s = Setup::start_with(fabric, "[sim]\ntraffic = false\n");
+    for port in 1..=3 {
+        assert!(
+            s.sim
+                .add_errors(sw, port, traffic::q::SYMBOL_ERRORS, 1000 + u64::from(port))
+        );
+        assert!(s.sim.add_errors(sw, port, traffic::q::RCV_ERRORS, 7));
+    }
+    s.wait_until("the errors swept", Duration::from_secs(10), |s| {
+        s.table("pmPortFecTable")
+            .get(&key(sw, 3))
+            .is_some_and(|r| num(&r["pmPortSyncHeaderErrors"]) == 0.0)
+            && s.table("pmPortLaneTable")
+                .get(&format!("{}[0]", key(sw, 3)))
+                .is_some_and(|r| num(&r["pmPortLaneErrorDetections"]) > 0.0)
+    });
+    let fec = s.table("pmPortFecTable");
+    let lanes = s.table("pmPortLaneTable");
+    let lane_sum = |port: u8, col: &str| -> f64 {
+        (0..12)
+            .map(|l| &lanes[&format!("{}[{l}]", key(sw, port))][col])
+            .filter(|c| has_value(c))
+            .map(|c| num(c))
+            .sum()
+    };
+    // HDR: RS-FEC layout.
+    let hdr = &fec[&key(sw, 1)];
+    assert_eq!(hdr["pmPortFecMode"], "rsfec", "{hdr:?}");
+    assert_eq!(num(&hdr["pmPortFECCorrectableBlocks"]), 1001.0);
+    assert_eq!(num(&hdr["pmPortFECUncorrectableBlocks"]), 7.0);
+    assert_eq!(num(&hdr["pmPortFECCorrectedSymbols"]), 2002.0);
+    assert_eq!(lane_sum(1, "pmPortLaneFECCorrectableSymbols"), 2002.0);
+    let l0 = &lanes[&format!("{}[0]", key(sw, 1))];
+    assert!(!has_value(&l0["pmPortLaneFECCorrectableBlocks"]), "{l0:?}");
+    // FDR: FireCode, the layout without RS-FEC.
+    let fdr = &fec[&key(sw, 2)];
+    assert_eq!(fdr["pmPortFecMode"], "fireCode", "{fdr:?}");
+    assert_eq!(num(&fdr["pmPortFECCorrectableBlocks"]), 1002.0);
+    assert_eq!(num(&fdr["pmPortFECUncorrectableBlocks"]), 7.0);
+    assert!(!has_value(&fdr["pmPortFECCorrectedSymbols"]), "{fdr:?}");
+    assert_eq!(lane_sum(2, "pmPortLaneFECCorrectableBlocks"), 1002.0);
+    assert_eq!(lane_sum(2, "pmPortLaneErrorDetections"), 1002.0);
+    // QDR: no FEC, error detections only.
+    let qdr = &fec[&key(sw, 3)];
+    assert_eq!(qdr["pmPortFecMode"], "noFEC", "{qdr:?}");
+    assert_eq!(num(&qdr["pmPortFECCorrectableBlocks"]), 0.0);
+    assert_eq!(lane_sum(3, "pmPortLaneErrorDetections"), 1003.0);
+    // 4x links: four lanes carry the counts, lanes 4..11 read 0.
+    let l5 = &lanes[&format!("{}[5]", key(sw, 3))];
+    assert_eq!(num(&l5["pmPortLaneErrorDetections"]), 0.0);
+    // The uncabled port has a row, its FEC mode unknown.
+    assert_eq!(fec[&key(sw, 4)]["pmPortFecMode"], "unknown");
 }

@@ -501,6 +501,21 @@ fn a_sample_runs_from_start_to_results_and_blocks_other_starts() {
     for c in 9..=18 {
         assert_eq!(gauge(&t, &res(c)), 0);
     }
+    // pmPortSampleResultExtTable (PortSamplesResultExtended): the same
+    // sample in 64 bits; these counts fit 32 bits, so they are equal.
+    let ext = |c: u32| oid(21, c, sw);
+    assert_eq!(get(&t, &ext(1)).value.trim(), "01 02");
+    assert_eq!(get(&t, &ext(2)).value, "0");
+    assert_eq!(get(&t, &ext(3)).value, "2", "ExtendedWidth: 64 bits");
+    for i in 0..15 {
+        let c64 = get(&t, &ext(4 + i));
+        assert_eq!(c64.ty, "Counter64");
+        assert_eq!(
+            c64.value.parse::<u64>().unwrap(),
+            gauge(&t, &res(4 + i)),
+            "Counter{i}"
+        );
+    }
 
     // Done: the next sample may start, with another Tag.
     set(

@@ -94,6 +94,7 @@ pub fn read_dev(sysfs: &Path, name: &str) -> Result<IbDev, String> {
                 phys_state: code("phys_state").and_then(PhysState::from_code),
                 width: width.filter(|_| up),
                 speed: speed.filter(|_| up),
+                fec: None,
             });
         }
     }

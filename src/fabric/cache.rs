@@ -88,6 +88,8 @@ pub struct NodeRecord {
     pub ports: Vec<PortRecord>,
     pub samples_control: Option<PortSamplesControl>,
     pub samples_result: Option<PortSamplesResult>,
+    /// PortSamplesResultExtended, where the node answers it.
+    pub samples_result_ext: Option<crate::pm::samples::PortSamplesResultExtended>,
     /// What fills the node's rows.
     pub source: DataSource,
 }

@@ -266,8 +266,10 @@ impl Controller {
                         st.mark_samples_written(ni, sent);
                         st.apply(Slot::SamplesControl(ni), outcome, sent, &mut answered);
                         if let Some(to) = st.pma(ni, Some(0)) {
-                            readback.push(get(to, attr::PORT_SAMPLES_RESULT, [0; 192]));
-                            readback_slots.push(Slot::SamplesResult(ni));
+                            for (attr_id, slot) in st.sample_results(ni) {
+                                readback.push(get(to, attr_id, [0; 192]));
+                                readback_slots.push(slot);
+                            }
                         }
                         self.watch
                             .lock()
@@ -317,8 +319,10 @@ impl Controller {
                 if let Some(to) = st.pma(ni, Some(0)) {
                     reqs.push(get(to, attr::PORT_SAMPLES_CONTROL, [0; 192]));
                     slots.push(Slot::SamplesControl(ni));
-                    reqs.push(get(to, attr::PORT_SAMPLES_RESULT, [0; 192]));
-                    slots.push(Slot::SamplesResult(ni));
+                    for (attr_id, slot) in st.sample_results(ni) {
+                        reqs.push(get(to, attr_id, [0; 192]));
+                        slots.push(slot);
+                    }
                 }
             }
         }

@@ -20,11 +20,13 @@ use std::time::{Duration, Instant};
 
 use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
-use crate::ib::{Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
+use crate::ib::{
+    Fabric, FecMode, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState,
+};
 pub use crate::smp::{
-    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, ATTR_SWITCH_INFO, CAP_EXT_SPEEDS,
-    CLASS_SMP_DIRECTED, MAX_HOPS, METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo, SmpReply,
-    SwitchInfo, dr_smp_get, parse_smp_reply,
+    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, ATTR_PORT_INFO_EXTENDED, ATTR_SWITCH_INFO,
+    CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS, METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo,
+    PortInfoExtended, SmpReply, SwitchInfo, dr_smp_get, parse_smp_reply,
 };
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
@@ -136,12 +138,18 @@ enum Query {
     SwitchInfo {
         node: usize,
     },
+    PortInfoExtended {
+        node: usize,
+        port: u8,
+    },
 }
 
 struct PortBuild {
     guid: u64,
     info: Option<PortInfo>,
     remote: Option<(usize, u8)>,
+    /// PortInfoExtended FECModeActive, where the port reports it.
+    fec: Option<u16>,
 }
 
 struct NodeBuild {
@@ -284,7 +292,8 @@ impl Walk {
             Query::NodeInfo { path, .. } => path.clone(),
             Query::NodeDesc { node }
             | Query::PortInfo { node, .. }
-            | Query::SwitchInfo { node } => self.nodes[*node].path.clone(),
+            | Query::SwitchInfo { node }
+            | Query::PortInfoExtended { node, .. } => self.nodes[*node].path.clone(),
         }
     }
 
@@ -295,6 +304,7 @@ impl Walk {
             Query::NodeDesc { .. } => (ATTR_NODE_DESC, 0),
             Query::PortInfo { port, .. } => (ATTR_PORT_INFO, u32::from(*port)),
             Query::SwitchInfo { .. } => (ATTR_SWITCH_INFO, 0),
+            Query::PortInfoExtended { port, .. } => (ATTR_PORT_INFO_EXTENDED, u32::from(*port)),
         };
         dr_smp_get(attr, modifier, wire_tid(tx.tid), &self.path_of(q))
     }
@@ -341,6 +351,11 @@ impl Walk {
                 );
             }
             Query::PortInfo { node, port } => self.on_port_info(node, port, &reply.data),
+            Query::PortInfoExtended { node, port } => {
+                if let Some(pb) = self.nodes[node].ports.get_mut(&port) {
+                    pb.fec = Some(PortInfoExtended::decode(&reply.data).fec_mode_active);
+                }
+            }
             Query::SwitchInfo { node } => {
                 self.nodes[node].enhanced_port0 =
                     SwitchInfo::decode(&reply.data).enhanced_port0 != 0;
@@ -367,6 +382,7 @@ impl Walk {
                             guid: ni.port_guid,
                             info: None,
                             remote: None,
+                            fec: None,
                         },
                     );
                     // PortInfo's attribute modifier picks the CA port, so
@@ -389,6 +405,7 @@ impl Walk {
                                 guid: ni.node_guid,
                                 info: None,
                                 remote: None,
+                                fec: None,
                             },
                         );
                     }
@@ -399,6 +416,7 @@ impl Walk {
                             guid: ni.port_guid,
                             info: None,
                             remote: None,
+                            fec: None,
                         },
                     );
                 }
@@ -445,13 +463,25 @@ impl Walk {
         let local = self.nodes[node].path.is_empty();
         if port == 0 {
             self.nodes[node].port0 = Some(pi);
+            // A switch's port 0 says whether its ports answer
+            // PortInfoExtended (as perfquery asks it).
+            if pi.has_port_info_extended() {
+                let ports: Vec<u8> = self.nodes[node].ports.keys().copied().collect();
+                for port in ports {
+                    self.ask(Query::PortInfoExtended { node, port });
+                }
+            }
             return;
         }
+        let is_switch = self.nodes[node].is_switch();
         let Some(pb) = self.nodes[node].ports.get_mut(&port) else {
             return;
         };
         pb.info = Some(pi);
         let known = pb.remote.is_some();
+        if !is_switch && pi.has_port_info_extended() {
+            self.ask(Query::PortInfoExtended { node, port });
+        }
         let n = &self.nodes[node];
         if local && !n.is_switch() && port == n.info.local_port && !pi.link_up() {
             self.local_error = Some(DiscoverError::LocalPortDown {
@@ -515,6 +545,7 @@ impl Walk {
                                 if ext { i.speed_ext_active } else { 0 },
                             )
                         }),
+                        fec: up.and(pb.fec).and_then(FecMode::from_code),
                     }
                 }))
                 .collect();
@@ -547,6 +578,7 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::smp::{CAP_HAS_CAP_MASK2, CAP2_PORT_INFO_EXTENDED};
 
     #[test]
     fn dr_smp_layout() {
@@ -627,6 +659,9 @@ mod tests {
         silent: bool,
         /// SwitchInfo says EnhancedPort0.
         enhanced_port0: bool,
+        /// PortInfoExtended FECModeActive of every port (None: the node
+        /// does not support PortInfoExtended).
+        fec: Option<u16>,
     }
 
     struct FakeFabric {
@@ -649,6 +684,7 @@ mod tests {
                 down: Vec::new(),
                 silent: false,
                 enhanced_port0: false,
+                fec: None,
             }
         }
         fn link(&mut self, a: usize, pa: u8, b: usize, pb: u8) {
@@ -709,7 +745,12 @@ mod tests {
                         || (n.links.contains_key(&modifier) && !n.down.contains(&modifier));
                     d[32] = if up { 0x24 } else { 0x21 };
                     d[35] = 0x40;
+                    if n.fec.is_some() {
+                        d[20..24].copy_from_slice(&CAP_HAS_CAP_MASK2.to_be_bytes());
+                        d[60..62].copy_from_slice(&CAP2_PORT_INFO_EXTENDED.to_be_bytes());
+                    }
                 }
+                ATTR_PORT_INFO_EXTENDED => d[4..6].copy_from_slice(&n.fec?.to_be_bytes()),
                 ATTR_SWITCH_INFO if n.switch => d[16] = u8::from(n.enhanced_port0) << 3,
                 _ => return None,
             }
@@ -779,6 +820,8 @@ mod tests {
     fn walks_a_small_fabric() {
         let mut f = sample();
         f.nodes[2].enhanced_port0 = true;
+        f.nodes[1].fec = Some(1);
+        f.nodes[3].fec = Some(2);
         let fab = discover(&mut f, &quick()).unwrap();
         assert_eq!(fab.nodes.len(), 4);
         let ca = fab.node(Guid(0x30)).unwrap();
@@ -799,6 +842,12 @@ mod tests {
         let p0 = sw2.port(0).unwrap();
         assert_eq!((p0.lid, p0.remote), (0x200, None));
         assert_eq!(p0.state, Some(PortState::Active));
+        // FECModeActive from PortInfoExtended where a port reports it
+        // (a switch through port 0's capability mask), on up links only.
+        assert_eq!(ca.ports[0].fec, Some(FecMode::RsFec));
+        assert_eq!(sw.port(1).unwrap().fec, Some(FecMode::FireCode));
+        assert_eq!(sw.port(5).unwrap().fec, None, "down");
+        assert_eq!(sw2.port(1).unwrap().fec, None, "no PortInfoExtended");
         assert_eq!(sw.lid, 0x100);
         assert_eq!(sw.port(4).unwrap().remote, Some((Guid(0x200), 4)));
         assert_eq!(sw.port(7).unwrap().remote, Some((Guid(0x30), 2)));

@@ -19,6 +19,7 @@ use super::hc::{self, HC_SLOTS, HcTotals};
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
+use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
@@ -64,9 +65,11 @@ impl Default for SweepConfig {
 /// PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters (0x15-0x1C) and
 /// the congestion-control attributes SwPortVLCongestion, PortRcvConCtrl,
 /// PortSLRcvFECN, PortSLRcvBECN, PortXmitConCtrl, PortVLXmitTimeCong,
-/// PortXmitDataSL and PortRcvDataSL (0x30-0x37).
-pub const OPTIONAL_ATTRS: [u16; 16] = [
+/// PortXmitDataSL and PortRcvDataSL (0x30-0x37), and
+/// PortExtendedSpeedsCounters (0x1F, FEC counters).
+pub const OPTIONAL_ATTRS: [u16; 17] = [
     0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37,
+    0x1F,
 ];
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.
@@ -135,6 +138,10 @@ pub(crate) struct NodeState {
     ports: Vec<PortState>,
     samples_control: Option<PortSamplesControl>,
     samples_result: Option<PortSamplesResult>,
+    samples_result_ext: Option<PortSamplesResultExtended>,
+    /// The node does not answer PortSamplesResultExtended: stop asking
+    /// (until the rare retry).
+    no_result_ext: bool,
     samples_at: Option<Instant>,
     /// Bit k: the node does not answer `OPTIONAL_ATTRS[k]`; stop asking.
     pub(crate) optional_unsupported: AttrMask,
@@ -158,6 +165,7 @@ pub enum Slot {
     Extended(usize, usize),
     SamplesControl(usize),
     SamplesResult(usize),
+    SamplesResultExt(usize),
     /// (node, port index, index into [`OPTIONAL_ATTRS`])
     Optional(usize, usize, usize),
 }
@@ -170,6 +178,7 @@ impl Slot {
             | Slot::Extended(n, _)
             | Slot::SamplesControl(n)
             | Slot::SamplesResult(n)
+            | Slot::SamplesResultExt(n)
             | Slot::Optional(n, _, _) => n,
         }
     }
@@ -208,6 +217,8 @@ impl NodeState {
             ports: node.ports.iter().map(|_| PortState::default()).collect(),
             samples_control: None,
             samples_result: None,
+            samples_result_ext: None,
+            no_result_ext: false,
             samples_at: None,
             optional_unsupported: 0,
             optional_missed: 0,
@@ -267,7 +278,28 @@ impl FabricState {
             s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
             s.no_samples = false;
             s.samples_strikes = 0;
+            s.no_result_ext = false;
         }
+    }
+
+    /// The sample result attributes to read of node `ni`, with their
+    /// slots: PortSamplesResult, and PortSamplesResultExtended where the
+    /// PMA says IsExtendedWidthSupported and has not shown it does not
+    /// answer it.
+    pub fn sample_results(&self, ni: usize) -> impl Iterator<Item = (u16, Slot)> {
+        use crate::pm::mad::attr;
+        let ext = self.nodes.get(ni).is_some_and(|s| {
+            !s.no_result_ext
+                && s.cpi.as_ref().is_some_and(|c| {
+                    c.capability_mask & crate::pm::class_port_info::CAP_EXT_WIDTH != 0
+                })
+        });
+        std::iter::once((attr::PORT_SAMPLES_RESULT, Slot::SamplesResult(ni))).chain(ext.then_some(
+            (
+                attr::PORT_SAMPLES_RESULT_EXTENDED,
+                Slot::SamplesResultExt(ni),
+            ),
+        ))
     }
 
     /// Hand over a newly discovered fabric; the sweeper merges it before
@@ -402,7 +434,10 @@ impl FabricState {
             }
             MadOutcome::Status(st) => {
                 answered[ni] = true;
-                if matches!(slot, Slot::SamplesControl(_) | Slot::SamplesResult(_)) && !s.no_samples
+                if let Slot::SamplesResultExt(_) = slot {
+                    s.no_result_ext = true;
+                } else if matches!(slot, Slot::SamplesControl(_) | Slot::SamplesResult(_))
+                    && !s.no_samples
                 {
                     debug!(node = %guid, status = st, "no PortSamplesControl/Result");
                     s.no_samples = true;
@@ -418,6 +453,9 @@ impl FabricState {
             MadOutcome::Timeout | MadOutcome::Failed(_) => {
                 match slot {
                     Slot::SamplesControl(_) => s.samples_missed = true,
+                    // Asked only of nodes that answer the sample mechanism:
+                    // silence is as good as "unsupported".
+                    Slot::SamplesResultExt(_) => s.no_result_ext = true,
                     Slot::Optional(_, _, k) => s.optional_missed |= 1 << k,
                     _ => {}
                 }
@@ -489,6 +527,11 @@ impl FabricState {
             Slot::SamplesResult(_) => {
                 if newer(s.samples_at) {
                     s.samples_result = Some(PortSamplesResult::decode(&data));
+                }
+            }
+            Slot::SamplesResultExt(_) => {
+                if newer(s.samples_at) {
+                    s.samples_result_ext = Some(PortSamplesResultExtended::decode(&data));
                 }
             }
             Slot::Optional(_, pi, k) => {
@@ -676,6 +719,7 @@ impl FabricState {
                     s.redirect = None;
                     s.no_samples = false;
                     s.samples_strikes = 0;
+                    s.no_result_ext = false;
                     s.optional_unsupported = 0;
                     s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
                     s.optional_reported = 0;
@@ -784,6 +828,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
             .collect(),
         samples_control: s.samples_control,
         samples_result: s.samples_result,
+        samples_result_ext: s.samples_result_ext,
         source: Default::default(),
     }
 }

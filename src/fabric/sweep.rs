@@ -376,15 +376,16 @@ impl Sweeper {
             if !st.nodes[ni].no_samples
                 && let Some(to) = st.pma(ni, Some(0))
             {
-                for attr_id in [attr::PORT_SAMPLES_CONTROL, attr::PORT_SAMPLES_RESULT] {
+                let reads = std::iter::once((attr::PORT_SAMPLES_CONTROL, Slot::SamplesControl(ni)))
+                    .chain(st.sample_results(ni));
+                for (attr_id, slot) in reads {
                     reqs.push(PmGet {
                         to,
                         attr_id,
                         port: 0,
                     });
+                    slots.push(slot);
                 }
-                slots.push(Slot::SamplesControl(ni));
-                slots.push(Slot::SamplesResult(ni));
             }
         }
         (reqs, slots)
@@ -909,9 +910,10 @@ mod tests {
         let ca_ports = ca.ports.len() as u64;
         let sw_ports = sw.ports.len() as u64;
         // The other nodes' simulated PMAs answer PortRcvErrorDetails,
-        // PortOpRcvCounters, the per-VL 0x19, 0x1A and 0x1C and the
-        // congestion-control 0x31-0x37, switches PortXmitDiscardDetails and
-        // SwPortVLCongestion too, and "unsupported" to the rest.
+        // PortOpRcvCounters, the per-VL 0x19, 0x1A and 0x1C, the
+        // congestion-control 0x31-0x37 and PortExtendedSpeedsCounters,
+        // switches PortXmitDiscardDetails and SwPortVLCongestion too, and
+        // "unsupported" to the rest.
         let others: u64 = fabric
             .nodes
             .iter()
@@ -919,9 +921,9 @@ mod tests {
             .map(|n| {
                 n.ports.len() as u64
                     * if n.node_type == NodeType::Switch {
-                        14
+                        15
                     } else {
-                        12
+                        13
                     }
             })
             .sum();
@@ -993,8 +995,8 @@ mod tests {
         let ports: u64 = fabric.nodes.iter().map(|n| n.ports.len() as u64).sum();
         let n = fabric.nodes.len() as u64;
         // ClassPortInfo + PortCounters and PortCountersExtended per port +
-        // PortSamplesControl/Result per node.
-        assert_eq!(st.mads, n + 2 * ports + 2 * n);
+        // PortSamplesControl/Result/ResultExtended per node.
+        assert_eq!(st.mads, n + 2 * ports + 3 * n);
     }
 
     #[test]

@@ -189,6 +189,39 @@ impl LinkSpeed {
     }
 }
 
+link_enum! {
+    /// PortInfoExtended FECModeActive: the forward error correction the
+    /// link runs. The MIB value is the IBA code plus one (0 is unknown).
+    pub enum FecMode {
+        NoFec = "NoFEC", mib 1,
+        FireCode = "FireCode", mib 2,
+        RsFec = "RSFEC", mib 3,
+        LowLatencyRsFec = "LLRSFEC", mib 4,
+    }
+}
+
+impl FecMode {
+    pub fn from_code(code: u16) -> Option<FecMode> {
+        FecMode::from_mib(u32::from(code) + 1)
+    }
+
+    /// PortExtendedSpeedsCounters has its RS-FEC layout on such a link
+    /// (perfquery: FECModeActive RS-FEC or low-latency RS-FEC).
+    pub fn rs_fec(self) -> bool {
+        matches!(self, FecMode::RsFec | FecMode::LowLatencyRsFec)
+    }
+
+    /// The FEC the simulated fabric's links run at a speed: none up to
+    /// QDR and on FDR10, FireCode on FDR, RS-FEC from EDR on.
+    pub fn simulated(speed: LinkSpeed) -> FecMode {
+        match speed {
+            LinkSpeed::Sdr | LinkSpeed::Ddr | LinkSpeed::Qdr | LinkSpeed::Fdr10 => FecMode::NoFec,
+            LinkSpeed::Fdr => FecMode::FireCode,
+            _ => FecMode::RsFec,
+        }
+    }
+}
+
 /// The data rate of a link in Mb/s (IF-MIB ifHighSpeed semantics), when
 /// both its width and speed are known.
 pub fn rate_mbps(width: Option<LinkWidth>, speed: Option<LinkSpeed>) -> Option<u64> {
@@ -221,6 +254,10 @@ mod tests {
             "linkErrorRecovery"
         );
         assert_eq!(PhysState::Training.mib_label(), "portConfigurationTraining");
+        assert_eq!(FecMode::from_code(2), Some(FecMode::RsFec));
+        assert_eq!(FecMode::RsFec.mib_label(), "rsfec");
+        assert_eq!(FecMode::NoFec.mib_label(), "noFEC");
+        assert!(FecMode::LowLatencyRsFec.rs_fec() && !FecMode::FireCode.rs_fec());
     }
 
     #[test]

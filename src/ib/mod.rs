@@ -4,7 +4,7 @@
 pub mod link;
 pub mod topology;
 
-pub use link::{LinkSpeed, LinkWidth, PhysState, PortState};
+pub use link::{FecMode, LinkSpeed, LinkWidth, PhysState, PortState};
 
 use std::fmt;
 
@@ -128,6 +128,9 @@ pub struct Port {
     /// Active link width and speed, when the link is up.
     pub width: Option<LinkWidth>,
     pub speed: Option<LinkSpeed>,
+    /// The FEC the link runs (PortInfoExtended FECModeActive), when the
+    /// port reports it.
+    pub fec: Option<FecMode>,
 }
 
 impl Port {
@@ -143,6 +146,7 @@ impl Port {
             phys_state: Some(PhysState::Polling),
             width: None,
             speed: None,
+            fec: None,
         }
     }
 
@@ -158,6 +162,7 @@ impl Port {
             phys_state: Some(PhysState::LinkUp),
             width: None,
             speed: None,
+            fec: None,
         }
     }
 

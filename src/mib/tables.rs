@@ -48,6 +48,16 @@ pub const T_PORT_VL: u32 = 14;
 /// optional attribute.
 pub const T_PORT_SL: u32 = 15;
 
+/// pmPortFecTable: a port's FEC mode and FEC totals
+/// (PortExtendedSpeedsCounters).
+pub const T_PORT_FEC: u32 = 18;
+/// pmPortLaneTable: one row per (node, port, physical lane), a column per
+/// per-lane counter of PortExtendedSpeedsCounters.
+pub const T_PORT_LANE: u32 = 19;
+
+/// pmPortSampleResultExtTable: PortSamplesResultExtended per node.
+pub const T_SAMPLE_RESULT_EXT: u32 = 21;
+
 /// The optional attributes with one value per counter, as tables.
 pub const OPTIONAL_TABLES: [OptionalTable; 6] = {
     use crate::pm::mad::attr;
@@ -157,6 +167,10 @@ pub enum Source {
     CtlSelect(usize),
     /// A scalar PortSamplesResult field.
     Res(PortSamplesResultField),
+    /// A scalar PortSamplesResultExtended field.
+    ResExt(crate::pm::samples::PortSamplesResultExtendedField),
+    /// PortSamplesResultExtended Counter`n`.
+    ResExtCounter(usize),
     /// PortSamplesResult Counter`n`.
     ResCounter(usize),
     /// The row's selected port (agent state, default 1).
@@ -174,8 +188,13 @@ pub enum Source {
     /// pmPortClearCounters: writing a mask clears the port's PortCounters
     /// counters it selects (reads 0).
     PortClear,
-    /// The counter of the row's VL or SL in a per-lane attribute's reading.
+    /// The counter of the row's VL, SL or physical lane in a per-lane
+    /// attribute's reading.
     Lane(crate::pm::optional::LaneAttr),
+    /// The FEC the port's link runs.
+    FecMode,
+    /// A FEC total of the port's PortExtendedSpeedsCounters reading.
+    Fec(crate::pm::optional::FecTotal),
     /// A counter of an optional attribute's latest reading.
     Optional {
         attr_id: u16,
@@ -754,6 +773,7 @@ fn build_columns() -> Vec<Column> {
     for (table, lane) in [
         (T_PORT_VL, crate::pm::optional::Lane::Vl),
         (T_PORT_SL, crate::pm::optional::Lane::Sl),
+        (T_PORT_LANE, crate::pm::optional::Lane::Phys),
     ] {
         let attrs = crate::pm::optional::LANE_ATTRS
             .iter()
@@ -768,6 +788,94 @@ fn build_columns() -> Vec<Column> {
                 },
                 access: RO,
                 source: Source::Lane(*a),
+            });
+        }
+    }
+
+    // pmPortFecTable
+    {
+        use crate::pm::optional::FecTotal as F;
+        optional.push(Column {
+            table: T_PORT_FEC,
+            column: 1,
+            name: "pmPortFecMode",
+            syntax: Syntax::Enum { max: 4 },
+            access: RO,
+            source: Source::FecMode,
+        });
+        for (c, n, max, t) in [
+            (2, "pmPortSyncHeaderErrors", 0xFFFF, F::SyncHeaderErrors),
+            (3, "pmPortUnknownBlocks", 0xFFFF, F::UnknownBlocks),
+            (
+                4,
+                "pmPortFECCorrectableBlocks",
+                u32::MAX,
+                F::CorrectableBlocks,
+            ),
+            (
+                5,
+                "pmPortFECUncorrectableBlocks",
+                u32::MAX,
+                F::UncorrectableBlocks,
+            ),
+            (
+                6,
+                "pmPortFECCorrectedSymbols",
+                u32::MAX,
+                F::CorrectedSymbols,
+            ),
+        ] {
+            optional.push(Column {
+                table: T_PORT_FEC,
+                column: c,
+                name: n,
+                syntax: Syntax::Gauge32 { max },
+                access: RO,
+                source: Source::Fec(t),
+            });
+        }
+    }
+
+    // pmPortSampleResultExtTable
+    {
+        use crate::pm::samples::PortSamplesResultExtendedField as X;
+        for (c, n, syntax, f) in [
+            (
+                1,
+                "pmSampleResultExtTag",
+                Syntax::OctetString { size: 2 },
+                X::Tag,
+            ),
+            (
+                2,
+                "pmSampleResultExtStatus",
+                Syntax::Enum { max: 3 },
+                X::SampleStatus,
+            ),
+            (
+                3,
+                "pmSampleResultExtWidth",
+                Syntax::Unsigned32 { max: 3 },
+                X::ExtendedWidth,
+            ),
+        ] {
+            optional.push(Column {
+                table: T_SAMPLE_RESULT_EXT,
+                column: c,
+                name: n,
+                syntax,
+                access: RO,
+                source: Source::ResExt(f),
+            });
+        }
+        for (i, n) in names15!("pmSampleResultExtCounter", "").iter().enumerate() {
+            optional.push(Column {
+                table: T_SAMPLE_RESULT_EXT,
+                column: 4 + i as u32,
+                name: n,
+                syntax: Syntax::Counter64,
+                access: RO,
+                source: Source::ResExtCounter(i),
             });
         }
     }
@@ -1059,7 +1167,41 @@ pub const TABLES: &[Table] = &[
     },
     optional_table(4),
     optional_table(5),
+    Table {
+        number: T_PORT_FEC,
+        name: "pmPortFecTable",
+        index: IndexScheme::NodeGuidPort,
+        present: |_| true,
+        port_present: |_| true,
+        attr: Some(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS),
+    },
+    Table {
+        number: T_PORT_LANE,
+        name: "pmPortLaneTable",
+        index: IndexScheme::NodeGuidPortLane,
+        present: |_| true,
+        port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Phys),
+        attr: None,
+    },
+    Table {
+        number: T_SAMPLE_RESULT_EXT,
+        name: "pmPortSampleResultExtTable",
+        index: IndexScheme::NodeGuid,
+        present: |n| n.samples_result_ext.is_some(),
+        port_present: |_| false,
+        attr: None,
+    },
 ];
+
+/// The port's PortExtendedSpeedsCounters reading is in its RS-FEC layout:
+/// the node's PMA says IsRSFECCountersSupported and the link runs RS-FEC
+/// (perfquery's rule).
+fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
+    node.class_port_info
+        .as_ref()
+        .is_some_and(|c| c.capability_mask & crate::pm::class_port_info::CAP_RSFEC_COUNTERS != 0)
+        && port.link.fec.is_some_and(|f| f.rs_fec())
+}
 
 /// The port holds a reading of a per-lane attribute of kind `lane`.
 fn has_lane_reading(p: &PortRecord, lane: crate::pm::optional::Lane) -> bool {
@@ -1237,6 +1379,10 @@ pub fn read_at(
             (*node.samples_control.as_ref()?.counter_select.get(i)?).into(),
         ),
         Source::Res(f) => wrap(col.syntax, node.samples_result.as_ref()?.get(f)),
+        Source::ResExt(f) => wrap(col.syntax, node.samples_result_ext.as_ref()?.get(f)),
+        Source::ResExtCounter(i) => {
+            Value::Counter64(*node.samples_result_ext.as_ref()?.counters.get(i)?)
+        }
         Source::ResCounter(i) => wrap(
             col.syntax,
             (*node.samples_result.as_ref()?.counters.get(i)?).into(),
@@ -1251,7 +1397,21 @@ pub fn read_at(
         Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
         Source::PortClear => Value::Gauge32(0),
         Source::Lane(a) => {
-            Value::Gauge32(gauge(a.get(optional_reading(port?, a.attr_id)?, row.lane)?))
+            let p = port?;
+            if !a.layout.holds(rs_fec_layout(node, p)) {
+                return None;
+            }
+            Value::Gauge32(gauge(a.get(optional_reading(p, a.attr_id)?, row.lane)?))
+        }
+        Source::FecMode => Value::Integer(port?.link.fec.map_or(0, |f| f.mib()) as i32),
+        Source::Fec(t) => {
+            let p = port?;
+            let data = optional_reading(p, crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
+            Value::Gauge32(gauge(crate::pm::optional::fec_total(
+                data,
+                rs_fec_layout(node, p),
+                t,
+            )?))
         }
         Source::Optional { attr_id, field } => {
             Value::Gauge32(gauge(field.get(&optional_reading(port?, attr_id)?[..])))
@@ -1598,6 +1758,13 @@ mod tests {
         check(
             "pmPortLinkWidthActive",
             LinkWidth::ALL
+                .iter()
+                .map(|s| (s.mib_label(), s.mib()))
+                .collect(),
+        );
+        check(
+            "pmPortFecMode",
+            crate::ib::FecMode::ALL
                 .iter()
                 .map(|s| (s.mib_label(), s.mib()))
                 .collect(),

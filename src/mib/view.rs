@@ -325,6 +325,7 @@ mod tests {
                 .collect(),
             samples_control: None,
             samples_result: None,
+            samples_result_ext: None,
             source: Default::default(),
         }
     }

@@ -121,6 +121,33 @@ pub enum Lane {
     Vl,
     /// Service level.
     Sl,
+    /// Physical lane of the link (PortExtendedSpeedsCounters).
+    Phys,
+}
+
+/// Which layout of PortExtendedSpeedsCounters a per-lane counter belongs
+/// to (perfquery reads the RS-FEC layout when the PMA's ClassPortInfo
+/// has IsRSFECCountersSupported and the port runs RS-FEC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FecLayout {
+    /// Not PortExtendedSpeedsCounters: the counter is always there.
+    Any,
+    /// The layout without RS-FEC (no FEC or FireCode).
+    NotRsFec,
+    /// The RS-FEC layout.
+    RsFec,
+}
+
+impl FecLayout {
+    /// The counter is in a reading whose layout is RS-FEC (`rs_fec`) or
+    /// not.
+    pub fn holds(self, rs_fec: bool) -> bool {
+        match self {
+            FecLayout::Any => true,
+            FecLayout::NotRsFec => !rs_fec,
+            FecLayout::RsFec => rs_fec,
+        }
+    }
 }
 
 /// An optional attribute with one counter per virtual lane or service
@@ -139,6 +166,7 @@ pub struct LaneAttr {
     pub width: usize,
     /// The unit of a count (the MIB's UNITS).
     pub units: &'static str,
+    pub layout: FecLayout,
 }
 
 /// Lanes (VLs or SLs) per port in the per-lane tables.
@@ -160,8 +188,65 @@ const fn lane(
         offset: 32,
         width,
         units,
+        layout: FecLayout::Any,
     }
 }
+
+/// A per-lane counter of PortExtendedSpeedsCounters (12 physical lanes).
+const fn phys(
+    name: &'static str,
+    offset: usize,
+    width: usize,
+    layout: FecLayout,
+    units: &'static str,
+) -> LaneAttr {
+    LaneAttr {
+        attr_id: super::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS,
+        name,
+        lane: Lane::Phys,
+        lanes: EXT_SPEEDS_LANES,
+        offset,
+        width,
+        units,
+        layout,
+    }
+}
+
+/// Physical lanes in PortExtendedSpeedsCounters.
+pub const EXT_SPEEDS_LANES: u8 = 12;
+
+/// PortExtendedSpeedsCounters ErrorDetectionCounterLane0..11 (no RS-FEC).
+pub const LANE_ERROR_DETECTIONS: LaneAttr = phys(
+    "PortLaneErrorDetections",
+    160,
+    16,
+    FecLayout::NotRsFec,
+    "errors",
+);
+/// FECCorrectableBlockCtrLane0..11 (no RS-FEC).
+pub const LANE_FEC_CORRECTABLE_BLOCKS: LaneAttr = phys(
+    "PortLaneFECCorrectableBlocks",
+    352,
+    32,
+    FecLayout::NotRsFec,
+    "blocks",
+);
+/// FECUncorrectableBlockCtrLane0..11 (no RS-FEC).
+pub const LANE_FEC_UNCORRECTABLE_BLOCKS: LaneAttr = phys(
+    "PortLaneFECUncorrectableBlocks",
+    736,
+    32,
+    FecLayout::NotRsFec,
+    "blocks",
+);
+/// FECCorrectableSymbolCtrLane0..11 (RS-FEC).
+pub const LANE_FEC_CORRECTABLE_SYMBOLS: LaneAttr = phys(
+    "PortLaneFECCorrectableSymbols",
+    352,
+    32,
+    FecLayout::RsFec,
+    "symbols",
+);
 
 /// Every per-lane attribute, in the column order of its table
 /// (pmPortVLTable for the VL ones, pmPortSLTable for the SL ones):
@@ -170,8 +255,9 @@ const fn lane(
 /// PortVLXmitWaitCounters (0x1C), SwPortVLCongestion (0x30),
 /// PortVLXmitTimeCong (0x35, VL0..14), PortSLRcvFECN (0x32),
 /// PortSLRcvBECN (0x33), PortXmitDataSL (0x36, octets/4) and
-/// PortRcvDataSL (0x37, octets/4).
-pub const LANE_ATTRS: [LaneAttr; 10] = {
+/// PortRcvDataSL (0x37, octets/4); then the per-lane counters of
+/// PortExtendedSpeedsCounters (0x1F, pmPortLaneTable) in both its layouts.
+pub const LANE_ATTRS: [LaneAttr; 14] = {
     use super::mad::attr;
     use Lane::{Sl, Vl};
     [
@@ -255,6 +341,10 @@ pub const LANE_ATTRS: [LaneAttr; 10] = {
             32,
             "octets/4",
         ),
+        LANE_ERROR_DETECTIONS,
+        LANE_FEC_CORRECTABLE_BLOCKS,
+        LANE_FEC_UNCORRECTABLE_BLOCKS,
+        LANE_FEC_CORRECTABLE_SYMBOLS,
     ]
 };
 
@@ -286,6 +376,52 @@ impl LaneAttr {
     pub fn max(&self) -> u64 {
         (1u64 << self.width) - 1
     }
+}
+
+pm_attr! {
+    /// PortExtendedSpeedsCounters (0x001F): the per-port counters of both
+    /// layouts (the per-lane ones are [`LANE_ATTRS`]). Without RS-FEC the
+    /// three port totals at 1120.. are reserved; with RS-FEC the per-lane
+    /// error detection and block counters are.
+    pub struct PortExtendedSpeedsCounters in [u8; super::mad::DATA_SIZE], fields PortExtendedSpeedsCountersField, table EXT_SPEEDS_FIELDS {
+        PortSelect port_select: u8 = "PortSelect" @ 8:8;
+        CounterSelect counter_select: u64 = "CounterSelect" @ 64:64;
+        SyncHeaderErrors sync_header_errors: u16 = "SyncHeaderErrorCounter" @ 128:16;
+        UnknownBlocks unknown_blocks: u16 = "UnknownBlockCounter" @ 144:16;
+        FecCorrectableBlocks fec_correctable_blocks: u32 = "PortFECCorrectableBlockCtr" @ 1120:32;
+        FecUncorrectableBlocks fec_uncorrectable_blocks: u32 = "PortFECUncorrectableBlockCtr" @ 1152:32;
+        FecCorrectedSymbols fec_corrected_symbols: u32 = "PortFECCorrectedSymbolCtr" @ 1184:32;
+    }
+}
+
+/// A port's FEC totals as pmPortFecTable shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FecTotal {
+    SyncHeaderErrors,
+    UnknownBlocks,
+    CorrectableBlocks,
+    UncorrectableBlocks,
+    CorrectedSymbols,
+}
+
+/// A FEC total of a PortExtendedSpeedsCounters reading in the layout
+/// `rs_fec` says: the RS-FEC layout has port totals; without RS-FEC the
+/// block counts are the sums of the 12 lanes, and there is no symbol
+/// count.
+pub fn fec_total(data: &[u8; super::mad::DATA_SIZE], rs_fec: bool, t: FecTotal) -> Option<u64> {
+    use PortExtendedSpeedsCountersField as F;
+    let r = PortExtendedSpeedsCounters::decode(data);
+    let lanes = |a: LaneAttr| (0..a.lanes).filter_map(|l| a.get(data, l)).sum::<u64>();
+    Some(match (t, rs_fec) {
+        (FecTotal::SyncHeaderErrors, _) => r.get(F::SyncHeaderErrors),
+        (FecTotal::UnknownBlocks, _) => r.get(F::UnknownBlocks),
+        (FecTotal::CorrectableBlocks, true) => r.get(F::FecCorrectableBlocks),
+        (FecTotal::UncorrectableBlocks, true) => r.get(F::FecUncorrectableBlocks),
+        (FecTotal::CorrectedSymbols, true) => r.get(F::FecCorrectedSymbols),
+        (FecTotal::CorrectableBlocks, false) => lanes(LANE_FEC_CORRECTABLE_BLOCKS),
+        (FecTotal::UncorrectableBlocks, false) => lanes(LANE_FEC_UNCORRECTABLE_BLOCKS),
+        (FecTotal::CorrectedSymbols, false) => return None,
+    })
 }
 
 /// The per-lane attribute `attr_id` counting lanes of kind `lane`.
@@ -329,6 +465,32 @@ mod lane_tests {
         let fecn = lane_attr(0x32, Lane::Sl).unwrap();
         assert!(lane_attr(0x32, Lane::Vl).is_none());
         assert_eq!(fecn.width, 32);
+    }
+
+    #[test]
+    fn extended_speeds_layouts_follow_libibmad() {
+        let mut d = [0u8; 192];
+        d[1] = 3;
+        d[16..18].copy_from_slice(&5u16.to_be_bytes()); // SyncHeaderErrorCounter
+        d[20..22].copy_from_slice(&1u16.to_be_bytes()); // ErrorDetectionCounterLane0
+        d[44..48].copy_from_slice(&10u32.to_be_bytes()); // FEC*CtrLane0 at bit 352
+        d[48..52].copy_from_slice(&11u32.to_be_bytes()); // lane 1
+        d[92..96].copy_from_slice(&4u32.to_be_bytes()); // FECUncorrectableBlockCtrLane0
+        d[140..144].copy_from_slice(&30u32.to_be_bytes()); // PortFECCorrectableBlockCtr
+        d[148..152].copy_from_slice(&60u32.to_be_bytes()); // PortFECCorrectedSymbolCtr
+        let r = PortExtendedSpeedsCounters::decode(&d);
+        assert_eq!((r.port_select, r.sync_header_errors), (3, 5));
+        use FecTotal as T;
+        assert_eq!(fec_total(&d, false, T::SyncHeaderErrors), Some(5));
+        assert_eq!(fec_total(&d, false, T::CorrectableBlocks), Some(21));
+        assert_eq!(fec_total(&d, false, T::UncorrectableBlocks), Some(4));
+        assert_eq!(fec_total(&d, false, T::CorrectedSymbols), None);
+        assert_eq!(fec_total(&d, true, T::CorrectableBlocks), Some(30));
+        assert_eq!(fec_total(&d, true, T::CorrectedSymbols), Some(60));
+        assert_eq!(LANE_FEC_CORRECTABLE_SYMBOLS.get(&d, 1), Some(11));
+        assert_eq!(LANE_ERROR_DETECTIONS.get(&d, 0), Some(1));
+        assert_eq!(LANE_ERROR_DETECTIONS.get(&d, 12), None);
+        assert!(FecLayout::RsFec.holds(true) && !FecLayout::RsFec.holds(false));
     }
 
     #[test]

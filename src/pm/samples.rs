@@ -46,6 +46,10 @@ pub const COUNTER_SELECTS: [Field; NUM_COUNTERS] =
 pub const RESULT_COUNTERS: [Field; NUM_COUNTERS] =
     indexed(names15!("Counter", ""), 32, 32, 32, false);
 
+/// Counter0..14 of PortSamplesResultExtended (64 bits each, from bit 64).
+pub const RESULT_EXT_COUNTERS: [Field; NUM_COUNTERS] =
+    indexed(names15!("Counter", ""), 64, 64, 64, false);
+
 pm_attr! {
     /// The control fields are in [`CONTROL_FIELDS`], the masks and selects
     /// in [`COUNTER_MASKS`] and [`COUNTER_SELECTS`].
@@ -83,6 +87,25 @@ pm_attr! {
         counters: [u32; NUM_COUNTERS] = RESULT_COUNTERS;
     }
 }
+
+pm_attr! {
+    /// PortSamplesResultExtended (0x001E): the sample's counts in 64 bits.
+    /// Tag, SampleStatus and ExtendedWidth are in [`RESULT_EXT_FIELDS`],
+    /// the counters in [`RESULT_EXT_COUNTERS`].
+    pub struct PortSamplesResultExtended in [u8; super::mad::DATA_SIZE], fields PortSamplesResultExtendedField, table RESULT_EXT_FIELDS {
+        Tag tag: u16 = "Tag" @ 0:16;
+        SampleStatus sample_status: u8 = "SampleStatus" @ 30:2;
+        /// 2: the counters are 64 bits wide.
+        ExtendedWidth extended_width: u8 = "ExtendedWidth" @ 32:2;
+    }
+    arrays {
+        /// Counter0..14.
+        counters: [u64; NUM_COUNTERS] = RESULT_EXT_COUNTERS;
+    }
+}
+
+/// ExtendedWidth of 64-bit sample counters.
+pub const EXTENDED_WIDTH_64: u8 = 2;
 
 /// SampleStatus values.
 pub const STATUS_DONE: u8 = 0;

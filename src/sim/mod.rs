@@ -191,6 +191,10 @@ impl SimFabric {
     pub fn new(mut fabric: Fabric, opts: SimOptions) -> SimFabric {
         fabric.sort();
         let lids = assign_lids(&mut fabric);
+        // Every link runs the FEC of its speed.
+        for p in fabric.nodes.iter_mut().flat_map(|n| n.ports.iter_mut()) {
+            p.fec = p.speed.map(ib::FecMode::simulated);
+        }
         let mut tx = HashMap::new();
         let mut ports = HashMap::new();
         let mut samples = HashMap::new();
@@ -315,6 +319,7 @@ impl SimFabric {
                     st.down_links
                         .insert((n, q), (x.width.take(), x.speed.take()));
                 }
+                x.fec = x.speed.map(ib::FecMode::simulated);
             }
         }
         true

@@ -197,8 +197,8 @@ const PCX_MAP: &[(usize, Pcx)] = &[
 ];
 
 pub(super) const SWITCH_CAPS: u16 =
-    cpi::CAP_ALL_PORT_SELECT | cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT;
-pub(super) const CA_CAPS: u16 = cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT;
+    cpi::CAP_ALL_PORT_SELECT | cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT | cpi::CAP_RSFEC_COUNTERS;
+pub(super) const CA_CAPS: u16 = cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT | cpi::CAP_RSFEC_COUNTERS;
 
 /// Answers one MAD that arrived at (node `ni`, port `arrival`; 0 = switch
 /// port 0).
@@ -273,6 +273,7 @@ pub(super) fn answer(
         (attr::PORT_VL_OP_PACKETS | attr::PORT_VL_OP_DATA, false) if data[0] != 0xFF => {
             Err(status::INVALID_FIELD)
         }
+        (attr::PORT_EXTENDED_SPEEDS_COUNTERS, false) => ext_speeds(st, ni, arrival, data),
         (attr::SW_PORT_VL_CONGESTION, false) if !is_switch(st, ni) => {
             Err(status::METHOD_ATTR_UNSUPPORTED)
         }
@@ -283,6 +284,7 @@ pub(super) fn answer(
         }
         (attr::PORT_SAMPLES_CONTROL, _) => sampling::control(st, ni, arrival, data, set),
         (attr::PORT_SAMPLES_RESULT, false) => sampling::result(st, ni, arrival),
+        (attr::PORT_SAMPLES_RESULT_EXTENDED, false) => sampling::result_extended(st, ni, arrival),
         (id, false) => match LANE_MAP
             .iter()
             .find(|m| m.0 == id)
@@ -321,6 +323,65 @@ fn per_lane(
     let mut out = [0u8; mad::DATA_SIZE];
     out[..2].copy_from_slice(&data[..2]);
     a.set(&mut out, 0, count);
+    Ok(out)
+}
+
+/// A Get of PortExtendedSpeedsCounters in the layout of the port's FEC
+/// (the simulated PMAs say IsRSFECCountersSupported): link error
+/// recoveries show as sync header errors; every symbol error is an error
+/// detection (no FEC), a corrected block (FireCode and RS-FEC; RS-FEC
+/// corrects two symbols per block); every receive error is an
+/// uncorrectable block. Counts are since the start, spread over the
+/// link's lanes, each held at its field's maximum.
+fn ext_speeds(st: &State, ni: usize, arrival: u8, data: &Data) -> Result<Data, u16> {
+    use crate::pm::optional::{
+        LANE_ERROR_DETECTIONS, LANE_FEC_CORRECTABLE_BLOCKS, LANE_FEC_CORRECTABLE_SYMBOLS,
+        LANE_FEC_UNCORRECTABLE_BLOCKS, PortExtendedSpeedsCounters,
+        PortExtendedSpeedsCountersField as F,
+    };
+    let port_select = data[1];
+    let &[port] = &selected(st, ni, arrival, port_select, false)?[..] else {
+        return Err(status::INVALID_FIELD);
+    };
+    let t = st.totals(ni, port, st.now_ns());
+    let link = st.fabric.nodes.get(ni).and_then(|n| n.port(port));
+    let fec = link
+        .and_then(|l| l.fec)
+        .unwrap_or(crate::ib::FecMode::NoFec);
+    let lanes = link
+        .and_then(|l| l.width)
+        .map_or(1, |w| w.lanes())
+        .clamp(1, u32::from(crate::pm::optional::EXT_SPEEDS_LANES)) as u8;
+    let (sym, rcv) = (t[q::SYMBOL_ERRORS], t[q::RCV_ERRORS]);
+    let mut r = PortExtendedSpeedsCounters {
+        port_select,
+        ..Default::default()
+    };
+    let mut out = [0u8; mad::DATA_SIZE];
+    let held = |f: F, v: u64| v.min(f.field().max());
+    r.sync_header_errors = held(F::SyncHeaderErrors, t[q::LINK_ERROR_RECOVERY]) as u16;
+    if fec.rs_fec() {
+        r.fec_correctable_blocks = held(F::FecCorrectableBlocks, sym) as u32;
+        r.fec_uncorrectable_blocks = held(F::FecUncorrectableBlocks, rcv) as u32;
+        r.fec_corrected_symbols = held(F::FecCorrectedSymbols, 2 * sym) as u32;
+    }
+    r.encode(&mut out);
+    let mut spread = |a: &LaneAttr, total: u64| {
+        for l in 0..lanes {
+            let share =
+                total / u64::from(lanes) + u64::from(u64::from(l) < total % u64::from(lanes));
+            a.set(&mut out, l, share);
+        }
+    };
+    match fec {
+        f if f.rs_fec() => spread(&LANE_FEC_CORRECTABLE_SYMBOLS, 2 * sym),
+        crate::ib::FecMode::FireCode => {
+            spread(&LANE_ERROR_DETECTIONS, sym);
+            spread(&LANE_FEC_CORRECTABLE_BLOCKS, sym);
+            spread(&LANE_FEC_UNCORRECTABLE_BLOCKS, rcv);
+        }
+        _ => spread(&LANE_ERROR_DETECTIONS, sym),
+    }
     Ok(out)
 }
 

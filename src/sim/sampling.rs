@@ -430,39 +430,64 @@ fn quantity_of(caps: &SampleCaps, i: usize, sel: u16, op_code: u8) -> Option<usi
 
 /// PortSamplesResult Get.
 pub(super) fn result(st: &mut State, ni: usize, arrival: u8) -> Result<Data, u16> {
+    let (tag, status, counts, caps) = sample_counts(st, ni, arrival)?;
+    // Sample counters stop at all ones in CounterWidth bits rather than
+    // wrap: the IBA's rule for its event counters ("clamp at a count of
+    // all ones", optional PM attributes; PortCounters likewise), and what
+    // lets an application size the interval from Tick and CounterWidth to
+    // avoid overflow.
+    let r = PortSamplesResult {
+        tag,
+        sample_status: status,
+        counters: counts.map(|c| c.min(caps.width_max()) as u32),
+    };
+    let mut out = [0u8; mad::DATA_SIZE];
+    r.encode(&mut out);
+    Ok(out)
+}
+
+/// A Get of PortSamplesResultExtended: the same sample's counts in 64
+/// bits (ExtendedWidth 2), not held at CounterWidth.
+pub(super) fn result_extended(st: &mut State, ni: usize, arrival: u8) -> Result<Data, u16> {
+    let (tag, status, counts, _) = sample_counts(st, ni, arrival)?;
+    let r = samples::PortSamplesResultExtended {
+        tag,
+        sample_status: status,
+        extended_width: samples::EXTENDED_WIDTH_64,
+        counters: counts,
+    };
+    let mut out = [0u8; mad::DATA_SIZE];
+    r.encode(&mut out);
+    Ok(out)
+}
+
+/// The sample's Tag, SampleStatus and the count of each counter so far
+/// (0 before the sample starts), with the PMA's capabilities.
+fn sample_counts(
+    st: &mut State,
+    ni: usize,
+    arrival: u8,
+) -> Result<(u16, u8, [u64; samples::NUM_COUNTERS], SampleCaps), u16> {
     let n = node(st, ni)?;
     let caps = SampleCaps::of(n.node_type);
     let s = sample_of(st, n, key(n, ni, arrival));
     let now = st.now_ns();
     let (status, start, end) = s.times(&caps, now);
-    let mut r = PortSamplesResult {
-        tag: s.control.tag,
-        sample_status: status,
-        counters: [0; samples::NUM_COUNTERS],
-    };
+    let mut counts = [0u64; samples::NUM_COUNTERS];
     if s.set_at.is_some() && status != samples::STATUS_STARTING {
         let ports = sampled_ports(n, s.control.port_select);
         let a = summed(st, ni, &ports, start);
         let b = summed(st, ni, &ports, now.min(end));
-        // Sample counters stop at all ones in CounterWidth bits rather than
-        // wrap: the IBA's rule for its event counters ("clamp at a count of
-        // all ones", optional PM attributes; PortCounters likewise), and
-        // what lets an application size the interval from Tick and
-        // CounterWidth to avoid overflow.
-        let max = caps.width_max();
-        for (i, (c, &sel)) in r
-            .counters
+        for (i, (c, &sel)) in counts
             .iter_mut()
             .zip(s.control.counter_select.iter())
             .enumerate()
         {
             *c = quantity_of(&caps, i, sel, s.control.op_code)
-                .map_or(0, |qi| b[qi].saturating_sub(a[qi]).min(max) as u32);
+                .map_or(0, |qi| b[qi].saturating_sub(a[qi]));
         }
     }
-    let mut out = [0u8; mad::DATA_SIZE];
-    r.encode(&mut out);
-    Ok(out)
+    Ok((s.control.tag, status, counts, caps))
 }
 
 #[cfg(test)]
