@@ -175,6 +175,12 @@ pub struct FabricConfig {
     /// PortInfo is read again), nodes that appeared.
     #[serde(deserialize_with = "optional_seconds")]
     pub rediscover_interval: Option<Duration>,
+    /// Where the 64-bit totals are kept across restarts; `None` (an empty
+    /// string in the file) = `$STATE_DIRECTORY/totals` when the service
+    /// manager sets STATE_DIRECTORY (systemd's StateDirectory=), else no
+    /// state file. "off" = none.
+    #[serde(deserialize_with = "path")]
+    pub state_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -350,6 +356,7 @@ impl Default for FabricConfig {
             optional_attributes: true,
             clear_near_overflow: false,
             rediscover_interval: Some(Duration::from_secs(60)),
+            state_file: None,
         }
     }
 }

@@ -16,6 +16,7 @@ use super::cache::{
 };
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS, HcTotals};
+use super::persist::SavedPort;
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
@@ -778,6 +779,112 @@ impl FabricState {
             stats: self.figures,
             reachable: 0,
         });
+    }
+
+    /// The 64-bit totals of every port read by PM MADs, with the raw
+    /// readings that fed them, for the state file (DOCA-served ports start
+    /// again after a restart: their readings are not kept).
+    pub fn export_totals(&self) -> Vec<SavedPort> {
+        let mut out = Vec::new();
+        for (node, s) in self.fabric.nodes.iter().zip(&self.nodes) {
+            for (p, ps) in node.ports.iter().zip(&s.ports) {
+                let (Some(pc), None) = (&ps.counters, &ps.doca) else {
+                    continue;
+                };
+                let from_pcx = ps.hc_from_pcx == Some(true) && ps.extended.is_some();
+                let mut saved = SavedPort {
+                    guid: node.guid,
+                    port: p.num,
+                    from_pcx,
+                    valid: 0,
+                    totals: ps.hc.values,
+                    raw: [0; HC_SLOTS],
+                };
+                for (k, c) in hc::HC.iter().enumerate() {
+                    if ps.hc.valid & (1 << k) == 0 {
+                        continue;
+                    }
+                    let raw = match (c.pcx, &ps.extended, c.pc) {
+                        (Some(f), Some(x), _) if from_pcx => x.get(f),
+                        (_, _, Some(f)) if !(from_pcx && c.pcx.is_some()) => pc.get(f),
+                        _ => continue,
+                    };
+                    saved.raw[k] = raw;
+                    saved.valid |= 1 << k;
+                }
+                out.push(saved);
+            }
+        }
+        out
+    }
+
+    /// Take up saved totals before the first sweep: each port of the
+    /// fabric not read yet continues from its saved totals, the saved raw
+    /// readings standing for the last reading. Returns how many saved
+    /// ports matched a port of this fabric.
+    pub fn restore_totals(&mut self, saved: &[SavedPort]) -> usize {
+        let mut matched = 0;
+        for sp in saved {
+            let Some(ni) = self.node_index(sp.guid) else {
+                continue;
+            };
+            let Some(pi) = self.fabric.nodes[ni]
+                .ports
+                .iter()
+                .position(|p| p.num == sp.port)
+            else {
+                continue;
+            };
+            let Some(ps) = self.nodes[ni].ports.get_mut(pi) else {
+                continue;
+            };
+            if ps.counters.is_some() || ps.doca.is_some() {
+                continue;
+            }
+            let mut pc = PortCounters::default();
+            let mut pcx = PortCountersExtended::default();
+            for (k, c) in hc::HC.iter().enumerate() {
+                if sp.valid & (1 << k) == 0 {
+                    continue;
+                }
+                match (c.pcx, c.pc) {
+                    (Some(f), _) if sp.from_pcx => pcx.set(f, sp.raw[k]),
+                    (_, Some(f)) => pc.set(f, sp.raw[k]),
+                    _ => continue,
+                }
+                ps.hc.values[k] = sp.totals[k];
+                ps.hc.valid |= 1 << k;
+            }
+            ps.hc_from_pcx = Some(sp.from_pcx);
+            ps.counters = Some(pc);
+            ps.extended = sp.from_pcx.then_some(pcx);
+            matched += 1;
+        }
+        matched
+    }
+
+    /// During the first sweep: mark the nodes that answered so far as seen
+    /// and publish them (the sweep count stays at the sweeps completed).
+    /// Returns the number of nodes with rows.
+    pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool]) -> usize {
+        for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
+            s.seen = true;
+        }
+        let prev = cache.load();
+        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
+            .filter_map(|ni| self.record(ni, &prev))
+            .map(Arc::new)
+            .collect();
+        let rows = nodes.len();
+        cache.publish(Snapshot {
+            sweep: self.sweep_no.saturating_sub(1),
+            taken: Some(SystemTime::now()),
+            interval: self.cfg.interval,
+            nodes,
+            stats: self.figures,
+            reachable: 0,
+        });
+        rows
     }
 
     /// Publish node `ni`'s record alone into the current snapshot.
