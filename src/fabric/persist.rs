@@ -60,6 +60,7 @@ pub enum PersistError {
     Checksum,
     TooManyPorts(u32),
     BadSlots(u32),
+    BadFlag(u8),
 }
 
 impl std::fmt::Display for PersistError {
@@ -73,6 +74,7 @@ impl std::fmt::Display for PersistError {
             PersistError::Checksum => write!(f, "checksum mismatch"),
             PersistError::TooManyPorts(n) => write!(f, "{n} ports, more than {MAX_PORTS}"),
             PersistError::BadSlots(m) => write!(f, "slot mask {m:#x} names unknown slots"),
+            PersistError::BadFlag(b) => write!(f, "source flag {b} is neither 0 nor 1"),
         }
     }
 }
@@ -150,7 +152,11 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<SavedPort>, PersistError> {
     for _ in 0..n {
         let guid = Guid(c.u64()?);
         let port = c.u8()?;
-        let from_pcx = c.u8()? != 0;
+        let from_pcx = match c.u8()? {
+            0 => false,
+            1 => true,
+            b => return Err(PersistError::BadFlag(b)),
+        };
         let valid = c.u32()?;
         if valid & !SLOT_MASK != 0 {
             return Err(PersistError::BadSlots(valid));
