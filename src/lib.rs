@@ -39,6 +39,7 @@ pub mod config;
 pub mod fabric;
 pub mod ib;
 pub mod mib;
+pub mod notify;
 #[macro_use]
 pub mod pm;
 pub mod query;

@@ -8,6 +8,7 @@ use arc_swap::ArcSwap;
 
 use crate::fabric::hc::{HC_SLOTS, HcTotals};
 use crate::ib::{Guid, NodeType, Port};
+use crate::notify::NotifyFigures;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
@@ -35,6 +36,9 @@ pub struct PortRecord {
     /// Latest readings of the optional attributes 0x15..=0x1C the node
     /// answers, ordered by attribute ID.
     pub optional: Vec<OptionalReading>,
+    /// Times the port's counters went down without a clear by this agent
+    /// (cleared by another tool, or the node restarted).
+    pub external_resets: u32,
 }
 
 /// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
@@ -94,6 +98,9 @@ pub struct Snapshot {
     /// Nodes marked reachable: counted when the snapshot is stored, so no
     /// request counts them.
     pub reachable: usize,
+    /// Notifications sent, suppressed and dropped so far, for the agent
+    /// scalars.
+    pub notify: NotifyFigures,
 }
 
 /// What the agent scalars say about the last sweep and discovery.
@@ -148,6 +155,15 @@ impl Cache {
         self.current.store(Arc::new(snap));
     }
 
+    /// Store the notification figures in the current snapshot.
+    pub fn set_notify(&self, figures: NotifyFigures) {
+        self.current.rcu(|cur| {
+            let mut next = Snapshot::clone(cur);
+            next.notify = figures;
+            next
+        });
+    }
+
     /// Replace (or insert, or with `None` remove) one node's record in the
     /// current snapshot.
     pub fn patch(&self, guid: Guid, record: Option<NodeRecord>) {
@@ -160,6 +176,7 @@ impl Cache {
                 nodes: cur.nodes.clone(),
                 stats: cur.stats,
                 reachable: 0,
+                notify: cur.notify,
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
                 (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),

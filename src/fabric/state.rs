@@ -95,6 +95,13 @@ pub(crate) struct PortState {
     discontinuity: Option<Instant>,
     /// Indexed like [`OPTIONAL_ATTRS`].
     optional: [Option<Arc<[u8; 192]>>; 8],
+    /// This agent cleared the port's PortCounters: the next reading may
+    /// go down without that being news ([`FabricState::mark_agent_clear`]).
+    agent_clear: bool,
+    /// The same for PortCountersExtended (a PMA may clear both).
+    agent_clear_ext: bool,
+    /// Counters that went down without a clear by this agent.
+    external_resets: u32,
 }
 
 pub(crate) struct NodeState {
@@ -417,9 +424,12 @@ impl FabricState {
                     ps.discontinuity = Some(now);
                 }
                 ps.hc_from_pcx = Some(use_pcx);
-                if hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx)
-                    || ps.counters.is_none()
-                {
+                let went_down = hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx);
+                if went_down && !std::mem::take(&mut ps.agent_clear) {
+                    ps.external_resets = ps.external_resets.wrapping_add(1);
+                }
+                ps.agent_clear = false;
+                if went_down || ps.counters.is_none() {
                     ps.discontinuity = Some(now);
                 }
                 ps.counters = Some(cur);
@@ -438,7 +448,11 @@ impl FabricState {
                     };
                     if hc::fold_pcx(&mut ps.hc, prev, &cur) {
                         ps.discontinuity = Some(Instant::now());
+                        if !ps.agent_clear_ext {
+                            ps.external_resets = ps.external_resets.wrapping_add(1);
+                        }
                     }
+                    ps.agent_clear_ext = false;
                     ps.extended = Some(cur);
                 }
             }
@@ -461,6 +475,15 @@ impl FabricState {
                     *slot = Some(Arc::new(*data));
                 }
             }
+        }
+    }
+
+    /// This agent is clearing counters of port `pi` of node `ni`: the
+    /// next reading of them going down is no discontinuity notification.
+    pub fn mark_agent_clear(&mut self, ni: usize, pi: usize) {
+        if let Some(ps) = self.nodes.get_mut(ni).and_then(|n| n.ports.get_mut(pi)) {
+            ps.agent_clear = true;
+            ps.agent_clear_ext = true;
         }
     }
 
@@ -601,6 +624,7 @@ impl FabricState {
             nodes,
             stats: self.figures,
             reachable: 0,
+            notify: prev.notify,
         });
     }
 
@@ -637,6 +661,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 rates: ps.rates.clone(),
                 read_at: ps.read_at,
                 discontinuity: ps.discontinuity,
+                external_resets: ps.external_resets,
                 optional: ps
                     .optional
                     .iter()

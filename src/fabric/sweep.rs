@@ -393,7 +393,7 @@ impl Sweeper {
     /// with a field past 75% of its range, clearing those fields. The Set's
     /// reply shows the port after the clear and is folded in as a reading.
     fn clear_requests(&self) -> (Vec<MadRequest>, Vec<Slot>) {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
         if !st.cfg.clear_near_overflow {
@@ -419,6 +419,11 @@ impl Sweeper {
                     data: port_counters_data(port.num, select, select2),
                 });
                 slots.push(Slot::Counters(ni, pi));
+            }
+        }
+        for slot in &slots {
+            if let Slot::Counters(ni, pi) = *slot {
+                st.mark_agent_clear(ni, pi);
             }
         }
         (reqs, slots)
@@ -970,10 +975,45 @@ mod tests {
                 let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
+                let rec = cache.load();
+                let port = &rec.node(ca.guid).unwrap().ports[0];
+                assert!(port.discontinuity.is_some());
+                assert_eq!(port.external_resets, 0, "the agent's own clear is no news");
             } else {
                 assert_eq!(now.xmit_data, u32::MAX, "saturated, not cleared");
             }
         }
+    }
+
+    /// A clear by another tool (a PerformanceSet straight to the PMA) is
+    /// counted as an external reset; the first reading of a port is not.
+    #[test]
+    fn an_out_of_band_clear_counts_as_an_external_reset() {
+        let mut rig = AgentRig::swept(RigOptions::default());
+        let fabric = rig.fabric();
+        let ca = fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == NodeType::Ca && n.ports[0].remote.is_some())
+            .unwrap();
+        let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
+        let resets =
+            |rig: &AgentRig| rig.cache.load().node(ca.guid).unwrap().ports[0].external_resets;
+        assert_eq!(resets(&rig), 0);
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        assert_eq!(resets(&rig), 0);
+        // Clear every counter (CounterSelect 0xFFFF) behind the agent's back.
+        let data = port_counters_data(num, 0xFFFF, 0xFF);
+        let (st, _) = rig::pma_request(&rig.sim, lid, method::SET, attr::PORT_COUNTERS, &data)
+            .expect("the simulated PMA answers");
+        assert_eq!(st, 0);
+        rig.advance(Duration::from_secs(1));
+        rig.sweep();
+        assert_eq!(resets(&rig), 1);
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        assert_eq!(resets(&rig), 1, "counted once");
     }
 
     #[test]

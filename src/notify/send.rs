@@ -1,0 +1,1 @@
+//! The edge: notifications out of the process.
