@@ -21,6 +21,7 @@ use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
+use crate::notify::send::{self as notify_send, AgentxSink, Sink, TrapSink};
 use crate::service::{self, Notifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderHandle};
@@ -428,7 +429,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         poll,
         cfg.control(),
     ));
-    let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
+    let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
         .with_controller(Arc::clone(&controller));
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
@@ -443,10 +444,6 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         .spawn_poller(running.shutdown.flag())
         .map_err(|e| AppError(format!("cannot start the sample poller: {e}")))?;
     running.threads.push(("sample poller", poller));
-    let sweep_thread = sweeper
-        .spawn(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
-    running.threads.push(("sweeper", sweep_thread));
     if let (Some(source), Some(every)) = (source, cfg.fabric.rediscover_interval) {
         let t = spawn_rediscovery(source, state, every, running.shutdown.flag())
             .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
@@ -474,6 +471,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             priority: cfg.agentx.priority,
             ping_interval: cfg.agentx.ping_interval,
             backoff_max: cfg.agentx.reconnect_max,
+            notify_queue: cfg.notify.queue,
             ..Default::default()
         };
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
@@ -486,6 +484,30 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
 
     running.session = session;
+
+    // Notifications: through snmpd, or without it straight to the sinks.
+    if cfg.notify.enabled {
+        let sink: Option<Box<dyn Sink>> = match &running.session {
+            Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
+            None if !cfg.notify.sinks.is_empty() => {
+                let t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
+                    .map_err(|e| AppError(format!("cannot open the trap socket: {e}")))?;
+                info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks");
+                Some(Box::new(t))
+            }
+            None => {
+                info!("no AgentX and no notify.sinks: notifications are not sent");
+                None
+            }
+        };
+        if let Some(sink) = sink {
+            sweeper = sweeper.with_notifier(notify_send::Notifier::new(cfg.notify(), sink));
+        }
+    }
+    let sweep_thread = sweeper
+        .spawn(running.shutdown.flag())
+        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
+    running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))

@@ -425,7 +425,11 @@ impl FabricState {
                 }
                 ps.hc_from_pcx = Some(use_pcx);
                 let went_down = hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx);
-                if went_down && !std::mem::take(&mut ps.agent_clear) {
+                let cleared = ps
+                    .counters
+                    .as_ref()
+                    .is_some_and(|p| hc::pc_went_down(p, &cur));
+                if cleared && !ps.agent_clear {
                     ps.external_resets = ps.external_resets.wrapping_add(1);
                 }
                 ps.agent_clear = false;

@@ -26,6 +26,7 @@ use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{
     OPTIONAL_ATTRS, RETRY_UNANSWERED_SWEEPS, SharedState, Slot, optional_request_data,
 };
+use crate::notify::send::Notifier;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
 use crate::pm::port_counters::COUNTERS;
@@ -72,6 +73,8 @@ pub struct Sweeper {
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
+    /// Evaluates each published snapshot and sends notifications.
+    notifier: Option<Notifier>,
 }
 
 /// A Get of `attr_id` with the given data area.
@@ -162,6 +165,21 @@ impl Sweeper {
             reopen_backoff: None,
             transport_error: None,
             controller: None,
+            notifier: None,
+        }
+    }
+
+    /// Evaluate every published snapshot for notifications.
+    pub fn with_notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = Some(notifier);
+        self
+    }
+
+    /// After a snapshot was published: the notifications it calls for
+    /// (on this thread; requests are answered meanwhile).
+    fn notify(&mut self) {
+        if let Some(n) = &mut self.notifier {
+            n.after_sweep(&self.cache);
         }
     }
 
@@ -263,6 +281,7 @@ impl Sweeper {
                 st.mark_all_unreachable();
                 st.publish(&self.cache);
             }
+            self.notify();
             return SweepStats {
                 sweep: sweep_no,
                 nodes: n,
@@ -296,6 +315,7 @@ impl Sweeper {
             st.figures.timeouts = timeouts;
             st.publish(&self.cache);
         }
+        self.notify();
         let stats = SweepStats {
             sweep: sweep_no,
             nodes: n,
