@@ -346,6 +346,49 @@ fn a_storm_is_limited_per_sweep_and_counted() {
     eprintln!("suppressed after the storm: {suppressed}");
 }
 
+/// While snmpd is away, the newest `notify.queue` notifications wait for
+/// it and the older ones are dropped and counted.
+#[test]
+fn notifications_wait_for_snmpd_in_a_bounded_queue() {
+    let mut s = Setup::start(topology::default_fabric(), "queue = 3", "");
+    let fabric = s.sim.fabric();
+    let nodes: Vec<Guid> = ["node07", "node08", "node09", "node10", "node11"]
+        .iter()
+        .map(|d| named(&fabric, d))
+        .collect();
+    let figures = |s: &Setup| s.agent.as_ref().unwrap().cache().load().notify;
+    let before = figures(&s);
+    s.snmpd.as_mut().unwrap().stop();
+    let agent = s.agent.as_ref().unwrap();
+    wait("the session to notice", Duration::from_secs(10), || {
+        !agent.session().unwrap().connected()
+    });
+    for g in &nodes {
+        s.sim.set_reachable(*g, false);
+    }
+    s.wait_sweeps(4);
+    // Five pmNodeLost, and pmSweepOverrun before them when the sweeps
+    // waiting for the silent nodes took longer than 0.5 s.
+    let away = figures(&s);
+    let generated = away.sent - before.sent;
+    assert!((5..=6).contains(&generated), "{before:?} {away:?}");
+    s.snmpd.as_mut().unwrap().restart().expect("snmpd again");
+    wait("3 pmNodeLost", Duration::from_secs(20), || {
+        v2_traps(&s.v2.log(), "pmNodeLost").len() >= 3
+    });
+    s.wait_sweeps(2);
+    let lost = v2_traps(&s.v2.log(), "pmNodeLost");
+    assert_eq!(lost.len(), 3, "{lost:?}");
+    // The newest three (the sweep found them in GUID order).
+    for g in &nodes[2..] {
+        assert_eq!(about(lost.clone(), *g, None).len(), 1, "{g}");
+    }
+    assert_eq!(
+        s.get_num("IB-PM-MIB::pmAgentNotificationsDropped.0"),
+        generated - 3
+    );
+}
+
 /// Without snmpd the agent sends SNMPv2c traps to `notify.sinks` itself.
 #[test]
 fn without_agentx_traps_go_straight_to_the_sinks() {
