@@ -21,8 +21,9 @@ use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
-use crate::notify::send::{self as notify_send, AgentxSink, Sink, TrapSink};
-use crate::service::{self, Notifier};
+use crate::notify::send::Notifier;
+use crate::notify::send::{AgentxSink, Sink, TrapSink};
+use crate::service::{self, Notifier as SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
@@ -304,7 +305,7 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         r => r?,
     };
     let running = start_with(&cfg, backend, shutdown.clone())?;
-    let notifier = match Notifier::from_env() {
+    let notifier = match SystemdNotifier::from_env() {
         Some(Ok(n)) => Some(n),
         Some(Err(e)) => {
             warn!("cannot notify systemd: {e}");
@@ -501,7 +502,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             }
         };
         if let Some(sink) = sink {
-            sweeper = sweeper.with_notifier(notify_send::Notifier::new(cfg.notify(), sink));
+            let mut notifier = Notifier::new(cfg.notify(), sink);
+            sweeper = sweeper.with_after_publish(Box::new(move |c| notifier.after_sweep(c)));
         }
     }
     let sweep_thread = sweeper

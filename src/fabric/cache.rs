@@ -8,7 +8,6 @@ use arc_swap::ArcSwap;
 
 use crate::fabric::hc::{HC_SLOTS, HcTotals};
 use crate::ib::{Guid, NodeType, Port};
-use crate::notify::NotifyFigures;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
@@ -101,6 +100,18 @@ pub struct Snapshot {
     /// Notifications sent, suppressed and dropped so far, for the agent
     /// scalars.
     pub notify: NotifyFigures,
+}
+
+/// What the agent scalars say about notifications: totals since the start
+/// (the notifier after each sweep stores them with [`Cache::set_notify`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NotifyFigures {
+    /// Handed to snmpd (or sent to the trap sinks).
+    pub sent: u64,
+    /// Held back by the per-sweep limit.
+    pub suppressed: u64,
+    /// Lost: the queue kept while snmpd was away was full.
+    pub dropped: u64,
 }
 
 /// What the agent scalars say about the last sweep and discovery.

@@ -26,7 +26,6 @@ use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{
     OPTIONAL_ATTRS, RETRY_UNANSWERED_SWEEPS, SharedState, Slot, optional_request_data,
 };
-use crate::notify::send::Notifier;
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
 use crate::pm::port_counters::COUNTERS;
@@ -56,6 +55,9 @@ pub struct SweepStats {
     pub transport_down: Option<String>,
 }
 
+/// What runs after each published snapshot.
+pub type AfterPublish = Box<dyn FnMut(&Cache) + Send>;
+
 /// First wait before reopening a failed transport; doubles up to
 /// [`REOPEN_MAX`].
 pub const REOPEN_FIRST: Duration = Duration::from_millis(500);
@@ -73,8 +75,8 @@ pub struct Sweeper {
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
-    /// Evaluates each published snapshot and sends notifications.
-    notifier: Option<Notifier>,
+    /// Runs after each published snapshot (the notifications).
+    after_publish: Option<AfterPublish>,
 }
 
 /// A Get of `attr_id` with the given data area.
@@ -165,21 +167,22 @@ impl Sweeper {
             reopen_backoff: None,
             transport_error: None,
             controller: None,
-            notifier: None,
+            after_publish: None,
         }
     }
 
-    /// Evaluate every published snapshot for notifications.
-    pub fn with_notifier(mut self, notifier: Notifier) -> Self {
-        self.notifier = Some(notifier);
+    /// Call `f` with the cache after every sweep's snapshot is published
+    /// (the notifications are evaluated and sent there).
+    pub fn with_after_publish(mut self, f: AfterPublish) -> Self {
+        self.after_publish = Some(f);
         self
     }
 
-    /// After a snapshot was published: the notifications it calls for
-    /// (on this thread; requests are answered meanwhile).
+    /// After a snapshot was published (on this thread; requests are
+    /// answered from the snapshot meanwhile).
     fn notify(&mut self) {
-        if let Some(n) = &mut self.notifier {
-            n.after_sweep(&self.cache);
+        if let Some(f) = &mut self.after_publish {
+            f(&self.cache);
         }
     }
 

@@ -21,6 +21,7 @@ use crate::ib::Guid;
 use crate::mib::tables::{PM_OBJECTS, PM_ROOT};
 use crate::mib::{Oid, Value, VarBind};
 
+pub use crate::fabric::cache::NotifyFigures;
 pub use eval::{Evaluator, Outcome};
 pub use rules::{NodeMatch, NotifyConfig, ThresholdRule, thresholds};
 
@@ -326,14 +327,6 @@ impl Event {
         }
         v
     }
-}
-
-/// What the agent scalars say about notifications, totals since start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NotifyFigures {
-    pub sent: u64,
-    pub suppressed: u64,
-    pub dropped: u64,
 }
 
 #[cfg(test)]
