@@ -23,15 +23,18 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::rules::{Measure, NotifyConfig, thresholds};
+use std::sync::Arc;
+
+use super::rules::{Measure, NotifyConfig, THRESHOLD_COUNT, thresholds};
 use super::{Event, FAMILIES, Kind, Peer};
 use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot};
 use crate::fabric::hc;
 use crate::ib::Guid;
 use crate::mib::tables::{congestion_hundredths, utilization_hundredths};
 
-/// Samples kept per port at most (one every quarter window).
-const MAX_SAMPLES: usize = 8;
+/// Samples kept per port at most (one every half window: the newest at
+/// least a window old and the ones after it).
+const MAX_SAMPLES: usize = 4;
 
 /// What one sweep calls for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,10 +51,15 @@ impl Outcome {
     }
 }
 
+// `Sample::valid` and `PortMem::risen` have a bit per watched counter.
+const _: () = assert!(THRESHOLD_COUNT <= 16);
+
 struct Sample {
     at: Instant,
+    /// Bit i: `values[i]` is known.
+    valid: u16,
     /// Per [`thresholds`] entry: the total it is computed from.
-    values: Box<[Option<u64>]>,
+    values: [u64; THRESHOLD_COUNT],
 }
 
 struct PortMem {
@@ -60,10 +68,12 @@ struct PortMem {
     /// The last peer seen (a link that went down has none any more).
     peer: Option<(Guid, u8)>,
     resets: u32,
-    /// (rising, falling) per [`thresholds`] entry, resolved once.
-    limits: Box<[(u64, u64)]>,
-    /// Per [`thresholds`] entry: a rising event was sent, no falling yet.
-    risen: Box<[bool]>,
+    /// (rising, falling) per [`thresholds`] entry, resolved once; ports
+    /// with the same thresholds share them.
+    limits: Arc<[(u64, u64)]>,
+    /// Bit i: a rising event was sent for [`thresholds`] entry i, no
+    /// falling one yet.
+    risen: u16,
     last_read: Option<Instant>,
     samples: VecDeque<Sample>,
 }
@@ -76,6 +86,7 @@ struct NodeMem {
 
 pub struct Evaluator {
     cfg: NotifyConfig,
+    limits: LimitSets,
     nodes: BTreeMap<Guid, NodeMem>,
     overrun: bool,
     last_sweep: Option<u64>,
@@ -85,21 +96,65 @@ fn state_of(p: &PortRecord) -> u32 {
     p.link.state.map_or(0, |s| s.mib())
 }
 
-fn sample_of(p: &PortRecord) -> Box<[Option<u64>]> {
-    thresholds()
-        .iter()
-        .map(|d| match d.measure {
+fn sample_of(at: Instant, p: &PortRecord) -> Sample {
+    let mut s = Sample {
+        at,
+        valid: 0,
+        values: [0; THRESHOLD_COUNT],
+    };
+    for (i, d) in thresholds().iter().enumerate() {
+        let v = match d.measure {
             Measure::Increase(k) => p.hc.shown(k),
             Measure::Utilization => p.hc.shown(hc::OUT_OCTETS),
             Measure::Congestion => p.hc.shown(hc::XMIT_WAIT),
-        })
-        .collect()
+        };
+        if let Some(v) = v {
+            s.values[i] = v;
+            s.valid |= 1 << i;
+        }
+    }
+    s
+}
+
+/// Resolved thresholds, shared by the ports that have the same.
+#[derive(Default)]
+struct LimitSets(Vec<Arc<[(u64, u64)]>>);
+
+impl LimitSets {
+    fn get(&mut self, cfg: &NotifyConfig, node: &NodeRecord, port: u8) -> Arc<[(u64, u64)]> {
+        let v = cfg.resolve(node.guid, &node.description, node.node_type, port);
+        if let Some(a) = self.0.iter().find(|a| ***a == *v) {
+            return Arc::clone(a);
+        }
+        let a: Arc<[(u64, u64)]> = v.into();
+        self.0.push(Arc::clone(&a));
+        a
+    }
+}
+
+fn port_mem(
+    limits: &mut LimitSets,
+    cfg: &NotifyConfig,
+    node: &NodeRecord,
+    p: &PortRecord,
+) -> PortMem {
+    PortMem {
+        num: p.num,
+        state: state_of(p),
+        peer: p.link.remote,
+        resets: p.external_resets,
+        risen: 0,
+        limits: limits.get(cfg, node, p.num),
+        last_read: None,
+        samples: VecDeque::new(),
+    }
 }
 
 impl Evaluator {
     pub fn new(cfg: NotifyConfig) -> Evaluator {
         Evaluator {
             cfg,
+            limits: LimitSets::default(),
             nodes: BTreeMap::new(),
             overrun: false,
             last_sweep: None,
@@ -108,23 +163,6 @@ impl Evaluator {
 
     pub fn config(&self) -> &NotifyConfig {
         &self.cfg
-    }
-
-    fn port_mem(&self, node: &NodeRecord, p: &PortRecord) -> PortMem {
-        let limits: Box<[(u64, u64)]> = self
-            .cfg
-            .resolve(node.guid, &node.description, node.node_type, p.num)
-            .into();
-        PortMem {
-            num: p.num,
-            state: state_of(p),
-            peer: p.link.remote,
-            resets: p.external_resets,
-            risen: vec![false; limits.len()].into(),
-            limits,
-            last_read: None,
-            samples: VecDeque::new(),
-        }
     }
 
     /// The notifications `snap` calls for. A snapshot of a sweep already
@@ -140,7 +178,11 @@ impl Evaluator {
         for node in &snap.nodes {
             let fresh = !self.nodes.contains_key(&node.guid);
             if fresh {
-                let ports = node.ports.iter().map(|p| self.port_mem(node, p)).collect();
+                let ports = node
+                    .ports
+                    .iter()
+                    .map(|p| port_mem(&mut self.limits, &self.cfg, node, p))
+                    .collect();
                 self.nodes.insert(
                     node.guid,
                     NodeMem {
@@ -158,7 +200,11 @@ impl Evaluator {
                 (false, true) => {
                     events.push(Event::node(Kind::NodeFound, node.guid, &node.description));
                     // Its ports are taken as they are now.
-                    let ports = node.ports.iter().map(|p| self.port_mem(node, p)).collect();
+                    let ports = node
+                        .ports
+                        .iter()
+                        .map(|p| port_mem(&mut self.limits, &self.cfg, node, p))
+                        .collect();
                     self.nodes.get_mut(&node.guid).expect("inserted").ports = ports;
                 }
                 _ => {}
@@ -168,7 +214,14 @@ impl Evaluator {
             mem.reachable = node.reachable;
             mem.description.clone_from(&node.description);
             if node.reachable && !fresh {
-                ports_events.extend(ports_of(node, mem, snap, window, &self.cfg));
+                ports_events.extend(ports_of(
+                    node,
+                    mem,
+                    snap,
+                    window,
+                    &self.cfg,
+                    &mut self.limits,
+                ));
             }
         }
         for (guid, mem) in &mut self.nodes {
@@ -228,6 +281,7 @@ fn ports_of(
     snap: &Snapshot,
     window: Duration,
     cfg: &NotifyConfig,
+    limits: &mut LimitSets,
 ) -> Vec<Event> {
     let mut out = Vec::new();
     let event = |kind, p: &PortRecord, peer| {
@@ -241,19 +295,7 @@ fn ports_of(
             Some(i) => &mut mem.ports[i],
             None => {
                 // A port rediscovery added: taken as it is.
-                let limits: Box<[(u64, u64)]> = cfg
-                    .resolve(node.guid, &node.description, node.node_type, p.num)
-                    .into();
-                mem.ports.push(PortMem {
-                    num: p.num,
-                    state: state_of(p),
-                    peer: p.link.remote,
-                    resets: p.external_resets,
-                    risen: vec![false; limits.len()].into(),
-                    limits,
-                    last_read: None,
-                    samples: VecDeque::new(),
-                });
+                mem.ports.push(port_mem(limits, cfg, node, p));
                 continue;
             }
         };
@@ -278,7 +320,7 @@ fn ports_of(
             continue;
         }
         pm.last_read = Some(at);
-        let cur = sample_of(p);
+        let cur = sample_of(at, p);
         // The newest sample at least a window old is the base.
         let base = pm
             .samples
@@ -290,13 +332,11 @@ fn ports_of(
             let secs = span.as_secs_f64();
             for (i, d) in thresholds().iter().enumerate() {
                 let (rising, falling) = pm.limits[i];
-                if rising == 0 {
+                let both = 1u16 << i;
+                if rising == 0 || base.valid & cur.valid & both == 0 {
                     continue;
                 }
-                let (Some(b), Some(c)) = (base.values[i], cur[i]) else {
-                    continue;
-                };
-                let delta = c.wrapping_sub(b);
+                let delta = cur.values[i].wrapping_sub(base.values[i]);
                 let value = match d.measure {
                     Measure::Increase(_) => {
                         // Normalized to exactly one window.
@@ -309,11 +349,12 @@ fn ports_of(
                     )),
                     Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
                 };
-                let kind = if !pm.risen[i] && value >= rising {
-                    pm.risen[i] = true;
+                let risen = pm.risen & both != 0;
+                let kind = if !risen && value >= rising {
+                    pm.risen |= both;
                     Some((Kind::ThresholdRising, rising))
-                } else if pm.risen[i] && value <= falling {
-                    pm.risen[i] = false;
+                } else if risen && value <= falling {
+                    pm.risen &= !both;
                     Some((Kind::ThresholdFalling, falling))
                 } else {
                     None
@@ -328,14 +369,14 @@ fn ports_of(
                 }
             }
         }
-        // Keep a sample every quarter window, and only the newest one at
-        // least a window old among the older ones.
+        // Keep a sample every half window, and of the older ones only the
+        // newest at least a window old.
         let keep = pm
             .samples
             .back()
-            .is_none_or(|s| at.saturating_duration_since(s.at) >= window / 4);
+            .is_none_or(|s| at.saturating_duration_since(s.at) >= window / 2);
         if keep {
-            pm.samples.push_back(Sample { at, values: cur });
+            pm.samples.push_back(cur);
         }
         while pm.samples.len() > MAX_SAMPLES
             || (pm.samples.len() > 1 && at.saturating_duration_since(pm.samples[1].at) >= window)

@@ -52,6 +52,10 @@ pub const ERROR_THRESHOLDS: [(usize, u64); 13] = [
     (hc::XMIT_WAIT, 1000),
 ];
 
+/// How many counters have thresholds: [`ERROR_THRESHOLDS`] and the two
+/// calculated ones.
+pub const THRESHOLD_COUNT: usize = ERROR_THRESHOLDS.len() + 2;
+
 static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
     let mut v: Vec<ThresholdDef> = HC
         .iter()
@@ -80,6 +84,11 @@ static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
         rising: 0,
         falling: 0,
     });
+    assert_eq!(
+        v.len(),
+        THRESHOLD_COUNT,
+        "every watched counter has a default"
+    );
     v
 });
 
