@@ -27,8 +27,10 @@ use crate::snmp::codec::to_wire_varbind;
 
 /// Where notifications go.
 pub trait Sink: Send {
-    /// Hand one notification on; false when it was lost.
+    /// Hand one notification on; false when it was lost at once.
     fn send(&mut self, event: &Event) -> bool;
+    /// Notifications sent so far (AgentX: written to snmpd).
+    fn sent(&self) -> u64;
     /// Notifications lost so far (queue full while snmpd was away, send
     /// errors).
     fn dropped(&self) -> u64;
@@ -66,6 +68,13 @@ impl Sink for AgentxSink {
         }
     }
 
+    fn sent(&self) -> u64 {
+        self.session
+            .stats()
+            .notifies_sent
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn dropped(&self) -> u64 {
         self.refused
             + self
@@ -82,6 +91,7 @@ pub struct TrapSink {
     sinks: Vec<SocketAddr>,
     community: String,
     request_id: i32,
+    sent: u64,
     failed: u64,
 }
 
@@ -99,6 +109,7 @@ impl TrapSink {
             sinks,
             community,
             request_id: 1,
+            sent: 0,
             failed: 0,
         })
     }
@@ -143,7 +154,14 @@ impl Sink for TrapSink {
                 ok = false;
             }
         }
+        if ok {
+            self.sent += 1;
+        }
         ok
+    }
+
+    fn sent(&self) -> u64 {
+        self.sent
     }
 
     fn dropped(&self) -> u64 {
@@ -183,9 +201,7 @@ impl Notifier {
                 value = e.value,
                 "notification"
             );
-            if self.sink.send(e) {
-                self.figures.sent += 1;
-            }
+            self.sink.send(e);
         }
         if !out.events.is_empty() {
             info!(
@@ -211,6 +227,7 @@ impl Notifier {
             );
         }
         self.figures.suppressed += suppressed;
+        self.figures.sent = self.sink.sent();
         self.figures.dropped = self.sink.dropped();
         debug_assert_eq!(out.suppressed.len(), FAMILIES);
         cache.set_notify(self.figures);
@@ -248,6 +265,6 @@ mod tests {
         assert_eq!(names[0], SYS_UPTIME.to_vec());
         assert_eq!(names[1], crate::notify::SNMP_TRAP_OID.to_vec());
         assert_eq!(names.len(), 4);
-        assert_eq!(sink.dropped(), 0);
+        assert_eq!((sink.sent(), sink.dropped()), (1, 0));
     }
 }
