@@ -325,9 +325,15 @@ fn a_storm_is_limited_per_sweep_and_counted() {
     let s = Setup::start(fabric, "limit_per_sweep = 20", "");
     let before = s.get_num("IB-PM-MIB::pmAgentNotificationsSuppressed.0");
     assert_eq!(before, 0);
-    // Right after a sweep was published, so that the next one sees all.
+    // Right after a sweep was published (polled every millisecond; the
+    // next sweep starts 0.5 s after this one did), so that the next one
+    // reads every port after the errors.
     let n = s.sweep();
-    wait("a sweep", Duration::from_secs(10), || s.sweep() > n);
+    let t0 = Instant::now();
+    while s.sweep() == n {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no sweep");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     for (g, p) in &ports {
         assert!(s.sim.add_errors(*g, *p, traffic::q::SYMBOL_ERRORS, 1000));
     }
