@@ -87,7 +87,9 @@ impl Sink for AgentxSink {
 
 /// Without snmpd: SNMPv2c traps to each sink.
 pub struct TrapSink {
-    socket: UdpSocket,
+    /// One socket per address family the sinks use.
+    v4: Option<UdpSocket>,
+    v6: Option<UdpSocket>,
     sinks: Vec<SocketAddr>,
     community: String,
     request_id: i32,
@@ -96,16 +98,21 @@ pub struct TrapSink {
 }
 
 impl TrapSink {
-    /// A socket on an ephemeral port of the unspecified address of the
-    /// sinks' family.
+    /// Sockets on ephemeral ports of the unspecified addresses of the
+    /// sinks' families.
     pub fn new(sinks: Vec<SocketAddr>, community: String) -> std::io::Result<TrapSink> {
-        let local: SocketAddr = if sinks.iter().all(|s| s.is_ipv6()) && !sinks.is_empty() {
-            "[::]:0".parse().expect("literal")
-        } else {
-            "0.0.0.0:0".parse().expect("literal")
+        let bind = |any: &str| UdpSocket::bind(any);
+        let v4 = match sinks.iter().any(|s| s.is_ipv4()) {
+            true => Some(bind("0.0.0.0:0")?),
+            false => None,
+        };
+        let v6 = match sinks.iter().any(|s| s.is_ipv6()) {
+            true => Some(bind("[::]:0")?),
+            false => None,
         };
         Ok(TrapSink {
-            socket: UdpSocket::bind(local)?,
+            v4,
+            v6,
             sinks,
             community,
             request_id: 1,
@@ -146,7 +153,9 @@ impl Sink for TrapSink {
         };
         let mut ok = true;
         for to in &self.sinks {
-            if let Err(e) = self.socket.send_to(&bytes, to) {
+            let socket = if to.is_ipv4() { &self.v4 } else { &self.v6 };
+            let Some(socket) = socket else { continue };
+            if let Err(e) = socket.send_to(&bytes, to) {
                 if self.failed.is_multiple_of(100) {
                     warn!(sink = %to, error = %e, "cannot send a trap");
                 }
