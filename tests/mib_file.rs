@@ -568,8 +568,8 @@ fn snmptranslate_names_to_numeric_oids() {
         ("IB-PM-MIB::pmCounterThresholdFalling", ".1.3.6.1.3.117.0.5"),
         ("IB-PM-MIB::pmCounterDiscontinuity", ".1.3.6.1.3.117.0.6"),
         ("IB-PM-MIB::pmSweepOverrun", ".1.3.6.1.3.117.0.7"),
-        ("IB-PM-MIB::pmNotifyNodeGuid", ".1.3.6.1.3.117.1.15.1"),
-        ("IB-PM-MIB::pmNotifySweepInterval", ".1.3.6.1.3.117.1.15.14"),
+        ("IB-PM-MIB::pmNotifyNodeGuid", ".1.3.6.1.3.117.1.20.1"),
+        ("IB-PM-MIB::pmNotifySweepInterval", ".1.3.6.1.3.117.1.20.14"),
         (
             "IB-PM-MIB::pmAgentNotificationsDropped",
             ".1.3.6.1.3.117.1.9.13",

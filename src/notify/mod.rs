@@ -32,7 +32,7 @@ pub const SNMP_TRAP_OID: [u32; 11] = [1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
 /// `sysUpTime.0`, first in an SNMPv2 trap this agent sends itself.
 pub const SYS_UPTIME: [u32; 9] = [1, 3, 6, 1, 2, 1, 1, 3, 0];
 /// `pmNotifyObjects` under `pmMIBObjects`.
-pub const T_NOTIFY_OBJECTS: u32 = 15;
+pub const T_NOTIFY_OBJECTS: u32 = 20;
 
 /// What storm control counts together: at most
 /// [`NotifyConfig::limit_per_sweep`] notifications of one family per sweep.
