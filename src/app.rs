@@ -21,7 +21,9 @@ use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
-use crate::service::{self, Notifier};
+use crate::notify::send::Notifier;
+use crate::notify::send::{AgentxSink, Sink, TrapSink};
+use crate::service::{self, Notifier as SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
@@ -363,7 +365,7 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         r => r?,
     };
     let running = start_with(&cfg, backend, shutdown.clone())?;
-    let notifier = match Notifier::from_env() {
+    let notifier = match SystemdNotifier::from_env() {
         Some(Ok(n)) => Some(n),
         Some(Err(e)) => {
             warn!("cannot notify systemd: {e}");
@@ -489,7 +491,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         poll,
         cfg.control(),
     ));
-    let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
+    let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
         .with_controller(Arc::clone(&controller));
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
@@ -515,10 +517,6 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             .map_err(|e| AppError(format!("cannot start the DOCA sampler: {e}")))?;
         running.threads.push(("doca sampler", t));
     }
-    let sweep_thread = sweeper
-        .spawn(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
-    running.threads.push(("sweeper", sweep_thread));
     if let (Some(source), Some(every)) = (source, cfg.fabric.rediscover_interval) {
         let t = spawn_rediscovery(source, state, every, running.shutdown.flag())
             .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
@@ -546,6 +544,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             priority: cfg.agentx.priority,
             ping_interval: cfg.agentx.ping_interval,
             backoff_max: cfg.agentx.reconnect_max,
+            notify_queue: cfg.notify.queue,
             ..Default::default()
         };
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
@@ -558,6 +557,31 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
 
     running.session = session;
+
+    // Notifications: through snmpd, or without it straight to the sinks.
+    if cfg.notify.enabled {
+        let sink: Option<Box<dyn Sink>> = match &running.session {
+            Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
+            None if !cfg.notify.sinks.is_empty() => {
+                let t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
+                    .map_err(|e| AppError(format!("cannot open the trap socket: {e}")))?;
+                info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks");
+                Some(Box::new(t))
+            }
+            None => {
+                info!("no AgentX and no notify.sinks: notifications are not sent");
+                None
+            }
+        };
+        if let Some(sink) = sink {
+            let mut notifier = Notifier::new(cfg.notify(), sink);
+            sweeper = sweeper.with_after_publish(Box::new(move |c| notifier.after_sweep(c)));
+        }
+    }
+    let sweep_thread = sweeper
+        .spawn(running.shutdown.flag())
+        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
+    running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))

@@ -116,6 +116,13 @@ pub(crate) struct PortState {
     /// The port is served by DOCA telemetry diag: the latest value of each
     /// [`crate::doca::DATA_IDS`] entry (None until read).
     doca: Option<[Option<u64>; crate::doca::DATA_IDS.len()]>,
+    /// This agent cleared the port's PortCounters: the next reading may
+    /// go down without that being news ([`FabricState::mark_agent_clear`]).
+    agent_clear: bool,
+    /// The same for PortCountersExtended (a PMA may clear both).
+    agent_clear_ext: bool,
+    /// Counters that went down without a clear by this agent.
+    external_resets: u32,
 }
 
 pub(crate) struct NodeState {
@@ -484,9 +491,16 @@ impl FabricState {
                 } else {
                     0
                 };
-                if hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip)
-                    || ps.counters.is_none()
-                {
+                let went_down = hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip);
+                let cleared = ps
+                    .counters
+                    .as_ref()
+                    .is_some_and(|p| hc::pc_went_down(p, &cur));
+                if cleared && !ps.agent_clear {
+                    ps.external_resets = ps.external_resets.wrapping_add(1);
+                }
+                ps.agent_clear = false;
+                if went_down || ps.counters.is_none() {
                     ps.discontinuity = Some(now);
                 }
                 ps.counters = Some(cur);
@@ -510,7 +524,11 @@ impl FabricState {
                     };
                     if hc::fold_pcx(&mut ps.hc, prev, &cur, skip) {
                         ps.discontinuity = Some(Instant::now());
+                        if !ps.agent_clear_ext {
+                            ps.external_resets = ps.external_resets.wrapping_add(1);
+                        }
                     }
+                    ps.agent_clear_ext = false;
                     ps.extended = Some(cur);
                 }
             }
@@ -610,6 +628,15 @@ impl FabricState {
         s.seen = true;
         s.doca_fresh = true;
         Some(ni)
+    }
+
+    /// This agent is clearing counters of port `pi` of node `ni`: the
+    /// next reading of them going down is no discontinuity notification.
+    pub fn mark_agent_clear(&mut self, ni: usize, pi: usize) {
+        if let Some(ps) = self.nodes.get_mut(ni).and_then(|n| n.ports.get_mut(pi)) {
+            ps.agent_clear = true;
+            ps.agent_clear_ext = true;
+        }
     }
 
     /// The PortCounters reading held for a port (node index, port index).
@@ -761,6 +788,7 @@ impl FabricState {
             nodes,
             stats: self.figures,
             reachable: 0,
+            notify: prev.notify,
         });
     }
 
@@ -797,6 +825,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 rates: ps.rates.clone(),
                 read_at: ps.read_at,
                 discontinuity: ps.discontinuity,
+                external_resets: ps.external_resets,
                 optional: ps
                     .optional
                     .iter()

@@ -56,6 +56,9 @@ pub struct SweepStats {
     pub transport_down: Option<String>,
 }
 
+/// What runs after each published snapshot.
+pub type AfterPublish = Box<dyn FnMut(&Cache) + Send>;
+
 /// First wait before reopening a failed transport; doubles up to
 /// [`REOPEN_MAX`].
 pub const REOPEN_FIRST: Duration = Duration::from_millis(500);
@@ -73,6 +76,8 @@ pub struct Sweeper {
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
+    /// Runs after each published snapshot (the notifications).
+    after_publish: Option<AfterPublish>,
 }
 
 /// A Get of `attr_id` with the given data area.
@@ -163,6 +168,22 @@ impl Sweeper {
             reopen_backoff: None,
             transport_error: None,
             controller: None,
+            after_publish: None,
+        }
+    }
+
+    /// Call `f` with the cache after every sweep's snapshot is published
+    /// (the notifications are evaluated and sent there).
+    pub fn with_after_publish(mut self, f: AfterPublish) -> Self {
+        self.after_publish = Some(f);
+        self
+    }
+
+    /// After a snapshot was published (on this thread; requests are
+    /// answered from the snapshot meanwhile).
+    fn notify(&mut self) {
+        if let Some(f) = &mut self.after_publish {
+            f(&self.cache);
         }
     }
 
@@ -264,6 +285,7 @@ impl Sweeper {
                 st.mark_all_unreachable();
                 st.publish(&self.cache);
             }
+            self.notify();
             return SweepStats {
                 sweep: sweep_no,
                 nodes: n,
@@ -297,6 +319,7 @@ impl Sweeper {
             st.figures.timeouts = timeouts;
             st.publish(&self.cache);
         }
+        self.notify();
         let stats = SweepStats {
             sweep: sweep_no,
             nodes: n,
@@ -395,7 +418,7 @@ impl Sweeper {
     /// with a field past 75% of its range, clearing those fields. The Set's
     /// reply shows the port after the clear and is folded in as a reading.
     fn clear_requests(&self) -> (Vec<MadRequest>, Vec<Slot>) {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
         if !st.cfg.clear_near_overflow {
@@ -421,6 +444,11 @@ impl Sweeper {
                     data: port_counters_data(port.num, select, select2),
                 });
                 slots.push(Slot::Counters(ni, pi));
+            }
+        }
+        for slot in &slots {
+            if let Slot::Counters(ni, pi) = *slot {
+                st.mark_agent_clear(ni, pi);
             }
         }
         (reqs, slots)
@@ -1033,10 +1061,45 @@ mod tests {
                 let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
+                let rec = cache.load();
+                let port = &rec.node(ca.guid).unwrap().ports[0];
+                assert!(port.discontinuity.is_some());
+                assert_eq!(port.external_resets, 0, "the agent's own clear is no news");
             } else {
                 assert_eq!(now.xmit_data, u32::MAX, "saturated, not cleared");
             }
         }
+    }
+
+    /// A clear by another tool (a PerformanceSet straight to the PMA) is
+    /// counted as an external reset; the first reading of a port is not.
+    #[test]
+    fn an_out_of_band_clear_counts_as_an_external_reset() {
+        let mut rig = AgentRig::swept(RigOptions::default());
+        let fabric = rig.fabric();
+        let ca = fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == NodeType::Ca && n.ports[0].remote.is_some())
+            .unwrap();
+        let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
+        let resets =
+            |rig: &AgentRig| rig.cache.load().node(ca.guid).unwrap().ports[0].external_resets;
+        assert_eq!(resets(&rig), 0);
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        assert_eq!(resets(&rig), 0);
+        // Clear every counter (CounterSelect 0xFFFF) behind the agent's back.
+        let data = port_counters_data(num, 0xFFFF, 0xFF);
+        let (st, _) = rig::pma_request(&rig.sim, lid, method::SET, attr::PORT_COUNTERS, &data)
+            .expect("the simulated PMA answers");
+        assert_eq!(st, 0);
+        rig.advance(Duration::from_secs(1));
+        rig.sweep();
+        assert_eq!(resets(&rig), 1);
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        assert_eq!(resets(&rig), 1, "counted once");
     }
 
     #[test]
