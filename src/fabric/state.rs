@@ -74,6 +74,17 @@ pub const OPTIONAL_ATTRS: [u16; 17] = [
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.
 type AttrMask = u32;
+
+/// The attribute IDs of a mask, for a log line (`0x0018,0x001b`).
+fn attr_list(mask: AttrMask) -> String {
+    OPTIONAL_ATTRS
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| mask & (1 << k) != 0)
+        .map(|(_, a)| format!("{a:#06x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
 const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
 
 /// Sweeps in a row in which a node answers other MADs but not an
@@ -670,6 +681,11 @@ impl FabricState {
                 update_rates(ps);
             }
         }
+        // Nodes that newly left optional attributes unanswered, by the set
+        // of attributes: (count, first node's GUID and index). One log line
+        // per set, not per node: a fabric of one device type logs once.
+        let mut unanswered: std::collections::BTreeMap<AttrMask, (usize, crate::ib::Guid, usize)> =
+            std::collections::BTreeMap::new();
         for (ni, answered) in answered.iter().enumerate() {
             let node = &self.fabric.nodes[ni];
             let s = &mut self.nodes[ni];
@@ -695,19 +711,15 @@ impl FabricState {
             }
             let new_unsupported = s.optional_unsupported & !s.optional_reported;
             if new_unsupported != 0 {
-                let attrs: Vec<String> = OPTIONAL_ATTRS
-                    .iter()
-                    .enumerate()
-                    .filter(|(k, _)| new_unsupported & (1 << k) != 0)
-                    .map(|(_, a)| format!("{a:#06x}"))
-                    .collect();
-                info!(
+                debug!(
                     node = %node.guid,
-                    desc = %crate::ib::Escaped(&node.description),
-                    attrs = %attrs.join(","),
-                    retry_sweeps = RETRY_UNANSWERED_SWEEPS,
-                    "optional PM attributes this node does not answer: asked again once every `retry_sweeps` sweeps"
+                    attrs = %attr_list(new_unsupported),
+                    "optional PM attributes this node does not answer"
                 );
+                let e = unanswered
+                    .entry(new_unsupported)
+                    .or_insert((0, node.guid, ni));
+                e.0 += 1;
                 s.optional_reported |= new_unsupported;
             }
             if *ok {
@@ -736,6 +748,16 @@ impl FabricState {
                     s.optional_reported = 0;
                 }
             }
+        }
+        for (mask, (nodes, guid, ni)) in unanswered {
+            info!(
+                nodes,
+                attrs = %attr_list(mask),
+                first = %guid,
+                desc = %crate::ib::Escaped(&self.fabric.nodes[ni].description),
+                retry_sweeps = RETRY_UNANSWERED_SWEEPS,
+                "optional PM attributes that `nodes` nodes (the first: `first`) do not answer: asked again once every `retry_sweeps` sweeps"
+            );
         }
     }
 
