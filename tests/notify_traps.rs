@@ -129,26 +129,13 @@ fn wait(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     panic!("not within {limit:?}: {what}");
 }
 
-/// A GUID as net-snmp shows it with DISPLAY-HINT "2x:".
 fn hint(g: Guid) -> String {
-    g.octets()
-        .chunks(2)
-        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
-        .collect::<Vec<_>>()
-        .join(":")
+    common::guid_hint(g.0)
 }
 
-/// The trap lines about `guid` (and `port`): varbinds compared whole.
+/// The trap lines about `guid` (and `port`).
 fn about(lines: Vec<String>, guid: Guid, port: Option<u8>) -> Vec<String> {
-    let node = format!("IB-PM-MIB::pmNotifyNodeGuid.0 = STRING: {}", hint(guid));
-    let port = port.map(|p| format!("IB-PM-MIB::pmNotifyPortNum.0 = Gauge32: {p}"));
-    lines
-        .into_iter()
-        .filter(|l| {
-            let vbs: Vec<&str> = l.split('\t').collect();
-            vbs.contains(&node.as_str()) && port.as_ref().is_none_or(|p| vbs.contains(&p.as_str()))
-        })
-        .collect()
+    common::traps_about(lines, guid.0, port)
 }
 
 fn named(fabric: &Fabric, desc: &str) -> Guid {

@@ -143,11 +143,7 @@ fn key(guid: Guid, port: u8) -> String {
 
 /// A GUID as net-snmp shows it with DISPLAY-HINT "2x:".
 fn hint(g: Guid) -> String {
-    let o = g.octets();
-    o.chunks(2)
-        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
-        .collect::<Vec<_>>()
-        .join(":")
+    common::guid_hint(g.0)
 }
 
 /// A number shown with its UNITS (`8000 Mb/s`).

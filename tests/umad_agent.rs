@@ -113,32 +113,14 @@ impl Setup {
         });
 
         let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
-        let cfg = sim.dir().join("agent.toml");
-        fs::write(
-            &cfg,
-            format!(
-                "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
-                 [fabric]\nbackend = \"umad\"\nsweep_interval = {SWEEP_S}\n\
-                 unreachable_after = {UNREACHABLE_AFTER}\nunreachable_rows = \"drop\"\n\
-                 rediscover_interval = {REDISCOVER_S}\n\
-                 [set]\nallow = true\n[log]\nlevel = \"info\"\n",
-                snmpd.agentx_addr()
-            ),
-        )
-        .expect("write agent config");
-        let agent_log = sim.dir().join("agent.log");
-        let mut c = sim.command(env!("CARGO_BIN_EXE_ibpm-agentx"));
-        c.arg("run")
-            .arg("--config")
-            .arg(&cfg)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&agent_log).expect("agent.log"))
-            .stderr(
-                fs::OpenOptions::new()
-                    .append(true)
-                    .open(&agent_log)
-                    .expect("agent.log"),
-            );
+        let (mut c, agent_log) = sim.agent_command(&format!(
+            "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
+             [fabric]\nbackend = \"umad\"\nsweep_interval = {SWEEP_S}\n\
+             unreachable_after = {UNREACHABLE_AFTER}\nunreachable_rows = \"drop\"\n\
+             rediscover_interval = {REDISCOVER_S}\n\
+             [set]\nallow = true\n[log]\nlevel = \"info\"\n",
+            snmpd.agentx_addr()
+        ));
         let agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
         let s = Setup {
             agent,

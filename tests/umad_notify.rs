@@ -9,7 +9,6 @@ mod common;
 mod ibsim;
 
 use std::fs;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{ChildGuard, PrivateSnmpd, PrivateSnmptrapd, v2_traps};
@@ -21,27 +20,7 @@ const SPINES: usize = 2;
 const HOSTS: usize = 4;
 const DUAL: usize = 1;
 
-/// A GUID as net-snmp shows it with DISPLAY-HINT "2x:".
-fn hint(g: u64) -> String {
-    g.to_be_bytes()
-        .chunks(2)
-        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// The trap lines naming node `guid` (and `port`), varbinds compared whole.
-fn about(lines: Vec<String>, guid: u64, port: Option<u8>) -> Vec<String> {
-    let node = format!("IB-PM-MIB::pmNotifyNodeGuid.0 = STRING: {}", hint(guid));
-    let port = port.map(|p| format!("IB-PM-MIB::pmNotifyPortNum.0 = Gauge32: {p}"));
-    lines
-        .into_iter()
-        .filter(|l| {
-            let vbs: Vec<&str> = l.split('\t').collect();
-            vbs.contains(&node.as_str()) && port.as_ref().is_none_or(|p| vbs.contains(&p.as_str()))
-        })
-        .collect()
-}
+use common::traps_about as about;
 
 fn wait_for(limit: Duration, what: &str, ok: impl Fn() -> bool) {
     let start = Instant::now();
@@ -75,31 +54,13 @@ fn unlinked_switch_is_one_node_lost_and_a_fast_error_counter_rises() {
     let trapd = PrivateSnmptrapd::start().expect("snmptrapd");
     let snmpd = PrivateSnmpd::start_with_conf(&format!("trap2sink {} public\n", trapd.sink()))
         .expect("a private snmpd");
-    let cfg = sim.dir().join("agent.toml");
-    fs::write(
-        &cfg,
-        format!(
-            "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
-             [fabric]\nbackend = \"umad\"\nsweep_interval = 1\nunreachable_after = 2\n\
-             rediscover_interval = 2\n\
-             [notify]\nwindow = 2\n",
-            snmpd.agentx_addr()
-        ),
-    )
-    .expect("write agent config");
-    let agent_log = sim.dir().join("agent.log");
-    let mut c = sim.command(env!("CARGO_BIN_EXE_ibpm-agentx"));
-    c.arg("run")
-        .arg("--config")
-        .arg(&cfg)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&agent_log).expect("agent.log"))
-        .stderr(
-            fs::OpenOptions::new()
-                .append(true)
-                .open(&agent_log)
-                .expect("agent.log"),
-        );
+    let (mut c, agent_log) = sim.agent_command(&format!(
+        "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
+         [fabric]\nbackend = \"umad\"\nsweep_interval = 1\nunreachable_after = 2\n\
+         rediscover_interval = 2\n\
+         [notify]\nwindow = 2\n",
+        snmpd.agentx_addr()
+    ));
     let mut agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
     let log = || fs::read_to_string(&agent_log).unwrap_or_default();
     wait_for(Duration::from_secs(30), "the first sweep", || {

@@ -599,3 +599,30 @@ pub fn capture_log(f: impl FnOnce()) -> String {
     let bytes = log.0.lock().unwrap().clone();
     String::from_utf8(bytes).unwrap()
 }
+
+/// A GUID as net-snmp shows it with IB-PM-MIB's PmGuid DISPLAY-HINT
+/// "2x:" (`0:0:10:12`: no zero padding).
+pub fn guid_hint(g: u64) -> String {
+    g.to_be_bytes()
+        .chunks(2)
+        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The trap lines (snmptrapd's, varbinds separated by tabs) naming node
+/// `guid` (and `port`), varbinds compared whole.
+pub fn traps_about(lines: Vec<String>, guid: u64, port: Option<u8>) -> Vec<String> {
+    let node = format!(
+        "IB-PM-MIB::pmNotifyNodeGuid.0 = STRING: {}",
+        guid_hint(guid)
+    );
+    let port = port.map(|p| format!("IB-PM-MIB::pmNotifyPortNum.0 = Gauge32: {p}"));
+    lines
+        .into_iter()
+        .filter(|l| {
+            let vbs: Vec<&str> = l.split('\t').collect();
+            vbs.contains(&node.as_str()) && port.as_ref().is_none_or(|p| vbs.contains(&p.as_str()))
+        })
+        .collect()
+}
