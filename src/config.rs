@@ -166,9 +166,14 @@ pub struct FabricConfig {
     pub unreachable_after: u32,
     #[serde(deserialize_with = "from_str")]
     pub unreachable_rows: UnreachableRows,
-    /// Read the optional PM attributes 0x15..0x1C and 0x30..0x37 (error details, per-VL
-    /// counters) from nodes that answer them.
+    /// Read the optional PM attributes 0x15..0x1C, 0x1F and 0x30..0x37
+    /// (error details, per-VL counters, FEC, congestion control) from
+    /// nodes that answer them.
     pub optional_attributes: bool,
+    /// Read the optional attributes this often (seconds in the file,
+    /// rounded to whole sweeps; 0 = every sweep).
+    #[serde(deserialize_with = "optional_seconds")]
+    pub optional_interval: Option<Duration>,
     /// Clear a PortCounters field once it passes 75% of its range (as
     /// opensm's PerfMgr does). Off by default: other tools read the same
     /// counters.
@@ -465,6 +470,7 @@ impl Default for FabricConfig {
             unreachable_after: 3,
             unreachable_rows: UnreachableRows::Keep,
             optional_attributes: true,
+            optional_interval: None,
             clear_near_overflow: false,
             rediscover_interval: Some(Duration::from_secs(60)),
         }
@@ -897,6 +903,16 @@ impl Config {
         self.fabric.topology.clone()
     }
 
+    /// Sweeps per read of the optional attributes: `optional_interval`
+    /// over `sweep_interval`, rounded, at least 1.
+    fn optional_every(&self) -> u32 {
+        let sweep = self.fabric.sweep_interval.as_secs_f64();
+        match self.fabric.optional_interval {
+            Some(d) if sweep > 0.0 => (d.as_secs_f64() / sweep).round().clamp(1.0, 1e6) as u32,
+            _ => 1,
+        }
+    }
+
     /// The sweeper's settings.
     pub fn sweep(&self) -> SweepConfig {
         SweepConfig {
@@ -904,6 +920,7 @@ impl Config {
             unreachable_after: self.fabric.unreachable_after,
             keep_unreachable: self.fabric.unreachable_rows == UnreachableRows::Keep,
             optional_attributes: self.fabric.optional_attributes,
+            optional_every: self.optional_every(),
             clear_near_overflow: self.fabric.clear_near_overflow,
             health_every: self.log.health_every,
             mads: self.fabric.backend != FabricBackend::Doca,
@@ -1134,6 +1151,26 @@ mod tests {
     fn defaults_validate() {
         Config::default().validate().unwrap();
         assert_eq!(Config::parse("", "x.toml").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn optional_interval_is_whole_sweeps() {
+        let every = |text: &str| {
+            Config::parse(text, "c.toml")
+                .unwrap()
+                .sweep()
+                .optional_every
+        };
+        assert_eq!(every(""), 1);
+        assert_eq!(every("[fabric]\noptional_interval = 60\n"), 6);
+        assert_eq!(
+            every("[fabric]\nsweep_interval = 4\noptional_interval = 10\n"),
+            3
+        );
+        assert_eq!(every("[fabric]\noptional_interval = 1\n"), 1);
+        assert_eq!(every("[fabric]\noptional_interval = 0\n"), 1);
+        let e = Config::parse("[fabric]\noptional_interval = -1\n", "c.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("fabric.optional_interval"), "{e}");
     }
 
     #[test]

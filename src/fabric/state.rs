@@ -35,6 +35,9 @@ pub struct SweepConfig {
     pub keep_unreachable: bool,
     /// Read the optional attributes [`OPTIONAL_ATTRS`] where nodes answer.
     pub optional_attributes: bool,
+    /// Read them on every this many sweeps (the first sweep, then every
+    /// `optional_every`-th); their readings are kept in between.
+    pub optional_every: u32,
     /// Clear PortCounters fields past 75% of their range.
     pub clear_near_overflow: bool,
     /// Log one line every this many sweeps saying the sweeps are healthy
@@ -52,6 +55,7 @@ impl Default for SweepConfig {
             unreachable_after: 3,
             keep_unreachable: true,
             optional_attributes: true,
+            optional_every: 1,
             clear_near_overflow: false,
             health_every: 60,
             mads: true,

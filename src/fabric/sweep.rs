@@ -357,6 +357,11 @@ impl Sweeper {
         let st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
+        let optional = st.cfg.optional_attributes
+            && st
+                .sweep_no
+                .saturating_sub(1)
+                .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
             let Some(cpi) = &st.nodes[ni].cpi else {
                 continue;
@@ -378,7 +383,7 @@ impl Sweeper {
                     slots.push(Slot::Extended(ni, pi));
                 }
             }
-            if st.cfg.optional_attributes {
+            if optional {
                 let unsupported = st.nodes[ni].optional_unsupported;
                 for (pi, port) in node.ports.iter().enumerate() {
                     let Some(to) = st.pma(ni, Some(pi)) else {
@@ -1025,6 +1030,36 @@ mod tests {
         // ClassPortInfo + PortCounters and PortCountersExtended per port +
         // PortSamplesControl/Result/ResultExtended per node.
         assert_eq!(st.mads, n + 2 * ports + 3 * n);
+    }
+
+    #[test]
+    fn optional_attributes_every_nth_sweep_keep_their_readings_between() {
+        let every = |n| {
+            let (mut sw, sim, _clock, cache) = setup(SweepConfig {
+                optional_every: n,
+                ..Default::default()
+            });
+            let fabric = sim.fabric();
+            let ca = fabric
+                .nodes
+                .iter()
+                .find(|x| x.node_type == NodeType::Ca)
+                .unwrap()
+                .guid;
+            let mads: Vec<u64> = (0..7).map(|_| sw.sweep_once().mads).collect();
+            let kept = cache.load().node(ca).unwrap().ports[0].optional.len();
+            (mads, kept)
+        };
+        let (all, kept_all) = every(1);
+        let (third, kept_third) = every(3);
+        // Sweeps 1, 4 and 7 read them; the others send only the rest.
+        assert_eq!([third[0], third[3], third[6]], [all[0], all[3], all[6]]);
+        for k in [1, 2, 4, 5] {
+            assert!(third[k] < all[k], "sweep {}: {third:?} vs {all:?}", k + 1);
+            assert_eq!(third[k], third[1]);
+        }
+        // A CA answers 13 of them: kept after the sweeps that skip them.
+        assert_eq!((kept_all, kept_third), (13, 13));
     }
 
     #[test]
