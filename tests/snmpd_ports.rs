@@ -405,17 +405,12 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
     );
     let s = Setup::start();
     let dir = tempfile::tempdir().unwrap();
-    let tables = [
-        "pmClassPortInfoTable",
-        "pmPortSampleCntrlTable",
-        "pmPortSampleResultTable",
-        "pmPortCountersTable",
-        "pmNodeTable",
-        "pmPortTable",
-        "pmPortCounters64Table",
-        "pmPortRateTable",
-        "pmAgent",
-    ];
+    // Every table the agent serves, as the agent declares them.
+    let tables: Vec<&str> = ibpm_agentx::mib::tables::TABLES
+        .iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(tables.len() >= 20, "{tables:?}");
     let walk: String = tables.iter().map(|t| format!("      - {t}\n")).collect();
     std::fs::write(
         dir.path().join("generator.yml"),
@@ -475,6 +470,8 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
         "pmPortState",
         "pmPortHCOutOctets",
         "pmPortRateOutBitsPerSec",
+        "pmPortPktRcvFECN",
+        "pmPortFecMode",
     ] {
         let line = body
             .lines()
@@ -490,6 +487,18 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
     assert!(
         body.lines().any(|l| l.starts_with("pmAgentSweeps ")),
         "the scalars"
+    );
+    // A third index (SL, lane) is a label of its own.
+    let sl = format!("{label},pmSl=\"0\"");
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("pmPortXmitDataSL{") && l.contains(&sl)),
+        "no pmPortXmitDataSL{{{sl}}}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("pmSampleResultExtWidth{")),
+        "the 64-bit sample results"
     );
 }
 
