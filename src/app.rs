@@ -59,6 +59,13 @@ pub struct Backend {
 pub trait FabricSource: Send {
     /// The fabric as it is now; returns soon after `cancel` is set.
     fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, String>;
+
+    /// `known` with the port facts (state, width, speed) as they are now:
+    /// a light sweep. By default a whole discovery.
+    fn refresh(&mut self, known: &Fabric, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+        let _ = known;
+        self.discover(cancel)
+    }
 }
 
 /// The simulator's fabric as it is now (links taken down or up).
@@ -82,6 +89,15 @@ impl FabricSource for SmpDiscovery {
         };
         discover_with_stats(&mut self.smp, &opts)
             .map(|(f, _)| f)
+            .map_err(|e| e.to_string())
+    }
+
+    fn refresh(&mut self, known: &Fabric, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+        let opts = DiscoverOptions {
+            cancel: Some(Arc::clone(cancel)),
+            ..self.opts.clone()
+        };
+        crate::fabric::discover::refresh_port_info(&mut self.smp, known, &opts)
             .map_err(|e| e.to_string())
     }
 }
@@ -272,24 +288,38 @@ impl MadTransport for NoMads {
 fn spawn_rediscovery(
     mut source: Box<dyn FabricSource>,
     state: SharedState,
-    every: Duration,
+    rediscover: Option<Duration>,
+    portinfo: Option<Duration>,
     shutdown: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("rediscovery".into())
         .spawn(move || {
+            let now = Instant::now();
+            let mut next_discovery = rediscover.map(|d| now + d);
+            let mut next_refresh = portinfo.map(|d| now + d);
             loop {
-                let until = Instant::now() + every;
-                while Instant::now() < until {
-                    if shutdown.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50).min(every));
+                if shutdown.load(Ordering::Relaxed) {
+                    return;
                 }
-                match source.discover(&shutdown) {
+                let now = Instant::now();
+                let (what, result) = if next_discovery.is_some_and(|t| now >= t) {
+                    next_discovery = rediscover.map(|d| now + d);
+                    // A discovery reads every PortInfo too.
+                    next_refresh = portinfo.map(|d| now + d);
+                    ("rediscovery", source.discover(&shutdown))
+                } else if next_refresh.is_some_and(|t| now >= t) {
+                    next_refresh = portinfo.map(|d| now + d);
+                    let known = state.lock().fabric().clone();
+                    ("port info refresh", source.refresh(&known, &shutdown))
+                } else {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
+                match result {
                     Ok(f) => state.lock().offer(f),
                     Err(e) if !shutdown.load(Ordering::Relaxed) => {
-                        tracing::warn!(error = %e, "rediscovery failed; the fabric stays as it was")
+                        tracing::warn!(error = %e, "{what} failed; the fabric stays as it was")
                     }
                     Err(_) => return,
                 }
@@ -517,8 +547,9 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             .map_err(|e| AppError(format!("cannot start the DOCA sampler: {e}")))?;
         running.threads.push(("doca sampler", t));
     }
-    if let (Some(source), Some(every)) = (source, cfg.fabric.rediscover_interval) {
-        let t = spawn_rediscovery(source, state, every, running.shutdown.flag())
+    let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
+    if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
+        let t = spawn_rediscovery(source, state, rediscover, portinfo, running.shutdown.flag())
             .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
         running.threads.push(("rediscovery", t));
     }

@@ -183,6 +183,11 @@ pub struct FabricConfig {
     /// PortInfo is read again), nodes that appeared.
     #[serde(deserialize_with = "optional_seconds")]
     pub rediscover_interval: Option<Duration>,
+    /// Read every port's PortInfo again this often, along the known links
+    /// (seconds in the file, 0 = never): port state, width and speed
+    /// between rediscoveries.
+    #[serde(deserialize_with = "optional_seconds")]
+    pub portinfo_interval: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -473,6 +478,7 @@ impl Default for FabricConfig {
             optional_interval: None,
             clear_near_overflow: false,
             rediscover_interval: Some(Duration::from_secs(60)),
+            portinfo_interval: Some(Duration::from_secs(10)),
         }
     }
 }
