@@ -21,7 +21,9 @@ use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
-use crate::service::{self, Notifier};
+use crate::notify::send::Notifier;
+use crate::notify::send::{AgentxSink, Sink, TrapSink};
+use crate::service::{self, Notifier as SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderHandle};
 use crate::transport::MadTransport;
@@ -57,6 +59,13 @@ pub struct Backend {
 pub trait FabricSource: Send {
     /// The fabric as it is now; returns soon after `cancel` is set.
     fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, String>;
+
+    /// `known` with the port facts (state, width, speed) as they are now:
+    /// a light sweep. By default a whole discovery.
+    fn refresh(&mut self, known: &Fabric, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+        let _ = known;
+        self.discover(cancel)
+    }
 }
 
 /// The simulator's fabric as it is now (links taken down or up).
@@ -80,6 +89,15 @@ impl FabricSource for SmpDiscovery {
         };
         discover_with_stats(&mut self.smp, &opts)
             .map(|(f, _)| f)
+            .map_err(|e| e.to_string())
+    }
+
+    fn refresh(&mut self, known: &Fabric, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+        let opts = DiscoverOptions {
+            cancel: Some(Arc::clone(cancel)),
+            ..self.opts.clone()
+        };
+        crate::fabric::discover::refresh_port_info(&mut self.smp, known, &opts)
             .map_err(|e| e.to_string())
     }
 }
@@ -270,24 +288,38 @@ impl MadTransport for NoMads {
 fn spawn_rediscovery(
     mut source: Box<dyn FabricSource>,
     state: SharedState,
-    every: Duration,
+    rediscover: Option<Duration>,
+    portinfo: Option<Duration>,
     shutdown: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("rediscovery".into())
         .spawn(move || {
+            let now = Instant::now();
+            let mut next_discovery = rediscover.map(|d| now + d);
+            let mut next_refresh = portinfo.map(|d| now + d);
             loop {
-                let until = Instant::now() + every;
-                while Instant::now() < until {
-                    if shutdown.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50).min(every));
+                if shutdown.load(Ordering::Relaxed) {
+                    return;
                 }
-                match source.discover(&shutdown) {
+                let now = Instant::now();
+                let (what, result) = if next_discovery.is_some_and(|t| now >= t) {
+                    next_discovery = rediscover.map(|d| now + d);
+                    // A discovery reads every PortInfo too.
+                    next_refresh = portinfo.map(|d| now + d);
+                    ("rediscovery", source.discover(&shutdown))
+                } else if next_refresh.is_some_and(|t| now >= t) {
+                    next_refresh = portinfo.map(|d| now + d);
+                    let known = state.lock().fabric().clone();
+                    ("port info refresh", source.refresh(&known, &shutdown))
+                } else {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
+                match result {
                     Ok(f) => state.lock().offer(f),
                     Err(e) if !shutdown.load(Ordering::Relaxed) => {
-                        tracing::warn!(error = %e, "rediscovery failed; the fabric stays as it was")
+                        tracing::warn!(error = %e, "{what} failed; the fabric stays as it was")
                     }
                     Err(_) => return,
                 }
@@ -363,7 +395,7 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         r => r?,
     };
     let running = start_with(&cfg, backend, shutdown.clone())?;
-    let notifier = match Notifier::from_env() {
+    let notifier = match SystemdNotifier::from_env() {
         Some(Ok(n)) => Some(n),
         Some(Err(e)) => {
             warn!("cannot notify systemd: {e}");
@@ -522,12 +554,9 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             .map_err(|e| AppError(format!("cannot start the DOCA sampler: {e}")))?;
         running.threads.push(("doca sampler", t));
     }
-    let sweep_thread = sweeper
-        .spawn(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
-    running.threads.push(("sweeper", sweep_thread));
-    if let (Some(source), Some(every)) = (source, cfg.fabric.rediscover_interval) {
-        let t = spawn_rediscovery(source, state, every, running.shutdown.flag())
+    let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
+    if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
+        let t = spawn_rediscovery(source, state, rediscover, portinfo, running.shutdown.flag())
             .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
         running.threads.push(("rediscovery", t));
     }
@@ -553,6 +582,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             priority: cfg.agentx.priority,
             ping_interval: cfg.agentx.ping_interval,
             backoff_max: cfg.agentx.reconnect_max,
+            notify_queue: cfg.notify.queue,
             ..Default::default()
         };
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
@@ -565,6 +595,31 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
 
     running.session = session;
+
+    // Notifications: through snmpd, or without it straight to the sinks.
+    if cfg.notify.enabled {
+        let sink: Option<Box<dyn Sink>> = match &running.session {
+            Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
+            None if !cfg.notify.sinks.is_empty() => {
+                let t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
+                    .map_err(|e| AppError(format!("cannot open the trap socket: {e}")))?;
+                info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks");
+                Some(Box::new(t))
+            }
+            None => {
+                info!("no AgentX and no notify.sinks: notifications are not sent");
+                None
+            }
+        };
+        if let Some(sink) = sink {
+            let mut notifier = Notifier::new(cfg.notify(), sink);
+            sweeper = sweeper.with_after_publish(Box::new(move |c| notifier.after_sweep(c)));
+        }
+    }
+    let sweep_thread = sweeper
+        .spawn(running.shutdown.flag())
+        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
+    running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))

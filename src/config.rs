@@ -16,7 +16,9 @@ use crate::agentx::AgentxAddr;
 use crate::fabric::control::ControlConfig;
 use crate::fabric::engine::EngineConfig;
 use crate::fabric::state::SweepConfig;
-use crate::ib::{Escaped, Fabric, topology};
+use crate::ib::{Escaped, Fabric, NodeType, topology};
+use crate::notify::NotifyConfig;
+use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -31,6 +33,7 @@ pub struct Config {
     pub doca: DocaSection,
     pub set: SetConfig,
     pub log: LogConfig,
+    pub notify: NotifySection,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -163,9 +166,14 @@ pub struct FabricConfig {
     pub unreachable_after: u32,
     #[serde(deserialize_with = "from_str")]
     pub unreachable_rows: UnreachableRows,
-    /// Read the optional PM attributes 0x15..0x1C and 0x30..0x37 (error details, per-VL
-    /// counters) from nodes that answer them.
+    /// Read the optional PM attributes 0x15..0x1C, 0x1F and 0x30..0x37
+    /// (error details, per-VL counters, FEC, congestion control) from
+    /// nodes that answer them.
     pub optional_attributes: bool,
+    /// Read the optional attributes this often (seconds in the file,
+    /// rounded to whole sweeps; 0 = every sweep).
+    #[serde(deserialize_with = "optional_seconds")]
+    pub optional_interval: Option<Duration>,
     /// Clear a PortCounters field once it passes 75% of its range (as
     /// opensm's PerfMgr does). Off by default: other tools read the same
     /// counters.
@@ -181,6 +189,11 @@ pub struct FabricConfig {
     /// state file. "off" = none.
     #[serde(deserialize_with = "path")]
     pub state_file: Option<PathBuf>,
+    /// Read every port's PortInfo again this often, along the known links
+    /// (seconds in the file, 0 = never): port state, width and speed
+    /// between rediscoveries.
+    #[serde(deserialize_with = "optional_seconds")]
+    pub portinfo_interval: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -310,6 +323,120 @@ pub struct SetConfig {
     pub allow: bool,
 }
 
+word_enum! {
+    /// The kind of node a threshold rule applies to (`node_type`).
+    pub enum NodeKind (unknown: s => format!("`{s}` is none of `switch`, `ca`, `router`")) {
+        #[default]
+        Switch = "switch",
+        Ca = "ca",
+        Router = "router",
+    }
+}
+
+impl From<NodeKind> for NodeType {
+    fn from(k: NodeKind) -> NodeType {
+        match k {
+            NodeKind::Switch => NodeType::Switch,
+            NodeKind::Ca => NodeType::Ca,
+            NodeKind::Router => NodeType::Router,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotifySection {
+    /// Send notifications at all.
+    pub enabled: bool,
+    /// The window counter rates are sampled over (whole seconds in the
+    /// file, 1 to 86400).
+    #[serde(deserialize_with = "seconds")]
+    pub window: Duration,
+    /// Notifications of one family (node, port, threshold, discontinuity,
+    /// sweep) per sweep; the rest are counted as suppressed. 0 = no limit.
+    pub limit_per_sweep: u32,
+    /// Notifications kept while snmpd is away (1 to 100000); beyond that
+    /// the oldest are dropped and counted.
+    pub queue: usize,
+    /// Without AgentX (`--no-agentx`, `agentx.enabled = false`): SNMPv2c
+    /// trap receivers, `IP:PORT` each.
+    #[serde(deserialize_with = "sinks")]
+    pub sinks: Vec<SocketAddr>,
+    /// The community of those traps.
+    pub community: String,
+    /// `[[notify.threshold]]` rules, later ones win.
+    pub threshold: Vec<ThresholdEntry>,
+}
+
+impl Default for NotifySection {
+    fn default() -> Self {
+        let n = NotifyConfig::default();
+        NotifySection {
+            enabled: true,
+            window: n.window,
+            limit_per_sweep: n.limit_per_sweep,
+            queue: crate::agentx::SessionConfig::default().notify_queue,
+            sinks: Vec::new(),
+            community: "public".into(),
+            threshold: Vec::new(),
+        }
+    }
+}
+
+/// One `[[notify.threshold]]` (checked with the others by
+/// [`Config::parse`], so that an error names the rule's own line).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdEntry {
+    #[serde(deserialize_with = "from_str")]
+    pub counter: CounterName,
+    pub rising: Option<u64>,
+    pub falling: Option<u64>,
+    #[serde(default, deserialize_with = "some_from_str")]
+    pub node_type: Option<NodeKind>,
+    #[serde(default, deserialize_with = "some_from_str")]
+    pub node: Option<NodeMatch>,
+    #[serde(default)]
+    pub ports: Vec<u8>,
+}
+
+impl ThresholdEntry {
+    /// What is wrong with the rule: (key, message).
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let name = crate::notify::thresholds()[self.counter.0].name;
+        if self.rising.is_none() && self.falling.is_none() {
+            return Err((
+                "counter",
+                format!("the rule for {name} sets neither `rising` nor `falling`"),
+            ));
+        }
+        if let (Some(r), Some(f)) = (self.rising, self.falling)
+            && r > 0
+            && f > r
+        {
+            return Err((
+                "falling",
+                format!("{f} is above the rule's rising threshold {r}"),
+            ));
+        }
+        if self.ports.iter().any(|&p| p == 0 || p == 255) {
+            return Err(("ports", "port numbers are 1 to 254".into()));
+        }
+        Ok(())
+    }
+
+    fn rule(&self) -> ThresholdRule {
+        ThresholdRule {
+            counter: self.counter,
+            rising: self.rising,
+            falling: self.falling,
+            node_type: self.node_type.map(NodeType::from),
+            node: self.node.clone(),
+            ports: self.ports.clone(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
@@ -354,9 +481,11 @@ impl Default for FabricConfig {
             unreachable_after: 3,
             unreachable_rows: UnreachableRows::Keep,
             optional_attributes: true,
+            optional_interval: None,
             clear_near_overflow: false,
             rediscover_interval: Some(Duration::from_secs(60)),
             state_file: None,
+            portinfo_interval: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -426,6 +555,26 @@ where
 {
     let s = String::deserialize(d)?;
     s.parse().map_err(de::Error::custom)
+}
+
+fn some_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    from_str(d).map(Some)
+}
+
+/// `notify.sinks`: a list of `IP:PORT`.
+fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| {
+            s.parse::<SocketAddr>()
+                .map_err(|_| de::Error::custom(format!("`{s}` is not IP:PORT")))
+        })
+        .collect()
 }
 
 fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
@@ -571,6 +720,14 @@ impl Config {
                 message: plain_words(e.message().trim()).replace('\n', " "),
             }
         })?;
+        for (i, t) in cfg.notify.threshold.iter().enumerate() {
+            t.check().map_err(|(key, message)| ConfigError {
+                file: file.to_string(),
+                line: nth_table_key_line(text, "notify.threshold", i, key),
+                key: Some(format!("notify.threshold.{key}")),
+                message,
+            })?;
+        }
         cfg.validate()
             .map_err(|(section, key, message)| ConfigError {
                 file: file.to_string(),
@@ -709,6 +866,23 @@ impl Config {
                 "must be at least 1 when snmp.rate_limit is set".into(),
             ));
         }
+        if !(Duration::from_secs(1)..=day).contains(&self.notify.window) {
+            return Err((
+                "notify",
+                "window",
+                format!(
+                    "{} is out of range (1 to 86400 seconds)",
+                    self.notify.window.as_secs()
+                ),
+            ));
+        }
+        if !(1..=100_000).contains(&self.notify.queue) {
+            return Err((
+                "notify",
+                "queue",
+                format!("{} is out of range (1 to 100000)", self.notify.queue),
+            ));
+        }
         if self.snmp.write_community.as_ref() == Some(&self.snmp.community) {
             return Err((
                 "snmp",
@@ -742,6 +916,16 @@ impl Config {
         self.fabric.topology.clone()
     }
 
+    /// Sweeps per read of the optional attributes: `optional_interval`
+    /// over `sweep_interval`, rounded, at least 1.
+    fn optional_every(&self) -> u32 {
+        let sweep = self.fabric.sweep_interval.as_secs_f64();
+        match self.fabric.optional_interval {
+            Some(d) if sweep > 0.0 => (d.as_secs_f64() / sweep).round().clamp(1.0, 1e6) as u32,
+            _ => 1,
+        }
+    }
+
     /// The sweeper's settings.
     pub fn sweep(&self) -> SweepConfig {
         SweepConfig {
@@ -749,9 +933,24 @@ impl Config {
             unreachable_after: self.fabric.unreachable_after,
             keep_unreachable: self.fabric.unreachable_rows == UnreachableRows::Keep,
             optional_attributes: self.fabric.optional_attributes,
+            optional_every: self.optional_every(),
             clear_near_overflow: self.fabric.clear_near_overflow,
             health_every: self.log.health_every,
             mads: self.fabric.backend != FabricBackend::Doca,
+        }
+    }
+
+    /// The notification evaluator's settings.
+    pub fn notify(&self) -> NotifyConfig {
+        NotifyConfig {
+            window: self.notify.window,
+            limit_per_sweep: self.notify.limit_per_sweep,
+            rules: self
+                .notify
+                .threshold
+                .iter()
+                .map(ThresholdEntry::rule)
+                .collect(),
         }
     }
 
@@ -883,8 +1082,8 @@ fn key_on_line(text: &str, line: usize) -> Option<String> {
     let mut section = String::new();
     for (i, raw) in text.lines().enumerate().take(line) {
         let l = raw.trim();
-        if let Some(s) = l.strip_prefix('[') {
-            section = s.trim_end_matches(']').trim().to_string();
+        if let Some(s) = header(l) {
+            section = s.to_string();
             if i + 1 == line {
                 return Some(section);
             }
@@ -903,13 +1102,48 @@ fn key_on_line(text: &str, line: usize) -> Option<String> {
     None
 }
 
+/// The name a `[section]` or `[[section]]` header line gives.
+fn header(line: &str) -> Option<&str> {
+    line.starts_with('[')
+        .then(|| line.trim_start_matches('[').trim_end_matches(']').trim())
+}
+
+/// The line of `key` in the `n`th (from 0) `[[section]]` table, or of that
+/// table's header when the key is not in it.
+fn nth_table_key_line(text: &str, section: &str, n: usize, key: &str) -> Option<usize> {
+    let mut seen = 0;
+    let mut head = None;
+    for (i, raw) in text.lines().enumerate() {
+        let l = raw.trim();
+        if let Some(h) = header(l) {
+            if head.is_some() {
+                break;
+            }
+            if l.starts_with("[[") && h == section {
+                if seen == n {
+                    head = Some(i + 1);
+                }
+                seen += 1;
+            }
+            continue;
+        }
+        if head.is_some()
+            && let Some((k, _)) = l.split_once('=')
+            && k.trim() == key
+        {
+            return Some(i + 1);
+        }
+    }
+    head
+}
+
 /// The line on which `key` is set inside `[section]`.
 fn find_key_line(text: &str, section: &str, key: &str) -> Option<usize> {
     let mut current = String::new();
     for (i, raw) in text.lines().enumerate() {
         let l = raw.trim();
-        if let Some(s) = l.strip_prefix('[') {
-            current = s.trim_end_matches(']').trim().to_string();
+        if let Some(s) = header(l) {
+            current = s.to_string();
             continue;
         }
         if let Some((k, _)) = l.split_once('=')
@@ -930,6 +1164,26 @@ mod tests {
     fn defaults_validate() {
         Config::default().validate().unwrap();
         assert_eq!(Config::parse("", "x.toml").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn optional_interval_is_whole_sweeps() {
+        let every = |text: &str| {
+            Config::parse(text, "c.toml")
+                .unwrap()
+                .sweep()
+                .optional_every
+        };
+        assert_eq!(every(""), 1);
+        assert_eq!(every("[fabric]\noptional_interval = 60\n"), 6);
+        assert_eq!(
+            every("[fabric]\nsweep_interval = 4\noptional_interval = 10\n"),
+            3
+        );
+        assert_eq!(every("[fabric]\noptional_interval = 1\n"), 1);
+        assert_eq!(every("[fabric]\noptional_interval = 0\n"), 1);
+        let e = Config::parse("[fabric]\noptional_interval = -1\n", "c.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("fabric.optional_interval"), "{e}");
     }
 
     #[test]
@@ -1008,6 +1262,57 @@ mod tests {
 
     /// Found by fuzzing: a period this long overflowed `Instant` when the
     /// session armed its Ping timer (a panic instead of a config error).
+    #[test]
+    fn threshold_rules_are_typed_and_their_errors_name_the_line() {
+        let text = "[notify]\nwindow = 30\nlimit_per_sweep = 5\n\
+                    [[notify.threshold]]\ncounter = \"SymbolErrors\"\nrising = 3\n\
+                    node_type = \"switch\"\nnode = \"leaf*\"\nports = [1, 2]\n\
+                    [[notify.threshold]]\ncounter = \"Utilization\"\nrising = 9000\nfalling = 8000\n";
+        let c = Config::parse(text, "c.toml").unwrap();
+        let n = c.notify();
+        assert_eq!(n.window, Duration::from_secs(30));
+        assert_eq!(n.limit_per_sweep, 5);
+        assert_eq!(n.rules.len(), 2);
+        assert_eq!(n.rules[0].node_type, Some(NodeType::Switch));
+        assert_eq!(n.rules[0].ports, vec![1, 2]);
+        assert_eq!(n.rules[1].falling, Some(8000));
+
+        let e = Config::parse(
+            "[notify]\n[[notify.threshold]]\ncounter = \"SymbolErors\"\nrising = 3\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(
+            e.to_string().contains("unknown counter `SymbolErors`"),
+            "{e}"
+        );
+        let e = Config::parse(
+            "[[notify.threshold]]\ncounter = \"LinkDowned\"\nrising = 3\n\n\
+             [[notify.threshold]]\ncounter = \"LinkDowned\"\nrising = 3\nfalling = 4\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("4 is above the rule's rising threshold 3"),
+            "{e}"
+        );
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(8), Some("notify.threshold.falling")),
+            "{e}"
+        );
+        let e = Config::parse("[notify]\nwindow = 0\n", "c.toml").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("notify.window")),
+            "{e}"
+        );
+        let e = Config::parse("[notify]\nsinks = [\"localhost\"]\n", "c.toml").unwrap_err();
+        assert!(e.to_string().contains("`localhost` is not IP:PORT"), "{e}");
+    }
+
     #[test]
     fn huge_agentx_periods_are_rejected() {
         for key in ["ping_interval", "reconnect_max"] {

@@ -40,6 +40,7 @@ pub mod doca;
 pub mod fabric;
 pub mod ib;
 pub mod mib;
+pub mod notify;
 #[macro_use]
 pub mod pm;
 pub mod query;

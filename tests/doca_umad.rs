@@ -10,7 +10,6 @@ mod ibsim;
 
 use std::fs;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::doca::{FakeHost, standin_library};
@@ -42,29 +41,16 @@ fn the_local_adapter_is_served_by_doca_and_the_fabric_by_pm_mads() {
 
     let host = FakeHost::with_devices("28.43.1000", &[("mlx5_0", local, "0000:08:00.0", 1)]);
     let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
-    let cfg = sim.dir().join("agent.toml");
-    fs::write(
-        &cfg,
-        format!(
-            "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
-             [fabric]\nbackend = \"umad\"\nsweep_interval = 1\n[log]\nlevel = \"info\"\n{}",
-            snmpd.agentx_addr(),
-            host.doca_section(
-                &standin_library(),
-                "enabled = true\nsample_period_ms = 20\n"
-            )
-        ),
-    )
-    .unwrap();
-    let log = sim.dir().join("agent.log");
-    let mut c = sim.command(env!("CARGO_BIN_EXE_ibpm-agentx"));
-    c.arg("run")
-        .arg("--config")
-        .arg(&cfg)
-        .env_remove("IBPM_DOCA_LIBRARY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&log).unwrap());
+    let (mut c, log) = sim.agent_command(&format!(
+        "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
+         [fabric]\nbackend = \"umad\"\nsweep_interval = 1\n[log]\nlevel = \"info\"\n{}",
+        snmpd.agentx_addr(),
+        host.doca_section(
+            &standin_library(),
+            "enabled = true\nsample_period_ms = 20\n"
+        )
+    ));
+    c.env_remove("IBPM_DOCA_LIBRARY");
     let mut agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
 
     let target = snmpd.target();

@@ -560,6 +560,21 @@ fn snmptranslate_names_to_numeric_oids() {
         ("IB-PM-MIB::pmMIBCompliance", ".1.3.6.1.3.117.7.1.1"),
         ("IB-PM-MIB::pmPortHCOutOctets", ".1.3.6.1.3.117.1.7.1.1"),
         ("IB-PM-MIB::pmAgentSweeps", ".1.3.6.1.3.117.1.9.3"),
+        // Notifications under { pm 0 }: SNMPv1 enterprise pm, specific N.
+        ("IB-PM-MIB::pmNodeLost", ".1.3.6.1.3.117.0.1"),
+        ("IB-PM-MIB::pmNodeFound", ".1.3.6.1.3.117.0.2"),
+        ("IB-PM-MIB::pmPortStateChange", ".1.3.6.1.3.117.0.3"),
+        ("IB-PM-MIB::pmCounterThresholdRising", ".1.3.6.1.3.117.0.4"),
+        ("IB-PM-MIB::pmCounterThresholdFalling", ".1.3.6.1.3.117.0.5"),
+        ("IB-PM-MIB::pmCounterDiscontinuity", ".1.3.6.1.3.117.0.6"),
+        ("IB-PM-MIB::pmSweepOverrun", ".1.3.6.1.3.117.0.7"),
+        ("IB-PM-MIB::pmNotifyNodeGuid", ".1.3.6.1.3.117.1.20.1"),
+        ("IB-PM-MIB::pmNotifySweepInterval", ".1.3.6.1.3.117.1.20.14"),
+        (
+            "IB-PM-MIB::pmAgentNotificationsDropped",
+            ".1.3.6.1.3.117.1.9.13",
+        ),
+        ("IB-PM-MIB::pmNotificationsGroup", ".1.3.6.1.3.117.7.2.20"),
     ] {
         let out = snmptranslate(&["-On", name]);
         assert_eq!(out.trim(), want, "snmptranslate -On {name}");

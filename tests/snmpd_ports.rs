@@ -143,11 +143,7 @@ fn key(guid: Guid, port: u8) -> String {
 
 /// A GUID as net-snmp shows it with DISPLAY-HINT "2x:".
 fn hint(g: Guid) -> String {
-    let o = g.octets();
-    o.chunks(2)
-        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
-        .collect::<Vec<_>>()
-        .join(":")
+    common::guid_hint(g.0)
 }
 
 /// A number shown with its UNITS (`8000 Mb/s`).
@@ -409,17 +405,12 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
     );
     let s = Setup::start();
     let dir = tempfile::tempdir().unwrap();
-    let tables = [
-        "pmClassPortInfoTable",
-        "pmPortSampleCntrlTable",
-        "pmPortSampleResultTable",
-        "pmPortCountersTable",
-        "pmNodeTable",
-        "pmPortTable",
-        "pmPortCounters64Table",
-        "pmPortRateTable",
-        "pmAgent",
-    ];
+    // Every table the agent serves, as the agent declares them.
+    let tables: Vec<&str> = ibpm_agentx::mib::tables::TABLES
+        .iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(tables.len() >= 20, "{tables:?}");
     let walk: String = tables.iter().map(|t| format!("      - {t}\n")).collect();
     std::fs::write(
         dir.path().join("generator.yml"),
@@ -479,6 +470,8 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
         "pmPortState",
         "pmPortHCOutOctets",
         "pmPortRateOutBitsPerSec",
+        "pmPortPktRcvFECN",
+        "pmPortFecMode",
     ] {
         let line = body
             .lines()
@@ -494,6 +487,18 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
     assert!(
         body.lines().any(|l| l.starts_with("pmAgentSweeps ")),
         "the scalars"
+    );
+    // A third index (SL, lane) is a label of its own.
+    let sl = format!("{label},pmSl=\"0\"");
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("pmPortXmitDataSL{") && l.contains(&sl)),
+        "no pmPortXmitDataSL{{{sl}}}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("pmSampleResultExtWidth{")),
+        "the 64-bit sample results"
     );
 }
 

@@ -42,12 +42,20 @@ fn one_health_line_every_n_sweeps() {
 }
 
 #[test]
-fn optional_attributes_a_node_does_not_answer_are_reported_once_per_node() {
-    // The simulator's PMAs answer PortRcvErrorDetails, PortOpRcvCounters
-    // and the per-VL 0x19, 0x1A and 0x1C, switches PortXmitDiscardDetails
-    // too, and no other optional attribute (0x15..0x1C).
+fn optional_attributes_nodes_do_not_answer_are_reported_once_per_set() {
+    // The simulator's PMAs answer every optional attribute but
+    // PortFlowCtlCounters (0x18) and PortVLXmitFlowCtlUpdateErrors (0x1B);
+    // channel adapters neither PortXmitDiscardDetails (0x16) nor
+    // SwPortVLCongestion (0x30). So two sets: one line for the switches,
+    // one for the CAs, each with its count, once.
     let mut rig = AgentRig::new(RigOptions::default());
-    let nodes = rig.fabric().nodes.len();
+    let fabric = rig.fabric();
+    let switches = fabric
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == ibpm_agentx::ib::NodeType::Switch)
+        .count();
+    let cas = fabric.nodes.len() - switches;
     let mut stats = Vec::new();
     let text = common::capture_log(|| {
         for _ in 0..4 {
@@ -56,14 +64,18 @@ fn optional_attributes_a_node_does_not_answer_are_reported_once_per_node() {
     });
     let lines: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("optional PM attributes this node does not answer"))
+        .filter(|l| l.contains("optional PM attributes that"))
         .collect();
-    assert_eq!(lines.len(), nodes, "one line per node:\n{text}");
+    assert_eq!(lines.len(), 2, "one line per set of attributes:\n{text}");
     assert!(
         lines
             .iter()
             .all(|l| !l.contains("0x0015") && l.contains("0x0018") && l.contains("0x001b")),
         "{text}"
     );
+    let sw = format!("nodes={switches} attrs=0x0018,0x001b ");
+    let ca = format!("nodes={cas} attrs=0x0016,0x0018,0x001b,0x0030 ");
+    assert!(lines.iter().any(|l| l.contains(&sw)), "{sw}:\n{text}");
+    assert!(lines.iter().any(|l| l.contains(&ca)), "{ca}:\n{text}");
     assert!(stats.iter().all(|s| s.timeouts == 0), "{stats:?}");
 }

@@ -31,7 +31,10 @@ const HOSTS: usize = 8;
 const DUAL: usize = 2;
 const SWEEP_S: f64 = 1.0;
 const UNREACHABLE_AFTER: u32 = 2;
-const REDISCOVER_S: u64 = 2;
+/// Discovery again only this often: port state comes from the light sweeps.
+const REDISCOVER_S: u64 = 120;
+/// Every known port's PortInfo read again this often.
+const PORTINFO_S: u64 = 1;
 /// The node the sample responder answers for.
 const RESPONDER_NODE: &str = "H3_2";
 
@@ -113,32 +116,14 @@ impl Setup {
         });
 
         let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
-        let cfg = sim.dir().join("agent.toml");
-        fs::write(
-            &cfg,
-            format!(
-                "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
-                 [fabric]\nbackend = \"umad\"\nsweep_interval = {SWEEP_S}\n\
-                 unreachable_after = {UNREACHABLE_AFTER}\nunreachable_rows = \"drop\"\n\
-                 rediscover_interval = {REDISCOVER_S}\n\
-                 [set]\nallow = true\n[log]\nlevel = \"info\"\n",
-                snmpd.agentx_addr()
-            ),
-        )
-        .expect("write agent config");
-        let agent_log = sim.dir().join("agent.log");
-        let mut c = sim.command(env!("CARGO_BIN_EXE_ibpm-agentx"));
-        c.arg("run")
-            .arg("--config")
-            .arg(&cfg)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&agent_log).expect("agent.log"))
-            .stderr(
-                fs::OpenOptions::new()
-                    .append(true)
-                    .open(&agent_log)
-                    .expect("agent.log"),
-            );
+        let (mut c, agent_log) = sim.agent_command(&format!(
+            "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
+             [fabric]\nbackend = \"umad\"\nsweep_interval = {SWEEP_S}\n\
+             unreachable_after = {UNREACHABLE_AFTER}\nunreachable_rows = \"drop\"\n\
+             rediscover_interval = {REDISCOVER_S}\nportinfo_interval = {PORTINFO_S}\n\
+             [set]\nallow = true\n[log]\nlevel = \"info\"\n",
+            snmpd.agentx_addr()
+        ));
         let agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
         let s = Setup {
             agent,
@@ -718,15 +703,15 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
         assert_eq!(vls, 16, "{field}: 16 VL rows of L0[1]");
     }
 
-    // Unlink a leaf's host link: the leaf's port goes down within the
-    // rediscovery interval.
+    // Unlink a leaf's host link: the leaf's port goes down within the light
+    // sweeps' interval (rediscovery is minutes away).
     let (host, _, _, _) = s.node("L1").ports[&1].clone();
     let host_desc = s.ib[&host].desc.clone();
     s.sim.console(&format!("Unlink \"{host_desc}\""));
     let l1 = s.node("L1").guid;
     let t0 = Instant::now();
     wait_for(
-        Duration::from_secs(REDISCOVER_S * 3 + 5),
+        Duration::from_secs(PORTINFO_S * 3 + 3),
         "L1[1] down through snmpd",
         || port_column(&s, T_PORT, 5)[&(l1, 1)].value == "1",
     );

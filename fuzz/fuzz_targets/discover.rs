@@ -1,7 +1,7 @@
 //! Discovery SMPs from the fabric: the reply parser and NodeInfo/PortInfo
-//! decoders on raw bytes, then a whole directed-route walk in which every
-//! SMP is answered from the fuzz input (status, data, sometimes a wrong
-//! TID or attribute).
+//! decoders on raw bytes, then a whole directed-route walk and a light
+//! sweep of what it found, in which every SMP is answered from the fuzz
+//! input (status, data, sometimes a wrong TID or attribute).
 #![no_main]
 
 use std::time::Duration;
@@ -61,7 +61,11 @@ fuzz_target!(|data: &[u8]| {
         cancel: None,
     };
     if let Ok((fabric, _stats)) = discover::discover_with_stats(&mut t, &opts) {
-        // Whatever was found must be usable as a fabric.
+        // A light sweep of what was found, answered from the rest of the
+        // input; both must be usable as a fabric.
+        if let Ok(fresh) = discover::refresh_port_info(&mut t, &fabric, &opts) {
+            let _ = ibpm_agentx::fabric::state::SharedState::new(fresh, Default::default());
+        }
         let _ = ibpm_agentx::fabric::state::SharedState::new(fabric, Default::default());
     }
 });

@@ -127,6 +127,9 @@ pub struct SessionConfig {
     pub byte_order: ByteOrder,
     /// Largest PDU accepted from the master.
     pub max_pdu: usize,
+    /// Notifications kept while no session is open; beyond that the
+    /// oldest are dropped (and counted).
+    pub notify_queue: usize,
 }
 
 impl Default for SessionConfig {
@@ -143,6 +146,7 @@ impl Default for SessionConfig {
             backoff_max: Duration::from_secs(5),
             byte_order: ByteOrder::Big,
             max_pdu: DEFAULT_MAX_PDU,
+            notify_queue: 1000,
         }
     }
 }

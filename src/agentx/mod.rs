@@ -9,7 +9,7 @@ pub mod session;
 pub mod socket_path;
 
 pub use config::{AgentxAddr, SessionConfig};
-pub use session::{Session, SessionHandle};
+pub use session::{NotifyError, Session, SessionHandle};
 
 /// Check an AgentX master address (`PATH`, `unix:PATH` or `tcp:HOST:PORT`).
 pub fn validate_address(s: &str) -> Result<(), String> {

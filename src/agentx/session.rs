@@ -10,6 +10,7 @@
 //! request never waits on the fabric (a SET commit, bounded by its
 //! deadline, runs off the runtime's worker: see [`OnRuntime`]).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,8 +34,8 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 const IDLE_WAKE: Duration = Duration::from_secs(60);
 /// During an outage, log every Nth failed attempt (the first always).
 const LOG_EVERY: u64 = 20;
-/// Largest number of queued notifications.
-const NOTIFY_QUEUE: usize = 1024;
+/// Notifications in the channel from the handle to the task.
+const NOTIFY_CHANNEL: usize = 1024;
 
 // ------------------------------------------------------------------ handle
 
@@ -70,8 +71,11 @@ pub struct SessionStats {
     pub refused: AtomicU64,
     /// Registrations refused with duplicateRegistration.
     pub duplicate_registrations: AtomicU64,
-    /// Notifications dropped because no session was open.
+    /// Notifications dropped because no session was open for so long that
+    /// the queue kept meanwhile ([`SessionConfig::notify_queue`]) was full.
     pub notifies_dropped: AtomicU64,
+    /// Notify PDUs written to the master.
+    pub notifies_sent: AtomicU64,
 }
 
 struct Shared {
@@ -96,8 +100,9 @@ pub struct SessionHandle {
 
 impl SessionHandle {
     /// Queues a Notify PDU with these varbinds (the caller supplies
-    /// sysUpTime.0 if wanted and snmpTrapOID.0, RFC 2741 6.2.10). Dropped
-    /// (and counted) when no session is open when the task gets to it.
+    /// sysUpTime.0 if wanted and snmpTrapOID.0, RFC 2741 6.2.10). While no
+    /// session is open, up to [`SessionConfig::notify_queue`] wait for
+    /// the next one; beyond that the oldest are dropped (and counted).
     pub fn notify(&self, varbinds: Vec<VarBind>) -> Result<(), NotifyError> {
         let guard = self.shared.tx.lock().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
@@ -155,7 +160,7 @@ impl Session {
     /// on its own.
     pub fn spawn(cfg: SessionConfig, handler: Arc<dyn MibHandler>) -> io::Result<SessionHandle> {
         let runtime = EdgeRuntime::acquire()?;
-        let (tx, rx) = mpsc::channel(NOTIFY_QUEUE);
+        let (tx, rx) = mpsc::channel(NOTIFY_CHANNEL);
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let shared = Arc::new(Shared {
             shutdown: AtomicBool::new(false),
@@ -267,6 +272,8 @@ struct Runner {
     handler: Arc<dyn MibHandler>,
     shared: Arc<Shared>,
     rx: Receiver<Vec<VarBind>>,
+    /// Notifications waiting for a session, oldest first.
+    pending: VecDeque<Vec<VarBind>>,
     /// Consecutive failed connection attempts (for log throttling).
     failures: u64,
     last_error: Option<String>,
@@ -284,6 +291,7 @@ impl Runner {
             handler,
             shared,
             rx,
+            pending: VecDeque::new(),
             failures: 0,
             last_error: None,
         }
@@ -293,7 +301,8 @@ impl Runner {
         self.shared.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Waits `d`, waking for shutdown; drops queued notifications.
+    /// Waits `d`, waking for shutdown; keeps notifications for the next
+    /// session.
     async fn idle(&mut self, d: Duration) {
         let until = tokio::time::Instant::now() + d;
         while !self.stopping() {
@@ -301,7 +310,7 @@ impl Runner {
                 _ = tokio::time::sleep_until(until) => break,
                 _ = self.shared.wake.notified() => {}
                 n = self.rx.recv() => match n {
-                    Some(_) => self.count_dropped_notify(),
+                    Some(v) => self.hold(v),
                     None => {
                         tokio::time::sleep_until(until).await;
                         break;
@@ -311,7 +320,18 @@ impl Runner {
         }
     }
 
-    fn count_dropped_notify(&self) {
+    /// Keeps a notification for the next session; the oldest goes when
+    /// the queue is full.
+    fn hold(&mut self, v: Vec<VarBind>) {
+        let cap = self.core.config().notify_queue.max(1);
+        if self.pending.len() >= cap {
+            self.pending.pop_front();
+            self.count_dropped_notify(cap);
+        }
+        self.pending.push_back(v);
+    }
+
+    fn count_dropped_notify(&self, cap: usize) {
         let n = self
             .shared
             .stats
@@ -320,7 +340,8 @@ impl Runner {
         if n.is_multiple_of(LOG_EVERY) {
             tracing::warn!(
                 dropped = n + 1,
-                "AgentX notification dropped: no session open with the master"
+                queue = cap,
+                "AgentX notification dropped: no session with the master and the queue is full"
             );
         }
     }
@@ -421,6 +442,19 @@ impl Runner {
         loop {
             if self.core.is_registered() {
                 backoff.reset();
+                // What waited for a session goes first, in order.
+                while let Some(v) = self.pending.pop_front() {
+                    match self.core.notify(v, Instant::now()) {
+                        Some(a) => {
+                            actions.extend(a);
+                            self.shared
+                                .stats
+                                .notifies_sent
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        None => break,
+                    }
+                }
             }
             self.publish();
             for a in actions.drain(..) {
@@ -459,10 +493,8 @@ impl Runner {
                 }
                 Event::Read(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Event::Read(Err(e)) => return End::Lost(Lost::Io(e.kind())),
-                Event::Notify(Some(vbs)) => match self.core.notify(vbs, now) {
-                    Some(a) => actions = a,
-                    None => self.count_dropped_notify(),
-                },
+                // Sent at the top of the loop once registered.
+                Event::Notify(Some(vbs)) => self.hold(vbs),
                 Event::Deadline | Event::Notify(None) | Event::Wake => {}
             }
             if self.core.next_deadline().is_some_and(|d| d <= now) {

@@ -32,6 +32,9 @@ pub struct PortRecord {
     /// 0x30..=0x37) the node
     /// answers, ordered by attribute ID.
     pub optional: Vec<OptionalReading>,
+    /// Times the port's counters went down without a clear by this agent
+    /// (cleared by another tool, or the node restarted).
+    pub external_resets: u32,
 }
 
 /// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
@@ -119,6 +122,21 @@ pub struct Snapshot {
     /// Nodes marked reachable: counted when the snapshot is stored, so no
     /// request counts them.
     pub reachable: usize,
+    /// Notifications sent, suppressed and dropped so far, for the agent
+    /// scalars.
+    pub notify: NotifyFigures,
+}
+
+/// What the agent scalars say about notifications: totals since the start
+/// (the notifier after each sweep stores them with [`Cache::set_notify`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NotifyFigures {
+    /// Handed to snmpd (or sent to the trap sinks).
+    pub sent: u64,
+    /// Held back by the per-sweep limit.
+    pub suppressed: u64,
+    /// Lost: the queue kept while snmpd was away was full.
+    pub dropped: u64,
 }
 
 /// What the agent scalars say about the last sweep and discovery.
@@ -173,6 +191,15 @@ impl Cache {
         self.current.store(Arc::new(snap));
     }
 
+    /// Store the notification figures in the current snapshot.
+    pub fn set_notify(&self, figures: NotifyFigures) {
+        self.current.rcu(|cur| {
+            let mut next = Snapshot::clone(cur);
+            next.notify = figures;
+            next
+        });
+    }
+
     /// Replace (or insert, or with `None` remove) one node's record in the
     /// current snapshot.
     pub fn patch(&self, guid: Guid, record: Option<NodeRecord>) {
@@ -185,6 +212,7 @@ impl Cache {
                 nodes: cur.nodes.clone(),
                 stats: cur.stats,
                 reachable: 0,
+                notify: cur.notify,
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
                 (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),

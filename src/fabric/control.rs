@@ -248,8 +248,15 @@ impl Controller {
                 match &ops[oi] {
                     WriteOp::ClearCounters { .. } => match pi {
                         // The Set's reply shows the port after the clear.
-                        Some(pi) => st.apply(Slot::Counters(ni, pi), outcome, sent, &mut answered),
+                        Some(pi) => {
+                            st.mark_agent_clear(ni, pi);
+                            st.apply(Slot::Counters(ni, pi), outcome, sent, &mut answered)
+                        }
                         None => {
+                            let ports = st.fabric().nodes[ni].ports.len();
+                            for pi in 0..ports {
+                                st.mark_agent_clear(ni, pi);
+                            }
                             for (pi, p) in st.fabric().nodes[ni].ports.iter().enumerate() {
                                 if let Some(to) = st.pma(ni, Some(pi)) {
                                     readback.push(get(

@@ -235,6 +235,240 @@ pub fn discover_with_stats(
     Ok((fabric, w.stats))
 }
 
+/// Read the PortInfo of every port of `known` again (a light sweep, as
+/// opensm's between its heavy sweeps): port state, physical state, width,
+/// speed and FEC as they are now, nodes and links as `known` has them
+/// (plus whatever a link that came up leads to). The SMPs follow directed
+/// routes through `known`'s links from the local node; a node no route
+/// reaches keeps its old port facts. One NodeInfo (the local node) and one
+/// PortInfo per port (switch port 0 included): no walk of the fabric.
+pub fn refresh_port_info(
+    t: &mut dyn MadTransport,
+    known: &Fabric,
+    opts: &DiscoverOptions,
+) -> Result<Fabric, DiscoverError> {
+    let mut opts = opts.clone();
+    opts.window = opts.window.clamp(1, MAX_WINDOW);
+    opts.max_hops = opts.max_hops.clamp(1, MAX_HOPS);
+    let mut w = Walk {
+        opts,
+        nodes: Vec::new(),
+        by_guid: HashMap::new(),
+        queries: Vec::new(),
+        asked: Vec::new(),
+        failed: None,
+        stats: DiscoverStats::default(),
+        local_done: false,
+        local_error: None,
+    };
+    // The local node: which one of `known` the routes start from.
+    let local = local_node_info(t, &w.opts)?;
+    let routes = routes_from(
+        known,
+        Guid(local.node_guid),
+        local.local_port,
+        w.opts.max_hops,
+    );
+    for n in &known.nodes {
+        let Some(path) = routes.get(&n.guid) else {
+            continue;
+        };
+        let idx = w.nodes.len();
+        let ports = n
+            .ports
+            .iter()
+            .filter(|p| p.num != 0)
+            .map(|p| {
+                (
+                    p.num,
+                    PortBuild {
+                        guid: p.guid.0,
+                        info: None,
+                        remote: None,
+                        fec: None,
+                    },
+                )
+            })
+            .collect();
+        w.nodes.push(NodeBuild {
+            info: NodeInfo {
+                node_type: match n.node_type {
+                    NodeType::Switch => 2,
+                    NodeType::Router => 3,
+                    NodeType::Ca => 1,
+                },
+                num_ports: n.num_ports,
+                sys_guid: n.sys_guid.0,
+                node_guid: n.guid.0,
+                port_guid: n.ports.first().map_or(n.guid.0, |p| p.guid.0),
+                device_id: n.device_id,
+                local_port: if n.guid.0 == local.node_guid {
+                    local.local_port
+                } else {
+                    0
+                },
+                vendor_id: n.vendor_id,
+            },
+            desc: Some(n.description.clone()),
+            path: path.clone(),
+            port0: None,
+            enhanced_port0: n.port(0).is_some(),
+            ports,
+        });
+        w.by_guid.insert(n.guid.0, idx);
+    }
+    // The links as `known` has them (both ends reached).
+    for n in &known.nodes {
+        for p in &n.ports {
+            if let (Some(&a), Some((rg, rp))) = (w.by_guid.get(&n.guid.0), p.remote)
+                && let Some(&b) = w.by_guid.get(&rg.0)
+                && let Some(pb) = w.nodes[a].ports.get_mut(&p.num)
+            {
+                pb.remote = Some((b, rp));
+            }
+        }
+    }
+    for (idx, n) in w.nodes.iter().enumerate() {
+        let ports: Vec<u8> = if n.is_switch() {
+            std::iter::once(0).chain(n.ports.keys().copied()).collect()
+        } else {
+            n.ports.keys().copied().collect()
+        };
+        for port in ports {
+            w.asked.push(w.queries.len());
+            w.queries.push(Query::PortInfo { node: idx, port });
+        }
+    }
+    let start = Instant::now();
+    w.run(t)?;
+    let mut fabric = w.build();
+    // A port that did not answer (its node is gone, or the route to it
+    // broke) keeps what `known` says of it; so does a switch's LID.
+    for n in &mut fabric.nodes {
+        let Some(old) = known.node(n.guid) else {
+            continue;
+        };
+        if n.lid == 0 {
+            n.lid = old.lid;
+        }
+        for p in &mut n.ports {
+            let Some(o) = old.port(p.num) else {
+                continue;
+            };
+            if p.state.is_none() {
+                *p = *o;
+            } else if p.lid == 0 {
+                p.lid = o.lid;
+            }
+            // As discovery shows it: a port whose link is down has no peer.
+            if p.state == Some(PortState::Down) {
+                p.remote = None;
+            }
+        }
+    }
+    // Nodes no route reached keep what `known` says of them.
+    for n in &known.nodes {
+        if !routes.contains_key(&n.guid) {
+            fabric.nodes.push(n.clone());
+        }
+    }
+    fabric.sort();
+    tracing::debug!(
+        nodes = fabric.nodes.len(),
+        smps = w.stats.smps_sent,
+        timeouts = w.stats.timeouts,
+        ms = start.elapsed().as_millis() as u64,
+        "port info refreshed"
+    );
+    Ok(fabric)
+}
+
+/// NodeInfo of the local node (one SMP along the empty route).
+fn local_node_info(
+    t: &mut dyn MadTransport,
+    opts: &DiscoverOptions,
+) -> Result<NodeInfo, DiscoverError> {
+    struct Local(Option<NodeInfo>);
+    impl Requester for Local {
+        fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
+            (
+                smp_addr(),
+                dr_smp_get(ATTR_NODE_INFO, 0, wire_tid(tx.tid), &[]),
+            )
+        }
+        fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
+            if let WindowEvent::Reply { mad, .. } = ev
+                && let Some(r) = parse_smp_reply(&mad)
+                && r.status == 0
+            {
+                self.0 = Some(NodeInfo::decode(&r.data));
+            }
+            false
+        }
+    }
+    let mut win = MadWindow::new(WindowConfig {
+        window: 1,
+        timeout: opts.timeout,
+        retries: opts.retries,
+    });
+    win.push(0);
+    let mut local = Local(None);
+    let drive_opts = DriveOptions {
+        cancel: opts.cancel.as_deref(),
+        class: Some(CLASS_SMP_DIRECTED),
+    };
+    match drive(t, &mut win, &drive_opts, &mut local) {
+        DriveEnd::Cancelled => return Err(DiscoverError::Cancelled),
+        DriveEnd::Failed(e) => return Err(DiscoverError::Transport(e)),
+        DriveEnd::Idle | DriveEnd::Stopped => {}
+    }
+    local.0.ok_or_else(|| {
+        DiscoverError::NoAnswer(
+            "the local node did not answer NodeInfo (is the umad port usable?)".into(),
+        )
+    })
+}
+
+/// Directed routes (the ports to leave by) from the local node to every
+/// node of `fabric` it reaches through its links: breadth first, through
+/// switches only (and out of the local node by `local_port` when it is a
+/// channel adapter), at most `max_hops` long.
+fn routes_from(
+    fabric: &Fabric,
+    local: Guid,
+    local_port: u8,
+    max_hops: usize,
+) -> HashMap<Guid, Vec<u8>> {
+    let mut routes = HashMap::new();
+    let Some(start) = fabric.node(local) else {
+        return routes;
+    };
+    routes.insert(local, Vec::new());
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(n) = queue.pop_front() {
+        let path = routes[&n.guid].clone();
+        let is_local = n.guid == local;
+        if path.len() >= max_hops || (n.node_type != NodeType::Switch && !is_local) {
+            continue;
+        }
+        for p in &n.ports {
+            if is_local && n.node_type != NodeType::Switch && p.num != local_port {
+                continue;
+            }
+            let Some((rg, _)) = p.remote else { continue };
+            if routes.contains_key(&rg) {
+                continue;
+            }
+            let Some(r) = fabric.node(rg) else { continue };
+            let mut next = path.clone();
+            next.push(p.num);
+            routes.insert(rg, next);
+            queue.push_back(r);
+        }
+    }
+    routes
+}
+
 impl Requester for Walk {
     fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
         (smp_addr(), self.smp(tx))
@@ -669,6 +903,8 @@ mod tests {
         local: usize,
         local_port: u8,
         replies: VecDeque<Received>,
+        /// SMPs sent (retries included).
+        sent: u64,
     }
 
     use crate::transport::Received;
@@ -760,6 +996,7 @@ mod tests {
 
     impl MadTransport for FakeFabric {
         fn send(&mut self, _to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+            self.sent += 1;
             if let Some(d) = self.answer(mad) {
                 let mut r = *mad;
                 r[3] = METHOD_GET_RESP;
@@ -797,6 +1034,7 @@ mod tests {
             local: 0,
             local_port: 1,
             replies: VecDeque::new(),
+            sent: 0,
         };
         f.link(0, 1, 1, 1);
         f.link(1, 3, 2, 3);
@@ -860,6 +1098,42 @@ mod tests {
         let local = fab.node(Guid(0x10)).unwrap();
         assert_eq!(local.ports.len(), 1);
         assert_eq!(local.ports[0].remote, Some((Guid(0x100), 1)));
+    }
+
+    #[test]
+    fn a_light_sweep_reads_port_state_along_the_known_links() {
+        let mut f = sample();
+        let known = discover(&mut f, &quick()).unwrap();
+        let ports: usize = known
+            .nodes
+            .iter()
+            .map(|n| n.ports.len() + usize::from(n.node_type == NodeType::Switch))
+            .sum();
+        // One of the parallel switch links goes down (both ends), and CA
+        // 0x30 stops answering.
+        f.nodes[1].down.push(4);
+        f.nodes[2].down.push(4);
+        f.nodes[3].silent = true;
+        let fresh = refresh_port_info(&mut f, &known, &quick()).unwrap();
+        let sw = fresh.node(Guid(0x100)).unwrap();
+        assert_eq!(sw.port(4).unwrap().state, Some(PortState::Down));
+        assert_eq!(sw.port(4).unwrap().remote, None, "a down port has no peer");
+        assert_eq!(sw.port(3).unwrap().state, Some(PortState::Active));
+        assert_eq!(sw.port(3).unwrap().remote, Some((Guid(0x200), 3)));
+        let sw2 = fresh.node(Guid(0x200)).unwrap();
+        assert_eq!(sw2.port(4).unwrap().state, Some(PortState::Down));
+        assert_eq!((sw2.lid, sw2.port(1).unwrap().lid), (0x200, 0x200));
+        // The silent CA keeps what was known of it.
+        assert_eq!(fresh.node(Guid(0x30)), known.node(Guid(0x30)));
+        assert_eq!(fresh.nodes.len(), known.nodes.len());
+        // No walk: NodeInfo of the local node, then one PortInfo per port
+        // (switch port 0 included), where discovery sends more.
+        let mut f2 = sample();
+        let (_, stats) = discover_with_stats(&mut f2, &quick()).unwrap();
+        assert!(stats.smps_sent > 1 + ports as u64);
+        let mut counting = sample();
+        refresh_port_info(&mut counting, &known, &quick()).unwrap();
+        assert_eq!(counting.sent, 1 + ports as u64);
     }
 
     #[test]

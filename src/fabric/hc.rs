@@ -220,6 +220,15 @@ pub fn fold_pc(
     disc
 }
 
+/// True when any PortCounters counter of `cur` is below `prev`: cleared
+/// (the counters saturate, they never wrap), whichever source the totals
+/// take them from.
+pub fn pc_went_down(prev: &PortCounters, cur: &PortCounters) -> bool {
+    HC.iter()
+        .filter_map(|c| c.pc)
+        .any(|f| cur.get(f) < prev.get(f))
+}
+
 /// Fold a PortCountersExtended reading into the slots it feeds, except
 /// those in `skip`.
 pub fn fold_pcx(

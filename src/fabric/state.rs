@@ -36,6 +36,9 @@ pub struct SweepConfig {
     pub keep_unreachable: bool,
     /// Read the optional attributes [`OPTIONAL_ATTRS`] where nodes answer.
     pub optional_attributes: bool,
+    /// Read them on every this many sweeps (the first sweep, then every
+    /// `optional_every`-th); their readings are kept in between.
+    pub optional_every: u32,
     /// Clear PortCounters fields past 75% of their range.
     pub clear_near_overflow: bool,
     /// Log one line every this many sweeps saying the sweeps are healthy
@@ -53,6 +56,7 @@ impl Default for SweepConfig {
             unreachable_after: 3,
             keep_unreachable: true,
             optional_attributes: true,
+            optional_every: 1,
             clear_near_overflow: false,
             health_every: 60,
             mads: true,
@@ -75,6 +79,17 @@ pub const OPTIONAL_ATTRS: [u16; 17] = [
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.
 type AttrMask = u32;
+
+/// The attribute IDs of a mask, for a log line (`0x0018,0x001b`).
+fn attr_list(mask: AttrMask) -> String {
+    OPTIONAL_ATTRS
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| mask & (1 << k) != 0)
+        .map(|(_, a)| format!("{a:#06x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
 const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
 
 /// Sweeps in a row in which a node answers other MADs but not an
@@ -121,6 +136,13 @@ pub(crate) struct PortState {
     /// The port is served by DOCA telemetry diag: the latest value of each
     /// [`crate::doca::DATA_IDS`] entry (None until read).
     doca: Option<Box<[Option<u64>; crate::doca::DATA_IDS.len()]>>,
+    /// This agent cleared the port's PortCounters: the next reading may
+    /// go down without that being news ([`FabricState::mark_agent_clear`]).
+    agent_clear: bool,
+    /// The same for PortCountersExtended (a PMA may clear both).
+    agent_clear_ext: bool,
+    /// Counters that went down without a clear by this agent.
+    external_resets: u32,
 }
 
 pub(crate) struct NodeState {
@@ -489,9 +511,16 @@ impl FabricState {
                 } else {
                     0
                 };
-                if hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip)
-                    || ps.counters.is_none()
-                {
+                let went_down = hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip);
+                let cleared = ps
+                    .counters
+                    .as_ref()
+                    .is_some_and(|p| hc::pc_went_down(p, &cur));
+                if cleared && !ps.agent_clear {
+                    ps.external_resets = ps.external_resets.wrapping_add(1);
+                }
+                ps.agent_clear = false;
+                if went_down || ps.counters.is_none() {
                     ps.discontinuity = Some(now);
                 }
                 ps.counters = Some(cur);
@@ -515,7 +544,11 @@ impl FabricState {
                     };
                     if hc::fold_pcx(&mut ps.hc, prev, &cur, skip) {
                         ps.discontinuity = Some(Instant::now());
+                        if !ps.agent_clear_ext {
+                            ps.external_resets = ps.external_resets.wrapping_add(1);
+                        }
                     }
+                    ps.agent_clear_ext = false;
                     ps.extended = Some(cur);
                 }
             }
@@ -629,6 +662,15 @@ impl FabricState {
         self.nodes[ni].ports.get(pi)?.extended.as_ref()
     }
 
+    /// This agent is clearing counters of port `pi` of node `ni`: the
+    /// next reading of them going down is no discontinuity notification.
+    pub fn mark_agent_clear(&mut self, ni: usize, pi: usize) {
+        if let Some(ps) = self.nodes.get_mut(ni).and_then(|n| n.ports.get_mut(pi)) {
+            ps.agent_clear = true;
+            ps.agent_clear_ext = true;
+        }
+    }
+
     /// The PortCounters reading held for a port (node index, port index).
     pub fn counters(&self, ni: usize, pi: usize) -> Option<&PortCounters> {
         self.nodes.get(ni)?.ports.get(pi)?.counters.as_ref()
@@ -660,6 +702,11 @@ impl FabricState {
                 update_rates(ps);
             }
         }
+        // Nodes that newly left optional attributes unanswered, by the set
+        // of attributes: (count, first node's GUID and index). One log line
+        // per set, not per node: a fabric of one device type logs once.
+        let mut unanswered: std::collections::BTreeMap<AttrMask, (usize, crate::ib::Guid, usize)> =
+            std::collections::BTreeMap::new();
         for (ni, answered) in answered.iter().enumerate() {
             let node = &self.fabric.nodes[ni];
             let s = &mut self.nodes[ni];
@@ -685,19 +732,15 @@ impl FabricState {
             }
             let new_unsupported = s.optional_unsupported & !s.optional_reported;
             if new_unsupported != 0 {
-                let attrs: Vec<String> = OPTIONAL_ATTRS
-                    .iter()
-                    .enumerate()
-                    .filter(|(k, _)| new_unsupported & (1 << k) != 0)
-                    .map(|(_, a)| format!("{a:#06x}"))
-                    .collect();
-                info!(
+                debug!(
                     node = %node.guid,
-                    desc = %crate::ib::Escaped(&node.description),
-                    attrs = %attrs.join(","),
-                    retry_sweeps = RETRY_UNANSWERED_SWEEPS,
-                    "optional PM attributes this node does not answer: asked again once every `retry_sweeps` sweeps"
+                    attrs = %attr_list(new_unsupported),
+                    "optional PM attributes this node does not answer"
                 );
+                let e = unanswered
+                    .entry(new_unsupported)
+                    .or_insert((0, node.guid, ni));
+                e.0 += 1;
                 s.optional_reported |= new_unsupported;
             }
             if *ok {
@@ -726,6 +769,16 @@ impl FabricState {
                     s.optional_reported = 0;
                 }
             }
+        }
+        for (mask, (nodes, guid, ni)) in unanswered {
+            info!(
+                nodes,
+                attrs = %attr_list(mask),
+                first = %guid,
+                desc = %crate::ib::Escaped(&self.fabric.nodes[ni].description),
+                retry_sweeps = RETRY_UNANSWERED_SWEEPS,
+                "optional PM attributes that `nodes` nodes (the first: `first`) do not answer: asked again once every `retry_sweeps` sweeps"
+            );
         }
     }
 
@@ -778,6 +831,7 @@ impl FabricState {
             nodes,
             stats: self.figures,
             reachable: 0,
+            notify: prev.notify,
         });
     }
 
@@ -883,6 +937,7 @@ impl FabricState {
             nodes,
             stats: self.figures,
             reachable: 0,
+            notify: prev.notify,
         });
         rows
     }
@@ -919,6 +974,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 rates: ps.rates.clone(),
                 read_at: ps.read_at,
                 discontinuity: ps.discontinuity,
+                external_resets: ps.external_resets,
                 optional: ps
                     .optional
                     .iter()

@@ -57,6 +57,9 @@ pub struct SweepStats {
     pub transport_down: Option<String>,
 }
 
+/// What runs after each published snapshot.
+pub type AfterPublish = Box<dyn FnMut(&Cache) + Send>;
+
 /// First wait before reopening a failed transport; doubles up to
 /// [`REOPEN_MAX`].
 pub const REOPEN_FIRST: Duration = Duration::from_millis(500);
@@ -76,6 +79,8 @@ pub struct Sweeper {
     controller: Option<Arc<Controller>>,
     /// Where the 64-bit totals are saved, and when they last were.
     state_file: Option<(PathBuf, Instant)>,
+    /// Runs after each published snapshot (the notifications).
+    after_publish: Option<AfterPublish>,
 }
 
 /// How often the 64-bit totals are written to the state file (and once
@@ -175,6 +180,7 @@ impl Sweeper {
             transport_error: None,
             controller: None,
             state_file: None,
+            after_publish: None,
         }
     }
 
@@ -199,6 +205,21 @@ impl Sweeper {
         match crate::fabric::persist::save(path, &ports) {
             Ok(()) => debug!(ports = ports.len(), path = %path.display(), "64-bit totals saved"),
             Err(e) => warn!(error = %e, path = %path.display(), "cannot save the 64-bit totals"),
+        }
+    }
+
+    /// Call `f` with the cache after every sweep's snapshot is published
+    /// (the notifications are evaluated and sent there).
+    pub fn with_after_publish(mut self, f: AfterPublish) -> Self {
+        self.after_publish = Some(f);
+        self
+    }
+
+    /// After a snapshot was published (on this thread; requests are
+    /// answered from the snapshot meanwhile).
+    fn notify(&mut self) {
+        if let Some(f) = &mut self.after_publish {
+            f(&self.cache);
         }
     }
 
@@ -300,6 +321,7 @@ impl Sweeper {
                 st.mark_all_unreachable();
                 st.publish(&self.cache);
             }
+            self.notify();
             return SweepStats {
                 sweep: sweep_no,
                 nodes: n,
@@ -333,6 +355,7 @@ impl Sweeper {
             st.figures.timeouts = timeouts;
             st.publish(&self.cache);
         }
+        self.notify();
         let stats = SweepStats {
             sweep: sweep_no,
             nodes: n,
@@ -370,6 +393,11 @@ impl Sweeper {
         let st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
+        let optional = st.cfg.optional_attributes
+            && st
+                .sweep_no
+                .saturating_sub(1)
+                .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
             let Some(cpi) = &st.nodes[ni].cpi else {
                 continue;
@@ -391,7 +419,7 @@ impl Sweeper {
                     slots.push(Slot::Extended(ni, pi));
                 }
             }
-            if st.cfg.optional_attributes {
+            if optional {
                 let unsupported = st.nodes[ni].optional_unsupported;
                 for (pi, port) in node.ports.iter().enumerate() {
                     let Some(to) = st.pma(ni, Some(pi)) else {
@@ -431,7 +459,7 @@ impl Sweeper {
     /// with a field past 75% of its range, clearing those fields. The Set's
     /// reply shows the port after the clear and is folded in as a reading.
     fn clear_requests(&self) -> (Vec<MadRequest>, Vec<Slot>) {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
         if !st.cfg.clear_near_overflow {
@@ -457,6 +485,11 @@ impl Sweeper {
                     data: port_counters_data(port.num, select, select2),
                 });
                 slots.push(Slot::Counters(ni, pi));
+            }
+        }
+        for slot in &slots {
+            if let Slot::Counters(ni, pi) = *slot {
+                st.mark_agent_clear(ni, pi);
             }
         }
         (reqs, slots)
@@ -1046,6 +1079,36 @@ mod tests {
     }
 
     #[test]
+    fn optional_attributes_every_nth_sweep_keep_their_readings_between() {
+        let every = |n| {
+            let (mut sw, sim, _clock, cache) = setup(SweepConfig {
+                optional_every: n,
+                ..Default::default()
+            });
+            let fabric = sim.fabric();
+            let ca = fabric
+                .nodes
+                .iter()
+                .find(|x| x.node_type == NodeType::Ca)
+                .unwrap()
+                .guid;
+            let mads: Vec<u64> = (0..7).map(|_| sw.sweep_once().mads).collect();
+            let kept = cache.load().node(ca).unwrap().ports[0].optional.len();
+            (mads, kept)
+        };
+        let (all, kept_all) = every(1);
+        let (third, kept_third) = every(3);
+        // Sweeps 1, 4 and 7 read them; the others send only the rest.
+        assert_eq!([third[0], third[3], third[6]], [all[0], all[3], all[6]]);
+        for k in [1, 2, 4, 5] {
+            assert!(third[k] < all[k], "sweep {}: {third:?} vs {all:?}", k + 1);
+            assert_eq!(third[k], third[1]);
+        }
+        // A CA answers 13 of them: kept after the sweeps that skip them.
+        assert_eq!((kept_all, kept_third), (13, 13));
+    }
+
+    #[test]
     fn counters_near_overflow_are_cleared_only_when_configured() {
         for clear in [false, true] {
             let cfg = SweepConfig {
@@ -1079,10 +1142,45 @@ mod tests {
                 let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
+                let rec = cache.load();
+                let port = &rec.node(ca.guid).unwrap().ports[0];
+                assert!(port.discontinuity.is_some());
+                assert_eq!(port.external_resets, 0, "the agent's own clear is no news");
             } else {
                 assert_eq!(now.xmit_data, u32::MAX, "saturated, not cleared");
             }
         }
+    }
+
+    /// A clear by another tool (a PerformanceSet straight to the PMA) is
+    /// counted as an external reset; the first reading of a port is not.
+    #[test]
+    fn an_out_of_band_clear_counts_as_an_external_reset() {
+        let mut rig = AgentRig::swept(RigOptions::default());
+        let fabric = rig.fabric();
+        let ca = fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == NodeType::Ca && n.ports[0].remote.is_some())
+            .unwrap();
+        let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
+        let resets =
+            |rig: &AgentRig| rig.cache.load().node(ca.guid).unwrap().ports[0].external_resets;
+        assert_eq!(resets(&rig), 0);
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        assert_eq!(resets(&rig), 0);
+        // Clear every counter (CounterSelect 0xFFFF) behind the agent's back.
+        let data = port_counters_data(num, 0xFFFF, 0xFF);
+        let (st, _) = rig::pma_request(&rig.sim, lid, method::SET, attr::PORT_COUNTERS, &data)
+            .expect("the simulated PMA answers");
+        assert_eq!(st, 0);
+        rig.advance(Duration::from_secs(1));
+        rig.sweep();
+        assert_eq!(resets(&rig), 1);
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        assert_eq!(resets(&rig), 1, "counted once");
     }
 
     #[test]

@@ -263,6 +263,9 @@ pub enum AgentCol {
     NodesReachable,
     NodesUnreachable,
     LastDiscovery,
+    NotificationsSent,
+    NotificationsSuppressed,
+    NotificationsDropped,
 }
 
 /// The time TimeStamp columns count from: the agent's start (a subagent's
@@ -904,6 +907,24 @@ fn build_columns() -> Vec<Column> {
             Syntax::TimeStamp,
             A::LastDiscovery,
         ),
+        (
+            11,
+            "pmAgentNotificationsSent",
+            Syntax::Counter64,
+            A::NotificationsSent,
+        ),
+        (
+            12,
+            "pmAgentNotificationsSuppressed",
+            Syntax::Counter64,
+            A::NotificationsSuppressed,
+        ),
+        (
+            13,
+            "pmAgentNotificationsDropped",
+            Syntax::Counter64,
+            A::NotificationsDropped,
+        ),
     ] {
         col(t, c, n, syntax, RO, Source::Agent(src));
     }
@@ -1542,23 +1563,40 @@ fn hundredths(part: f64, capacity: f64) -> u32 {
 /// as the UFM congested-bandwidth figure assumes a fixed tick.
 pub const XMIT_WAIT_TICKS_PER_SEC: f64 = 250_000_000.0;
 
+/// UFM's normalized XmitData: `octets_per_s` as a share of a link of
+/// `rate_mbps`, in hundredths of a percent (pmPortRateOutUtilization).
+pub fn utilization_hundredths(octets_per_s: f64, rate_mbps: u64) -> u32 {
+    hundredths(octets_per_s * 8.0, rate_mbps as f64 * 1e6)
+}
+
+/// The share of the time a port waited to transmit, from its XmitWait
+/// ticks per second, in hundredths of a percent (pmPortRateCongestion).
+pub fn congestion_hundredths(xmit_wait_per_s: f64) -> u32 {
+    hundredths(congestion_share(xmit_wait_per_s), 1.0)
+}
+
+fn congestion_share(xmit_wait_per_s: f64) -> f64 {
+    (xmit_wait_per_s / XMIT_WAIT_TICKS_PER_SEC).min(1.0)
+}
+
 fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
     let r = port.rates.as_ref()?;
     let per_s = |k: usize| r[k] as f64 / 1000.0;
-    let capacity_bps = port.link.rate_mbps().unwrap_or(0) as f64 * 1e6;
-    let congestion = (per_s(hc::XMIT_WAIT) / XMIT_WAIT_TICKS_PER_SEC).min(1.0);
+    let rate_mbps = port.link.rate_mbps().unwrap_or(0);
+    let capacity_bps = rate_mbps as f64 * 1e6;
+    let congestion = congestion_share(per_s(hc::XMIT_WAIT));
     Some(match c {
         RateCol::InBitsPerSec => Value::Counter64((per_s(hc::IN_OCTETS) * 8.0) as u64),
         RateCol::OutBitsPerSec => Value::Counter64((per_s(hc::OUT_OCTETS) * 8.0) as u64),
         RateCol::InPktsPerSec => Value::Gauge32(gauge(per_s(hc::IN_PKTS) as u64)),
         RateCol::OutPktsPerSec => Value::Gauge32(gauge(per_s(hc::OUT_PKTS) as u64)),
         RateCol::OutUtilization => {
-            Value::Gauge32(hundredths(per_s(hc::OUT_OCTETS) * 8.0, capacity_bps))
+            Value::Gauge32(utilization_hundredths(per_s(hc::OUT_OCTETS), rate_mbps))
         }
         RateCol::InUtilization => {
-            Value::Gauge32(hundredths(per_s(hc::IN_OCTETS) * 8.0, capacity_bps))
+            Value::Gauge32(utilization_hundredths(per_s(hc::IN_OCTETS), rate_mbps))
         }
-        RateCol::Congestion => Value::Gauge32(hundredths(congestion, 1.0)),
+        RateCol::Congestion => Value::Gauge32(congestion_hundredths(per_s(hc::XMIT_WAIT))),
         RateCol::CongestedMbps => Value::Gauge32(gauge((congestion * capacity_bps / 1e6) as u64)),
     })
 }
@@ -1576,6 +1614,9 @@ fn agent_value(c: AgentCol, snap: &Snapshot) -> Value {
         AgentCol::NodesReachable => Value::Gauge32(gauge(reachable as u64)),
         AgentCol::NodesUnreachable => Value::Gauge32(gauge((snap.nodes.len() - reachable) as u64)),
         AgentCol::LastDiscovery => Value::TimeTicks(timestamp(snap.stats.discovered)),
+        AgentCol::NotificationsSent => Value::Counter64(snap.notify.sent),
+        AgentCol::NotificationsSuppressed => Value::Counter64(snap.notify.suppressed),
+        AgentCol::NotificationsDropped => Value::Counter64(snap.notify.dropped),
     }
 }
 

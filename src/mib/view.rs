@@ -339,6 +339,7 @@ mod tests {
             nodes: nodes.into_iter().map(Arc::new).collect(),
             stats: Default::default(),
             reachable: 0,
+            notify: Default::default(),
         });
         MibView::new(cache)
     }
@@ -363,9 +364,9 @@ mod tests {
             assert!(seen.len() < 1000);
         }
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
-        // pmNodeTable (12); per port (3): pmPortTable (13); the agent's 10
+        // pmNodeTable (12); per port (3): pmPortTable (13); the agent's 13
         // scalars. No port has 64-bit totals or rates yet.
-        assert_eq!(seen.len(), 2 * (18 + 12) + 3 * 13 + 10);
+        assert_eq!(seen.len(), 2 * (18 + 12) + 3 * 13 + 13);
         let hc = oid("1.3.6.1.3.117.1.7");
         assert!(!seen.iter().any(|vb| vb.name.starts_with(hc.as_slice())));
         assert_eq!(

@@ -24,7 +24,7 @@
 //!   Set is answered `noAccess` (v1: `noSuchName`), as snmpd answers a Set
 //!   through a read-only community.
 
-mod codec;
+pub(crate) mod codec;
 mod engine;
 pub mod rate;
 

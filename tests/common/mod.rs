@@ -133,7 +133,16 @@ impl PrivateSnmpd {
         Self::start_with(Some(port))
     }
 
+    /// The same with `extra` lines appended to snmpd.conf (trap sinks).
+    pub fn start_with_conf(extra: &str) -> io::Result<PrivateSnmpd> {
+        Self::start_full(None, extra)
+    }
+
     fn start_with(agentx_tcp: Option<u16>) -> io::Result<PrivateSnmpd> {
+        Self::start_full(agentx_tcp, "")
+    }
+
+    fn start_full(agentx_tcp: Option<u16>, extra: &str) -> io::Result<PrivateSnmpd> {
         let dir = tempfile::Builder::new().prefix("ibpm-snmpd-").tempdir()?;
         let port = free_udp_port();
         let mut s = PrivateSnmpd {
@@ -150,7 +159,8 @@ impl PrivateSnmpd {
              agentXPerms 0660 0755 0 nogroup\n\
              rocommunity public 127.0.0.1\n\
              rwcommunity private 127.0.0.1\n\
-             dontLogTCPWrappersConnects yes\n",
+             dontLogTCPWrappersConnects yes\n\
+             {extra}",
             sock = s.agentx_addr()
         );
         std::fs::write(s.conf_path(), conf)?;
@@ -256,6 +266,125 @@ impl Drop for PrivateSnmpd {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A snmptrapd of our own: one loopback UDP port, no system
+/// configuration, every notification it receives written to a log file
+/// with names from IB-PM-MIB; stopped by PID when dropped.
+pub struct PrivateSnmptrapd {
+    dir: tempfile::TempDir,
+    pub port: u16,
+    child: Option<ChildGuard>,
+}
+
+impl PrivateSnmptrapd {
+    pub const SNMPTRAPD: &'static str = "/usr/sbin/snmptrapd";
+
+    /// Starts it and waits until it has logged its start.
+    pub fn start() -> io::Result<PrivateSnmptrapd> {
+        assert!(
+            Path::new(Self::SNMPTRAPD).exists(),
+            "{} is needed: run scripts/install-deps (Debian package snmptrapd)",
+            Self::SNMPTRAPD
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("ibpm-snmptrapd-")
+            .tempdir()?;
+        let port = free_udp_port();
+        std::fs::create_dir_all(dir.path().join("persist"))?;
+        let conf = dir.path().join("snmptrapd.conf");
+        std::fs::write(
+            &conf,
+            "disableAuthorization yes\ndoNotRetainNotificationLogs yes\n",
+        )?;
+        let mut t = PrivateSnmptrapd {
+            dir,
+            port,
+            child: None,
+        };
+        let child = Command::new(Self::SNMPTRAPD)
+            .args(["-f", "-n", "-C", "-c"])
+            .arg(&conf)
+            .arg("-Lf")
+            .arg(t.log_path())
+            .arg("-p")
+            .arg(t.dir.path().join("snmptrapd.pid"))
+            .arg("-M")
+            .arg(mibpath::mib_search_path())
+            .args(["-m", "IB-PM-MIB:SNMPv2-MIB"])
+            .arg(format!("udp:127.0.0.1:{port}"))
+            .env("SNMP_PERSISTENT_DIR", t.dir.path().join("persist"))
+            .env("SNMPCONFPATH", t.dir.path())
+            .env("MIBS", "")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        t.child = Some(ChildGuard::new("snmptrapd", child));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if t.log().contains("NET-SNMP version") {
+                return Ok(t);
+            }
+            if let Some(c) = t.child.as_mut()
+                && !c.running()
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(io::Error::other(format!(
+            "snmptrapd did not start; log:\n{}",
+            t.log()
+        )))
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("traps.log")
+    }
+
+    /// Everything logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// `host:port` as snmpd.conf's trapsink lines want it.
+    pub fn sink(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.stop();
+        }
+    }
+}
+
+impl Drop for PrivateSnmptrapd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The notifications an SNMPv2c sink logged (snmptrapd's default format:
+/// a header line, then every varbind on one tab-separated line), each as
+/// its varbind line.
+pub fn v2_traps(log: &str, name: &str) -> Vec<String> {
+    let needle = format!("snmpTrapOID.0 = OID: IB-PM-MIB::{name}\t");
+    log.lines()
+        .filter(|l| l.contains(&needle))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The notifications an SNMPv1 sink logged: the lines naming the
+/// enterprise-specific trap that snmpd translated `name` to (RFC 3584).
+pub fn v1_traps(log: &str, name: &str) -> Vec<String> {
+    let needle = format!("IB-PM-MIB::pm Enterprise Specific Trap (IB-PM-MIB::{name})");
+    log.lines()
+        .filter(|l| l.contains(&needle))
+        .map(str::to_string)
+        .collect()
 }
 
 fn which(name: &str) -> bool {
@@ -469,4 +598,31 @@ pub fn capture_log(f: impl FnOnce()) -> String {
     tracing::subscriber::with_default(subscriber, f);
     let bytes = log.0.lock().unwrap().clone();
     String::from_utf8(bytes).unwrap()
+}
+
+/// A GUID as net-snmp shows it with IB-PM-MIB's PmGuid DISPLAY-HINT
+/// "2x:" (`0:0:10:12`: no zero padding).
+pub fn guid_hint(g: u64) -> String {
+    g.to_be_bytes()
+        .chunks(2)
+        .map(|c| format!("{:x}", u16::from_be_bytes([c[0], c[1]])))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The trap lines (snmptrapd's, varbinds separated by tabs) naming node
+/// `guid` (and `port`), varbinds compared whole.
+pub fn traps_about(lines: Vec<String>, guid: u64, port: Option<u8>) -> Vec<String> {
+    let node = format!(
+        "IB-PM-MIB::pmNotifyNodeGuid.0 = STRING: {}",
+        guid_hint(guid)
+    );
+    let port = port.map(|p| format!("IB-PM-MIB::pmNotifyPortNum.0 = Gauge32: {p}"));
+    lines
+        .into_iter()
+        .filter(|l| {
+            let vbs: Vec<&str> = l.split('\t').collect();
+            vbs.contains(&node.as_str()) && port.as_ref().is_none_or(|p| vbs.contains(&p.as_str()))
+        })
+        .collect()
 }

@@ -211,6 +211,25 @@ impl IbSim {
         c
     }
 
+    /// The agent binary under umad2sim with the configuration `toml`
+    /// (written to `agent.toml` in the sim's directory), its stdout and
+    /// stderr in `agent.log` there, whose path comes with it.
+    pub fn agent_command(&self, toml: &str) -> (Command, PathBuf) {
+        let cfg = self.dir.path().join("agent.toml");
+        fs::write(&cfg, toml).expect("write agent config");
+        let log = self.dir.path().join("agent.log");
+        let out = fs::File::create(&log).expect("agent.log");
+        let err = out.try_clone().expect("dup agent.log");
+        let mut c = self.command(env!("CARGO_BIN_EXE_ibpm-agentx"));
+        c.arg("run")
+            .arg("--config")
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        (c, log)
+    }
+
     /// Run `cmd` to completion within `limit`, capturing its output in
     /// files (no pipe can fill up), and kill it by PID if it overruns.
     pub fn run_cmd(&self, mut cmd: Command, what: &str, limit: Duration) -> Run {

@@ -1,0 +1,412 @@
+//! Notifications: what the agent tells an NMS without being asked.
+//!
+//! - [`KINDS`]: every NOTIFICATION-TYPE under `{ pm 0 }` with its family
+//!   (storm control counts per family) and the objects it carries;
+//!   [`OBJECT_NAMES`]: the accessible-for-notify objects under
+//!   `pmNotifyObjects` (`pmMIBObjects 15`).
+//! - [`thresholds`]: the counters that have rate thresholds, walked from
+//!   [`crate::fabric::hc::HC`], with rdma-core's `error_thresholds` defaults.
+//! - [`eval::Evaluator`]: a pure state machine over published snapshots
+//!   (no clock, no I/O): node lost/found, port state changes, RMON
+//!   rising/falling hysteresis, discontinuities, sweep overruns, and the
+//!   per-sweep limit of each family.
+//! - [`send`]: the edge that hands the notifications to snmpd (AgentX
+//!   Notify) or, without snmpd, sends SNMPv2c traps to configured sinks.
+
+pub mod eval;
+pub mod rules;
+pub mod send;
+
+use crate::ib::Guid;
+use crate::mib::tables::{PM_OBJECTS, PM_ROOT};
+use crate::mib::{Oid, Value, VarBind};
+
+pub use crate::fabric::cache::NotifyFigures;
+pub use eval::{Evaluator, Outcome};
+pub use rules::{NodeMatch, NotifyConfig, ThresholdRule, thresholds};
+
+/// `snmpTrapOID.0` (SNMPv2-MIB): the first varbind of a notification
+/// (RFC 3416 4.2.6; net-snmp's master refuses a Notify without it and adds
+/// `sysUpTime.0` itself when the subagent leaves it out).
+pub const SNMP_TRAP_OID: [u32; 11] = [1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0];
+/// `sysUpTime.0`, first in an SNMPv2 trap this agent sends itself.
+pub const SYS_UPTIME: [u32; 9] = [1, 3, 6, 1, 2, 1, 1, 3, 0];
+/// `pmNotifyObjects` under `pmMIBObjects`.
+pub const T_NOTIFY_OBJECTS: u32 = 20;
+
+/// What storm control counts together: at most
+/// [`NotifyConfig::limit_per_sweep`] notifications of one family per sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Node = 0,
+    Port = 1,
+    Threshold = 2,
+    Discontinuity = 3,
+    Sweep = 4,
+}
+
+pub const FAMILIES: usize = 5;
+
+impl Family {
+    pub const ALL: [Family; FAMILIES] = [
+        Family::Node,
+        Family::Port,
+        Family::Threshold,
+        Family::Discontinuity,
+        Family::Sweep,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Node => "node",
+            Family::Port => "port",
+            Family::Threshold => "threshold",
+            Family::Discontinuity => "discontinuity",
+            Family::Sweep => "sweep",
+        }
+    }
+}
+
+/// An accessible-for-notify object: its number under `pmNotifyObjects`
+/// is the discriminant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Obj {
+    NodeGuid = 1,
+    NodeDescription = 2,
+    PortNum = 3,
+    PeerNodeGuid = 4,
+    PeerPortNum = 5,
+    PeerDescription = 6,
+    OldPortState = 7,
+    NewPortState = 8,
+    Counter = 9,
+    Value = 10,
+    Threshold = 11,
+    Window = 12,
+    SweepDuration = 13,
+    SweepInterval = 14,
+}
+
+/// The MIB names of [`Obj`] 1..=14, in number order.
+pub const OBJECT_NAMES: [&str; 14] = [
+    "pmNotifyNodeGuid",
+    "pmNotifyNodeDescription",
+    "pmNotifyPortNum",
+    "pmNotifyPeerNodeGuid",
+    "pmNotifyPeerPortNum",
+    "pmNotifyPeerDescription",
+    "pmNotifyOldPortState",
+    "pmNotifyNewPortState",
+    "pmNotifyCounter",
+    "pmNotifyValue",
+    "pmNotifyThreshold",
+    "pmNotifyWindow",
+    "pmNotifySweepDuration",
+    "pmNotifySweepInterval",
+];
+
+impl Obj {
+    pub fn name(self) -> &'static str {
+        OBJECT_NAMES[self as usize - 1]
+    }
+
+    /// The varbind name: the object's OID with instance `.0`.
+    pub fn oid(self) -> Oid {
+        let mut v = PM_OBJECTS.to_vec();
+        v.extend([T_NOTIFY_OBJECTS, self as u32, 0]);
+        Oid(v)
+    }
+}
+
+/// A notification the agent sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    NodeLost,
+    NodeFound,
+    PortStateChange,
+    ThresholdRising,
+    ThresholdFalling,
+    Discontinuity,
+    SweepOverrun,
+}
+
+/// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
+/// specific-trap number), family and the objects it carries, in order.
+#[derive(Clone, Copy, Debug)]
+pub struct KindDef {
+    pub kind: Kind,
+    pub name: &'static str,
+    pub number: u32,
+    pub family: Family,
+    pub objects: &'static [Obj],
+}
+
+const PORT_OBJS: [Obj; 8] = [
+    Obj::NodeGuid,
+    Obj::NodeDescription,
+    Obj::PortNum,
+    Obj::OldPortState,
+    Obj::NewPortState,
+    Obj::PeerNodeGuid,
+    Obj::PeerPortNum,
+    Obj::PeerDescription,
+];
+
+const THRESHOLD_OBJS: [Obj; 10] = [
+    Obj::NodeGuid,
+    Obj::NodeDescription,
+    Obj::PortNum,
+    Obj::PeerNodeGuid,
+    Obj::PeerPortNum,
+    Obj::PeerDescription,
+    Obj::Counter,
+    Obj::Value,
+    Obj::Threshold,
+    Obj::Window,
+];
+
+/// Every notification, in number order.
+pub const KINDS: [KindDef; 7] = [
+    KindDef {
+        kind: Kind::NodeLost,
+        name: "pmNodeLost",
+        number: 1,
+        family: Family::Node,
+        objects: &[Obj::NodeGuid, Obj::NodeDescription],
+    },
+    KindDef {
+        kind: Kind::NodeFound,
+        name: "pmNodeFound",
+        number: 2,
+        family: Family::Node,
+        objects: &[Obj::NodeGuid, Obj::NodeDescription],
+    },
+    KindDef {
+        kind: Kind::PortStateChange,
+        name: "pmPortStateChange",
+        number: 3,
+        family: Family::Port,
+        objects: &PORT_OBJS,
+    },
+    KindDef {
+        kind: Kind::ThresholdRising,
+        name: "pmCounterThresholdRising",
+        number: 4,
+        family: Family::Threshold,
+        objects: &THRESHOLD_OBJS,
+    },
+    KindDef {
+        kind: Kind::ThresholdFalling,
+        name: "pmCounterThresholdFalling",
+        number: 5,
+        family: Family::Threshold,
+        objects: &THRESHOLD_OBJS,
+    },
+    KindDef {
+        kind: Kind::Discontinuity,
+        name: "pmCounterDiscontinuity",
+        number: 6,
+        family: Family::Discontinuity,
+        objects: &[Obj::NodeGuid, Obj::NodeDescription, Obj::PortNum],
+    },
+    KindDef {
+        kind: Kind::SweepOverrun,
+        name: "pmSweepOverrun",
+        number: 7,
+        family: Family::Sweep,
+        objects: &[Obj::SweepDuration, Obj::SweepInterval],
+    },
+];
+
+impl Kind {
+    pub fn def(self) -> &'static KindDef {
+        KINDS
+            .iter()
+            .find(|d| d.kind == self)
+            .expect("every kind is declared in KINDS")
+    }
+
+    /// The notification's OID: `pm.0.N`.
+    pub fn oid(self) -> Oid {
+        let mut v = PM_ROOT.to_vec();
+        v.extend([0, self.def().number]);
+        Oid(v)
+    }
+}
+
+/// The far end of a port's link.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Peer {
+    pub guid: Guid,
+    pub port: u8,
+    pub description: String,
+}
+
+/// One notification with everything its objects show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: Kind,
+    pub node: Guid,
+    pub description: String,
+    pub port: u8,
+    pub peer: Option<Peer>,
+    /// pmPortState values before and after (0: unknown).
+    pub old_state: u32,
+    pub new_state: u32,
+    /// The threshold's counter name ([`rules::ThresholdDef::name`]).
+    pub counter: &'static str,
+    pub value: u64,
+    pub threshold: u64,
+    pub window_s: u32,
+    pub sweep_ms: u64,
+    pub interval_ms: u64,
+}
+
+impl Event {
+    /// An event about a node (other fields empty).
+    pub fn node(kind: Kind, node: Guid, description: &str) -> Event {
+        Event {
+            kind,
+            node,
+            description: description.to_string(),
+            port: 0,
+            peer: None,
+            old_state: 0,
+            new_state: 0,
+            counter: "",
+            value: 0,
+            threshold: 0,
+            window_s: 0,
+            sweep_ms: 0,
+            interval_ms: 0,
+        }
+    }
+
+    pub fn family(&self) -> Family {
+        self.kind.def().family
+    }
+
+    fn value_of(&self, o: Obj) -> Value {
+        let text = |s: &str| Value::OctetString(s.as_bytes()[..s.len().min(64)].to_vec());
+        let u32v = |v: u64| Value::Gauge32(u32::try_from(v).unwrap_or(u32::MAX));
+        let peer = self.peer.as_ref();
+        match o {
+            Obj::NodeGuid => Value::OctetString(self.node.octets().to_vec()),
+            Obj::NodeDescription => text(&self.description),
+            Obj::PortNum => u32v(self.port.into()),
+            Obj::PeerNodeGuid => {
+                Value::OctetString(peer.map_or(Guid(0), |p| p.guid).octets().to_vec())
+            }
+            Obj::PeerPortNum => u32v(peer.map_or(0, |p| p.port).into()),
+            Obj::PeerDescription => text(peer.map_or("", |p| p.description.as_str())),
+            Obj::OldPortState => Value::Integer(self.old_state as i32),
+            Obj::NewPortState => Value::Integer(self.new_state as i32),
+            Obj::Counter => text(self.counter),
+            Obj::Value => u32v(self.value),
+            Obj::Threshold => u32v(self.threshold),
+            Obj::Window => u32v(self.window_s.into()),
+            Obj::SweepDuration => u32v(self.sweep_ms),
+            Obj::SweepInterval => u32v(self.interval_ms),
+        }
+    }
+
+    /// The varbinds of an AgentX Notify: `snmpTrapOID.0` first, then the
+    /// notification's objects (snmpd puts its `sysUpTime.0` in front).
+    pub fn varbinds(&self) -> Vec<VarBind> {
+        let def = self.kind.def();
+        let mut v = Vec::with_capacity(def.objects.len() + 1);
+        v.push(VarBind {
+            name: Oid(SNMP_TRAP_OID.to_vec()),
+            value: Value::ObjectIdentifier(self.kind.oid()),
+        });
+        for o in def.objects {
+            v.push(VarBind {
+                name: o.oid(),
+                value: self.value_of(*o),
+            });
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mib() -> &'static str {
+        include_str!("../../mibs/IB-PM-MIB.txt")
+    }
+
+    /// The body of `name`'s definition of `what` (`NOTIFICATION-TYPE`,
+    /// `OBJECT-TYPE`) up to its `::=` line.
+    fn body(name: &str, what: &str) -> String {
+        let head = format!("\n{name} {what}");
+        let at = mib()
+            .find(&head)
+            .unwrap_or_else(|| panic!("{name} {what} not in the MIB"));
+        let b = &mib()[at..];
+        let end = b.find("::=").unwrap();
+        b[..end + b[end..].find('\n').unwrap()].to_string()
+    }
+
+    #[test]
+    fn kinds_match_the_mib_file() {
+        for (i, d) in KINDS.iter().enumerate() {
+            assert_eq!(d.number as usize, i + 1);
+            let b = body(d.name, "NOTIFICATION-TYPE");
+            assert!(
+                b.ends_with(&format!("{{ pmNotifications {} }}", d.number)),
+                "{b}"
+            );
+            let objs = &b[b.find('{').unwrap() + 1..b.find('}').unwrap()];
+            let names: Vec<&str> = objs
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            let want: Vec<&str> = d.objects.iter().map(|o| o.name()).collect();
+            assert_eq!(names, want, "OBJECTS of {}", d.name);
+            assert_eq!(d.kind.def().name, d.name);
+        }
+        assert!(mib().contains("\npmNotifications      OBJECT IDENTIFIER ::= { pm 0 }"));
+        assert_eq!(
+            Kind::ThresholdRising.oid(),
+            Oid(vec![1, 3, 6, 1, 3, 117, 0, 4])
+        );
+    }
+
+    #[test]
+    fn objects_match_the_mib_file() {
+        for (i, name) in OBJECT_NAMES.iter().enumerate() {
+            let b = body(name, "OBJECT-TYPE");
+            assert!(b.contains("MAX-ACCESS  accessible-for-notify"), "{b}");
+            assert!(
+                b.ends_with(&format!("{{ pmNotifyObjects {} }}", i + 1)),
+                "{b}"
+            );
+        }
+        assert!(mib().contains(&format!(
+            "\npmNotifyObjects      OBJECT IDENTIFIER ::= {{ pmMIBObjects {T_NOTIFY_OBJECTS} }}"
+        )));
+        assert_eq!(Obj::Window.name(), "pmNotifyWindow");
+        assert_eq!(
+            Obj::PortNum.oid(),
+            Oid(vec![1, 3, 6, 1, 3, 117, 1, 20, 3, 0])
+        );
+    }
+
+    #[test]
+    fn varbinds_start_with_the_trap_oid() {
+        let mut e = Event::node(Kind::NodeLost, Guid(0x0002_c903_0000_1234), "sw1");
+        e.port = 3;
+        let v = e.varbinds();
+        assert_eq!(v[0].name, Oid(SNMP_TRAP_OID.to_vec()));
+        assert_eq!(v[0].value, Value::ObjectIdentifier(Kind::NodeLost.oid()));
+        assert_eq!(v.len(), 3);
+        assert_eq!(
+            v[1].value,
+            Value::OctetString(vec![0, 2, 0xc9, 3, 0, 0, 0x12, 0x34])
+        );
+        assert_eq!(v[2].value, Value::OctetString(b"sw1".to_vec()));
+    }
+}

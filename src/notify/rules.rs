@@ -1,0 +1,333 @@
+//! Which counters have thresholds, their defaults, and the rules of the
+//! configuration file that change them for some nodes and ports.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use crate::fabric::hc::{self, HC};
+use crate::ib::{Guid, NodeType};
+
+/// What a threshold compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// The increase of a 64-bit total ([`HC`] slot) over the window.
+    Increase(usize),
+    /// UFM's normalized XmitData: average transmit utilisation over the
+    /// window, hundredths of a percent (as pmPortRateOutUtilization).
+    Utilization,
+    /// UFM's congested bandwidth: the share of the window the port waited
+    /// to transmit, hundredths of a percent (as pmPortRateCongestion).
+    Congestion,
+}
+
+/// One counter with a threshold: the name the configuration and the
+/// notification (pmNotifyCounter) use, and its default thresholds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThresholdDef {
+    pub name: &'static str,
+    pub measure: Measure,
+    /// Default rising threshold; 0 = off.
+    pub rising: u64,
+    pub falling: u64,
+}
+
+/// Default rising thresholds, per window: rdma-core's
+/// `infiniband-diags/etc/error_thresholds` (the values ibqueryerrors
+/// ships), by the 64-bit counter they apply to.
+pub const ERROR_THRESHOLDS: [(usize, u64); 13] = [
+    (hc::slot("SymbolErrors"), 10),
+    (hc::slot("LinkErrorRecovery"), 10),
+    (hc::slot("LinkDowned"), 10),
+    (hc::slot("RcvErrors"), 10),
+    (hc::slot("RcvRemotePhysErrors"), 100),
+    (hc::slot("RcvSwitchRelayErrors"), 100),
+    (hc::slot("XmitDiscards"), 100),
+    (hc::slot("XmitConstraintErrors"), 100),
+    (hc::slot("RcvConstraintErrors"), 100),
+    (hc::slot("LocalLinkIntegrityErrors"), 10),
+    (hc::slot("ExcessiveBufferOverrunErrors"), 10),
+    (hc::slot("VL15Dropped"), 100),
+    (hc::XMIT_WAIT, 1000),
+];
+
+/// How many counters have thresholds: [`ERROR_THRESHOLDS`] and the two
+/// calculated ones.
+pub const THRESHOLD_COUNT: usize = ERROR_THRESHOLDS.len() + 2;
+
+static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
+    let mut v: Vec<ThresholdDef> = HC
+        .iter()
+        .enumerate()
+        .filter(|(k, c)| c.error || *k == hc::XMIT_WAIT)
+        .map(|(k, c)| ThresholdDef {
+            name: c.name,
+            measure: Measure::Increase(k),
+            rising: ERROR_THRESHOLDS
+                .iter()
+                .find(|(s, _)| *s == k)
+                .map_or(0, |(_, r)| *r),
+            falling: 0,
+        })
+        .collect();
+    // UFM's calculated counters: off until configured.
+    v.push(ThresholdDef {
+        name: "Utilization",
+        measure: Measure::Utilization,
+        rising: 0,
+        falling: 0,
+    });
+    v.push(ThresholdDef {
+        name: "CongestedBandwidth",
+        measure: Measure::Congestion,
+        rising: 0,
+        falling: 0,
+    });
+    assert_eq!(
+        v.len(),
+        THRESHOLD_COUNT,
+        "every watched counter has a default"
+    );
+    v
+});
+
+/// Every counter with a threshold: the PortCounters error counters and
+/// XmitWait (in [`HC`] order), then Utilization and CongestedBandwidth.
+pub fn thresholds() -> &'static [ThresholdDef] {
+    &THRESHOLDS
+}
+
+/// A counter named in the configuration (an index into [`thresholds`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterName(pub usize);
+
+impl FromStr for CounterName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        thresholds()
+            .iter()
+            .position(|d| d.name == s)
+            .map(CounterName)
+            .ok_or_else(|| {
+                let known: Vec<&str> = thresholds().iter().map(|d| d.name).collect();
+                format!("unknown counter `{s}` (known: {})", known.join(", "))
+            })
+    }
+}
+
+/// Which nodes a rule applies to: one GUID, or NodeDescriptions matching a
+/// pattern (`*` any run of characters, `?` one character).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeMatch {
+    Guid(Guid),
+    Pattern(String),
+}
+
+impl FromStr for NodeMatch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.is_empty() {
+            return Err("empty node pattern".into());
+        }
+        if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            return u64::from_str_radix(hex, 16)
+                .map(|g| NodeMatch::Guid(Guid(g)))
+                .map_err(|_| format!("`{s}` is not a GUID (0x and up to 16 hex digits)"));
+        }
+        Ok(NodeMatch::Pattern(s.to_string()))
+    }
+}
+
+impl fmt::Display for NodeMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeMatch::Guid(g) => write!(f, "{:#018x}", g.0),
+            NodeMatch::Pattern(p) => f.write_str(p),
+        }
+    }
+}
+
+impl NodeMatch {
+    pub fn matches(&self, guid: Guid, description: &str) -> bool {
+        match self {
+            NodeMatch::Guid(g) => *g == guid,
+            NodeMatch::Pattern(p) => glob(p.as_bytes(), description.as_bytes()),
+        }
+    }
+}
+
+/// `*` and `?` matching without recursion (linear backtracking on the
+/// last `*`): no pattern makes it slow.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// One `[[notify.threshold]]` of the configuration: new thresholds for a
+/// counter on the nodes and ports it selects. Later rules win.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThresholdRule {
+    pub counter: CounterName,
+    pub rising: Option<u64>,
+    pub falling: Option<u64>,
+    pub node_type: Option<NodeType>,
+    pub node: Option<NodeMatch>,
+    /// Port numbers (empty: every port).
+    pub ports: Vec<u8>,
+}
+
+impl ThresholdRule {
+    fn applies(&self, guid: Guid, description: &str, node_type: NodeType, port: u8) -> bool {
+        self.node_type.is_none_or(|t| t == node_type)
+            && self
+                .node
+                .as_ref()
+                .is_none_or(|m| m.matches(guid, description))
+            && (self.ports.is_empty() || self.ports.contains(&port))
+    }
+}
+
+/// What the evaluator needs to know, typed once by the configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyConfig {
+    /// The window counter rates are sampled over.
+    pub window: Duration,
+    /// Notifications of one family per sweep; 0 = no limit.
+    pub limit_per_sweep: u32,
+    pub rules: Vec<ThresholdRule>,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            window: Duration::from_secs(60),
+            limit_per_sweep: 50,
+            rules: Vec::new(),
+        }
+    }
+}
+
+impl NotifyConfig {
+    /// (rising, falling) of every counter of [`thresholds`] for one port;
+    /// rising 0 means the counter is not watched there.
+    pub fn resolve(
+        &self,
+        guid: Guid,
+        description: &str,
+        node_type: NodeType,
+        port: u8,
+    ) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = thresholds().iter().map(|d| (d.rising, d.falling)).collect();
+        for r in &self.rules {
+            if r.applies(guid, description, node_type, port) {
+                let t = &mut v[r.counter.0];
+                if let Some(x) = r.rising {
+                    t.0 = x;
+                }
+                if let Some(x) = r.falling {
+                    t.1 = x;
+                }
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every PortCounters error counter and XmitWait has a threshold, and
+    /// each has rdma-core's default.
+    #[test]
+    fn every_error_counter_and_xmit_wait_has_a_default() {
+        let t = thresholds();
+        for (k, c) in HC.iter().enumerate() {
+            let watched = t.iter().find(|d| d.measure == Measure::Increase(k));
+            if c.error || k == hc::XMIT_WAIT {
+                let d = watched.unwrap_or_else(|| panic!("{} has no threshold", c.name));
+                assert!(d.rising > 0, "{}", c.name);
+            } else {
+                assert!(watched.is_none(), "{}", c.name);
+            }
+        }
+        assert_eq!(t.len(), ERROR_THRESHOLDS.len() + 2);
+        let sym = "SymbolErrors".parse::<CounterName>().unwrap();
+        assert_eq!(t[sym.0].rising, 10);
+        assert!(
+            "Bogus"
+                .parse::<CounterName>()
+                .unwrap_err()
+                .contains("XmitWait")
+        );
+    }
+
+    #[test]
+    fn glob_patterns() {
+        for (p, s, m) in [
+            ("leaf*", "leaf1 IB switch", true),
+            ("*switch", "leaf1 IB switch", true),
+            ("sp?ne*", "spine2", true),
+            ("spine", "spine2", false),
+            ("*a*b*c", "xxaxxbxxc", true),
+            ("*a*b*c", "xxaxxbxx", false),
+            ("", "", true),
+        ] {
+            assert_eq!(glob(p.as_bytes(), s.as_bytes()), m, "{p} {s}");
+        }
+        assert_eq!(
+            "0x200000".parse::<NodeMatch>(),
+            Ok(NodeMatch::Guid(Guid(0x200000)))
+        );
+        assert!("0xzz".parse::<NodeMatch>().is_err());
+    }
+
+    #[test]
+    fn later_rules_win_and_filters_apply() {
+        let sym = "SymbolErrors".parse::<CounterName>().unwrap();
+        let cfg = NotifyConfig {
+            rules: vec![
+                ThresholdRule {
+                    counter: sym,
+                    rising: Some(5),
+                    falling: Some(1),
+                    node_type: Some(NodeType::Switch),
+                    node: None,
+                    ports: vec![],
+                },
+                ThresholdRule {
+                    counter: sym,
+                    rising: Some(2),
+                    falling: None,
+                    node_type: None,
+                    node: Some("leaf*".parse().unwrap()),
+                    ports: vec![3],
+                },
+            ],
+            ..Default::default()
+        };
+        let r = |g, d, t, p| cfg.resolve(Guid(g), d, t, p)[sym.0];
+        assert_eq!(r(1, "spine1", NodeType::Switch, 3), (5, 1));
+        assert_eq!(r(2, "leaf1", NodeType::Switch, 3), (2, 1));
+        assert_eq!(r(2, "leaf1", NodeType::Switch, 4), (5, 1));
+        assert_eq!(r(3, "leafy HCA", NodeType::Ca, 3), (2, 0));
+        assert_eq!(r(3, "node01", NodeType::Ca, 3), (10, 0));
+    }
+}
