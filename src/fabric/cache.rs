@@ -19,7 +19,8 @@ pub struct PortRecord {
     /// Latest PortCounters reading.
     pub counters: Option<PortCounters>,
     /// Running 64-bit totals ([`crate::fabric::hc::HC`]).
-    pub hc: HcTotals,
+    /// Shared with the sweeper's state until a sweep changes it.
+    pub hc: Arc<HcTotals>,
     /// Per-second rates of the totals over the last interval, in
     /// thousandths (None until two readings are known).
     pub rates: Option<Arc<[u64; HC_SLOTS]>>,

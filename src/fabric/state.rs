@@ -122,7 +122,9 @@ pub(crate) struct PortState {
     counters: Option<PortCounters>,
     counters_at: Option<Instant>,
     extended: Option<PortCountersExtended>,
-    hc: HcTotals,
+    /// Shared with the published snapshot's record: a sweep copies it
+    /// (`Arc::make_mut`) only when it changes a port the snapshot shows.
+    hc: Arc<HcTotals>,
     /// Data and packets were last read from PortCountersExtended.
     hc_from_pcx: Option<bool>,
     /// The totals and time the current rates started from.
@@ -511,7 +513,13 @@ impl FabricState {
                 } else {
                     0
                 };
-                let went_down = hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip);
+                let went_down = hc::fold_pc(
+                    Arc::make_mut(&mut ps.hc),
+                    ps.counters.as_ref(),
+                    &cur,
+                    use_pcx,
+                    skip,
+                );
                 let cleared = ps
                     .counters
                     .as_ref()
@@ -542,7 +550,7 @@ impl FabricState {
                     } else {
                         0
                     };
-                    if hc::fold_pcx(&mut ps.hc, prev, &cur, skip) {
+                    if hc::fold_pcx(Arc::make_mut(&mut ps.hc), prev, &cur, skip) {
                         ps.discontinuity = Some(Instant::now());
                         if !ps.agent_clear_ext {
                             ps.external_resets = ps.external_resets.wrapping_add(1);
@@ -638,7 +646,7 @@ impl FabricState {
                 continue;
             };
             let first = prev[i].is_none();
-            disc |= hc::fold_octets(&mut ps.hc, d.slot, prev[i], v, bits) || first;
+            disc |= hc::fold_octets(Arc::make_mut(&mut ps.hc), d.slot, prev[i], v, bits) || first;
             prev[i] = Some(v);
         }
         // A 32-bit value may have wrapped more than once in a gap.
@@ -906,8 +914,9 @@ impl FabricState {
                     (_, Some(f)) => pc.set(f, sp.raw[k]),
                     _ => continue,
                 }
-                ps.hc.values[k] = sp.totals[k];
-                ps.hc.valid |= 1 << k;
+                let t = Arc::make_mut(&mut ps.hc);
+                t.values[k] = sp.totals[k];
+                t.valid |= 1 << k;
             }
             ps.hc_from_pcx = Some(sp.from_pcx);
             ps.counters = Some(pc);
@@ -970,7 +979,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 num: p.num,
                 link: *p,
                 counters: ps.counters,
-                hc: ps.hc,
+                hc: Arc::clone(&ps.hc),
                 rates: ps.rates.clone(),
                 read_at: ps.read_at,
                 discontinuity: ps.discontinuity,
@@ -1006,9 +1015,9 @@ fn update_rates(ps: &mut PortState) {
             let secs = read_at.saturating_duration_since(at).as_secs_f64();
             if secs >= 1.0 {
                 ps.rates = Some(Arc::new(hc::rates(&before, &ps.hc, secs)));
-                ps.rate_mark = Some((read_at, ps.hc));
+                ps.rate_mark = Some((read_at, *ps.hc));
             }
         }
-        None => ps.rate_mark = Some((read_at, ps.hc)),
+        None => ps.rate_mark = Some((read_at, *ps.hc)),
     }
 }
