@@ -523,6 +523,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     ));
     let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
         .with_controller(Arc::clone(&controller));
+    if let Some(path) = state_file_path(
+        cfg.fabric.state_file.as_deref(),
+        std::env::var_os("STATE_DIRECTORY"),
+    ) {
+        restore_totals(&state, &path);
+        sweeper = sweeper.with_state_file(path);
+    }
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
     let mut running = Running {
@@ -640,6 +647,50 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     Ok(running)
 }
 
+/// The state file of the 64-bit totals: the configured path, none for
+/// "off", else `totals` in the service manager's state directory (the
+/// first of STATE_DIRECTORY's colon-separated entries), if it sets one.
+pub fn state_file_path(
+    configured: Option<&std::path::Path>,
+    state_directory: Option<std::ffi::OsString>,
+) -> Option<std::path::PathBuf> {
+    match configured {
+        Some(p) if p.as_os_str() == "off" => None,
+        Some(p) => Some(p.to_path_buf()),
+        None => {
+            let dirs = state_directory?;
+            let first = std::env::split_paths(&dirs).next()?;
+            (!first.as_os_str().is_empty()).then(|| first.join("totals"))
+        }
+    }
+}
+
+/// Take up the totals saved by the agent's last run, saying in the log
+/// what became of the file.
+fn restore_totals(state: &SharedState, path: &std::path::Path) {
+    use crate::fabric::persist::{self, PersistError};
+    match persist::load(path) {
+        Ok(saved) => {
+            let matched = state.lock().restore_totals(&saved);
+            if matched == 0 && !saved.is_empty() {
+                warn!(
+                    path = %path.display(),
+                    saved = saved.len(),
+                    "state file of another fabric (no port matches): ignored; 64-bit totals start afresh"
+                );
+            } else {
+                info!(path = %path.display(), saved = saved.len(), matched, "64-bit totals restored from the state file");
+            }
+        }
+        Err(PersistError::Io(e)) if !path.exists() => {
+            info!(path = %path.display(), "no state file yet ({e}): 64-bit totals start afresh");
+        }
+        Err(e) => {
+            warn!(path = %path.display(), error = %e, "state file ignored: 64-bit totals start afresh")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -732,6 +783,27 @@ mod tests {
             Arc::strong_count(&cache),
             1,
             "a thread still serves the cache"
+        );
+    }
+}
+
+#[cfg(test)]
+mod state_file {
+    use super::state_file_path;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn configured_off_or_the_service_state_directory() {
+        let dir = Some("/var/lib/ibpm-agentx:/var/lib/other".into());
+        assert_eq!(
+            state_file_path(None, dir.clone()),
+            Some(PathBuf::from("/var/lib/ibpm-agentx/totals"))
+        );
+        assert_eq!(state_file_path(None, None), None);
+        assert_eq!(state_file_path(Some(Path::new("off")), dir.clone()), None);
+        assert_eq!(
+            state_file_path(Some(Path::new("/tmp/t")), dir),
+            Some(PathBuf::from("/tmp/t"))
         );
     }
 }

@@ -183,6 +183,12 @@ pub struct FabricConfig {
     /// PortInfo is read again), nodes that appeared.
     #[serde(deserialize_with = "optional_seconds")]
     pub rediscover_interval: Option<Duration>,
+    /// Where the 64-bit totals are kept across restarts; `None` (an empty
+    /// string in the file) = `$STATE_DIRECTORY/totals` when the service
+    /// manager sets STATE_DIRECTORY (systemd's StateDirectory=), else no
+    /// state file. "off" = none.
+    #[serde(deserialize_with = "path")]
+    pub state_file: Option<PathBuf>,
     /// Read every port's PortInfo again this often, along the known links
     /// (seconds in the file, 0 = never): port state, width and speed
     /// between rediscoveries.
@@ -478,6 +484,7 @@ impl Default for FabricConfig {
             optional_interval: None,
             clear_near_overflow: false,
             rediscover_interval: Some(Duration::from_secs(60)),
+            state_file: None,
             portinfo_interval: Some(Duration::from_secs(10)),
         }
     }

@@ -389,6 +389,7 @@ mod tests {
         assert!(direct.xmit_data > 0);
         rig.advance(Duration::from_secs(60));
         let later = port_counters_extended(&rig.sim, n.pma_lid(p), p);
-        assert!(later.xmit_data > cached.extended.as_ref().unwrap().xmit_data);
+        let held = rig.state.lock().extended(n.guid, p).unwrap().xmit_data;
+        assert!(later.xmit_data > held);
     }
 }

@@ -8,9 +8,7 @@ use arc_swap::ArcSwap;
 
 use crate::fabric::hc::{HC_SLOTS, HcTotals};
 use crate::ib::{Guid, NodeType, Port};
-use crate::pm::{
-    ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
-};
+use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
 
 /// What the cache knows about one port.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -20,10 +18,9 @@ pub struct PortRecord {
     pub link: Port,
     /// Latest PortCounters reading.
     pub counters: Option<PortCounters>,
-    /// Latest PortCountersExtended reading (when the node supports it).
-    pub extended: Option<PortCountersExtended>,
     /// Running 64-bit totals ([`crate::fabric::hc::HC`]).
-    pub hc: HcTotals,
+    /// Shared with the sweeper's state until a sweep changes it.
+    pub hc: Arc<HcTotals>,
     /// Per-second rates of the totals over the last interval, in
     /// thousandths (None until two readings are known).
     pub rates: Option<Arc<[u64; HC_SLOTS]>>,

@@ -6,6 +6,7 @@ pub mod control;
 pub mod discover;
 pub mod engine;
 pub mod hc;
+pub mod persist;
 pub mod state;
 pub mod sweep;
 pub mod window;

@@ -16,6 +16,7 @@ use super::cache::{
 };
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS, HcTotals};
+use super::persist::SavedPort;
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
@@ -113,12 +114,17 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
     d
 }
 
+/// A port's latest reading of each optional attribute.
+type OptionalReadings = [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()];
+
 #[derive(Default)]
 pub(crate) struct PortState {
     counters: Option<PortCounters>,
     counters_at: Option<Instant>,
     extended: Option<PortCountersExtended>,
-    hc: HcTotals,
+    /// Shared with the published snapshot's record: a sweep copies it
+    /// (`Arc::make_mut`) only when it changes a port the snapshot shows.
+    hc: Arc<HcTotals>,
     /// Data and packets were last read from PortCountersExtended.
     hc_from_pcx: Option<bool>,
     /// The totals and time the current rates started from.
@@ -126,11 +132,12 @@ pub(crate) struct PortState {
     rates: Option<Arc<[u64; HC_SLOTS]>>,
     read_at: Option<Instant>,
     discontinuity: Option<Instant>,
-    /// Indexed like [`OPTIONAL_ATTRS`].
-    optional: [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()],
+    /// Indexed like [`OPTIONAL_ATTRS`]; allocated at the first reading
+    /// (most ports of a fabric without optional attributes have none).
+    optional: Option<Box<OptionalReadings>>,
     /// The port is served by DOCA telemetry diag: the latest value of each
     /// [`crate::doca::DATA_IDS`] entry (None until read).
-    doca: Option<[Option<u64>; crate::doca::DATA_IDS.len()]>,
+    doca: Option<Box<[Option<u64>; crate::doca::DATA_IDS.len()]>>,
     /// This agent cleared the port's PortCounters: the next reading may
     /// go down without that being news ([`FabricState::mark_agent_clear`]).
     agent_clear: bool,
@@ -506,7 +513,13 @@ impl FabricState {
                 } else {
                     0
                 };
-                let went_down = hc::fold_pc(&mut ps.hc, ps.counters.as_ref(), &cur, use_pcx, skip);
+                let went_down = hc::fold_pc(
+                    Arc::make_mut(&mut ps.hc),
+                    ps.counters.as_ref(),
+                    &cur,
+                    use_pcx,
+                    skip,
+                );
                 let cleared = ps
                     .counters
                     .as_ref()
@@ -537,7 +550,7 @@ impl FabricState {
                     } else {
                         0
                     };
-                    if hc::fold_pcx(&mut ps.hc, prev, &cur, skip) {
+                    if hc::fold_pcx(Arc::make_mut(&mut ps.hc), prev, &cur, skip) {
                         ps.discontinuity = Some(Instant::now());
                         if !ps.agent_clear_ext {
                             ps.external_resets = ps.external_resets.wrapping_add(1);
@@ -566,7 +579,7 @@ impl FabricState {
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
                 if let Some(ps) = s.ports.get_mut(pi)
-                    && let Some(slot) = ps.optional.get_mut(k)
+                    && let Some(slot) = ps.optional.get_or_insert_default().get_mut(k)
                 {
                     *slot = Some(Arc::new(*data));
                 }
@@ -599,7 +612,8 @@ impl FabricState {
             let s = &mut self.nodes[ni];
             s.doca = true;
             if let Some(ps) = s.ports.get_mut(pi) {
-                ps.doca.get_or_insert([None; crate::doca::DATA_IDS.len()]);
+                ps.doca
+                    .get_or_insert_with(|| Box::new([None; crate::doca::DATA_IDS.len()]));
             }
         }
         missing
@@ -632,7 +646,7 @@ impl FabricState {
                 continue;
             };
             let first = prev[i].is_none();
-            disc |= hc::fold_octets(&mut ps.hc, d.slot, prev[i], v, bits) || first;
+            disc |= hc::fold_octets(Arc::make_mut(&mut ps.hc), d.slot, prev[i], v, bits) || first;
             prev[i] = Some(v);
         }
         // A 32-bit value may have wrapped more than once in a gap.
@@ -643,6 +657,17 @@ impl FabricState {
         s.seen = true;
         s.doca_fresh = true;
         Some(ni)
+    }
+
+    /// The PortCountersExtended reading held for a port (node index, port
+    /// index): the sweeper's, the cache does not keep it.
+    pub fn extended(&self, guid: crate::ib::Guid, num: u8) -> Option<&PortCountersExtended> {
+        let ni = self.node_index(guid)?;
+        let pi = self.fabric.nodes[ni]
+            .ports
+            .iter()
+            .position(|p| p.num == num)?;
+        self.nodes[ni].ports.get(pi)?.extended.as_ref()
     }
 
     /// This agent is clearing counters of port `pi` of node `ni`: the
@@ -818,6 +843,114 @@ impl FabricState {
         });
     }
 
+    /// The 64-bit totals of every port read by PM MADs, with the raw
+    /// readings that fed them, for the state file (DOCA-served ports start
+    /// again after a restart: their readings are not kept).
+    pub fn export_totals(&self) -> Vec<SavedPort> {
+        let mut out = Vec::new();
+        for (node, s) in self.fabric.nodes.iter().zip(&self.nodes) {
+            for (p, ps) in node.ports.iter().zip(&s.ports) {
+                let (Some(pc), None) = (&ps.counters, &ps.doca) else {
+                    continue;
+                };
+                let from_pcx = ps.hc_from_pcx == Some(true) && ps.extended.is_some();
+                let mut saved = SavedPort {
+                    guid: node.guid,
+                    port: p.num,
+                    from_pcx,
+                    valid: 0,
+                    totals: ps.hc.values,
+                    raw: [0; HC_SLOTS],
+                };
+                for (k, c) in hc::HC.iter().enumerate() {
+                    if ps.hc.valid & (1 << k) == 0 {
+                        continue;
+                    }
+                    let raw = match (c.pcx, &ps.extended, c.pc) {
+                        (Some(f), Some(x), _) if from_pcx => x.get(f),
+                        (_, _, Some(f)) if !(from_pcx && c.pcx.is_some()) => pc.get(f),
+                        _ => continue,
+                    };
+                    saved.raw[k] = raw;
+                    saved.valid |= 1 << k;
+                }
+                out.push(saved);
+            }
+        }
+        out
+    }
+
+    /// Take up saved totals before the first sweep: each port of the
+    /// fabric not read yet continues from its saved totals, the saved raw
+    /// readings standing for the last reading. Returns how many saved
+    /// ports matched a port of this fabric.
+    pub fn restore_totals(&mut self, saved: &[SavedPort]) -> usize {
+        let mut matched = 0;
+        for sp in saved {
+            let Some(ni) = self.node_index(sp.guid) else {
+                continue;
+            };
+            let Some(pi) = self.fabric.nodes[ni]
+                .ports
+                .iter()
+                .position(|p| p.num == sp.port)
+            else {
+                continue;
+            };
+            let Some(ps) = self.nodes[ni].ports.get_mut(pi) else {
+                continue;
+            };
+            if ps.counters.is_some() || ps.doca.is_some() {
+                continue;
+            }
+            let mut pc = PortCounters::default();
+            let mut pcx = PortCountersExtended::default();
+            for (k, c) in hc::HC.iter().enumerate() {
+                if sp.valid & (1 << k) == 0 {
+                    continue;
+                }
+                match (c.pcx, c.pc) {
+                    (Some(f), _) if sp.from_pcx => pcx.set(f, sp.raw[k]),
+                    (_, Some(f)) => pc.set(f, sp.raw[k]),
+                    _ => continue,
+                }
+                let t = Arc::make_mut(&mut ps.hc);
+                t.values[k] = sp.totals[k];
+                t.valid |= 1 << k;
+            }
+            ps.hc_from_pcx = Some(sp.from_pcx);
+            ps.counters = Some(pc);
+            ps.extended = sp.from_pcx.then_some(pcx);
+            matched += 1;
+        }
+        matched
+    }
+
+    /// During the first sweep: mark the nodes that answered so far as seen
+    /// and publish them (the sweep count stays at the sweeps completed).
+    /// Returns the number of nodes with rows.
+    pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool]) -> usize {
+        for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
+            s.seen = true;
+        }
+        let prev = cache.load();
+        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
+            .filter_map(|ni| self.record(ni, &prev))
+            .map(Arc::new)
+            .collect();
+        let rows = nodes.len();
+        cache.publish(Snapshot {
+            sweep: self.sweep_no.saturating_sub(1),
+            taken: Some(SystemTime::now()),
+            interval: self.cfg.interval,
+            nodes,
+            stats: self.figures,
+            reachable: 0,
+            notify: prev.notify,
+        });
+        rows
+    }
+
     /// Publish node `ni`'s record alone into the current snapshot.
     pub fn publish_node(&self, cache: &Cache, ni: usize) {
         let prev = cache.load();
@@ -846,8 +979,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 num: p.num,
                 link: *p,
                 counters: ps.counters,
-                extended: ps.extended,
-                hc: ps.hc,
+                hc: Arc::clone(&ps.hc),
                 rates: ps.rates.clone(),
                 read_at: ps.read_at,
                 discontinuity: ps.discontinuity,
@@ -855,6 +987,7 @@ fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
                 optional: ps
                     .optional
                     .iter()
+                    .flat_map(|o| o.iter())
                     .zip(OPTIONAL_ATTRS)
                     .filter_map(|(d, attr_id)| {
                         d.as_ref().map(|d| OptionalReading {
@@ -882,9 +1015,9 @@ fn update_rates(ps: &mut PortState) {
             let secs = read_at.saturating_duration_since(at).as_secs_f64();
             if secs >= 1.0 {
                 ps.rates = Some(Arc::new(hc::rates(&before, &ps.hc, secs)));
-                ps.rate_mark = Some((read_at, ps.hc));
+                ps.rate_mark = Some((read_at, *ps.hc));
             }
         }
-        None => ps.rate_mark = Some((read_at, ps.hc)),
+        None => ps.rate_mark = Some((read_at, *ps.hc)),
     }
 }

@@ -14,12 +14,13 @@
 //! their range are cleared after they were read, as opensm's PerfMgr does;
 //! the 64-bit totals continue across the clear.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tracing::{debug, error, info};
+use tracing::{debug, error, info, warn};
 
 use super::cache::Cache;
 use super::control::Controller;
@@ -76,9 +77,19 @@ pub struct Sweeper {
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
+    /// Where the 64-bit totals are saved, and when they last were.
+    state_file: Option<(PathBuf, Instant)>,
     /// Runs after each published snapshot (the notifications).
     after_publish: Option<AfterPublish>,
 }
+
+/// How often the 64-bit totals are written to the state file (and once
+/// more when the sweeper stops).
+pub const STATE_SAVE_EVERY: Duration = Duration::from_secs(300);
+
+/// During the first sweep, how often the nodes read so far are published
+/// (and the progress logged).
+const FIRST_SWEEP_PROGRESS: Duration = Duration::from_secs(1);
 
 /// A Get of `attr_id` with the given data area.
 pub fn get(to: MadAddr, attr_id: u16, data: [u8; 192]) -> MadRequest {
@@ -168,7 +179,32 @@ impl Sweeper {
             reopen_backoff: None,
             transport_error: None,
             controller: None,
+            state_file: None,
             after_publish: None,
+        }
+    }
+
+    /// Save the 64-bit totals to `path` every [`STATE_SAVE_EVERY`] and
+    /// when stopping.
+    pub fn with_state_file(mut self, path: PathBuf) -> Self {
+        self.state_file = Some((path, Instant::now()));
+        self
+    }
+
+    /// Write the state file when it is due (or `now_anyway`).
+    fn save_state(&mut self, now_anyway: bool) {
+        let Some((path, last)) = &mut self.state_file else {
+            return;
+        };
+        if !now_anyway && last.elapsed() < STATE_SAVE_EVERY {
+            return;
+        }
+        *last = Instant::now();
+        // Copied under the lock, written outside it.
+        let ports = self.state.lock().export_totals();
+        match crate::fabric::persist::save(path, &ports) {
+            Ok(()) => debug!(ports = ports.len(), path = %path.display(), "64-bit totals saved"),
+            Err(e) => warn!(error = %e, path = %path.display(), "cannot save the 64-bit totals"),
         }
     }
 
@@ -476,6 +512,7 @@ impl Sweeper {
         let mut last_log = Instant::now();
         let sent = Instant::now();
         let state = &self.state;
+        let cache = &self.cache;
         let transport_error = &mut self.transport_error;
         let stats = self.engine.run(reqs, |i, outcome| {
             if let MadOutcome::Failed(e) = &outcome
@@ -490,11 +527,18 @@ impl Sweeper {
                 }
             }
             done += 1;
-            if log_progress && last_log.elapsed() >= Duration::from_secs(2) {
+            let mut st = state.lock();
+            st.apply(slots[i], outcome, sent, answered);
+            if log_progress && last_log.elapsed() >= FIRST_SWEEP_PROGRESS {
+                // Serve from the first second: the nodes read so far get
+                // their rows now, not when the first sweep ends.
                 last_log = Instant::now();
-                info!("first sweep: {what}: {done}/{total} MADs answered or timed out");
+                let rows = st.publish_partial(cache, answered);
+                info!(
+                    nodes_with_rows = rows,
+                    "first sweep: {what}: {done}/{total} MADs answered or timed out"
+                );
             }
-            state.lock().apply(slots[i], outcome, sent, answered);
         });
         if !self.engine.transport_failed() {
             self.transport_error = None;
@@ -543,6 +587,7 @@ impl Sweeper {
                 while !shutdown.load(Ordering::Relaxed) {
                     let start = Instant::now();
                     let stats = self.sweep_once();
+                    self.save_state(false);
                     let mut next = start + self.interval;
                     if let Some(wait) = self.track_transport(&stats) {
                         next = next.max(Instant::now() + wait);
@@ -564,6 +609,7 @@ impl Sweeper {
                         );
                     }
                 }
+                self.save_state(true);
             })
     }
 }
@@ -678,7 +724,7 @@ mod tests {
                     p.num
                 );
                 assert!(
-                    rec.port(p.num).unwrap().extended.is_some(),
+                    sw.state().lock().extended(node.guid, p.num).is_some(),
                     "capability says 64-bit"
                 );
             }
@@ -731,7 +777,7 @@ mod tests {
         let o = snap.node(other).unwrap();
         assert_eq!(o.source, DataSource::Pma);
         assert_eq!(o.port(1).unwrap().hc.shown(hc::IN_DISCARDS), None);
-        let pcx = o.port(1).unwrap().extended.unwrap();
+        let pcx = *sw.state().lock().extended(other, 1).unwrap();
         assert_eq!(
             o.port(1).unwrap().hc.shown(hc::OUT_OCTETS),
             Some(pcx.xmit_data * 4)
@@ -1262,7 +1308,7 @@ mod tests {
         sw.sweep_once();
         let rec = |c: &Cache| c.load().node(guid).unwrap().port(port).unwrap().clone();
         assert!(
-            rec(&cache).extended.is_none(),
+            sw.state().lock().extended(guid, port).is_none(),
             "no PortCountersExtended read"
         );
         let start = rec(&cache).hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap();

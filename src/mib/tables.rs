@@ -1073,6 +1073,25 @@ pub struct Table {
     pub attr: Option<u16>,
 }
 
+impl Table {
+    /// One row per port (or per lane of a port).
+    pub fn per_port(&self) -> bool {
+        matches!(
+            self.index,
+            IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortLane
+        )
+    }
+
+    /// The lanes of a port's rows: 1 per port, [`crate::pm::optional::LANES`]
+    /// in the per-VL and per-SL tables.
+    pub fn lanes(&self) -> u8 {
+        match self.index {
+            IndexScheme::NodeGuidPortLane => crate::pm::optional::LANES,
+            _ => 1,
+        }
+    }
+}
+
 /// Every table the agent serves, in OID order.
 pub const TABLES: &[Table] = &[
     Table {
@@ -1226,8 +1245,29 @@ const fn optional_table(i: usize) -> Table {
 
 /// The table numbered `number`.
 pub fn table(number: u32) -> Option<&'static Table> {
-    TABLES.iter().find(|t| t.number == number)
+    let i = usize::try_from(number).ok()?.checked_sub(1)?;
+    TABLE_BY_NUMBER
+        .get(i)
+        .copied()
+        .flatten()
+        .map(|i| &TABLES[i])
 }
+
+/// Where in [`TABLES`] table number n+1 is.
+const TABLE_BY_NUMBER: [Option<usize>; 32] = {
+    let mut by = [None; 32];
+    let mut i = 0;
+    while i < TABLES.len() {
+        let n = TABLES[i].number as usize;
+        assert!(
+            n >= 1 && n <= 32 && by[n - 1].is_none(),
+            "table numbers 1..=32, once each"
+        );
+        by[n - 1] = Some(i);
+        i += 1;
+    }
+    by
+};
 
 /// The 8 sub-identifiers of a node-GUID index.
 pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
@@ -1242,6 +1282,27 @@ pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
     Some(Guid(
         suffix.iter().fold(0u64, |acc, &s| (acc << 8) | s as u64),
     ))
+}
+
+/// The smallest GUID whose node-GUID index does not sort before the
+/// index prefix `suffix` (its first 8 sub-identifiers), or `None` when every
+/// GUID's does: the nodes before it have no row at or after `suffix`.
+pub fn guid_lower_bound(suffix: &[u32]) -> Option<Guid> {
+    let part = &suffix[..suffix.len().min(GUID_INDEX_LEN)];
+    let mut prefix: u64 = 0;
+    for (i, &s) in part.iter().enumerate() {
+        if s > 255 {
+            // Every GUID beginning with part[..i] sorts before: the bound is
+            // the next such prefix.
+            let next = prefix
+                .checked_add(1)
+                .filter(|&n| i > 0 && n < 1u64 << (8 * i))?;
+            return Some(Guid(next << (8 * (GUID_INDEX_LEN - i))));
+        }
+        prefix = (prefix << 8) | u64::from(s);
+    }
+    let shift = 8 * (GUID_INDEX_LEN - part.len());
+    Some(Guid(if shift == 64 { 0 } else { prefix << shift }))
 }
 
 /// Find the column an OID names (exactly the column plus an index suffix)
@@ -1261,8 +1322,9 @@ pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32]
         (oid[9], 10)
     };
     let col = COLUMNS
-        .iter()
-        .find(|c| c.table == table_no && c.column == column)?;
+        .binary_search_by_key(&(table_no, column), |c| (c.table, c.column))
+        .ok()
+        .map(|i| &COLUMNS[i])?;
     Some((col, t, &oid[rest..]))
 }
 
@@ -1285,27 +1347,44 @@ pub fn read(
 ) -> Option<Value> {
     let t = table(col.table)?;
     if t.index == IndexScheme::Scalar {
+        return read_at(col, t, snap, None, None, row, port_select);
+    }
+    let node = node?;
+    if row.guid != node.guid || !(t.present)(node) {
+        return None;
+    }
+    let port = if t.per_port() {
+        Some(node.port(row.port)?)
+    } else {
+        None
+    };
+    read_at(col, t, snap, Some(node), port, row, port_select)
+}
+
+/// [`read`] once the row is resolved: `t` is the column's table, the node
+/// is in `t` (`present`), `port` is the row's port for a per-port table.
+/// What a walk calls for each row, testing the node once per column.
+pub fn read_at(
+    col: &Column,
+    t: &Table,
+    snap: &Snapshot,
+    node: Option<&NodeRecord>,
+    port: Option<&PortRecord>,
+    row: RowIndex,
+    port_select: u8,
+) -> Option<Value> {
+    if t.index == IndexScheme::Scalar {
         let Source::Agent(a) = col.source else {
             return None;
         };
         return Some(agent_value(a, snap));
     }
     let node = node?;
-    if row.guid != node.guid || !(t.present)(node) {
+    if let Some(p) = port
+        && (!(t.port_present)(p) || t.attr.is_some_and(|a| optional_reading(p, a).is_none()))
+    {
         return None;
     }
-    let port = if matches!(
-        t.index,
-        IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortLane
-    ) {
-        let p = node.port(row.port)?;
-        if !(t.port_present)(p) || t.attr.is_some_and(|a| optional_reading(p, a).is_none()) {
-            return None;
-        }
-        Some(p)
-    } else {
-        None
-    };
     let v = match col.source {
         Source::AllPortSelect => {
             let cpi = node.class_port_info.as_ref()?;

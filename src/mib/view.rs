@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::set::Writes;
-use super::tables::{self, COLUMNS, Column, IndexScheme, RowIndex, column_of, table};
+use super::tables::{
+    self, COLUMNS, Column, IndexScheme, RowIndex, Source, Table, column_of, table,
+};
 use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
-use crate::fabric::cache::{Cache, NodeRecord, Snapshot};
+use crate::fabric::cache::{Cache, NodeRecord, PortRecord, Snapshot};
 use crate::fabric::control::Controller;
 use crate::ib::Guid;
 
@@ -61,6 +63,15 @@ impl MibView {
         self.writes.set_port_select(guid, port)
     }
 
+    /// The row's pmPortCountersPortSelect, looked up only for the columns
+    /// that show it.
+    fn port_select_for(&self, col: &Column, node: Option<&NodeRecord>) -> u8 {
+        match (col.source, node) {
+            (Source::PortSelect | Source::Counter(_), Some(n)) => self.port_select(n.guid),
+            _ => 1,
+        }
+    }
+
     fn value(
         &self,
         col: &Column,
@@ -68,8 +79,7 @@ impl MibView {
         node: Option<&NodeRecord>,
         row: RowIndex,
     ) -> Option<Value> {
-        let port_select = node.map_or(1, |n| self.port_select(n.guid));
-        tables::read(col, snap, node, row, port_select)
+        tables::read(col, snap, node, row, self.port_select_for(col, node))
     }
 
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
@@ -90,6 +100,10 @@ impl MibView {
             .unwrap_or(Value::NoSuchInstance)
     }
 
+    /// The first instance after `start` (at or after it with `include`)
+    /// and before `end`. The column is found by binary search over the
+    /// sorted columns, the node by binary search on its GUID; rows are then
+    /// visited in index order, each node tested once per column.
     fn next_in(
         &self,
         snap: &Snapshot,
@@ -98,60 +112,147 @@ impl MibView {
         end: Option<&Oid>,
     ) -> Option<VarBind> {
         let start = start.as_slice();
-        for col in COLUMNS.iter() {
+        // The columns whose instances all sort before `start`.
+        let first = COLUMNS.partition_point(|c| {
+            let base = c.oid();
+            *base < *start && !start.starts_with(&base)
+        });
+        for col in &COLUMNS[first..] {
             let Some(table) = table(col.table) else {
                 continue;
             };
             let base = col.oid();
             // The index part of `start` when it names this column.
-            let after = if start.starts_with(&base) {
-                Some(&start[base.len()..])
-            } else if start < &*base {
-                None
+            let after = start.starts_with(&base).then(|| &start[base.len()..]);
+            let found = if table.index == IndexScheme::Scalar {
+                self.emit(
+                    col,
+                    table,
+                    snap,
+                    None,
+                    None,
+                    RowIndex::node(Guid(0)),
+                    after,
+                    include,
+                )
             } else {
+                self.next_row(col, table, snap, after, include)
+            };
+            if let Some(vb) = found {
+                if end.is_some_and(|e| !e.is_empty() && vb.name >= *e) {
+                    return None;
+                }
+                return Some(vb);
+            }
+        }
+        None
+    }
+
+    /// The first row of `col` (a table's column) after the index `after`.
+    fn next_row(
+        &self,
+        col: &Column,
+        table: &Table,
+        snap: &Snapshot,
+        after: Option<&[u32]>,
+        include: bool,
+    ) -> Option<VarBind> {
+        let from = after.map_or(0, |suffix| first_node_from(&snap.nodes, suffix));
+        for node in &snap.nodes[from..] {
+            if !(table.present)(node) {
                 continue;
-            };
-            let emit = |row: RowIndex, node: Option<&NodeRecord>| -> Option<Option<VarBind>> {
-                let idx = table.index.encode(row);
-                if let Some(suffix) = after {
-                    let before = if include {
-                        &*idx < suffix
-                    } else {
-                        &*idx <= suffix
-                    };
-                    if before {
-                        return None;
-                    }
-                }
-                let value = self.value(col, snap, node, row)?;
-                let name = Oid::new(&base).child(&idx);
-                if end.is_some_and(|e| !e.is_empty() && name >= *e) {
-                    return Some(None);
-                }
-                Some(Some(VarBind { name, value }))
-            };
-            if table.index == IndexScheme::Scalar {
-                if let Some(found) = emit(RowIndex::node(Guid(0)), None) {
-                    return found;
+            }
+            if !table.per_port() {
+                let row = RowIndex::node(node.guid);
+                if let Some(vb) = self.emit(col, table, snap, Some(node), None, row, after, include)
+                {
+                    return Some(vb);
                 }
                 continue;
             }
-            // The first node whose rows may follow `start`: every index
-            // begins with the node GUID.
-            let from = after.map_or(0, |suffix| {
-                let guid_part = &suffix[..suffix.len().min(tables::GUID_INDEX_LEN)];
-                snap.nodes
-                    .partition_point(|n| tables::guid_index(n.guid).as_slice() < guid_part)
-            });
-            for node in &snap.nodes[from..] {
-                for row in table.index.rows(node) {
-                    if let Some(found) = emit(row, Some(node)) {
-                        return found;
+            // In the node `after` names, start at the port it names.
+            let ports = match after {
+                Some(suffix) if suffix.len() > tables::GUID_INDEX_LEN => {
+                    let port = suffix[tables::GUID_INDEX_LEN];
+                    let guid = tables::parse_guid_index(&suffix[..tables::GUID_INDEX_LEN]);
+                    let skip = if guid == Some(node.guid) {
+                        node.ports.partition_point(|p| u32::from(p.num) < port)
+                    } else {
+                        0
+                    };
+                    &node.ports[skip..]
+                }
+                _ => &node.ports[..],
+            };
+            for port in ports {
+                for lane in 0..table.lanes() {
+                    let row = RowIndex {
+                        guid: node.guid,
+                        port: port.num,
+                        lane,
+                    };
+                    if let Some(vb) = self.emit(
+                        col,
+                        table,
+                        snap,
+                        Some(node),
+                        Some(port),
+                        row,
+                        after,
+                        include,
+                    ) {
+                        return Some(vb);
                     }
                 }
             }
         }
         None
+    }
+
+    /// The varbind of one row, unless it sorts before `after` (the index
+    /// part of the start OID) or the row is absent.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &self,
+        col: &Column,
+        table: &Table,
+        snap: &Snapshot,
+        node: Option<&NodeRecord>,
+        port: Option<&PortRecord>,
+        row: RowIndex,
+        after: Option<&[u32]>,
+        include: bool,
+    ) -> Option<VarBind> {
+        let idx = table.index.encode(row);
+        if let Some(suffix) = after {
+            let before = if include {
+                &*idx < suffix
+            } else {
+                &*idx <= suffix
+            };
+            if before {
+                return None;
+            }
+        }
+        let port_select = self.port_select_for(col, node);
+        let value = tables::read_at(col, table, snap, node, port, row, port_select)?;
+        let base = col.oid();
+        let mut name = Vec::with_capacity(base.len() + idx.len());
+        name.extend_from_slice(&base);
+        name.extend_from_slice(&idx);
+        Some(VarBind {
+            name: Oid::from(name),
+            value,
+        })
+    }
+}
+
+/// The first node whose rows may sort at or after the index `suffix`
+/// (every index begins with the node GUID's 8 octets).
+fn first_node_from(nodes: &[Arc<NodeRecord>], suffix: &[u32]) -> usize {
+    match tables::guid_lower_bound(suffix) {
+        Some(g) => nodes.partition_point(|n| n.guid < g),
+        None => nodes.len(),
     }
 }
 
@@ -355,5 +456,90 @@ mod port_rows {
             seen.iter()
                 .all(|o| o.as_slice().len() == col.as_slice().len() + 9)
         );
+    }
+}
+
+#[cfg(test)]
+mod lookup {
+    use super::*;
+
+    /// GetNext from any OID (a truncated name, an index with arcs beyond
+    /// 255, a name between two rows) answers the first instance of the full
+    /// walk after it.
+    #[test]
+    fn get_next_from_any_oid_agrees_with_the_walk() {
+        let rig = crate::rig::AgentRig::swept(crate::rig::RigOptions::default());
+        let v = rig.view();
+        let mut walk = Vec::new();
+        let mut cur = Oid::new(&[1, 3]);
+        while let Some(vb) = v.get_next(&cur, false, None) {
+            assert!(vb.name > cur);
+            cur = vb.name.clone();
+            walk.push(vb.name);
+        }
+        assert!(walk.len() > 1000, "{}", walk.len());
+        let expect = |p: &Oid, include: bool| {
+            let i = walk.partition_point(|n| if include { n < p } else { n <= p });
+            walk.get(i).cloned()
+        };
+        let mut probes: Vec<Oid> = Vec::new();
+        for (i, name) in walk.iter().enumerate().step_by(101) {
+            let a = name.as_slice();
+            probes.push(name.clone());
+            for cut in [7, 9, 10, 12, 14, 17, a.len() - 1] {
+                probes.push(Oid::new(&a[..cut.min(a.len())]));
+            }
+            let mut bumped = a.to_vec();
+            let k = 9 + i % (a.len() - 9);
+            bumped[k] += if i % 2 == 0 { 1 } else { 300 };
+            probes.push(Oid::new(&bumped));
+            probes.push(name.child(&[0]));
+        }
+        probes.push(Oid::new(&[1, 3, 6, 1, 3, 117, 1, 4, 1, 3, 256]));
+        probes.push(Oid::new(&[1, 3, 6, 1, 3, 117, 1, 6, 1, 2, 0, 256]));
+        probes.push(Oid::new(&[
+            1, 3, 6, 1, 3, 117, 1, 6, 1, 2, 255, 255, 255, 255, 255, 255, 255, 255, 300,
+        ]));
+        for p in &probes {
+            for include in [false, true] {
+                assert_eq!(
+                    v.get_next(p, include, None).map(|vb| vb.name),
+                    expect(p, include),
+                    "from {p} include {include}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn guid_lower_bound_orders_like_the_index() {
+        let guids = [
+            0u64,
+            1,
+            0xFF,
+            0x100,
+            0x0002_c903_0000_1234,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let suffixes: [&[u32]; 8] = [
+            &[],
+            &[0],
+            &[0, 2, 201],
+            &[0, 2, 256],
+            &[0, 0, 0, 0, 0, 0, 1, 0, 7],
+            &[255, 255, 255, 255, 255, 255, 255, 256],
+            &[256],
+            &[0, 2, 201, 3, 0, 0, 18, 52, 1],
+        ];
+        for s in suffixes {
+            let part = &s[..s.len().min(8)];
+            let bound = tables::guid_lower_bound(s);
+            for g in guids {
+                let before = tables::guid_index(Guid(g)).as_slice() < part;
+                let below = bound.is_none_or(|b| Guid(g) < b);
+                assert_eq!(before, below, "guid {g:#x} suffix {s:?}");
+            }
+        }
     }
 }

@@ -434,10 +434,10 @@ mod tests {
                                 remote: Some((Guid(0x100 + (i + 1) % n), q)),
                                 ..Default::default()
                             },
-                            hc: HcTotals {
+                            hc: Arc::new(HcTotals {
                                 valid: u32::MAX >> (32 - hc::HC_SLOTS),
                                 ..Default::default()
-                            },
+                            }),
                             ..Default::default()
                         })
                         .collect(),
@@ -483,7 +483,7 @@ mod tests {
         }
 
         fn add(&mut self, node: usize, port: usize, slot: usize, n: u64) {
-            self.nodes[node].ports[port].hc.values[slot] += n;
+            Arc::make_mut(&mut self.nodes[node].ports[port].hc).values[slot] += n;
         }
     }
 

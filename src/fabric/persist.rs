@@ -1,0 +1,390 @@
+//! The 64-bit totals across agent restarts: a small binary state file, so
+//! an NMS does not see pmPortCounters64Table start again from zero on every
+//! upgrade.
+//!
+//! Per port it holds each total and the raw reading that fed it last: the
+//! first reading after a restart then adds what the counter moved in
+//! between, exactly as between two sweeps (a counter that went down is a
+//! discontinuity, as always). Ports are matched by node GUID and port
+//! number, so entries of another fabric match nothing.
+//!
+//! Layout (little-endian): magic, port count (u32), then per port: node
+//! GUID (u64), port number (u8), source flag (u8: 1 = data and packets
+//! from PortCountersExtended), valid-slot mask (u32), then for each valid
+//! slot in order its total and its last raw reading (u64 each); last an
+//! FNV-1a 64 checksum of everything before it. [`decode`] is pure and
+//! bounded: it never panics and refuses more than [`MAX_PORTS`] ports.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::fabric::hc::HC_SLOTS;
+use crate::ib::Guid;
+
+/// "IBPMHC", format version 1.
+pub const MAGIC: [u8; 8] = *b"IBPMHC\x00\x01";
+/// Most ports a state file may hold: more than a full subnet's ~170,000.
+pub const MAX_PORTS: usize = 1 << 18;
+const PORT_FIXED: usize = 8 + 1 + 1 + 4;
+/// Largest state file read.
+pub const MAX_FILE: usize = MAGIC.len() + 4 + MAX_PORTS * (PORT_FIXED + HC_SLOTS * 16) + 8;
+/// Bits of the valid mask that name a slot.
+const SLOT_MASK: u32 = if HC_SLOTS >= 32 {
+    u32::MAX
+} else {
+    (1 << HC_SLOTS) - 1
+};
+
+/// One port's totals as saved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedPort {
+    pub guid: Guid,
+    pub port: u8,
+    /// Data and packet totals were fed by PortCountersExtended.
+    pub from_pcx: bool,
+    /// Bit k: slot k is saved.
+    pub valid: u32,
+    pub totals: [u64; HC_SLOTS],
+    /// The raw reading that last fed each slot.
+    pub raw: [u64; HC_SLOTS],
+}
+
+/// Why a state file was not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PersistError {
+    Io(String),
+    TooLarge(u64),
+    BadMagic,
+    Truncated,
+    TrailingBytes,
+    Checksum,
+    TooManyPorts(u32),
+    BadSlots(u32),
+    BadFlag(u8),
+}
+
+impl std::fmt::Display for PersistError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PersistError::Io(e) => write!(f, "{e}"),
+            PersistError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
+            PersistError::BadMagic => write!(f, "not an ibpm-agentx totals file"),
+            PersistError::Truncated => write!(f, "truncated"),
+            PersistError::TrailingBytes => write!(f, "bytes after the last port"),
+            PersistError::Checksum => write!(f, "checksum mismatch"),
+            PersistError::TooManyPorts(n) => write!(f, "{n} ports, more than {MAX_PORTS}"),
+            PersistError::BadSlots(m) => write!(f, "slot mask {m:#x} names unknown slots"),
+            PersistError::BadFlag(b) => write!(f, "source flag {b} is neither 0 nor 1"),
+        }
+    }
+}
+
+impl std::error::Error for PersistError {}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The state file's bytes for `ports` (at most [`MAX_PORTS`] of them: the
+/// rest are left out).
+pub fn encode(ports: &[SavedPort]) -> Vec<u8> {
+    let ports = &ports[..ports.len().min(MAX_PORTS)];
+    let mut out = Vec::with_capacity(16 + ports.len() * (PORT_FIXED + 8 * 16));
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&(ports.len() as u32).to_le_bytes());
+    for p in ports {
+        let valid = p.valid & SLOT_MASK;
+        out.extend_from_slice(&p.guid.0.to_le_bytes());
+        out.push(p.port);
+        out.push(u8::from(p.from_pcx));
+        out.extend_from_slice(&valid.to_le_bytes());
+        for k in (0..HC_SLOTS).filter(|k| valid & (1 << k) != 0) {
+            out.extend_from_slice(&p.totals[k].to_le_bytes());
+            out.extend_from_slice(&p.raw[k].to_le_bytes());
+        }
+    }
+    let sum = fnv1a(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+struct Cursor<'a>(&'a [u8]);
+
+impl Cursor<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], PersistError> {
+        let (head, rest) = self.0.split_at_checked(N).ok_or(PersistError::Truncated)?;
+        self.0 = rest;
+        head.try_into().map_err(|_| PersistError::Truncated)
+    }
+    fn u8(&mut self) -> Result<u8, PersistError> {
+        Ok(self.take::<1>()?[0])
+    }
+    fn u32(&mut self) -> Result<u32, PersistError> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    fn u64(&mut self) -> Result<u64, PersistError> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+}
+
+/// The ports a state file holds, or why it cannot be used.
+pub fn decode(bytes: &[u8]) -> Result<Vec<SavedPort>, PersistError> {
+    if bytes.len() > MAX_FILE {
+        return Err(PersistError::TooLarge(bytes.len() as u64));
+    }
+    let body_len = bytes.len().checked_sub(8).ok_or(PersistError::Truncated)?;
+    let (body, sum) = bytes.split_at(body_len);
+    let mut c = Cursor(body);
+    if c.take::<8>()? != MAGIC {
+        return Err(PersistError::BadMagic);
+    }
+    let sum = u64::from_le_bytes(sum.try_into().map_err(|_| PersistError::Truncated)?);
+    if fnv1a(body) != sum {
+        return Err(PersistError::Checksum);
+    }
+    let n = c.u32()?;
+    if n as usize > MAX_PORTS {
+        return Err(PersistError::TooManyPorts(n));
+    }
+    let mut ports = Vec::with_capacity((n as usize).min(c.0.len() / PORT_FIXED));
+    for _ in 0..n {
+        let guid = Guid(c.u64()?);
+        let port = c.u8()?;
+        let from_pcx = match c.u8()? {
+            0 => false,
+            1 => true,
+            b => return Err(PersistError::BadFlag(b)),
+        };
+        let valid = c.u32()?;
+        if valid & !SLOT_MASK != 0 {
+            return Err(PersistError::BadSlots(valid));
+        }
+        let mut p = SavedPort {
+            guid,
+            port,
+            from_pcx,
+            valid,
+            totals: [0; HC_SLOTS],
+            raw: [0; HC_SLOTS],
+        };
+        for k in (0..HC_SLOTS).filter(|k| valid & (1 << k) != 0) {
+            p.totals[k] = c.u64()?;
+            p.raw[k] = c.u64()?;
+        }
+        ports.push(p);
+    }
+    if !c.0.is_empty() {
+        return Err(PersistError::TrailingBytes);
+    }
+    Ok(ports)
+}
+
+/// Write `ports` to `path` atomically: a temporary file beside it, synced,
+/// then renamed over it.
+pub fn save(path: &Path, ports: &[SavedPort]) -> std::io::Result<()> {
+    let bytes = encode(ports);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Read and decode the state file at `path`, reading at most
+/// [`MAX_FILE`] + 1 bytes.
+pub fn load(path: &Path) -> Result<Vec<SavedPort>, PersistError> {
+    let f = std::fs::File::open(path).map_err(|e| PersistError::Io(e.to_string()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| PersistError::Io(e.to_string()))?;
+    decode(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(guid: u64, valid: u32) -> SavedPort {
+        let mut p = SavedPort {
+            guid: Guid(guid),
+            port: 3,
+            from_pcx: true,
+            valid,
+            totals: [0; HC_SLOTS],
+            raw: [0; HC_SLOTS],
+        };
+        for k in 0..HC_SLOTS {
+            if valid & (1 << k) != 0 {
+                p.totals[k] = u64::MAX - k as u64;
+                p.raw[k] = 1000 + k as u64;
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn round_trip() {
+        let ports = vec![
+            port(1, SLOT_MASK),
+            port(0x0002_c903_0000_1234, 0b1011),
+            port(7, 0),
+        ];
+        assert_eq!(decode(&encode(&ports)), Ok(ports));
+        assert_eq!(decode(&encode(&[])), Ok(vec![]));
+    }
+
+    #[test]
+    fn damaged_files_are_refused_without_panic() {
+        let good = encode(&[port(1, SLOT_MASK), port(2, 0b101)]);
+        for cut in 0..good.len() {
+            assert!(decode(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x40;
+            assert!(decode(&bad).is_err(), "byte {i} flipped");
+        }
+        // A consistent checksum over a lying count or mask.
+        let reseal = |mut body: Vec<u8>| {
+            let sum = fnv1a(&body);
+            body.extend_from_slice(&sum.to_le_bytes());
+            body
+        };
+        let mut body = good[..good.len() - 8].to_vec();
+        body[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            decode(&reseal(body)),
+            Err(PersistError::TooManyPorts(u32::MAX))
+        );
+        let mut body = good[..good.len() - 8].to_vec();
+        body[8..12].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(decode(&reseal(body)), Err(PersistError::Truncated));
+        let mut body = good[..good.len() - 8].to_vec();
+        body[22..26].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decode(&reseal(body)), Err(PersistError::BadSlots(u32::MAX)));
+        assert_eq!(
+            decode(&vec![0; MAX_FILE + 1]),
+            Err(PersistError::TooLarge(MAX_FILE as u64 + 1))
+        );
+    }
+
+    #[test]
+    fn save_replaces_the_file_and_load_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("totals");
+        save(&path, &[port(1, 0b11)]).unwrap();
+        save(&path, &[port(2, 0b111)]).unwrap();
+        assert_eq!(load(&path), Ok(vec![port(2, 0b111)]));
+        assert!(!dir.path().join("totals.tmp").exists());
+        std::fs::write(&path, b"garbage").unwrap();
+        assert!(load(&path).is_err());
+    }
+}
+
+#[cfg(test)]
+mod restart {
+    use super::*;
+    use crate::fabric::hc::HC;
+    use crate::rig::{AgentRig, RigOptions};
+    use std::time::Duration;
+
+    fn rig() -> AgentRig {
+        AgentRig::new(RigOptions {
+            seed: 11,
+            traffic: true,
+            ..Default::default()
+        })
+    }
+
+    /// Every port's 64-bit totals, by (GUID, port).
+    fn totals(r: &AgentRig) -> Vec<(Guid, u8, [Option<u64>; HC_SLOTS])> {
+        let snap = r.cache.load();
+        snap.nodes
+            .iter()
+            .flat_map(|n| {
+                n.ports.iter().map(move |p| {
+                    let t = std::array::from_fn(|k| p.hc.shown(k));
+                    (n.guid, p.num, t)
+                })
+            })
+            .collect()
+    }
+
+    /// An agent restarted from the state file shows the totals of an agent
+    /// that never stopped, with no discontinuity; a file of another fabric
+    /// matches nothing.
+    #[test]
+    fn totals_continue_across_a_restart() {
+        // Two identical simulated fabrics: `a` runs throughout, `b` is the
+        // agent started again from `a`'s state file.
+        let mut a = rig();
+        let mut b = rig();
+        a.sweep();
+        for r in [&a, &b] {
+            r.advance(Duration::from_secs(30));
+        }
+        a.sweep();
+        let bytes = encode(&a.state.lock().export_totals());
+        let mut saved = decode(&bytes).unwrap();
+        let ports: usize = a.fabric().nodes.iter().map(|n| n.ports.len()).sum();
+        assert_eq!(saved.len(), ports);
+        // Totals that are not the raw counters (as after a clear): the
+        // restarted agent must take them from the file.
+        const OFFSET: u64 = 1 << 40;
+        for p in &mut saved {
+            for t in &mut p.totals {
+                *t += OFFSET;
+            }
+        }
+        assert_eq!(b.state.lock().restore_totals(&saved), ports);
+        for r in [&a, &b] {
+            r.advance(Duration::from_secs(30));
+        }
+        a.sweep();
+        b.sweep();
+        let (ta, tb) = (totals(&a), totals(&b));
+        let data = HC.iter().position(|c| c.name == "OutOctets").unwrap();
+        assert!(ta.iter().any(|(_, _, t)| t[data].unwrap_or(0) > 0));
+        assert_eq!(ta.len(), tb.len());
+        for ((ga, pa, a), (gb, pb, b)) in ta.iter().zip(&tb) {
+            assert_eq!((ga, pa), (gb, pb));
+            for k in 0..HC_SLOTS {
+                // Data totals are shown in octets: 4 per word.
+                let scale = if HC[k].words { 4 } else { 1 };
+                assert_eq!(
+                    a[k].map(|v| v.wrapping_add(OFFSET * scale)),
+                    b[k],
+                    "{ga} port {pa} {}",
+                    HC[k].name
+                );
+            }
+        }
+        let no_discontinuity = |r: &AgentRig| {
+            r.cache
+                .load()
+                .nodes
+                .iter()
+                .flat_map(|n| &n.ports)
+                .all(|p| p.discontinuity.is_none())
+        };
+        assert!(no_discontinuity(&b));
+        // Without the file, every total starts at the first reading.
+        assert!(!no_discontinuity(&a));
+        // Another fabric's file: no GUID matches.
+        let other: Vec<SavedPort> = saved
+            .iter()
+            .map(|p| SavedPort {
+                guid: Guid(p.guid.0 ^ 0xFFFF_0000_0000_0000),
+                ..p.clone()
+            })
+            .collect();
+        assert_eq!(rig().state.lock().restore_totals(&other), 0);
+    }
+}
