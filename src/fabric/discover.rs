@@ -196,20 +196,7 @@ pub fn discover_with_stats(
     opts: &DiscoverOptions,
 ) -> Result<(Fabric, DiscoverStats), DiscoverError> {
     let start = Instant::now();
-    let mut opts = opts.clone();
-    opts.window = opts.window.clamp(1, MAX_WINDOW);
-    opts.max_hops = opts.max_hops.clamp(1, MAX_HOPS);
-    let mut w = Walk {
-        opts,
-        nodes: Vec::new(),
-        by_guid: HashMap::new(),
-        queries: Vec::new(),
-        asked: Vec::new(),
-        failed: None,
-        stats: DiscoverStats::default(),
-        local_done: false,
-        local_error: None,
-    };
+    let mut w = Walk::new(opts);
     w.ask(Query::NodeInfo {
         path: Vec::new(),
         from: None,
@@ -247,20 +234,7 @@ pub fn refresh_port_info(
     known: &Fabric,
     opts: &DiscoverOptions,
 ) -> Result<Fabric, DiscoverError> {
-    let mut opts = opts.clone();
-    opts.window = opts.window.clamp(1, MAX_WINDOW);
-    opts.max_hops = opts.max_hops.clamp(1, MAX_HOPS);
-    let mut w = Walk {
-        opts,
-        nodes: Vec::new(),
-        by_guid: HashMap::new(),
-        queries: Vec::new(),
-        asked: Vec::new(),
-        failed: None,
-        stats: DiscoverStats::default(),
-        local_done: false,
-        local_error: None,
-    };
+    let mut w = Walk::new(opts);
     // The local node: which one of `known` the routes start from.
     let local = local_node_info(t, &w.opts)?;
     let routes = routes_from(
@@ -491,6 +465,24 @@ impl Requester for Walk {
 }
 
 impl Walk {
+    /// A walk with nothing asked yet, its window and hops in range.
+    fn new(opts: &DiscoverOptions) -> Walk {
+        let mut opts = opts.clone();
+        opts.window = opts.window.clamp(1, MAX_WINDOW);
+        opts.max_hops = opts.max_hops.clamp(1, MAX_HOPS);
+        Walk {
+            opts,
+            nodes: Vec::new(),
+            by_guid: HashMap::new(),
+            queries: Vec::new(),
+            asked: Vec::new(),
+            failed: None,
+            stats: DiscoverStats::default(),
+            local_done: false,
+            local_error: None,
+        }
+    }
+
     /// Ask `q` once the current event is handled.
     fn ask(&mut self, q: Query) {
         self.asked.push(self.queries.len());
