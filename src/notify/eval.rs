@@ -33,8 +33,9 @@ use crate::ib::Guid;
 use crate::mib::tables::{congestion_hundredths, utilization_hundredths};
 
 /// Samples kept per port at most (one every half window: the newest at
-/// least a window old and the ones after it).
-const MAX_SAMPLES: usize = 4;
+/// least a window old and the ones after it, of which at most two are
+/// younger than a window).
+const MAX_SAMPLES: usize = 3;
 
 /// What one sweep calls for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -146,7 +147,7 @@ fn port_mem(
         risen: 0,
         limits: limits.get(cfg, node, p.num),
         last_read: None,
-        samples: VecDeque::new(),
+        samples: VecDeque::with_capacity(MAX_SAMPLES),
     }
 }
 
@@ -377,11 +378,13 @@ fn ports_of(
             .back()
             .is_none_or(|s| at.saturating_duration_since(s.at) >= window / 2);
         if keep {
+            // Room first, so the deque never grows past MAX_SAMPLES.
+            while pm.samples.len() >= MAX_SAMPLES {
+                pm.samples.pop_front();
+            }
             pm.samples.push_back(cur);
         }
-        while pm.samples.len() > MAX_SAMPLES
-            || (pm.samples.len() > 1 && at.saturating_duration_since(pm.samples[1].at) >= window)
-        {
+        while pm.samples.len() > 1 && at.saturating_duration_since(pm.samples[1].at) >= window {
             pm.samples.pop_front();
         }
     }
@@ -770,5 +773,20 @@ mod tests {
         }
         let n = ev.nodes.values().next().unwrap().ports[0].samples.len();
         assert!(n <= MAX_SAMPLES, "{n}");
+        // Sweeps every half window keep a sample each time: the deque is
+        // full before the oldest one ages out, and its allocation stays
+        // at MAX_SAMPLES.
+        let mut f = Fab::new(1, 1);
+        let mut ev = Evaluator::new(NotifyConfig {
+            window: Duration::from_secs(10),
+            limit_per_sweep: 0,
+            rules: vec![],
+        });
+        for t in 0..50 {
+            ev.evaluate(&f.snap(5 * t));
+        }
+        let samples = &ev.nodes.values().next().unwrap().ports[0].samples;
+        assert_eq!(samples.len(), MAX_SAMPLES);
+        assert_eq!(samples.capacity(), MAX_SAMPLES);
     }
 }
