@@ -694,6 +694,99 @@ mod tests {
         (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
+    /// During the first sweep the nodes read so far are served: one port's
+    /// PMA answers 1.5 s late (twice: ClassPortInfo, then PortCounters), and
+    /// rows are in the cache long before the sweep ends.
+    #[test]
+    fn the_first_sweep_serves_nodes_as_they_are_read() {
+        struct SlowLid {
+            inner: crate::sim::SimTransport,
+            slow: crate::sim::SimTransport,
+            lid: u16,
+            delay: Duration,
+            held: VecDeque<(Instant, Received)>,
+        }
+        impl MadTransport for SlowLid {
+            fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+                if to.lid != self.lid {
+                    return self.inner.send(to, m);
+                }
+                self.slow.send(to, m)?;
+                if let Some(r) = self.slow.recv(Duration::from_millis(100))? {
+                    self.held.push_back((Instant::now() + self.delay, r));
+                }
+                Ok(())
+            }
+            fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+                if self
+                    .held
+                    .front()
+                    .is_some_and(|(at, _)| *at <= Instant::now())
+                {
+                    return Ok(self.held.pop_front().map(|(_, r)| r));
+                }
+                let wait = self.held.front().map_or(timeout, |(at, _)| {
+                    timeout.min(at.saturating_duration_since(Instant::now()))
+                });
+                self.inner.recv(wait)
+            }
+        }
+        let delay = Duration::from_millis(1500);
+        let rig = AgentRig::with_sweep_transport(
+            RigOptions {
+                engine: EngineConfig {
+                    window: 16,
+                    timeout: Duration::from_secs(5),
+                    retries: 0,
+                },
+                ..Default::default()
+            },
+            |sim, t| {
+                let fabric = sim.fabric();
+                let ca = fabric
+                    .nodes
+                    .iter()
+                    .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 1)
+                    .unwrap();
+                Box::new(SlowLid {
+                    inner: t,
+                    slow: sim.transport(),
+                    lid: ca.ports[0].lid,
+                    delay,
+                    held: VecDeque::new(),
+                })
+            },
+        );
+        let nodes = rig.fabric().nodes.len();
+        let mut sweeper = rig.sweeper;
+        let cache = Arc::clone(&rig.cache);
+        let start = Instant::now();
+        let watcher = std::thread::spawn(move || {
+            while start.elapsed() < Duration::from_secs(20) {
+                if !cache.load().nodes.is_empty() {
+                    return Some((start.elapsed(), cache.load().nodes.len()));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            None
+        });
+        let st = sweeper.sweep_once();
+        let ended = start.elapsed();
+        let (first_rows, with_rows) = watcher.join().unwrap().expect("rows during the sweep");
+        assert_eq!(st.answered, nodes, "the slow node answers too");
+        assert!(
+            ended >= delay * 2,
+            "the slow PMA holds the sweep: {ended:?}"
+        );
+        assert!(
+            first_rows + Duration::from_millis(500) < ended,
+            "rows at {first_rows:?}, sweep end at {ended:?}"
+        );
+        // Published at the first outcome a second in: the ClassPortInfo
+        // batch, whose last reply is the slow node's.
+        assert!(with_rows >= nodes - 1, "{with_rows} of {nodes} nodes");
+    }
+
     #[test]
     fn sweep_reads_every_node_and_port() {
         let (mut sw, sim, _clock, cache) = setup(SweepConfig::default());
