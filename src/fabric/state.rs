@@ -826,14 +826,21 @@ impl FabricState {
 
     /// Publish a whole new snapshot.
     pub fn publish(&self, cache: &Cache) {
+        self.publish_as(cache, self.sweep_no);
+    }
+
+    /// Publish a snapshot of every node with rows, numbered `sweep`;
+    /// returns the number of nodes in it.
+    fn publish_as(&self, cache: &Cache, sweep: u64) -> usize {
         let prev = cache.load();
-        let nodes = (0..self.fabric.nodes.len())
+        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
             .filter_map(|ni| self.record(ni, &prev))
             .map(Arc::new)
             .collect();
+        let rows = nodes.len();
         // Fabric nodes are ordered by GUID, so the records are too.
         cache.publish(Snapshot {
-            sweep: self.sweep_no,
+            sweep,
             taken: Some(SystemTime::now()),
             interval: self.cfg.interval,
             nodes,
@@ -841,6 +848,7 @@ impl FabricState {
             reachable: 0,
             notify: prev.notify,
         });
+        rows
     }
 
     /// The 64-bit totals of every port read by PM MADs, with the raw
@@ -933,22 +941,7 @@ impl FabricState {
         for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
             s.seen = true;
         }
-        let prev = cache.load();
-        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
-            .filter_map(|ni| self.record(ni, &prev))
-            .map(Arc::new)
-            .collect();
-        let rows = nodes.len();
-        cache.publish(Snapshot {
-            sweep: self.sweep_no.saturating_sub(1),
-            taken: Some(SystemTime::now()),
-            interval: self.cfg.interval,
-            nodes,
-            stats: self.figures,
-            reachable: 0,
-            notify: prev.notify,
-        });
-        rows
+        self.publish_as(cache, self.sweep_no.saturating_sub(1))
     }
 
     /// Publish node `ni`'s record alone into the current snapshot.
