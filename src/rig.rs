@@ -385,7 +385,7 @@ mod tests {
         let p = n.ports[0].num;
         let cached = snap.node(n.guid).unwrap().port(p).unwrap();
         let direct = port_counters(&rig.sim, n.pma_lid(p), p);
-        assert_eq!(cached.counters.as_ref(), Some(&direct));
+        assert_eq!(cached.counters(), Some(&direct));
         assert!(direct.xmit_data > 0);
         rig.advance(Duration::from_secs(60));
         let later = port_counters_extended(&rig.sim, n.pma_lid(p), p);

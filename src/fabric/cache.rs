@@ -6,36 +6,52 @@ use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 
-use crate::fabric::hc::{HC_SLOTS, HcTotals};
+use crate::fabric::hc::{HcTotals, Rates};
 use crate::ib::{Guid, NodeType, Port};
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
 
-/// What the cache knows about one port.
+/// What the cache knows about one port. The sweeper folds readings into
+/// it in place (the node's record is shared with the published snapshot
+/// and copied only when a sweep changes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortRecord {
     pub num: u8,
     /// The port's GUID, LID, link state, width, speed and peer.
     pub link: Port,
-    /// Latest PortCounters reading.
-    pub counters: Option<PortCounters>,
-    /// Running 64-bit totals ([`crate::fabric::hc::HC`]).
-    /// Shared with the sweeper's state until a sweep changes it.
-    pub hc: Arc<HcTotals>,
-    /// Per-second rates of the totals over the last interval, in
-    /// thousandths (None until two readings are known).
-    pub rates: Option<Arc<[u64; HC_SLOTS]>>,
-    /// When `counters` was read.
+    /// Running 64-bit totals ([`crate::fabric::hc::HC`]) and the latest
+    /// PortCounters reading.
+    pub hc: HcTotals,
+    /// Per-second rates of the totals between the last two readings.
+    pub rates: Rates,
+    /// When the PortCounters were read.
     pub read_at: Option<Instant>,
     /// The last time one of the port's 64-bit totals lost increments (the
     /// row appeared, a counter went down, the source changed).
     pub discontinuity: Option<Instant>,
-    /// Latest readings of the optional attributes (0x15..=0x1C,
-    /// 0x30..=0x37) the node
-    /// answers, ordered by attribute ID.
+    /// Latest readings of the optional attributes ([`OPTIONAL_ATTRS`])
+    /// the node answers, in that order.
+    ///
+    /// [`OPTIONAL_ATTRS`]: crate::fabric::state::OPTIONAL_ATTRS
     pub optional: Vec<OptionalReading>,
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
+}
+
+impl PortRecord {
+    /// A port with no reading yet.
+    pub fn new(link: Port) -> PortRecord {
+        PortRecord {
+            num: link.num,
+            link,
+            ..Default::default()
+        }
+    }
+
+    /// The latest PortCounters reading.
+    pub fn counters(&self) -> Option<&PortCounters> {
+        self.hc.pc()
+    }
 }
 
 /// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
@@ -203,8 +219,7 @@ impl Cache {
 
     /// Replace (or insert, or with `None` remove) one node's record in the
     /// current snapshot.
-    pub fn patch(&self, guid: Guid, record: Option<NodeRecord>) {
-        let record = record.map(Arc::new);
+    pub fn patch(&self, guid: Guid, record: Option<Arc<NodeRecord>>) {
         self.current.rcu(|cur| {
             let mut next = Snapshot {
                 sweep: cur.sweep,

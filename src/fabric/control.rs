@@ -296,7 +296,7 @@ impl Controller {
             });
         }
         drop(engine);
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         for ni in touched {
             st.publish_node(&self.cache, ni);
         }
@@ -342,7 +342,7 @@ impl Controller {
             });
         }
         let snap_done: Vec<usize> = {
-            let st = self.state.lock();
+            let mut st = self.state.lock();
             let mut done = Vec::new();
             for &ni in &watched {
                 st.publish_node(&self.cache, ni);

@@ -149,25 +149,169 @@ pub const IN_PKTS: usize = slot("InPkts");
 pub const XMIT_WAIT: usize = slot("XmitWait");
 pub const IN_DISCARDS: usize = slot("InDiscards");
 
-/// Running 64-bit totals of a port, in the counters' raw units (words for
-/// data; [`HcCounter::words`] says to multiply by 4 when shown). Counter64
-/// semantics: they wrap at 2^64.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The slots fed by PortCountersExtended, in [`HC`] order: their raw
+/// readings are kept in [`HcTotals`]'s `pcx`.
+pub const PCX_FED: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < HC.len() {
+        if HC[i].pcx.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// Bit k: slot k can be fed by PortCountersExtended.
+pub const PCX_SLOTS: u32 = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < HC.len() {
+        if HC[i].pcx.is_some() {
+            m |= 1 << i;
+        }
+        i += 1;
+    }
+    m
+};
+
+/// The slots a PortCounters reading feeds: every one it has a field for,
+/// except those read from PortCountersExtended (`use_pcx`) and those in
+/// `skip`.
+pub const fn pc_slots(use_pcx: bool, skip: u32) -> u32 {
+    let mut m = 0;
+    let mut i = 0;
+    while i < HC.len() {
+        if HC[i].pc.is_some() && !(use_pcx && HC[i].pcx.is_some()) {
+            m |= 1 << i;
+        }
+        i += 1;
+    }
+    m & !skip
+}
+
+/// Slot `k`'s index into the PortCountersExtended readings.
+const fn pcx_index(k: usize) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < k {
+        if HC[i].pcx.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// A port's running 64-bit totals, in the counters' raw units (words for
+/// data; [`HcCounter::words`] says to multiply by 4 when shown), with
+/// Counter64 semantics (they wrap at 2^64).
+///
+/// Nothing is kept that the readings give: the total of a slot is the
+/// latest raw reading of its source plus an offset, and the offset is zero
+/// until the counter went down, changed source or was restored from the
+/// state file (most ports never have one, and then have no offsets at
+/// all). Slots fed by DOCA telemetry diag keep their total in the offset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HcTotals {
-    pub values: [u64; HC_SLOTS],
+    /// The latest PortCounters reading (the draft's 32-bit table shows it).
+    pc: Option<PortCounters>,
+    /// The latest PortCountersExtended counters of the slots it feeds.
+    pcx: [u64; PCX_FED],
     /// Bit k: slot k has been fed by a reading (a counter the port's
     /// attributes do not carry has no value).
     pub valid: u32,
     /// Bit k: slot k is fed in octets already (DOCA counts bytes), not in
     /// the IBA's 4-octet words.
     pub octets: u32,
+    /// Bit k: slot k is fed by PortCountersExtended.
+    from_pcx: u32,
+    /// Bit k: slot k's total is its offset alone (DOCA).
+    explicit: u32,
+    offsets: Option<Box<[u64; HC_SLOTS]>>,
+}
+
+/// Where a slot's readings come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Pc,
+    Pcx,
+    Explicit,
 }
 
 impl HcTotals {
+    /// The latest PortCounters reading.
+    pub fn pc(&self) -> Option<&PortCounters> {
+        self.pc.as_ref()
+    }
+
+    /// The latest PortCountersExtended reading of the counters that feed
+    /// totals (None until one was folded in).
+    pub fn pcx(&self) -> Option<PortCountersExtended> {
+        if self.from_pcx == 0 {
+            return None;
+        }
+        let mut x = PortCountersExtended::default();
+        for (k, c) in HC.iter().enumerate() {
+            if let Some(f) = c.pcx {
+                x.set(f, self.pcx[pcx_index(k)]);
+            }
+        }
+        Some(x)
+    }
+
+    /// Slot `k` reads from PortCountersExtended.
+    pub fn fed_by_pcx(&self, k: usize) -> bool {
+        self.from_pcx & (1 << k) != 0
+    }
+
+    fn source(&self, k: usize) -> Source {
+        if self.explicit & (1 << k) != 0 {
+            Source::Explicit
+        } else if self.from_pcx & (1 << k) != 0 {
+            Source::Pcx
+        } else {
+            Source::Pc
+        }
+    }
+
+    /// The latest raw reading of slot `k`'s source.
+    fn raw(&self, k: usize) -> u64 {
+        match self.source(k) {
+            Source::Explicit => 0,
+            Source::Pcx => self.pcx[pcx_index(k)],
+            Source::Pc => match (HC[k].pc, &self.pc) {
+                (Some(f), Some(pc)) => pc.get(f),
+                _ => 0,
+            },
+        }
+    }
+
+    fn offset(&self, k: usize) -> u64 {
+        self.offsets.as_ref().map_or(0, |o| o[k])
+    }
+
+    fn set_offset(&mut self, k: usize, v: u64) {
+        match &mut self.offsets {
+            Some(o) => o[k] = v,
+            None if v == 0 => {}
+            None => {
+                let mut o = Box::new([0; HC_SLOTS]);
+                o[k] = v;
+                self.offsets = Some(o);
+            }
+        }
+    }
+
+    /// The total of slot `k` in raw units.
+    pub fn value(&self, k: usize) -> Option<u64> {
+        (self.valid & (1 << k) != 0).then(|| self.raw(k).wrapping_add(self.offset(k)))
+    }
+
     /// The total of slot `k` as the MIB shows it (octets for data).
     pub fn shown(&self, k: usize) -> Option<u64> {
-        (self.valid & (1 << k) != 0).then(|| {
-            let v = self.values[k];
+        self.value(k).map(|v| {
             if HC[k].words && self.octets & (1 << k) == 0 {
                 v.wrapping_mul(4)
             } else {
@@ -175,48 +319,126 @@ impl HcTotals {
             }
         })
     }
+
+    /// Totals of zero in the slots of `valid` (tests build records with it).
+    #[cfg(test)]
+    pub(crate) fn zeros(valid: u32) -> HcTotals {
+        HcTotals {
+            valid,
+            ..Default::default()
+        }
+    }
+
+    /// Add `n` to slot `k`'s total (tests move totals with it).
+    #[cfg(test)]
+    pub(crate) fn add(&mut self, k: usize, n: u64) {
+        self.valid |= 1 << k;
+        let o = self.offset(k).wrapping_add(n);
+        self.set_offset(k, o);
+    }
+
+    /// Every slot as shown.
+    pub fn all_shown(&self) -> [Option<u64>; HC_SLOTS] {
+        std::array::from_fn(|k| self.shown(k))
+    }
+
+    /// Slot `k` now reads `now` from `src`, `delta` more than its total
+    /// before: the offset keeps the total. The raw reading itself is
+    /// stored by the caller (`pcx` here, the PortCounters reading after
+    /// every slot it feeds was folded).
+    fn advance(&mut self, k: usize, src: Source, now: u64, delta: u64) {
+        let total = self.value(k).unwrap_or(0).wrapping_add(delta);
+        let bit = 1 << k;
+        self.valid |= bit;
+        self.from_pcx &= !bit;
+        self.explicit &= !bit;
+        match src {
+            Source::Pc => {}
+            Source::Pcx => {
+                self.from_pcx |= bit;
+                self.pcx[pcx_index(k)] = now;
+            }
+            Source::Explicit => self.explicit |= bit,
+        }
+        let raw = if src == Source::Explicit { 0 } else { now };
+        self.set_offset(k, total.wrapping_sub(raw));
+    }
+
+    /// Take up totals saved with the raw readings that fed them (the state
+    /// file): bit k of `valid` says slot k is saved; `from_pcx`: the data
+    /// and packet slots were fed by PortCountersExtended.
+    pub fn restore(
+        &mut self,
+        from_pcx: bool,
+        valid: u32,
+        raw: &[u64; HC_SLOTS],
+        totals: &[u64; HC_SLOTS],
+    ) {
+        let mut pc = PortCounters::default();
+        for (k, c) in HC.iter().enumerate() {
+            if valid & (1 << k) == 0 {
+                continue;
+            }
+            let bit = 1 << k;
+            match (c.pcx, c.pc) {
+                (Some(_), _) if from_pcx => {
+                    self.from_pcx |= bit;
+                    self.pcx[pcx_index(k)] = raw[k];
+                }
+                (_, Some(f)) => pc.set(f, raw[k]),
+                _ => continue,
+            }
+            self.valid |= bit;
+            self.set_offset(k, totals[k].wrapping_sub(raw[k]));
+        }
+        self.pc = Some(pc);
+    }
+
+    /// The raw reading and the total of every slot fed by PM MADs, for
+    /// the state file: (bit k: slot k is saved, raw, totals).
+    pub fn export(&self) -> (u32, [u64; HC_SLOTS], [u64; HC_SLOTS]) {
+        let (mut valid, mut raw, mut totals) = (0, [0; HC_SLOTS], [0; HC_SLOTS]);
+        for k in 0..HC_SLOTS {
+            if self.source(k) == Source::Explicit {
+                continue;
+            }
+            if let Some(v) = self.value(k) {
+                valid |= 1 << k;
+                raw[k] = self.raw(k);
+                totals[k] = v;
+            }
+        }
+        (valid, raw, totals)
+    }
 }
 
-/// Fold one reading of a counter into its total. `prev` is the reading
-/// before it from the same source (None: the first). Returns true when the
-/// counter went down (cleared out of band, by this agent, or the node
-/// restarted): a discontinuity.
-fn fold(total: &mut u64, prev: Option<u64>, now: u64) -> bool {
+/// The increase of a counter from reading `prev` (None: the first) to
+/// `now`, and whether it went down (cleared out of band, by this agent,
+/// or the node restarted: a discontinuity, counted from zero).
+fn increase(prev: Option<u64>, now: u64) -> (u64, bool) {
     match prev {
-        None => {
-            *total = total.wrapping_add(now);
-            false
-        }
-        Some(p) if now >= p => {
-            *total = total.wrapping_add(now - p);
-            false
-        }
-        Some(_) => {
-            *total = total.wrapping_add(now);
-            true
-        }
+        None => (now, false),
+        Some(p) if now >= p => (now - p, false),
+        Some(_) => (now, true),
     }
 }
 
 /// Fold a PortCounters reading: every slot it feeds, except those the
 /// port reads from PortCountersExtended (`use_pcx`) and those in `skip`
 /// (bit k: slot k has another source). Returns true on a discontinuity.
-pub fn fold_pc(
-    t: &mut HcTotals,
-    prev: Option<&PortCounters>,
-    cur: &PortCounters,
-    use_pcx: bool,
-    skip: u32,
-) -> bool {
+pub fn fold_pc(t: &mut HcTotals, cur: &PortCounters, use_pcx: bool, skip: u32) -> bool {
     let mut disc = false;
+    let fed = pc_slots(use_pcx, skip);
     for (k, c) in HC.iter().enumerate() {
         let Some(f) = c.pc else { continue };
-        if (use_pcx && c.pcx.is_some()) || skip & (1 << k) != 0 {
+        if fed & (1 << k) == 0 {
             continue;
         }
-        disc |= fold(&mut t.values[k], prev.map(|p| p.get(f)), cur.get(f));
-        t.valid |= 1 << k;
+        let (delta, down) = increase(t.pc.as_ref().map(|p| p.get(f)), cur.get(f));
+        disc |= down;
+        t.advance(k, Source::Pc, cur.get(f), delta);
     }
+    t.pc = Some(*cur);
     disc
 }
 
@@ -230,21 +452,25 @@ pub fn pc_went_down(prev: &PortCounters, cur: &PortCounters) -> bool {
 }
 
 /// Fold a PortCountersExtended reading into the slots it feeds, except
-/// those in `skip`.
-pub fn fold_pcx(
-    t: &mut HcTotals,
-    prev: Option<&PortCountersExtended>,
-    cur: &PortCountersExtended,
-    skip: u32,
-) -> bool {
+/// those in `skip`. A slot fed by another source before continues from its
+/// total (the first reading adds nothing). Returns true on a
+/// discontinuity.
+pub fn fold_pcx(t: &mut HcTotals, cur: &PortCountersExtended, skip: u32) -> bool {
     let mut disc = false;
     for (k, c) in HC.iter().enumerate() {
         let Some(f) = c.pcx else { continue };
         if skip & (1 << k) != 0 {
             continue;
         }
-        disc |= fold(&mut t.values[k], prev.map(|p| p.get(f)), cur.get(f));
-        t.valid |= 1 << k;
+        let now = cur.get(f);
+        let prev = match (t.valid & (1 << k) != 0, t.source(k)) {
+            (false, _) => None,
+            (true, Source::Pcx) => Some(t.pcx[pcx_index(k)]),
+            (true, _) => Some(now),
+        };
+        let (delta, down) = increase(prev, now);
+        disc |= down;
+        t.advance(k, Source::Pcx, now, delta);
     }
     disc
 }
@@ -255,31 +481,61 @@ pub fn fold_pcx(
 /// reads it far more often than it can wrap twice); a 64-bit one that
 /// went down was reset (a discontinuity, returned as true).
 pub fn fold_octets(t: &mut HcTotals, k: usize, prev: Option<u64>, now: u64, bits: u32) -> bool {
-    t.valid |= 1 << k;
     t.octets |= 1 << k;
-    match prev {
+    let (delta, down) = match prev {
         Some(p) if bits < 64 => {
             let mask = (1u64 << bits) - 1;
-            t.values[k] = t.values[k].wrapping_add(now.wrapping_sub(p) & mask);
-            false
+            (now.wrapping_sub(p) & mask, false)
         }
-        _ => fold(&mut t.values[k], prev, now),
-    }
+        _ => increase(prev, now),
+    };
+    t.advance(k, Source::Explicit, now, delta);
+    down
 }
 
-/// Per-second rates of every slot over the last interval, in thousandths
-/// (octets for data), from two totals `secs` apart.
-pub fn rates(before: &HcTotals, after: &HcTotals, secs: f64) -> [u64; HC_SLOTS] {
-    let mut r = [0u64; HC_SLOTS];
-    if secs <= 0.0 {
-        return r;
+/// Readings closer together than this make no rate (a write's reply
+/// folded in between sweeps would make one out of a few milliseconds).
+pub const RATE_MIN_SECS: f64 = 1.0;
+
+/// Per-second rates of a port's totals (octets for data) between its last
+/// two readings at least [`RATE_MIN_SECS`] apart, as `f32` (a rate is an
+/// average: seven significant digits are plenty).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rates {
+    /// `f32::to_bits` of each slot's rate.
+    per_s: [u32; HC_SLOTS],
+    /// Bit k: slot k has a rate.
+    pub valid: u32,
+}
+
+impl Rates {
+    /// Slot `k`'s rate per second.
+    pub fn get(&self, k: usize) -> Option<f64> {
+        (self.valid & (1 << k) != 0).then(|| f64::from(f32::from_bits(self.per_s[k])))
     }
-    for (k, v) in r.iter_mut().enumerate() {
-        if let (Some(a), Some(b)) = (before.shown(k), after.shown(k)) {
-            *v = (b.wrapping_sub(a) as f64 * 1000.0 / secs) as u64;
+
+    /// Update the slots in `mask` from the totals `before` (as shown) to
+    /// `after`, `secs` apart; nothing when they are too close together.
+    pub fn update(
+        &mut self,
+        before: &[Option<u64>; HC_SLOTS],
+        after: &HcTotals,
+        mask: u32,
+        secs: f64,
+    ) {
+        if secs < RATE_MIN_SECS {
+            return;
+        }
+        for (k, from) in before.iter().enumerate() {
+            if mask & (1 << k) == 0 {
+                continue;
+            }
+            if let (Some(from), Some(to)) = (*from, after.shown(k)) {
+                self.per_s[k] = ((to.wrapping_sub(from) as f64 / secs) as f32).to_bits();
+                self.valid |= 1 << k;
+            }
         }
     }
-    r
 }
 
 #[cfg(test)]
@@ -294,13 +550,14 @@ mod tests {
             symbol_errors: s,
             ..Default::default()
         };
-        assert!(!fold_pc(&mut t, None, &pc(100, 1), false, 0));
-        assert!(!fold_pc(&mut t, Some(&pc(100, 1)), &pc(150, 3), false, 0));
+        assert!(!fold_pc(&mut t, &pc(100, 1), false, 0));
+        assert!(!fold_pc(&mut t, &pc(150, 3), false, 0));
         assert_eq!(t.shown(OUT_OCTETS), Some(600));
         assert_eq!(t.shown(slot("SymbolErrors")), Some(3));
         // An out-of-band clear: the total keeps counting.
-        assert!(fold_pc(&mut t, Some(&pc(150, 3)), &pc(10, 0), false, 0));
+        assert!(fold_pc(&mut t, &pc(10, 0), false, 0));
         assert_eq!(t.shown(OUT_OCTETS), Some(640));
+        assert_eq!(t.pc().unwrap().xmit_data, 10, "the reading itself is kept");
         // Ucast counters come from PortCountersExtended only.
         assert_eq!(t.shown(slot("OutUcastPkts")), None);
         // With PortCountersExtended, data comes from there.
@@ -310,21 +567,69 @@ mod tests {
             ..Default::default()
         };
         let mut u = HcTotals::default();
-        fold_pc(&mut u, None, &pc(5, 0), true, 0);
+        fold_pc(&mut u, &pc(5, 0), true, 0);
         assert_eq!(u.shown(OUT_OCTETS), None);
-        fold_pcx(&mut u, None, &x, 0);
+        fold_pcx(&mut u, &x, 0);
         assert_eq!(u.shown(OUT_OCTETS), Some(4 << 40));
         assert_eq!(u.shown(slot("OutUcastPkts")), Some(7));
-        let r = rates(
-            &t,
-            &{
-                let mut t2 = t;
-                t2.values[OUT_OCTETS] += 250;
-                t2
+        assert!(u.offsets.is_none(), "no offsets while nothing went down");
+        let before = u.all_shown();
+        let y = PortCountersExtended {
+            xmit_data: (1 << 40) + 250,
+            ..x
+        };
+        fold_pcx(&mut u, &y, 0);
+        let mut r = Rates::default();
+        r.update(&before, &u, !0, 0.5);
+        assert_eq!(r.get(OUT_OCTETS), None, "too close together");
+        r.update(&before, &u, !0, 10.0);
+        assert_eq!(r.get(OUT_OCTETS), Some(100.0), "1000 octets in 10 s");
+        assert_eq!(r.get(slot("OutUcastPkts")), Some(0.0));
+    }
+
+    #[test]
+    fn a_change_of_source_continues_the_total_and_a_restore_gives_it_back() {
+        let mut t = HcTotals::default();
+        let pc = PortCounters {
+            xmit_data: 1000,
+            ..Default::default()
+        };
+        fold_pc(&mut t, &pc, false, 0);
+        assert_eq!(t.value(OUT_OCTETS), Some(1000));
+        // The node now answers PortCountersExtended: its first reading
+        // adds nothing, the next one its increase.
+        let x = |d: u64| PortCountersExtended {
+            xmit_data: d,
+            ..Default::default()
+        };
+        fold_pcx(&mut t, &x(5_000_000), 0);
+        assert_eq!(t.value(OUT_OCTETS), Some(1000));
+        fold_pcx(&mut t, &x(5_000_100), 0);
+        assert_eq!(t.value(OUT_OCTETS), Some(1100));
+        assert!(t.fed_by_pcx(OUT_OCTETS));
+        // Back to PortCounters: its increase since its last reading.
+        fold_pc(
+            &mut t,
+            &PortCounters {
+                xmit_data: 1010,
+                ..pc
             },
-            10.0,
+            false,
+            0,
         );
-        assert_eq!(r[OUT_OCTETS], 100_000, "100 octets/s in thousandths");
+        assert_eq!(t.value(OUT_OCTETS), Some(1110));
+        // A PortCountersExtended reset: counted from zero.
+        fold_pcx(&mut t, &x(7), 0);
+        fold_pcx(&mut t, &x(9), 0);
+        assert!(fold_pcx(&mut t, &x(3), 0));
+        assert_eq!(t.value(OUT_OCTETS), Some(1110 + 2 + 3));
+        // Saved and taken up again.
+        let (valid, raw, totals) = t.export();
+        let mut u = HcTotals::default();
+        u.restore(true, valid, &raw, &totals);
+        assert_eq!(u.all_shown(), t.all_shown());
+        fold_pcx(&mut u, &x(13), 0);
+        assert_eq!(u.value(OUT_OCTETS), Some(1110 + 2 + 3 + 10));
     }
 
     #[test]
@@ -333,7 +638,6 @@ mod tests {
         // A port whose data comes from elsewhere: PortCounters skips it.
         fold_pc(
             &mut t,
-            None,
             &PortCounters {
                 xmit_data: 100,
                 symbol_errors: 2,

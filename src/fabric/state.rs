@@ -15,7 +15,7 @@ use super::cache::{
     Cache, DataSource, NodeRecord, OptionalReading, PortRecord, Snapshot, SweepFigures,
 };
 use super::engine::MadOutcome;
-use super::hc::{self, HC_SLOTS, HcTotals};
+use super::hc::{self, HC_SLOTS};
 use super::persist::SavedPort;
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
@@ -24,6 +24,13 @@ use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
+
+/// A sweep that copied the records of this many nodes (it changed
+/// records the published snapshot shares), or an eighth of the fabric's
+/// nodes when that is more, publishes what it has: the copies then replace
+/// the records they were made from instead of adding to them, and a sweep
+/// holds two versions of a bounded share of the nodes at most.
+const PUBLISH_AFTER_COPIES: usize = 512;
 use crate::transport::MadAddr;
 
 #[derive(Clone, Debug)]
@@ -114,43 +121,39 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
     d
 }
 
-/// A port's latest reading of each optional attribute.
-type OptionalReadings = [Option<Arc<[u8; 192]>>; OPTIONAL_ATTRS.len()];
-
+/// What the sweeper keeps of a port besides its record ([`PortRecord`],
+/// which holds the readings, totals and rates the cache shows).
 #[derive(Default)]
 pub(crate) struct PortState {
-    counters: Option<PortCounters>,
+    /// When the held PortCounters reading's request was sent.
     counters_at: Option<Instant>,
-    extended: Option<PortCountersExtended>,
-    /// Shared with the published snapshot's record: a sweep copies it
-    /// (`Arc::make_mut`) only when it changes a port the snapshot shows.
-    hc: Arc<HcTotals>,
+    /// When PortCountersExtended was last read (its rates start there).
+    pcx_read_at: Option<Instant>,
     /// Data and packets were last read from PortCountersExtended.
     hc_from_pcx: Option<bool>,
-    /// The totals and time the current rates started from.
-    rate_mark: Option<(Instant, HcTotals)>,
-    rates: Option<Arc<[u64; HC_SLOTS]>>,
-    read_at: Option<Instant>,
-    discontinuity: Option<Instant>,
-    /// Indexed like [`OPTIONAL_ATTRS`]; allocated at the first reading
-    /// (most ports of a fabric without optional attributes have none).
-    optional: Option<Box<OptionalReadings>>,
-    /// The port is served by DOCA telemetry diag: the latest value of each
-    /// [`crate::doca::DATA_IDS`] entry (None until read).
-    doca: Option<Box<[Option<u64>; crate::doca::DATA_IDS.len()]>>,
+    /// The port is served by DOCA telemetry diag.
+    doca: Option<Box<DocaPort>>,
     /// This agent cleared the port's PortCounters: the next reading may
     /// go down without that being news ([`FabricState::mark_agent_clear`]).
     agent_clear: bool,
     /// The same for PortCountersExtended (a PMA may clear both).
     agent_clear_ext: bool,
-    /// Counters that went down without a clear by this agent.
-    external_resets: u32,
+}
+
+/// A DOCA-served port: the latest value of each [`crate::doca::DATA_IDS`]
+/// entry (None until read), and the totals its rates start from (DOCA
+/// samples come faster than a rate is worth making).
+struct DocaPort {
+    prev: [Option<u64>; crate::doca::DATA_IDS.len()],
+    rate_mark: Option<(Instant, [Option<u64>; HC_SLOTS])>,
 }
 
 pub(crate) struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
     pub(crate) redirect: Option<MadAddr>,
-    pub(crate) cpi: Option<ClassPortInfo>,
+    /// ClassPortInfo is asked at the next sweep (none read yet, or the
+    /// node came back): the record's reading is not to be relied on.
+    pub(crate) cpi_stale: bool,
     pub(crate) failed_sweeps: u32,
     /// Ever answered anything (a node that never did has no rows).
     seen: bool,
@@ -161,9 +164,6 @@ pub(crate) struct NodeState {
     /// PortSamplesControl went unanswered in the current sweep.
     samples_missed: bool,
     ports: Vec<PortState>,
-    samples_control: Option<PortSamplesControl>,
-    samples_result: Option<PortSamplesResult>,
-    samples_result_ext: Option<PortSamplesResultExtended>,
     /// The node does not answer PortSamplesResultExtended: stop asking
     /// (until the rare retry).
     no_result_ext: bool,
@@ -179,6 +179,12 @@ pub(crate) struct NodeState {
     doca: bool,
     /// DOCA delivered a sample since the last sweep ended.
     doca_fresh: bool,
+    /// The node's record, shared with the published snapshot: its ports
+    /// are updated in place (copied first when the snapshot shares it);
+    /// the node's own fields are brought up to date when it is published.
+    rec: Arc<NodeRecord>,
+    /// A field the record takes from this state changed since.
+    dirty: bool,
 }
 
 /// Which reading a reply is.
@@ -218,6 +224,8 @@ pub struct FabricState {
     pub(crate) figures: SweepFigures,
     /// A newly discovered fabric, merged by the sweeper between sweeps.
     pub(crate) pending: Option<Fabric>,
+    /// Node records copied since the last publication.
+    copies: usize,
 }
 
 /// What a merge of a newly discovered fabric changed.
@@ -233,16 +241,13 @@ impl NodeState {
     fn new(node: &Node) -> NodeState {
         NodeState {
             redirect: None,
-            cpi: None,
+            cpi_stale: true,
             failed_sweeps: 0,
             seen: false,
             no_samples: false,
             samples_strikes: 0,
             samples_missed: false,
             ports: node.ports.iter().map(|_| PortState::default()).collect(),
-            samples_control: None,
-            samples_result: None,
-            samples_result_ext: None,
             no_result_ext: false,
             samples_at: None,
             optional_unsupported: 0,
@@ -251,7 +256,74 @@ impl NodeState {
             optional_reported: 0,
             doca: false,
             doca_fresh: false,
+            rec: Arc::new(new_record(node, Vec::new())),
+            dirty: true,
         }
+    }
+
+    /// The ClassPortInfo read from the node, unless it is to be asked
+    /// again.
+    pub(crate) fn cpi(&self) -> Option<&ClassPortInfo> {
+        if self.cpi_stale {
+            return None;
+        }
+        self.rec.class_port_info.as_ref()
+    }
+
+    /// The node's record, to change (copied first when the published
+    /// snapshot shares it, counted in `copies`).
+    fn rec_mut(&mut self, copies: &mut usize) -> &mut NodeRecord {
+        if Arc::get_mut(&mut self.rec).is_none() {
+            *copies += 1;
+        }
+        Arc::make_mut(&mut self.rec)
+    }
+
+    /// Port `pi`'s state and record, to change (the record copied first
+    /// when the published snapshot shares it, counted in `copies`).
+    fn port(&mut self, pi: usize, copies: &mut usize) -> Option<(&mut PortState, &mut PortRecord)> {
+        if pi >= self.ports.len() {
+            return None;
+        }
+        if Arc::get_mut(&mut self.rec).is_none() {
+            *copies += 1;
+        }
+        let pr = Arc::make_mut(&mut self.rec).ports.get_mut(pi)?;
+        Some((&mut self.ports[pi], pr))
+    }
+}
+
+/// A node's record with the ports of `old` that it still has (matched by
+/// number) and new ones for the rest, all with the node's link facts.
+fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
+    NodeRecord {
+        guid: node.guid,
+        sys_guid: node.sys_guid,
+        node_type: node.node_type,
+        vendor_id: node.vendor_id,
+        device_id: node.device_id,
+        description: node.description.clone(),
+        num_ports: node.num_ports,
+        lid: node.lid,
+        reachable: true,
+        failed_sweeps: 0,
+        class_port_info: None,
+        ports: node
+            .ports
+            .iter()
+            .map(|p| {
+                let mut r = match old.iter().position(|r| r.num == p.num) {
+                    Some(i) => old.swap_remove(i),
+                    None => PortRecord::new(*p),
+                };
+                r.link = *p;
+                r
+            })
+            .collect(),
+        samples_control: None,
+        samples_result: None,
+        samples_result_ext: None,
+        source: DataSource::Pma,
     }
 }
 
@@ -273,6 +345,7 @@ impl SharedState {
                 ..Default::default()
             },
             pending: None,
+            copies: 0,
         })))
     }
 
@@ -315,7 +388,7 @@ impl FabricState {
         use crate::pm::mad::attr;
         let ext = self.nodes.get(ni).is_some_and(|s| {
             !s.no_result_ext
-                && s.cpi.as_ref().is_some_and(|c| {
+                && s.cpi().is_some_and(|c| {
                     c.capability_mask & crate::pm::class_port_info::CAP_EXT_WIDTH != 0
                 })
         });
@@ -359,6 +432,12 @@ impl FabricState {
                 }
             }
             match next_old.take() {
+                Some((o, s)) if o.guid == n.guid && o == n => {
+                    // Nothing changed: the record stays as it is.
+                    nodes.push(n);
+                    states.push(s);
+                    next_old = old_nodes.next().zip(old_states.next());
+                }
                 Some((o, mut s)) if o.guid == n.guid => {
                     let mut ports: Vec<PortState> = Vec::with_capacity(n.ports.len());
                     let mut old_ports: Vec<(u8, PortState)> = o
@@ -382,10 +461,26 @@ impl FabricState {
                         }
                     }
                     s.ports = ports;
+                    // The record takes the node's new facts and keeps
+                    // what was read from it.
+                    let mut old = Arc::unwrap_or_clone(std::mem::replace(
+                        &mut s.rec,
+                        Arc::new(new_record(&n, Vec::new())),
+                    ));
+                    let mut rec = new_record(&n, std::mem::take(&mut old.ports));
+                    rec.reachable = old.reachable;
+                    rec.failed_sweeps = old.failed_sweeps;
+                    rec.class_port_info = old.class_port_info;
+                    rec.samples_control = old.samples_control;
+                    rec.samples_result = old.samples_result;
+                    rec.samples_result_ext = old.samples_result_ext;
+                    rec.source = old.source;
+                    s.rec = Arc::new(rec);
+                    s.dirty = true;
                     // A node whose PMA moved to another LID is asked
                     // ClassPortInfo again at the new one.
                     if o.lid != n.lid {
-                        s.cpi = None;
+                        s.cpi_stale = true;
                         s.redirect = None;
                     }
                     nodes.push(n);
@@ -488,24 +583,28 @@ impl FabricState {
             }
         };
         let newer = |held: Option<Instant>| held.is_none_or(|h| sent >= h);
+        let copies = &mut self.copies;
         match slot {
-            Slot::Cpi(_) => s.cpi = Some(ClassPortInfo::decode(&data)),
+            Slot::Cpi(_) => {
+                s.rec_mut(copies).class_port_info = Some(ClassPortInfo::decode(&data));
+                s.cpi_stale = false;
+            }
             Slot::Counters(_, pi) => {
-                let use_pcx = s.cpi.is_some_and(|c| {
+                let use_pcx = s.cpi().is_some_and(|c| {
                     c.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0
                 });
-                let Some(ps) = s.ports.get_mut(pi) else {
-                    return;
-                };
-                if !newer(ps.counters_at) {
+                if !s.ports.get(pi).is_some_and(|ps| newer(ps.counters_at)) {
                     return;
                 }
+                let Some((ps, pr)) = s.port(pi, copies) else {
+                    return;
+                };
                 let cur = PortCounters::decode(&data);
                 let now = Instant::now();
                 if ps.hc_from_pcx.is_some_and(|was| was != use_pcx) {
                     // The data and packet counters change source: their
                     // totals lose what happened in between.
-                    ps.discontinuity = Some(now);
+                    pr.discontinuity = Some(now);
                 }
                 ps.hc_from_pcx = Some(use_pcx);
                 let skip = if ps.doca.is_some() {
@@ -513,75 +612,83 @@ impl FabricState {
                 } else {
                     0
                 };
-                let went_down = hc::fold_pc(
-                    Arc::make_mut(&mut ps.hc),
-                    ps.counters.as_ref(),
-                    &cur,
-                    use_pcx,
-                    skip,
-                );
-                let cleared = ps
-                    .counters
-                    .as_ref()
-                    .is_some_and(|p| hc::pc_went_down(p, &cur));
+                let first = pr.counters().is_none();
+                let cleared = pr.counters().is_some_and(|p| hc::pc_went_down(p, &cur));
+                let before = pr.hc.all_shown();
+                let went_down = hc::fold_pc(&mut pr.hc, &cur, use_pcx, skip);
+                if let Some(at) = pr.read_at {
+                    let secs = now.saturating_duration_since(at).as_secs_f64();
+                    pr.rates
+                        .update(&before, &pr.hc, hc::pc_slots(use_pcx, skip), secs);
+                }
                 if cleared && !ps.agent_clear {
-                    ps.external_resets = ps.external_resets.wrapping_add(1);
+                    pr.external_resets = pr.external_resets.wrapping_add(1);
                 }
                 ps.agent_clear = false;
-                if went_down || ps.counters.is_none() {
-                    ps.discontinuity = Some(now);
+                if went_down || first {
+                    pr.discontinuity = Some(now);
                 }
-                ps.counters = Some(cur);
                 ps.counters_at = Some(sent);
-                ps.read_at = Some(now);
+                pr.read_at = Some(now);
             }
             Slot::Extended(_, pi) => {
-                if let Some(ps) = s.ports.get_mut(pi) {
+                if let Some((ps, pr)) = s.port(pi, copies) {
                     let cur = PortCountersExtended::decode(&data);
-                    // The first reading after a change of source starts
-                    // from itself.
-                    let prev = if ps.hc_from_pcx == Some(true) {
-                        ps.extended.as_ref()
-                    } else {
-                        Some(&cur)
-                    };
                     let skip = if ps.doca.is_some() {
                         crate::doca::DOCA_SLOTS
                     } else {
                         0
                     };
-                    if hc::fold_pcx(Arc::make_mut(&mut ps.hc), prev, &cur, skip) {
-                        ps.discontinuity = Some(Instant::now());
+                    let now = Instant::now();
+                    let before = pr.hc.all_shown();
+                    if hc::fold_pcx(&mut pr.hc, &cur, skip) {
+                        pr.discontinuity = Some(now);
                         if !ps.agent_clear_ext {
-                            ps.external_resets = ps.external_resets.wrapping_add(1);
+                            pr.external_resets = pr.external_resets.wrapping_add(1);
                         }
                     }
+                    if let Some(at) = ps.pcx_read_at {
+                        let secs = now.saturating_duration_since(at).as_secs_f64();
+                        pr.rates
+                            .update(&before, &pr.hc, hc::PCX_SLOTS & !skip, secs);
+                    }
+                    ps.pcx_read_at = Some(now);
                     ps.agent_clear_ext = false;
-                    ps.extended = Some(cur);
                 }
             }
             Slot::SamplesControl(_) => {
                 s.samples_strikes = 0;
                 if newer(s.samples_at) {
-                    s.samples_control = Some(PortSamplesControl::decode(&data));
+                    s.rec_mut(copies).samples_control = Some(PortSamplesControl::decode(&data));
                 }
             }
             Slot::SamplesResult(_) => {
                 if newer(s.samples_at) {
-                    s.samples_result = Some(PortSamplesResult::decode(&data));
+                    s.rec_mut(copies).samples_result = Some(PortSamplesResult::decode(&data));
                 }
             }
             Slot::SamplesResultExt(_) => {
                 if newer(s.samples_at) {
-                    s.samples_result_ext = Some(PortSamplesResultExtended::decode(&data));
+                    s.rec_mut(copies).samples_result_ext =
+                        Some(PortSamplesResultExtended::decode(&data));
                 }
             }
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
-                if let Some(ps) = s.ports.get_mut(pi)
-                    && let Some(slot) = ps.optional.get_or_insert_default().get_mut(k)
-                {
-                    *slot = Some(Arc::new(*data));
+                if let Some((_, pr)) = s.port(pi, copies) {
+                    let attr_id = OPTIONAL_ATTRS[k];
+                    let reading = OptionalReading {
+                        attr_id,
+                        data: Arc::new(*data),
+                    };
+                    let order = |a: u16| OPTIONAL_ATTRS.iter().position(|&x| x == a);
+                    match pr.optional.iter().position(|o| order(o.attr_id) >= Some(k)) {
+                        Some(i) if pr.optional[i].attr_id == attr_id => pr.optional[i] = reading,
+                        at => {
+                            pr.optional.reserve_exact(1);
+                            pr.optional.insert(at.unwrap_or(pr.optional.len()), reading);
+                        }
+                    }
                 }
             }
         }
@@ -611,9 +718,14 @@ impl FabricState {
             };
             let s = &mut self.nodes[ni];
             s.doca = true;
+            s.dirty = true;
             if let Some(ps) = s.ports.get_mut(pi) {
-                ps.doca
-                    .get_or_insert_with(|| Box::new([None; crate::doca::DATA_IDS.len()]));
+                ps.doca.get_or_insert_with(|| {
+                    Box::new(DocaPort {
+                        prev: [None; crate::doca::DATA_IDS.len()],
+                        rate_mark: None,
+                    })
+                });
             }
         }
         missing
@@ -637,37 +749,45 @@ impl FabricState {
             .iter()
             .position(|p| p.num == num)?;
         let s = &mut self.nodes[ni];
-        let ps = s.ports.get_mut(pi)?;
-        let prev = ps.doca.as_mut()?;
+        s.ports.get(pi)?.doca.as_ref()?;
+        let (ps, pr) = s.port(pi, &mut self.copies)?;
+        let d = ps.doca.as_mut()?;
         let now = Instant::now();
         let mut disc = false;
         for &(i, v) in values {
-            let Some(d) = crate::doca::DATA_IDS.get(i) else {
+            let Some(id) = crate::doca::DATA_IDS.get(i) else {
                 continue;
             };
-            let first = prev[i].is_none();
-            disc |= hc::fold_octets(Arc::make_mut(&mut ps.hc), d.slot, prev[i], v, bits) || first;
-            prev[i] = Some(v);
+            let first = d.prev[i].is_none();
+            disc |= hc::fold_octets(&mut pr.hc, id.slot, d.prev[i], v, bits) || first;
+            d.prev[i] = Some(v);
         }
         // A 32-bit value may have wrapped more than once in a gap.
         if disc || (gap && bits < 64) {
-            ps.discontinuity = Some(now);
+            pr.discontinuity = Some(now);
         }
-        ps.read_at = Some(now);
+        match d.rate_mark {
+            Some((at, _))
+                if now.saturating_duration_since(at).as_secs_f64() < hc::RATE_MIN_SECS => {}
+            Some((at, before)) => {
+                let secs = now.saturating_duration_since(at).as_secs_f64();
+                pr.rates
+                    .update(&before, &pr.hc, crate::doca::DOCA_SLOTS, secs);
+                d.rate_mark = Some((now, pr.hc.all_shown()));
+            }
+            None => d.rate_mark = Some((now, pr.hc.all_shown())),
+        }
+        pr.read_at = Some(now);
         s.seen = true;
         s.doca_fresh = true;
         Some(ni)
     }
 
-    /// The PortCountersExtended reading held for a port (node index, port
-    /// index): the sweeper's, the cache does not keep it.
-    pub fn extended(&self, guid: crate::ib::Guid, num: u8) -> Option<&PortCountersExtended> {
+    /// The PortCountersExtended counters held for a port: those that feed
+    /// its totals.
+    pub fn extended(&self, guid: crate::ib::Guid, num: u8) -> Option<PortCountersExtended> {
         let ni = self.node_index(guid)?;
-        let pi = self.fabric.nodes[ni]
-            .ports
-            .iter()
-            .position(|p| p.num == num)?;
-        self.nodes[ni].ports.get(pi)?.extended.as_ref()
+        self.nodes[ni].rec.port(num)?.hc.pcx()
     }
 
     /// This agent is clearing counters of port `pi` of node `ni`: the
@@ -681,7 +801,7 @@ impl FabricState {
 
     /// The PortCounters reading held for a port (node index, port index).
     pub fn counters(&self, ni: usize, pi: usize) -> Option<&PortCounters> {
-        self.nodes.get(ni)?.ports.get(pi)?.counters.as_ref()
+        self.nodes.get(ni)?.rec.ports.get(pi)?.counters()
     }
 
     /// Record that a write at `sent` produced this sample state: earlier
@@ -697,19 +817,14 @@ impl FabricState {
         let after = self.cfg.unreachable_after.max(1);
         for s in &mut self.nodes {
             s.failed_sweeps = s.failed_sweeps.max(after);
-            s.cpi = None;
+            s.dirty = true;
+            s.cpi_stale = true;
             s.redirect = None;
         }
     }
 
-    /// End of a sweep: count failures, mark nodes unreachable or back,
-    /// and update the rates of the ports read since the last mark.
+    /// End of a sweep: count failures, mark nodes unreachable or back.
     pub fn end_sweep(&mut self, answered: &[bool]) {
-        for s in &mut self.nodes {
-            for ps in &mut s.ports {
-                update_rates(ps);
-            }
-        }
         // Nodes that newly left optional attributes unanswered, by the set
         // of attributes: (count, first node's GUID and index). One log line
         // per set, not per node: a fabric of one device type logs once.
@@ -755,9 +870,11 @@ impl FabricState {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
                     info!(node = %node.guid, desc = %crate::ib::Escaped(&node.description), "node answers again");
                 }
+                s.dirty |= s.failed_sweeps != 0 || !s.seen;
                 s.failed_sweeps = 0;
                 s.seen = true;
             } else {
+                s.dirty = true;
                 s.failed_sweeps = s.failed_sweeps.saturating_add(1);
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
@@ -767,7 +884,7 @@ impl FabricState {
                         "node unreachable"
                     );
                     // Ask ClassPortInfo again when it comes back.
-                    s.cpi = None;
+                    s.cpi_stale = true;
                     s.redirect = None;
                     s.no_samples = false;
                     s.samples_strikes = 0;
@@ -790,54 +907,53 @@ impl FabricState {
         }
     }
 
-    /// The record of node `ni` as the cache should show it, or `None` when
-    /// it has no rows.
-    fn record(&self, ni: usize, prev: &Snapshot) -> Option<NodeRecord> {
-        let mut r = self.record_inner(ni, prev)?;
-        r.source = match (self.nodes[ni].doca, self.cfg.mads) {
+    /// Bring node `ni`'s record up to date with the node's state.
+    fn sync(&mut self, ni: usize) {
+        let s = &mut self.nodes[ni];
+        if !std::mem::take(&mut s.dirty) {
+            return;
+        }
+        let reachable = s.failed_sweeps < self.cfg.unreachable_after;
+        let source = match (s.doca, self.cfg.mads) {
             (false, _) => DataSource::Pma,
             (true, false) => DataSource::Doca,
             (true, true) => DataSource::PmaAndDoca,
         };
-        Some(r)
+        let r = &s.rec;
+        if r.reachable == reachable && r.failed_sweeps == s.failed_sweeps && r.source == source {
+            return;
+        }
+        let r = Arc::make_mut(&mut s.rec);
+        r.reachable = reachable;
+        r.failed_sweeps = s.failed_sweeps;
+        r.source = source;
     }
 
-    fn record_inner(&self, ni: usize, prev: &Snapshot) -> Option<NodeRecord> {
-        let node = &self.fabric.nodes[ni];
+    /// Node `ni`'s record as the cache should show it (brought up to
+    /// date), or `None` when it has no rows: it never answered, or it is
+    /// unreachable and unreachable nodes are not kept (an unreachable node
+    /// that is kept shows the values it had when last seen).
+    fn record(&mut self, ni: usize) -> Option<Arc<NodeRecord>> {
+        self.sync(ni);
         let s = &self.nodes[ni];
-        if !s.seen {
-            return None;
-        }
-        let reachable = s.failed_sweeps < self.cfg.unreachable_after;
-        if !reachable {
-            if !self.cfg.keep_unreachable {
-                return None;
-            }
-            // An unreachable node keeps the values it had when last seen.
-            if let Some(old) = prev.node(node.guid) {
-                let mut old = old.clone();
-                old.reachable = false;
-                old.failed_sweeps = s.failed_sweeps;
-                return Some(old);
-            }
-        }
-        Some(record(node, s, reachable))
+        let rows = s.seen && (s.rec.reachable || self.cfg.keep_unreachable);
+        rows.then(|| Arc::clone(&s.rec))
     }
 
     /// Publish a whole new snapshot.
-    pub fn publish(&self, cache: &Cache) {
+    pub fn publish(&mut self, cache: &Cache) {
         self.publish_as(cache, self.sweep_no);
     }
 
     /// Publish a snapshot of every node with rows, numbered `sweep`;
     /// returns the number of nodes in it.
-    fn publish_as(&self, cache: &Cache, sweep: u64) -> usize {
+    fn publish_as(&mut self, cache: &Cache, sweep: u64) -> usize {
         let prev = cache.load();
         let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
-            .filter_map(|ni| self.record(ni, &prev))
-            .map(Arc::new)
+            .filter_map(|ni| self.record(ni))
             .collect();
         let rows = nodes.len();
+        self.copies = 0;
         // Fabric nodes are ordered by GUID, so the records are too.
         cache.publish(Snapshot {
             sweep,
@@ -856,33 +972,20 @@ impl FabricState {
     /// again after a restart: their readings are not kept).
     pub fn export_totals(&self) -> Vec<SavedPort> {
         let mut out = Vec::new();
-        for (node, s) in self.fabric.nodes.iter().zip(&self.nodes) {
-            for (p, ps) in node.ports.iter().zip(&s.ports) {
-                let (Some(pc), None) = (&ps.counters, &ps.doca) else {
+        for s in &self.nodes {
+            for (pr, ps) in s.rec.ports.iter().zip(&s.ports) {
+                if pr.counters().is_none() || ps.doca.is_some() {
                     continue;
-                };
-                let from_pcx = ps.hc_from_pcx == Some(true) && ps.extended.is_some();
-                let mut saved = SavedPort {
-                    guid: node.guid,
-                    port: p.num,
-                    from_pcx,
-                    valid: 0,
-                    totals: ps.hc.values,
-                    raw: [0; HC_SLOTS],
-                };
-                for (k, c) in hc::HC.iter().enumerate() {
-                    if ps.hc.valid & (1 << k) == 0 {
-                        continue;
-                    }
-                    let raw = match (c.pcx, &ps.extended, c.pc) {
-                        (Some(f), Some(x), _) if from_pcx => x.get(f),
-                        (_, _, Some(f)) if !(from_pcx && c.pcx.is_some()) => pc.get(f),
-                        _ => continue,
-                    };
-                    saved.raw[k] = raw;
-                    saved.valid |= 1 << k;
                 }
-                out.push(saved);
+                let (valid, raw, totals) = pr.hc.export();
+                out.push(SavedPort {
+                    guid: s.rec.guid,
+                    port: pr.num,
+                    from_pcx: pr.hc.fed_by_pcx(hc::OUT_OCTETS),
+                    valid,
+                    totals,
+                    raw,
+                });
             }
         }
         out
@@ -905,30 +1008,14 @@ impl FabricState {
             else {
                 continue;
             };
-            let Some(ps) = self.nodes[ni].ports.get_mut(pi) else {
+            let Some((ps, pr)) = self.nodes[ni].port(pi, &mut self.copies) else {
                 continue;
             };
-            if ps.counters.is_some() || ps.doca.is_some() {
+            if pr.counters().is_some() || ps.doca.is_some() {
                 continue;
             }
-            let mut pc = PortCounters::default();
-            let mut pcx = PortCountersExtended::default();
-            for (k, c) in hc::HC.iter().enumerate() {
-                if sp.valid & (1 << k) == 0 {
-                    continue;
-                }
-                match (c.pcx, c.pc) {
-                    (Some(f), _) if sp.from_pcx => pcx.set(f, sp.raw[k]),
-                    (_, Some(f)) => pc.set(f, sp.raw[k]),
-                    _ => continue,
-                }
-                let t = Arc::make_mut(&mut ps.hc);
-                t.values[k] = sp.totals[k];
-                t.valid |= 1 << k;
-            }
+            pr.hc.restore(sp.from_pcx, sp.valid, &sp.raw, &sp.totals);
             ps.hc_from_pcx = Some(sp.from_pcx);
-            ps.counters = Some(pc);
-            ps.extended = sp.from_pcx.then_some(pcx);
             matched += 1;
         }
         matched
@@ -945,72 +1032,16 @@ impl FabricState {
     }
 
     /// Publish node `ni`'s record alone into the current snapshot.
-    pub fn publish_node(&self, cache: &Cache, ni: usize) {
-        let prev = cache.load();
-        cache.patch(self.fabric.nodes[ni].guid, self.record(ni, &prev));
+    pub fn publish_node(&mut self, cache: &Cache, ni: usize) {
+        let record = self.record(ni);
+        cache.patch(self.fabric.nodes[ni].guid, record);
     }
-}
 
-fn record(node: &Node, s: &NodeState, reachable: bool) -> NodeRecord {
-    NodeRecord {
-        guid: node.guid,
-        sys_guid: node.sys_guid,
-        node_type: node.node_type,
-        vendor_id: node.vendor_id,
-        device_id: node.device_id,
-        description: node.description.clone(),
-        num_ports: node.num_ports,
-        lid: node.lid,
-        reachable,
-        failed_sweeps: s.failed_sweeps,
-        class_port_info: s.cpi,
-        ports: node
-            .ports
-            .iter()
-            .zip(&s.ports)
-            .map(|(p, ps)| PortRecord {
-                num: p.num,
-                link: *p,
-                counters: ps.counters,
-                hc: Arc::clone(&ps.hc),
-                rates: ps.rates.clone(),
-                read_at: ps.read_at,
-                discontinuity: ps.discontinuity,
-                external_resets: ps.external_resets,
-                optional: ps
-                    .optional
-                    .iter()
-                    .flat_map(|o| o.iter())
-                    .zip(OPTIONAL_ATTRS)
-                    .filter_map(|(d, attr_id)| {
-                        d.as_ref().map(|d| OptionalReading {
-                            attr_id,
-                            data: Arc::clone(d),
-                        })
-                    })
-                    .collect(),
-            })
-            .collect(),
-        samples_control: s.samples_control,
-        samples_result: s.samples_result,
-        samples_result_ext: s.samples_result_ext,
-        source: Default::default(),
-    }
-}
-
-/// Rates over the time since the port's rate mark, when it was read
-/// since: at least a second apart, so a write's reply folded in between
-/// sweeps does not make a rate out of a few milliseconds.
-fn update_rates(ps: &mut PortState) {
-    let Some(read_at) = ps.read_at else { return };
-    match ps.rate_mark {
-        Some((at, before)) => {
-            let secs = read_at.saturating_duration_since(at).as_secs_f64();
-            if secs >= 1.0 {
-                ps.rates = Some(Arc::new(hc::rates(&before, &ps.hc, secs)));
-                ps.rate_mark = Some((read_at, *ps.hc));
-            }
-        }
-        None => ps.rate_mark = Some((read_at, *ps.hc)),
+    /// Publish what the sweep has so far when it has copied enough
+    /// records ([`PUBLISH_AFTER_COPIES`]); returns the number of nodes with
+    /// rows when it did.
+    pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
+        let due = PUBLISH_AFTER_COPIES.max(self.nodes.len() / 8);
+        (self.copies >= due).then(|| self.publish_partial(cache, answered))
     }
 }

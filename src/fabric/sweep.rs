@@ -249,7 +249,7 @@ impl Sweeper {
         } else {
             debug!(nodes = report.nodes, "fabric rediscovered: no change");
         }
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         st.publish(&self.cache);
     }
 
@@ -283,7 +283,7 @@ impl Sweeper {
                 let mut reqs = Vec::new();
                 let mut slots = Vec::new();
                 for ni in (0..n).filter(|_| st.cfg.mads) {
-                    if st.nodes[ni].cpi.is_none()
+                    if st.nodes[ni].cpi_stale
                         && let Some(to) = st.pma(ni, None)
                     {
                         reqs.push(get(to, attr::CLASS_PORT_INFO, [0; 192]));
@@ -399,7 +399,7 @@ impl Sweeper {
                 .saturating_sub(1)
                 .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
-            let Some(cpi) = &st.nodes[ni].cpi else {
+            let Some(cpi) = st.nodes[ni].cpi() else {
                 continue;
             };
             let ext = cpi.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0;
@@ -529,6 +529,9 @@ impl Sweeper {
             done += 1;
             let mut st = state.lock();
             st.apply(slots[i], outcome, sent, answered);
+            // Records the sweep copied replace the published ones as it
+            // goes: the memory of two versions stays bounded.
+            st.publish_if_due(cache, answered);
             if log_progress && last_log.elapsed() >= FIRST_SWEEP_PROGRESS {
                 // Serve from the first second: the nodes read so far get
                 // their rows now, not when the first sweep ends.
@@ -807,7 +810,7 @@ mod tests {
                 } else {
                     p.lid
                 };
-                let got = rec.port(p.num).unwrap().counters.unwrap();
+                let got = rec.port(p.num).unwrap().counters().copied().unwrap();
                 // The frozen clock: a second read gives the same values.
                 assert_eq!(
                     got,
@@ -870,7 +873,7 @@ mod tests {
         let o = snap.node(other).unwrap();
         assert_eq!(o.source, DataSource::Pma);
         assert_eq!(o.port(1).unwrap().hc.shown(hc::IN_DISCARDS), None);
-        let pcx = *sw.state().lock().extended(other, 1).unwrap();
+        let pcx = sw.state().lock().extended(other, 1).unwrap();
         assert_eq!(
             o.port(1).unwrap().hc.shown(hc::OUT_OCTETS),
             Some(pcx.xmit_data * 4)
@@ -888,7 +891,16 @@ mod tests {
             .find(|n| n.node_type == NodeType::Ca)
             .unwrap();
         let slot = crate::fabric::hc::OUT_PKTS;
-        let total = |c: &Cache| c.load().node(node.guid).unwrap().port(1).unwrap().hc.values[slot];
+        let total = |c: &Cache| {
+            c.load()
+                .node(node.guid)
+                .unwrap()
+                .port(1)
+                .unwrap()
+                .hc
+                .value(slot)
+                .unwrap()
+        };
         let t1 = total(&cache);
         assert!(t1 > 0);
         clock.advance(Duration::from_secs(1));
@@ -943,7 +955,7 @@ mod tests {
                     assert!(keep);
                     assert!(!r.reachable);
                     assert!(
-                        r.ports.iter().any(|p| p.counters.is_some()),
+                        r.ports.iter().any(|p| p.counters().is_some()),
                         "last values kept"
                     );
                 }
@@ -1220,7 +1232,10 @@ mod tests {
                 .unwrap();
             let lid = ca.ports[0].lid;
             let slot = crate::fabric::hc::OUT_OCTETS;
-            let t1 = cache.load().node(ca.guid).unwrap().ports[0].hc.values[slot];
+            let t1 = cache.load().node(ca.guid).unwrap().ports[0]
+                .hc
+                .value(slot)
+                .unwrap();
             let now = rig::port_counters(&sim, lid, ca.ports[0].num);
             if clear {
                 assert!(
@@ -1231,7 +1246,10 @@ mod tests {
                 // The next sweep keeps counting from the cleared value.
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
-                let t2 = cache.load().node(ca.guid).unwrap().ports[0].hc.values[slot];
+                let t2 = cache.load().node(ca.guid).unwrap().ports[0]
+                    .hc
+                    .value(slot)
+                    .unwrap();
                 let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");

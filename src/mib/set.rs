@@ -725,7 +725,7 @@ mod tests {
         let ca = dual_port_ca(&sim);
         let mut rec = v.cache().load().node(ca).unwrap().clone();
         rec.reachable = false;
-        v.cache().patch(ca, Some(rec));
+        v.cache().patch(ca, Some(std::sync::Arc::new(rec)));
         let snap = v.cache().load();
         let w = v.writes();
         let now = Instant::now();

@@ -1122,7 +1122,7 @@ pub const TABLES: &[Table] = &[
         number: T_PORT_COUNTERS,
         name: "pmPortCountersTable",
         index: IndexScheme::NodeGuid,
-        present: |n| n.ports.iter().any(|p| p.counters.is_some()),
+        present: |n| n.ports.iter().any(|p| p.counters().is_some()),
         port_present: |_| false,
         attr: None,
     },
@@ -1154,8 +1154,8 @@ pub const TABLES: &[Table] = &[
         number: T_PORT_RATE,
         name: "pmPortRateTable",
         index: IndexScheme::NodeGuidPort,
-        present: |n| n.ports.iter().any(|p| p.rates.is_some()),
-        port_present: |p| p.rates.is_some(),
+        present: |n| n.ports.iter().any(|p| p.rates.valid != 0),
+        port_present: |p| p.rates.valid != 0,
         attr: None,
     },
     Table {
@@ -1415,7 +1415,7 @@ pub fn read_at(
         Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
         Source::HcDiscontinuity => Value::TimeTicks(timestamp(port?.discontinuity)),
         Source::Rate(c) => rate_value(c, port?)?,
-        Source::ErrorRate(k) => Value::Gauge32(gauge(port?.rates.as_ref()?[k])),
+        Source::ErrorRate(k) => Value::Gauge32(gauge((port?.rates.get(k)? * 1000.0) as u64)),
         Source::PortClear => Value::Gauge32(0),
         Source::Lane(a) => {
             let p = port?;
@@ -1580,8 +1580,11 @@ fn congestion_share(xmit_wait_per_s: f64) -> f64 {
 }
 
 fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
-    let r = port.rates.as_ref()?;
-    let per_s = |k: usize| r[k] as f64 / 1000.0;
+    let r = &port.rates;
+    if r.valid == 0 {
+        return None;
+    }
+    let per_s = |k: usize| r.get(k).unwrap_or(0.0);
     let rate_mbps = port.link.rate_mbps().unwrap_or(0);
     let capacity_bps = rate_mbps as f64 * 1e6;
     let congestion = congestion_share(per_s(hc::XMIT_WAIT));
@@ -1668,12 +1671,12 @@ pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersFi
         }
         node.ports
             .iter()
-            .filter_map(|p| p.counters.as_ref())
+            .filter_map(|p| p.counters())
             .map(|c| c.get(counter))
             .fold(0u64, u64::saturating_add)
     } else {
         node.port(port_select)
-            .and_then(|p| p.counters.as_ref())
+            .and_then(|p| p.counters())
             .map_or(0, |c| c.get(counter))
     };
     u32::try_from(v.min(max)).unwrap_or(u32::MAX)

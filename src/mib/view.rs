@@ -313,14 +313,19 @@ mod tests {
             failed_sweeps: 0,
             class_port_info: Some(ClassPortInfo::default()),
             ports: (1..=ports)
-                .map(|num| PortRecord {
-                    num,
-                    counters: Some(PortCounters {
+                .map(|num| {
+                    let mut hc = crate::fabric::hc::HcTotals::default();
+                    let pc = PortCounters {
                         symbol_errors: num as u16 * 10,
                         xmit_data: 0xFFFF_FFF0,
                         ..Default::default()
-                    }),
-                    ..Default::default()
+                    };
+                    crate::fabric::hc::fold_pc(&mut hc, &pc, false, 0);
+                    PortRecord {
+                        num,
+                        hc,
+                        ..Default::default()
+                    }
                 })
                 .collect(),
             samples_control: None,
@@ -364,11 +369,13 @@ mod tests {
             assert!(seen.len() < 1000);
         }
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
-        // pmNodeTable (12); per port (3): pmPortTable (13); the agent's 13
-        // scalars. No port has 64-bit totals or rates yet.
-        assert_eq!(seen.len(), 2 * (18 + 12) + 3 * 13 + 13);
-        let hc = oid("1.3.6.1.3.117.1.7");
-        assert!(!seen.iter().any(|vb| vb.name.starts_with(hc.as_slice())));
+        // pmNodeTable (12); per port (3): pmPortTable (13) and
+        // pmPortCounters64Table (the 17 totals PortCounters feeds and the
+        // discontinuity time); the agent's 13 scalars. One reading makes
+        // no rate.
+        assert_eq!(seen.len(), 2 * (18 + 12) + 3 * (13 + 18) + 13);
+        let rates = oid("1.3.6.1.3.117.1.8");
+        assert!(!seen.iter().any(|vb| vb.name.starts_with(rates.as_slice())));
         assert_eq!(
             seen[0].name,
             oid("1.3.6.1.3.117.1.1.1.2.0.2.201.3.0.0.18.52")

@@ -437,10 +437,7 @@ mod tests {
                                 remote: Some((Guid(0x100 + (i + 1) % n), q)),
                                 ..Default::default()
                             },
-                            hc: Arc::new(HcTotals {
-                                valid: u32::MAX >> (32 - hc::HC_SLOTS),
-                                ..Default::default()
-                            }),
+                            hc: HcTotals::zeros(u32::MAX >> (32 - hc::HC_SLOTS)),
                             ..Default::default()
                         })
                         .collect(),
@@ -486,7 +483,7 @@ mod tests {
         }
 
         fn add(&mut self, node: usize, port: usize, slot: usize, n: u64) {
-            Arc::make_mut(&mut self.nodes[node].ports[port].hc).values[slot] += n;
+            self.nodes[node].ports[port].hc.add(slot, n);
         }
     }
 
