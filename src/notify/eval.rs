@@ -24,9 +24,11 @@
 //! slice, with no allocation of its own ([`PORT_BYTES`]): times are
 //! milliseconds from the evaluator's epoch, the thresholds an index into
 //! the shared sets, and each sample keeps the error totals in their low 32
-//! bits (exact while a counter's increase over a window stays below 2^32,
-//! some 50,000 errors a second over the longest window) and the XmitWait
-//! and octet totals whole.
+//! bits and the XmitWait and octet totals whole. An error counter's
+//! increase is then exact while it stays below 2^32 from the base sample
+//! to the reading (at most about 1.5 windows and a sweep interval apart:
+//! with the longest window, a day, some 30,000 errors a second; the
+//! 16-bit PortCounters fields saturate at 65,535 a reading).
 
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
