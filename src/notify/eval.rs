@@ -1010,7 +1010,7 @@ mod tests {
     #[test]
     fn error_totals_past_32_bits_give_their_increase() {
         let mut f = Fab::new(1, 1);
-        Arc::make_mut(&mut f.nodes[0].ports[0].hc).values[SYM] = (7 << 32) - 3;
+        f.add(0, 0, SYM, (7 << 32) - 3);
         let mut ev = eval(0);
         // First sight, then the first samples.
         for t in [0, 5, 10] {
