@@ -107,6 +107,7 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    ibpm_agentx::heap::limit_arenas(1);
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::CheckConfig { config } => match check(&config) {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwap;
 
 use crate::fabric::hc::{HcTotals, Rates};
+use crate::fabric::state::OPTIONAL_ATTRS;
 use crate::ib::{Guid, NodeType, Port};
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
 
@@ -28,11 +29,8 @@ pub struct PortRecord {
     /// The last time one of the port's 64-bit totals lost increments (the
     /// row appeared, a counter went down, the source changed).
     pub discontinuity: Option<Instant>,
-    /// Latest readings of the optional attributes ([`OPTIONAL_ATTRS`])
-    /// the node answers, in that order.
-    ///
-    /// [`OPTIONAL_ATTRS`]: crate::fabric::state::OPTIONAL_ATTRS
-    pub optional: Vec<OptionalReading>,
+    /// Latest readings of the optional attributes the node answers.
+    pub optional: OptionalReadings,
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
@@ -54,14 +52,102 @@ impl PortRecord {
     }
 }
 
-/// One reading of an optional PM attribute (PortRcvErrorDetails 0x15 ..
-/// PortRcvDataSL 0x37) for a port: the attribute's 192-byte data
-/// area as the PMA returned it, shared with the sweeper's state (a
-/// snapshot copies the pointer, not the bytes).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OptionalReading {
-    pub attr_id: u16,
-    pub data: Arc<[u8; 192]>,
+/// The latest readings of the optional PM attributes
+/// ([`OPTIONAL_ATTRS`]) a port answers, packed in one allocation: each
+/// reading's 192-byte data area without its trailing zero bytes (counters
+/// that never counted take no room). A port that answers none has no
+/// allocation.
+///
+/// Layout: the set of attributes held (u32, bit k for `OPTIONAL_ATTRS[k]`),
+/// one length byte per attribute, then the readings in that order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OptionalReadings(Option<Box<[u8]>>);
+
+const OPT_HEAD: usize = 4 + OPTIONAL_ATTRS.len();
+const _: () = assert!(OPTIONAL_ATTRS.len() <= 32);
+
+impl OptionalReadings {
+    fn held(&self) -> u32 {
+        self.0
+            .as_ref()
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn lens(&self) -> [u8; OPTIONAL_ATTRS.len()] {
+        let mut l = [0; OPTIONAL_ATTRS.len()];
+        if let Some(b) = &self.0 {
+            l.copy_from_slice(&b[4..OPT_HEAD]);
+        }
+        l
+    }
+
+    /// The reading of `attr_id`, zeros restored.
+    pub fn get(&self, attr_id: u16) -> Option<[u8; 192]> {
+        let k = OPTIONAL_ATTRS.iter().position(|&a| a == attr_id)?;
+        if self.held() & (1 << k) == 0 {
+            return None;
+        }
+        let b = self.0.as_ref()?;
+        let lens = self.lens();
+        let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        let mut d = [0u8; 192];
+        let n = usize::from(lens[k]);
+        d[..n].copy_from_slice(b.get(at..at + n)?);
+        Some(d)
+    }
+
+    /// The attributes held, in [`OPTIONAL_ATTRS`] order.
+    pub fn attrs(&self) -> impl Iterator<Item = u16> + '_ {
+        let held = self.held();
+        OPTIONAL_ATTRS
+            .iter()
+            .enumerate()
+            .filter(move |(k, _)| held & (1 << k) != 0)
+            .map(|(_, &a)| a)
+    }
+
+    /// How many attributes are held.
+    pub fn len(&self) -> usize {
+        self.held().count_ones() as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held() == 0
+    }
+
+    /// Hold `data` as the reading of `OPTIONAL_ATTRS[k]`.
+    pub fn set(&mut self, k: usize, data: &[u8; 192]) {
+        let n = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let (held, lens) = (self.held(), self.lens());
+        let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        if held & (1 << k) != 0
+            && usize::from(lens[k]) == n
+            && let Some(b) = &mut self.0
+        {
+            b[at..at + n].copy_from_slice(&data[..n]);
+            return;
+        }
+        // Another length: the readings are laid out again.
+        let old = self.0.take();
+        let old_at = |j: usize| OPT_HEAD + lens[..j].iter().map(|&l| usize::from(l)).sum::<usize>();
+        let mut v = Vec::with_capacity(
+            OPT_HEAD + lens.iter().map(|&l| usize::from(l)).sum::<usize>() + n
+                - usize::from(lens[k]),
+        );
+        v.extend_from_slice(&(held | 1 << k).to_le_bytes());
+        let mut new_lens = lens;
+        new_lens[k] = n as u8;
+        v.extend_from_slice(&new_lens);
+        for j in 0..OPTIONAL_ATTRS.len() {
+            if j == k {
+                v.extend_from_slice(&data[..n]);
+            } else if let Some(b) = &old {
+                let a = old_at(j);
+                v.extend_from_slice(&b[a..a + usize::from(lens[j])]);
+            }
+        }
+        self.0 = Some(v.into_boxed_slice());
+    }
 }
 
 /// What fills a node's rows (pmNodeSource).
@@ -241,5 +327,50 @@ impl Cache {
             next.count_reachable();
             next
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(port: u8, fill: &[(usize, u8)]) -> [u8; 192] {
+        let mut d = [0u8; 192];
+        d[1] = port;
+        for &(i, v) in fill {
+            d[i] = v;
+        }
+        d
+    }
+
+    #[test]
+    fn optional_readings_keep_each_data_area_without_its_trailing_zeros() {
+        let mut o = OptionalReadings::default();
+        assert!(
+            o.is_empty() && o.0.is_none(),
+            "nothing held, nothing allocated"
+        );
+        let (a, b, c) = (OPTIONAL_ATTRS[0], OPTIONAL_ATTRS[5], OPTIONAL_ATTRS[16]);
+        o.set(5, &reading(3, &[(40, 9)]));
+        o.set(0, &reading(3, &[(4, 1)]));
+        o.set(16, &reading(3, &[(191, 7)]));
+        assert_eq!(o.attrs().collect::<Vec<_>>(), vec![a, b, c]);
+        assert_eq!(o.get(a), Some(reading(3, &[(4, 1)])));
+        assert_eq!(o.get(b), Some(reading(3, &[(40, 9)])));
+        assert_eq!(o.get(c), Some(reading(3, &[(191, 7)])));
+        assert_eq!(o.get(OPTIONAL_ATTRS[1]), None);
+        assert_eq!(o.0.as_ref().unwrap().len(), 4 + 17 + 5 + 41 + 192);
+        // The same length is written in place; another one lays the
+        // readings out again, the others unchanged.
+        o.set(0, &reading(3, &[(4, 2)]));
+        assert_eq!(o.get(a), Some(reading(3, &[(4, 2)])));
+        o.set(5, &reading(3, &[(100, 1), (40, 9)]));
+        assert_eq!(o.get(b), Some(reading(3, &[(100, 1), (40, 9)])));
+        assert_eq!(o.get(a), Some(reading(3, &[(4, 2)])));
+        assert_eq!(o.get(c), Some(reading(3, &[(191, 7)])));
+        // A reading of zeros only (port 0) is held, in no room.
+        o.set(1, &[0; 192]);
+        assert_eq!(o.get(OPTIONAL_ATTRS[1]), Some([0; 192]));
+        assert_eq!(o.len(), 4);
     }
 }

@@ -11,9 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{
-    Cache, DataSource, NodeRecord, OptionalReading, PortRecord, Snapshot, SweepFigures,
-};
+use super::cache::{Cache, DataSource, NodeRecord, PortRecord, Snapshot, SweepFigures};
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS};
 use super::persist::SavedPort;
@@ -676,19 +674,7 @@ impl FabricState {
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
                 if let Some((_, pr)) = s.port(pi, copies) {
-                    let attr_id = OPTIONAL_ATTRS[k];
-                    let reading = OptionalReading {
-                        attr_id,
-                        data: Arc::new(*data),
-                    };
-                    let order = |a: u16| OPTIONAL_ATTRS.iter().position(|&x| x == a);
-                    match pr.optional.iter().position(|o| order(o.attr_id) >= Some(k)) {
-                        Some(i) if pr.optional[i].attr_id == attr_id => pr.optional[i] = reading,
-                        at => {
-                            pr.optional.reserve_exact(1);
-                            pr.optional.insert(at.unwrap_or(pr.optional.len()), reading);
-                        }
-                    }
+                    pr.optional.set(k, &data);
                 }
             }
         }

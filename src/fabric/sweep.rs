@@ -356,6 +356,13 @@ impl Sweeper {
             st.publish(&self.cache);
         }
         self.notify();
+        // The records this sweep replaced are free now: their pages go back.
+        let trim = Instant::now();
+        crate::heap::trim();
+        debug!(
+            us = trim.elapsed().as_micros() as u64,
+            "free heap pages given back"
+        );
         let stats = SweepStats {
             sweep: sweep_no,
             nodes: n,
@@ -1123,11 +1130,12 @@ mod tests {
         assert_eq!(st1.optional_timeouts, sw_ports);
         let snap = cache.load();
         let rec = snap.node(ca.guid).unwrap();
-        let got: Vec<u16> = rec.ports[0].optional.iter().map(|o| o.attr_id).collect();
+        let got: Vec<u16> = rec.ports[0].optional.attrs().collect();
         assert_eq!(got, OPTIONAL_ATTRS.to_vec());
-        for o in &rec.ports[0].optional {
-            assert_eq!(o.data[1], ca.ports[0].num, "PortSelect echoed");
-            assert_eq!(u16::from(o.data[2]), o.attr_id);
+        for a in rec.ports[0].optional.attrs() {
+            let data = rec.ports[0].optional.get(a).unwrap();
+            assert_eq!(data[1], ca.ports[0].num, "PortSelect echoed");
+            assert_eq!(u16::from(data[2]), a);
         }
         let swrec = snap.node(sw.guid).unwrap();
         assert!(
@@ -1144,12 +1152,12 @@ mod tests {
         let (n3, _) = per_sweep(&mut sweeper);
         assert_eq!(n3, ca_ports * all + sw_ports * (all - 1) + others);
         // Readings are kept, and refreshed (the request count moved).
-        let before = rec.ports[0].optional[0].data[3];
+        let first = |r: &crate::fabric::cache::NodeRecord| {
+            r.ports[0].optional.get(OPTIONAL_ATTRS[0]).unwrap()[3]
+        };
+        let before = first(rec);
         let snap = cache.load();
-        assert_ne!(
-            snap.node(ca.guid).unwrap().ports[0].optional[0].data[3],
-            before
-        );
+        assert_ne!(first(snap.node(ca.guid).unwrap()), before);
         // Rarely, what went unanswered is asked again: once, on the sweep
         // numbered a multiple of RETRY_UNANSWERED_SWEEPS, by every node.
         let mut counts = Vec::new();

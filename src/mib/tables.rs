@@ -1227,8 +1227,8 @@ fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
 /// The port holds a reading of a per-lane attribute of kind `lane`.
 fn has_lane_reading(p: &PortRecord, lane: crate::pm::optional::Lane) -> bool {
     p.optional
-        .iter()
-        .any(|o| crate::pm::optional::lane_attr(o.attr_id, lane).is_some())
+        .attrs()
+        .any(|a| crate::pm::optional::lane_attr(a, lane).is_some())
 }
 
 const fn optional_table(i: usize) -> Table {
@@ -1422,14 +1422,14 @@ pub fn read_at(
             if !a.layout.holds(rs_fec_layout(node, p)) {
                 return None;
             }
-            Value::Gauge32(gauge(a.get(optional_reading(p, a.attr_id)?, row.lane)?))
+            Value::Gauge32(gauge(a.get(&optional_reading(p, a.attr_id)?, row.lane)?))
         }
         Source::FecMode => Value::Integer(port?.link.fec.map_or(0, |f| f.mib()) as i32),
         Source::Fec(t) => {
             let p = port?;
             let data = optional_reading(p, crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
             Value::Gauge32(gauge(crate::pm::optional::fec_total(
-                data,
+                &data,
                 rs_fec_layout(node, p),
                 t,
             )?))
@@ -1452,11 +1452,8 @@ pub fn clear_selects(mask: u32) -> (u16, u8) {
 }
 
 /// The port's latest reading of optional attribute `attr_id`.
-fn optional_reading(p: &PortRecord, attr_id: u16) -> Option<&[u8; 192]> {
-    p.optional
-        .iter()
-        .find(|o| o.attr_id == attr_id)
-        .map(|o| &*o.data)
+fn optional_reading(p: &PortRecord, attr_id: u16) -> Option<[u8; 192]> {
+    p.optional.get(attr_id)
 }
 
 fn gauge(v: u64) -> u32 {
@@ -1514,11 +1511,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
                 .to_vec(),
         ),
         NodeCol::OptionalAttributes => {
-            let mut ids: Vec<u16> = node
-                .ports
-                .iter()
-                .flat_map(|p| p.optional.iter().map(|o| o.attr_id))
-                .collect();
+            let mut ids: Vec<u16> = node.ports.iter().flat_map(|p| p.optional.attrs()).collect();
             ids.sort_unstable();
             ids.dedup();
             let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();
