@@ -492,15 +492,6 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
     start_with(cfg, backend, Shutdown::new())
 }
 
-/// The process's resident memory (VmRSS), where /proc says it: the log
-/// gives it once the fabric is loaded, before any state is kept for it
-/// (scripts/bench-scale measures the agent's share from there).
-fn resident_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// [`start`] with the given shutdown signal. When a part cannot start, the
 /// parts already started are stopped before the error is returned.
 pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
@@ -517,7 +508,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         backend = %cfg.fabric.backend,
         nodes = fabric.nodes.len(),
         ports,
-        rss_kb = resident_kb().unwrap_or(0),
+        rss_kb = crate::heap::resident_kb().unwrap_or(0),
         "fabric loaded"
     );
     crate::mib::tables::start_clock();

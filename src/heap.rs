@@ -24,6 +24,30 @@ pub fn limit_arenas(n: i32) {
     let _ = n;
 }
 
+/// Bytes the heap holds: (in use by allocations, taken from the kernel),
+/// or None where the allocator does not say.
+pub fn usage() -> Option<(u64, u64)> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters (under its
+        // locks) and returns them by value.
+        let m = unsafe { libc::mallinfo2() };
+        Some(((m.uordblks + m.hblkhd) as u64, (m.arena + m.hblkhd) as u64))
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}
+
+/// The process's resident memory (VmRSS) in kB, where /proc says it: the
+/// log gives it once the fabric is loaded, before any state is kept for
+/// it, and after each sweep (scripts/bench-scale measures the agent's share
+/// from the two).
+pub fn resident_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Give the heap's free pages back to the kernel.
 pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -1,7 +1,8 @@
 //! The per-node cache, published as immutable snapshots: the sweeper builds a
 //! new `Snapshot` and swaps a pointer; readers never wait on the sweeper.
 
-use std::sync::Arc;
+use std::num::NonZeroU64;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
@@ -10,6 +11,36 @@ use crate::fabric::hc::{HcTotals, Rates};
 use crate::fabric::state::OPTIONAL_ATTRS;
 use crate::ib::{Guid, NodeType, Port};
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
+
+/// A moment as a record keeps it: microseconds from a process-wide origin,
+/// in 8 bytes with its `Option` (an `Option<Instant>` takes 16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stamp(NonZeroU64);
+
+/// The origin of [`Stamp`]s: a day before the first one is made, so
+/// instants taken a little earlier (tests' virtual clocks start from
+/// `Instant::now()`) still have their own stamp.
+static ORIGIN: LazyLock<Instant> = LazyLock::new(|| {
+    let now = Instant::now();
+    now.checked_sub(Duration::from_secs(86_400)).unwrap_or(now)
+});
+
+impl Stamp {
+    pub fn now() -> Stamp {
+        Stamp::from(Instant::now())
+    }
+
+    pub fn instant(self) -> Instant {
+        *ORIGIN + Duration::from_micros(self.0.get() - 1)
+    }
+}
+
+impl From<Instant> for Stamp {
+    fn from(at: Instant) -> Stamp {
+        let us = at.saturating_duration_since(*ORIGIN).as_micros() as u64;
+        Stamp(NonZeroU64::new(us.saturating_add(1)).unwrap_or(NonZeroU64::MIN))
+    }
+}
 
 /// What the cache knows about one port. The sweeper folds readings into
 /// it in place (the node's record is shared with the published snapshot
@@ -25,10 +56,10 @@ pub struct PortRecord {
     /// Per-second rates of the totals between the last two readings.
     pub rates: Rates,
     /// When the PortCounters were read.
-    pub read_at: Option<Instant>,
+    pub read_at: Option<Stamp>,
     /// The last time one of the port's 64-bit totals lost increments (the
     /// row appeared, a counter went down, the source changed).
-    pub discontinuity: Option<Instant>,
+    pub discontinuity: Option<Stamp>,
     /// Latest readings of the optional attributes the node answers.
     pub optional: OptionalReadings,
     /// Times the port's counters went down without a clear by this agent
@@ -341,6 +372,19 @@ mod tests {
             d[i] = v;
         }
         d
+    }
+
+    #[test]
+    fn stamps_give_back_their_instant_to_the_microsecond() {
+        let t = Instant::now();
+        let earlier = t - Duration::from_secs(3600);
+        for at in [earlier, t, t + Duration::from_nanos(1_500)] {
+            let back = Stamp::from(at).instant();
+            let diff = if back > at { back - at } else { at - back };
+            assert!(diff < Duration::from_micros(1), "{diff:?}");
+        }
+        assert!(Stamp::from(earlier) < Stamp::from(t));
+        assert_eq!(std::mem::size_of::<Option<Stamp>>(), 8);
     }
 
     #[test]

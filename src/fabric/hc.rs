@@ -494,11 +494,20 @@ pub fn fold_octets(t: &mut HcTotals, k: usize, prev: Option<u64>, now: u64, bits
 }
 
 /// Readings closer together than this make no rate (a write's reply
-/// folded in between sweeps would make one out of a few milliseconds).
+/// folded in between sweeps would make one out of a few milliseconds);
+/// half the sweep interval where that is shorter ([`rate_min_secs`]).
 pub const RATE_MIN_SECS: f64 = 1.0;
 
+/// The shortest time between two readings that makes a rate, for sweeps
+/// `interval` apart: [`RATE_MIN_SECS`], or half the interval where that is
+/// shorter (readings of consecutive sweeps come about an interval apart,
+/// a little less or more as the port's place in the sweep moves).
+pub fn rate_min_secs(interval: std::time::Duration) -> f64 {
+    (interval.as_secs_f64() / 2.0).min(RATE_MIN_SECS)
+}
+
 /// Per-second rates of a port's totals (octets for data) between its last
-/// two readings at least [`RATE_MIN_SECS`] apart, as `f32` (a rate is an
+/// two readings at least [`rate_min_secs`] apart, as `f32` (a rate is an
 /// average: seven significant digits are plenty).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rates {
@@ -515,15 +524,16 @@ impl Rates {
     }
 
     /// Update the slots in `mask` from the totals `before` (as shown) to
-    /// `after`, `secs` apart; nothing when they are too close together.
+    /// `after`, `secs` apart; nothing when they are closer together than
+    /// `min_secs`.
     pub fn update(
         &mut self,
         before: &[Option<u64>; HC_SLOTS],
         after: &HcTotals,
         mask: u32,
-        secs: f64,
+        (secs, min_secs): (f64, f64),
     ) {
-        if secs < RATE_MIN_SECS {
+        if secs < min_secs {
             return;
         }
         for (k, from) in before.iter().enumerate() {
@@ -580,11 +590,21 @@ mod tests {
         };
         fold_pcx(&mut u, &y, 0);
         let mut r = Rates::default();
-        r.update(&before, &u, !0, 0.5);
+        let min = rate_min_secs(std::time::Duration::from_secs(10));
+        r.update(&before, &u, !0, (0.5, min));
         assert_eq!(r.get(OUT_OCTETS), None, "too close together");
-        r.update(&before, &u, !0, 10.0);
+        r.update(&before, &u, !0, (10.0, min));
         assert_eq!(r.get(OUT_OCTETS), Some(100.0), "1000 octets in 10 s");
         assert_eq!(r.get(slot("OutUcastPkts")), Some(0.0));
+        // Sweeps a second apart: readings come a little less than that
+        // apart as often as a little more, and both make rates.
+        let min = rate_min_secs(std::time::Duration::from_secs(1));
+        let mut r = Rates::default();
+        r.update(&before, &u, !0, (0.998, min));
+        let got = r.get(OUT_OCTETS).expect("a rate from 0.998 s");
+        assert!((got - 1000.0 / 0.998).abs() < 1e-3, "{got}");
+        r.update(&before, &u, !0, (0.2, min));
+        assert_eq!(r.get(OUT_OCTETS), Some(got), "0.2 s apart: kept");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, DataSource, NodeRecord, PortRecord, Snapshot, SweepFigures};
+use super::cache::{Cache, DataSource, NodeRecord, PortRecord, Snapshot, Stamp, SweepFigures};
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS};
 use super::persist::SavedPort;
@@ -124,9 +124,9 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
 #[derive(Default)]
 pub(crate) struct PortState {
     /// When the held PortCounters reading's request was sent.
-    counters_at: Option<Instant>,
+    counters_at: Option<Stamp>,
     /// When PortCountersExtended was last read (its rates start there).
-    pcx_read_at: Option<Instant>,
+    pcx_read_at: Option<Stamp>,
     /// Data and packets were last read from PortCountersExtended.
     hc_from_pcx: Option<bool>,
     /// The port is served by DOCA telemetry diag.
@@ -581,6 +581,7 @@ impl FabricState {
             }
         };
         let newer = |held: Option<Instant>| held.is_none_or(|h| sent >= h);
+        let min_secs = hc::rate_min_secs(self.cfg.interval);
         let copies = &mut self.copies;
         match slot {
             Slot::Cpi(_) => {
@@ -591,7 +592,11 @@ impl FabricState {
                 let use_pcx = s.cpi().is_some_and(|c| {
                     c.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0
                 });
-                if !s.ports.get(pi).is_some_and(|ps| newer(ps.counters_at)) {
+                if !s
+                    .ports
+                    .get(pi)
+                    .is_some_and(|ps| newer(ps.counters_at.map(Stamp::instant)))
+                {
                     return;
                 }
                 let Some((ps, pr)) = s.port(pi, copies) else {
@@ -602,7 +607,7 @@ impl FabricState {
                 if ps.hc_from_pcx.is_some_and(|was| was != use_pcx) {
                     // The data and packet counters change source: their
                     // totals lose what happened in between.
-                    pr.discontinuity = Some(now);
+                    pr.discontinuity = Some(now.into());
                 }
                 ps.hc_from_pcx = Some(use_pcx);
                 let skip = if ps.doca.is_some() {
@@ -615,19 +620,23 @@ impl FabricState {
                 let before = pr.hc.all_shown();
                 let went_down = hc::fold_pc(&mut pr.hc, &cur, use_pcx, skip);
                 if let Some(at) = pr.read_at {
-                    let secs = now.saturating_duration_since(at).as_secs_f64();
-                    pr.rates
-                        .update(&before, &pr.hc, hc::pc_slots(use_pcx, skip), secs);
+                    let secs = now.saturating_duration_since(at.instant()).as_secs_f64();
+                    pr.rates.update(
+                        &before,
+                        &pr.hc,
+                        hc::pc_slots(use_pcx, skip),
+                        (secs, min_secs),
+                    );
                 }
                 if cleared && !ps.agent_clear {
                     pr.external_resets = pr.external_resets.wrapping_add(1);
                 }
                 ps.agent_clear = false;
                 if went_down || first {
-                    pr.discontinuity = Some(now);
+                    pr.discontinuity = Some(now.into());
                 }
-                ps.counters_at = Some(sent);
-                pr.read_at = Some(now);
+                ps.counters_at = Some(sent.into());
+                pr.read_at = Some(now.into());
             }
             Slot::Extended(_, pi) => {
                 if let Some((ps, pr)) = s.port(pi, copies) {
@@ -640,17 +649,17 @@ impl FabricState {
                     let now = Instant::now();
                     let before = pr.hc.all_shown();
                     if hc::fold_pcx(&mut pr.hc, &cur, skip) {
-                        pr.discontinuity = Some(now);
+                        pr.discontinuity = Some(now.into());
                         if !ps.agent_clear_ext {
                             pr.external_resets = pr.external_resets.wrapping_add(1);
                         }
                     }
                     if let Some(at) = ps.pcx_read_at {
-                        let secs = now.saturating_duration_since(at).as_secs_f64();
+                        let secs = now.saturating_duration_since(at.instant()).as_secs_f64();
                         pr.rates
-                            .update(&before, &pr.hc, hc::PCX_SLOTS & !skip, secs);
+                            .update(&before, &pr.hc, hc::PCX_SLOTS & !skip, (secs, min_secs));
                     }
-                    ps.pcx_read_at = Some(now);
+                    ps.pcx_read_at = Some(now.into());
                     ps.agent_clear_ext = false;
                 }
             }
@@ -750,20 +759,24 @@ impl FabricState {
         }
         // A 32-bit value may have wrapped more than once in a gap.
         if disc || (gap && bits < 64) {
-            pr.discontinuity = Some(now);
+            pr.discontinuity = Some(now.into());
         }
         match d.rate_mark {
             Some((at, _))
                 if now.saturating_duration_since(at).as_secs_f64() < hc::RATE_MIN_SECS => {}
             Some((at, before)) => {
                 let secs = now.saturating_duration_since(at).as_secs_f64();
-                pr.rates
-                    .update(&before, &pr.hc, crate::doca::DOCA_SLOTS, secs);
+                pr.rates.update(
+                    &before,
+                    &pr.hc,
+                    crate::doca::DOCA_SLOTS,
+                    (secs, hc::RATE_MIN_SECS),
+                );
                 d.rate_mark = Some((now, pr.hc.all_shown()));
             }
             None => d.rate_mark = Some((now, pr.hc.all_shown())),
         }
-        pr.read_at = Some(now);
+        pr.read_at = Some(now.into());
         s.seen = true;
         s.doca_fresh = true;
         Some(ni)

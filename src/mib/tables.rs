@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use std::time::Instant;
 
 use super::Value;
-use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot};
+use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot, Stamp};
 use crate::fabric::hc::{self, HC};
 use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
@@ -1413,7 +1413,9 @@ pub fn read_at(
         Source::Node(c) => node_value(c, node, snap),
         Source::Port(c) => port_value(c, node, port?, snap),
         Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
-        Source::HcDiscontinuity => Value::TimeTicks(timestamp(port?.discontinuity)),
+        Source::HcDiscontinuity => {
+            Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
+        }
         Source::Rate(c) => rate_value(c, port?)?,
         Source::ErrorRate(k) => Value::Gauge32(gauge((port?.rates.get(k)? * 1000.0) as u64)),
         Source::PortClear => Value::Gauge32(0),
@@ -1476,7 +1478,11 @@ fn text_value(s: &str) -> Value {
 
 /// The newest reading of any of the node's ports.
 fn node_last_update(node: &NodeRecord) -> Option<Instant> {
-    node.ports.iter().filter_map(|p| p.read_at).max()
+    node.ports
+        .iter()
+        .filter_map(|p| p.read_at)
+        .max()
+        .map(Stamp::instant)
 }
 
 /// pmNodeStatus: ok(1), stale(2) (no reading for two sweep intervals),
@@ -1539,7 +1545,7 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
             peer.and_then(|p| snap.node(p.0))
                 .map_or("", |n| n.description.as_str()),
         ),
-        PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at)),
+        PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
     }
 }
 

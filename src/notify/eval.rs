@@ -50,7 +50,7 @@ fn total(p: &PortRecord, k: usize) -> Option<u64> {
 
 /// When the port's counters were read.
 fn read_at(p: &PortRecord) -> Option<Instant> {
-    p.read_at
+    p.read_at.map(crate::fabric::cache::Stamp::instant)
 }
 
 /// pmPortState (0: not known).
@@ -637,7 +637,7 @@ mod tests {
             for n in &mut self.nodes {
                 if n.reachable {
                     for p in &mut n.ports {
-                        p.read_at = Some(at);
+                        p.read_at = Some(at.into());
                     }
                 }
             }
