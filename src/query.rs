@@ -38,7 +38,7 @@ pub fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, String>
     let named: Vec<&Node> = fabric
         .nodes
         .iter()
-        .filter(|n| n.description == what)
+        .filter(|n| &*n.description == what)
         .collect();
     match named.as_slice() {
         [n] => Ok(n),
@@ -106,7 +106,7 @@ pub fn read(
     };
     Ok(Reading {
         guid: node.guid,
-        description: node.description.clone(),
+        description: node.description.to_string(),
         port,
         lid,
         counters: PortCounters::decode(&counters),

@@ -94,7 +94,7 @@ fn local_ports_are_keyed_by_the_node_guids_of_the_adapters_functions() {
         vec![(Guid(PF0_GUID), 1), (Guid(PF1_GUID), 1)],
         "local port 1 is PF0's port, local port 2 PF1's"
     );
-    assert_eq!(opened.nodes[0].description, "testhost mlx5_0");
+    assert_eq!(&*opened.nodes[0].description, "testhost mlx5_0");
     assert_eq!(opened.nodes[0].ports[0].lid, 7);
 }
 

@@ -30,7 +30,7 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
     for node in [
         sw.guid.to_string(),
         sw.lid.to_string(),
-        sw.description.clone(),
+        sw.description.to_string(),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
             .args(["query", &node, "2", "--config"])

@@ -181,7 +181,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
     for n in &fabric.nodes {
         for p in &n.ports {
             let row = &port_table[&key(n.guid, p.num)];
-            assert_eq!(row["pmPortNodeDescription"], n.description);
+            assert_eq!(row["pmPortNodeDescription"], *n.description);
             match p.remote {
                 Some((g, q)) => {
                     assert_eq!(row["pmPortState"], "active", "{row:?}");
@@ -189,7 +189,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
                     assert_eq!(row["pmPortPeerNodeGuid"], hint(g));
                     assert_eq!(row["pmPortPeerPortNum"], q.to_string());
                     let peer = fabric.node(g).unwrap();
-                    assert_eq!(row["pmPortPeerDescription"], peer.description);
+                    assert_eq!(row["pmPortPeerDescription"], *peer.description);
                     assert_eq!(num(&row["pmPortRateMbps"]), p.rate_mbps().unwrap() as f64);
                 }
                 None => {

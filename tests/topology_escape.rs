@@ -43,7 +43,7 @@ fn a_hostile_node_description_is_logged_escaped() {
         .fabric()
         .nodes
         .into_iter()
-        .find(|n| n.description == HOSTILE)
+        .find(|n| &*n.description == HOSTILE)
         .expect("the description is kept as the file gives it");
 
     let text = common::capture_log(|| {

@@ -187,7 +187,7 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
             .unwrap_or_else(|| panic!("{name}: ibsim has node {guid:#x}, parser does not"));
         assert_eq!(n.node_type, s.node_type, "{name}: type of {guid:#x}");
         assert_eq!(
-            n.description, s.description,
+            &*n.description, s.description,
             "{name}: description of {guid:#x}"
         );
         let cabled = n.ports.iter().filter(|p| p.remote.is_some()).count();

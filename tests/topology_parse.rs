@@ -11,7 +11,7 @@ const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 fn node<'a>(f: &'a Fabric, desc: &str) -> &'a ibpm_agentx::ib::Node {
     f.nodes
         .iter()
-        .find(|n| n.description == desc)
+        .find(|n| &*n.description == desc)
         .unwrap_or_else(|| panic!("no node {desc}"))
 }
 
@@ -92,7 +92,7 @@ Ca	2 "H-0002c9000101d150"		# "mtlab1"
 fn ibnetdiscover_output_with_guid_lines() {
     let f = topology::parse(IBNETDISCOVER_TEXT).unwrap();
     let sw = f.node(Guid(0x8f10400411a08)).unwrap();
-    assert_eq!(sw.description, "ISR9024 Voltaire");
+    assert_eq!(&*sw.description, "ISR9024 Voltaire");
     assert_eq!(sw.sys_guid, Guid(0x8f10400411a0b));
     assert_eq!(sw.lid, 6);
     assert_eq!(sw.port(1).unwrap().lid, 6);
@@ -124,7 +124,7 @@ fn relative_guid_base_and_options() {
     assert_eq!(a.port(1).unwrap().width.map(|w| w.name()), Some("12x"));
     assert_eq!(a.port(1).unwrap().speed.map(|s| s.name()), Some("QDR"));
     let s = f.node(Guid(7)).unwrap();
-    assert_eq!(s.description, "plain text");
+    assert_eq!(&*s.description, "plain text");
     assert_eq!(s.lid, 3);
 }
 

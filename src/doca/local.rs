@@ -167,7 +167,7 @@ pub fn node(d: &IbDev) -> Node {
         node_type: NodeType::Ca,
         vendor_id: 0x02c9,
         device_id: 0,
-        description: d.description.clone(),
+        description: d.description.as_str().into(),
         num_ports: d.ports.iter().map(|p| p.num).max().unwrap_or(0),
         lid: d.ports.first().map_or(0, |p| p.lid),
         ports: d.ports.clone(),

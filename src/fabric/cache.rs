@@ -213,7 +213,8 @@ pub struct NodeRecord {
     pub node_type: NodeType,
     pub vendor_id: u32,
     pub device_id: u16,
-    pub description: String,
+    /// Shared with the fabric model's node.
+    pub description: Arc<str>,
     pub num_ports: u8,
     pub lid: u16,
     /// False once the node failed the configured number of sweeps in a row.

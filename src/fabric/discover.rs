@@ -283,7 +283,7 @@ pub fn refresh_port_info(
                 },
                 vendor_id: n.vendor_id,
             },
-            desc: Some(n.description.clone()),
+            desc: Some(n.description.to_string()),
             path: path.clone(),
             port0: None,
             enhanced_port0: n.port(0).is_some(),
@@ -790,7 +790,7 @@ impl Walk {
                     3 => NodeType::Router,
                     _ => NodeType::Ca,
                 },
-                description: n.desc.clone().unwrap_or_default(),
+                description: n.desc.as_deref().unwrap_or_default().into(),
                 num_ports: n.info.num_ports,
                 lid,
                 ports,
@@ -1056,7 +1056,7 @@ mod tests {
         assert_eq!(fab.nodes.len(), 4);
         let ca = fab.node(Guid(0x30)).unwrap();
         assert_eq!(ca.node_type, NodeType::Ca);
-        assert_eq!(ca.description, "node30");
+        assert_eq!(&*ca.description, "node30");
         let nums: Vec<u8> = ca.ports.iter().map(|p| p.num).collect();
         assert_eq!(nums, [1, 2]);
         assert_eq!(ca.ports[0].remote, Some((Guid(0x200), 1)));

@@ -7,6 +7,7 @@ pub mod topology;
 pub use link::{FecMode, LinkSpeed, LinkWidth, PhysState, PortState};
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Text that came from the fabric or a topology file (a NodeDescription, a
 /// node name), shown so that it cannot drive a terminal or forge log
@@ -180,8 +181,9 @@ pub struct Node {
     /// NodeInfo VendorID (24 bits) and DeviceID (0 when not known).
     pub vendor_id: u32,
     pub device_id: u16,
-    /// NodeDescription (up to 64 bytes on the wire).
-    pub description: String,
+    /// NodeDescription (up to 64 bytes on the wire), shared with the
+    /// node's record in the cache and the notification evaluator.
+    pub description: Arc<str>,
     /// Number of physical ports (NumPorts in NodeInfo).
     pub num_ports: u8,
     /// Port-0 LID for a switch, otherwise the LID of the first port.

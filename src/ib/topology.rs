@@ -456,7 +456,7 @@ fn parse_header(
             guid: Guid(guid),
             sys_guid: Guid(sys_guid),
             node_type: t,
-            description,
+            description: description.into(),
             num_ports,
             lid,
             ports,
@@ -772,7 +772,7 @@ mod tests {
                     Switch 4 \"S-2\" # \"sw two\" base port 0 lid 8 lmc 0\n\n\
                     Hca 1 \"H-1\"\n[1] \"S-1\"[1]\n";
         let f = parse(text).expect("topology");
-        let by = |d: &str| f.nodes.iter().find(|n| n.description == d).unwrap();
+        let by = |d: &str| f.nodes.iter().find(|n| &*n.description == d).unwrap();
         let nums = |d: &str| by(d).ports.iter().map(|p| p.num).collect::<Vec<_>>();
         assert_eq!(nums("sw one"), [0, 1, 2, 3, 4]);
         assert_eq!(nums("sw two"), [1, 2, 3, 4]);

@@ -1543,7 +1543,7 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
         PortCol::PeerPortNum => Value::Gauge32(peer.map_or(0, |p| p.1.into())),
         PortCol::PeerDescription => text_value(
             peer.and_then(|p| snap.node(p.0))
-                .map_or("", |n| n.description.as_str()),
+                .map_or("", |n| &*n.description),
         ),
         PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
     }

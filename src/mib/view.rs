@@ -306,7 +306,7 @@ mod tests {
             node_type: NodeType::Ca,
             vendor_id: 0,
             device_id: 0,
-            description: format!("n{guid:x}"),
+            description: format!("n{guid:x}").into(),
             num_ports: ports,
             lid: 1,
             reachable: true,

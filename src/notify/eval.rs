@@ -262,7 +262,7 @@ struct NodeMem {
     guid: Guid,
     reachable: bool,
     /// For the pmNodeLost of a node whose rows are gone.
-    description: Box<str>,
+    description: std::sync::Arc<str>,
     ports: Box<[PortMem]>,
 }
 
@@ -344,7 +344,7 @@ impl Evaluator {
                 fresh.push(NodeMem {
                     guid: node.guid,
                     reachable: node.reachable,
-                    description: node.description.as_str().into(),
+                    description: node.description.clone(),
                     ports: ports_mem(&mut self.limits, &self.cfg, node),
                 });
                 continue;
@@ -363,7 +363,7 @@ impl Evaluator {
             }
             mem.reachable = node.reachable;
             if *mem.description != *node.description {
-                mem.description = node.description.as_str().into();
+                mem.description = node.description.clone();
             }
             if node.reachable {
                 let mut ctx = PortCtx {
@@ -431,7 +431,7 @@ fn peer_of(snap: &Snapshot, peer: Option<(Guid, u8)>) -> Option<Peer> {
         port,
         description: snap
             .node(guid)
-            .map_or(String::new(), |n| n.description.clone()),
+            .map_or(String::new(), |n| n.description.to_string()),
     })
 }
 
@@ -596,7 +596,7 @@ mod tests {
                     node_type: NodeType::Switch,
                     vendor_id: 0,
                     device_id: 0,
-                    description: format!("sw{i}"),
+                    description: format!("sw{i}").into(),
                     num_ports: ports,
                     lid: 1,
                     reachable: true,
@@ -974,7 +974,7 @@ mod tests {
         let mut f = Fab::new(48, 36);
         for (i, n) in f.nodes.iter_mut().enumerate().skip(4) {
             n.node_type = NodeType::Ca;
-            n.description = format!("node{i:05} HCA-1");
+            n.description = format!("node{i:05} HCA-1").into();
             n.ports.truncate(1);
         }
         let mut ev = eval(0);
