@@ -1,6 +1,8 @@
 //! The per-node cache, published as immutable snapshots: the sweeper builds a
 //! new `Snapshot` and swaps a pointer; readers never wait on the sweeper.
 
+use std::collections::HashSet;
+use std::hash::Hash;
 use std::num::NonZeroU64;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -10,6 +12,7 @@ use arc_swap::ArcSwap;
 use crate::fabric::hc::{HcTotals, Rates};
 use crate::fabric::state::OPTIONAL_ATTRS;
 use crate::ib::{Guid, NodeType, Port};
+use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
 
 /// A moment as a record keeps it: microseconds from a process-wide origin,
@@ -181,6 +184,64 @@ impl OptionalReadings {
     }
 }
 
+/// Equal values shared: one allocation per distinct value, whoever holds
+/// it. Nodes of one kind answer ClassPortInfo and PortSamplesControl
+/// alike, and PortSamplesResult too while no sample runs, so a fabric's
+/// nodes hold a few of each instead of one per node.
+#[derive(Debug)]
+pub struct Interner<T>(HashSet<Arc<T>>);
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Interner(HashSet::new())
+    }
+}
+
+impl<T: Hash + Eq> Interner<T> {
+    /// The shared value equal to `v`.
+    pub fn intern(&mut self, v: T) -> Arc<T> {
+        if let Some(a) = self.0.get(&v) {
+            return Arc::clone(a);
+        }
+        let a = Arc::new(v);
+        self.0.insert(Arc::clone(&a));
+        a
+    }
+
+    /// Forget the values nobody else holds any more (bounds the set by
+    /// the values in use).
+    pub fn prune(&mut self) {
+        self.0.retain(|a| Arc::strong_count(a) > 1);
+    }
+
+    /// Distinct values held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The per-node readings' interners.
+#[derive(Debug, Default)]
+pub struct Readings {
+    pub cpi: Interner<ClassPortInfo>,
+    pub control: Interner<PortSamplesControl>,
+    pub result: Interner<PortSamplesResult>,
+    pub result_ext: Interner<PortSamplesResultExtended>,
+}
+
+impl Readings {
+    pub fn prune(&mut self) {
+        self.cpi.prune();
+        self.control.prune();
+        self.result.prune();
+        self.result_ext.prune();
+    }
+}
+
 /// What fills a node's rows (pmNodeSource).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DataSource {
@@ -221,13 +282,15 @@ pub struct NodeRecord {
     pub reachable: bool,
     /// Consecutive sweeps in which the node did not answer.
     pub failed_sweeps: u32,
-    pub class_port_info: Option<ClassPortInfo>,
+    /// The readings of the node's per-node attributes, shared with every
+    /// node that answered the same ([`Readings`]).
+    pub class_port_info: Option<Arc<ClassPortInfo>>,
     /// Physical ports 1..=num_ports, ordered by number.
     pub ports: Vec<PortRecord>,
-    pub samples_control: Option<PortSamplesControl>,
-    pub samples_result: Option<PortSamplesResult>,
+    pub samples_control: Option<Arc<PortSamplesControl>>,
+    pub samples_result: Option<Arc<PortSamplesResult>>,
     /// PortSamplesResultExtended, where the node answers it.
-    pub samples_result_ext: Option<crate::pm::samples::PortSamplesResultExtended>,
+    pub samples_result_ext: Option<Arc<PortSamplesResultExtended>>,
     /// What fills the node's rows.
     pub source: DataSource,
 }
@@ -373,6 +436,29 @@ mod tests {
             d[i] = v;
         }
         d
+    }
+
+    #[test]
+    fn equal_values_share_one_allocation_until_nobody_holds_them() {
+        let mut i = Interner::default();
+        let a = i.intern(ClassPortInfo {
+            capability_mask: 0x200,
+            ..Default::default()
+        });
+        let b = i.intern(ClassPortInfo {
+            capability_mask: 0x200,
+            ..Default::default()
+        });
+        let c = i.intern(ClassPortInfo::default());
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(i.len(), 2);
+        drop(c);
+        i.prune();
+        assert_eq!(i.len(), 1, "the value nobody holds is forgotten");
+        drop((a, b));
+        i.prune();
+        assert!(i.is_empty());
     }
 
     #[test]

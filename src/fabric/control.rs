@@ -350,7 +350,7 @@ impl Controller {
                     .cache
                     .load()
                     .node(st.fabric().nodes[ni].guid)
-                    .and_then(|r| r.samples_control)
+                    .and_then(|r| r.samples_control.as_deref().copied())
                     .is_none_or(|c| c.sample_status == STATUS_DONE);
                 if finished || !answered[ni] {
                     if !answered[ni] {

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, DataSource, NodeRecord, PortRecord, Snapshot, Stamp, SweepFigures};
+use super::cache::{
+    Cache, DataSource, NodeRecord, PortRecord, Readings, Snapshot, Stamp, SweepFigures,
+};
 use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS};
 use super::persist::SavedPort;
@@ -224,6 +226,8 @@ pub struct FabricState {
     pub(crate) pending: Option<Fabric>,
     /// Node records copied since the last publication.
     copies: usize,
+    /// The per-node readings, shared between nodes that answer the same.
+    pub(crate) readings: Readings,
 }
 
 /// What a merge of a newly discovered fabric changed.
@@ -265,7 +269,7 @@ impl NodeState {
         if self.cpi_stale {
             return None;
         }
-        self.rec.class_port_info.as_ref()
+        self.rec.class_port_info.as_deref()
     }
 
     /// The node's record, to change (copied first when the published
@@ -344,6 +348,7 @@ impl SharedState {
             },
             pending: None,
             copies: 0,
+            readings: Readings::default(),
         })))
     }
 
@@ -529,6 +534,7 @@ impl FabricState {
         let ni = slot.node();
         let guid = self.fabric.nodes[ni].guid;
         let s = &mut self.nodes[ni];
+        let readings = &mut self.readings;
         let data = match outcome {
             MadOutcome::Reply { status, data } => {
                 answered[ni] = true;
@@ -585,7 +591,8 @@ impl FabricState {
         let copies = &mut self.copies;
         match slot {
             Slot::Cpi(_) => {
-                s.rec_mut(copies).class_port_info = Some(ClassPortInfo::decode(&data));
+                s.rec_mut(copies).class_port_info =
+                    Some(readings.cpi.intern(ClassPortInfo::decode(&data)));
                 s.cpi_stale = false;
             }
             Slot::Counters(_, pi) => {
@@ -666,18 +673,23 @@ impl FabricState {
             Slot::SamplesControl(_) => {
                 s.samples_strikes = 0;
                 if newer(s.samples_at) {
-                    s.rec_mut(copies).samples_control = Some(PortSamplesControl::decode(&data));
+                    s.rec_mut(copies).samples_control =
+                        Some(readings.control.intern(PortSamplesControl::decode(&data)));
                 }
             }
             Slot::SamplesResult(_) => {
                 if newer(s.samples_at) {
-                    s.rec_mut(copies).samples_result = Some(PortSamplesResult::decode(&data));
+                    s.rec_mut(copies).samples_result =
+                        Some(readings.result.intern(PortSamplesResult::decode(&data)));
                 }
             }
             Slot::SamplesResultExt(_) => {
                 if newer(s.samples_at) {
-                    s.rec_mut(copies).samples_result_ext =
-                        Some(PortSamplesResultExtended::decode(&data));
+                    s.rec_mut(copies).samples_result_ext = Some(
+                        readings
+                            .result_ext
+                            .intern(PortSamplesResultExtended::decode(&data)),
+                    );
                 }
             }
             Slot::Optional(_, pi, k) => {
@@ -963,6 +975,10 @@ impl FabricState {
             reachable: 0,
             notify: prev.notify,
         });
+        // The replaced snapshot's records are gone (unless a reader still
+        // holds them): readings no node holds any more are forgotten.
+        drop(prev);
+        self.readings.prune();
         rows
     }
 

@@ -836,6 +836,28 @@ mod tests {
                 );
             }
         }
+        // Equal per-node readings are one allocation: the simulated PMAs
+        // answer ClassPortInfo by node type and run no sample.
+        let distinct = |f: &dyn Fn(&crate::fabric::cache::NodeRecord) -> usize| {
+            let mut v: Vec<usize> = snap.nodes.iter().map(|r| f(r)).collect();
+            v.sort();
+            v.dedup();
+            v.len()
+        };
+        let cpis = distinct(&|r| Arc::as_ptr(r.class_port_info.as_ref().unwrap()) as usize);
+        let controls = distinct(&|r| Arc::as_ptr(r.samples_control.as_ref().unwrap()) as usize);
+        assert!(
+            cpis <= 2 && cpis < snap.nodes.len(),
+            "{cpis} ClassPortInfo allocations"
+        );
+        assert!(controls <= 2, "{controls} PortSamplesControl allocations");
+        let st = sw.state();
+        let st = st.lock();
+        assert_eq!(
+            st.readings.cpi.len(),
+            cpis,
+            "the interner holds what is in use"
+        );
     }
 
     /// Combined mode (umad + DOCA): a local adapter port takes its data,

@@ -128,6 +128,7 @@ fn err(status: ErrorStatus, index: usize) -> SetError {
 
 fn all_port_select(node: &NodeRecord) -> bool {
     node.class_port_info
+        .as_deref()
         .is_some_and(|c| c.capability_mask & CAP_ALL_PORT_SELECT != 0)
 }
 
@@ -323,7 +324,7 @@ impl Writes {
                     }
                 }
                 src @ (Source::Ctl(_) | Source::CtlSelect(_)) => {
-                    let current = node.samples_control.unwrap_or_default();
+                    let current = node.samples_control.as_deref().copied().unwrap_or_default();
                     let c = np.control.get_or_insert(current);
                     if src == Source::Ctl(PortSamplesControlField::PortSelect) {
                         let Value::Gauge32(p) = vb.value else {
@@ -386,7 +387,7 @@ impl Writes {
             }
             if let Some(mut control) = np.control {
                 let index = np.control_index as usize;
-                if let Some(running) = node.samples_control
+                if let Some(running) = node.samples_control.as_deref()
                     && running.sample_status != STATUS_DONE
                 {
                     // IBA: the node ignores a PortSamplesControl Set while a

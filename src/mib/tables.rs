@@ -1512,6 +1512,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
         NodeCol::LastUpdate => Value::TimeTicks(timestamp(node_last_update(node))),
         NodeCol::PmaCapMask => Value::OctetString(
             node.class_port_info
+                .as_deref()
                 .map_or(0, |c| c.capability_mask)
                 .to_be_bytes()
                 .to_vec(),

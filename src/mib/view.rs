@@ -311,7 +311,7 @@ mod tests {
             lid: 1,
             reachable: true,
             failed_sweeps: 0,
-            class_port_info: Some(ClassPortInfo::default()),
+            class_port_info: Some(ClassPortInfo::default().into()),
             ports: (1..=ports)
                 .map(|num| {
                     let mut hc = crate::fabric::hc::HcTotals::default();

@@ -129,7 +129,7 @@ macro_rules! pm_attr {
         } )?
     ) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
             $($( $(#[$bmeta])* pub $bfield: [u8; $blen], )*)?
