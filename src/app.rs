@@ -509,6 +509,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         nodes = fabric.nodes.len(),
         ports,
         rss_kb = crate::heap::resident_kb().unwrap_or(0),
+        peak_kb = crate::heap::peak_kb().unwrap_or(0),
         "fabric loaded"
     );
     crate::mib::tables::start_clock();

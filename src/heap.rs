@@ -43,8 +43,17 @@ pub fn usage() -> Option<(u64, u64)> {
 /// it, and after each sweep (scripts/bench-scale measures the agent's share
 /// from the two).
 pub fn resident_kb() -> Option<u64> {
+    status_kb("VmRSS:")
+}
+
+/// The most resident memory the process has had so far (VmHWM) in kB.
+pub fn peak_kb() -> Option<u64> {
+    status_kb("VmHWM:")
+}
+
+fn status_kb(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 

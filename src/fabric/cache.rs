@@ -50,8 +50,7 @@ impl From<Instant> for Stamp {
 /// and copied only when a sweep changes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortRecord {
-    pub num: u8,
-    /// The port's GUID, LID, link state, width, speed and peer.
+    /// The port's number, GUID, LID, link state, width, speed and peer.
     pub link: Port,
     /// Running 64-bit totals ([`crate::fabric::hc::HC`]) and the latest
     /// PortCounters reading.
@@ -74,10 +73,14 @@ impl PortRecord {
     /// A port with no reading yet.
     pub fn new(link: Port) -> PortRecord {
         PortRecord {
-            num: link.num,
             link,
             ..Default::default()
         }
+    }
+
+    /// The port's number.
+    pub fn num(&self) -> u8 {
+        self.link.num
     }
 
     /// The latest PortCounters reading.
@@ -298,7 +301,7 @@ pub struct NodeRecord {
 impl NodeRecord {
     pub fn port(&self, num: u8) -> Option<&PortRecord> {
         self.ports
-            .binary_search_by_key(&num, |p| p.num)
+            .binary_search_by_key(&num, |p| p.num())
             .ok()
             .map(|i| &self.ports[i])
     }

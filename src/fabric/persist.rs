@@ -311,7 +311,7 @@ mod restart {
             .flat_map(|n| {
                 n.ports.iter().map(move |p| {
                     let t = std::array::from_fn(|k| p.hc.shown(k));
-                    (n.guid, p.num, t)
+                    (n.guid, p.num(), t)
                 })
             })
             .collect()

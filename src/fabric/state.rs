@@ -314,7 +314,7 @@ fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
             .ports
             .iter()
             .map(|p| {
-                let mut r = match old.iter().position(|r| r.num == p.num) {
+                let mut r = match old.iter().position(|r| r.num() == p.num) {
                     Some(i) => old.swap_remove(i),
                     None => PortRecord::new(*p),
                 };
@@ -995,7 +995,7 @@ impl FabricState {
                 let (valid, raw, totals) = pr.hc.export();
                 out.push(SavedPort {
                     guid: s.rec.guid,
-                    port: pr.num,
+                    port: pr.num(),
                     from_pcx: pr.hc.fed_by_pcx(hc::OUT_OCTETS),
                     valid,
                     totals,

@@ -1050,7 +1050,7 @@ impl IndexScheme {
             .chain(ports.iter().flat_map(move |p| {
                 (0..lanes).map(move |lane| RowIndex {
                     guid,
-                    port: p.num,
+                    port: p.num(),
                     lane,
                 })
             }))

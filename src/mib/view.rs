@@ -176,7 +176,7 @@ impl MibView {
                     let port = suffix[tables::GUID_INDEX_LEN];
                     let guid = tables::parse_guid_index(&suffix[..tables::GUID_INDEX_LEN]);
                     let skip = if guid == Some(node.guid) {
-                        node.ports.partition_point(|p| u32::from(p.num) < port)
+                        node.ports.partition_point(|p| u32::from(p.num()) < port)
                     } else {
                         0
                     };
@@ -188,7 +188,7 @@ impl MibView {
                 for lane in 0..table.lanes() {
                     let row = RowIndex {
                         guid: node.guid,
-                        port: port.num,
+                        port: port.num(),
                         lane,
                     };
                     if let Some(vb) = self.emit(
@@ -322,7 +322,10 @@ mod tests {
                     };
                     crate::fabric::hc::fold_pc(&mut hc, &pc, false, 0);
                     PortRecord {
-                        num,
+                        link: crate::ib::Port {
+                            num,
+                            ..Default::default()
+                        },
                         hc,
                         ..Default::default()
                     }

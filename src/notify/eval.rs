@@ -211,7 +211,7 @@ impl PortMem {
             resets: resets(p),
             limits,
             risen: 0,
-            num: p.num,
+            num: p.num(),
             state: 0,
             peer_port: 0,
             has_peer: false,
@@ -303,7 +303,7 @@ impl LimitSets {
 fn ports_mem(limits: &mut LimitSets, cfg: &NotifyConfig, node: &NodeRecord) -> Box<[PortMem]> {
     node.ports
         .iter()
-        .map(|p| PortMem::new(limits.get(cfg, node, p.num), p))
+        .map(|p| PortMem::new(limits.get(cfg, node, p.num()), p))
         .collect()
 }
 
@@ -449,7 +449,7 @@ struct PortCtx<'a> {
 impl PortCtx<'_> {
     fn event(&self, kind: Kind, p: &PortRecord, peer: Option<Peer>) -> Event {
         let mut e = Event::node(kind, self.node.guid, &self.node.description);
-        e.port = p.num;
+        e.port = p.num();
         e.peer = peer;
         e
     }
@@ -466,12 +466,12 @@ impl PortCtx<'_> {
     fn ports(&mut self, mem: &mut NodeMem) {
         let node = self.node;
         for p in &node.ports {
-            match mem.ports.iter().position(|m| m.num == p.num) {
+            match mem.ports.iter().position(|m| m.num == p.num()) {
                 Some(i) => self.port(p, &mut mem.ports[i]),
                 None => {
                     // A port rediscovery added: taken as it is.
                     let mut v = std::mem::take(&mut mem.ports).into_vec();
-                    v.push(PortMem::new(self.limits.get(self.cfg, node, p.num), p));
+                    v.push(PortMem::new(self.limits.get(self.cfg, node, p.num()), p));
                     mem.ports = v.into_boxed_slice();
                 }
             }
@@ -604,7 +604,6 @@ mod tests {
                     class_port_info: None,
                     ports: (1..=ports)
                         .map(|q| PortRecord {
-                            num: q,
                             link: Port {
                                 num: q,
                                 state: Some(PortState::Active),
