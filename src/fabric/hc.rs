@@ -24,6 +24,8 @@ pub struct HcCounter {
     pub units: &'static str,
     /// An error counter (its rate is a column of pmPortRateTable).
     pub error: bool,
+    /// Its rate is kept ([`Rates`]): pmPortRateTable shows it.
+    pub rate: bool,
 }
 
 const fn data(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
@@ -34,10 +36,11 @@ const fn data(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
         words: true,
         units: "octets",
         error: false,
+        rate: true,
     }
 }
 
-const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx) -> HcCounter {
+const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx, rate: bool) -> HcCounter {
     HcCounter {
         name,
         pc,
@@ -45,6 +48,7 @@ const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx) -> HcCounter {
         words: false,
         units: "packets",
         error: false,
+        rate,
     }
 }
 
@@ -56,6 +60,7 @@ const fn err(name: &'static str, pc: Pc) -> HcCounter {
         words: false,
         units: "errors",
         error: true,
+        rate: true,
     }
 }
 
@@ -66,12 +71,12 @@ const fn err(name: &'static str, pc: Pc) -> HcCounter {
 pub const HC: [HcCounter; 22] = [
     data("OutOctets", Pc::XmitData, Pcx::XmitData),
     data("InOctets", Pc::RcvData, Pcx::RcvData),
-    pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts),
-    pkts("InPkts", Some(Pc::RcvPkts), Pcx::RcvPkts),
-    pkts("OutUcastPkts", None, Pcx::UnicastXmitPkts),
-    pkts("InUcastPkts", None, Pcx::UnicastRcvPkts),
-    pkts("OutMulticastPkts", None, Pcx::MulticastXmitPkts),
-    pkts("InMulticastPkts", None, Pcx::MulticastRcvPkts),
+    pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts, true),
+    pkts("InPkts", Some(Pc::RcvPkts), Pcx::RcvPkts, true),
+    pkts("OutUcastPkts", None, Pcx::UnicastXmitPkts, false),
+    pkts("InUcastPkts", None, Pcx::UnicastRcvPkts, false),
+    pkts("OutMulticastPkts", None, Pcx::MulticastXmitPkts, false),
+    pkts("InMulticastPkts", None, Pcx::MulticastRcvPkts, false),
     err("SymbolErrors", Pc::SymbolErrors),
     err("LinkErrorRecovery", Pc::LinkErrorRecovery),
     err("LinkDowned", Pc::LinkDowned),
@@ -91,6 +96,7 @@ pub const HC: [HcCounter; 22] = [
         words: false,
         units: "ticks",
         error: false,
+        rate: true,
     },
     // No PM attribute has it: only DOCA telemetry diag fills it
     // (port_rx_discard_buf_packets).
@@ -101,6 +107,7 @@ pub const HC: [HcCounter; 22] = [
         words: false,
         units: "packets",
         error: false,
+        rate: false,
     },
 ];
 
@@ -147,6 +154,17 @@ pub const IN_OCTETS: usize = slot("InOctets");
 pub const OUT_PKTS: usize = slot("OutPkts");
 pub const IN_PKTS: usize = slot("InPkts");
 pub const XMIT_WAIT: usize = slot("XmitWait");
+// pmPortRateTable's bit, packet and congestion columns read these rates,
+// and it has a column for each error counter's.
+const _: () = {
+    assert!(HC[OUT_OCTETS].rate && HC[IN_OCTETS].rate && HC[OUT_PKTS].rate);
+    assert!(HC[IN_PKTS].rate && HC[XMIT_WAIT].rate);
+    let mut k = 0;
+    while k < HC.len() {
+        assert!(!HC[k].error || HC[k].rate);
+        k += 1;
+    }
+};
 pub const IN_DISCARDS: usize = slot("InDiscards");
 
 /// The slots fed by PortCountersExtended, in [`HC`] order: their raw
@@ -506,13 +524,39 @@ pub fn rate_min_secs(interval: std::time::Duration) -> f64 {
     (interval.as_secs_f64() / 2.0).min(RATE_MIN_SECS)
 }
 
+/// How many [`HC`] slots have a rate.
+pub const RATE_SLOTS: usize = {
+    let mut n = 0;
+    let mut k = 0;
+    while k < HC_SLOTS {
+        n += HC[k].rate as usize;
+        k += 1;
+    }
+    n
+};
+
+/// Where slot k's rate is in [`Rates`] (`u8::MAX`: it has none).
+const RATE_INDEX: [u8; HC_SLOTS] = {
+    let mut idx = [u8::MAX; HC_SLOTS];
+    let (mut n, mut k) = (0, 0);
+    while k < HC_SLOTS {
+        if HC[k].rate {
+            idx[k] = n;
+            n += 1;
+        }
+        k += 1;
+    }
+    idx
+};
+
 /// Per-second rates of a port's totals (octets for data) between its last
 /// two readings at least [`rate_min_secs`] apart, as `f32` (a rate is an
-/// average: seven significant digits are plenty).
+/// average: seven significant digits are plenty), for the slots that have
+/// one ([`HcCounter::rate`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rates {
-    /// `f32::to_bits` of each slot's rate.
-    per_s: [u32; HC_SLOTS],
+    /// `f32::to_bits` of each rate, in slot order.
+    per_s: [u32; RATE_SLOTS],
     /// Bit k: slot k has a rate.
     pub valid: u32,
 }
@@ -520,7 +564,8 @@ pub struct Rates {
 impl Rates {
     /// Slot `k`'s rate per second.
     pub fn get(&self, k: usize) -> Option<f64> {
-        (self.valid & (1 << k) != 0).then(|| f64::from(f32::from_bits(self.per_s[k])))
+        let i = usize::from(*RATE_INDEX.get(k)?);
+        (self.valid & (1 << k) != 0).then(|| f64::from(f32::from_bits(self.per_s[i])))
     }
 
     /// Update the slots in `mask` from the totals `before` (as shown) to
@@ -537,11 +582,14 @@ impl Rates {
             return;
         }
         for (k, from) in before.iter().enumerate() {
+            let Some(rate) = self.per_s.get_mut(usize::from(RATE_INDEX[k])) else {
+                continue;
+            };
             if mask & (1 << k) == 0 {
                 continue;
             }
             if let (Some(from), Some(to)) = (*from, after.shown(k)) {
-                self.per_s[k] = ((to.wrapping_sub(from) as f64 / secs) as f32).to_bits();
+                *rate = ((to.wrapping_sub(from) as f64 / secs) as f32).to_bits();
                 self.valid |= 1 << k;
             }
         }
@@ -595,7 +643,8 @@ mod tests {
         assert_eq!(r.get(OUT_OCTETS), None, "too close together");
         r.update(&before, &u, !0, (10.0, min));
         assert_eq!(r.get(OUT_OCTETS), Some(100.0), "1000 octets in 10 s");
-        assert_eq!(r.get(slot("OutUcastPkts")), Some(0.0));
+        assert_eq!(r.get(OUT_PKTS), Some(0.0));
+        assert_eq!(r.get(slot("OutUcastPkts")), None, "no rate column: not kept");
         // Sweeps a second apart: readings come a little less than that
         // apart as often as a little more, and both make rates.
         let min = rate_min_secs(std::time::Duration::from_secs(1));

@@ -150,7 +150,7 @@ struct DocaPort {
 
 pub(crate) struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
-    pub(crate) redirect: Option<MadAddr>,
+    pub(crate) redirect: Option<Box<MadAddr>>,
     /// ClassPortInfo is asked at the next sweep (none read yet, or the
     /// node came back): the record's reading is not to be relied on.
     pub(crate) cpi_stale: bool,
@@ -160,14 +160,14 @@ pub(crate) struct NodeState {
     /// The node does not answer PortSamplesControl/Result: stop asking.
     pub(crate) no_samples: bool,
     /// Sweeps in a row in which the node answered but not PortSamplesControl.
-    samples_strikes: u32,
+    samples_strikes: u8,
     /// PortSamplesControl went unanswered in the current sweep.
     samples_missed: bool,
     ports: Vec<PortState>,
     /// The node does not answer PortSamplesResultExtended: stop asking
     /// (until the rare retry).
     no_result_ext: bool,
-    samples_at: Option<Instant>,
+    samples_at: Option<Stamp>,
     /// Bit k: the node does not answer `OPTIONAL_ATTRS[k]`; stop asking.
     pub(crate) optional_unsupported: AttrMask,
     /// Bit k: `OPTIONAL_ATTRS[k]` went unanswered in the current sweep.
@@ -514,7 +514,7 @@ impl FabricState {
     /// `port` (None: the first port with a LID).
     pub fn pma(&self, ni: usize, port: Option<usize>) -> Option<MadAddr> {
         let node = &self.fabric.nodes[ni];
-        if let Some(r) = self.nodes[ni].redirect {
+        if let Some(r) = self.nodes[ni].redirect.as_deref().copied() {
             return Some(r);
         }
         let lid = match port {
@@ -544,13 +544,13 @@ impl FabricState {
                     let cpi = ClassPortInfo::decode(&data);
                     if cpi.redirect_lid != 0 {
                         info!(node = %guid, lid = cpi.redirect_lid, qp = cpi.redirect_qp, "PMA redirects");
-                        s.redirect = Some(MadAddr {
+                        s.redirect = Some(Box::new(MadAddr {
                             lid: cpi.redirect_lid,
                             qpn: cpi.redirect_qp,
                             qkey: cpi.redirect_qkey,
                             pkey_index: 0,
                             sl: cpi.redirect_sl,
-                        });
+                        }));
                         return;
                     }
                 }
@@ -672,19 +672,19 @@ impl FabricState {
             }
             Slot::SamplesControl(_) => {
                 s.samples_strikes = 0;
-                if newer(s.samples_at) {
+                if newer(s.samples_at.map(Stamp::instant)) {
                     s.rec_mut(copies).samples_control =
                         Some(readings.control.intern(PortSamplesControl::decode(&data)));
                 }
             }
             Slot::SamplesResult(_) => {
-                if newer(s.samples_at) {
+                if newer(s.samples_at.map(Stamp::instant)) {
                     s.rec_mut(copies).samples_result =
                         Some(readings.result.intern(PortSamplesResult::decode(&data)));
                 }
             }
             Slot::SamplesResultExt(_) => {
-                if newer(s.samples_at) {
+                if newer(s.samples_at.map(Stamp::instant)) {
                     s.rec_mut(copies).samples_result_ext = Some(
                         readings
                             .result_ext
@@ -818,7 +818,7 @@ impl FabricState {
     /// Record that a write at `sent` produced this sample state: earlier
     /// readings in flight are dropped.
     pub fn mark_samples_written(&mut self, ni: usize, sent: Instant) {
-        self.nodes[ni].samples_at = Some(sent);
+        self.nodes[ni].samples_at = Some(sent.into());
     }
 
     /// The MAD transport itself failed: every node counts as unreachable at
@@ -846,8 +846,8 @@ impl FabricState {
             let s = &mut self.nodes[ni];
             let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
             if std::mem::take(&mut s.samples_missed) && *ok {
-                s.samples_strikes += 1;
-                if s.samples_strikes >= u32::from(STRIKES) {
+                s.samples_strikes = s.samples_strikes.saturating_add(1);
+                if s.samples_strikes >= STRIKES {
                     debug!(node = %node.guid, "no answer to PortSamplesControl: asking again rarely");
                     s.no_samples = true;
                 }
