@@ -644,7 +644,11 @@ mod tests {
         r.update(&before, &u, !0, (10.0, min));
         assert_eq!(r.get(OUT_OCTETS), Some(100.0), "1000 octets in 10 s");
         assert_eq!(r.get(OUT_PKTS), Some(0.0));
-        assert_eq!(r.get(slot("OutUcastPkts")), None, "no rate column: not kept");
+        assert_eq!(
+            r.get(slot("OutUcastPkts")),
+            None,
+            "no rate column: not kept"
+        );
         // Sweeps a second apart: readings come a little less than that
         // apart as often as a little more, and both make rates.
         let min = rate_min_secs(std::time::Duration::from_secs(1));

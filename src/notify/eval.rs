@@ -21,10 +21,12 @@
 //!   counted as suppressed.
 //!
 //! Memory: a port's state is one [`PortMem`] inline in its node's boxed
-//! slice, with no allocation of its own ([`PORT_BYTES`]): times are
-//! milliseconds from the evaluator's epoch, the thresholds an index into
-//! the shared sets, and each sample keeps the error totals in their low 32
-//! bits and the XmitWait and octet totals whole. An error counter's
+//! slice, with no allocation of its own ([`PORT_BYTES`]), and its samples
+//! ([`SAMPLES_BYTES`]) in another of its node's, from the first time its
+//! link is up (an uncabled port has none): times are milliseconds from the
+//! evaluator's epoch, the thresholds an index into the shared sets, and
+//! each sample keeps the error totals in their low 32 bits and the
+//! XmitWait and octet totals whole. An error counter's
 //! increase is then exact while it stays below 2^32 from the base sample
 //! to the reading (at most about 1.5 windows and a sweep interval apart:
 //! with the longest window, a day, some 30,000 errors a second; the
@@ -66,6 +68,11 @@ fn peer_of_port(p: &PortRecord) -> Option<(Guid, u8)> {
 /// Times the counters went down without a clear by this agent.
 fn resets(p: &PortRecord) -> u32 {
     p.external_resets
+}
+
+/// The port's link is (or may be) up: its state is not known to be Down.
+fn link_up(p: &PortRecord) -> bool {
+    p.link.state.is_none_or(|s| s != crate::ib::PortState::Down)
 }
 
 /// The link's data rate (0: not known).
@@ -171,10 +178,16 @@ impl Sample {
     }
 }
 
-/// One port's state: no allocation of its own.
+/// A port's samples, oldest first (`[..kept]` of its [`PortMem`]).
+type Samples = [Sample; MAX_SAMPLES];
+
+/// [`PortMem::samples`] of a port that has none.
+const NO_SAMPLES: u8 = u8::MAX;
+
+/// One port's state: no allocation of its own. Its samples are in its
+/// node's [`NodeMem::samples`], from the first time its link is seen up:
+/// a port that was never cabled keeps none.
 struct PortMem {
-    /// Oldest first; `samples[..kept]` are kept.
-    samples: [Sample; MAX_SAMPLES],
     /// The GUID of the last peer seen, when `has_peer` (a link that went
     /// down has none any more).
     peer_guid: Guid,
@@ -194,18 +207,23 @@ struct PortMem {
     peer_port: u8,
     has_peer: bool,
     kept: u8,
+    /// The index of its samples in its node's, or [`NO_SAMPLES`] (a node
+    /// has at most 255 ports: 0 to 254 are enough).
+    samples: u8,
 }
 
 /// The bytes one port's state takes: [`PortMem`] holds no pointer, so
 /// that is all (its node's boxed slice of them has no spare room).
-pub const PORT_BYTES: usize = 248;
+pub const PORT_BYTES: usize = 32;
+/// And the bytes of its samples, once its link has been up.
+pub const SAMPLES_BYTES: usize = 216;
 const _: () = assert!(size_of::<PortMem>() <= PORT_BYTES);
+const _: () = assert!(size_of::<Samples>() <= SAMPLES_BYTES);
 const _: () = assert!(!std::mem::needs_drop::<PortMem>());
 
 impl PortMem {
     fn new(limits: u32, p: &PortRecord) -> PortMem {
         let mut m = PortMem {
-            samples: [Sample::default(); MAX_SAMPLES],
             peer_guid: Guid(0),
             last_read: 0,
             resets: resets(p),
@@ -216,6 +234,7 @@ impl PortMem {
             peer_port: 0,
             has_peer: false,
             kept: 0,
+            samples: NO_SAMPLES,
         };
         m.set_state(state_of(p));
         m.set_peer(peer_of_port(p));
@@ -240,20 +259,20 @@ impl PortMem {
         }
     }
 
-    fn kept(&self) -> &[Sample] {
-        &self.samples[..usize::from(self.kept)]
+    fn kept<'a>(&self, set: &'a Samples) -> &'a [Sample] {
+        &set[..usize::from(self.kept)]
     }
 
-    fn pop_front(&mut self) {
-        self.samples.copy_within(1.., 0);
+    fn pop_front(&mut self, set: &mut Samples) {
+        set.copy_within(1.., 0);
         self.kept -= 1;
     }
 
-    fn push(&mut self, s: Sample) {
+    fn push(&mut self, set: &mut Samples, s: Sample) {
         if usize::from(self.kept) == MAX_SAMPLES {
-            self.pop_front();
+            self.pop_front(set);
         }
-        self.samples[usize::from(self.kept)] = s;
+        set[usize::from(self.kept)] = s;
         self.kept += 1;
     }
 }
@@ -264,6 +283,9 @@ struct NodeMem {
     /// For the pmNodeLost of a node whose rows are gone.
     description: std::sync::Arc<str>,
     ports: Box<[PortMem]>,
+    /// The samples of the ports whose link has been up
+    /// ([`PortMem::samples`]).
+    samples: Box<[Samples]>,
 }
 
 pub struct Evaluator {
@@ -346,6 +368,7 @@ impl Evaluator {
                     reachable: node.reachable,
                     description: node.description.clone(),
                     ports: ports_mem(&mut self.limits, &self.cfg, node),
+                    samples: Box::default(),
                 });
                 continue;
             };
@@ -358,6 +381,7 @@ impl Evaluator {
                     events.push(Event::node(Kind::NodeFound, node.guid, &node.description));
                     // Its ports are taken as they are now.
                     mem.ports = ports_mem(&mut self.limits, &self.cfg, node);
+                    mem.samples = Box::default();
                 }
                 _ => {}
             }
@@ -465,20 +489,46 @@ impl PortCtx<'_> {
     /// The events of a reachable node's ports.
     fn ports(&mut self, mem: &mut NodeMem) {
         let node = self.node;
-        for p in &node.ports {
-            match mem.ports.iter().position(|m| m.num == p.num()) {
-                Some(i) => self.port(p, &mut mem.ports[i]),
-                None => {
-                    // A port rediscovery added: taken as it is.
-                    let mut v = std::mem::take(&mut mem.ports).into_vec();
+        // Ports rediscovery added: taken as they are.
+        if node
+            .ports
+            .iter()
+            .any(|p| !mem.ports.iter().any(|m| m.num == p.num()))
+        {
+            let mut v = std::mem::take(&mut mem.ports).into_vec();
+            for p in &node.ports {
+                if !v.iter().any(|m| m.num == p.num()) {
                     v.push(PortMem::new(self.limits.get(self.cfg, node, p.num()), p));
-                    mem.ports = v.into_boxed_slice();
                 }
+            }
+            mem.ports = v.into_boxed_slice();
+        }
+        // Samples for the ports whose link is up for the first time, all
+        // added at once.
+        let mut held = mem.samples.len();
+        for p in &node.ports {
+            if let Some(m) = mem.ports.iter_mut().find(|m| m.num == p.num())
+                && m.samples == NO_SAMPLES
+                && link_up(p)
+                && held < usize::from(NO_SAMPLES)
+            {
+                m.samples = held as u8;
+                held += 1;
+            }
+        }
+        if held > mem.samples.len() {
+            let mut v = std::mem::take(&mut mem.samples).into_vec();
+            v.resize(held, [Sample::default(); MAX_SAMPLES]);
+            mem.samples = v.into_boxed_slice();
+        }
+        for p in &node.ports {
+            if let Some(pm) = mem.ports.iter_mut().find(|m| m.num == p.num()) {
+                self.port(p, pm, &mut mem.samples);
             }
         }
     }
 
-    fn port(&mut self, p: &PortRecord, pm: &mut PortMem) {
+    fn port(&mut self, p: &PortRecord, pm: &mut PortMem, samples: &mut [Samples]) {
         let state = state_of(p);
         let remote = peer_of_port(p);
         if state != pm.state() {
@@ -505,12 +555,21 @@ impl PortCtx<'_> {
             pm.kept = 0;
         }
         pm.last_read = now + 1;
+        let Some(set) = samples.get_mut(usize::from(pm.samples)) else {
+            // Its link has never been up: no threshold to watch.
+            return;
+        };
         let now = now as u32; // sample times are modulo 2^32
         let age = |s: &Sample| u64::from(now.wrapping_sub(s.at));
         let window = self.window_ms;
         let cur = Sample::of(now, p);
         // The newest sample at least a window old is the base.
-        let base = pm.kept().iter().rev().find(|s| age(s) >= window).copied();
+        let base = pm
+            .kept(set)
+            .iter()
+            .rev()
+            .find(|s| age(s) >= window)
+            .copied();
         if let Some(base) = base {
             let span_ms = age(&base);
             let secs = span_ms as f64 / 1000.0;
@@ -556,11 +615,11 @@ impl PortCtx<'_> {
         }
         // Keep a sample every half window, and of the older ones only the
         // newest at least a window old.
-        if pm.kept().last().is_none_or(|s| age(s) >= window / 2) {
-            pm.push(cur);
+        if pm.kept(set).last().is_none_or(|s| age(s) >= window / 2) {
+            pm.push(set, cur);
         }
-        while pm.kept > 1 && age(&pm.samples[1]) >= window {
-            pm.pop_front();
+        while pm.kept > 1 && age(&set[1]) >= window {
+            pm.pop_front(set);
         }
     }
 }
@@ -930,6 +989,40 @@ mod tests {
         assert_eq!(o.suppressed[Family::Threshold as usize], 460);
     }
 
+    /// An uncabled port keeps no samples; from the first time its link is
+    /// up it does, and keeps them while it flaps (LinkDowned is watched).
+    #[test]
+    fn only_ports_whose_link_came_up_keep_samples() {
+        let mut f = Fab::new(1, 3);
+        f.nodes[0].ports[2].link.state = Some(PortState::Down);
+        let mut ev = eval(0);
+        for t in [0, 5, 10] {
+            assert!(ev.evaluate(&f.snap(t)).events.is_empty());
+        }
+        assert_eq!(ev.nodes[0].samples.len(), 2);
+        assert_eq!(ev.nodes[0].ports[2].samples, NO_SAMPLES);
+        f.nodes[0].ports[2].link.state = Some(PortState::Active);
+        let o = ev.evaluate(&f.snap(15));
+        assert_eq!(kinds(&o), vec![(Kind::PortStateChange, 0x100, 3)]);
+        assert_eq!(ev.nodes[0].samples.len(), 3);
+        assert_eq!(ev.nodes[0].ports[2].samples, 2);
+        for t in [20, 25] {
+            assert!(ev.evaluate(&f.snap(t)).events.is_empty());
+        }
+        // Down, with the link-down count past its threshold: still watched.
+        f.nodes[0].ports[2].link.state = Some(PortState::Down);
+        f.add(0, 2, hc::slot("LinkDowned"), 11);
+        let o = ev.evaluate(&f.snap(30));
+        assert_eq!(
+            kinds(&o),
+            vec![
+                (Kind::PortStateChange, 0x100, 3),
+                (Kind::ThresholdRising, 0x100, 3)
+            ]
+        );
+        assert_eq!(ev.nodes[0].samples.len(), 3);
+    }
+
     #[test]
     fn samples_per_port_stay_bounded() {
         let mut f = Fab::new(1, 1);
@@ -956,7 +1049,8 @@ mod tests {
         }
         let p = &ev.nodes[0].ports[0];
         assert_eq!(usize::from(p.kept), MAX_SAMPLES);
-        let at: Vec<u32> = p.kept().iter().map(|s| s.at).collect();
+        let set = &ev.nodes[0].samples[usize::from(p.samples)];
+        let at: Vec<u32> = p.kept(set).iter().map(|s| s.at).collect();
         assert_eq!(at[1] - at[0], 5000);
         assert_eq!(at[2] - at[1], 5000);
     }
@@ -988,20 +1082,24 @@ mod tests {
                 .flat_map(|n| &n.ports[..])
                 .all(|p| p.kept == 3)
         );
-        let port_bytes = ports * size_of::<PortMem>();
+        let port_bytes = ports * (size_of::<PortMem>() + size_of::<Samples>());
         let node_bytes: usize = ev
             .nodes
             .iter()
             .map(|n| {
                 size_of::<NodeMem>() + block(n.ports.len() * size_of::<PortMem>())
                     - n.ports.len() * size_of::<PortMem>()
-                    + block(n.description.len())
+                    + block(n.samples.len() * size_of::<Samples>())
+                    - n.samples.len() * size_of::<Samples>()
             })
             .sum();
         let per_port = (port_bytes + node_bytes) / ports;
-        assert!(size_of::<PortMem>() <= PORT_BYTES);
-        // PortMem itself, and at most 40 bytes of its node's share.
-        assert!(per_port <= PORT_BYTES + 40, "{per_port} bytes per port");
+        // PortMem and its samples, and at most 48 bytes of its node's
+        // share (the description is the snapshot's).
+        assert!(
+            per_port <= PORT_BYTES + SAMPLES_BYTES + 48,
+            "{per_port} bytes per port"
+        );
     }
 
     /// Error totals are kept in their low 32 bits: an increase across a
