@@ -52,7 +52,11 @@ fn main() -> ExitCode {
         },
     );
     let simulated = sim.fabric();
-    let Some(node) = simulated.nodes.iter().find(|n| *n.description == *args.node) else {
+    let Some(node) = simulated
+        .nodes
+        .iter()
+        .find(|n| *n.description == *args.node)
+    else {
         eprintln!("pma_responder: no node {:?} in the topology", args.node);
         return ExitCode::from(2);
     };

@@ -160,7 +160,7 @@ fn main() -> ExitCode {
             json_str(&n.description)
         );
         for p in &n.ports {
-            let remote = match p.remote {
+            let remote = match p.remote() {
                 Some((g, rp)) => format!("\"{g}\",\"remote_port\":{rp}"),
                 None => "null".into(),
             };

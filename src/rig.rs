@@ -340,7 +340,7 @@ impl PmaRig {
     pub fn cabled(&self) -> Vec<(Node, u8, u16)> {
         let mut v = Vec::new();
         for n in self.nodes() {
-            for p in n.ports.iter().filter(|p| p.remote.is_some()) {
+            for p in n.ports.iter().filter(|p| p.remote().is_some()) {
                 let (lid, _) = Self::addr(&n, p.num);
                 v.push((n.clone(), p.num, lid));
             }

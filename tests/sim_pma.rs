@@ -72,7 +72,7 @@ fn both_ends_of_every_link_agree_and_data_is_dwords() {
     let nodes = rig.nodes();
     let mut links = 0;
     for (n, p, lid) in rig.cabled() {
-        let (rg, rp) = n.port(p).unwrap().remote.unwrap();
+        let (rg, rp) = n.port(p).unwrap().remote().unwrap();
         let r = nodes.iter().find(|x| x.guid == rg).unwrap();
         let (rlid, _) = Rig::addr(r, rp);
         let a = rig.pcx(lid, p);
@@ -269,7 +269,7 @@ fn port_select_rules() {
     );
     // Port 0 and unconnected ports read zero.
     assert_eq!(rig.pcx(sw.lid, 0).xmit_pkts, 0);
-    let idle = sw.ports.iter().find(|p| p.remote.is_none()).unwrap().num;
+    let idle = sw.ports.iter().find(|p| p.remote().is_none()).unwrap().num;
     assert_eq!(rig.pcx(sw.lid, idle).rcv_data, 0);
     // 0xFF sums the ports.
     let mut sum_pkts = 0u64;
@@ -603,7 +603,7 @@ fn congestion_control_attributes_show_the_traffic_model() {
             .iter()
             .find(|n| n.guid == g)
             .and_then(|n| n.ports.iter().find(|q| q.num == p))
-            .and_then(|q| q.remote)
+            .and_then(|q| q.remote())
     };
     let lane = |id, l| lane_attr(id, l).unwrap();
     let (mut fecn_seen, mut compared) = (0, 0);

@@ -233,7 +233,7 @@ fn error_and_congestion_quantities_match_port_counters() {
         let best = n
             .ports
             .iter()
-            .filter(|p| p.remote.is_some())
+            .filter(|p| p.remote().is_some())
             .map(|p| p.num)
             .max_by_key(|&p| {
                 let c = rig.pc(n.lid, p);

@@ -182,7 +182,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
         for p in &n.ports {
             let row = &port_table[&key(n.guid, p.num)];
             assert_eq!(row["pmPortNodeDescription"], *n.description);
-            match p.remote {
+            match p.remote() {
                 Some((g, q)) => {
                     assert_eq!(row["pmPortState"], "active", "{row:?}");
                     assert_eq!(row["pmPortPhysState"], "linkUp");
@@ -228,7 +228,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
     };
     let mut checked = 0;
     for n in &rf.nodes {
-        for p in n.ports.iter().filter(|p| p.remote.is_some()) {
+        for p in n.ports.iter().filter(|p| p.remote().is_some()) {
             let t0 = read(n, p.num);
             clock.advance(Duration::from_secs(100));
             let t1 = read(n, p.num);
@@ -262,7 +262,7 @@ fn a_link_down_and_an_error_burst_show_within_the_intervals() {
     let fabric = s.sim.fabric();
     let leaf = node(&fabric, "leaf1");
     let up = leaf.port(13).unwrap();
-    let (spine, sp) = up.remote.unwrap();
+    let (spine, sp) = up.remote().unwrap();
     let by_index = |col: &str, g: Guid, p: u8| s.get(&instance(col, g, p));
     assert_eq!(
         by_index("pmPortState", leaf.guid, 13).as_deref(),
@@ -580,7 +580,7 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
     for n in &fabric.nodes {
         for p in &n.ports {
             let k = key(n.guid, p.num);
-            let Some((pg, pp)) = p.remote else { continue };
+            let Some((pg, pp)) = p.remote() else { continue };
             if p.state != Some(ibpm_agentx::ib::PortState::Active) {
                 continue;
             }

@@ -179,7 +179,7 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
     let reachable = ours
         .nodes
         .iter()
-        .filter(|n| n.ports.iter().any(|p| p.remote.is_some()));
+        .filter(|n| n.ports.iter().any(|p| p.remote().is_some()));
     assert_eq!(seen.len(), reachable.count(), "{name}: node count\n{text}");
     for (guid, s) in &seen {
         let n = ours
@@ -190,7 +190,7 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
             &*n.description, s.description,
             "{name}: description of {guid:#x}"
         );
-        let cabled = n.ports.iter().filter(|p| p.remote.is_some()).count();
+        let cabled = n.ports.iter().filter(|p| p.remote().is_some()).count();
         assert_eq!(cabled, s.ports.len(), "{name}: cabled ports of {guid:#x}");
         for (num, (port_guid, rguid, rport)) in &s.ports {
             let p = n
@@ -200,7 +200,7 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
                 assert_eq!(p.guid, Guid(*pg), "{name}: port GUID {guid:#x}[{num}]");
             }
             assert_eq!(
-                p.remote,
+                p.remote(),
                 Some((Guid(*rguid), *rport)),
                 "{name}: link {guid:#x}[{num}]"
             );
@@ -216,11 +216,11 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
             (o.node_type, &o.description, o.sys_guid),
             "{name}"
         );
-        for p in n.ports.iter().filter(|p| p.remote.is_some()) {
+        for p in n.ports.iter().filter(|p| p.remote().is_some()) {
             let op = o.port(p.num).unwrap();
             assert_eq!(
-                (p.guid, p.remote, &p.width, &p.speed),
-                (op.guid, op.remote, &op.width, &op.speed),
+                (p.guid, p.remote(), &p.width, &p.speed),
+                (op.guid, op.remote(), &op.width, &op.speed),
                 "{name}: {}[{}]",
                 n.description,
                 p.num

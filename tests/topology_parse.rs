@@ -30,15 +30,15 @@ fn guids_match_what_ibsim_assigned() {
     let h4 = node(&f, "Hca4");
     assert_eq!(h4.port(1).unwrap().guid, Guid(0x10000a));
     assert_eq!(h4.port(2).unwrap().guid, Guid(0x10000b));
-    assert_eq!(h4.port(1).unwrap().remote, Some((Guid(0x200001), 2)));
-    assert_eq!(h4.port(2).unwrap().remote, None);
+    assert_eq!(h4.port(1).unwrap().remote(), Some((Guid(0x200001), 2)));
+    assert_eq!(h4.port(2).unwrap().remote(), None);
     assert_eq!(h4.sys_guid, h4.guid);
     let s1 = node(&f, "Switch1");
     assert_eq!(s1.node_type, NodeType::Switch);
     assert_eq!(s1.num_ports, 8);
     assert_eq!(s1.ports.len(), 8);
     assert!(s1.ports.iter().all(|p| p.guid == s1.guid));
-    assert_eq!(s1.port(3).unwrap().remote, Some((Guid(0x200001), 3)));
+    assert_eq!(s1.port(3).unwrap().remote(), Some((Guid(0x200001), 3)));
     assert_eq!(s1.port(3).unwrap().width.map(|w| w.name()), Some("4x"));
     assert_eq!(s1.port(3).unwrap().speed.map(|s| s.name()), Some("SDR"));
     assert_eq!(s1.port(4).unwrap().width, None);
@@ -59,9 +59,9 @@ fn all_examples_parse_and_links_are_symmetric() {
         assert!(!f.nodes.is_empty());
         for node in &f.nodes {
             for port in &node.ports {
-                if let Some((rg, rp)) = port.remote {
+                if let Some((rg, rp)) = port.remote() {
                     let back = f.node(rg).unwrap().port(rp).unwrap();
-                    assert_eq!(back.remote, Some((node.guid, port.num)));
+                    assert_eq!(back.remote(), Some((node.guid, port.num)));
                 }
             }
         }
@@ -102,7 +102,7 @@ fn ibnetdiscover_output_with_guid_lines() {
     let p2 = ca.port(2).unwrap();
     assert_eq!(p2.guid, Guid(0x8f1040396055a));
     assert_eq!(p2.lid, 2);
-    assert_eq!(p2.remote, Some((sw.guid, 1)));
+    assert_eq!(p2.remote(), Some((sw.guid, 1)));
     assert_eq!(
         (p2.width.map(|w| w.name()), p2.speed.map(|s| s.name())),
         (Some("4x"), Some("DDR"))
@@ -239,14 +239,14 @@ fn default_fabric_shape() {
     let dual: Vec<_> = cas.iter().filter(|c| c.num_ports == 2).collect();
     assert!(!dual.is_empty());
     for c in dual {
-        let a = c.port(1).unwrap().remote.unwrap().0;
-        let b = c.port(2).unwrap().remote.unwrap().0;
+        let a = c.port(1).unwrap().remote().unwrap().0;
+        let b = c.port(2).unwrap().remote().unwrap().0;
         assert_ne!(a, b, "{}: both ports on one leaf", c.description);
     }
     // Every CA port is cabled.
     assert!(
         cas.iter()
-            .all(|c| c.ports.iter().all(|p| p.remote.is_some()))
+            .all(|c| c.ports.iter().all(|p| p.remote().is_some()))
     );
 }
 

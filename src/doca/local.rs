@@ -89,7 +89,8 @@ pub fn read_dev(sysfs: &Path, name: &str) -> Result<IbDev, String> {
                 // reports it; sysfs has no per-port GUID file.
                 guid: node_guid,
                 lid,
-                remote: None,
+                remote_guid: Guid(0),
+                remote_port: 0,
                 state,
                 phys_state: code("phys_state").and_then(PhysState::from_code),
                 width: width.filter(|_| up),

@@ -294,7 +294,7 @@ pub fn refresh_port_info(
     // The links as `known` has them (both ends reached).
     for n in &known.nodes {
         for p in &n.ports {
-            if let (Some(&a), Some((rg, rp))) = (w.by_guid.get(&n.guid.0), p.remote)
+            if let (Some(&a), Some((rg, rp))) = (w.by_guid.get(&n.guid.0), p.remote())
                 && let Some(&b) = w.by_guid.get(&rg.0)
                 && let Some(pb) = w.nodes[a].ports.get_mut(&p.num)
             {
@@ -336,7 +336,7 @@ pub fn refresh_port_info(
             }
             // As discovery shows it: a port whose link is down has no peer.
             if p.state == Some(PortState::Down) {
-                p.remote = None;
+                p.set_remote(None);
             }
         }
     }
@@ -429,7 +429,7 @@ fn routes_from(
             if is_local && n.node_type != NodeType::Switch && p.num != local_port {
                 continue;
             }
-            let Some((rg, _)) = p.remote else { continue };
+            let Some((rg, _)) = p.remote() else { continue };
             if routes.contains_key(&rg) {
                 continue;
             }
@@ -759,9 +759,10 @@ impl Walk {
                         } else {
                             pb.info.map(|i| i.lid).unwrap_or(0)
                         },
-                        remote: pb
+                        remote_guid: pb
                             .remote
-                            .map(|(r, rp)| (Guid(self.nodes[r].info.node_guid), rp)),
+                            .map_or(Guid(0), |(r, _)| Guid(self.nodes[r].info.node_guid)),
+                        remote_port: pb.remote.map_or(0, |(_, rp)| rp),
                         state: pb.info.and_then(|i| PortState::from_code(i.state)),
                         phys_state: pb.info.and_then(|i| PhysState::from_code(i.phys_state)),
                         width: up.and_then(|i| LinkWidth::from_code(i.width_active)),
@@ -1059,8 +1060,8 @@ mod tests {
         assert_eq!(&*ca.description, "node30");
         let nums: Vec<u8> = ca.ports.iter().map(|p| p.num).collect();
         assert_eq!(nums, [1, 2]);
-        assert_eq!(ca.ports[0].remote, Some((Guid(0x200), 1)));
-        assert_eq!(ca.ports[1].remote, Some((Guid(0x100), 7)));
+        assert_eq!(ca.ports[0].remote(), Some((Guid(0x200), 1)));
+        assert_eq!(ca.ports[1].remote(), Some((Guid(0x100), 7)));
         assert_eq!(ca.ports[1].lid, 0x32);
         assert_eq!(ca.ports[1].guid, Guid(0x32));
         assert_eq!(ca.lid, 0x31);
@@ -1070,7 +1071,7 @@ mod tests {
         let sw2 = fab.node(Guid(0x200)).unwrap();
         assert_eq!(sw2.ports.len(), 9);
         let p0 = sw2.port(0).unwrap();
-        assert_eq!((p0.lid, p0.remote), (0x200, None));
+        assert_eq!((p0.lid, p0.remote()), (0x200, None));
         assert_eq!(p0.state, Some(PortState::Active));
         // FECModeActive from PortInfoExtended where a port reports it
         // (a switch through port 0's capability mask), on up links only.
@@ -1079,9 +1080,9 @@ mod tests {
         assert_eq!(sw.port(5).unwrap().fec, None, "down");
         assert_eq!(sw2.port(1).unwrap().fec, None, "no PortInfoExtended");
         assert_eq!(sw.lid, 0x100);
-        assert_eq!(sw.port(4).unwrap().remote, Some((Guid(0x200), 4)));
-        assert_eq!(sw.port(7).unwrap().remote, Some((Guid(0x30), 2)));
-        assert_eq!(sw.port(5).unwrap().remote, None);
+        assert_eq!(sw.port(4).unwrap().remote(), Some((Guid(0x200), 4)));
+        assert_eq!(sw.port(7).unwrap().remote(), Some((Guid(0x30), 2)));
+        assert_eq!(sw.port(5).unwrap().remote(), None);
         assert_eq!(sw.port(5).unwrap().width, None);
         assert_eq!(sw.port(1).unwrap().width, Some(LinkWidth::X4));
         assert_eq!(sw.port(1).unwrap().speed, Some(LinkSpeed::Qdr));
@@ -1089,7 +1090,7 @@ mod tests {
         assert_eq!(sw.port(5).unwrap().state, Some(PortState::Down));
         let local = fab.node(Guid(0x10)).unwrap();
         assert_eq!(local.ports.len(), 1);
-        assert_eq!(local.ports[0].remote, Some((Guid(0x100), 1)));
+        assert_eq!(local.ports[0].remote(), Some((Guid(0x100), 1)));
     }
 
     #[test]
@@ -1109,9 +1110,13 @@ mod tests {
         let fresh = refresh_port_info(&mut f, &known, &quick()).unwrap();
         let sw = fresh.node(Guid(0x100)).unwrap();
         assert_eq!(sw.port(4).unwrap().state, Some(PortState::Down));
-        assert_eq!(sw.port(4).unwrap().remote, None, "a down port has no peer");
+        assert_eq!(
+            sw.port(4).unwrap().remote(),
+            None,
+            "a down port has no peer"
+        );
         assert_eq!(sw.port(3).unwrap().state, Some(PortState::Active));
-        assert_eq!(sw.port(3).unwrap().remote, Some((Guid(0x200), 3)));
+        assert_eq!(sw.port(3).unwrap().remote(), Some((Guid(0x200), 3)));
         let sw2 = fresh.node(Guid(0x200)).unwrap();
         assert_eq!(sw2.port(4).unwrap().state, Some(PortState::Down));
         assert_eq!((sw2.lid, sw2.port(1).unwrap().lid), (0x200, 0x200));
@@ -1140,7 +1145,7 @@ mod tests {
         assert!(stats.timeouts >= 2, "{stats:?}");
         assert!(start.elapsed() < Duration::from_secs(2));
         let sw = fab.node(Guid(0x100)).unwrap();
-        assert_eq!(sw.port(3).unwrap().remote, None);
+        assert_eq!(sw.port(3).unwrap().remote(), None);
     }
 
     #[test]

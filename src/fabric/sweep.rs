@@ -1306,7 +1306,7 @@ mod tests {
         let ca = fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == NodeType::Ca && n.ports[0].remote.is_some())
+            .find(|n| n.node_type == NodeType::Ca && n.ports[0].remote().is_some())
             .unwrap();
         let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
         let resets =
@@ -1341,7 +1341,7 @@ mod tests {
             .filter(|n| n.node_type == NodeType::Switch)
             .find_map(|n| {
                 n.ports.iter().find_map(|p| {
-                    let (g, q) = p.remote?;
+                    let (g, q) = p.remote()?;
                     let r = fabric.node(g)?;
                     (r.node_type == NodeType::Switch).then_some((n.guid, p.num, (g, q)))
                 })
@@ -1350,7 +1350,7 @@ mod tests {
         let record = |c: &Cache, g, p| c.load().node(g).unwrap().port(p).unwrap().clone();
         let before = record(&rig.cache, sw, port);
         assert_eq!(before.link.state, Some(crate::ib::PortState::Active));
-        assert_eq!(before.link.remote, Some(peer));
+        assert_eq!(before.link.remote(), Some(peer));
         let out_before = before.hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap();
 
         assert!(rig.sim.set_link(sw, port, false));
@@ -1426,7 +1426,7 @@ mod tests {
             .flat_map(|n| {
                 n.ports
                     .iter()
-                    .filter(|p| p.remote.is_some())
+                    .filter(|p| p.remote().is_some())
                     .map(move |p| (n.guid, p.lid, p.num))
             })
             .collect();

@@ -719,7 +719,7 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
         let n = &mut nodes[ni];
         let lid = n.ports.get(&p).map_or(0, |rp| rp.lid);
         if let Some(port) = n.node.ports.iter_mut().find(|x| x.num == p) {
-            port.remote = Some((guids[ri], rport));
+            port.set_remote(Some((guids[ri], rport)));
             port.state = Some(PortState::Active);
             port.phys_state = Some(PhysState::LinkUp);
             port.width = Some(w);
@@ -778,7 +778,7 @@ mod tests {
         assert_eq!(nums("sw two"), [1, 2, 3, 4]);
         let p0 = by("sw one").port(0).unwrap();
         assert_eq!(
-            (p0.lid, p0.remote, p0.state),
+            (p0.lid, p0.remote(), p0.state),
             (7, None, Some(PortState::Active))
         );
         assert_eq!(by("sw one").num_ports, 4);

@@ -1530,7 +1530,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
 
 fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot) -> Value {
     let l = &port.link;
-    let peer = l.remote;
+    let peer = l.remote();
     match c {
         PortCol::NodeDescription => text_value(&node.description),
         PortCol::Guid => guid_value(l.guid),

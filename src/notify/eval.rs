@@ -62,7 +62,7 @@ fn state_of(p: &PortRecord) -> u32 {
 
 /// The port at the other end of the link, while it is up.
 fn peer_of_port(p: &PortRecord) -> Option<(Guid, u8)> {
-    p.link.remote
+    p.link.remote()
 }
 
 /// Times the counters went down without a clear by this agent.
@@ -666,7 +666,8 @@ mod tests {
                             link: Port {
                                 num: q,
                                 state: Some(PortState::Active),
-                                remote: Some((Guid(0x100 + (i + 1) % n), q)),
+                                remote_guid: Guid(0x100 + (i + 1) % n),
+                                remote_port: q,
                                 ..Default::default()
                             },
                             hc: HcTotals::zeros(u32::MAX >> (32 - hc::HC_SLOTS)),
@@ -774,7 +775,7 @@ mod tests {
         ev.evaluate(&f.snap(0));
         let p = &mut f.nodes[0].ports[1].link;
         p.state = Some(PortState::Down);
-        p.remote = None;
+        p.set_remote(None);
         let o = ev.evaluate(&f.snap(1));
         assert_eq!(kinds(&o), vec![(Kind::PortStateChange, 0x100, 2)]);
         let e = &o.events[0];

@@ -168,7 +168,7 @@ impl State {
             .nodes
             .get(node)
             .and_then(|n| n.port(port))
-            .and_then(|p| p.remote)
+            .and_then(|p| p.remote())
         else {
             return t;
         };
@@ -208,7 +208,7 @@ impl SimFabric {
                 if n.node_type != NodeType::Switch {
                     samples.insert((ni, p.num), Sample::initial(n, p.num));
                 }
-                if p.remote.is_some() && opts.traffic {
+                if p.remote().is_some() && opts.traffic {
                     // One stream per (seed, GUID, port): stable when other
                     // nodes are added or removed.
                     let mut rng = opts.seed
@@ -271,7 +271,7 @@ impl SimFabric {
         let Some(p) = st.fabric.nodes[ni].port(port).copied() else {
             return false;
         };
-        let Some((rg, rp)) = p.remote else {
+        let Some((rg, rp)) = p.remote() else {
             return false;
         };
         let Ok(ri) = st.fabric.nodes.binary_search_by_key(&rg, |n| n.guid) else {
