@@ -290,9 +290,17 @@ fn an_error_burst_rises_once_and_falls_once() {
 }
 
 /// A fabric of `switches` unlinked 18-port switches.
+/// `n` (even) 18-port switches in pairs, every port of one cabled to the
+/// same port of the other: every port's link is up.
 fn switches(n: usize) -> Fabric {
     let text: String = (0..n)
-        .map(|i| format!("Switch\t18 \"sw{i:02}\"\t\t# \"sw{i:02} IB switch\"\n\n"))
+        .map(|i| {
+            let peer = i ^ 1;
+            let links: String = (1..=18)
+                .map(|p| format!("[{p}]\t\"sw{peer:02}\"[{p}]\n"))
+                .collect();
+            format!("Switch\t18 \"sw{i:02}\"\t\t# \"sw{i:02} IB switch\"\n{links}\n")
+        })
         .collect();
     topology::parse(&text).expect("generated topology")
 }

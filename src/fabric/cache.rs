@@ -67,6 +67,8 @@ pub struct PortRecord {
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
+    /// What the sweeper keeps to fold the next readings in.
+    pub(crate) sweep: crate::fabric::state::PortState,
 }
 
 impl PortRecord {

@@ -121,10 +121,10 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
     d
 }
 
-/// What the sweeper keeps of a port besides its record ([`PortRecord`],
-/// which holds the readings, totals and rates the cache shows).
-#[derive(Default)]
-pub(crate) struct PortState {
+/// What the sweeper keeps of a port to fold its next readings in: part of
+/// its record ([`PortRecord::sweep`]), where no table looks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortState {
     /// When the held PortCounters reading's request was sent.
     counters_at: Option<Stamp>,
     /// When PortCountersExtended was last read (its rates start there).
@@ -143,6 +143,7 @@ pub(crate) struct PortState {
 /// A DOCA-served port: the latest value of each [`crate::doca::DATA_IDS`]
 /// entry (None until read), and the totals its rates start from (DOCA
 /// samples come faster than a rate is worth making).
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct DocaPort {
     prev: [Option<u64>; crate::doca::DATA_IDS.len()],
     rate_mark: Option<(Instant, [Option<u64>; HC_SLOTS])>,
@@ -163,7 +164,6 @@ pub(crate) struct NodeState {
     samples_strikes: u8,
     /// PortSamplesControl went unanswered in the current sweep.
     samples_missed: bool,
-    ports: Vec<PortState>,
     /// The node does not answer PortSamplesResultExtended: stop asking
     /// (until the rare retry).
     no_result_ext: bool,
@@ -249,7 +249,6 @@ impl NodeState {
             no_samples: false,
             samples_strikes: 0,
             samples_missed: false,
-            ports: node.ports.iter().map(|_| PortState::default()).collect(),
             no_result_ext: false,
             samples_at: None,
             optional_unsupported: 0,
@@ -281,17 +280,16 @@ impl NodeState {
         Arc::make_mut(&mut self.rec)
     }
 
-    /// Port `pi`'s state and record, to change (the record copied first
-    /// when the published snapshot shares it, counted in `copies`).
-    fn port(&mut self, pi: usize, copies: &mut usize) -> Option<(&mut PortState, &mut PortRecord)> {
-        if pi >= self.ports.len() {
+    /// Port `pi`'s record, to change (copied first when the published
+    /// snapshot shares it, counted in `copies`).
+    fn port(&mut self, pi: usize, copies: &mut usize) -> Option<&mut PortRecord> {
+        if pi >= self.rec.ports.len() {
             return None;
         }
         if Arc::get_mut(&mut self.rec).is_none() {
             *copies += 1;
         }
-        let pr = Arc::make_mut(&mut self.rec).ports.get_mut(pi)?;
-        Some((&mut self.ports[pi], pr))
+        Arc::make_mut(&mut self.rec).ports.get_mut(pi)
     }
 }
 
@@ -442,28 +440,11 @@ impl FabricState {
                     next_old = old_nodes.next().zip(old_states.next());
                 }
                 Some((o, mut s)) if o.guid == n.guid => {
-                    let mut ports: Vec<PortState> = Vec::with_capacity(n.ports.len());
-                    let mut old_ports: Vec<(u8, PortState)> = o
-                        .ports
-                        .iter()
-                        .map(|p| p.num)
-                        .zip(std::mem::take(&mut s.ports))
-                        .collect();
                     for p in &n.ports {
-                        match old_ports.iter().position(|(num, _)| *num == p.num) {
-                            Some(i) => {
-                                ports.push(old_ports.swap_remove(i).1);
-                                if o.port(p.num) != Some(p) {
-                                    report.ports_changed += 1;
-                                }
-                            }
-                            None => {
-                                ports.push(PortState::default());
-                                report.ports_changed += 1;
-                            }
+                        if o.port(p.num) != Some(p) {
+                            report.ports_changed += 1;
                         }
                     }
-                    s.ports = ports;
                     // The record takes the node's new facts and keeps
                     // what was read from it.
                     let mut old = Arc::unwrap_or_clone(std::mem::replace(
@@ -600,24 +581,25 @@ impl FabricState {
                     c.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0
                 });
                 if !s
+                    .rec
                     .ports
                     .get(pi)
-                    .is_some_and(|ps| newer(ps.counters_at.map(Stamp::instant)))
+                    .is_some_and(|pr| newer(pr.sweep.counters_at.map(Stamp::instant)))
                 {
                     return;
                 }
-                let Some((ps, pr)) = s.port(pi, copies) else {
+                let Some(pr) = s.port(pi, copies) else {
                     return;
                 };
                 let cur = PortCounters::decode(&data);
                 let now = Instant::now();
-                if ps.hc_from_pcx.is_some_and(|was| was != use_pcx) {
+                if pr.sweep.hc_from_pcx.is_some_and(|was| was != use_pcx) {
                     // The data and packet counters change source: their
                     // totals lose what happened in between.
                     pr.discontinuity = Some(now.into());
                 }
-                ps.hc_from_pcx = Some(use_pcx);
-                let skip = if ps.doca.is_some() {
+                pr.sweep.hc_from_pcx = Some(use_pcx);
+                let skip = if pr.sweep.doca.is_some() {
                     crate::doca::DOCA_SLOTS
                 } else {
                     0
@@ -635,20 +617,20 @@ impl FabricState {
                         (secs, min_secs),
                     );
                 }
-                if cleared && !ps.agent_clear {
+                if cleared && !pr.sweep.agent_clear {
                     pr.external_resets = pr.external_resets.wrapping_add(1);
                 }
-                ps.agent_clear = false;
+                pr.sweep.agent_clear = false;
                 if went_down || first {
                     pr.discontinuity = Some(now.into());
                 }
-                ps.counters_at = Some(sent.into());
+                pr.sweep.counters_at = Some(sent.into());
                 pr.read_at = Some(now.into());
             }
             Slot::Extended(_, pi) => {
-                if let Some((ps, pr)) = s.port(pi, copies) {
+                if let Some(pr) = s.port(pi, copies) {
                     let cur = PortCountersExtended::decode(&data);
-                    let skip = if ps.doca.is_some() {
+                    let skip = if pr.sweep.doca.is_some() {
                         crate::doca::DOCA_SLOTS
                     } else {
                         0
@@ -657,17 +639,17 @@ impl FabricState {
                     let before = pr.hc.all_shown();
                     if hc::fold_pcx(&mut pr.hc, &cur, skip) {
                         pr.discontinuity = Some(now.into());
-                        if !ps.agent_clear_ext {
+                        if !pr.sweep.agent_clear_ext {
                             pr.external_resets = pr.external_resets.wrapping_add(1);
                         }
                     }
-                    if let Some(at) = ps.pcx_read_at {
+                    if let Some(at) = pr.sweep.pcx_read_at {
                         let secs = now.saturating_duration_since(at.instant()).as_secs_f64();
                         pr.rates
                             .update(&before, &pr.hc, hc::PCX_SLOTS & !skip, (secs, min_secs));
                     }
-                    ps.pcx_read_at = Some(now.into());
-                    ps.agent_clear_ext = false;
+                    pr.sweep.pcx_read_at = Some(now.into());
+                    pr.sweep.agent_clear_ext = false;
                 }
             }
             Slot::SamplesControl(_) => {
@@ -694,7 +676,7 @@ impl FabricState {
             }
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
-                if let Some((_, pr)) = s.port(pi, copies) {
+                if let Some(pr) = s.port(pi, copies) {
                     pr.optional.set(k, &data);
                 }
             }
@@ -726,8 +708,8 @@ impl FabricState {
             let s = &mut self.nodes[ni];
             s.doca = true;
             s.dirty = true;
-            if let Some(ps) = s.ports.get_mut(pi) {
-                ps.doca.get_or_insert_with(|| {
+            if let Some(pr) = s.port(pi, &mut self.copies) {
+                pr.sweep.doca.get_or_insert_with(|| {
                     Box::new(DocaPort {
                         prev: [None; crate::doca::DATA_IDS.len()],
                         rate_mark: None,
@@ -756,9 +738,9 @@ impl FabricState {
             .iter()
             .position(|p| p.num == num)?;
         let s = &mut self.nodes[ni];
-        s.ports.get(pi)?.doca.as_ref()?;
-        let (ps, pr) = s.port(pi, &mut self.copies)?;
-        let d = ps.doca.as_mut()?;
+        s.rec.ports.get(pi)?.sweep.doca.as_ref()?;
+        let pr = s.port(pi, &mut self.copies)?;
+        let d = pr.sweep.doca.as_mut()?;
         let now = Instant::now();
         let mut disc = false;
         for &(i, v) in values {
@@ -804,9 +786,13 @@ impl FabricState {
     /// This agent is clearing counters of port `pi` of node `ni`: the
     /// next reading of them going down is no discontinuity notification.
     pub fn mark_agent_clear(&mut self, ni: usize, pi: usize) {
-        if let Some(ps) = self.nodes.get_mut(ni).and_then(|n| n.ports.get_mut(pi)) {
-            ps.agent_clear = true;
-            ps.agent_clear_ext = true;
+        if let Some(pr) = self
+            .nodes
+            .get_mut(ni)
+            .and_then(|n| n.port(pi, &mut self.copies))
+        {
+            pr.sweep.agent_clear = true;
+            pr.sweep.agent_clear_ext = true;
         }
     }
 
@@ -988,8 +974,8 @@ impl FabricState {
     pub fn export_totals(&self) -> Vec<SavedPort> {
         let mut out = Vec::new();
         for s in &self.nodes {
-            for (pr, ps) in s.rec.ports.iter().zip(&s.ports) {
-                if pr.counters().is_none() || ps.doca.is_some() {
+            for pr in &s.rec.ports {
+                if pr.counters().is_none() || pr.sweep.doca.is_some() {
                     continue;
                 }
                 let (valid, raw, totals) = pr.hc.export();
@@ -1023,14 +1009,14 @@ impl FabricState {
             else {
                 continue;
             };
-            let Some((ps, pr)) = self.nodes[ni].port(pi, &mut self.copies) else {
+            let Some(pr) = self.nodes[ni].port(pi, &mut self.copies) else {
                 continue;
             };
-            if pr.counters().is_some() || ps.doca.is_some() {
+            if pr.counters().is_some() || pr.sweep.doca.is_some() {
                 continue;
             }
             pr.hc.restore(sp.from_pcx, sp.valid, &sp.raw, &sp.totals);
-            ps.hc_from_pcx = Some(sp.from_pcx);
+            pr.sweep.hc_from_pcx = Some(sp.from_pcx);
             matched += 1;
         }
         matched
