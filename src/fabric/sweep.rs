@@ -26,7 +26,7 @@ use super::cache::Cache;
 use super::control::Controller;
 use super::engine::{Engine, MadOutcome, MadRequest, Request};
 use super::state::{
-    OPTIONAL_ATTRS, RETRY_UNANSWERED_SWEEPS, SharedState, Slot, optional_request_data,
+    OPTIONAL_ATTRS, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot, optional_request_data,
 };
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
@@ -287,7 +287,7 @@ impl Sweeper {
                         && let Some(to) = st.pma(ni, None)
                     {
                         reqs.push(get(to, attr::CLASS_PORT_INFO, [0; 192]));
-                        slots.push(Slot::Cpi(ni));
+                        slots.push(Slot::Cpi(ni).into());
                     }
                 }
                 (reqs, slots)
@@ -400,7 +400,7 @@ impl Sweeper {
         stats
     }
 
-    fn counter_requests(&self) -> (Vec<PmGet>, Vec<Slot>) {
+    fn counter_requests(&self) -> (Vec<PmGet>, Vec<PackedSlot>) {
         let st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
@@ -409,6 +409,28 @@ impl Sweeper {
                 .sweep_no
                 .saturating_sub(1)
                 .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
+        // At most this many requests: reserved at once, so the batch does
+        // not grow by doubling (with the optional attributes it is
+        // millions of requests).
+        let most: usize = st
+            .fabric
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|&(ni, _)| st.nodes[ni].cpi().is_some())
+            .map(|(ni, node)| {
+                let optional = if optional {
+                    OPTIONAL_ATTRS
+                        .len()
+                        .saturating_sub(st.nodes[ni].optional_unsupported.count_ones() as usize)
+                } else {
+                    0
+                };
+                node.ports.len() * (2 + optional) + 3
+            })
+            .sum();
+        reqs.reserve_exact(most);
+        slots.reserve_exact(most);
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
             let Some(cpi) = st.nodes[ni].cpi() else {
                 continue;
@@ -424,10 +446,10 @@ impl Sweeper {
                     port: port.num,
                 };
                 reqs.push(pm_get(attr::PORT_COUNTERS));
-                slots.push(Slot::Counters(ni, pi));
+                slots.push(Slot::Counters(ni, pi).into());
                 if ext {
                     reqs.push(pm_get(attr::PORT_COUNTERS_EXTENDED));
-                    slots.push(Slot::Extended(ni, pi));
+                    slots.push(Slot::Extended(ni, pi).into());
                 }
             }
             if optional {
@@ -443,7 +465,7 @@ impl Sweeper {
                                 attr_id,
                                 port: port.num,
                             });
-                            slots.push(Slot::Optional(ni, pi, k));
+                            slots.push(Slot::Optional(ni, pi, k).into());
                         }
                     }
                 }
@@ -459,7 +481,7 @@ impl Sweeper {
                         attr_id,
                         port: 0,
                     });
-                    slots.push(slot);
+                    slots.push(slot.into());
                 }
             }
         }
@@ -469,7 +491,7 @@ impl Sweeper {
     /// With `clear_near_overflow`: one PerformanceSet(PortCounters) per port
     /// with a field past 75% of its range, clearing those fields. The Set's
     /// reply shows the port after the clear and is folded in as a reading.
-    fn clear_requests(&self) -> (Vec<MadRequest>, Vec<Slot>) {
+    fn clear_requests(&self) -> (Vec<MadRequest>, Vec<PackedSlot>) {
         let mut st = self.state.lock();
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
@@ -495,11 +517,11 @@ impl Sweeper {
                     attr_mod: 0,
                     data: port_counters_data(port.num, select, select2),
                 });
-                slots.push(Slot::Counters(ni, pi));
+                slots.push(Slot::Counters(ni, pi).into());
             }
         }
-        for slot in &slots {
-            if let Slot::Counters(ni, pi) = *slot {
+        for &slot in &slots {
+            if let Slot::Counters(ni, pi) = Slot::from(slot) {
                 st.mark_agent_clear(ni, pi);
             }
         }
@@ -512,7 +534,7 @@ impl Sweeper {
     fn run_batch<R: Request>(
         &mut self,
         reqs: &[R],
-        slots: &[Slot],
+        slots: &[PackedSlot],
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
@@ -532,14 +554,14 @@ impl Sweeper {
                 *transport_error = Some(e.clone());
             }
             if outcome == MadOutcome::Timeout {
-                match slots[i] {
+                match Slot::from(slots[i]) {
                     Slot::Optional(..) => optional_timeouts += 1,
                     _ => timeouts += 1,
                 }
             }
             done += 1;
             let mut st = state.lock();
-            st.apply(slots[i], outcome, sent, answered);
+            st.apply(slots[i].into(), outcome, sent, answered);
             // Records the sweep copied replace the published ones as it
             // goes: the memory of two versions stays bounded.
             st.publish_if_due(cache, answered);

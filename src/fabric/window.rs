@@ -89,11 +89,69 @@ struct InFlight {
     deadline: Instant,
 }
 
+/// Requests waiting for a slot, in order: runs of consecutive indices not
+/// tried yet (a sweep pushes hundreds of thousands in a row: one entry),
+/// and retries (an index with the attempts made so far).
+#[derive(Debug, Default)]
+struct Queue(VecDeque<Queued>);
+
+#[derive(Debug)]
+enum Queued {
+    Fresh(std::ops::Range<usize>),
+    Retry(usize, u32),
+}
+
+impl Queue {
+    fn push_back(&mut self, index: usize) {
+        if let Some(Queued::Fresh(r)) = self.0.back_mut()
+            && r.end == index
+        {
+            r.end += 1;
+            return;
+        }
+        self.0.push_back(Queued::Fresh(index..index + 1));
+    }
+
+    fn push_front_retry(&mut self, index: usize, attempts: u32) {
+        self.0.push_front(Queued::Retry(index, attempts));
+    }
+
+    /// The next (index, attempts made so far).
+    fn pop_front(&mut self) -> Option<(usize, u32)> {
+        match self.0.front_mut()? {
+            Queued::Retry(i, a) => {
+                let next = (*i, *a);
+                self.0.pop_front();
+                Some(next)
+            }
+            Queued::Fresh(r) => {
+                let i = r.next()?;
+                if r.start >= r.end {
+                    self.0.pop_front();
+                }
+                Some((i, 0))
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Every queued index, in order; the queue is left empty.
+    fn drain(&mut self) -> impl Iterator<Item = usize> + '_ {
+        self.0.drain(..).flat_map(|q| match q {
+            Queued::Fresh(r) => r,
+            Queued::Retry(i, _) => i..i + 1,
+        })
+    }
+}
+
 /// The window. See the module documentation for the call order.
 pub struct MadWindow {
     cfg: WindowConfig,
-    /// Requests waiting for a slot: (index, attempts made so far).
-    queue: VecDeque<(usize, u32)>,
+    /// Requests waiting for a slot.
+    queue: Queue,
     inflight: HashMap<u32, InFlight>,
     /// Deadlines of the attempts in flight, earliest first (entries of
     /// attempts that already ended are skipped when they come up).
@@ -108,7 +166,7 @@ impl MadWindow {
         cfg.window = cfg.window.clamp(1, MAX_WINDOW);
         MadWindow {
             cfg,
-            queue: VecDeque::new(),
+            queue: Queue::default(),
             inflight: HashMap::new(),
             deadlines: VecDeque::new(),
             events: VecDeque::new(),
@@ -123,7 +181,7 @@ impl MadWindow {
 
     /// Queue a request's first attempt behind every queued one.
     pub fn push(&mut self, index: usize) {
-        self.queue.push_back((index, 0));
+        self.queue.push_back(index);
     }
 
     /// Nothing queued and nothing in flight (events may still wait in
@@ -203,7 +261,7 @@ impl MadWindow {
     pub fn handle_transport_error(&mut self, error: &str) {
         let mut ended: Vec<usize> = self.inflight.drain().map(|(_, f)| f.index).collect();
         ended.sort_unstable();
-        ended.extend(self.queue.drain(..).map(|(i, _)| i));
+        ended.extend(self.queue.drain());
         self.deadlines.clear();
         for index in ended {
             self.stats.errors += 1;
@@ -286,7 +344,7 @@ impl MadWindow {
         if f.attempts <= self.cfg.retries {
             // Retries go to the front so one request's retries do not wait
             // behind the whole queue.
-            self.queue.push_front((f.index, f.attempts));
+            self.queue.push_front_retry(f.index, f.attempts);
         } else {
             self.stats.timeouts += 1;
             self.events
@@ -355,6 +413,25 @@ mod tests {
         assert_eq!(seen, [1; 10]);
         let s = w.take_stats();
         assert_eq!((s.sent, s.replies, s.timeouts, s.errors), (10, 10, 0, 0));
+    }
+
+    #[test]
+    fn a_run_of_indices_is_one_queue_entry_and_retries_go_first() {
+        let mut q = Queue::default();
+        for i in 0..100_000 {
+            q.push_back(i);
+        }
+        q.push_back(7);
+        assert_eq!(q.0.len(), 2, "one run, then an index out of order");
+        assert_eq!(q.pop_front(), Some((0, 0)));
+        q.push_front_retry(42, 2);
+        assert_eq!(q.pop_front(), Some((42, 2)));
+        assert_eq!(q.pop_front(), Some((1, 0)));
+        let rest: Vec<usize> = q.drain().collect();
+        assert_eq!(rest.len(), 99_999);
+        assert_eq!(rest[..2], [2, 3]);
+        assert_eq!(*rest.last().unwrap(), 7);
+        assert!(q.is_empty());
     }
 
     #[test]
