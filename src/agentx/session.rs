@@ -1,37 +1,41 @@
-//! The AgentX driver: one task on the I/O runtime ([`crate::runtime`]) that
-//! owns the connection to the master and the clock, and feeds the protocol
-//! core ([`super::core::AgentxCore`]): connect, read, write what the core
-//! asks, reconnect with exponential backoff, close on shutdown, and pass
-//! queued notifications to the core.
+//! The AgentX driver: a thread of its own that owns the connection to the
+//! master and the clock, and feeds the protocol core
+//! ([`super::core::AgentxCore`]): connect, read, write what the core asks,
+//! reconnect with exponential backoff, close on shutdown, and pass queued
+//! notifications to the core.
 //!
-//! The task waits for whichever comes first: bytes from the master, the
-//! core's next deadline, a notification or shutdown. It answers each
-//! request before reading the next; handlers answer from memory, so a
-//! request never waits on the fabric (a SET commit, bounded by its
-//! deadline, runs off the runtime's worker: see [`OnRuntime`]).
+//! The socket is blocking, as a minimal subagent's is: each request is one
+//! `recv` and its answer one `send`, with nothing in between (no readiness
+//! wait: snmpd sends a walk's next GetNext only after this answer, so the
+//! reader would wait for it in any case). A read waits at most [`WAKE`]: then
+//! the thread looks at its deadlines, the notification queue and shutdown.
+//! It answers each request before reading the next; handlers answer from
+//! memory, so a request never waits on the fabric (a SET commit, bounded by
+//! its deadline, waits on this thread: snmpd waits for its answer anyway,
+//! and the built-in responder runs elsewhere).
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::Notify;
-use tokio::sync::mpsc::{self, Receiver, Sender, error::TrySendError};
 
 pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
 use super::core::{Action, AgentxCore, Backoff, Lost};
 use super::pdu::CloseReason;
 use crate::mib::{MibHandler, VarBind};
-use crate::runtime::{EdgeRuntime, OnRuntime};
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// When the core has no deadline, the connected task still wakes this often.
-const IDLE_WAKE: Duration = Duration::from_secs(60);
+/// The longest a read waits before the thread looks at its deadlines, the
+/// notification queue and shutdown: how late a notification or a stop can
+/// be while the master is silent.
+const WAKE: Duration = Duration::from_millis(100);
 /// During an outage, log every Nth failed attempt (the first always).
 const LOG_EVERY: u64 = 20;
 /// Notifications in the channel from the handle to the task.
@@ -78,14 +82,19 @@ pub struct SessionStats {
     pub notifies_sent: AtomicU64,
 }
 
+/// What the handle sends the session's thread.
+enum Msg {
+    Notify(Vec<VarBind>),
+    /// Look at the shutdown flag now.
+    Wake,
+}
+
 struct Shared {
     shutdown: AtomicBool,
-    /// Wakes the task for shutdown.
-    wake: Notify,
     connected: AtomicBool,
     registered: AtomicBool,
     stats: SessionStats,
-    tx: Mutex<Option<Sender<Vec<VarBind>>>>,
+    tx: Mutex<Option<SyncSender<Msg>>>,
     /// Receives nothing; disconnected when the task has ended.
     done: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
@@ -94,8 +103,6 @@ struct Shared {
 #[derive(Clone)]
 pub struct SessionHandle {
     shared: Arc<Shared>,
-    /// Keeps the runtime the session runs on.
-    _runtime: EdgeRuntime,
 }
 
 impl SessionHandle {
@@ -107,9 +114,9 @@ impl SessionHandle {
         let guard = self.shared.tx.lock().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
             None => Err(NotifyError::SessionStopped),
-            Some(tx) => tx.try_send(varbinds).map_err(|e| match e {
+            Some(tx) => tx.try_send(Msg::Notify(varbinds)).map_err(|e| match e {
                 TrySendError::Full(_) => NotifyError::QueueFull,
-                TrySendError::Closed(_) => NotifyError::SessionStopped,
+                TrySendError::Disconnected(_) => NotifyError::SessionStopped,
             }),
         }
     }
@@ -133,7 +140,17 @@ impl SessionHandle {
     /// runtime.
     pub fn shutdown(&self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
-        self.shared.wake.notify_one();
+        if let Some(tx) = self
+            .shared
+            .tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            // A full queue wakes the thread as well; else it looks within
+            // WAKE.
+            let _ = tx.try_send(Msg::Wake);
+        }
         let done = self
             .shared
             .done
@@ -156,15 +173,13 @@ impl SessionHandle {
 pub struct Session;
 
 impl Session {
-    /// Starts the session on the I/O runtime; it connects (and reconnects)
-    /// on its own.
+    /// Starts the session on a thread of its own; it connects (and
+    /// reconnects) on its own.
     pub fn spawn(cfg: SessionConfig, handler: Arc<dyn MibHandler>) -> io::Result<SessionHandle> {
-        let runtime = EdgeRuntime::acquire()?;
-        let (tx, rx) = mpsc::channel(NOTIFY_CHANNEL);
+        let (tx, rx) = mpsc::sync_channel(NOTIFY_CHANNEL);
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let shared = Arc::new(Shared {
             shutdown: AtomicBool::new(false),
-            wake: Notify::new(),
             connected: AtomicBool::new(false),
             registered: AtomicBool::new(false),
             stats: SessionStats::default(),
@@ -172,15 +187,15 @@ impl Session {
             done: Mutex::new(Some(done_rx)),
         });
         let runner = Runner::new(cfg, handler, shared.clone(), rx);
-        runtime.handle().spawn(async move {
-            // Dropped when the task ends, also by panic: shutdown() returns.
-            let _done = done_tx;
-            runner.run().await;
-        });
-        Ok(SessionHandle {
-            shared,
-            _runtime: runtime,
-        })
+        std::thread::Builder::new()
+            .name("agentx".into())
+            .spawn(move || {
+                // Dropped when the session ends, also by panic: shutdown()
+                // returns.
+                let _done = done_tx;
+                runner.run();
+            })?;
+        Ok(SessionHandle { shared })
     }
 }
 
@@ -192,62 +207,61 @@ enum Conn {
 }
 
 impl Conn {
-    async fn connect(addr: &AgentxAddr) -> io::Result<Conn> {
-        match addr {
+    fn connect(addr: &AgentxAddr) -> io::Result<Conn> {
+        let conn = match addr {
             AgentxAddr::Unix(p) => {
                 super::socket_path::check_socket(p)?;
-                Ok(Conn::Unix(UnixStream::connect(p).await?))
+                Conn::Unix(UnixStream::connect(p)?)
             }
             AgentxAddr::Tcp { host, port } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
-                let addrs = tokio::net::lookup_host((host.as_str(), *port)).await?;
-                for sa in addrs {
-                    match tokio::time::timeout(IO_TIMEOUT, TcpStream::connect(sa)).await {
-                        Ok(Ok(s)) => {
+                let mut found = None;
+                for sa in (host.as_str(), *port).to_socket_addrs()? {
+                    match TcpStream::connect_timeout(&sa, IO_TIMEOUT) {
+                        Ok(s) => {
                             let _ = s.set_nodelay(true);
-                            return Ok(Conn::Tcp(s));
+                            found = Some(s);
+                            break;
                         }
-                        Ok(Err(e)) => last = e,
-                        Err(_) => {
-                            last = io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
-                        }
+                        Err(e) => last = e,
                     }
                 }
-                Err(last)
+                Conn::Tcp(found.ok_or(last)?)
+            }
+        };
+        match &conn {
+            Conn::Unix(s) => {
+                s.set_read_timeout(Some(WAKE))?;
+                s.set_write_timeout(Some(IO_TIMEOUT))?;
+            }
+            Conn::Tcp(s) => {
+                s.set_read_timeout(Some(WAKE))?;
+                s.set_write_timeout(Some(IO_TIMEOUT))?;
             }
         }
+        Ok(conn)
     }
 
-    async fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+    /// Bytes from the master; WouldBlock or TimedOut once [`WAKE`] has
+    /// passed without any.
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Unix(s) => s.read(b).await,
-            Conn::Tcp(s) => s.read(b).await,
+            Conn::Unix(s) => s.read(b),
+            Conn::Tcp(s) => s.read(b),
         }
     }
 
-    async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        // Most answers fit in the socket buffer at once: no timer for them.
-        let done = match self {
-            Conn::Unix(s) => s.try_write(b),
-            Conn::Tcp(s) => s.try_write(b),
+    /// The whole PDU, or an error once the write has waited [`IO_TIMEOUT`]
+    /// (the master stopped reading).
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        let r = match self {
+            Conn::Unix(s) => s.write_all(b),
+            Conn::Tcp(s) => s.write_all(b),
         };
-        let rest = match done {
-            Ok(n) => &b[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => b,
-            Err(e) => return Err(e),
-        };
-        if rest.is_empty() {
-            return Ok(());
-        }
-        let write = async {
-            match self {
-                Conn::Unix(s) => s.write_all(rest).await,
-                Conn::Tcp(s) => s.write_all(rest).await,
-            }
-        };
-        tokio::time::timeout(IO_TIMEOUT, write)
-            .await
-            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "write timed out")))
+        r.map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock => io::Error::new(io::ErrorKind::TimedOut, "write timed out"),
+            _ => e,
+        })
     }
 }
 
@@ -259,19 +273,11 @@ enum End {
     Lost(Lost),
 }
 
-/// What the connected task woke up for.
-enum Event {
-    Read(io::Result<usize>),
-    Deadline,
-    Notify(Option<Vec<VarBind>>),
-    Wake,
-}
-
 struct Runner {
     core: AgentxCore,
     handler: Arc<dyn MibHandler>,
     shared: Arc<Shared>,
-    rx: Receiver<Vec<VarBind>>,
+    rx: Receiver<Msg>,
     /// Notifications waiting for a session, oldest first.
     pending: VecDeque<Vec<VarBind>>,
     /// Consecutive failed connection attempts (for log throttling).
@@ -284,7 +290,7 @@ impl Runner {
         cfg: SessionConfig,
         handler: Arc<dyn MibHandler>,
         shared: Arc<Shared>,
-        rx: Receiver<Vec<VarBind>>,
+        rx: Receiver<Msg>,
     ) -> Self {
         Runner {
             core: AgentxCore::new(cfg),
@@ -303,19 +309,30 @@ impl Runner {
 
     /// Waits `d`, waking for shutdown; keeps notifications for the next
     /// session.
-    async fn idle(&mut self, d: Duration) {
-        let until = tokio::time::Instant::now() + d;
+    fn idle(&mut self, d: Duration) {
+        let until = Instant::now() + d;
         while !self.stopping() {
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => break,
-                _ = self.shared.wake.notified() => {}
-                n = self.rx.recv() => match n {
-                    Some(v) => self.hold(v),
-                    None => {
-                        tokio::time::sleep_until(until).await;
-                        break;
-                    }
-                },
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(Msg::Notify(v)) => self.hold(v),
+                Ok(Msg::Wake) => {}
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(left.min(WAKE)),
+            }
+        }
+    }
+
+    /// Takes what the handle sent without waiting: notifications are kept
+    /// for the core.
+    fn take_messages(&mut self) {
+        loop {
+            match self.rx.try_recv() {
+                Ok(Msg::Notify(v)) => self.hold(v),
+                Ok(Msg::Wake) => {}
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
     }
@@ -365,7 +382,7 @@ impl Runner {
             .store(self.core.is_registered(), Ordering::SeqCst);
     }
 
-    async fn run(mut self) {
+    fn run(mut self) {
         let address = self.core.config().address.clone();
         let (min, max) = (
             self.core.config().backoff_min,
@@ -374,7 +391,7 @@ impl Runner {
         let mut backoff = Backoff::new(min, max);
         tracing::info!(address = %address, "AgentX session starting");
         while !self.stopping() {
-            match Conn::connect(&address).await {
+            match Conn::connect(&address) {
                 Ok(conn) => {
                     if self.failures > 0 {
                         tracing::info!(
@@ -385,7 +402,7 @@ impl Runner {
                     }
                     self.failures = 0;
                     self.last_error = None;
-                    match self.converse(conn, &mut backoff).await {
+                    match self.converse(conn, &mut backoff) {
                         End::Shutdown => break,
                         End::Lost(why) => {
                             tracing::warn!(address = %address, "AgentX session lost: {why}; reconnecting");
@@ -406,40 +423,38 @@ impl Runner {
                     self.last_error = Some(msg);
                 }
             }
-            self.idle(backoff.next_delay()).await;
+            self.idle(backoff.next_delay());
         }
         tracing::info!("AgentX session stopped");
     }
 
     /// One connection: from Open to its end. `backoff` starts over once the
     /// session is open and registered.
-    async fn converse(&mut self, mut conn: Conn, backoff: &mut Backoff) -> End {
+    fn converse(&mut self, mut conn: Conn, backoff: &mut Backoff) -> End {
         let actions = self.core.on_connected(Instant::now());
-        let end = self.converse_inner(&mut conn, actions, backoff).await;
+        let end = self.converse_inner(&mut conn, actions, backoff);
         if let End::Shutdown = end
             && let Some(close) = self.core.close(CloseReason::Shutdown)
         {
-            match conn.write_all(&close).await {
+            match conn.write_all(&close) {
                 Ok(()) => tracing::info!("AgentX session closed (reasonShutdown)"),
                 Err(e) => tracing::warn!("AgentX Close not sent: {e}"),
             }
         }
-        self.core.on_disconnected(&OnRuntime(self.handler.as_ref()));
+        self.core.on_disconnected(self.handler.as_ref());
         self.publish();
         end
     }
 
-    async fn converse_inner(
+    fn converse_inner(
         &mut self,
         conn: &mut Conn,
         mut actions: Vec<Action>,
         backoff: &mut Backoff,
     ) -> End {
         let mut buf = vec![0u8; 64 * 1024];
-        // One timer for the core's deadline, moved only when that changes.
-        let mut armed = tokio::time::Instant::now() + IDLE_WAKE;
-        let mut timer = std::pin::pin!(tokio::time::sleep_until(armed));
         loop {
+            self.take_messages();
             if self.core.is_registered() {
                 backoff.reset();
                 // What waited for a session goes first, in order.
@@ -460,7 +475,7 @@ impl Runner {
             for a in actions.drain(..) {
                 match a {
                     Action::Send(bytes) => {
-                        if let Err(e) = conn.write_all(&bytes).await {
+                        if let Err(e) = conn.write_all(&bytes) {
                             return End::Lost(Lost::Io(e.kind()));
                         }
                     }
@@ -470,32 +485,23 @@ impl Runner {
             if self.stopping() {
                 return End::Shutdown;
             }
-            let deadline = match self.core.next_deadline() {
-                Some(d) => tokio::time::Instant::from_std(d),
-                None => tokio::time::Instant::now() + IDLE_WAKE,
-            };
-            if deadline != armed || timer.is_elapsed() {
-                armed = deadline;
-                timer.as_mut().reset(deadline);
-            }
-            let event = tokio::select! {
-                r = conn.read(&mut buf) => Event::Read(r),
-                _ = &mut timer => Event::Deadline,
-                n = self.rx.recv() => Event::Notify(n),
-                _ = self.shared.wake.notified() => Event::Wake,
-            };
+            let read = conn.read(&mut buf);
             let now = Instant::now();
-            match event {
-                Event::Read(Ok(0)) => return End::Lost(Lost::Eof),
-                Event::Read(Ok(n)) => {
-                    let handler = OnRuntime(self.handler.as_ref());
-                    actions = self.core.on_bytes(&buf[..n], now, &handler);
+            match read {
+                Ok(0) => return End::Lost(Lost::Eof),
+                Ok(n) => {
+                    actions = self.core.on_bytes(&buf[..n], now, self.handler.as_ref());
                 }
-                Event::Read(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Event::Read(Err(e)) => return End::Lost(Lost::Io(e.kind())),
-                // Sent at the top of the loop once registered.
-                Event::Notify(Some(vbs)) => self.hold(vbs),
-                Event::Deadline | Event::Notify(None) | Event::Wake => {}
+                // WAKE passed without a request: deadlines, notifications
+                // and shutdown are looked at.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return End::Lost(Lost::Io(e.kind())),
             }
             if self.core.next_deadline().is_some_and(|d| d <= now) {
                 actions.extend(self.core.on_timeout(now));
