@@ -1,12 +1,13 @@
-//! The one tokio runtime the network edges run on: the AgentX driver
-//! ([`crate::agentx::session`]) and the built-in SNMP responder
-//! ([`crate::snmp`]). The fabric's MAD I/O stays on threads of its own
-//! (umad descriptors, and umad2sim's, cannot go into epoll).
+//! The tokio runtime of the built-in SNMP responder ([`crate::snmp`]), the
+//! network edge that waits on several things at once (its socket, its
+//! rate limits' timers and shutdown). The AgentX session has a thread of its own with a blocking
+//! socket ([`crate::agentx::session`]), and the fabric's MAD I/O threads of
+//! their own (umad descriptors, and umad2sim's, cannot go into epoll).
 //!
-//! Two worker threads while any edge runs ([`EdgeRuntime`]). MIB handlers
+//! Two worker threads while a responder runs ([`EdgeRuntime`]). MIB handlers
 //! answer synchronously; the edges call them through [`OnRuntime`], which
 //! moves a SET commit (that may wait on the fabric up to its deadline) off
-//! the worker: the other edge keeps being served.
+//! the worker: the runtime's other tasks keep being served.
 
 use std::io;
 use std::sync::{Arc, Mutex, Weak};
