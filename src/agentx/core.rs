@@ -195,6 +195,10 @@ pub struct AgentxCore {
     next_ping: Option<Instant>,
     /// Encoded answers of recent requests (`None`: no answer is sent).
     cache: VecDeque<(RequestKey, Option<Vec<u8>>)>,
+    /// No cached request has a higher packet ID: a request above it is
+    /// new without looking through the cache (a master numbers its
+    /// requests upwards, so that is almost every request).
+    cache_max_packet: u32,
     /// SET transactions of this session, oldest first.
     txns: VecDeque<(u32, TxnPhase)>,
     stats: CoreStats,
@@ -212,6 +216,7 @@ impl AgentxCore {
             regs: Vec::new(),
             next_ping: None,
             cache: VecDeque::new(),
+            cache_max_packet: 0,
             txns: VecDeque::new(),
             stats: CoreStats::default(),
         }
@@ -264,6 +269,7 @@ impl AgentxCore {
             .collect();
         self.next_ping = None;
         self.cache.clear();
+        self.cache_max_packet = 0;
         self.txns.clear();
         let mut out = Vec::new();
         let open = Payload::Open {
@@ -284,6 +290,7 @@ impl AgentxCore {
         self.connected = false;
         self.outstanding.clear();
         self.cache.clear();
+        self.cache_max_packet = 0;
         self.framer.reset();
         if let Some(sid) = sid {
             for (tid, _) in self.txns.drain(..) {
@@ -651,7 +658,9 @@ impl AgentxCore {
     fn on_request(&mut self, pdu: Pdu, mib: &dyn MibHandler, out: &mut Vec<Action>) {
         let h = header_of(&pdu);
         let key = (h.session_id, h.transaction_id, h.packet_id, h.pdu_type);
-        if let Some((_, cached)) = self.cache.iter().find(|(k, _)| *k == key) {
+        if h.packet_id <= self.cache_max_packet
+            && let Some((_, cached)) = self.cache.iter().find(|(k, _)| *k == key)
+        {
             self.stats.resends_answered += 1;
             tracing::debug!(
                 packet = h.packet_id,
@@ -678,10 +687,21 @@ impl AgentxCore {
                 pdu::encode(&p, h.byte_order()).ok()
             }
         });
-        if self.cache.len() >= RESPONSE_CACHE {
-            self.cache.pop_front();
-        }
-        self.cache.push_back((key, bytes.clone()));
+        // The oldest answer's buffer is reused for the copy kept: no
+        // allocation per request once the cache is full.
+        let spare = if self.cache.len() >= RESPONSE_CACHE {
+            self.cache.pop_front().and_then(|(_, b)| b)
+        } else {
+            None
+        };
+        let kept = bytes.as_ref().map(|b| {
+            let mut v = spare.unwrap_or_default();
+            v.clear();
+            v.extend_from_slice(b);
+            v
+        });
+        self.cache.push_back((key, kept));
+        self.cache_max_packet = self.cache_max_packet.max(h.packet_id);
         if let Some(b) = bytes {
             out.push(Action::Send(b));
         }

@@ -645,3 +645,35 @@ fn get_bulk_per_rfc() {
     // non_repeaters larger than the list.
     assert_eq!(get_bulk(&t, 9, 3, &[r(&[1])]).len(), 1);
 }
+
+/// The resend cache: a resend of any of the last answers is answered from
+/// it, also behind newer requests; requests numbered below earlier ones
+/// (a master that numbers otherwise) are new requests, executed.
+#[test]
+fn resends_are_answered_from_the_cache_whatever_the_numbering() {
+    let (mib, mut core, t0) = opened();
+    let sid = core.session_id().unwrap();
+    let mut answers = Vec::new();
+    for pid in [100, 101, 102, 50, 7, 103] {
+        let a = request(&mut core, &mib, test_set(sid, pid, pid), t0).expect("an answer");
+        assert_eq!(a.packet_id, pid);
+        answers.push(a);
+    }
+    assert_eq!(mib.count("test "), 6, "each new request executed once");
+    assert_eq!(core.stats().resends_answered, 0);
+    for (i, pid) in [102u32, 7, 100].into_iter().enumerate() {
+        let a = request(&mut core, &mib, test_set(sid, pid, pid), t0).expect("an answer");
+        let first = answers.iter().find(|p| p.packet_id == pid).unwrap();
+        assert_eq!(&a, first);
+        assert_eq!(core.stats().resends_answered, i as u64 + 1);
+    }
+    assert_eq!(mib.count("test "), 6, "resends are not executed");
+    // The cache's buffers are reused once it is full: still the answers.
+    for pid in 200..200 + 2 * RESPONSE_CACHE as u32 {
+        request(&mut core, &mib, get(sid, pid, None), t0).expect("an answer");
+    }
+    let last = 200 + 2 * RESPONSE_CACHE as u32 - 1;
+    let again = request(&mut core, &mib, get(sid, last, None), t0).unwrap();
+    assert_eq!(again.packet_id, last);
+    assert_eq!(core.stats().resends_answered, 4);
+}
