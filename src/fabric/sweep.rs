@@ -303,6 +303,12 @@ impl Sweeper {
                 break;
             }
         }
+        if first && !self.engine.transport_failed() {
+            // Every node that answered has its rows from here, before its
+            // counters are read (they follow every second).
+            let rows = self.state.lock().publish_partial(&self.cache, &answered);
+            info!(nodes_with_rows = rows, "first sweep: ClassPortInfo read");
+        }
 
         if !self.engine.transport_failed() && self.state.lock().cfg.mads {
             let (reqs, slots) = self.counter_requests();
@@ -730,45 +736,51 @@ mod tests {
         (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
-    /// During the first sweep the nodes read so far are served: one port's
-    /// PMA answers 1.5 s late (twice: ClassPortInfo, then PortCounters), and
-    /// rows are in the cache long before the sweep ends.
-    #[test]
-    fn the_first_sweep_serves_nodes_as_they_are_read() {
-        struct SlowLid {
-            inner: crate::sim::SimTransport,
-            slow: crate::sim::SimTransport,
-            lid: u16,
-            delay: Duration,
-            held: VecDeque<(Instant, Received)>,
-        }
-        impl MadTransport for SlowLid {
-            fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
-                if to.lid != self.lid {
-                    return self.inner.send(to, m);
-                }
-                self.slow.send(to, m)?;
-                if let Some(r) = self.slow.recv(Duration::from_millis(100))? {
-                    self.held.push_back((Instant::now() + self.delay, r));
-                }
-                Ok(())
+    /// A transport whose replies to the MADs `slow` picks come `delay`
+    /// late (answered by a second simulator transport of their own).
+    struct Slow {
+        inner: crate::sim::SimTransport,
+        slow_t: crate::sim::SimTransport,
+        slow: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> bool,
+        lid: u16,
+        delay: Duration,
+        held: VecDeque<(Instant, Received)>,
+    }
+
+    impl MadTransport for Slow {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if !(self.slow)(to, m, self.lid) {
+                return self.inner.send(to, m);
             }
-            fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
-                if self
-                    .held
-                    .front()
-                    .is_some_and(|(at, _)| *at <= Instant::now())
-                {
-                    return Ok(self.held.pop_front().map(|(_, r)| r));
-                }
-                let wait = self.held.front().map_or(timeout, |(at, _)| {
-                    timeout.min(at.saturating_duration_since(Instant::now()))
-                });
-                self.inner.recv(wait)
+            self.slow_t.send(to, m)?;
+            if let Some(r) = self.slow_t.recv(Duration::from_millis(100))? {
+                self.held.push_back((Instant::now() + self.delay, r));
             }
+            Ok(())
         }
-        let delay = Duration::from_millis(1500);
-        let rig = AgentRig::with_sweep_transport(
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            if self
+                .held
+                .front()
+                .is_some_and(|(at, _)| *at <= Instant::now())
+            {
+                return Ok(self.held.pop_front().map(|(_, r)| r));
+            }
+            let wait = self.held.front().map_or(timeout, |(at, _)| {
+                timeout.min(at.saturating_duration_since(Instant::now()))
+            });
+            self.inner.recv(wait)
+        }
+    }
+
+    /// An agent rig whose sweeps go through [`Slow`], with `lid` handed to
+    /// its choice of MADs.
+    fn slow_rig(
+        slow: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> bool,
+        lid: impl Fn(&crate::ib::Fabric) -> u16,
+        delay: Duration,
+    ) -> AgentRig {
+        AgentRig::with_sweep_transport(
             RigOptions {
                 engine: EngineConfig {
                     window: 16,
@@ -778,21 +790,22 @@ mod tests {
                 ..Default::default()
             },
             |sim, t| {
-                let fabric = sim.fabric();
-                let ca = fabric
-                    .nodes
-                    .iter()
-                    .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 1)
-                    .unwrap();
-                Box::new(SlowLid {
+                Box::new(Slow {
                     inner: t,
-                    slow: sim.transport(),
-                    lid: ca.ports[0].lid,
+                    slow_t: sim.transport(),
+                    slow,
+                    lid: lid(&sim.fabric()),
                     delay,
                     held: VecDeque::new(),
                 })
             },
-        );
+        )
+    }
+
+    /// When the cache first has rows while `sweeper` runs its first sweep:
+    /// (that moment, the nodes with rows then, when the sweep ended, its
+    /// figures).
+    fn first_rows_during(rig: AgentRig) -> (Duration, usize, Duration, SweepStats, usize) {
         let nodes = rig.fabric().nodes.len();
         let mut sweeper = rig.sweeper;
         let cache = Arc::clone(&rig.cache);
@@ -809,6 +822,28 @@ mod tests {
         let st = sweeper.sweep_once();
         let ended = start.elapsed();
         let (first_rows, with_rows) = watcher.join().unwrap().expect("rows during the sweep");
+        (first_rows, with_rows, ended, st, nodes)
+    }
+
+    /// During the first sweep the nodes read so far are served: one port's
+    /// PMA answers 1.5 s late (twice: ClassPortInfo, then PortCounters), and
+    /// rows are in the cache long before the sweep ends.
+    #[test]
+    fn the_first_sweep_serves_nodes_as_they_are_read() {
+        let delay = Duration::from_millis(1500);
+        let rig = slow_rig(
+            |to, _, lid| to.lid == lid,
+            |f| {
+                f.nodes
+                    .iter()
+                    .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 1)
+                    .unwrap()
+                    .ports[0]
+                    .lid
+            },
+            delay,
+        );
+        let (first_rows, with_rows, ended, st, nodes) = first_rows_during(rig);
         assert_eq!(st.answered, nodes, "the slow node answers too");
         assert!(
             ended >= delay * 2,
@@ -821,6 +856,32 @@ mod tests {
         // Published at the first outcome a second in: the ClassPortInfo
         // batch, whose last reply is the slow node's.
         assert!(with_rows >= nodes - 1, "{with_rows} of {nodes} nodes");
+    }
+
+    /// Every node has rows once its ClassPortInfo is read, before its
+    /// counters are: here every PortCounters reply comes 0.3 s late (16 in
+    /// flight: the counters take seconds), and the rows are there at once,
+    /// not at the first progress publication a second in.
+    #[test]
+    fn the_first_sweep_serves_every_node_once_class_port_info_is_read() {
+        let delay = Duration::from_millis(300);
+        // The attribute ID is at bytes 16 and 17 of the MAD.
+        let rig = slow_rig(
+            |_, m, _| u16::from_be_bytes([m[16], m[17]]) == attr::PORT_COUNTERS,
+            |_| 0,
+            delay,
+        );
+        let (first_rows, with_rows, ended, st, nodes) = first_rows_during(rig);
+        assert_eq!(st.answered, nodes);
+        assert!(
+            ended >= Duration::from_secs(1),
+            "the counters hold the sweep: {ended:?}"
+        );
+        assert_eq!(with_rows, nodes, "every node at once");
+        assert!(
+            first_rows < Duration::from_millis(700),
+            "rows at {first_rows:?}, sweep end at {ended:?}"
+        );
     }
 
     #[test]
