@@ -137,14 +137,6 @@ impl Queue {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-
-    /// Every queued index, in order; the queue is left empty.
-    fn drain(&mut self) -> impl Iterator<Item = usize> + '_ {
-        self.0.drain(..).flat_map(|q| match q {
-            Queued::Fresh(r) => r,
-            Queued::Retry(i, _) => i..i + 1,
-        })
-    }
 }
 
 /// The window. See the module documentation for the call order.
@@ -152,6 +144,11 @@ pub struct MadWindow {
     cfg: WindowConfig,
     /// Requests waiting for a slot.
     queue: Queue,
+    /// After a transport failure: the error and the requests still to end
+    /// `Failed` (those that were in flight, then the queued ones), given
+    /// out one event at a time instead of an event per request at once (a
+    /// sweep's batch holds millions).
+    failing: Option<(String, VecDeque<usize>, Queue)>,
     inflight: HashMap<u32, InFlight>,
     /// Deadlines of the attempts in flight, earliest first (entries of
     /// attempts that already ended are skipped when they come up).
@@ -167,6 +164,7 @@ impl MadWindow {
         MadWindow {
             cfg,
             queue: Queue::default(),
+            failing: None,
             inflight: HashMap::new(),
             deadlines: VecDeque::new(),
             events: VecDeque::new(),
@@ -259,17 +257,11 @@ impl MadWindow {
     /// The transport failed as a whole: every request still queued or in
     /// flight ends `Failed`.
     pub fn handle_transport_error(&mut self, error: &str) {
-        let mut ended: Vec<usize> = self.inflight.drain().map(|(_, f)| f.index).collect();
-        ended.sort_unstable();
-        ended.extend(self.queue.drain());
+        let mut inflight: Vec<usize> = self.inflight.drain().map(|(_, f)| f.index).collect();
+        inflight.sort_unstable();
         self.deadlines.clear();
-        for index in ended {
-            self.stats.errors += 1;
-            self.events.push_back(WindowEvent::Failed {
-                index,
-                error: error.to_string(),
-            });
-        }
+        let queued = std::mem::take(&mut self.queue);
+        self.failing = Some((error.to_string(), inflight.into(), queued));
     }
 
     /// Expire every attempt whose deadline is at or before `now`: retried
@@ -311,7 +303,22 @@ impl MadWindow {
     /// The next request that ended, in the order they ended.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<WindowEvent> {
-        self.events.pop_front()
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        let (error, inflight, queued) = self.failing.as_mut()?;
+        let Some(index) = inflight
+            .pop_front()
+            .or_else(|| queued.pop_front().map(|(i, _)| i))
+        else {
+            self.failing = None;
+            return None;
+        };
+        self.stats.errors += 1;
+        Some(WindowEvent::Failed {
+            index,
+            error: error.clone(),
+        })
     }
 
     /// The counts so far, resetting them.
@@ -427,7 +434,7 @@ mod tests {
         q.push_front_retry(42, 2);
         assert_eq!(q.pop_front(), Some((42, 2)));
         assert_eq!(q.pop_front(), Some((1, 0)));
-        let rest: Vec<usize> = q.drain().collect();
+        let rest: Vec<usize> = std::iter::from_fn(|| q.pop_front().map(|(i, _)| i)).collect();
         assert_eq!(rest.len(), 99_999);
         assert_eq!(rest[..2], [2, 3]);
         assert_eq!(*rest.last().unwrap(), 7);
@@ -546,10 +553,19 @@ mod tests {
         }
         let _ = drain_tx(&mut w, t0);
         w.handle_transport_error("gone");
-        let mut ended: Vec<usize> = drain_events(&mut w).iter().map(|e| e.index()).collect();
-        ended.sort_unstable();
-        assert_eq!(ended, [0, 1, 2, 3, 4]);
         assert!(w.is_idle());
+        // In flight first, then the queued ones, each once.
+        let ended: Vec<usize> = drain_events(&mut w).iter().map(|e| e.index()).collect();
+        assert_eq!(ended, [0, 1, 2, 3, 4]);
+        assert_eq!(w.take_stats().errors, 5);
+        // A batch's worth queued: its Failed events are made as they are
+        // taken, none held at once.
+        for i in 0..100_000 {
+            w.push(i);
+        }
+        w.handle_transport_error("gone");
+        assert!(w.events.is_empty());
+        assert_eq!(drain_events(&mut w).len(), 100_000);
         w.handle_timeout(t0 + 10 * 100 * MS);
         assert!(drain_events(&mut w).is_empty());
     }
