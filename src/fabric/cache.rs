@@ -29,10 +29,6 @@ static ORIGIN: LazyLock<Instant> = LazyLock::new(|| {
 });
 
 impl Stamp {
-    pub fn now() -> Stamp {
-        Stamp::from(Instant::now())
-    }
-
     pub fn instant(self) -> Instant {
         *ORIGIN + Duration::from_micros(self.0.get() - 1)
     }

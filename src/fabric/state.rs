@@ -619,7 +619,8 @@ impl FabricState {
                 return;
             }
         };
-        let newer = |held: Option<Instant>| held.is_none_or(|h| sent >= h);
+        let sent_at = Stamp::from(sent);
+        let newer = |held: Option<Stamp>| held.is_none_or(|h| sent_at >= h);
         let min_secs = hc::rate_min_secs(self.cfg.interval);
         let copies = &mut self.copies;
         match slot {
@@ -636,7 +637,7 @@ impl FabricState {
                     .rec
                     .ports
                     .get(pi)
-                    .is_some_and(|pr| newer(pr.sweep.counters_at.map(Stamp::instant)))
+                    .is_some_and(|pr| newer(pr.sweep.counters_at))
                 {
                     return;
                 }
@@ -706,19 +707,19 @@ impl FabricState {
             }
             Slot::SamplesControl(_) => {
                 s.samples_strikes = 0;
-                if newer(s.samples_at.map(Stamp::instant)) {
+                if newer(s.samples_at) {
                     s.rec_mut(copies).samples_control =
                         Some(readings.control.intern(PortSamplesControl::decode(&data)));
                 }
             }
             Slot::SamplesResult(_) => {
-                if newer(s.samples_at.map(Stamp::instant)) {
+                if newer(s.samples_at) {
                     s.rec_mut(copies).samples_result =
                         Some(readings.result.intern(PortSamplesResult::decode(&data)));
                 }
             }
             Slot::SamplesResultExt(_) => {
-                if newer(s.samples_at.map(Stamp::instant)) {
+                if newer(s.samples_at) {
                     s.rec_mut(copies).samples_result_ext = Some(
                         readings
                             .result_ext

@@ -365,14 +365,17 @@ impl Sweeper {
         // The records this sweep replaced are free now: their pages go back.
         let trim = Instant::now();
         crate::heap::trim();
-        let (in_use, held) = crate::heap::usage().unwrap_or_default();
-        debug!(
-            us = trim.elapsed().as_micros() as u64,
-            heap_in_use_kb = in_use / 1024,
-            heap_held_kb = held / 1024,
-            rss_kb = crate::heap::resident_kb().unwrap_or(0),
-            "free heap pages given back"
-        );
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // Read only for the log line: /proc and the allocator's counters.
+            let (in_use, held) = crate::heap::usage().unwrap_or_default();
+            debug!(
+                us = trim.elapsed().as_micros() as u64,
+                heap_in_use_kb = in_use / 1024,
+                heap_held_kb = held / 1024,
+                rss_kb = crate::heap::resident_kb().unwrap_or(0),
+                "free heap pages given back"
+            );
+        }
         let stats = SweepStats {
             sweep: sweep_no,
             nodes: n,
