@@ -88,18 +88,33 @@ impl PortRecord {
 }
 
 /// The latest readings of the optional PM attributes
-/// ([`OPTIONAL_ATTRS`]) a port answers, packed in one allocation: each
-/// reading's 192-byte data area without its trailing zero bytes (counters
+/// ([`OPTIONAL_ATTRS`]) a port answers, packed in one allocation: of each
+/// reading only the bytes that hold its counters
+/// ([`crate::pm::optional::counter_bytes`]: no selectors, nothing reserved
+/// after the last counter), without their trailing zero bytes (counters
 /// that never counted take no room). A port that answers none has no
 /// allocation.
 ///
 /// Layout: the set of attributes held (u32, bit k for `OPTIONAL_ATTRS[k]`),
-/// one length byte per attribute, then the readings in that order.
+/// one length byte per attribute, then the counter bytes in that order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OptionalReadings(Option<Box<[u8]>>);
 
 const OPT_HEAD: usize = 4 + OPTIONAL_ATTRS.len();
 const _: () = assert!(OPTIONAL_ATTRS.len() <= 32);
+
+/// Where each attribute's counters sit in its data area.
+const SPANS: [(usize, usize); OPTIONAL_ATTRS.len()] = {
+    let mut s = [(0, 0); OPTIONAL_ATTRS.len()];
+    let mut k = 0;
+    while k < s.len() {
+        s[k] = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[k]);
+        assert!(s[k].0 < s[k].1, "an optional attribute without counters");
+        assert!(s[k].1 <= 192 && s[k].1 - s[k].0 <= u8::MAX as usize);
+        k += 1;
+    }
+    s
+};
 
 impl OptionalReadings {
     fn held(&self) -> u32 {
@@ -116,7 +131,8 @@ impl OptionalReadings {
         l
     }
 
-    /// The reading of `attr_id`, zeros restored.
+    /// The reading of `attr_id`: its counters where they were, zeros
+    /// elsewhere (the selectors and reserved bytes are not kept).
     pub fn get(&self, attr_id: u16) -> Option<[u8; 192]> {
         let k = OPTIONAL_ATTRS.iter().position(|&a| a == attr_id)?;
         if self.held() & (1 << k) == 0 {
@@ -126,8 +142,8 @@ impl OptionalReadings {
         let lens = self.lens();
         let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
         let mut d = [0u8; 192];
-        let n = usize::from(lens[k]);
-        d[..n].copy_from_slice(b.get(at..at + n)?);
+        let (start, n) = (SPANS[k].0, usize::from(lens[k]));
+        d[start..start + n].copy_from_slice(b.get(at..at + n)?);
         Some(d)
     }
 
@@ -150,8 +166,9 @@ impl OptionalReadings {
         self.held() == 0
     }
 
-    /// Hold `data` as the reading of `OPTIONAL_ATTRS[k]`.
+    /// Hold the counters of `data` as the reading of `OPTIONAL_ATTRS[k]`.
     pub fn set(&mut self, k: usize, data: &[u8; 192]) {
+        let data = &data[SPANS[k].0..SPANS[k].1];
         let n = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         let (held, lens) = (self.held(), self.lens());
         let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
@@ -476,33 +493,51 @@ mod tests {
     }
 
     #[test]
-    fn optional_readings_keep_each_data_area_without_its_trailing_zeros() {
+    fn optional_readings_keep_the_counter_bytes_without_their_trailing_zeros() {
         let mut o = OptionalReadings::default();
         assert!(
             o.is_empty() && o.0.is_none(),
             "nothing held, nothing allocated"
         );
+        // 0x15: counters in bytes 4..16; 0x1A: 4..68; 0x1F: 16..152.
         let (a, b, c) = (OPTIONAL_ATTRS[0], OPTIONAL_ATTRS[5], OPTIONAL_ATTRS[16]);
+        assert_eq!(
+            (SPANS[0], SPANS[5], SPANS[16]),
+            ((4, 16), (4, 68), (16, 152))
+        );
         o.set(5, &reading(3, &[(40, 9)]));
-        o.set(0, &reading(3, &[(4, 1)]));
-        o.set(16, &reading(3, &[(191, 7)]));
+        o.set(0, &reading(3, &[(4, 1), (100, 5)]));
+        o.set(16, &reading(3, &[(151, 7), (191, 5)]));
         assert_eq!(o.attrs().collect::<Vec<_>>(), vec![a, b, c]);
-        assert_eq!(o.get(a), Some(reading(3, &[(4, 1)])));
-        assert_eq!(o.get(b), Some(reading(3, &[(40, 9)])));
-        assert_eq!(o.get(c), Some(reading(3, &[(191, 7)])));
+        // The selectors (PortSelect 3) and what lies past the last counter
+        // are not kept.
+        assert_eq!(o.get(a), Some(reading(0, &[(4, 1)])));
+        assert_eq!(o.get(b), Some(reading(0, &[(40, 9)])));
+        assert_eq!(o.get(c), Some(reading(0, &[(151, 7)])));
         assert_eq!(o.get(OPTIONAL_ATTRS[1]), None);
-        assert_eq!(o.0.as_ref().unwrap().len(), 4 + 17 + 5 + 41 + 192);
+        assert_eq!(o.0.as_ref().unwrap().len(), 4 + 17 + 1 + 37 + 136);
         // The same length is written in place; another one lays the
         // readings out again, the others unchanged.
         o.set(0, &reading(3, &[(4, 2)]));
-        assert_eq!(o.get(a), Some(reading(3, &[(4, 2)])));
-        o.set(5, &reading(3, &[(100, 1), (40, 9)]));
-        assert_eq!(o.get(b), Some(reading(3, &[(100, 1), (40, 9)])));
-        assert_eq!(o.get(a), Some(reading(3, &[(4, 2)])));
-        assert_eq!(o.get(c), Some(reading(3, &[(191, 7)])));
+        assert_eq!(o.get(a), Some(reading(0, &[(4, 2)])));
+        o.set(5, &reading(3, &[(60, 1), (40, 9)]));
+        assert_eq!(o.get(b), Some(reading(0, &[(60, 1), (40, 9)])));
+        assert_eq!(o.get(a), Some(reading(0, &[(4, 2)])));
+        assert_eq!(o.get(c), Some(reading(0, &[(151, 7)])));
         // A reading of zeros only (port 0) is held, in no room.
         o.set(1, &[0; 192]);
         assert_eq!(o.get(OPTIONAL_ATTRS[1]), Some([0; 192]));
         assert_eq!(o.len(), 4);
+        // Every counter of every attribute answered: at most the sum of
+        // the counter bytes.
+        let mut full = OptionalReadings::default();
+        for k in 0..OPTIONAL_ATTRS.len() {
+            full.set(k, &[0xFF; 192]);
+            let mut want = [0u8; 192];
+            want[SPANS[k].0..SPANS[k].1].fill(0xFF);
+            assert_eq!(full.get(OPTIONAL_ATTRS[k]), Some(want));
+        }
+        let kept: usize = SPANS.iter().map(|(s, e)| e - s).sum();
+        assert_eq!(full.0.as_ref().unwrap().len(), OPT_HEAD + kept);
     }
 }

@@ -671,8 +671,8 @@ mod tests {
     use std::collections::VecDeque;
 
     /// The simulated fabric plus answers to the optional attributes from
-    /// the LIDs in `answer` (data: the attribute ID in byte 2, the
-    /// PortSelect in byte 1, the request count in byte 3); requests for
+    /// the LIDs in `answer` (data: the PortSelect, the attribute ID and
+    /// the request count in the first three counter bytes); requests for
     /// attribute 0x18 to LIDs in `silent` are dropped. Counts optional
     /// requests.
     struct OptionalPma {
@@ -696,9 +696,12 @@ mod tests {
             if !self.answer.contains(&to.lid) {
                 return self.inner.send(to, m);
             }
+            // In the first counter bytes (what the cache keeps).
+            let at = crate::pm::optional::counter_bytes(h.attr_id).0;
             let mut reply = *data;
-            reply[2] = h.attr_id as u8;
-            reply[3] = n as u8;
+            reply[at] = data[1];
+            reply[at + 1] = h.attr_id as u8;
+            reply[at + 2] = n as u8;
             self.queue.push_back(Received {
                 from: *to,
                 status: 0,
@@ -1246,8 +1249,9 @@ mod tests {
         assert_eq!(got, OPTIONAL_ATTRS.to_vec());
         for a in rec.ports[0].optional.attrs() {
             let data = rec.ports[0].optional.get(a).unwrap();
-            assert_eq!(data[1], ca.ports[0].num, "PortSelect echoed");
-            assert_eq!(u16::from(data[2]), a);
+            let at = crate::pm::optional::counter_bytes(a).0;
+            assert_eq!(data[at], ca.ports[0].num, "PortSelect echoed");
+            assert_eq!(u16::from(data[at + 1]), a);
         }
         let swrec = snap.node(sw.guid).unwrap();
         assert!(
@@ -1265,7 +1269,8 @@ mod tests {
         assert_eq!(n3, ca_ports * all + sw_ports * (all - 1) + others);
         // Readings are kept, and refreshed (the request count moved).
         let first = |r: &crate::fabric::cache::NodeRecord| {
-            r.ports[0].optional.get(OPTIONAL_ATTRS[0]).unwrap()[3]
+            let at = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[0]).0;
+            r.ports[0].optional.get(OPTIONAL_ATTRS[0]).unwrap()[at + 2]
         };
         let before = first(rec);
         let snap = cache.load();

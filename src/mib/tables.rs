@@ -58,59 +58,46 @@ pub const T_PORT_LANE: u32 = 19;
 /// pmPortSampleResultExtTable: PortSamplesResultExtended per node.
 pub const T_SAMPLE_RESULT_EXT: u32 = 21;
 
+/// An optional attribute's table: its number under pm.1, its name, and
+/// the attribute's layout.
+const fn optional(number: u32, name: &'static str, attr_id: u16) -> OptionalTable {
+    OptionalTable {
+        number,
+        name,
+        attr_id,
+        fields: crate::pm::optional::fields_of(attr_id),
+    }
+}
+
 /// The optional attributes with one value per counter, as tables.
 pub const OPTIONAL_TABLES: [OptionalTable; 6] = {
     use crate::pm::mad::attr;
-    use crate::pm::optional as o;
     [
-        OptionalTable {
-            number: 10,
-            name: "pmPortRcvErrorDetailsTable",
-            attr_id: attr::PORT_RCV_ERROR_DETAILS,
-            fields: o::RCV_ERROR_DETAILS_FIELDS,
-        },
-        OptionalTable {
-            number: 11,
-            name: "pmPortXmitDiscardDetailsTable",
-            attr_id: attr::PORT_XMIT_DISCARD_DETAILS,
-            fields: o::XMIT_DISCARD_DETAILS_FIELDS,
-        },
-        OptionalTable {
-            number: 12,
-            name: "pmPortOpRcvCountersTable",
-            attr_id: attr::PORT_OP_RCV_COUNTERS,
-            fields: o::OP_RCV_COUNTERS_FIELDS,
-        },
-        OptionalTable {
-            number: 13,
-            name: "pmPortFlowCtlCountersTable",
-            attr_id: attr::PORT_FLOW_CTL_COUNTERS,
-            fields: o::FLOW_CTL_COUNTERS_FIELDS,
-        },
-        OptionalTable {
-            number: 16,
-            name: "pmPortRcvConCtrlTable",
-            attr_id: attr::PORT_RCV_CON_CTRL,
-            fields: o::RCV_CON_CTRL_FIELDS,
-        },
-        OptionalTable {
-            number: 17,
-            name: "pmPortXmitConCtrlTable",
-            attr_id: attr::PORT_XMIT_CON_CTRL,
-            fields: o::XMIT_CON_CTRL_FIELDS,
-        },
+        optional(
+            10,
+            "pmPortRcvErrorDetailsTable",
+            attr::PORT_RCV_ERROR_DETAILS,
+        ),
+        optional(
+            11,
+            "pmPortXmitDiscardDetailsTable",
+            attr::PORT_XMIT_DISCARD_DETAILS,
+        ),
+        optional(12, "pmPortOpRcvCountersTable", attr::PORT_OP_RCV_COUNTERS),
+        optional(
+            13,
+            "pmPortFlowCtlCountersTable",
+            attr::PORT_FLOW_CTL_COUNTERS,
+        ),
+        optional(16, "pmPortRcvConCtrlTable", attr::PORT_RCV_CON_CTRL),
+        optional(17, "pmPortXmitConCtrlTable", attr::PORT_XMIT_CON_CTRL),
     ]
 };
 
 /// The counter fields of an optional attribute: every field after
 /// CounterSelect (the selector fields come first).
 pub fn optional_counters(t: &OptionalTable) -> impl Iterator<Item = &'static crate::pm::Field> {
-    let fields: &'static [crate::pm::Field] = t.fields;
-    let after = fields
-        .iter()
-        .position(|f| f.name == "CounterSelect")
-        .map_or(0, |i| i + 1);
-    fields[after..].iter()
+    crate::pm::optional::counter_fields(t.fields).iter()
 }
 
 /// Number of sub-identifiers of a node-GUID index (OCTET STRING (SIZE(8)),

@@ -394,6 +394,88 @@ pm_attr! {
     }
 }
 
+/// The layout of an optional attribute with one value per counter
+/// (PortExtendedSpeedsCounters included: its port totals; its per-lane
+/// counters are [`LANE_ATTRS`]); empty for the others.
+pub const fn fields_of(attr_id: u16) -> &'static [super::Field] {
+    use super::mad::attr;
+    match attr_id {
+        attr::PORT_RCV_ERROR_DETAILS => RCV_ERROR_DETAILS_FIELDS,
+        attr::PORT_XMIT_DISCARD_DETAILS => XMIT_DISCARD_DETAILS_FIELDS,
+        attr::PORT_OP_RCV_COUNTERS => OP_RCV_COUNTERS_FIELDS,
+        attr::PORT_FLOW_CTL_COUNTERS => FLOW_CTL_COUNTERS_FIELDS,
+        attr::PORT_RCV_CON_CTRL => RCV_CON_CTRL_FIELDS,
+        attr::PORT_XMIT_CON_CTRL => XMIT_CON_CTRL_FIELDS,
+        attr::PORT_EXTENDED_SPEEDS_COUNTERS => EXT_SPEEDS_FIELDS,
+        _ => &[],
+    }
+}
+
+/// The counter fields of a layout: every field after CounterSelect (the
+/// selector fields come first).
+pub const fn counter_fields(fields: &'static [super::Field]) -> &'static [super::Field] {
+    const fn is_counter_select(name: &str) -> bool {
+        let (a, b) = (name.as_bytes(), b"CounterSelect");
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let mut i = 0;
+    while i < fields.len() {
+        if is_counter_select(fields[i].name) {
+            return fields.split_at(i + 1).1;
+        }
+        i += 1;
+    }
+    fields
+}
+
+/// The bytes of attribute `attr_id`'s data area that hold counters (its
+/// per-counter fields and per-lane counters): `start..end`, the selectors
+/// before and what is reserved after left out. `(0, 0)` for an attribute
+/// with neither.
+pub const fn counter_bytes(attr_id: u16) -> (usize, usize) {
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    let fields = counter_fields(fields_of(attr_id));
+    let mut i = 0;
+    while i < fields.len() {
+        let f = fields[i];
+        if f.offset < lo {
+            lo = f.offset;
+        }
+        if f.offset + f.width > hi {
+            hi = f.offset + f.width;
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < LANE_ATTRS.len() {
+        let a = LANE_ATTRS[i];
+        if a.attr_id == attr_id {
+            if a.offset < lo {
+                lo = a.offset;
+            }
+            let end = a.offset + a.lanes as usize * a.width;
+            if end > hi {
+                hi = end;
+            }
+        }
+        i += 1;
+    }
+    if hi == 0 {
+        return (0, 0);
+    }
+    (lo / 8, hi.div_ceil(8))
+}
+
 /// A port's FEC totals as pmPortFecTable shows them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FecTotal {
@@ -434,6 +516,35 @@ pub fn lane_attr(attr_id: u16, lane: Lane) -> Option<&'static LaneAttr> {
 #[cfg(test)]
 mod lane_tests {
     use super::*;
+
+    #[test]
+    fn counter_bytes_cover_every_counter_and_no_selector() {
+        use crate::pm::mad::attr;
+        // Per-counter fields from bit 32, per-lane counters from bit 32.
+        assert_eq!(counter_bytes(attr::PORT_RCV_ERROR_DETAILS), (4, 16));
+        assert_eq!(counter_bytes(attr::PORT_OP_RCV_COUNTERS), (4, 12));
+        assert_eq!(counter_bytes(attr::PORT_XMIT_CON_CTRL), (4, 8));
+        assert_eq!(counter_bytes(attr::PORT_VL_OP_DATA), (4, 4 + 16 * 4));
+        assert_eq!(
+            counter_bytes(attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS),
+            (4, 8)
+        );
+        assert_eq!(counter_bytes(attr::PORT_VL_XMIT_TIME_CONG), (4, 4 + 15 * 4));
+        // PortExtendedSpeedsCounters: after its 64-bit CounterSelect, up to
+        // the RS-FEC port totals.
+        assert_eq!(
+            counter_bytes(attr::PORT_EXTENDED_SPEEDS_COUNTERS),
+            (16, 152)
+        );
+        assert_eq!(counter_bytes(attr::PORT_COUNTERS), (0, 0));
+        assert_eq!(
+            counter_fields(OP_RCV_COUNTERS_FIELDS)
+                .iter()
+                .map(|f| f.name)
+                .collect::<Vec<_>>(),
+            ["PortOpRcvPkts", "PortOpRcvData"]
+        );
+    }
 
     #[test]
     fn per_lane_counters_sit_side_by_side_and_fit_the_data_area() {
