@@ -415,6 +415,18 @@ impl AgentxCore {
 
     /// Bytes read from the master: every complete PDU is handled.
     pub fn on_bytes(&mut self, data: &[u8], now: Instant, mib: &dyn MibHandler) -> Vec<Action> {
+        self.on_bytes_clocked(data, &|| now, mib)
+    }
+
+    /// As [`Self::on_bytes`], with the time read from `clock` only when a
+    /// PDU needs it (a Response to a request of ours): a request is
+    /// answered without reading the clock.
+    pub fn on_bytes_clocked(
+        &mut self,
+        data: &[u8],
+        clock: &dyn Fn() -> Instant,
+        mib: &dyn MibHandler,
+    ) -> Vec<Action> {
         let mut out = Vec::new();
         if !self.connected {
             return out;
@@ -423,7 +435,7 @@ impl AgentxCore {
         while self.connected
             && let Some(frame) = self.framer.next_frame()
         {
-            self.on_frame(frame, now, mib, &mut out);
+            self.on_frame(frame, clock, mib, &mut out);
         }
         out
     }
@@ -437,7 +449,7 @@ impl AgentxCore {
     ) -> Vec<Action> {
         let mut out = Vec::new();
         if self.connected {
-            self.handle_pdu(pdu, now, mib, &mut out);
+            self.handle_pdu(pdu, &|| now, mib, &mut out);
         }
         out
     }
@@ -484,12 +496,12 @@ impl AgentxCore {
     fn on_frame(
         &mut self,
         frame: Result<Vec<u8>, FrameError>,
-        now: Instant,
+        clock: &dyn Fn() -> Instant,
         mib: &dyn MibHandler,
         out: &mut Vec<Action>,
     ) {
         match frame {
-            Ok(bytes) => self.handle_pdu(pdu::decode(&bytes), now, mib, out),
+            Ok(bytes) => self.handle_pdu(pdu::decode(&bytes), clock, mib, out),
             Err(FrameError::Oversized { header, max }) => {
                 let length = u64::from(header.payload_length) + HEADER_LEN as u64;
                 tracing::warn!(
@@ -519,7 +531,7 @@ impl AgentxCore {
     fn handle_pdu(
         &mut self,
         pdu: Result<Pdu, DecodeError>,
-        now: Instant,
+        clock: &dyn Fn() -> Instant,
         mib: &dyn MibHandler,
         out: &mut Vec<Action>,
     ) {
@@ -535,7 +547,7 @@ impl AgentxCore {
             }
         };
         match &pdu.payload {
-            Payload::Response { .. } => self.on_response(pdu, now, out),
+            Payload::Response { .. } => self.on_response(pdu, clock(), out),
             Payload::Close { reason } => {
                 let reason = *reason;
                 self.lose(Lost::ClosedByMaster(reason), out);

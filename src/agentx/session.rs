@@ -1,18 +1,22 @@
-//! The AgentX driver: a thread of its own that owns the connection to the
-//! master and the clock, and feeds the protocol core
+//! The AgentX driver: threads of its own that own the connection to the
+//! master and the clock, and feed the protocol core
 //! ([`super::core::AgentxCore`]): connect, read, write what the core asks,
 //! reconnect with exponential backoff, close on shutdown, and pass queued
 //! notifications to the core.
 //!
-//! The socket is blocking, as a minimal subagent's is: each request is one
-//! `recv` and its answer one `send`, with nothing in between (no readiness
-//! wait: snmpd sends a walk's next GetNext only after this answer, so the
-//! reader would wait for it in any case). A read waits at most [`WAKE`]: then
-//! the thread looks at its deadlines, the notification queue and shutdown.
-//! It answers each request before reading the next; handlers answer from
-//! memory, so a request never waits on the fabric (a SET commit, bounded by
-//! its deadline, waits on this thread: snmpd waits for its answer anyway,
-//! and the built-in responder runs elsewhere).
+//! The socket is blocking, as a minimal subagent's is: the reader thread
+//! answers each request with one `recv` and one `send`, with nothing in
+//! between (no readiness wait, no read timeout: snmpd sends a walk's next
+//! GetNext only after this answer, so the reader would wait for it in any
+//! case). While a connection is open, a second thread, the ticker, keeps
+//! the clock: it sends queued notifications, Pings and Register retries
+//! when they are due, and on shutdown (or a connection the core gives up
+//! on) writes what is left and shuts the socket down, which wakes the
+//! reader. The core sits behind one mutex, taken by whichever thread acts,
+//! so their writes never interleave. Handlers answer from memory, so a
+//! request never waits on the fabric (a SET commit, bounded by its
+//! deadline, holds the core: snmpd waits for its answer anyway, and the
+//! built-in responder runs elsewhere).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -21,8 +25,8 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
@@ -32,9 +36,8 @@ use crate::mib::{MibHandler, VarBind};
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// The longest a read waits before the thread looks at its deadlines, the
-/// notification queue and shutdown: how late a notification or a stop can
-/// be while the master is silent.
+/// The longest the ticker sleeps before it looks at the core's deadlines
+/// and shutdown (notifications and a stop wake it at once).
 const WAKE: Duration = Duration::from_millis(100);
 /// During an outage, log every Nth failed attempt (the first always).
 const LOG_EVERY: u64 = 20;
@@ -230,20 +233,29 @@ impl Conn {
             }
         };
         match &conn {
-            Conn::Unix(s) => {
-                s.set_read_timeout(Some(WAKE))?;
-                s.set_write_timeout(Some(IO_TIMEOUT))?;
-            }
-            Conn::Tcp(s) => {
-                s.set_read_timeout(Some(WAKE))?;
-                s.set_write_timeout(Some(IO_TIMEOUT))?;
-            }
+            Conn::Unix(s) => s.set_write_timeout(Some(IO_TIMEOUT))?,
+            Conn::Tcp(s) => s.set_write_timeout(Some(IO_TIMEOUT))?,
         }
         Ok(conn)
     }
 
-    /// Bytes from the master; WouldBlock or TimedOut once [`WAKE`] has
-    /// passed without any.
+    /// A second handle on the same connection (the ticker's).
+    fn try_clone(&self) -> io::Result<Conn> {
+        Ok(match self {
+            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
+            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
+        })
+    }
+
+    /// Ends the connection both ways: a read blocked on it returns.
+    fn shut(&self) {
+        let _ = match self {
+            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
+    /// Bytes from the master, waiting for them.
     fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
         match self {
             Conn::Unix(s) => s.read(b),
@@ -268,84 +280,52 @@ impl Conn {
 // ------------------------------------------------------------------ runner
 
 /// Why a connected session ended.
+#[derive(Debug)]
 enum End {
     Shutdown,
     Lost(Lost),
 }
 
-struct Runner {
+/// What the reader and the ticker share, behind one mutex.
+struct Inner {
     core: AgentxCore,
-    handler: Arc<dyn MibHandler>,
-    shared: Arc<Shared>,
-    rx: Receiver<Msg>,
     /// Notifications waiting for a session, oldest first.
     pending: VecDeque<Vec<VarBind>>,
+}
+
+/// What both threads of a connection reach.
+struct Link {
+    inner: Mutex<Inner>,
+    handler: Arc<dyn MibHandler>,
+    shared: Arc<Shared>,
+}
+
+struct Runner {
+    link: Link,
+    rx: Receiver<Msg>,
     /// Consecutive failed connection attempts (for log throttling).
     failures: u64,
     last_error: Option<String>,
 }
 
-impl Runner {
-    fn new(
-        cfg: SessionConfig,
-        handler: Arc<dyn MibHandler>,
-        shared: Arc<Shared>,
-        rx: Receiver<Msg>,
-    ) -> Self {
-        Runner {
-            core: AgentxCore::new(cfg),
-            handler,
-            shared,
-            rx,
-            pending: VecDeque::new(),
-            failures: 0,
-            last_error: None,
-        }
+impl Link {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn stopping(&self) -> bool {
         self.shared.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Waits `d`, waking for shutdown; keeps notifications for the next
-    /// session.
-    fn idle(&mut self, d: Duration) {
-        let until = Instant::now() + d;
-        while !self.stopping() {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            match self.rx.recv_timeout(left) {
-                Ok(Msg::Notify(v)) => self.hold(v),
-                Ok(Msg::Wake) => {}
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(left.min(WAKE)),
-            }
-        }
-    }
-
-    /// Takes what the handle sent without waiting: notifications are kept
-    /// for the core.
-    fn take_messages(&mut self) {
-        loop {
-            match self.rx.try_recv() {
-                Ok(Msg::Notify(v)) => self.hold(v),
-                Ok(Msg::Wake) => {}
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
-        }
-    }
-
     /// Keeps a notification for the next session; the oldest goes when
     /// the queue is full.
-    fn hold(&mut self, v: Vec<VarBind>) {
-        let cap = self.core.config().notify_queue.max(1);
-        if self.pending.len() >= cap {
-            self.pending.pop_front();
+    fn hold(&self, inner: &mut Inner, v: Vec<VarBind>) {
+        let cap = inner.core.config().notify_queue.max(1);
+        if inner.pending.len() >= cap {
+            inner.pending.pop_front();
             self.count_dropped_notify(cap);
         }
-        self.pending.push_back(v);
+        inner.pending.push_back(v);
     }
 
     fn count_dropped_notify(&self, cap: usize) {
@@ -364,8 +344,8 @@ impl Runner {
     }
 
     /// Mirrors the core's state into what the handle reads.
-    fn publish(&self) {
-        let st = self.core.stats();
+    fn publish(&self, core: &AgentxCore) {
+        let st = core.stats();
         let s = &self.shared.stats;
         s.opens.store(st.opens, Ordering::Relaxed);
         s.resends_answered
@@ -376,21 +356,191 @@ impl Runner {
             .store(st.duplicate_registrations, Ordering::Relaxed);
         self.shared
             .connected
-            .store(self.core.is_open(), Ordering::SeqCst);
+            .store(core.is_open(), Ordering::Release);
         self.shared
             .registered
-            .store(self.core.is_registered(), Ordering::SeqCst);
+            .store(core.is_registered(), Ordering::Release);
+    }
+
+    /// Writes what the core asked; the reason the connection is over, if
+    /// it is.
+    fn act(conn: &mut Conn, actions: Vec<Action>) -> Option<End> {
+        for a in actions {
+            match a {
+                Action::Send(bytes) => {
+                    if let Err(e) = conn.write_all(&bytes) {
+                        return Some(End::Lost(Lost::Io(e.kind())));
+                    }
+                }
+                Action::Lost(why) => return Some(End::Lost(why)),
+            }
+        }
+        None
+    }
+
+    /// The reader: answers the master until the connection ends, or the
+    /// ticker ends it (then `ended` says why).
+    fn read(&self, conn: &mut Conn, ended: &OnceLock<End>, backoff: &mut Backoff) -> End {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let read = conn.read(&mut buf);
+            let mut inner = self.lock();
+            if ended.get().is_some() {
+                return End::Shutdown; // replaced by what `ended` holds
+            }
+            let actions = match read {
+                Ok(0) => return End::Lost(Lost::Eof),
+                Ok(n) => {
+                    inner
+                        .core
+                        .on_bytes_clocked(&buf[..n], &Instant::now, self.handler.as_ref())
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return End::Lost(Lost::Io(e.kind())),
+            };
+            let end = Self::act(conn, actions);
+            if inner.core.is_registered() {
+                backoff.reset();
+            }
+            self.publish(&inner.core);
+            if let Some(end) = end {
+                return end;
+            }
+        }
+    }
+
+    /// The ticker: notifications, deadlines and shutdown while the
+    /// connection is open. Returns once `ended` is set (by the reader, or
+    /// here, then after shutting the socket down so the reader returns).
+    fn tick(&self, mut conn: Conn, rx: &mut Receiver<Msg>, ended: &OnceLock<End>) {
+        loop {
+            let wait = {
+                let inner = self.lock();
+                let now = Instant::now();
+                inner
+                    .core
+                    .next_deadline()
+                    .map_or(WAKE, |d| d.saturating_duration_since(now).min(WAKE))
+            };
+            let mut got = Vec::new();
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Notify(v)) => got.push(v),
+                Ok(Msg::Wake) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
+            }
+            while let Ok(m) = rx.try_recv() {
+                if let Msg::Notify(v) = m {
+                    got.push(v);
+                }
+            }
+            if ended.get().is_some() {
+                let mut inner = self.lock();
+                for v in got {
+                    self.hold(&mut inner, v);
+                }
+                return;
+            }
+            let mut inner = self.lock();
+            for v in got {
+                self.hold(&mut inner, v);
+            }
+            if ended.get().is_some() {
+                return;
+            }
+            if self.stopping() {
+                if let Some(close) = inner.core.close(CloseReason::Shutdown) {
+                    match conn.write_all(&close) {
+                        Ok(()) => tracing::info!("AgentX session closed (reasonShutdown)"),
+                        Err(e) => tracing::warn!("AgentX Close not sent: {e}"),
+                    }
+                }
+                let _ = ended.set(End::Shutdown);
+                conn.shut();
+                return;
+            }
+            let now = Instant::now();
+            let mut actions = Vec::new();
+            if inner.core.is_registered() {
+                // What waited for a session goes first, in order.
+                while let Some(v) = inner.pending.pop_front() {
+                    match inner.core.notify(v, now) {
+                        Some(a) => {
+                            actions.extend(a);
+                            self.shared
+                                .stats
+                                .notifies_sent
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if inner.core.next_deadline().is_some_and(|d| d <= now) {
+                actions.extend(inner.core.on_timeout(now));
+            }
+            let end = Self::act(&mut conn, actions);
+            self.publish(&inner.core);
+            if let Some(end) = end {
+                let _ = ended.set(end);
+                conn.shut();
+                return;
+            }
+        }
+    }
+}
+
+impl Runner {
+    fn new(
+        cfg: SessionConfig,
+        handler: Arc<dyn MibHandler>,
+        shared: Arc<Shared>,
+        rx: Receiver<Msg>,
+    ) -> Self {
+        Runner {
+            link: Link {
+                inner: Mutex::new(Inner {
+                    core: AgentxCore::new(cfg),
+                    pending: VecDeque::new(),
+                }),
+                handler,
+                shared,
+            },
+            rx,
+            failures: 0,
+            last_error: None,
+        }
+    }
+
+    /// Waits `d`, waking for shutdown; keeps notifications for the next
+    /// session.
+    fn idle(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.link.stopping() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(Msg::Notify(v)) => {
+                    let mut inner = self.link.lock();
+                    self.link.hold(&mut inner, v);
+                }
+                Ok(Msg::Wake) => {}
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(left.min(WAKE)),
+            }
+        }
     }
 
     fn run(mut self) {
-        let address = self.core.config().address.clone();
-        let (min, max) = (
-            self.core.config().backoff_min,
-            self.core.config().backoff_max,
-        );
+        let (address, min, max) = {
+            let inner = self.link.lock();
+            let cfg = inner.core.config();
+            (cfg.address.clone(), cfg.backoff_min, cfg.backoff_max)
+        };
         let mut backoff = Backoff::new(min, max);
         tracing::info!(address = %address, "AgentX session starting");
-        while !self.stopping() {
+        while !self.link.stopping() {
             match Conn::connect(&address) {
                 Ok(conn) => {
                     if self.failures > 0 {
@@ -431,81 +581,45 @@ impl Runner {
     /// One connection: from Open to its end. `backoff` starts over once the
     /// session is open and registered.
     fn converse(&mut self, mut conn: Conn, backoff: &mut Backoff) -> End {
-        let actions = self.core.on_connected(Instant::now());
-        let end = self.converse_inner(&mut conn, actions, backoff);
-        if let End::Shutdown = end
-            && let Some(close) = self.core.close(CloseReason::Shutdown)
-        {
-            match conn.write_all(&close) {
-                Ok(()) => tracing::info!("AgentX session closed (reasonShutdown)"),
-                Err(e) => tracing::warn!("AgentX Close not sent: {e}"),
+        let link = &self.link;
+        let opened = {
+            let mut inner = link.lock();
+            let actions = inner.core.on_connected(Instant::now());
+            let end = Link::act(&mut conn, actions);
+            link.publish(&inner.core);
+            end
+        };
+        let end = match (opened, conn.try_clone()) {
+            (Some(end), _) => end,
+            (None, Err(e)) => End::Lost(Lost::Io(e.kind())),
+            (None, Ok(ticker_conn)) => {
+                let ended = OnceLock::new();
+                let rx = &mut self.rx;
+                std::thread::scope(|s| {
+                    let ticker = std::thread::Builder::new()
+                        .name("agentx-tick".into())
+                        .spawn_scoped(s, || link.tick(ticker_conn, rx, &ended));
+                    let end = match ticker {
+                        Ok(_) => link.read(&mut conn, &ended, backoff),
+                        Err(e) => End::Lost(Lost::Io(e.kind())),
+                    };
+                    if ended.set(end).is_err() {
+                        // The ticker ended it first; it returns by itself.
+                    } else {
+                        // Wake the ticker: it returns within WAKE anyway.
+                        let tx = link.shared.tx.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(tx) = tx.as_ref() {
+                            let _ = tx.try_send(Msg::Wake);
+                        }
+                    }
+                });
+                ended.into_inner().unwrap_or(End::Shutdown)
             }
-        }
-        self.core.on_disconnected(self.handler.as_ref());
-        self.publish();
+        };
+        conn.shut();
+        let mut inner = link.lock();
+        inner.core.on_disconnected(link.handler.as_ref());
+        link.publish(&inner.core);
         end
-    }
-
-    fn converse_inner(
-        &mut self,
-        conn: &mut Conn,
-        mut actions: Vec<Action>,
-        backoff: &mut Backoff,
-    ) -> End {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            self.take_messages();
-            if self.core.is_registered() {
-                backoff.reset();
-                // What waited for a session goes first, in order.
-                while let Some(v) = self.pending.pop_front() {
-                    match self.core.notify(v, Instant::now()) {
-                        Some(a) => {
-                            actions.extend(a);
-                            self.shared
-                                .stats
-                                .notifies_sent
-                                .fetch_add(1, Ordering::Relaxed);
-                        }
-                        None => break,
-                    }
-                }
-            }
-            self.publish();
-            for a in actions.drain(..) {
-                match a {
-                    Action::Send(bytes) => {
-                        if let Err(e) = conn.write_all(&bytes) {
-                            return End::Lost(Lost::Io(e.kind()));
-                        }
-                    }
-                    Action::Lost(why) => return End::Lost(why),
-                }
-            }
-            if self.stopping() {
-                return End::Shutdown;
-            }
-            let read = conn.read(&mut buf);
-            let now = Instant::now();
-            match read {
-                Ok(0) => return End::Lost(Lost::Eof),
-                Ok(n) => {
-                    actions = self.core.on_bytes(&buf[..n], now, self.handler.as_ref());
-                }
-                // WAKE passed without a request: deadlines, notifications
-                // and shutdown are looked at.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(e) => return End::Lost(Lost::Io(e.kind())),
-            }
-            if self.core.next_deadline().is_some_and(|d| d <= now) {
-                actions.extend(self.core.on_timeout(now));
-            }
-        }
     }
 }
