@@ -131,20 +131,59 @@ impl OptionalReadings {
         l
     }
 
-    /// The reading of `attr_id`: its counters where they were, zeros
-    /// elsewhere (the selectors and reserved bytes are not kept).
-    pub fn get(&self, attr_id: u16) -> Option<[u8; 192]> {
+    /// The counter bytes held for `attr_id` (trailing zeros left out) and
+    /// where they start in the data area.
+    fn stored(&self, attr_id: u16) -> Option<(&[u8], usize)> {
         let k = OPTIONAL_ATTRS.iter().position(|&a| a == attr_id)?;
         if self.held() & (1 << k) == 0 {
             return None;
         }
         let b = self.0.as_ref()?;
-        let lens = self.lens();
+        let lens = &b[4..OPT_HEAD];
         let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        Some((b.get(at..at + usize::from(lens[k]))?, SPANS[k].0))
+    }
+
+    /// The reading of `attr_id`: its counters where they were, zeros
+    /// elsewhere (the selectors and reserved bytes are not kept).
+    pub fn get(&self, attr_id: u16) -> Option<[u8; 192]> {
+        let (kept, start) = self.stored(attr_id)?;
         let mut d = [0u8; 192];
-        let (start, n) = (SPANS[k].0, usize::from(lens[k]));
-        d[start..start + n].copy_from_slice(b.get(at..at + n)?);
+        d[start..start + kept.len()].copy_from_slice(kept);
         Some(d)
+    }
+
+    /// A port answers `attr_id`.
+    pub fn has(&self, attr_id: u16) -> bool {
+        OPTIONAL_ATTRS
+            .iter()
+            .position(|&a| a == attr_id)
+            .is_some_and(|k| self.held() & (1 << k) != 0)
+    }
+
+    /// The `width` bits at bit `offset` of the reading of `attr_id`, as
+    /// [`crate::pm::layout::get_bits`] reads them from [`Self::get`]'s
+    /// data area, without building it.
+    pub fn bits(&self, attr_id: u16, offset: usize, width: usize) -> Option<u64> {
+        let (kept, start) = self.stored(attr_id)?;
+        if width == 0 || width > 64 || offset + width > 192 * 8 {
+            return Some(0);
+        }
+        let (first, last) = (offset / 8, (offset + width).div_ceil(8));
+        // At most 9 bytes hold 64 bits at any bit offset.
+        let mut w = [0u8; 9];
+        for (i, byte) in (first..last).zip(w.iter_mut()) {
+            *byte = i
+                .checked_sub(start)
+                .and_then(|j| kept.get(j))
+                .copied()
+                .unwrap_or(0);
+        }
+        Some(crate::pm::layout::get_bits(
+            &w[..last - first],
+            offset % 8,
+            width,
+        ))
     }
 
     /// The attributes held, in [`OPTIONAL_ATTRS`] order.
@@ -536,6 +575,28 @@ mod tests {
             let mut want = [0u8; 192];
             want[SPANS[k].0..SPANS[k].1].fill(0xFF);
             assert_eq!(full.get(OPTIONAL_ATTRS[k]), Some(want));
+        }
+        // Bits read in place agree with the data area, at every offset and
+        // width, inside and outside what is kept.
+        for (k, bytes) in [
+            (0usize, vec![(4, 0x81), (15, 0xF0)]),
+            (16, vec![(16, 1), (151, 0xFF)]),
+        ] {
+            let mut o = OptionalReadings::default();
+            let r = reading(9, &bytes);
+            o.set(k, &r);
+            let d = o.get(OPTIONAL_ATTRS[k]).unwrap();
+            assert!(o.has(OPTIONAL_ATTRS[k]) && !o.has(OPTIONAL_ATTRS[1]));
+            for off in (0..192 * 8 - 64).step_by(3) {
+                for width in [1, 2, 8, 13, 16, 32, 64] {
+                    assert_eq!(
+                        o.bits(OPTIONAL_ATTRS[k], off, width),
+                        Some(crate::pm::layout::get_bits(&d, off, width)),
+                        "attr {k} bit {off} width {width}"
+                    );
+                }
+            }
+            assert_eq!(o.bits(OPTIONAL_ATTRS[1], 32, 16), None);
         }
         let kept: usize = SPANS.iter().map(|(s, e)| e - s).sum();
         assert_eq!(full.0.as_ref().unwrap().len(), OPT_HEAD + kept);

@@ -1368,7 +1368,7 @@ pub fn read_at(
     }
     let node = node?;
     if let Some(p) = port
-        && (!(t.port_present)(p) || t.attr.is_some_and(|a| optional_reading(p, a).is_none()))
+        && (!(t.port_present)(p) || t.attr.is_some_and(|a| !p.optional.has(a)))
     {
         return None;
     }
@@ -1411,21 +1411,29 @@ pub fn read_at(
             if !a.layout.holds(rs_fec_layout(node, p)) {
                 return None;
             }
-            Value::Gauge32(gauge(a.get(&optional_reading(p, a.attr_id)?, row.lane)?))
+            Value::Gauge32(gauge(p.optional.bits(
+                a.attr_id,
+                a.bit(row.lane)?,
+                a.width,
+            )?))
         }
         Source::FecMode => Value::Integer(port?.link.fec.map_or(0, |f| f.mib()) as i32),
         Source::Fec(t) => {
             let p = port?;
-            let data = optional_reading(p, crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
+            let data = p
+                .optional
+                .get(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
             Value::Gauge32(gauge(crate::pm::optional::fec_total(
                 &data,
                 rs_fec_layout(node, p),
                 t,
             )?))
         }
-        Source::Optional { attr_id, field } => {
-            Value::Gauge32(gauge(field.get(&optional_reading(port?, attr_id)?[..])))
-        }
+        Source::Optional { attr_id, field } => Value::Gauge32(gauge(port?.optional.bits(
+            attr_id,
+            field.offset,
+            field.width,
+        )?)),
         Source::Agent(_) => return None,
     };
     Some(v)
@@ -1438,11 +1446,6 @@ pub const CLEAR_MASK_MAX: u32 = 0x1_FFFF;
 /// The CounterSelect and CounterSelect2 bits of a pmPortClearCounters mask.
 pub fn clear_selects(mask: u32) -> (u16, u8) {
     ((mask & 0xFFFF) as u16, ((mask >> 16) & 1) as u8)
-}
-
-/// The port's latest reading of optional attribute `attr_id`.
-fn optional_reading(p: &PortRecord, attr_id: u16) -> Option<[u8; 192]> {
-    p.optional.get(attr_id)
 }
 
 fn gauge(v: u64) -> u32 {

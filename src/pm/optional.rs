@@ -352,13 +352,13 @@ impl LaneAttr {
     /// The counter of `lane` in a reading (`None` past the attribute's
     /// lanes).
     pub fn get(&self, data: &[u8; super::mad::DATA_SIZE], lane: u8) -> Option<u64> {
-        (lane < self.lanes).then(|| {
-            super::layout::get_bits(
-                data,
-                self.offset + usize::from(lane) * self.width,
-                self.width,
-            )
-        })
+        Some(super::layout::get_bits(data, self.bit(lane)?, self.width))
+    }
+
+    /// Where the counter of `lane` begins (a bit offset in the data area;
+    /// `None` past the attribute's lanes).
+    pub fn bit(&self, lane: u8) -> Option<usize> {
+        (lane < self.lanes).then(|| self.offset + usize::from(lane) * self.width)
     }
 
     /// Write the counter of `lane` (held at the field's maximum).
