@@ -364,11 +364,11 @@ fn local_node_info(
 ) -> Result<NodeInfo, DiscoverError> {
     struct Local(Option<NodeInfo>);
     impl Requester for Local {
-        fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
-            (
+        fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])> {
+            Some((
                 smp_addr(),
                 dr_smp_get(ATTR_NODE_INFO, 0, wire_tid(tx.tid), &[]),
-            )
+            ))
         }
         fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
             if let WindowEvent::Reply { mad, .. } = ev
@@ -444,8 +444,8 @@ fn routes_from(
 }
 
 impl Requester for Walk {
-    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
-        (smp_addr(), self.smp(tx))
+    fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])> {
+        Some((smp_addr(), self.smp(tx)))
     }
 
     fn on_event(&mut self, win: &mut MadWindow, ev: WindowEvent) -> bool {

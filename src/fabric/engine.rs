@@ -117,8 +117,17 @@ impl Engine {
         reqs: &[R],
         on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
+        self.run_requests(reqs, on_done)
+    }
+
+    /// [`Self::run`] with requests made as they are sent.
+    pub fn run_requests<Q: Requests + ?Sized>(
+        &mut self,
+        reqs: &Q,
+        on_done: impl FnMut(usize, MadOutcome),
+    ) -> BatchStats {
         let _ = self.win.take_stats();
-        for i in 0..reqs.len() {
+        for i in 0..reqs.count() {
             self.win.push(i);
         }
         let mut batch = Batch { reqs, on_done };
@@ -145,16 +154,37 @@ impl Engine {
     }
 }
 
+/// A batch's requests by index: a slice of them, or anything that makes
+/// request `i` when it is sent (a sweep derives each from its slot rather
+/// than hold hundreds of thousands of them).
+pub trait Requests {
+    /// How many requests the batch has.
+    fn count(&self) -> usize;
+    /// The address and MAD of request `i` with transaction ID `tid`;
+    /// `None` when it cannot be made (the request fails).
+    fn build(&self, i: usize, tid: u64) -> Option<(MadAddr, [u8; MAD_SIZE])>;
+}
+
+impl<R: Request> Requests for [R] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn build(&self, i: usize, tid: u64) -> Option<(MadAddr, [u8; MAD_SIZE])> {
+        let r = self.get(i)?;
+        Some((r.to(), r.mad(tid)))
+    }
+}
+
 /// One [`Engine::run`]: requests by index, outcomes to a callback.
-struct Batch<'a, R, F> {
-    reqs: &'a [R],
+struct Batch<'a, Q: ?Sized, F> {
+    reqs: &'a Q,
     on_done: F,
 }
 
-impl<R: Request, F: FnMut(usize, MadOutcome)> Requester for Batch<'_, R, F> {
-    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]) {
-        let r = &self.reqs[tx.index];
-        (r.to(), r.mad(wire_tid(tx.tid)))
+impl<Q: Requests + ?Sized, F: FnMut(usize, MadOutcome)> Requester for Batch<'_, Q, F> {
+    fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])> {
+        self.reqs.build(tx.index, wire_tid(tx.tid))
     }
 
     fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
@@ -170,8 +200,9 @@ impl<R: Request, F: FnMut(usize, MadOutcome)> Requester for Batch<'_, R, F> {
 
 /// What a [`drive`] sends and how it takes each request's end.
 pub trait Requester {
-    /// The address and MAD of one transmit (its TID: [`wire_tid`]).
-    fn build(&mut self, tx: Transmit) -> (MadAddr, [u8; MAD_SIZE]);
+    /// The address and MAD of one transmit (its TID: [`wire_tid`]);
+    /// `None` fails the request without sending.
+    fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])>;
     /// One request ended; follow-up requests may be pushed into `win`.
     /// Returning false stops the drive.
     fn on_event(&mut self, win: &mut MadWindow, ev: WindowEvent) -> bool;
@@ -225,7 +256,10 @@ pub fn drive(
         }
         let now = Instant::now();
         while let Some(tx) = win.poll_transmit(now) {
-            let (to, mad) = req.build(tx);
+            let Some((to, mad)) = req.build(tx) else {
+                win.handle_send_error(tx.tid, "the request has no address".into());
+                continue;
+            };
             match transport.send(&to, &mad) {
                 Ok(()) => sent_any = true,
                 Err(e) => {

@@ -265,6 +265,21 @@ impl Slot {
             | Slot::Optional(n, _, _) => n,
         }
     }
+
+    /// The PM attribute the slot's request reads (`None` for an optional
+    /// attribute index past [`OPTIONAL_ATTRS`]).
+    pub fn attr_id(self) -> Option<u16> {
+        use crate::pm::mad::attr;
+        Some(match self {
+            Slot::Cpi(_) => attr::CLASS_PORT_INFO,
+            Slot::Counters(..) => attr::PORT_COUNTERS,
+            Slot::Extended(..) => attr::PORT_COUNTERS_EXTENDED,
+            Slot::SamplesControl(_) => attr::PORT_SAMPLES_CONTROL,
+            Slot::SamplesResult(_) => attr::PORT_SAMPLES_RESULT,
+            Slot::SamplesResultExt(_) => attr::PORT_SAMPLES_RESULT_EXTENDED,
+            Slot::Optional(_, _, k) => *OPTIONAL_ATTRS.get(k)?,
+        })
+    }
 }
 
 pub struct FabricState {
@@ -438,19 +453,15 @@ impl FabricState {
     /// PMA says IsExtendedWidthSupported and has not shown it does not
     /// answer it.
     pub fn sample_results(&self, ni: usize) -> impl Iterator<Item = (u16, Slot)> {
-        use crate::pm::mad::attr;
         let ext = self.nodes.get(ni).is_some_and(|s| {
             !s.no_result_ext
                 && s.cpi().is_some_and(|c| {
                     c.capability_mask & crate::pm::class_port_info::CAP_EXT_WIDTH != 0
                 })
         });
-        std::iter::once((attr::PORT_SAMPLES_RESULT, Slot::SamplesResult(ni))).chain(ext.then_some(
-            (
-                attr::PORT_SAMPLES_RESULT_EXTENDED,
-                Slot::SamplesResultExt(ni),
-            ),
-        ))
+        std::iter::once(Slot::SamplesResult(ni))
+            .chain(ext.then_some(Slot::SamplesResultExt(ni)))
+            .filter_map(|slot| Some((slot.attr_id()?, slot)))
     }
 
     /// Hand over a newly discovered fabric; the sweeper merges it before

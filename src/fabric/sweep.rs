@@ -24,9 +24,10 @@ use tracing::{debug, error, info, warn};
 
 use super::cache::Cache;
 use super::control::Controller;
-use super::engine::{Engine, MadOutcome, MadRequest, Request};
+use super::engine::{Engine, MadOutcome, MadRequest, Request, Requests};
 use super::state::{
-    OPTIONAL_ATTRS, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot, optional_request_data,
+    FabricState, OPTIONAL_ATTRS, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot,
+    optional_request_data,
 };
 use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
 use crate::pm::mad::{attr, method};
@@ -116,8 +117,7 @@ pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
     (select, select2)
 }
 
-/// A sweep's Get, 20 bytes until it is sent (a sweep of a large fabric
-/// holds hundreds of thousands of them).
+/// A sweep's Get, made from its slot when it is sent ([`SlotRequests`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PmGet {
     pub to: MadAddr,
@@ -127,6 +127,24 @@ pub struct PmGet {
 }
 
 impl PmGet {
+    /// The Get a sweep's slot stands for: the slot's attribute, the port
+    /// it selects (port 0 for the per-node attributes) and the node's PMA;
+    /// `None` when the node has no PMA address.
+    fn of(st: &FabricState, slot: Slot) -> Option<PmGet> {
+        let attr_id = slot.attr_id()?;
+        let (to, port) = match slot {
+            Slot::Cpi(ni) => (st.pma(ni, None)?, 0),
+            Slot::Counters(ni, pi) | Slot::Extended(ni, pi) | Slot::Optional(ni, pi, _) => (
+                st.pma(ni, Some(pi))?,
+                st.fabric.nodes.get(ni)?.ports.get(pi)?.num,
+            ),
+            Slot::SamplesControl(ni) | Slot::SamplesResult(ni) | Slot::SamplesResultExt(ni) => {
+                (st.pma(ni, Some(0))?, 0)
+            }
+        };
+        Some(PmGet { to, attr_id, port })
+    }
+
     fn data(&self) -> [u8; 192] {
         match self.attr_id {
             attr::PORT_COUNTERS => port_counters_data(self.port, 0, 0),
@@ -151,6 +169,26 @@ impl Request for PmGet {
     }
     fn mad(&self, tid: u64) -> [u8; crate::transport::MAD_SIZE] {
         crate::pm::mad::request(method::GET, self.attr_id, 0, tid, &self.data())
+    }
+}
+
+/// A batch of Gets made from their slots as they are sent: a batch holds
+/// 8 bytes per request (its slot), not the request (hundreds of thousands
+/// of them in a sweep of a large fabric, millions with the optional
+/// attributes).
+struct SlotRequests<'a> {
+    slots: &'a [PackedSlot],
+    state: &'a SharedState,
+}
+
+impl Requests for SlotRequests<'_> {
+    fn count(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn build(&self, i: usize, tid: u64) -> Option<(MadAddr, [u8; crate::transport::MAD_SIZE])> {
+        let get = PmGet::of(&self.state.lock(), Slot::from(*self.slots.get(i)?))?;
+        Some((get.to, get.mad(tid)))
     }
 }
 
@@ -278,24 +316,19 @@ impl Sweeper {
         // ClassPortInfo, twice at most: a redirect sends the second to the
         // redirected PMA.
         for _ in 0..2 {
-            let (reqs, slots) = {
+            let slots: Vec<PackedSlot> = {
                 let st = self.state.lock();
-                let mut reqs = Vec::new();
-                let mut slots = Vec::new();
-                for ni in (0..n).filter(|_| st.cfg.mads) {
-                    if st.nodes[ni].cpi_stale
-                        && let Some(to) = st.pma(ni, None)
-                    {
-                        reqs.push(get(to, attr::CLASS_PORT_INFO, [0; 192]));
-                        slots.push(Slot::Cpi(ni).into());
-                    }
-                }
-                (reqs, slots)
+                (0..n)
+                    .filter(|&ni| {
+                        st.cfg.mads && st.nodes[ni].cpi_stale && st.pma(ni, None).is_some()
+                    })
+                    .map(|ni| Slot::Cpi(ni).into())
+                    .collect()
             };
-            if reqs.is_empty() {
+            if slots.is_empty() {
                 break;
             }
-            let st = self.run_batch(&reqs, &slots, &mut answered, first, "ClassPortInfo");
+            let st = self.run_slots(&slots, &mut answered, first, "ClassPortInfo");
             mads += st.0;
             timeouts += st.1;
             optional_timeouts += st.2;
@@ -311,8 +344,8 @@ impl Sweeper {
         }
 
         if !self.engine.transport_failed() && self.state.lock().cfg.mads {
-            let (reqs, slots) = self.counter_requests();
-            let st = self.run_batch(&reqs, &slots, &mut answered, first, "counters");
+            let slots = self.counter_requests();
+            let st = self.run_slots(&slots, &mut answered, first, "counters");
             mads += st.0;
             timeouts += st.1;
             optional_timeouts += st.2;
@@ -346,7 +379,7 @@ impl Sweeper {
                 ports = reqs.len(),
                 "clearing counters past 75% of their range"
             );
-            let st = self.run_batch(&reqs, &slots, &mut answered, false, "clears");
+            let st = self.run_batch(reqs.as_slice(), &slots, &mut answered, false, "clears");
             mads += st.0;
             timeouts += st.1;
             optional_timeouts += st.2;
@@ -409,10 +442,12 @@ impl Sweeper {
         stats
     }
 
-    fn counter_requests(&self) -> (Vec<PmGet>, Vec<PackedSlot>) {
+    /// The slots of a sweep's Gets, node by node: PortCounters (and
+    /// PortCountersExtended where the node has it) of every port, the
+    /// optional attributes the node answers when they are due, and the
+    /// node's samples.
+    fn counter_requests(&self) -> Vec<PackedSlot> {
         let st = self.state.lock();
-        let mut reqs = Vec::new();
-        let mut slots = Vec::new();
         let optional = st.cfg.optional_attributes
             && st
                 .sweep_no
@@ -438,63 +473,36 @@ impl Sweeper {
                 node.ports.len() * (2 + optional) + 3
             })
             .sum();
-        reqs.reserve_exact(most);
-        slots.reserve_exact(most);
+        let mut slots = Vec::with_capacity(most);
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
             let Some(cpi) = st.nodes[ni].cpi() else {
                 continue;
             };
             let ext = cpi.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0;
-            for (pi, port) in node.ports.iter().enumerate() {
-                let Some(to) = st.pma(ni, Some(pi)) else {
-                    continue;
-                };
-                let pm_get = |attr_id| PmGet {
-                    to,
-                    attr_id,
-                    port: port.num,
-                };
-                reqs.push(pm_get(attr::PORT_COUNTERS));
+            let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
+            for pi in ports() {
                 slots.push(Slot::Counters(ni, pi).into());
                 if ext {
-                    reqs.push(pm_get(attr::PORT_COUNTERS_EXTENDED));
                     slots.push(Slot::Extended(ni, pi).into());
                 }
             }
             if optional {
                 let unsupported = st.nodes[ni].optional_unsupported;
-                for (pi, port) in node.ports.iter().enumerate() {
-                    let Some(to) = st.pma(ni, Some(pi)) else {
-                        continue;
-                    };
-                    for (k, &attr_id) in OPTIONAL_ATTRS.iter().enumerate() {
-                        if unsupported & (1 << k) == 0 {
-                            reqs.push(PmGet {
-                                to,
-                                attr_id,
-                                port: port.num,
-                            });
-                            slots.push(Slot::Optional(ni, pi, k).into());
-                        }
+                for pi in ports() {
+                    for k in (0..OPTIONAL_ATTRS.len()).filter(|k| unsupported & (1 << k) == 0) {
+                        slots.push(Slot::Optional(ni, pi, k).into());
                     }
                 }
             }
-            if !st.nodes[ni].no_samples
-                && let Some(to) = st.pma(ni, Some(0))
-            {
-                let reads = std::iter::once((attr::PORT_SAMPLES_CONTROL, Slot::SamplesControl(ni)))
-                    .chain(st.sample_results(ni));
-                for (attr_id, slot) in reads {
-                    reqs.push(PmGet {
-                        to,
-                        attr_id,
-                        port: 0,
-                    });
-                    slots.push(slot.into());
-                }
+            if !st.nodes[ni].no_samples && st.pma(ni, Some(0)).is_some() {
+                slots.push(Slot::SamplesControl(ni).into());
+                slots.extend(
+                    st.sample_results(ni)
+                        .map(|(_, slot)| PackedSlot::from(slot)),
+                );
             }
         }
-        (reqs, slots)
+        slots
     }
 
     /// With `clear_near_overflow`: one PerformanceSet(PortCounters) per port
@@ -537,18 +545,35 @@ impl Sweeper {
         (reqs, slots)
     }
 
-    /// Send one batch and fold the outcomes into the state. Returns the
-    /// number of MADs, of mandatory requests that timed out and of optional
-    /// ones that did.
-    fn run_batch<R: Request>(
+    /// [`Self::run_batch`] with the Gets made from their slots as they are
+    /// sent.
+    fn run_slots(
         &mut self,
-        reqs: &[R],
         slots: &[PackedSlot],
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
     ) -> (u64, u64, u64) {
-        let total = reqs.len();
+        let state = self.state.clone();
+        let reqs = SlotRequests {
+            slots,
+            state: &state,
+        };
+        self.run_batch(&reqs, slots, answered, log_progress, what)
+    }
+
+    /// Send one batch and fold the outcomes into the state. Returns the
+    /// number of MADs, of mandatory requests that timed out and of optional
+    /// ones that did.
+    fn run_batch<Q: Requests + ?Sized>(
+        &mut self,
+        reqs: &Q,
+        slots: &[PackedSlot],
+        answered: &mut [bool],
+        log_progress: bool,
+        what: &str,
+    ) -> (u64, u64, u64) {
+        let total = reqs.count();
         let (mut timeouts, mut optional_timeouts) = (0, 0);
         let mut done = 0usize;
         let mut last_log = Instant::now();
@@ -556,7 +581,7 @@ impl Sweeper {
         let state = &self.state;
         let cache = &self.cache;
         let transport_error = &mut self.transport_error;
-        let stats = self.engine.run(reqs, |i, outcome| {
+        let stats = self.engine.run_requests(reqs, |i, outcome| {
             if let MadOutcome::Failed(e) = &outcome
                 && transport_error.is_none()
             {
