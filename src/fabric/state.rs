@@ -25,13 +25,14 @@ use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
 
-/// A sweep that copied the records of this many nodes (it changed
-/// records the published snapshot shares), or a 32nd of the fabric's
-/// nodes when that is more, publishes what it has: the copies then replace
-/// the records they were made from instead of adding to them, and a sweep
-/// holds two versions of a bounded share of the nodes at most (a
-/// publication takes 2-5 ms at 48,000 nodes: about 100 ms a sweep).
-const PUBLISH_AFTER_COPIES: usize = 512;
+/// A sweep that copied node records holding this many port records (it
+/// changed records the published snapshot shares; a switch of 64 ports
+/// counts 64), or a 32nd of the fabric's ports when that is more,
+/// publishes what it has: the copies then replace the records they were
+/// made from instead of adding to them, and a sweep holds two versions of
+/// a bounded share of the ports at most (a publication takes 2-5 ms at
+/// 48,000 nodes: about 100 ms a sweep).
+const PUBLISH_AFTER_PORTS: usize = 4096;
 use crate::transport::MadAddr;
 
 #[derive(Clone, Debug)]
@@ -292,8 +293,11 @@ pub struct FabricState {
     pub(crate) figures: SweepFigures,
     /// A newly discovered fabric, merged by the sweeper between sweeps.
     pub(crate) pending: Option<Fabric>,
-    /// Node records copied since the last publication.
+    /// Port records in the node records copied since the last
+    /// publication.
     copies: usize,
+    /// How many make a publication due ([`PUBLISH_AFTER_PORTS`]).
+    copy_budget: usize,
     /// The per-node readings, shared between nodes that answer the same.
     pub(crate) readings: Readings,
 }
@@ -343,7 +347,7 @@ impl NodeState {
     /// snapshot shares it, counted in `copies`).
     fn rec_mut(&mut self, copies: &mut usize) -> &mut NodeRecord {
         if Arc::get_mut(&mut self.rec).is_none() {
-            *copies += 1;
+            *copies += self.rec.ports.len().max(1);
         }
         Arc::make_mut(&mut self.rec)
     }
@@ -355,7 +359,7 @@ impl NodeState {
             return None;
         }
         if Arc::get_mut(&mut self.rec).is_none() {
-            *copies += 1;
+            *copies += self.rec.ports.len();
         }
         Arc::make_mut(&mut self.rec).ports.get_mut(pi)
     }
@@ -414,6 +418,7 @@ impl SharedState {
             },
             pending: None,
             copies: 0,
+            copy_budget: PUBLISH_AFTER_PORTS,
             readings: Readings::default(),
         })))
     }
@@ -1016,6 +1021,8 @@ impl FabricState {
             .collect();
         let rows = nodes.len();
         self.copies = 0;
+        let ports: usize = self.nodes.iter().map(|s| s.rec.ports.len()).sum();
+        self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
         // Fabric nodes are ordered by GUID, so the records are too.
         cache.publish(Snapshot {
             sweep,
@@ -1104,10 +1111,9 @@ impl FabricState {
     }
 
     /// Publish what the sweep has so far when it has copied enough
-    /// records ([`PUBLISH_AFTER_COPIES`]); returns the number of nodes with
+    /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
     /// rows when it did.
     pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
-        let due = PUBLISH_AFTER_COPIES.max(self.nodes.len() / 32);
-        (self.copies >= due).then(|| self.publish_partial(cache, answered))
+        (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered))
     }
 }

@@ -597,8 +597,12 @@ impl Sweeper {
             let mut st = state.lock();
             st.apply(slots[i].into(), outcome, sent, answered);
             // Records the sweep copied replace the published ones as it
-            // goes: the memory of two versions stays bounded.
-            st.publish_if_due(cache, answered);
+            // goes: the memory of two versions stays bounded, and the pages
+            // of the records replaced go back at once rather than when the
+            // sweep ends.
+            if st.publish_if_due(cache, answered).is_some() {
+                crate::heap::trim();
+            }
             if log_progress && last_log.elapsed() >= FIRST_SWEEP_PROGRESS {
                 // Serve from the first second: the nodes read so far get
                 // their rows now, not when the first sweep ends.
