@@ -428,16 +428,28 @@ impl AgentxCore {
         mib: &dyn MibHandler,
     ) -> Vec<Action> {
         let mut out = Vec::new();
+        self.on_bytes_into(data, clock, mib, &mut out);
+        out
+    }
+
+    /// As [`Self::on_bytes_clocked`], the actions appended to `out` (a
+    /// driver reuses one vector for every read).
+    pub fn on_bytes_into(
+        &mut self,
+        data: &[u8],
+        clock: &dyn Fn() -> Instant,
+        mib: &dyn MibHandler,
+        out: &mut Vec<Action>,
+    ) {
         if !self.connected {
-            return out;
+            return;
         }
         self.framer.push(data);
         while self.connected
             && let Some(frame) = self.framer.next_frame()
         {
-            self.on_frame(frame, clock, mib, &mut out);
+            self.on_frame(frame, clock, mib, out);
         }
-        out
     }
 
     /// One decoded PDU (or why it did not decode).

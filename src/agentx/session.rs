@@ -364,7 +364,7 @@ impl Link {
 
     /// Writes what the core asked; the reason the connection is over, if
     /// it is.
-    fn act(conn: &mut Conn, actions: Vec<Action>) -> Option<End> {
+    fn act(conn: &mut Conn, actions: impl IntoIterator<Item = Action>) -> Option<End> {
         for a in actions {
             match a {
                 Action::Send(bytes) => {
@@ -382,23 +382,25 @@ impl Link {
     /// ticker ends it (then `ended` says why).
     fn read(&self, conn: &mut Conn, ended: &OnceLock<End>, backoff: &mut Backoff) -> End {
         let mut buf = vec![0u8; 64 * 1024];
+        let mut actions = Vec::new();
         loop {
             let read = conn.read(&mut buf);
             let mut inner = self.lock();
             if ended.get().is_some() {
                 return End::Shutdown; // replaced by what `ended` holds
             }
-            let actions = match read {
+            match read {
                 Ok(0) => return End::Lost(Lost::Eof),
-                Ok(n) => {
-                    inner
-                        .core
-                        .on_bytes_clocked(&buf[..n], &Instant::now, self.handler.as_ref())
-                }
+                Ok(n) => inner.core.on_bytes_into(
+                    &buf[..n],
+                    &Instant::now,
+                    self.handler.as_ref(),
+                    &mut actions,
+                ),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return End::Lost(Lost::Io(e.kind())),
-            };
-            let end = Self::act(conn, actions);
+            }
+            let end = Self::act(conn, actions.drain(..));
             if inner.core.is_registered() {
                 backoff.reset();
             }

@@ -126,27 +126,12 @@ pub const HC_SLOTS: usize = HC.len();
 pub const fn slot(name: &str) -> usize {
     let mut i = 0;
     while i < HC.len() {
-        if const_eq(HC[i].name, name) {
+        if crate::pm::decl::str_eq(HC[i].name, name) {
             return i;
         }
         i += 1;
     }
     panic!("no such 64-bit counter")
-}
-
-const fn const_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 pub const OUT_OCTETS: usize = slot("OutOctets");

@@ -112,10 +112,11 @@ impl MibView {
         end: Option<&Oid>,
     ) -> Option<VarBind> {
         let start = start.as_slice();
-        // The columns whose instances all sort before `start`.
+        // The columns whose instances all sort before `start`: those whose
+        // OID sorts before `start`'s first arcs (not a prefix of it).
         let first = COLUMNS.partition_point(|c| {
             let base = c.oid();
-            *base < *start && !start.starts_with(&base)
+            *base < start[..base.len().min(start.len())]
         });
         for col in &COLUMNS[first..] {
             let Some(table) = table(col.table) else {

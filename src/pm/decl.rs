@@ -66,6 +66,23 @@ macro_rules! bits {
 }
 bits!(u8, u16, u32, u64);
 
+/// Two strings are equal, in a const context (field names looked up by
+/// name at compile time).
+pub const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Panics at compile time (the tables are consts) when the fields are not
 /// ascending, overlap, or run past the data area.
 pub const fn check_layout(fields: &[Field], data_bits: usize) {

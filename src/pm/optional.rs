@@ -414,23 +414,9 @@ pub const fn fields_of(attr_id: u16) -> &'static [super::Field] {
 /// The counter fields of a layout: every field after CounterSelect (the
 /// selector fields come first).
 pub const fn counter_fields(fields: &'static [super::Field]) -> &'static [super::Field] {
-    const fn is_counter_select(name: &str) -> bool {
-        let (a, b) = (name.as_bytes(), b"CounterSelect");
-        if a.len() != b.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < a.len() {
-            if a[i] != b[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
     let mut i = 0;
     while i < fields.len() {
-        if is_counter_select(fields[i].name) {
+        if super::decl::str_eq(fields[i].name, "CounterSelect") {
             return fields.split_at(i + 1).1;
         }
         i += 1;
