@@ -491,17 +491,12 @@ impl Link {
                     got.push(v);
                 }
             }
-            if ended.get().is_some() {
-                let mut inner = self.lock();
-                for v in got {
-                    self.hold(&mut inner, v);
-                }
-                return;
-            }
             let mut inner = self.lock();
             for v in got {
                 self.hold(&mut inner, v);
             }
+            // The reader ended the connection: what came is kept for the
+            // next one.
             if ended.get().is_some() {
                 return;
             }
