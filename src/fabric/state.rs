@@ -1113,6 +1113,13 @@ impl FabricState {
     /// Publish what the sweep has so far when it has copied enough
     /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
     /// rows when it did.
+    /// Port records copied since the last publication, and how many make
+    /// one due.
+    #[cfg(test)]
+    pub(crate) fn copies_pending(&self) -> (usize, usize) {
+        (self.copies, self.copy_budget)
+    }
+
     pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
         (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered))
     }

@@ -771,6 +771,81 @@ mod tests {
         (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
+    /// Looks at the sweeper's state before every send: the most port
+    /// records copied and not yet published beyond the budget, and how
+    /// many snapshots were published.
+    struct CopyWatch {
+        inner: crate::sim::SimTransport,
+        state: Arc<std::sync::OnceLock<(SharedState, Arc<Cache>)>>,
+        excess: Arc<std::sync::atomic::AtomicI64>,
+        published: Arc<std::sync::atomic::AtomicU64>,
+        /// The address of the snapshot seen last (only compared).
+        last: Option<usize>,
+    }
+
+    impl MadTransport for CopyWatch {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if let Some((state, cache)) = self.state.get() {
+                let (copies, budget) = state.lock().copies_pending();
+                self.excess
+                    .fetch_max(copies as i64 - budget as i64, Ordering::Relaxed);
+                let snap = Arc::as_ptr(&cache.load()) as usize;
+                if self.last.is_some_and(|p| p != snap) {
+                    self.published.fetch_add(1, Ordering::Relaxed);
+                }
+                self.last = Some(snap);
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+    }
+
+    #[test]
+    fn a_sweep_publishes_before_its_copies_hold_more_than_a_share_of_the_ports() {
+        // 160 switches of 64 ports, cabled in pairs by port 1: 10,240
+        // ports, each switch's record 64 of them.
+        let mut text = String::new();
+        for i in 0..160 {
+            let peer = i ^ 1;
+            text.push_str(&format!("Switch\t64 \"sw{i}\"\n[1]\t\"sw{peer}\"[1]\n\n"));
+        }
+        let fabric = crate::ib::topology::parse(&text).unwrap();
+        let state = Arc::new(std::sync::OnceLock::new());
+        let excess = Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN));
+        let published = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut rig = AgentRig::with_sweep_transport(
+            RigOptions {
+                fabric,
+                ..Default::default()
+            },
+            |_, inner| {
+                Box::new(CopyWatch {
+                    inner,
+                    state: Arc::clone(&state),
+                    excess: Arc::clone(&excess),
+                    published: Arc::clone(&published),
+                    last: None,
+                })
+            },
+        );
+        rig.sweep();
+        let _ = state.set((rig.state.clone(), Arc::clone(&rig.cache)));
+        published.store(0, Ordering::Relaxed);
+        let st = rig.sweep();
+        assert_eq!(st.answered, 160);
+        // Every record is copied once a sweep: 10,240 port records against
+        // a budget of 4,096, so two publications come before the sweep's
+        // own (seen at the next send, so the sweep's own is not counted).
+        assert_eq!(rig.state.lock().copies_pending().1, 4096);
+        assert!(published.load(Ordering::Relaxed) >= 2, "{published:?}");
+        // Never more than one record's ports past the budget.
+        let most = excess.load(Ordering::Relaxed);
+        assert!(most <= 64, "copies exceeded the budget by {most}");
+        assert!(most > -4096, "the watch saw no copies ({most})");
+    }
+
     /// A transport whose replies to the MADs `slow` picks come `delay`
     /// late (answered by a second simulator transport of their own).
     struct Slow {
