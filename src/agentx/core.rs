@@ -415,24 +415,14 @@ impl AgentxCore {
 
     /// Bytes read from the master: every complete PDU is handled.
     pub fn on_bytes(&mut self, data: &[u8], now: Instant, mib: &dyn MibHandler) -> Vec<Action> {
-        self.on_bytes_clocked(data, &|| now, mib)
-    }
-
-    /// As [`Self::on_bytes`], with the time read from `clock` only when a
-    /// PDU needs it (a Response to a request of ours): a request is
-    /// answered without reading the clock.
-    pub fn on_bytes_clocked(
-        &mut self,
-        data: &[u8],
-        clock: &dyn Fn() -> Instant,
-        mib: &dyn MibHandler,
-    ) -> Vec<Action> {
         let mut out = Vec::new();
-        self.on_bytes_into(data, clock, mib, &mut out);
+        self.on_bytes_into(data, &|| now, mib, &mut out);
         out
     }
 
-    /// As [`Self::on_bytes_clocked`], the actions appended to `out` (a
+    /// As [`Self::on_bytes`], with the time read from `clock` only when a
+    /// PDU needs it (a Response to a request of ours: a request is answered
+    /// without reading the clock), and the actions appended to `out` (a
     /// driver reuses one vector for every read).
     pub fn on_bytes_into(
         &mut self,

@@ -296,36 +296,37 @@ mod sys {
     use std::os::fd::RawFd;
 
     pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: the pointer and length describe `buf`, borrowed mutably
-        // for the call; `fd` is the connection's socket, open while the
-        // connection is; the null address arguments ask for no peer
-        // address. Every argument is passed as the long the system call
-        // takes.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_recvfrom,
-                libc::c_long::from(fd),
-                buf.as_mut_ptr(),
-                buf.len(),
-                0 as libc::c_long,
-                std::ptr::null_mut::<libc::sockaddr>(),
-                std::ptr::null_mut::<libc::socklen_t>(),
-            )
-        };
-        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        transfer(libc::SYS_recvfrom, fd, buf.as_mut_ptr(), buf.len(), 0)
     }
 
+    /// MSG_NOSIGNAL: a closed peer is an error (EPIPE), not a signal.
     pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-        // SAFETY: as in `recv`, `buf` only read; MSG_NOSIGNAL makes a
-        // closed peer an error (EPIPE), not a signal.
+        // sendto only reads the buffer.
+        let ptr = buf.as_ptr().cast_mut();
+        transfer(libc::SYS_sendto, fd, ptr, buf.len(), libc::MSG_NOSIGNAL)
+    }
+
+    /// recvfrom or sendto on `fd` with no peer address.
+    fn transfer(
+        nr: libc::c_long,
+        fd: RawFd,
+        ptr: *mut u8,
+        len: usize,
+        flags: libc::c_int,
+    ) -> io::Result<usize> {
+        // SAFETY: `ptr` and `len` describe a buffer the caller borrows for
+        // the call (mutably for recvfrom, the only call that writes it);
+        // `fd` is the connection's socket, open while the connection is;
+        // the null address and zero length ask for no peer address. Every
+        // argument is passed as the long the system call takes.
         let n = unsafe {
             libc::syscall(
-                libc::SYS_sendto,
+                nr,
                 libc::c_long::from(fd),
-                buf.as_ptr(),
-                buf.len(),
-                libc::c_long::from(libc::MSG_NOSIGNAL),
-                std::ptr::null::<libc::sockaddr>(),
+                ptr,
+                len,
+                libc::c_long::from(flags),
+                std::ptr::null_mut::<libc::sockaddr>(),
                 0 as libc::c_long,
             )
         };

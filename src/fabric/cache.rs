@@ -131,13 +131,17 @@ impl OptionalReadings {
         l
     }
 
+    /// `attr_id`'s index in [`OPTIONAL_ATTRS`], when a reading of it is
+    /// held.
+    fn index(&self, attr_id: u16) -> Option<usize> {
+        let k = OPTIONAL_ATTRS.iter().position(|&a| a == attr_id)?;
+        (self.held() & (1 << k) != 0).then_some(k)
+    }
+
     /// The counter bytes held for `attr_id` (trailing zeros left out) and
     /// where they start in the data area.
     fn stored(&self, attr_id: u16) -> Option<(&[u8], usize)> {
-        let k = OPTIONAL_ATTRS.iter().position(|&a| a == attr_id)?;
-        if self.held() & (1 << k) == 0 {
-            return None;
-        }
+        let k = self.index(attr_id)?;
         let b = self.0.as_ref()?;
         let lens = &b[4..OPT_HEAD];
         let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
@@ -155,10 +159,7 @@ impl OptionalReadings {
 
     /// A port answers `attr_id`.
     pub fn has(&self, attr_id: u16) -> bool {
-        OPTIONAL_ATTRS
-            .iter()
-            .position(|&a| a == attr_id)
-            .is_some_and(|k| self.held() & (1 << k) != 0)
+        self.index(attr_id).is_some()
     }
 
     /// The `width` bits at bit `offset` of the reading of `attr_id`, as

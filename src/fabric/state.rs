@@ -30,8 +30,9 @@ use crate::pm::{
 /// counts 64), or a 32nd of the fabric's ports when that is more,
 /// publishes what it has: the copies then replace the records they were
 /// made from instead of adding to them, and a sweep holds two versions of
-/// a bounded share of the ports at most (a publication takes 2-5 ms at
-/// 48,000 nodes: about 100 ms a sweep).
+/// a bounded share of the ports at most (at 48,000 nodes a publication
+/// takes 2 - 6 ms, and so does the heap trim the sweeper makes after it:
+/// about 32 of each a sweep).
 const PUBLISH_AFTER_PORTS: usize = 4096;
 use crate::transport::MadAddr;
 
@@ -358,10 +359,7 @@ impl NodeState {
         if pi >= self.rec.ports.len() {
             return None;
         }
-        if Arc::get_mut(&mut self.rec).is_none() {
-            *copies += self.rec.ports.len();
-        }
-        Arc::make_mut(&mut self.rec).ports.get_mut(pi)
+        self.rec_mut(copies).ports.get_mut(pi)
     }
 }
 
@@ -1110,9 +1108,6 @@ impl FabricState {
         cache.patch(self.fabric.nodes[ni].guid, record);
     }
 
-    /// Publish what the sweep has so far when it has copied enough
-    /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
-    /// rows when it did.
     /// Port records copied since the last publication, and how many make
     /// one due.
     #[cfg(test)]
@@ -1120,6 +1115,9 @@ impl FabricState {
         (self.copies, self.copy_budget)
     }
 
+    /// Publish what the sweep has so far when it has copied enough
+    /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
+    /// rows when it did.
     pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
         (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered))
     }
