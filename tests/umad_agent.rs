@@ -137,7 +137,34 @@ impl Setup {
         };
         let want: BTreeSet<u64> = s.ib.keys().copied().collect();
         s.wait_rows(Duration::from_secs(20), |rows| rows == &want);
+        // Rows appear as nodes are read; the tests compare whole tables
+        // with perfquery, so they start once the first sweep has ended.
+        s.wait_swept(Duration::from_secs(20));
         s
+    }
+
+    /// Waits until pmAgentSweeps.0 says a sweep has ended.
+    fn wait_swept(&self, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            let out = SnmpTool::new("snmpget")
+                .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
+                .arg(&self.snmpd.target())
+                .arg(&format!("{PM}.9.3.0"))
+                .run();
+            let swept = parse_walk(&String::from_utf8_lossy(&out.stdout))
+                .first()
+                .and_then(|l| l.value.trim().parse::<u64>().ok());
+            if swept.is_some_and(|n| n >= 1) {
+                return;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "no sweep ended within {limit:?}\nagent log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     fn log(&self) -> String {
