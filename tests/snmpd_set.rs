@@ -73,9 +73,13 @@ impl Agent {
             sim,
             fabric,
         };
+        // Rows appear as nodes are read: the tests write to any node, so
+        // they start once the first sweep has ended and its rows serve.
         let probe = oid(4, 2, &a.fabric.nodes[0]);
         let t0 = Instant::now();
-        while get(&a.snmpd.target(), &probe).ty != "Gauge32" {
+        while a.running.as_ref().unwrap().cache().load().sweep < 1
+            || get(&a.snmpd.target(), &probe).ty != "Gauge32"
+        {
             assert!(
                 t0.elapsed() < Duration::from_secs(15),
                 "no rows through snmpd"
