@@ -172,22 +172,183 @@ impl Request for PmGet {
     }
 }
 
+/// A batch's slots by request index: a slice of them (ClassPortInfo,
+/// clears), or a [`SlotStream`] that makes a sweep's counter Gets node by
+/// node as the window reaches them.
+trait Slots {
+    /// How many requests the batch has.
+    fn count(&self) -> usize;
+    /// The slot of request `i`; `None` for an index that stands for no
+    /// request any more (see [`SlotStream`]).
+    fn slot(&self, st: &FabricState, i: usize) -> Option<PackedSlot>;
+    /// Request `i` has ended: its slot is no longer needed.
+    fn ended(&self, _i: usize) {}
+}
+
+impl Slots for [PackedSlot] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn slot(&self, _st: &FabricState, i: usize) -> Option<PackedSlot> {
+        self.get(i).copied()
+    }
+}
+
+/// A sweep's counter Gets, node by node: PortCounters (and
+/// PortCountersExtended where the node has it) of every port, the optional
+/// attributes the node answers when they are due, and the node's samples.
+///
+/// The batch is planned by counting each node's slots; a node's slots are
+/// made when the window reaches its first request and let go once every
+/// request before them has ended. So a batch holds the slots of the
+/// requests not yet ended (a window's worth, and those held up behind a
+/// retry), not 8 bytes for each of a sweep's MADs (millions with the
+/// optional attributes). A node whose slots changed between the plan and
+/// the making (a SET took its samples away meanwhile) keeps the planned
+/// number: extra slots wait for the next sweep, missing ones stand for no
+/// request (it fails unsent, and its end changes nothing).
+struct SlotStream {
+    /// Each node of the batch, in order, with the number of its slots.
+    plan: Vec<(u32, u32)>,
+    total: usize,
+    optional: bool,
+    held: std::cell::RefCell<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    /// The next node of the plan to make slots for.
+    next: usize,
+    /// Request index of `slots[0]`.
+    base: usize,
+    /// Slots from the oldest request not yet ended on, each with whether
+    /// its request has ended.
+    slots: std::collections::VecDeque<(Option<PackedSlot>, bool)>,
+    scratch: Vec<PackedSlot>,
+    /// The most slots held at once.
+    peak: usize,
+}
+
+impl SlotStream {
+    fn new(st: &FabricState) -> SlotStream {
+        let optional = st.cfg.optional_attributes
+            && st
+                .sweep_no
+                .saturating_sub(1)
+                .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
+        let mut scratch = Vec::new();
+        let mut plan = Vec::new();
+        let mut total = 0;
+        for ni in 0..st.fabric.nodes.len() {
+            scratch.clear();
+            node_slots(st, ni, optional, &mut scratch);
+            if !scratch.is_empty() {
+                plan.push((ni as u32, scratch.len() as u32));
+                total += scratch.len();
+            }
+        }
+        SlotStream {
+            plan,
+            total,
+            optional,
+            held: std::cell::RefCell::new(Held {
+                scratch,
+                ..Held::default()
+            }),
+        }
+    }
+
+    /// The most slots the stream held at once so far.
+    #[cfg(test)]
+    fn peak(&self) -> usize {
+        self.held.borrow().peak
+    }
+}
+
+impl Slots for SlotStream {
+    fn count(&self) -> usize {
+        self.total
+    }
+
+    fn slot(&self, st: &FabricState, i: usize) -> Option<PackedSlot> {
+        let mut h = self.held.borrow_mut();
+        let h = &mut *h;
+        while i >= h.base + h.slots.len() {
+            let &(ni, n) = self.plan.get(h.next)?;
+            h.next += 1;
+            h.scratch.clear();
+            node_slots(st, ni as usize, self.optional, &mut h.scratch);
+            let n = n as usize;
+            let made = h.scratch.iter().take(n).map(|&s| (Some(s), false));
+            let missing = n.saturating_sub(h.scratch.len());
+            h.slots
+                .extend(made.chain(std::iter::repeat_n((None, false), missing)));
+            h.peak = h.peak.max(h.slots.len());
+        }
+        h.slots.get(i.checked_sub(h.base)?)?.0
+    }
+
+    fn ended(&self, i: usize) {
+        let mut h = self.held.borrow_mut();
+        if let Some(e) = i.checked_sub(h.base).and_then(|k| h.slots.get_mut(k)) {
+            e.1 = true;
+        }
+        while h.slots.front().is_some_and(|e| e.1) {
+            h.slots.pop_front();
+            h.base += 1;
+        }
+    }
+}
+
+/// The slots of node `ni`'s counter Gets in a sweep (see [`SlotStream`]);
+/// none for a node that has not answered ClassPortInfo.
+fn node_slots(st: &FabricState, ni: usize, optional: bool, out: &mut Vec<PackedSlot>) {
+    let Some(cpi) = st.nodes[ni].cpi() else {
+        return;
+    };
+    let node = &st.fabric.nodes[ni];
+    let ext = cpi.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0;
+    let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
+    for pi in ports() {
+        out.push(Slot::Counters(ni, pi).into());
+        if ext {
+            out.push(Slot::Extended(ni, pi).into());
+        }
+    }
+    if optional {
+        let unsupported = st.nodes[ni].optional_unsupported;
+        for pi in ports() {
+            for k in (0..OPTIONAL_ATTRS.len()).filter(|k| unsupported & (1 << k) == 0) {
+                out.push(Slot::Optional(ni, pi, k).into());
+            }
+        }
+    }
+    if !st.nodes[ni].no_samples && st.pma(ni, Some(0)).is_some() {
+        out.push(Slot::SamplesControl(ni).into());
+        out.extend(
+            st.sample_results(ni)
+                .map(|(_, slot)| PackedSlot::from(slot)),
+        );
+    }
+}
+
 /// A batch of Gets made from their slots as they are sent: a batch holds
-/// 8 bytes per request (its slot), not the request (hundreds of thousands
-/// of them in a sweep of a large fabric, millions with the optional
-/// attributes).
-struct SlotRequests<'a> {
-    slots: &'a [PackedSlot],
+/// its slots (8 bytes a request, or a window's worth of them with a
+/// [`SlotStream`]), not the requests.
+struct SlotRequests<'a, S: ?Sized> {
+    slots: &'a S,
     state: &'a SharedState,
 }
 
-impl Requests for SlotRequests<'_> {
+impl<S: Slots + ?Sized> Requests for SlotRequests<'_, S> {
     fn count(&self) -> usize {
-        self.slots.len()
+        self.slots.count()
     }
 
     fn build(&self, i: usize, tid: u64) -> Option<(MadAddr, [u8; crate::transport::MAD_SIZE])> {
-        let get = PmGet::of(&self.state.lock(), Slot::from(*self.slots.get(i)?))?;
+        let st = self.state.lock();
+        let get = PmGet::of(&st, Slot::from(self.slots.slot(&st, i)?))?;
         Some((get.to, get.mad(tid)))
     }
 }
@@ -328,7 +489,7 @@ impl Sweeper {
             if slots.is_empty() {
                 break;
             }
-            let st = self.run_slots(&slots, &mut answered, first, "ClassPortInfo");
+            let st = self.run_slots(slots.as_slice(), &mut answered, first, "ClassPortInfo");
             mads += st.0;
             timeouts += st.1;
             optional_timeouts += st.2;
@@ -344,7 +505,7 @@ impl Sweeper {
         }
 
         if !self.engine.transport_failed() && self.state.lock().cfg.mads {
-            let slots = self.counter_requests();
+            let slots = SlotStream::new(&self.state.lock());
             let st = self.run_slots(&slots, &mut answered, first, "counters");
             mads += st.0;
             timeouts += st.1;
@@ -379,7 +540,13 @@ impl Sweeper {
                 ports = reqs.len(),
                 "clearing counters past 75% of their range"
             );
-            let st = self.run_batch(reqs.as_slice(), &slots, &mut answered, false, "clears");
+            let st = self.run_batch(
+                reqs.as_slice(),
+                slots.as_slice(),
+                &mut answered,
+                false,
+                "clears",
+            );
             mads += st.0;
             timeouts += st.1;
             optional_timeouts += st.2;
@@ -442,69 +609,6 @@ impl Sweeper {
         stats
     }
 
-    /// The slots of a sweep's Gets, node by node: PortCounters (and
-    /// PortCountersExtended where the node has it) of every port, the
-    /// optional attributes the node answers when they are due, and the
-    /// node's samples.
-    fn counter_requests(&self) -> Vec<PackedSlot> {
-        let st = self.state.lock();
-        let optional = st.cfg.optional_attributes
-            && st
-                .sweep_no
-                .saturating_sub(1)
-                .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
-        // At most this many requests: reserved at once, so the batch does
-        // not grow by doubling (with the optional attributes it is
-        // millions of requests).
-        let most: usize = st
-            .fabric
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|&(ni, _)| st.nodes[ni].cpi().is_some())
-            .map(|(ni, node)| {
-                let optional = if optional {
-                    OPTIONAL_ATTRS
-                        .len()
-                        .saturating_sub(st.nodes[ni].optional_unsupported.count_ones() as usize)
-                } else {
-                    0
-                };
-                node.ports.len() * (2 + optional) + 3
-            })
-            .sum();
-        let mut slots = Vec::with_capacity(most);
-        for (ni, node) in st.fabric.nodes.iter().enumerate() {
-            let Some(cpi) = st.nodes[ni].cpi() else {
-                continue;
-            };
-            let ext = cpi.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0;
-            let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
-            for pi in ports() {
-                slots.push(Slot::Counters(ni, pi).into());
-                if ext {
-                    slots.push(Slot::Extended(ni, pi).into());
-                }
-            }
-            if optional {
-                let unsupported = st.nodes[ni].optional_unsupported;
-                for pi in ports() {
-                    for k in (0..OPTIONAL_ATTRS.len()).filter(|k| unsupported & (1 << k) == 0) {
-                        slots.push(Slot::Optional(ni, pi, k).into());
-                    }
-                }
-            }
-            if !st.nodes[ni].no_samples && st.pma(ni, Some(0)).is_some() {
-                slots.push(Slot::SamplesControl(ni).into());
-                slots.extend(
-                    st.sample_results(ni)
-                        .map(|(_, slot)| PackedSlot::from(slot)),
-                );
-            }
-        }
-        slots
-    }
-
     /// With `clear_near_overflow`: one PerformanceSet(PortCounters) per port
     /// with a field past 75% of its range, clearing those fields. The Set's
     /// reply shows the port after the clear and is folded in as a reading.
@@ -547,9 +651,9 @@ impl Sweeper {
 
     /// [`Self::run_batch`] with the Gets made from their slots as they are
     /// sent.
-    fn run_slots(
+    fn run_slots<S: Slots + ?Sized>(
         &mut self,
-        slots: &[PackedSlot],
+        slots: &S,
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
@@ -565,10 +669,10 @@ impl Sweeper {
     /// Send one batch and fold the outcomes into the state. Returns the
     /// number of MADs, of mandatory requests that timed out and of optional
     /// ones that did.
-    fn run_batch<Q: Requests + ?Sized>(
+    fn run_batch<Q: Requests + ?Sized, S: Slots + ?Sized>(
         &mut self,
         reqs: &Q,
-        slots: &[PackedSlot],
+        slots: &S,
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
@@ -587,15 +691,21 @@ impl Sweeper {
             {
                 *transport_error = Some(e.clone());
             }
+            done += 1;
+            let mut st = state.lock();
+            let slot = slots.slot(&st, i);
+            slots.ended(i);
+            // An index that stands for no request changes nothing.
+            let Some(slot) = slot.map(Slot::from) else {
+                return;
+            };
             if outcome == MadOutcome::Timeout {
-                match Slot::from(slots[i]) {
+                match slot {
                     Slot::Optional(..) => optional_timeouts += 1,
                     _ => timeouts += 1,
                 }
             }
-            done += 1;
-            let mut st = state.lock();
-            st.apply(slots[i].into(), outcome, sent, answered);
+            st.apply(slot, outcome, sent, answered);
             // Records the sweep copied replace the published ones as it
             // goes: the memory of two versions stays bounded, and the pages
             // of the records replaced go back at once rather than when the
@@ -804,14 +914,8 @@ mod tests {
 
     #[test]
     fn a_sweep_publishes_before_its_copies_hold_more_than_a_share_of_the_ports() {
-        // 160 switches of 64 ports, cabled in pairs by port 1: 10,240
-        // ports, each switch's record 64 of them.
-        let mut text = String::new();
-        for i in 0..160 {
-            let peer = i ^ 1;
-            text.push_str(&format!("Switch\t64 \"sw{i}\"\n[1]\t\"sw{peer}\"[1]\n\n"));
-        }
-        let fabric = crate::ib::topology::parse(&text).unwrap();
+        // 10,240 ports, each switch's record 64 of them.
+        let fabric = switch_pairs();
         let state = Arc::new(std::sync::OnceLock::new());
         let excess = Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN));
         let published = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -844,6 +948,93 @@ mod tests {
         let most = excess.load(Ordering::Relaxed);
         assert!(most <= 64, "copies exceeded the budget by {most}");
         assert!(most > -4096, "the watch saw no copies ({most})");
+    }
+
+    /// 160 switches of 64 ports, cabled in pairs by port 1.
+    fn switch_pairs() -> crate::ib::Fabric {
+        let mut text = String::new();
+        for i in 0..160 {
+            let peer = i ^ 1;
+            text.push_str(&format!("Switch\t64 \"sw{i}\"\n[1]\t\"sw{peer}\"[1]\n\n"));
+        }
+        crate::ib::topology::parse(&text).unwrap()
+    }
+
+    fn switch_pairs_rig() -> AgentRig {
+        AgentRig::new(RigOptions {
+            fabric: switch_pairs(),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn a_sweeps_stream_makes_every_nodes_slots_in_order_and_holds_about_a_window_of_them() {
+        let mut rig = switch_pairs_rig();
+        rig.sweep();
+        let st = rig.state.lock();
+        let mut want = Vec::new();
+        let mut largest = 0;
+        for ni in 0..st.fabric.nodes.len() {
+            let before = want.len();
+            node_slots(&st, ni, true, &mut want);
+            largest = largest.max(want.len() - before);
+        }
+        let stream = SlotStream::new(&st);
+        assert!(stream.optional, "the optional attributes are due");
+        assert_eq!(stream.count(), want.len());
+        // Every switch: counters, extended and the optional attributes of
+        // 65 ports (more than 100,000 requests).
+        assert!(want.len() > 100_000, "{}", want.len());
+        // A window of 256 that ends its requests a little out of order.
+        const W: usize = 256;
+        for (i, &slot) in want.iter().enumerate() {
+            assert_eq!(stream.slot(&st, i), Some(slot), "request {i}");
+            if i >= W {
+                // Pairs end in reverse order: k + 1 before k.
+                stream.ended((i - W) ^ 1);
+            }
+        }
+        // The first of the last window's requests are ended, then the rest.
+        for k in want.len().saturating_sub(W)..want.len() {
+            stream.ended(k);
+        }
+        let h = stream.held.borrow();
+        assert!(h.slots.is_empty(), "{} slots still held", h.slots.len());
+        assert!(
+            stream.peak() <= W + 1 + largest,
+            "held {} slots at once (window {W}, largest node {largest})",
+            stream.peak()
+        );
+    }
+
+    #[test]
+    fn a_node_whose_slots_changed_after_the_plan_keeps_the_planned_number() {
+        let mut rig = switch_pairs_rig();
+        rig.sweep();
+        let mut st = rig.state.lock();
+        let stream = SlotStream::new(&st);
+        let (first, n) = (stream.plan[0].0 as usize, stream.plan[0].1 as usize);
+        let (second, m) = (stream.plan[1].0 as usize, stream.plan[1].1 as usize);
+        // Between the plan and the making, the first node's samples go
+        // (as a SET may do) and the second node's come back.
+        assert!(!st.nodes[first].no_samples);
+        st.nodes[first].no_samples = true;
+        let mut fewer = Vec::new();
+        node_slots(&st, first, true, &mut fewer);
+        assert!(fewer.len() < n);
+        let got: Vec<_> = (0..n).map(|i| stream.slot(&st, i)).collect();
+        assert_eq!(
+            got[..fewer.len()],
+            fewer.iter().map(|&s| Some(s)).collect::<Vec<_>>()
+        );
+        assert!(got[fewer.len()..].iter().all(Option::is_none));
+        // The next node starts where the plan put it.
+        let mut next = Vec::new();
+        node_slots(&st, second, true, &mut next);
+        assert_eq!(next.len(), m);
+        assert_eq!(stream.slot(&st, n), Some(next[0]));
+        // Past the plan: no slot.
+        assert_eq!(stream.slot(&st, stream.count()), None);
     }
 
     /// A transport whose replies to the MADs `slow` picks come `delay`
