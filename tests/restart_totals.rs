@@ -11,10 +11,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{ChildGuard, PrivateSnmpd, SnmpTool};
+use tempfile::TempDir;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/two-level.net")
@@ -41,17 +41,8 @@ fn start(snmpd: &PrivateSnmpd, dir: &Path, topology: Option<&Path>, log: &str) -
     let cfg_path = dir.join("agent.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let log = dir.join(log);
-    let child = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
-        .arg("run")
-        .arg("--config")
-        .arg(&cfg_path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start ibpm-agentx");
     Run {
-        agent: ChildGuard::new("ibpm-agentx", child),
+        agent: common::run_agent(&cfg_path, &log),
         log,
     }
 }
@@ -108,8 +99,9 @@ fn out_octets(snmpd: &PrivateSnmpd) -> (u128, usize) {
     (v.iter().map(|&x| u128::from(x)).sum(), v.len())
 }
 
-#[test]
-fn totals_go_on_across_a_restart_and_start_again_without_the_state_file() {
+/// A private snmpd, a directory for the agent's files, the state file's
+/// path in it and the fixture's topology.
+fn setup() -> (PrivateSnmpd, TempDir, PathBuf, PathBuf) {
     assert!(
         PrivateSnmpd::available(),
         "snmpd and the net-snmp tools are needed: run scripts/install-deps"
@@ -117,7 +109,12 @@ fn totals_go_on_across_a_restart_and_start_again_without_the_state_file() {
     let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("totals");
-    let topo = fixture();
+    (snmpd, dir, state, fixture())
+}
+
+#[test]
+fn totals_go_on_across_a_restart_and_start_again_without_the_state_file() {
+    let (snmpd, dir, state, topo) = setup();
 
     // First run: traffic for a while, then SIGTERM.
     let mut run = start(&snmpd, dir.path(), Some(&topo), "run1.log");
@@ -177,14 +174,7 @@ fn totals_go_on_across_a_restart_and_start_again_without_the_state_file() {
 
 #[test]
 fn a_damaged_or_foreign_state_file_is_ignored_with_one_line() {
-    assert!(
-        PrivateSnmpd::available(),
-        "snmpd and the net-snmp tools are needed: run scripts/install-deps"
-    );
-    let snmpd = PrivateSnmpd::start().expect("start a private snmpd");
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("totals");
-    let topo = fixture();
+    let (snmpd, dir, state, topo) = setup();
 
     // Damaged: the agent serves as if there were no file.
     std::fs::write(&state, b"IBPM\x00\x01not a state file at all").unwrap();

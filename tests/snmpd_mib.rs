@@ -60,19 +60,10 @@ impl Setup {
         );
         let cfg_path = dir.path().join("agent.toml");
         std::fs::write(&cfg_path, cfg).unwrap();
-        let log = std::fs::File::create(dir.path().join("agent.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
-            .arg("run")
-            .arg("--config")
-            .arg(&cfg_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start ibpm-agentx");
+        let agent = common::run_agent(&cfg_path, &dir.path().join("agent.log"));
         let mut s = Setup {
             snmpd,
-            agent: ChildGuard::new("ibpm-agentx", child),
+            agent,
             dir,
             responder: port.map(|p| format!("127.0.0.1:{p}")),
         };

@@ -96,6 +96,20 @@ pub fn unrelated_mib_warning(line: &str) -> bool {
     )
 }
 
+/// The agent binary's `run --config CFG`, its standard error to `log`.
+pub fn run_agent(cfg: &Path, log: &Path) -> ChildGuard {
+    let child = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .arg("run")
+        .arg("--config")
+        .arg(cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("agent log file"))
+        .spawn()
+        .expect("start ibpm-agentx");
+    ChildGuard::new("ibpm-agentx", child)
+}
+
 /// A free UDP port on 127.0.0.1 (bound and released; a tiny race remains).
 pub fn free_udp_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").expect("bind udp 127.0.0.1:0");
