@@ -457,11 +457,13 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return End::Lost(Lost::Io(e.kind())),
             }
+            // The counters first: whoever reads an answer then reads the
+            // counters that include its request.
+            self.publish(&inner.core);
             let end = Self::act(conn, actions.drain(..));
             if inner.core.is_registered() {
                 backoff.reset();
             }
-            self.publish(&inner.core);
             if let Some(end) = end {
                 return end;
             }
@@ -532,8 +534,8 @@ impl Link {
             if inner.core.next_deadline().is_some_and(|d| d <= now) {
                 actions.extend(inner.core.on_timeout(now));
             }
-            let end = Self::act(&mut conn, actions);
             self.publish(&inner.core);
+            let end = Self::act(&mut conn, actions);
             if let Some(end) = end {
                 let _ = ended.set(end);
                 conn.shut();
