@@ -54,20 +54,14 @@ impl Run {
 
     /// Waits until pmAgentSweeps.0, read through snmpd, is at least `n`.
     fn wait_sweeps(&mut self, snmpd: &PrivateSnmpd, n: u64) {
-        let start = Instant::now();
-        loop {
-            assert!(self.agent.running(), "ibpm-agentx exited:\n{}", self.log());
-            let got = values(snmpd, "snmpget", "IB-PM-MIB::pmAgentSweeps.0");
-            if got.first().is_some_and(|&v| v >= n) {
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "fewer than {n} sweeps through snmpd after 20 s:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let log = self.log.clone();
+        common::wait_sweeps(
+            &snmpd.target(),
+            n,
+            Duration::from_secs(20),
+            &mut self.agent,
+            || std::fs::read_to_string(&log).unwrap_or_default(),
+        );
     }
 
     /// Stops the agent by SIGTERM (it writes the state file on its way

@@ -69,7 +69,14 @@ impl Setup {
         };
         // Rows appear as nodes are read; every test here compares whole
         // tables, so it starts once the first sweep has ended.
-        s.wait_swept(&s.snmpd.target(), Duration::from_secs(20));
+        let log = s.dir.path().join("agent.log");
+        common::wait_sweeps(
+            &s.snmpd.target(),
+            1,
+            Duration::from_secs(20),
+            &mut s.agent,
+            || std::fs::read_to_string(&log).unwrap_or_default(),
+        );
         s
     }
 
@@ -78,24 +85,6 @@ impl Setup {
     }
 
     /// Wait until the first node's ClassPortInfo row answers through `target`.
-    /// Waits until pmAgentSweeps.0 says the first sweep has ended.
-    fn wait_swept(&mut self, target: &str, limit: Duration) {
-        let oid = format!("{PM}.1.9.3.0");
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            assert!(self.agent.running(), "ibpm-agentx exited:\n{}", self.log());
-            let out = get(target, &[&oid]);
-            if out.len() == 1 && out[0].value.trim().parse::<u64>().is_ok_and(|n| n >= 1) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "no sweep ended as seen through {target} after {limit:?}; agent log:\n{}",
-            self.log()
-        );
-    }
-
     fn wait_rows(&mut self, target: &str, limit: Duration) -> Duration {
         let fabric = topology::load(&fixture()).unwrap();
         let oid = format!("{PM}.1.1.1.2.{}", index(fabric.nodes[0].guid.0));

@@ -125,7 +125,7 @@ impl Setup {
             snmpd.agentx_addr()
         ));
         let agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
-        let s = Setup {
+        let mut s = Setup {
             agent,
             _responder: responder,
             snmpd,
@@ -139,32 +139,12 @@ impl Setup {
         s.wait_rows(Duration::from_secs(20), |rows| rows == &want);
         // Rows appear as nodes are read; the tests compare whole tables
         // with perfquery, so they start once the first sweep has ended.
-        s.wait_swept(Duration::from_secs(20));
+        let target = s.snmpd.target();
+        let log = s.agent_log.clone();
+        common::wait_sweeps(&target, 1, Duration::from_secs(20), &mut s.agent, || {
+            fs::read_to_string(&log).unwrap_or_default()
+        });
         s
-    }
-
-    /// Waits until pmAgentSweeps.0 says a sweep has ended.
-    fn wait_swept(&self, limit: Duration) {
-        let start = Instant::now();
-        loop {
-            let out = SnmpTool::new("snmpget")
-                .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
-                .arg(&self.snmpd.target())
-                .arg(&format!("{PM}.9.3.0"))
-                .run();
-            let swept = parse_walk(&String::from_utf8_lossy(&out.stdout))
-                .first()
-                .and_then(|l| l.value.trim().parse::<u64>().ok());
-            if swept.is_some_and(|n| n >= 1) {
-                return;
-            }
-            assert!(
-                start.elapsed() < limit,
-                "no sweep ended within {limit:?}\nagent log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
     }
 
     fn log(&self) -> String {

@@ -420,8 +420,15 @@ impl Link {
     }
 
     /// Writes what the core asked; the reason the connection is over, if
-    /// it is.
-    fn act(conn: &mut Conn, actions: impl IntoIterator<Item = Action>) -> Option<End> {
+    /// it is. The handle's counters are published first: whoever reads an
+    /// answer then reads counters that include its request.
+    fn act(
+        &self,
+        core: &AgentxCore,
+        conn: &mut Conn,
+        actions: impl IntoIterator<Item = Action>,
+    ) -> Option<End> {
+        self.publish(core);
         for a in actions {
             match a {
                 Action::Send(bytes) => {
@@ -457,10 +464,7 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return End::Lost(Lost::Io(e.kind())),
             }
-            // The counters first: whoever reads an answer then reads the
-            // counters that include its request.
-            self.publish(&inner.core);
-            let end = Self::act(conn, actions.drain(..));
+            let end = self.act(&inner.core, conn, actions.drain(..));
             if inner.core.is_registered() {
                 backoff.reset();
             }
@@ -534,8 +538,7 @@ impl Link {
             if inner.core.next_deadline().is_some_and(|d| d <= now) {
                 actions.extend(inner.core.on_timeout(now));
             }
-            self.publish(&inner.core);
-            let end = Self::act(&mut conn, actions);
+            let end = self.act(&inner.core, &mut conn, actions);
             if let Some(end) = end {
                 let _ = ended.set(end);
                 conn.shut();
@@ -641,9 +644,7 @@ impl Runner {
         let opened = {
             let mut inner = link.lock();
             let actions = inner.core.on_connected(Instant::now());
-            let end = Link::act(&mut conn, actions);
-            link.publish(&inner.core);
-            end
+            link.act(&inner.core, &mut conn, actions)
         };
         let end = match (opened, conn.try_clone()) {
             (Some(end), _) => end,

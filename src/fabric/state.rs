@@ -24,6 +24,7 @@ use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
 };
+use crate::transport::MadAddr;
 
 /// A sweep that copied node records holding this many port records (it
 /// changed records the published snapshot shares; a switch of 64 ports
@@ -34,7 +35,6 @@ use crate::pm::{
 /// takes 2 - 6 ms, and so does the heap trim the sweeper makes after it:
 /// about 32 of each a sweep).
 const PUBLISH_AFTER_PORTS: usize = 4096;
-use crate::transport::MadAddr;
 
 #[derive(Clone, Debug)]
 pub struct SweepConfig {

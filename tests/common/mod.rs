@@ -110,6 +110,37 @@ pub fn run_agent(cfg: &Path, log: &Path) -> ChildGuard {
     ChildGuard::new("ibpm-agentx", child)
 }
 
+/// Waits until pmAgentSweeps.0, read through the SNMP agent at `target`,
+/// says the agent has ended at least `n` sweeps (rows appear as nodes are
+/// read: a test that compares whole tables waits for the first sweep's
+/// end). Fails at once if `agent` exits, and after `limit`, with `log()`.
+pub fn wait_sweeps(
+    target: &str,
+    n: u64,
+    limit: Duration,
+    agent: &mut ChildGuard,
+    log: impl Fn() -> String,
+) {
+    let start = Instant::now();
+    loop {
+        assert!(agent.running(), "ibpm-agentx exited:\n{}", log());
+        let out = SnmpTool::new("snmpget")
+            .args(["-v2c", "-c", "public", "-Oqv", "-t", "2", "-r", "0"])
+            .args([target, "1.3.6.1.3.117.1.9.3.0"])
+            .run();
+        let sweeps = String::from_utf8_lossy(&out.stdout).trim().parse::<u64>();
+        if sweeps.is_ok_and(|s| s >= n) {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "fewer than {n} sweeps through {target} after {limit:?}:\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A free UDP port on 127.0.0.1 (bound and released; a tiny race remains).
 pub fn free_udp_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").expect("bind udp 127.0.0.1:0");
