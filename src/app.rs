@@ -20,12 +20,12 @@ use crate::ib::topology;
 use crate::ib::{Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
-use crate::mib::{MibHandler, Oid};
+use crate::mib::{EndpointCounters, MibHandler, Oid};
 use crate::notify::send::Notifier;
 use crate::notify::send::{AgentxSink, Sink, TrapSink};
 use crate::service::{self, Notifier as SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
-use crate::snmp::{Responder, ResponderHandle};
+use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
 use crate::transport::MadTransport;
 use crate::transport::umad::{UmadConfig, UmadTransport};
 
@@ -563,17 +563,20 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         running.threads.push(("rediscovery", t));
     }
 
+    let endpoint_counters = Arc::new(EndpointCounters::default());
     let view: Arc<dyn MibHandler> = if cfg.set.allow {
         info!(
             deadline_ms = controller.config().deadline().as_millis() as u64,
             "SETs enabled: counters can be cleared and samples started"
         );
-        Arc::new(MibView::with_writes(
-            Arc::clone(&cache),
-            Arc::clone(&controller),
-        ))
+        Arc::new(
+            MibView::with_writes(Arc::clone(&cache), Arc::clone(&controller))
+                .with_endpoint_counters(Arc::clone(&endpoint_counters)),
+        )
     } else {
-        Arc::new(MibView::new(Arc::clone(&cache)))
+        Arc::new(
+            MibView::new(Arc::clone(&cache)).with_endpoint_counters(Arc::clone(&endpoint_counters)),
+        )
     };
 
     let session = if cfg.agentx.enabled {
@@ -624,17 +627,15 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
-        let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
-            .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
-        if let Some(w) = &cfg.snmp.write_community {
-            r = r.with_write_community(w.clone());
-        }
-        r = r
-            .with_max_message_size(cfg.snmp.max_response_octets)
-            .with_rate_limit(cfg.snmp.rate_limit, cfg.snmp.rate_burst);
+        let config = ResponderConfig {
+            access: cfg.snmp_access(),
+        };
+        let r = Responder::bind(addr, config, Arc::clone(&view))
+            .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?
+            .with_counters(endpoint_counters);
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         info!(
-            "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
+            "SNMP responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
             cfg.snmp.community
         );
         Some(

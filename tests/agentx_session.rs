@@ -925,7 +925,7 @@ fn responder_answers_while_an_agentx_commit_waits() {
     let h = Stop(Session::spawn(cfg, mib.clone()).unwrap());
     let responder = ibpm_agentx::snmp::Responder::bind(
         "127.0.0.1:0".parse().unwrap(),
-        "public".to_string(),
+        ibpm_agentx::snmp::ResponderConfig::new("public"),
         mib.clone(),
     )
     .unwrap()

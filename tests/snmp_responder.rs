@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use ibpm_agentx::mib::{MibHandler, Oid, Value, VarBind};
-use ibpm_agentx::snmp::{Responder, ResponderHandle};
+use ibpm_agentx::snmp::{Responder, ResponderConfig, ResponderHandle};
 
 const BASE: [u32; 7] = [1, 3, 6, 1, 4, 1, 99999];
 
@@ -222,7 +222,7 @@ fn run_tool(tool: &str, addr: SocketAddr, extra: &[&str], deadline: Duration) ->
 fn serve(m: BTreeMap<Oid, Value>) -> (ResponderHandle, SocketAddr) {
     let r = Responder::bind(
         "127.0.0.1:0".parse().unwrap(),
-        "public".into(),
+        ResponderConfig::new("public"),
         Arc::new(StaticMib(m)),
     )
     .unwrap();

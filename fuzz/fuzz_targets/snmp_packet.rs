@@ -8,11 +8,9 @@ use ibpm_agentx_fuzz::with_sim_view;
 use libfuzzer_sys::fuzz_target;
 
 fn check(data: &[u8], max: usize) {
-    let config = ResponderConfig {
-        community: "public".into(),
-        write_community: Some("private".into()),
-        max_message_size: max,
-    };
+    let config = ResponderConfig::new("public")
+        .with_write_community("private")
+        .with_max_message_size(max);
     let outcome = with_sim_view(|s| process(data, &config, &s.view));
     if let Outcome::Reply(r) = outcome {
         assert!(

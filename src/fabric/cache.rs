@@ -381,6 +381,10 @@ pub struct Snapshot {
     /// Notifications sent, suppressed and dropped so far, for the agent
     /// scalars.
     pub notify: NotifyFigures,
+    /// The NodeDescriptions two or more nodes share, sorted: a port's name
+    /// (pmPortName) adds the node GUID to them. Found when the snapshot is
+    /// stored, so no request looks for them.
+    pub shared_descriptions: Arc<[Arc<str>]>,
 }
 
 /// What the agent scalars say about notifications: totals since the start
@@ -409,6 +413,22 @@ pub struct SweepFigures {
 impl Snapshot {
     fn count_reachable(&mut self) {
         self.reachable = self.nodes.iter().filter(|n| n.reachable).count();
+        let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| &n.description).collect();
+        all.sort_unstable();
+        let mut shared: Vec<Arc<str>> = all
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| Arc::clone(w[0]))
+            .collect();
+        shared.dedup();
+        self.shared_descriptions = shared.into();
+    }
+
+    /// Whether another node has the same NodeDescription.
+    pub fn description_is_shared(&self, description: &str) -> bool {
+        self.shared_descriptions
+            .binary_search_by(|d| (**d).cmp(description))
+            .is_ok()
     }
 
     pub fn node(&self, guid: Guid) -> Option<&NodeRecord> {
@@ -468,6 +488,7 @@ impl Cache {
                 stats: cur.stats,
                 reachable: 0,
                 notify: cur.notify,
+                shared_descriptions: Arc::clone(&cur.shared_descriptions),
             };
             match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
                 (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),

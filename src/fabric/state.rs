@@ -1030,6 +1030,7 @@ impl FabricState {
             stats: self.figures,
             reachable: 0,
             notify: prev.notify,
+            shared_descriptions: Default::default(),
         });
         // The replaced snapshot's records are gone (unless a reader still
         // holds them): readings no node holds any more are forgotten.

@@ -10,6 +10,43 @@ pub mod view;
 pub use oid::Oid;
 pub use value::{Value, VarBind};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters of the built-in SNMP endpoint, kept by the responder and shown
+/// by the pmAgent scalars (after snmpInPkts and its kin of SNMPv2-MIB).
+#[derive(Debug, Default)]
+pub struct EndpointCounters {
+    /// Datagrams received.
+    pub in_packets: AtomicU64,
+    /// Responses and Reports sent.
+    pub out_packets: AtomicU64,
+    /// Dropped unanswered: from a source no access rule lists.
+    pub unlisted: AtomicU64,
+    /// Dropped unanswered: a community no rule gives to the source.
+    pub bad_communities: AtomicU64,
+    /// Dropped: not a decodable SNMP message.
+    pub malformed: AtomicU64,
+    /// Dropped: a well-formed message the endpoint does not answer.
+    pub ignored: AtomicU64,
+    /// Dropped: not even an error response fits the size bound.
+    pub silent_drops: AtomicU64,
+    /// Responses the socket would not send.
+    pub send_errors: AtomicU64,
+    /// Dropped by the rate guard of the access rule that matched.
+    pub rate_limited: AtomicU64,
+}
+
+impl EndpointCounters {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests dropped unanswered because no rule allowed them.
+    pub fn refused(&self) -> u64 {
+        self.unlisted.load(Ordering::Relaxed) + self.bad_communities.load(Ordering::Relaxed)
+    }
+}
+
 wire_enum! {
     /// SNMP error-status values (RFC 3416 section 3); AgentX carries them unchanged
     /// in a Response's `res.error` field (RFC 2741 section 6.2.16).

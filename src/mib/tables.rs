@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use std::time::Instant;
 
-use super::Value;
+use super::{EndpointCounters, Value};
 use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot, Stamp};
 use crate::fabric::hc::{self, HC};
 use crate::ib::{Guid, NodeType};
@@ -222,6 +222,7 @@ pub enum PortCol {
     PeerPortNum,
     PeerDescription,
     LastUpdate,
+    Name,
 }
 
 /// Columns of pmPortRateTable.
@@ -253,6 +254,10 @@ pub enum AgentCol {
     NotificationsSent,
     NotificationsSuppressed,
     NotificationsDropped,
+    SnmpInPackets,
+    SnmpOutPackets,
+    SnmpRefused,
+    SnmpRateLimited,
 }
 
 /// The time TimeStamp columns count from: the agent's start (a subagent's
@@ -645,6 +650,7 @@ fn build_columns() -> Vec<Column> {
         (11, "pmPortPeerPortNum", u8max, P::PeerPortNum),
         (12, "pmPortPeerDescription", text, P::PeerDescription),
         (13, "pmPortLastUpdate", Syntax::TimeStamp, P::LastUpdate),
+        (15, "pmPortName", Syntax::DisplayString { max: 96 }, P::Name),
     ] {
         col(t, c, n, syntax, RO, Source::Port(src));
     }
@@ -911,6 +917,20 @@ fn build_columns() -> Vec<Column> {
             "pmAgentNotificationsDropped",
             Syntax::Counter64,
             A::NotificationsDropped,
+        ),
+        (14, "pmAgentSnmpInPkts", Syntax::Counter64, A::SnmpInPackets),
+        (
+            15,
+            "pmAgentSnmpOutPkts",
+            Syntax::Counter64,
+            A::SnmpOutPackets,
+        ),
+        (16, "pmAgentSnmpRefused", Syntax::Counter64, A::SnmpRefused),
+        (
+            17,
+            "pmAgentSnmpRateLimited",
+            Syntax::Counter64,
+            A::SnmpRateLimited,
         ),
     ] {
         col(t, c, n, syntax, RO, Source::Agent(src));
@@ -1328,13 +1348,14 @@ pub fn row_present(table_no: u32, node: &NodeRecord) -> bool {
 pub fn read(
     col: &Column,
     snap: &Snapshot,
+    endpoint: &EndpointCounters,
     node: Option<&NodeRecord>,
     row: RowIndex,
     port_select: u8,
 ) -> Option<Value> {
     let t = table(col.table)?;
     if t.index == IndexScheme::Scalar {
-        return read_at(col, t, snap, None, None, row, port_select);
+        return read_at(col, t, snap, endpoint, None, None, row, port_select);
     }
     let node = node?;
     if row.guid != node.guid || !(t.present)(node) {
@@ -1345,16 +1366,18 @@ pub fn read(
     } else {
         None
     };
-    read_at(col, t, snap, Some(node), port, row, port_select)
+    read_at(col, t, snap, endpoint, Some(node), port, row, port_select)
 }
 
 /// [`read`] once the row is resolved: `t` is the column's table, the node
 /// is in `t` (`present`), `port` is the row's port for a per-port table.
 /// What a walk calls for each row, testing the node once per column.
+#[allow(clippy::too_many_arguments)]
 pub fn read_at(
     col: &Column,
     t: &Table,
     snap: &Snapshot,
+    endpoint: &EndpointCounters,
     node: Option<&NodeRecord>,
     port: Option<&PortRecord>,
     row: RowIndex,
@@ -1364,7 +1387,7 @@ pub fn read_at(
         let Source::Agent(a) = col.source else {
             return None;
         };
-        return Some(agent_value(a, snap));
+        return Some(agent_value(a, snap, endpoint));
     }
     let node = node?;
     if let Some(p) = port
@@ -1537,6 +1560,24 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
                 .map_or("", |n| &*n.description),
         ),
         PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
+        PortCol::Name => Value::OctetString(port_name(node, port.num(), snap).into_bytes()),
+    }
+}
+
+/// pmPortName: `DESCRIPTION/PORT`, with the node GUID after a description
+/// another node shares (`MT4123 ConnectX6 Mellanox Technologies
+/// 0x0002c90300a1b2c3/1`) and in place of an empty one.
+pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
+    let Value::OctetString(d) = text_value(node.description.trim()) else {
+        unreachable!("text_value makes an OCTET STRING")
+    };
+    let d = String::from_utf8_lossy(&d);
+    if d.is_empty() {
+        format!("{}/{port}", node.guid)
+    } else if snap.description_is_shared(&node.description) {
+        format!("{d} {}/{port}", node.guid)
+    } else {
+        format!("{d}/{port}")
     }
 }
 
@@ -1594,8 +1635,11 @@ fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
     })
 }
 
-fn agent_value(c: AgentCol, snap: &Snapshot) -> Value {
+fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Value {
     let reachable = snap.reachable;
+    let count = |a: &std::sync::atomic::AtomicU64| {
+        Value::Counter64(a.load(std::sync::atomic::Ordering::Relaxed))
+    };
     match c {
         AgentCol::Version => Value::OctetString(env!("CARGO_PKG_VERSION").as_bytes().to_vec()),
         AgentCol::UpTime => Value::TimeTicks(timestamp(Some(Instant::now()))),
@@ -1610,6 +1654,10 @@ fn agent_value(c: AgentCol, snap: &Snapshot) -> Value {
         AgentCol::NotificationsSent => Value::Counter64(snap.notify.sent),
         AgentCol::NotificationsSuppressed => Value::Counter64(snap.notify.suppressed),
         AgentCol::NotificationsDropped => Value::Counter64(snap.notify.dropped),
+        AgentCol::SnmpInPackets => count(&endpoint.in_packets),
+        AgentCol::SnmpOutPackets => count(&endpoint.out_packets),
+        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused()),
+        AgentCol::SnmpRateLimited => count(&endpoint.rate_limited),
     }
 }
 

@@ -8,7 +8,7 @@ use super::set::Writes;
 use super::tables::{
     self, COLUMNS, Column, IndexScheme, RowIndex, Source, Table, column_of, table,
 };
-use super::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
+use super::{EndpointCounters, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, PortRecord, Snapshot};
 use crate::fabric::control::Controller;
 use crate::ib::Guid;
@@ -18,6 +18,8 @@ pub struct MibView {
     cache: Arc<Cache>,
     /// The agent's own write state (PortSelect per row, SET plans).
     writes: Writes,
+    /// The built-in SNMP endpoint's counters (pmAgentSnmp*).
+    endpoint: Arc<EndpointCounters>,
 }
 
 impl MibView {
@@ -26,6 +28,7 @@ impl MibView {
         MibView {
             cache,
             writes: Writes::new(None),
+            endpoint: Arc::default(),
         }
     }
 
@@ -34,7 +37,14 @@ impl MibView {
         MibView {
             cache,
             writes: Writes::new(Some(controller)),
+            endpoint: Arc::default(),
         }
+    }
+
+    /// Shows `counters` (the built-in endpoint's) in the pmAgent scalars.
+    pub fn with_endpoint_counters(mut self, counters: Arc<EndpointCounters>) -> Self {
+        self.endpoint = counters;
+        self
     }
 
     pub fn writes(&self) -> &Writes {
@@ -79,7 +89,14 @@ impl MibView {
         node: Option<&NodeRecord>,
         row: RowIndex,
     ) -> Option<Value> {
-        tables::read(col, snap, node, row, self.port_select_for(col, node))
+        tables::read(
+            col,
+            snap,
+            &self.endpoint,
+            node,
+            row,
+            self.port_select_for(col, node),
+        )
     }
 
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
@@ -236,7 +253,16 @@ impl MibView {
             }
         }
         let port_select = self.port_select_for(col, node);
-        let value = tables::read_at(col, table, snap, node, port, row, port_select)?;
+        let value = tables::read_at(
+            col,
+            table,
+            snap,
+            &self.endpoint,
+            node,
+            port,
+            row,
+            port_select,
+        )?;
         let base = col.oid();
         let mut name = Vec::with_capacity(base.len() + idx.len());
         name.extend_from_slice(&base);
@@ -349,6 +375,7 @@ mod tests {
             stats: Default::default(),
             reachable: 0,
             notify: Default::default(),
+            shared_descriptions: Default::default(),
         });
         MibView::new(cache)
     }
@@ -373,11 +400,11 @@ mod tests {
             assert!(seen.len() < 1000);
         }
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
-        // pmNodeTable (12); per port (3): pmPortTable (13) and
+        // pmNodeTable (12); per port (3): pmPortTable (14) and
         // pmPortCounters64Table (the 17 totals PortCounters feeds and the
-        // discontinuity time); the agent's 13 scalars. One reading makes
+        // discontinuity time); the agent's 17 scalars. One reading makes
         // no rate.
-        assert_eq!(seen.len(), 2 * (18 + 12) + 3 * (13 + 18) + 13);
+        assert_eq!(seen.len(), 2 * (18 + 12) + 3 * (14 + 18) + 17);
         let rates = oid("1.3.6.1.3.117.1.8");
         assert!(!seen.iter().any(|vb| vb.name.starts_with(rates.as_slice())));
         assert_eq!(
@@ -391,6 +418,33 @@ mod tests {
         assert_eq!(v.get(&sym), Value::Gauge32(20));
         v.set_port_select(Guid(0x0002_c903_0000_1234), 9);
         assert_eq!(v.get(&sym), Value::Gauge32(0), "absent port reads zero");
+    }
+
+    #[test]
+    fn port_names_are_unique_where_descriptions_repeat() {
+        let mut twin = node(0x0002_c903_0000_0002, 1);
+        twin.description = "MT4123 ConnectX6 Mellanox Technologies".into();
+        let mut other = node(0x0002_c903_0000_0003, 1);
+        other.description = twin.description.clone();
+        let mut blank = node(0x0002_c903_0000_0004, 1);
+        blank.description = "".into();
+        let v = view(vec![node(0x0002_c903_0000_0001, 2), twin, other, blank]);
+        let name = |guid: &str, port: u32| match v
+            .get(&oid(&format!("1.3.6.1.3.117.1.6.1.15.{guid}.{port}")))
+        {
+            Value::OctetString(b) => String::from_utf8(b).unwrap(),
+            x => panic!("{x:?}"),
+        };
+        assert_eq!(name("0.2.201.3.0.0.0.1", 2), "n2c90300000001/2");
+        assert_eq!(
+            name("0.2.201.3.0.0.0.2", 1),
+            "MT4123 ConnectX6 Mellanox Technologies 0x0002c90300000002/1"
+        );
+        assert_eq!(
+            name("0.2.201.3.0.0.0.3", 1),
+            "MT4123 ConnectX6 Mellanox Technologies 0x0002c90300000003/1"
+        );
+        assert_eq!(name("0.2.201.3.0.0.0.4", 1), "0x0002c90300000004/1");
     }
 
     #[test]

@@ -712,6 +712,7 @@ mod tests {
                 },
                 reachable: 0,
                 notify: Default::default(),
+                shared_descriptions: Default::default(),
             }
         }
 

@@ -168,29 +168,29 @@ pub fn varbind_size(vb: &v2::VarBind) -> Option<usize> {
     rasn::ber::encode(vb).ok().map(|v| v.len())
 }
 
-/// Sizes of the parts of a response message that do not depend on the varbinds.
-#[derive(Clone, Copy, Debug)]
-pub struct Envelope {
-    /// version + community TLVs
-    pub msg_fixed: usize,
-    /// request-id + error-status + error-index TLVs
-    pub pdu_fixed: usize,
+/// Octets of a Response PDU (its whole TLV) whose varbinds' encodings
+/// total `vbs`.
+pub fn pdu_size(request_id: i32, status: u32, index: u32, vbs: usize) -> usize {
+    tlv(int_size(request_id.into()) + int_size(status.into()) + int_size(index.into()) + tlv(vbs))
 }
 
-impl Envelope {
-    pub fn new(version: i64, community: &[u8], request_id: i32, status: u32, index: u32) -> Self {
-        Envelope {
-            msg_fixed: int_size(version) + tlv(community.len()),
-            pdu_fixed: int_size(request_id.into())
-                + int_size(status.into())
-                + int_size(index.into()),
-        }
-    }
+/// Octets of an SNMPv1/v2c message around a PDU of `pdu` octets.
+#[cfg(test)]
+pub fn community_message_size(version: i64, community_len: usize, pdu: usize) -> usize {
+    tlv(int_size(version) + tlv(community_len) + pdu)
+}
 
-    /// Octets of the whole message when its varbinds' encodings total `vbs`.
-    pub fn message_size(&self, vbs: usize) -> usize {
-        tlv(self.msg_fixed + tlv(self.pdu_fixed + tlv(vbs)))
-    }
+/// The largest PDU (its whole TLV) that fits in a message of `max_message`
+/// octets whose other content totals `fixed` octets (`tlv(fixed + pdu)`).
+pub fn max_pdu_within(max_message: usize, fixed: usize) -> usize {
+    // tlv(fixed + p) = 1 + len_len(fixed + p) + fixed + p
+    (1..=5)
+        .filter_map(|ll| {
+            let p = max_message.checked_sub(1 + ll + fixed)?;
+            (len_len(fixed + p) <= ll).then_some(p)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -298,7 +298,7 @@ mod tests {
     /// The computed message size equals the encoder's output across the
     /// length-of-length boundaries (127/128, 255/256, 65535/65536 octets).
     #[test]
-    fn envelope_size_is_exact() {
+    fn message_size_is_exact() {
         let name = ObjectIdentifier::new(vec![1, 3, 6, 1, 4, 1, 99999, 1]).unwrap();
         for (community, rid) in [
             ("public", 0i32),
@@ -326,10 +326,38 @@ mod tests {
                         })),
                     };
                     let real = rasn::ber::encode(&msg).unwrap().len();
-                    let env = Envelope::new(1, community.as_bytes(), rid, 0, 0);
-                    assert_eq!(env.message_size(sum), real, "len {len} count {count}");
+                    let pdu = pdu_size(rid, 0, 0, sum);
+                    assert_eq!(
+                        community_message_size(1, community.len(), pdu),
+                        real,
+                        "len {len} count {count}"
+                    );
                 }
             }
         }
+    }
+
+    /// The largest PDU that fits is exact: one octet more does not fit.
+    #[test]
+    fn max_pdu_within_is_the_largest_that_fits() {
+        for community in [0usize, 6, 120, 300] {
+            let fixed = int_size(1) + tlv(community);
+            for max in [484usize, 1472, 1500, 4096, 65507, 130, 131, 132, 260, 65540] {
+                let p = max_pdu_within(max, fixed);
+                if community_message_size(1, community, 0) > max {
+                    assert_eq!(p, 0);
+                    continue;
+                }
+                assert!(
+                    community_message_size(1, community, p) <= max,
+                    "{community} {max}"
+                );
+                assert!(
+                    community_message_size(1, community, p + 1) > max,
+                    "{community} {max}"
+                );
+            }
+        }
+        assert_eq!(max_pdu_within(3, 10), 0);
     }
 }

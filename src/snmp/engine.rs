@@ -1,44 +1,89 @@
 //! The request processor: one received datagram in, at most one datagram out.
-//! Pure (no I/O), so it is unit-tested and fuzzed directly.
+//! Pure (no I/O; time is an argument), so it is unit-tested and fuzzed
+//! directly.
+//!
+//! Two layers. The message layer checks the source against the access rules
+//! ([`super::access`]), decodes an SNMPv1/v2c message (community) and finds
+//! the rule that grants the request, applies the rule's rate guard, and
+//! encodes the answer. The PDU layer answers a request PDU through the
+//! rule's view within a bound on the response PDU's octets, whatever
+//! message carries it.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
 
 use rasn_snmp::v2::{self, BulkPdu, Pdu, Pdus, VarBindValue};
 use rasn_snmp::v2c::Message;
 use tracing::{debug, warn};
 
-use super::codec::{self, Envelope};
+use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
+use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
+use super::rate::RateLimiter;
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
 /// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP header octets).
 pub const MAX_UDP_PAYLOAD: usize = 65507;
 
+/// The smallest message size every SNMP entity must accept (RFC 3417).
+pub const MIN_MESSAGE_SIZE: usize = 484;
+
 /// The AgentX-style session id the responder uses in every `SetTxn`, so a
 /// handler can tell its SETs apart from those an AgentX master sends.
 pub const RESPONDER_SESSION_ID: u32 = u32::MAX;
 
-/// What the processor needs to know besides the packet and the MIB.
+/// What the processor is configured with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResponderConfig {
-    /// Community that may read (Get, GetNext, GetBulk).
-    pub community: String,
-    /// Community that may also write (Set). `None`: nothing is writable and a
-    /// Set with the read community is answered `noAccess` (v1: `noSuchName`),
-    /// as snmpd answers a Set through a read-only community.
-    pub write_community: Option<String>,
-    /// Upper bound on a response message, in octets (the whole SNMP message,
-    /// as it goes into one UDP datagram). SNMPv1/v2c requests carry no size
-    /// of their own, so this is the only limit; at most `MAX_UDP_PAYLOAD`.
-    pub max_message_size: usize,
+    /// Who may ask what.
+    pub access: AccessTable,
 }
 
 impl ResponderConfig {
+    /// One read-only community, from any source, with responses up to the
+    /// largest UDP payload: for tests and trials on loopback.
     pub fn new(community: impl Into<String>) -> Self {
         ResponderConfig {
-            community: community.into(),
-            write_community: None,
-            max_message_size: MAX_UDP_PAYLOAD,
+            access: AccessTable::new(vec![anywhere(community.into(), false)]),
         }
+    }
+
+    /// Adds a community that may also write, from any source.
+    pub fn with_write_community(mut self, community: impl Into<String>) -> Self {
+        let mut rules = self.access.rules().to_vec();
+        rules.insert(0, anywhere(community.into(), true));
+        self.access = AccessTable::new(rules);
+        self
+    }
+
+    /// Caps every rule's responses at `octets` (clamped to 484..=65507).
+    pub fn with_max_message_size(mut self, octets: usize) -> Self {
+        let octets = octets.clamp(MIN_MESSAGE_SIZE, MAX_UDP_PAYLOAD);
+        let rules = self
+            .access
+            .rules()
+            .iter()
+            .map(|r| Rule {
+                max_response_octets: octets,
+                ..r.clone()
+            })
+            .collect();
+        self.access = AccessTable::new(rules);
+        self
+    }
+}
+
+fn anywhere(community: String, write: bool) -> Rule {
+    Rule {
+        principal: Principal::Community(community.into_bytes()),
+        sources: vec![
+            "0.0.0.0/0".parse::<Network>().expect("a network"),
+            "::/0".parse::<Network>().expect("a network"),
+        ],
+        view: Subtrees::all(),
+        write,
+        max_response_octets: MAX_UDP_PAYLOAD,
+        rate: None,
     }
 }
 
@@ -47,9 +92,13 @@ impl ResponderConfig {
 pub enum Outcome {
     /// Send these octets back to the sender.
     Reply(Vec<u8>),
-    /// Neither the read nor the write community: dropped (snmpInBadCommunityNames).
+    /// From a source address no access rule lists: dropped before decoding.
+    Unlisted,
+    /// A community no rule gives to this source (snmpInBadCommunityNames).
     BadCommunity,
-    /// Not a decodable SNMPv1/v2c message (snmpInASNParseErrs); the reason.
+    /// Over the rate guard of the rule that matched.
+    RateLimited,
+    /// Not a decodable SNMP message (snmpInASNParseErrs); the reason.
     Malformed(String),
     /// A well-formed message this agent does not answer (a Response, Trap,
     /// Report or InformRequest PDU; GetBulk in an SNMPv1 message; an unknown
@@ -59,16 +108,135 @@ pub enum Outcome {
     TooBig,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Version {
-    V1,
-    V2c,
+/// The request processor: the access rules and their rate guards.
+#[derive(Debug)]
+pub struct Processor {
+    access: AccessTable,
+    /// One per rule, for rules with a rate guard.
+    guards: Vec<Option<RateLimiter>>,
 }
 
+impl Processor {
+    pub fn new(config: ResponderConfig) -> Processor {
+        let guards = config
+            .access
+            .rules()
+            .iter()
+            .map(|r| r.rate.map(|g| RateLimiter::new(g.rate, g.burst)))
+            .collect();
+        Processor {
+            access: config.access,
+            guards,
+        }
+    }
+
+    pub fn access(&self) -> &AccessTable {
+        &self.access
+    }
+
+    /// Answers one datagram from `from`, received at `now`.
+    pub fn process(
+        &mut self,
+        bytes: &[u8],
+        from: IpAddr,
+        now: Instant,
+        handler: &dyn MibHandler,
+    ) -> Outcome {
+        if !self.access.source_allowed(from) {
+            return Outcome::Unlisted;
+        }
+        let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                debug!(len = bytes.len(), error = %e, "snmp: dropping undecodable packet");
+                return Outcome::Malformed(e.to_string());
+            }
+        };
+        let version = match i64::try_from(&msg.version) {
+            Ok(0) => Version::V1,
+            Ok(1) => Version::V2,
+            _ => return Outcome::Ignored("unsupported SNMP version"),
+        };
+        let community = &msg.community[..];
+        let Some((i, rule)) = self.access.for_community(from, community) else {
+            return Outcome::BadCommunity;
+        };
+        if let Some(Some(guard)) = self.guards.get_mut(i)
+            && !guard.allow(from, now)
+        {
+            return Outcome::RateLimited;
+        }
+        if version == Version::V1 && matches!(msg.data, Pdus::GetBulkRequest(_)) {
+            return Outcome::Ignored("GetBulk in an SNMPv1 message");
+        }
+        let version_num: i64 = match version {
+            Version::V1 => 0,
+            Version::V2 => 1,
+        };
+        let grant = Grant {
+            mib: Viewed {
+                inner: handler,
+                view: &rule.view,
+            },
+            write: rule.write,
+            version,
+            max_pdu: max_pdu_within(
+                rule.max_response_octets,
+                int_size(version_num) + tlv(community.len()),
+            ),
+        };
+        match respond(&msg.data, &grant) {
+            Ok(pdu) => {
+                let reply = Message {
+                    version: version_num.into(),
+                    community: msg.community.clone(),
+                    data: Pdus::Response(v2::Response(pdu)),
+                };
+                match rasn::ber::encode(&reply) {
+                    Ok(b) => Outcome::Reply(b),
+                    Err(e) => {
+                        warn!(error = %e, "snmp: cannot encode response");
+                        Outcome::TooBig
+                    }
+                }
+            }
+            Err(o) => o,
+        }
+    }
+}
+
+/// One datagram from loopback through a fresh processor (tests, fuzzing).
+pub fn process(bytes: &[u8], config: &ResponderConfig, handler: &dyn MibHandler) -> Outcome {
+    Processor::new(config.clone()).process(
+        bytes,
+        IpAddr::from([127, 0, 0, 1]),
+        Instant::now(),
+        handler,
+    )
+}
+
+/// Answers a datagram with a read-only `community` from loopback.
+pub fn handle_packet(bytes: &[u8], community: &str, handler: &dyn MibHandler) -> Option<Vec<u8>> {
+    match process(bytes, &ResponderConfig::new(community), handler) {
+        Outcome::Reply(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// SNMPv1 or a later version (v2c and v3 share the PDU semantics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Access {
-    Read,
-    Write,
+pub(crate) enum Version {
+    V1,
+    V2,
+}
+
+/// What a request may do: the MIB through its rule's view, whether it may
+/// write, and the bound on its response PDU.
+pub(crate) struct Grant<'a> {
+    pub mib: Viewed<'a>,
+    pub write: bool,
+    pub version: Version,
+    pub max_pdu: usize,
 }
 
 /// A response before encoding.
@@ -87,8 +255,6 @@ impl Answer {
             varbinds,
         }
     }
-    /// An error answer echoing the request's varbinds, as RFC 3416 (and
-    /// RFC 1157 for v1) prescribe for every error but v2c tooBig.
     fn error(status: ErrorStatus, index: usize, request: &[v2::VarBind]) -> Self {
         Answer {
             status,
@@ -100,142 +266,60 @@ impl Answer {
 
 static NEXT_TXN: AtomicU32 = AtomicU32::new(1);
 
-/// Answers one datagram: `Some(response)` or `None` when nothing is to be
-/// sent (wrong community, malformed, not a request, too big even for an
-/// error response). Read-only: a Set is answered `noAccess` (v1: `noSuchName`).
-pub fn handle_packet(bytes: &[u8], community: &str, handler: &dyn MibHandler) -> Option<Vec<u8>> {
-    match process(bytes, &ResponderConfig::new(community), handler) {
-        Outcome::Reply(r) => Some(r),
-        _ => None,
-    }
-}
-
-/// Answers one datagram under `config`, saying what happened.
-pub fn process(bytes: &[u8], config: &ResponderConfig, handler: &dyn MibHandler) -> Outcome {
-    let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
-        Ok(m) => m,
-        Err(e) => {
-            debug!(len = bytes.len(), error = %e, "snmp: dropping undecodable packet");
-            return Outcome::Malformed(e.to_string());
-        }
-    };
-    let version = match i64::try_from(&msg.version) {
-        Ok(0) => Version::V1,
-        Ok(1) => Version::V2c,
-        _ => return Outcome::Ignored("unsupported SNMP version"),
-    };
-    let community = &msg.community[..];
-    let access = if config
-        .write_community
-        .as_deref()
-        .is_some_and(|w| w.as_bytes() == community)
-    {
-        Access::Write
-    } else if config.community.as_bytes() == community {
-        Access::Read
-    } else {
-        return Outcome::BadCommunity;
-    };
-
-    let (request_id, answer, request_vbs) = match &msg.data {
-        Pdus::GetRequest(v2::GetRequest(p)) => (p.request_id, get(version, p, handler), p),
-        Pdus::GetNextRequest(v2::GetNextRequest(p)) => {
-            (p.request_id, get_next(version, p, handler), p)
-        }
-        Pdus::SetRequest(v2::SetRequest(p)) => (p.request_id, set(version, access, p, handler), p),
+/// The Response PDU to a request PDU, within `grant.max_pdu`; `Err` when
+/// there is none to send.
+pub(crate) fn respond(pdus: &Pdus, grant: &Grant) -> Result<Pdu, Outcome> {
+    let (p, answer) = match pdus {
+        Pdus::GetRequest(v2::GetRequest(p)) => (p, get(grant, p)),
+        Pdus::GetNextRequest(v2::GetNextRequest(p)) => (p, get_next(grant, p)),
+        Pdus::SetRequest(v2::SetRequest(p)) => (p, set(grant, p)),
         Pdus::GetBulkRequest(v2::GetBulkRequest(b)) => {
-            if version == Version::V1 {
-                return Outcome::Ignored("GetBulk in an SNMPv1 message");
+            if grant.version == Version::V1 {
+                return Err(Outcome::Ignored("GetBulk in an SNMPv1 message"));
             }
-            return match get_bulk(b, community, config.max_message_size, handler) {
-                Some(bytes) => Outcome::Reply(bytes),
-                None => Outcome::TooBig,
-            };
+            let a = get_bulk(grant, b).ok_or(Outcome::TooBig)?;
+            return Ok(response_pdu(b.request_id, a));
         }
         Pdus::Response(_) | Pdus::Trap(_) | Pdus::Report(_) | Pdus::InformRequest(_) => {
-            return Outcome::Ignored("not a request PDU");
+            return Err(Outcome::Ignored("not a request PDU"));
         }
     };
-    let version_num: i64 = match version {
-        Version::V1 => 0,
-        Version::V2c => 1,
-    };
-    let answer = fit(
-        answer,
-        version,
-        version_num,
-        community,
+    let a = fit(answer, grant, p.request_id, &p.variable_bindings).ok_or(Outcome::TooBig)?;
+    Ok(response_pdu(p.request_id, a))
+}
+
+fn response_pdu(request_id: i32, a: Answer) -> Pdu {
+    Pdu {
         request_id,
-        &request_vbs.variable_bindings,
-        config.max_message_size,
-    );
-    match answer {
-        Some(a) => match encode(version_num, community, request_id, a) {
-            Some(bytes) => Outcome::Reply(bytes),
-            None => Outcome::TooBig,
-        },
-        None => Outcome::TooBig,
+        error_status: a.status as u32,
+        error_index: a.index,
+        variable_bindings: a.varbinds,
     }
 }
 
-/// `answer` if it fits in `max` octets, else the tooBig answer if that fits.
-fn fit(
-    answer: Answer,
-    version: Version,
-    version_num: i64,
-    community: &[u8],
-    request_id: i32,
-    request: &[v2::VarBind],
-    max: usize,
-) -> Option<Answer> {
+fn fit(answer: Answer, grant: &Grant, request_id: i32, request: &[v2::VarBind]) -> Option<Answer> {
     let size = |a: &Answer| -> Option<usize> {
         let sum = a
             .varbinds
             .iter()
             .map(codec::varbind_size)
             .sum::<Option<usize>>()?;
-        Some(
-            Envelope::new(version_num, community, request_id, a.status as u32, a.index)
-                .message_size(sum),
-        )
+        Some(pdu_size(request_id, a.status as u32, a.index, sum))
     };
-    if size(&answer)? <= max {
+    if size(&answer)? <= grant.max_pdu {
         return Some(answer);
     }
-    let too_big = match version {
-        // RFC 3416 4.2.1: tooBig, index 0, empty varbind list.
-        Version::V2c => Answer {
+    let too_big = match grant.version {
+        Version::V2 => Answer {
             status: ErrorStatus::TooBig,
             index: 0,
             varbinds: Vec::new(),
         },
-        // RFC 1157 4.1.2: the request's varbinds, tooBig, index 0.
         Version::V1 => Answer::error(ErrorStatus::TooBig, 0, request),
     };
-    (size(&too_big)? <= max).then_some(too_big)
+    (size(&too_big)? <= grant.max_pdu).then_some(too_big)
 }
 
-fn encode(version_num: i64, community: &[u8], request_id: i32, a: Answer) -> Option<Vec<u8>> {
-    let msg = Message {
-        version: version_num.into(),
-        community: community.to_vec().into(),
-        data: Pdus::Response(v2::Response(Pdu {
-            request_id,
-            error_status: a.status as u32,
-            error_index: a.index,
-            variable_bindings: a.varbinds,
-        })),
-    };
-    match rasn::ber::encode(&msg) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            warn!(error = %e, "snmp: cannot encode response");
-            None
-        }
-    }
-}
-
-/// RFC 3584 4.1.2.3: the v2 error codes an SNMPv1 manager understands.
 fn v1_status(s: ErrorStatus) -> ErrorStatus {
     use ErrorStatus::*;
     match s {
@@ -254,16 +338,17 @@ fn wire_vb(vb: &VarBind) -> Option<v2::VarBind> {
     w
 }
 
-fn get(version: Version, p: &Pdu, handler: &dyn MibHandler) -> Answer {
+fn get(g: &Grant, p: &Pdu) -> Answer {
     let mut out = Vec::with_capacity(p.variable_bindings.len());
     let names: Vec<Oid> = p
         .variable_bindings
         .iter()
         .map(|req| codec::from_wire_oid(&req.name))
         .collect();
-    let values = handler.get_many(&names);
+    let values = g.mib.get_many(&names);
     for (i, (name, value)) in names.into_iter().zip(values).enumerate() {
-        if version == Version::V1 && (value.is_exception() || matches!(value, Value::Counter64(_)))
+        if g.version == Version::V1
+            && (value.is_exception() || matches!(value, Value::Counter64(_)))
         {
             return Answer::error(ErrorStatus::NoSuchName, i + 1, &p.variable_bindings);
         }
@@ -275,9 +360,6 @@ fn get(version: Version, p: &Pdu, handler: &dyn MibHandler) -> Answer {
     Answer::ok(out)
 }
 
-/// The next instance after `start` that this version can carry: exceptions
-/// are passed over (an SNMPv1 manager cannot take a Counter64 either, RFC 3584
-/// 4.1.2.2.1), and a handler answer that does not move forward ends the view.
 fn next_instance(version: Version, start: &Oid, handler: &dyn MibHandler) -> Option<VarBind> {
     let mut cur = start.clone();
     loop {
@@ -295,13 +377,13 @@ fn next_instance(version: Version, start: &Oid, handler: &dyn MibHandler) -> Opt
     }
 }
 
-fn get_next(version: Version, p: &Pdu, handler: &dyn MibHandler) -> Answer {
+fn get_next(g: &Grant, p: &Pdu) -> Answer {
     let mut out = Vec::with_capacity(p.variable_bindings.len());
     for (i, req) in p.variable_bindings.iter().enumerate() {
         let start = codec::from_wire_oid(&req.name);
-        let vb = match next_instance(version, &start, handler) {
+        let vb = match next_instance(g.version, &start, &g.mib) {
             Some(vb) => vb,
-            None if version == Version::V1 => {
+            None if g.version == Version::V1 => {
                 return Answer::error(ErrorStatus::NoSuchName, i + 1, &p.variable_bindings);
             }
             None => VarBind::new(start, Value::EndOfMibView),
@@ -314,24 +396,20 @@ fn get_next(version: Version, p: &Pdu, handler: &dyn MibHandler) -> Answer {
     Answer::ok(out)
 }
 
-/// RFC 3416 4.2.3, answered and encoded here because its size bound shapes
-/// the varbind list: `None` when even the non-repeaters' tooBig answer does
-/// not fit.
-fn get_bulk(
-    b: &BulkPdu,
-    community: &[u8],
-    max: usize,
-    handler: &dyn MibHandler,
-) -> Option<Vec<u8>> {
+/// RFC 3416 4.2.3, within the grant's bound: repetitions that do not fit are
+/// left off; tooBig only when the non-repeaters alone do not fit. `None`:
+/// not even the error response fits.
+fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
     let reqs = &b.variable_bindings;
     let n = (b.non_repeaters as usize).min(reqs.len());
     let m = b.max_repetitions as usize;
-    let env = Envelope::new(1, community, b.request_id, 0, 0);
-
     let gen_err = |i: usize| {
-        let a = Answer::error(ErrorStatus::GenErr, i, reqs);
-        let a = fit(a, Version::V2c, 1, community, b.request_id, reqs, max)?;
-        encode(1, community, b.request_id, a)
+        fit(
+            Answer::error(ErrorStatus::GenErr, i, reqs),
+            g,
+            b.request_id,
+            reqs,
+        )
     };
     let too_big = || {
         let a = Answer {
@@ -339,24 +417,26 @@ fn get_bulk(
             index: 0,
             varbinds: Vec::new(),
         };
-        let a = fit(a, Version::V2c, 1, community, b.request_id, reqs, max)?;
-        encode(1, community, b.request_id, a)
+        fit(a, g, b.request_id, reqs)
     };
+    let fits = |total: usize| pdu_size(b.request_id, 0, 0, total) <= g.max_pdu;
 
     let mut out: Vec<v2::VarBind> = Vec::new();
     let mut total = 0usize;
     for (i, req) in reqs[..n].iter().enumerate() {
         let start = codec::from_wire_oid(&req.name);
-        let vb = next_instance(Version::V2c, &start, handler)
+        let vb = next_instance(Version::V2, &start, &g.mib)
             .unwrap_or_else(|| VarBind::new(start, Value::EndOfMibView));
         let Some(w) = wire_vb(&vb) else {
             return gen_err(i + 1);
         };
         total += codec::varbind_size(&w)?;
+        // Stop at once: a request of many non-repeaters cannot make the
+        // responder build more than one response's worth.
+        if !fits(total) {
+            return too_big();
+        }
         out.push(w);
-    }
-    if env.message_size(total) > max {
-        return too_big();
     }
 
     let repeaters = &reqs[n..];
@@ -375,7 +455,7 @@ fn get_bulk(
         let mut any_live = false;
         for (j, cur) in cursor.iter_mut().enumerate() {
             let vb = match cur.as_ref() {
-                Some(c) => match next_instance(Version::V2c, c, handler) {
+                Some(c) => match next_instance(Version::V2, c, &g.mib) {
                     Some(vb) => {
                         any_live = true;
                         *cur = Some(vb.name.clone());
@@ -396,7 +476,7 @@ fn get_bulk(
                 return gen_err(n + j + 1);
             };
             let sz = codec::varbind_size(&w)?;
-            if env.message_size(total + sz) > max {
+            if !fits(total + sz) {
                 break 'reps;
             }
             total += sz;
@@ -408,19 +488,19 @@ fn get_bulk(
             break;
         }
     }
-    encode(1, community, b.request_id, Answer::ok(out))
+    Some(Answer::ok(out))
 }
 
-fn set(version: Version, access: Access, p: &Pdu, handler: &dyn MibHandler) -> Answer {
+fn set(g: &Grant, p: &Pdu) -> Answer {
     let reqs = &p.variable_bindings;
     let fail = |status: ErrorStatus, index: usize| {
-        let status = match version {
+        let status = match g.version {
             Version::V1 => v1_status(status),
-            Version::V2c => status,
+            Version::V2 => status,
         };
         Answer::error(status, index, reqs)
     };
-    if access == Access::Read {
+    if !g.write {
         return fail(ErrorStatus::NoAccess, 1.min(reqs.len()));
     }
     if reqs.is_empty() {
@@ -428,6 +508,12 @@ fn set(version: Version, access: Access, p: &Pdu, handler: &dyn MibHandler) -> A
     }
     let mut vbs = Vec::with_capacity(reqs.len());
     for (i, r) in reqs.iter().enumerate() {
+        let name = codec::from_wire_oid(&r.name);
+        // An object outside the rule's view cannot be written (RFC 3416
+        // 4.2.5: not accessible -> noAccess).
+        if !g.mib.view.contains(&name) {
+            return fail(ErrorStatus::NoAccess, i + 1);
+        }
         let value = match r.value {
             VarBindValue::NoSuchObject
             | VarBindValue::NoSuchInstance
@@ -439,8 +525,9 @@ fn set(version: Version, access: Access, p: &Pdu, handler: &dyn MibHandler) -> A
                 }
             },
         };
-        vbs.push(VarBind::new(codec::from_wire_oid(&r.name), value));
+        vbs.push(VarBind::new(name, value));
     }
+    let handler = g.mib.inner;
     let txn = SetTxn {
         session_id: RESPONDER_SESSION_ID,
         transaction_id: NEXT_TXN.fetch_add(1, Ordering::Relaxed),

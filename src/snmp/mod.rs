@@ -1,35 +1,42 @@
-//! A small built-in SNMP agent over UDP that answers Get, GetNext, GetBulk and
-//! Set from a [`MibHandler`], so the program can be tried with `snmpwalk`
-//! where no snmpd is installed. SNMPv2c, and SNMPv1 for Get/GetNext/Set.
+//! The agent's own SNMP endpoint over UDP: Get, GetNext, GetBulk and Set
+//! from a [`MibHandler`], for NMSes that read a large fabric faster than
+//! snmpd's AgentX path carries it (one round trip per varbind there).
+//! SNMPv2c and SNMPv1 (as snmpd answers v1: Get, GetNext, Set).
 //!
-//! Behaviour, as a v2c agent such as snmpd has it:
-//! - A request whose community is neither the read nor the write community is
-//!   dropped without an answer and counted (`bad_communities`); the first one
-//!   is logged at debug level.
+//! Behaviour, as snmpd has it:
+//! - Access rules ([`access`]) name a community, the source networks and
+//!   the subtrees it sees, and whether it may write. A datagram from a
+//!   source no rule lists is dropped before it is decoded (`unlisted`); a
+//!   community no rule gives to the source is dropped too
+//!   (`bad_communities`). Neither gets an answer, so the endpoint reflects
+//!   nothing to a spoofed source.
 //! - Undecodable datagrams are dropped, counted (`malformed`) and logged at
 //!   debug level; nothing from the network can panic the responder.
-//! - GetNext/GetBulk ask `handler.get_next(start, false, None)`; the end of
-//!   the MIB is `endOfMibView` (v1: `noSuchName`).
-//! - GetBulk follows RFC 3416 4.2.3. Responses never exceed
-//!   [`ResponderConfig::max_message_size`] (at most 65507, the largest UDP
-//!   payload): repetitions that do not fit are left off; `tooBig` only when
-//!   the non-repeaters alone do not fit.
-//! - Each source address gets at most [`Responder::with_rate_limit`]'s
-//!   requests per second after a first burst ([`rate`]); the rest are
-//!   dropped unanswered, counted (`rate_limited`) and logged at most every
-//!   10 s, so spoofed requests cannot turn the responder into a reflector.
-//! - Set: with a write community configured and used, the handler's
-//!   `test_set` / `commit_set` (then `undo_set` on a failed commit) /
-//!   `cleanup_set` run in that order, `cleanup_set` always last. Otherwise a
-//!   Set is answered `noAccess` (v1: `noSuchName`), as snmpd answers a Set
-//!   through a read-only community.
+//! - GetNext/GetBulk walk the rule's view; the end of it is `endOfMibView`
+//!   (v1: `noSuchName`).
+//! - GetBulk follows RFC 3416 4.2.3. Responses never exceed the rule's
+//!   `max_response_octets` (at most 65507, the largest UDP payload):
+//!   repetitions that do not fit are left off; `tooBig` only when the
+//!   non-repeaters alone do not fit.
+//! - A rule may carry a rate guard (requests per second per source after a
+//!   first burst, [`rate`]); requests over it are dropped, counted
+//!   (`rate_limited`) and logged at most every 10 s with their number.
+//!   Without one, every request is answered: a poller with one request
+//!   outstanding is never dropped.
+//! - Set: through a rule that may write, the handler's `test_set` /
+//!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run
+//!   in that order, `cleanup_set` always last. Otherwise a Set is answered
+//!   `noAccess` (v1: `noSuchName`), as snmpd answers a Set through a
+//!   read-only community.
 
+pub mod access;
 pub(crate) mod codec;
 mod engine;
 pub mod rate;
 
 pub use engine::{
-    MAX_UDP_PAYLOAD, Outcome, RESPONDER_SESSION_ID, ResponderConfig, handle_packet, process,
+    MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE, Outcome, Processor, RESPONDER_SESSION_ID, ResponderConfig,
+    handle_packet, process,
 };
 
 use std::io;
@@ -41,28 +48,25 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use crate::mib::MibHandler;
+use crate::mib::{EndpointCounters, MibHandler};
 use crate::runtime::{EdgeRuntime, OnRuntime};
-use rate::RateLimiter;
 
-/// How often, at most, the responder logs that it drops requests over the
-/// rate limit.
-const RATE_LOG_EVERY: Duration = Duration::from_secs(10);
+/// How often, at most, the responder logs that it drops requests.
+const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// A bound, not yet serving, SNMP responder.
 pub struct Responder {
     socket: UdpSocket,
     config: ResponderConfig,
     handler: Arc<dyn MibHandler>,
-    limiter: RateLimiter,
+    counters: Arc<EndpointCounters>,
 }
 
 impl Responder {
-    /// Binds a UDP socket on `addr` (use a loopback address unless the agent
-    /// is meant to be reachable) that answers requests carrying `community`.
+    /// Binds a UDP socket on `addr` that answers as `config` allows.
     pub fn bind(
         addr: SocketAddr,
-        community: String,
+        config: ResponderConfig,
         handler: Arc<dyn MibHandler>,
     ) -> io::Result<Responder> {
         let socket = UdpSocket::bind(addr).map_err(|e| {
@@ -74,29 +78,15 @@ impl Responder {
         socket.set_nonblocking(true)?;
         Ok(Responder {
             socket,
-            config: ResponderConfig::new(community),
+            config,
             handler,
-            limiter: RateLimiter::new(0, 1),
+            counters: Arc::default(),
         })
     }
 
-    /// Enables Set through `community` (which may also read).
-    pub fn with_write_community(mut self, community: String) -> Responder {
-        self.config.write_community = Some(community);
-        self
-    }
-
-    /// Caps responses at `octets` (clamped to 484..=65507; 484 is the
-    /// smallest message size every SNMP entity must accept).
-    pub fn with_max_message_size(mut self, octets: usize) -> Responder {
-        self.config.max_message_size = octets.clamp(484, MAX_UDP_PAYLOAD);
-        self
-    }
-
-    /// Answers at most `rate` requests per second per source address, after
-    /// a first `burst` (0: no limit); the others are dropped unanswered.
-    pub fn with_rate_limit(mut self, rate: u32, burst: u32) -> Responder {
-        self.limiter = RateLimiter::new(rate, burst);
+    /// Counts into `counters` (shared with the MIB view that shows them).
+    pub fn with_counters(mut self, counters: Arc<EndpointCounters>) -> Responder {
+        self.counters = counters;
         self
     }
 
@@ -113,7 +103,7 @@ impl Responder {
     pub fn spawn(self) -> io::Result<ResponderHandle> {
         let runtime = EdgeRuntime::acquire()?;
         let stop = Arc::new(Notify::new());
-        let stats = Arc::new(Counters::default());
+        let stats = self.counters;
         let local_addr = self.socket.local_addr().ok();
         let socket = {
             let _in_runtime = runtime.handle().enter();
@@ -121,9 +111,8 @@ impl Responder {
         };
         let serving = Serving {
             socket,
-            config: self.config,
+            processor: Processor::new(self.config),
             handler: self.handler,
-            limiter: self.limiter,
         };
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let (stop2, stats2) = (stop.clone(), stats.clone());
@@ -142,22 +131,44 @@ impl Responder {
     }
 }
 
+/// Counts drops of one kind and logs them at most every 10 s, with their
+/// number and the last source.
+#[derive(Default)]
+struct DropLog {
+    since_log: u64,
+    last_log: Option<Instant>,
+}
+
+impl DropLog {
+    /// Whether to log now; `n` is how many were dropped since the last line.
+    fn due(&mut self, now: Instant) -> Option<u64> {
+        self.since_log += 1;
+        if self
+            .last_log
+            .is_none_or(|t| now.duration_since(t) >= DROP_LOG_EVERY)
+        {
+            self.last_log = Some(now);
+            Some(std::mem::take(&mut self.since_log))
+        } else {
+            None
+        }
+    }
+}
+
 /// A responder on the runtime.
 struct Serving {
     socket: tokio::net::UdpSocket,
-    config: ResponderConfig,
+    processor: Processor,
     handler: Arc<dyn MibHandler>,
-    limiter: RateLimiter,
 }
 
 impl Serving {
-    async fn serve(mut self, stop: &Notify, stats: &Counters) {
+    async fn serve(mut self, stop: &Notify, stats: &EndpointCounters) {
         if let Ok(a) = self.socket.local_addr() {
             info!(addr = %a, "SNMP responder listening");
         }
         let mut buf = vec![0u8; 65536];
-        let mut limited_since_log = 0u64;
-        let mut last_rate_log: Option<Instant> = None;
+        let (mut rate_log, mut unlisted_log) = (DropLog::default(), DropLog::default());
         loop {
             let received = tokio::select! {
                 r = self.socket.recv_from(&mut buf) => r,
@@ -171,48 +182,52 @@ impl Serving {
                     continue;
                 }
             };
-            stats.in_packets.fetch_add(1, Ordering::Relaxed);
+            EndpointCounters::bump(&stats.in_packets);
             let now = Instant::now();
-            if !self.limiter.allow(peer.ip(), now) {
-                stats.rate_limited.fetch_add(1, Ordering::Relaxed);
-                limited_since_log += 1;
-                if last_rate_log.is_none_or(|t| now.duration_since(t) >= RATE_LOG_EVERY) {
-                    warn!(
-                        %peer,
-                        dropped = limited_since_log,
-                        "snmp: dropping requests over the per-source rate limit (logged at most every 10 s)"
-                    );
-                    last_rate_log = Some(now);
-                    limited_since_log = 0;
-                }
-                continue;
-            }
             let handler = OnRuntime(&*self.handler);
-            let outcome = process(&buf[..len], &self.config, &handler);
+            let outcome = self
+                .processor
+                .process(&buf[..len], peer.ip(), now, &handler);
             match outcome {
                 Outcome::Reply(bytes) => match self.socket.send_to(&bytes, peer).await {
-                    Ok(_) => {
-                        stats.out_packets.fetch_add(1, Ordering::Relaxed);
-                    }
+                    Ok(_) => EndpointCounters::bump(&stats.out_packets),
                     Err(e) => {
-                        stats.send_errors.fetch_add(1, Ordering::Relaxed);
-                        warn!(%peer, error = %e, len = bytes.len(), "snmp: cannot send response");
+                        EndpointCounters::bump(&stats.send_errors);
+                        warn!(%peer, error = %e, len = bytes.len(), "snmp: cannot send a response");
                     }
                 },
-                Outcome::BadCommunity => {
-                    if stats.bad_communities.fetch_add(1, Ordering::Relaxed) == 0 {
-                        debug!(%peer, "snmp: dropping request with unknown community (logged once)");
+                Outcome::Unlisted => {
+                    EndpointCounters::bump(&stats.unlisted);
+                    if let Some(n) = unlisted_log.due(now) {
+                        info!(
+                            "snmp: dropped {n} request(s) from sources no access rule lists \
+                             (the last from {}; logged at most every 10 s)",
+                            peer.ip()
+                        );
                     }
                 }
-                Outcome::Malformed(_) => {
-                    stats.malformed.fetch_add(1, Ordering::Relaxed);
+                Outcome::RateLimited => {
+                    EndpointCounters::bump(&stats.rate_limited);
+                    if let Some(n) = rate_log.due(now) {
+                        warn!(
+                            "snmp: dropped {n} request(s) over an access rule's rate guard \
+                             (the last from {}; logged at most every 10 s)",
+                            peer.ip()
+                        );
+                    }
                 }
+                Outcome::BadCommunity => {
+                    if stats.bad_communities.fetch_add(1, Ordering::Relaxed) == 0 {
+                        debug!(%peer, "snmp: dropping a request with a community no rule gives to its source (logged once)");
+                    }
+                }
+                Outcome::Malformed(_) => EndpointCounters::bump(&stats.malformed),
                 Outcome::Ignored(why) => {
-                    stats.ignored.fetch_add(1, Ordering::Relaxed);
+                    EndpointCounters::bump(&stats.ignored);
                     debug!(%peer, why, "snmp: ignoring message");
                 }
                 Outcome::TooBig => {
-                    stats.silent_drops.fetch_add(1, Ordering::Relaxed);
+                    EndpointCounters::bump(&stats.silent_drops);
                     debug!(%peer, "snmp: response too big even as tooBig; dropped");
                 }
             }
@@ -221,36 +236,26 @@ impl Serving {
     }
 }
 
-#[derive(Default)]
-struct Counters {
-    in_packets: AtomicU64,
-    out_packets: AtomicU64,
-    bad_communities: AtomicU64,
-    malformed: AtomicU64,
-    ignored: AtomicU64,
-    silent_drops: AtomicU64,
-    send_errors: AtomicU64,
-    rate_limited: AtomicU64,
-}
-
 /// Counts since the responder started (after the snmpInPkts etc. of SNMPv2-MIB).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponderStats {
     pub in_packets: u64,
     pub out_packets: u64,
+    /// From sources no access rule lists.
+    pub unlisted: u64,
     pub bad_communities: u64,
     pub malformed: u64,
     pub ignored: u64,
     pub silent_drops: u64,
     pub send_errors: u64,
-    /// Requests dropped over the per-source rate limit.
+    /// Requests dropped by a rate guard.
     pub rate_limited: u64,
 }
 
 /// A running responder; shuts it down when dropped.
 pub struct ResponderHandle {
     stop: Arc<Notify>,
-    stats: Arc<Counters>,
+    stats: Arc<EndpointCounters>,
     local_addr: Option<SocketAddr>,
     /// Receives nothing; disconnected when the task has ended.
     done: Option<std::sync::mpsc::Receiver<()>>,
@@ -270,6 +275,7 @@ impl ResponderHandle {
         ResponderStats {
             in_packets: l(&c.in_packets),
             out_packets: l(&c.out_packets),
+            unlisted: l(&c.unlisted),
             bad_communities: l(&c.bad_communities),
             malformed: l(&c.malformed),
             ignored: l(&c.ignored),

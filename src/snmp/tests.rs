@@ -336,10 +336,7 @@ fn get_bulk_is_truncated_to_the_size_limit_and_too_big_only_for_non_repeaters() 
 
     // a smaller configured limit
     for limit in [484usize, 1000, 1500] {
-        let c = ResponderConfig {
-            max_message_size: limit,
-            ..cfg()
-        };
+        let c = cfg().with_max_message_size(limit);
         let Outcome::Reply(r) = process(&bulk(9, 1, 1000, &[oid(&[1, 1]), start.clone()]), &c, &m)
         else {
             panic!()
@@ -356,10 +353,7 @@ fn get_bulk_is_truncated_to_the_size_limit_and_too_big_only_for_non_repeaters() 
     }
 
     // non-repeaters alone do not fit: tooBig with no varbinds
-    let c = ResponderConfig {
-        max_message_size: 484,
-        ..cfg()
-    };
+    let c = cfg().with_max_message_size(484);
     let names: Vec<Oid> = (0..10).map(|i| oid(&[5, i])).collect();
     let Outcome::Reply(r) = process(&bulk(11, 10, 5, &names), &c, &m) else {
         panic!()
@@ -376,10 +370,7 @@ fn get_too_big_is_reported_with_empty_varbinds() {
     let mut m = mib();
     m.objects
         .insert(oid(&[6]), Value::OctetString(vec![1; 400]));
-    let c = ResponderConfig {
-        max_message_size: 484,
-        ..cfg()
-    };
+    let c = cfg().with_max_message_size(484);
     let req = message(
         1,
         "public",
@@ -491,10 +482,7 @@ fn mutated_requests_never_panic() {
             ))),
         ),
     ];
-    let c = ResponderConfig {
-        write_community: Some("rw".into()),
-        ..cfg()
-    };
+    let c = cfg().with_write_community("rw");
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut rnd = move || {
         x ^= x << 13;
@@ -612,10 +600,7 @@ fn set_without_write_community_is_no_access() {
 
 #[test]
 fn set_runs_the_two_phase_protocol() {
-    let c = ResponderConfig {
-        write_community: Some("rw".into()),
-        ..cfg()
-    };
+    let c = cfg().with_write_community("rw");
     let sent = vec![
         (oid(&[1, 1]), Value::Integer(9)),
         (oid(&[1, 2]), Value::OctetString(b"abc".to_vec())),
@@ -682,7 +667,7 @@ fn responder_serves_over_udp_and_shuts_down_quickly() {
 
     let r = Responder::bind(
         "127.0.0.1:0".parse().unwrap(),
-        "public".into(),
+        ResponderConfig::new("public"),
         Arc::new(mib()),
     )
     .unwrap();
