@@ -17,7 +17,7 @@ use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
 use crate::ib::topology;
-use crate::ib::{Fabric, NodeType};
+use crate::ib::{Escaped, Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{EndpointCounters, MibHandler, Oid};
@@ -634,9 +634,17 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?
             .with_counters(endpoint_counters);
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
+        let rules = r.config().access.rules().len();
         info!(
-            "SNMP responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
-            cfg.snmp.community
+            "SNMP responder on {local} with {rules} access rule(s); the first: {}",
+            Escaped(
+                &r.config()
+                    .access
+                    .rules()
+                    .first()
+                    .map(|x| x.to_string())
+                    .unwrap_or_default()
+            )
         );
         Some(
             r.spawn()

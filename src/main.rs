@@ -98,7 +98,7 @@ struct RunArgs {
     /// Seconds between sweeps.
     #[arg(long, value_name = "SECONDS", value_parser = config::sweep_interval_arg)]
     sweep_interval: Option<Duration>,
-    /// Serve SNMPv2c on HOST:PORT with the built-in responder.
+    /// Serve SNMP (v1, v2c, v3) on HOST:PORT with the agent's own endpoint.
     #[arg(long, value_name = "HOST:PORT")]
     snmp_listen: Option<SocketAddr>,
     /// Accept SNMP SETs.

@@ -247,6 +247,36 @@ impl Rule {
     }
 }
 
+/// A rule as a log line shows it (a community is named, never its text).
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.principal {
+            Principal::Community(_) => f.write_str("a community")?,
+            Principal::User { name, level } => {
+                write!(f, "user {} at {level}", String::from_utf8_lossy(name))?
+            }
+        }
+        let sources: Vec<String> = self.sources.iter().map(|n| n.to_string()).collect();
+        write!(f, " from {}", sources.join(", "))?;
+        if self.view.is_all() {
+            f.write_str(", everything")?;
+        } else {
+            let roots: Vec<String> = self.view.roots().iter().map(|o| o.to_string()).collect();
+            write!(f, ", subtrees {}", roots.join(", "))?;
+        }
+        f.write_str(if self.write {
+            ", read-write"
+        } else {
+            ", read-only"
+        })?;
+        write!(f, ", responses up to {} octets", self.max_response_octets)?;
+        if let Some(g) = self.rate {
+            write!(f, ", at most {}/s after {}", g.rate, g.burst)?;
+        }
+        Ok(())
+    }
+}
+
 /// The rules, in the configuration's order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AccessTable {
