@@ -385,6 +385,31 @@ impl Shutdown {
 }
 
 /// Run until SIGINT/SIGTERM.
+/// The SNMPv3 engine of the endpoint: its ID (configured, or generated),
+/// its boots, and the users with their keys localized to it.
+fn snmp_engine(cfg: &Config) -> Result<crate::snmp::usm::Usm, AppError> {
+    use crate::snmp::usm::{EngineId, Usm};
+    let engine = match &cfg.snmp.engine_id {
+        Some(e) => e.clone(),
+        None => EngineId::generate()
+            .map_err(|e| AppError(format!("cannot make an SNMPv3 engine ID: {e}")))?,
+    };
+    let boots = 1;
+    let users = cfg
+        .snmp
+        .user
+        .iter()
+        .map(|u| u.user(&engine))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(AppError)?;
+    info!(
+        "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
+        users.len()
+    );
+    Usm::new(engine, boots, users)
+        .map_err(|e| AppError(format!("cannot start the SNMPv3 engine: {e}")))
+}
+
 pub fn run(cfg: Config) -> Result<(), AppError> {
     let shutdown = Shutdown::on_signals()?;
     let backend = match open_backend(&cfg, &shutdown) {
@@ -630,9 +655,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let config = ResponderConfig {
             access: cfg.snmp_access(),
         };
-        let r = Responder::bind(addr, config, Arc::clone(&view))
+        let mut r = Responder::bind(addr, config, Arc::clone(&view))
             .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?
             .with_counters(endpoint_counters);
+        if !cfg.snmp.user.is_empty() {
+            r = r.with_usm(snmp_engine(cfg)?);
+        }
         let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
         let rules = r.config().access.rules().len();
         info!(

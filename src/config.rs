@@ -21,6 +21,7 @@ use crate::mib::Oid;
 use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
+use crate::snmp::usm::{AuthProtocol, EngineId, PrivProtocol, User};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -86,6 +87,14 @@ pub struct SnmpConfig {
     pub access: Vec<AccessEntry>,
     /// `[[snmp.user]]`: SNMPv3 users.
     pub user: Vec<UserEntry>,
+    /// snmpEngineID in hex (5 to 32 octets); `None`: the one kept in
+    /// `engine_file`, or a new one.
+    #[serde(deserialize_with = "engine_id")]
+    pub engine_id: Option<EngineId>,
+    /// Where snmpEngineID and snmpEngineBoots are kept across restarts;
+    /// `None`: nowhere (a new engine ID each start).
+    #[serde(deserialize_with = "path")]
+    pub engine_file: Option<PathBuf>,
 }
 
 /// One `[[snmp.access]]` rule (checked by [`Config::parse`], so that an
@@ -138,6 +147,37 @@ pub struct UserEntry {
 }
 
 impl UserEntry {
+    /// The user with its keys localized to `engine` (from the passphrases:
+    /// 1 MB of hashing each).
+    pub fn user(&self, engine: &EngineId) -> Result<User, String> {
+        let auth = match &self.auth {
+            Some(a) => Some(a.parse::<AuthProtocol>().map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let privacy = match &self.privacy {
+            Some(p) => Some(p.parse::<PrivProtocol>().map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let hex = |h: &str| crate::snmp::usm::crypto::parse_hex(h).map_err(|e| e.to_string());
+        let r = match (&self.auth_key, &self.privacy_key) {
+            (Some(ak), pk) => User::from_localized_keys(
+                &self.name,
+                auth.map(|a| hex(ak).map(|k| (a, k))).transpose()?,
+                match (privacy, pk) {
+                    (Some(p), Some(k)) => Some((p, hex(k)?)),
+                    _ => None,
+                },
+            ),
+            (None, _) => User::from_passphrases(
+                &self.name,
+                auth.zip(self.auth_passphrase.as_deref()),
+                privacy.zip(self.privacy_passphrase.as_deref()),
+                engine,
+            ),
+        };
+        r.map_err(|e| format!("snmp.user `{}`: {e}", self.name.escape_debug()))
+    }
+
     /// The strongest level the user can use.
     pub fn level(&self) -> Level {
         match (&self.auth, &self.privacy) {
@@ -660,6 +700,8 @@ impl Default for SnmpConfig {
             rate_burst: 100,
             access: Vec::new(),
             user: Vec::new(),
+            engine_id: None,
+            engine_file: None,
         }
     }
 }
@@ -771,6 +813,16 @@ fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
 
 fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
     parse_listen(&String::deserialize(d)?).map_err(de::Error::custom)
+}
+
+fn engine_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EngineId>, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() {
+        return Ok(None);
+    }
+    EngineId::from_hex(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 fn networks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Network>, D::Error> {

@@ -178,13 +178,8 @@ fn subtree_end(prefix: &Oid) -> Option<Oid> {
     None
 }
 
-/// SNMPv3 security levels, in order of strength.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    NoAuthNoPriv,
-    AuthNoPriv,
-    AuthPriv,
-}
+/// SNMPv3 security levels, in order of strength (the USM's own type).
+pub use super::usm::SecurityLevel as Level;
 
 impl FromStr for Level {
     type Err = String;
@@ -198,16 +193,6 @@ impl FromStr for Level {
                 s.escape_debug()
             )),
         }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Level::NoAuthNoPriv => "noAuthNoPriv",
-            Level::AuthNoPriv => "authNoPriv",
-            Level::AuthPriv => "authPriv",
-        })
     }
 }
 

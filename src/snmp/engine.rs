@@ -19,7 +19,9 @@ use tracing::{debug, warn};
 
 use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
 use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
+use super::local::{LocalObjects, WithLocal};
 use super::rate::RateLimiter;
+use super::usm::{DropReason, Incoming, ReportKind, Usm};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
 /// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP header octets).
@@ -106,14 +108,26 @@ pub enum Outcome {
     Ignored(&'static str),
     /// Even the smallest error response exceeds the size limit (snmpSilentDrops).
     TooBig,
+    /// An SNMPv3 Report (discovery, time window, an unknown user, a wrong
+    /// digest ...): send it back; the USM counted it.
+    Report(ReportKind, Vec<u8>),
+    /// An SNMPv3 message the USM refused without a Report (its reportable
+    /// flag clear, a bad security model or flags): counted by the USM.
+    UsmDrop(DropReason),
+    /// An authenticated SNMPv3 user no rule gives to this source.
+    UnknownUser,
 }
 
-/// The request processor: the access rules and their rate guards.
+/// The request processor: the access rules and their rate guards, and the
+/// SNMPv3 engine (USM) when users are configured.
 #[derive(Debug)]
 pub struct Processor {
     access: AccessTable,
     /// One per rule, for rules with a rate guard.
     guards: Vec<Option<RateLimiter>>,
+    /// The USM and the time its engine booted (snmpEngineTime counts from
+    /// it).
+    usm: Option<(Usm, Instant)>,
 }
 
 impl Processor {
@@ -127,7 +141,18 @@ impl Processor {
         Processor {
             access: config.access,
             guards,
+            usm: None,
         }
+    }
+
+    /// Answers SNMPv3 through `usm`, whose engine booted at `booted`.
+    pub fn with_usm(mut self, usm: Usm, booted: Instant) -> Processor {
+        self.usm = Some((usm, booted));
+        self
+    }
+
+    pub fn usm(&self) -> Option<&Usm> {
+        self.usm.as_ref().map(|(u, _)| u)
     }
 
     pub fn access(&self) -> &AccessTable {
@@ -145,6 +170,14 @@ impl Processor {
         if !self.access.source_allowed(from) {
             return Outcome::Unlisted;
         }
+        if message_version(bytes) == Some(3) {
+            return self.v3(bytes, from, now, handler);
+        }
+        let local = self.local_objects(now);
+        let handler = &WithLocal {
+            inner: handler,
+            local: local.as_ref(),
+        };
         let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -202,6 +235,129 @@ impl Processor {
             }
             Err(o) => o,
         }
+    }
+}
+
+impl Processor {
+    /// The snmpEngine and usmStats objects, while SNMPv3 is configured.
+    fn local_objects(&self, now: Instant) -> Option<LocalObjects> {
+        let (usm, booted) = self.usm.as_ref()?;
+        Some(LocalObjects::of(
+            usm,
+            engine_time(now, *booted),
+            MAX_UDP_PAYLOAD,
+        ))
+    }
+
+    fn v3(
+        &mut self,
+        bytes: &[u8],
+        from: IpAddr,
+        now: Instant,
+        handler: &dyn MibHandler,
+    ) -> Outcome {
+        let Some((usm, booted)) = self.usm.as_mut() else {
+            return Outcome::Ignored("an SNMPv3 message, but no [[snmp.user]] is configured");
+        };
+        let time = engine_time(now, *booted);
+        let (ctx, pdus) = match usm.incoming(bytes, time) {
+            Incoming::Request(ctx, pdus) => (ctx, pdus),
+            Incoming::Report(kind, b) => return Outcome::Report(kind, b),
+            Incoming::Drop(DropReason::Malformed) => {
+                return Outcome::Malformed("not a decodable SNMPv3 message".into());
+            }
+            Incoming::Drop(DropReason::NotARequest) => {
+                return Outcome::Ignored("not a request PDU");
+            }
+            Incoming::Drop(why) => return Outcome::UsmDrop(why),
+        };
+        let local = LocalObjects::of(usm, time, MAX_UDP_PAYLOAD);
+        let handler = &WithLocal {
+            inner: handler,
+            local: Some(&local),
+        };
+        let Some(user) = usm.users().get(ctx.user).map(|u| u.name().to_vec()) else {
+            return Outcome::UnknownUser;
+        };
+        let Some((i, rule)) = self.access.for_user(from, &user, ctx.level) else {
+            if !self.access.names_user(from, &user) {
+                return Outcome::UnknownUser;
+            }
+            // The user may ask from here, but not at this level: as VACM
+            // answers a request its access entry does not allow.
+            let Some((request_id, varbinds)) = request_of(&pdus) else {
+                return Outcome::Ignored("not a request PDU");
+            };
+            let denied = Pdu {
+                request_id,
+                error_status: ErrorStatus::AuthorizationError as u32,
+                error_index: 0,
+                variable_bindings: varbinds.to_vec(),
+            };
+            return match usm.response(&ctx, Pdus::Response(v2::Response(denied)), time) {
+                Some(b) => Outcome::Reply(b),
+                None => Outcome::TooBig,
+            };
+        };
+        if let Some(Some(guard)) = self.guards.get_mut(i)
+            && !guard.allow(from, now)
+        {
+            return Outcome::RateLimited;
+        }
+        let max_message = rule
+            .max_response_octets
+            .min(usize::try_from(ctx.max_size).unwrap_or(usize::MAX));
+        let grant = Grant {
+            mib: Viewed {
+                inner: handler,
+                view: &rule.view,
+            },
+            write: rule.write,
+            version: Version::V2,
+            max_pdu: max_message.saturating_sub(usm.overhead(&ctx)),
+        };
+        match respond(&pdus, &grant) {
+            Ok(pdu) => match usm.response(&ctx, Pdus::Response(v2::Response(pdu)), time) {
+                Some(b) => Outcome::Reply(b),
+                None => Outcome::TooBig,
+            },
+            Err(o) => o,
+        }
+    }
+}
+
+/// snmpEngineTime: whole seconds since the engine booted.
+fn engine_time(now: Instant, booted: Instant) -> u32 {
+    u32::try_from(now.saturating_duration_since(booted).as_secs()).unwrap_or(u32::MAX)
+}
+
+/// The request ID and varbinds of a request (`None` for a Response, Trap,
+/// Report, Inform).
+fn request_of(pdus: &Pdus) -> Option<(i32, &[v2::VarBind])> {
+    match pdus {
+        Pdus::GetRequest(v2::GetRequest(p))
+        | Pdus::GetNextRequest(v2::GetNextRequest(p))
+        | Pdus::SetRequest(v2::SetRequest(p)) => Some((p.request_id, &p.variable_bindings)),
+        Pdus::GetBulkRequest(v2::GetBulkRequest(b)) => Some((b.request_id, &b.variable_bindings)),
+        _ => None,
+    }
+}
+
+/// The msgVersion of an SNMP message (`SEQUENCE { INTEGER version, ...`),
+/// read from its first octets without decoding the rest.
+pub fn message_version(b: &[u8]) -> Option<u8> {
+    if *b.first()? != 0x30 {
+        return None;
+    }
+    let l = *b.get(1)?;
+    let i = 2 + if l & 0x80 != 0 {
+        usize::from(l & 0x7f)
+    } else {
+        0
+    };
+    match b.get(i..i + 3)? {
+        [0x02, 0x01, v] => Some(*v),
+        _ => None,
     }
 }
 

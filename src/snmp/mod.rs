@@ -32,7 +32,9 @@
 pub mod access;
 pub(crate) mod codec;
 mod engine;
+mod local;
 pub mod rate;
+pub mod usm;
 
 pub use engine::{
     MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE, Outcome, Processor, RESPONDER_SESSION_ID, ResponderConfig,
@@ -50,6 +52,7 @@ use tracing::{debug, info, warn};
 
 use crate::mib::{EndpointCounters, MibHandler};
 use crate::runtime::{EdgeRuntime, OnRuntime};
+use usm::Usm;
 
 /// How often, at most, the responder logs that it drops requests.
 const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
@@ -60,6 +63,7 @@ pub struct Responder {
     config: ResponderConfig,
     handler: Arc<dyn MibHandler>,
     counters: Arc<EndpointCounters>,
+    usm: Option<Usm>,
 }
 
 impl Responder {
@@ -81,7 +85,15 @@ impl Responder {
             config,
             handler,
             counters: Arc::default(),
+            usm: None,
         })
+    }
+
+    /// Answers SNMPv3 through `usm` (its engine boots when the responder
+    /// starts serving).
+    pub fn with_usm(mut self, usm: Usm) -> Responder {
+        self.usm = Some(usm);
+        self
     }
 
     /// Counts into `counters` (shared with the MIB view that shows them).
@@ -109,9 +121,13 @@ impl Responder {
             let _in_runtime = runtime.handle().enter();
             tokio::net::UdpSocket::from_std(self.socket)?
         };
+        let mut processor = Processor::new(self.config);
+        if let Some(usm) = self.usm {
+            processor = processor.with_usm(usm, Instant::now());
+        }
         let serving = Serving {
             socket,
-            processor: Processor::new(self.config),
+            processor,
             handler: self.handler,
         };
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -169,6 +185,7 @@ impl Serving {
         }
         let mut buf = vec![0u8; 65536];
         let (mut rate_log, mut unlisted_log) = (DropLog::default(), DropLog::default());
+        let mut user_log = DropLog::default();
         loop {
             let received = tokio::select! {
                 r = self.socket.recv_from(&mut buf) => r,
@@ -229,6 +246,30 @@ impl Serving {
                 Outcome::TooBig => {
                     EndpointCounters::bump(&stats.silent_drops);
                     debug!(%peer, "snmp: response too big even as tooBig; dropped");
+                }
+                Outcome::Report(kind, bytes) => {
+                    debug!(%peer, ?kind, "snmp: SNMPv3 Report");
+                    match self.socket.send_to(&bytes, peer).await {
+                        Ok(_) => EndpointCounters::bump(&stats.out_packets),
+                        Err(e) => {
+                            EndpointCounters::bump(&stats.send_errors);
+                            warn!(%peer, error = %e, "snmp: cannot send a Report");
+                        }
+                    }
+                }
+                Outcome::UsmDrop(why) => {
+                    EndpointCounters::bump(&stats.ignored);
+                    debug!(%peer, ?why, "snmp: SNMPv3 message dropped");
+                }
+                Outcome::UnknownUser => {
+                    EndpointCounters::bump(&stats.bad_communities);
+                    if let Some(n) = user_log.due(now) {
+                        info!(
+                            "snmp: dropped {n} request(s) of SNMPv3 users no access rule lets ask \
+                             from their source (the last from {}; logged at most every 10 s)",
+                            peer.ip()
+                        );
+                    }
                 }
             }
         }

@@ -1,0 +1,179 @@
+//! The endpoint's own objects, beside the agent's MIB: SNMP-FRAMEWORK-MIB's
+//! snmpEngine group (RFC 3411) and SNMP-USM-MIB's usmStats (RFC 3414), as
+//! snmpd serves them for itself. Answered only by the endpoint (snmpd
+//! answers its own through AgentX), only while SNMPv3 is configured.
+
+use std::sync::LazyLock;
+
+use super::usm::Usm;
+use crate::mib::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
+
+/// snmpEngineID, snmpEngineBoots, snmpEngineTime, snmpEngineMaxMessageSize
+/// (`.0` instances), then usmStats 1 to 6.
+static OIDS: LazyLock<[Oid; 10]> = LazyLock::new(|| {
+    let engine = |c: u32| Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, c, 0]);
+    let usm = |c: u32| Oid::new(&[1, 3, 6, 1, 6, 3, 15, 1, 1, c, 0]);
+    [
+        engine(1),
+        engine(2),
+        engine(3),
+        engine(4),
+        usm(1),
+        usm(2),
+        usm(3),
+        usm(4),
+        usm(5),
+        usm(6),
+    ]
+});
+
+/// The values of [`OIDS`] at one moment.
+pub struct LocalObjects {
+    values: [Value; 10],
+}
+
+impl LocalObjects {
+    /// What `usm` says at `engine_time`, with `max_message` the largest
+    /// message the endpoint sends.
+    pub fn of(usm: &Usm, engine_time: u32, max_message: usize) -> LocalObjects {
+        let s = usm.stats();
+        let int = |v: u32| Value::Integer(i32::try_from(v).unwrap_or(i32::MAX));
+        LocalObjects {
+            values: [
+                Value::OctetString(usm.engine_id().as_bytes().to_vec()),
+                int(usm.boots()),
+                int(engine_time),
+                Value::Integer(i32::try_from(max_message).unwrap_or(i32::MAX)),
+                Value::Counter32(s.unsupported_sec_levels),
+                Value::Counter32(s.not_in_time_windows),
+                Value::Counter32(s.unknown_user_names),
+                Value::Counter32(s.unknown_engine_ids),
+                Value::Counter32(s.wrong_digests),
+                Value::Counter32(s.decryption_errors),
+            ],
+        }
+    }
+}
+
+/// A handler that answers [`LocalObjects`] and passes everything else on.
+pub struct WithLocal<'a> {
+    pub inner: &'a dyn MibHandler,
+    pub local: Option<&'a LocalObjects>,
+}
+
+impl WithLocal<'_> {
+    fn local_get(&self, oid: &Oid) -> Option<Value> {
+        let l = self.local?;
+        OIDS.iter()
+            .position(|o| o == oid)
+            .map(|i| l.values[i].clone())
+    }
+}
+
+impl MibHandler for WithLocal<'_> {
+    fn get(&self, oid: &Oid) -> Value {
+        self.local_get(oid).unwrap_or_else(|| self.inner.get(oid))
+    }
+
+    fn get_many(&self, oids: &[Oid]) -> Vec<Value> {
+        let mut out = self.inner.get_many(oids);
+        if self.local.is_some() {
+            for (v, o) in out.iter_mut().zip(oids) {
+                if let Some(l) = self.local_get(o) {
+                    *v = l;
+                }
+            }
+        }
+        out
+    }
+
+    fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
+        let theirs = self.inner.get_next(start, include, end);
+        let Some(l) = self.local else {
+            return theirs;
+        };
+        let ours = OIDS
+            .iter()
+            .zip(&l.values)
+            .find(|(o, _)| if include { *o >= start } else { *o > start })
+            .filter(|(o, _)| end.is_none_or(|e| *o < e));
+        match (theirs, ours) {
+            (Some(t), Some((o, _))) if t.name < *o => Some(t),
+            (_, Some((o, v))) => Some(VarBind::new(o.clone(), v.clone())),
+            (t, None) => t,
+        }
+    }
+
+    fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
+        self.inner.test_set(txn, varbinds)
+    }
+    fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
+        self.inner.commit_set(txn)
+    }
+    fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {
+        self.inner.undo_set(txn)
+    }
+    fn cleanup_set(&self, txn: SetTxn) {
+        self.inner.cleanup_set(txn)
+    }
+    fn session_closed(&self, session_id: u32) {
+        self.inner.session_closed(session_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snmp::usm::{EngineId, Usm};
+
+    struct Two;
+    impl MibHandler for Two {
+        fn get(&self, _: &Oid) -> Value {
+            Value::NoSuchObject
+        }
+        fn get_next(&self, start: &Oid, _: bool, _: Option<&Oid>) -> Option<VarBind> {
+            let a = Oid::new(&[1, 3, 6, 1, 3, 117, 1]);
+            let b = Oid::new(&[1, 3, 6, 1, 9]);
+            [a, b]
+                .into_iter()
+                .find(|o| o > start)
+                .map(|o| VarBind::new(o, Value::Integer(7)))
+        }
+    }
+
+    #[test]
+    fn a_walk_merges_the_local_objects_in_order() {
+        let usm = Usm::new(EngineId::from_hex("8000000001020304").unwrap(), 5, vec![]).unwrap();
+        let local = LocalObjects::of(&usm, 42, 1472);
+        let h = WithLocal {
+            inner: &Two,
+            local: Some(&local),
+        };
+        let mut seen = Vec::new();
+        let mut cur = Oid::new(&[1]);
+        while let Some(vb) = h.get_next(&cur, false, None) {
+            seen.push(vb.name.to_string());
+            cur = vb.name;
+        }
+        assert_eq!(seen.len(), 12);
+        assert_eq!(seen[0], "1.3.6.1.3.117.1");
+        assert_eq!(seen[1], "1.3.6.1.6.3.10.2.1.1.0");
+        assert_eq!(seen[11], "1.3.6.1.9");
+        assert_eq!(
+            h.get(&Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, 2, 0])),
+            Value::Integer(5)
+        );
+        assert_eq!(
+            h.get(&Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, 3, 0])),
+            Value::Integer(42)
+        );
+        let none = WithLocal {
+            inner: &Two,
+            local: None,
+        };
+        assert_eq!(
+            none.get(&Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, 2, 0])),
+            Value::NoSuchObject
+        );
+    }
+}
