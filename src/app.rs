@@ -432,9 +432,19 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
     if let Some(n) = &notifier {
         let _ = n.send("STOPPING=1");
     }
-    running.stop();
+    if !running.stop_within(STOP_BUDGET) {
+        warn!(
+            budget_ms = STOP_BUDGET.as_millis() as u64,
+            "some threads did not stop in time (blocked in a transport call); exiting without them"
+        );
+    }
+    info!("stopped");
     Ok(())
 }
+
+/// How long the agent's stop may take before it exits anyway: a SIGTERM
+/// ends the process within 3 s whatever a thread is blocked in.
+pub const STOP_BUDGET: Duration = Duration::from_millis(2500);
 
 /// A running agent: its threads, its session and responder. Dropping it
 /// (or [`Running::stop`]) triggers the shutdown signal, closes the AgentX
@@ -466,6 +476,23 @@ impl Running {
     /// Close the AgentX session, stop the responder and every thread.
     pub fn stop(self) {
         drop(self);
+    }
+
+    /// [`stop`](Self::stop) on a thread of its own, waiting for it at most
+    /// `budget`; false when it has not ended by then (a thread blocked in
+    /// a transport call is left behind: the process is about to exit).
+    pub fn stop_within(self, budget: Duration) -> bool {
+        self.shutdown.trigger();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stopper = std::thread::Builder::new()
+            .name("stop".into())
+            .spawn(move || {
+                drop(self);
+                let _ = tx.send(());
+            });
+        // When no thread can be started, the closure (and the agent) was
+        // dropped here, stopping it in place.
+        stopper.is_err() || rx.recv_timeout(budget).is_ok()
     }
 }
 
@@ -514,7 +541,9 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     );
     crate::mib::tables::start_clock();
     let cache = Arc::new(Cache::new());
-    let engine = Engine::new(transport, cfg.engine());
+    // A sweep in progress ends at the shutdown signal: the stop does not
+    // wait for a sweep of a fabric that stopped answering.
+    let engine = Engine::new(transport, cfg.engine()).with_cancel(shutdown.flag());
     let state = SharedState::new(fabric, cfg.sweep());
     let controller = Arc::new(Controller::new(
         state.clone(),

@@ -179,15 +179,30 @@ fn main() -> ExitCode {
                 }
             };
             init_logging(&cfg.log.level);
-            match ibpm_agentx::app::run(cfg) {
-                Ok(()) => ExitCode::SUCCESS,
+            let code = match ibpm_agentx::app::run(cfg) {
+                Ok(()) => 0,
                 Err(e) => {
                     eprintln!("ibpm-agentx: {e}");
-                    ExitCode::FAILURE
+                    1
                 }
-            }
+            };
+            exit_now(code)
         }
     }
+}
+
+/// Ends the process at once, after the agent has stopped (session closed,
+/// state file written): no exit handler runs. A library's handler may
+/// wait on something that no longer answers (umad2sim's talks to ibsim,
+/// and waits forever on a stopped simulator), and a thread the stop left
+/// behind may hold a lock such a handler needs.
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit takes no pointer and never returns; everything the
+    // process writes has been flushed above (logs go to stderr unbuffered).
+    unsafe { libc::_exit(code) }
 }
 
 /// Opens the configured backend and reads `port` of the node `node` names.
