@@ -38,9 +38,12 @@ const RESPONSE_CACHE: usize = 64;
 pub const MAX_TRANSACTIONS: usize = 64;
 /// Largest number of varbinds in a GetBulk response.
 pub const MAX_BULK_VARBINDS: usize = 4096;
-/// Largest encoded varbind list of a GetBulk response, in octets: what one
-/// SNMP message over UDP can carry at most.
-pub const MAX_BULK_OCTETS: usize = 65_507;
+/// Largest encoded varbind list of any Response, in octets: what one SNMP
+/// message over UDP can carry at most. A GetBulk's answer ends before the
+/// first varbind past it (non-repeaters included, RFC 3416 4.2.3); a Get
+/// or GetNext that cannot fit is answered tooBig with no varbinds (RFC
+/// 3416 4.2.1).
+pub const MAX_RESPONSE_OCTETS: usize = 65_507;
 /// Log every Nth refused registration (the first always).
 const LOG_EVERY: u64 = 20;
 
@@ -751,14 +754,16 @@ impl AgentxCore {
             Payload::Get { ranges, .. } => {
                 let names: Vec<Oid> = ranges.into_iter().map(|r| r.start).collect();
                 let values = mib.get_many(&names);
-                names
+                let vbs: Vec<VarBind> = names
                     .into_iter()
                     .zip(values)
                     .map(|(n, v)| VarBind::new(n, v))
-                    .collect()
+                    .collect();
+                return Some(whole_or_too_big(h, vbs));
             }
             Payload::GetNext { ranges, .. } => {
-                ranges.iter().map(|r| next_in_range(mib, r)).collect()
+                let vbs = ranges.iter().map(|r| next_in_range(mib, r)).collect();
+                return Some(whole_or_too_big(h, vbs));
             }
             Payload::GetBulk {
                 non_repeaters,
@@ -904,6 +909,24 @@ fn set_answer(h: &Header, r: Result<(), SetError>) -> Pdu {
     }
 }
 
+/// The answer to a Get or GetNext: every varbind, or tooBig with none when
+/// they exceed [`MAX_RESPONSE_OCTETS`].
+fn whole_or_too_big(h: &Header, vbs: Vec<VarBind>) -> Pdu {
+    let octets = vbs
+        .iter()
+        .map(pdu::varbind_len)
+        .fold(0usize, usize::saturating_add);
+    if octets > MAX_RESPONSE_OCTETS {
+        tracing::debug!(
+            varbinds = vbs.len(),
+            octets,
+            "AgentX answer too big; answering tooBig"
+        );
+        return Pdu::response_to(h, ResError::Snmp(ErrorStatus::TooBig), 0, vec![]);
+    }
+    Pdu::response_to(h, ResError::NO_ERROR, 0, vbs)
+}
+
 fn next_in_range(handler: &dyn MibHandler, r: &SearchRange) -> VarBind {
     match handler.get_next(&r.start, r.include, r.end_bound()) {
         Some(vb) if r.end_bound().is_none_or(|e| vb.name < *e) => vb,
@@ -915,7 +938,8 @@ fn next_in_range(handler: &dyn MibHandler, r: &SearchRange) -> VarBind {
 /// to `max_repetitions` times, each repetition starting after the previous
 /// answer; stops early once every repeater reached endOfMibView, and once
 /// the response holds [`MAX_BULK_VARBINDS`] varbinds or
-/// [`MAX_BULK_OCTETS`] octets of them (what fits is answered).
+/// [`MAX_RESPONSE_OCTETS`] octets of them (what fits is answered, the
+/// non-repeaters included).
 pub fn get_bulk(
     handler: &dyn MibHandler,
     non_repeaters: u16,
@@ -928,13 +952,12 @@ pub fn get_bulk(
         max_repetitions,
         ranges,
         MAX_BULK_VARBINDS,
-        MAX_BULK_OCTETS,
+        MAX_RESPONSE_OCTETS,
     )
 }
 
-/// [`get_bulk`] with its bounds given. The non-repeaters are always
-/// answered (one varbind per range of the request, so bounded by its size);
-/// repetitions stop at the first varbind that does not fit.
+/// [`get_bulk`] with its bounds given: the answer ends at the first
+/// varbind that does not fit, non-repeater or repetition.
 pub fn get_bulk_within(
     handler: &dyn MibHandler,
     non_repeaters: u16,
@@ -944,11 +967,19 @@ pub fn get_bulk_within(
     max_octets: usize,
 ) -> Vec<VarBind> {
     let n = (non_repeaters as usize).min(ranges.len());
-    let mut out: Vec<VarBind> = ranges[..n]
-        .iter()
-        .map(|r| next_in_range(handler, r))
-        .collect();
-    let mut octets: usize = out.iter().map(pdu::varbind_len).sum();
+    let mut out: Vec<VarBind> = Vec::with_capacity(n.min(max_varbinds));
+    let mut octets: usize = 0;
+    for r in &ranges[..n] {
+        if out.len() >= max_varbinds {
+            return out;
+        }
+        let vb = next_in_range(handler, r);
+        octets = octets.saturating_add(pdu::varbind_len(&vb));
+        if octets > max_octets {
+            return out;
+        }
+        out.push(vb);
+    }
     let mut cursors: Vec<(SearchRange, bool)> =
         ranges[n..].iter().map(|r| (r.clone(), false)).collect();
     if cursors.is_empty() {
