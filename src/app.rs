@@ -31,11 +31,34 @@ use crate::transport::umad::{UmadConfig, UmadTransport};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
-pub struct AppError(pub String);
+pub struct AppError {
+    pub message: String,
+    /// A file the configuration names is wrong (the topology): the same
+    /// kind of failure `check-config` reports.
+    pub config: bool,
+}
+
+impl AppError {
+    /// A failure of the fabric or of the system.
+    pub fn new(message: impl Into<String>) -> AppError {
+        AppError {
+            message: message.into(),
+            config: false,
+        }
+    }
+
+    /// A failure of the configuration or a file it names.
+    pub fn config(message: impl Into<String>) -> AppError {
+        AppError {
+            message: message.into(),
+            config: true,
+        }
+    }
+}
 
 impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -123,7 +146,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
     match cfg.fabric.backend {
         FabricBackend::Umad if cfg.doca.enabled => {
             let mut b = open_umad(cfg, cancel)?;
-            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError)?;
+            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::new)?;
             // The local adapter is in the discovered fabric; a node that
             // is not (a port without a link) is served by DOCA alone.
             for n in std::mem::take(&mut doca.nodes) {
@@ -140,7 +163,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
         FabricBackend::Sim => {}
     }
     let fabric = match cfg.topology_path() {
-        Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
+        Some(p) => topology::load(&p).map_err(|e| AppError::config(e.to_string()))?,
         None => topology::default_fabric(),
     };
     let sim = SimFabric::new(fabric, sim_options(cfg));
@@ -162,7 +185,8 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         retries: 0,
         serve_perf_mgt: false,
     };
-    let sweep = UmadTransport::open(&ucfg).map_err(|e| AppError(format!("umad backend: {e}")))?;
+    let sweep =
+        UmadTransport::open(&ucfg).map_err(|e| AppError::new(format!("umad backend: {e}")))?;
     let local = sweep.local_port().clone();
     let dopts = DiscoverOptions {
         window: cfg.mad.window,
@@ -176,10 +200,10 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         match discover_with_stats(&mut smp, &dopts) {
             Ok(r) => r,
             Err(DiscoverError::Cancelled) => {
-                return Err(AppError("umad backend: start-up cancelled".into()));
+                return Err(AppError::new("umad backend: start-up cancelled"));
             }
             Err(e) => {
-                return Err(AppError(format!(
+                return Err(AppError::new(format!(
                     "umad backend: {} port {}/{}: {e}",
                     local.device, local.ca, local.port
                 )));
@@ -208,7 +232,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         "fabric discovered"
     );
     if with_lid == 0 {
-        return Err(AppError(format!(
+        return Err(AppError::new(format!(
             "umad backend: {} nodes found but none has a LID: no subnet manager has \
              configured the fabric (run opensm, or `opensm -o` once)",
             fabric.nodes.len()
@@ -223,7 +247,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     let handle = |what: &str| {
         sweep
             .pm_handle()
-            .map_err(|e| AppError(format!("umad backend: {what} handle: {e}")))
+            .map_err(|e| AppError::new(format!("umad backend: {what} handle: {e}")))
     };
     let write = handle("write")?;
     let poll = handle("sample poller")?;
@@ -248,7 +272,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
 /// alone. There is no MAD transport: the sweeper sends nothing and a SET
 /// fails cleanly.
 pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
-    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError)?;
+    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::new)?;
     let mut fabric = Fabric {
         nodes: std::mem::take(&mut doca.nodes),
     };
@@ -364,7 +388,7 @@ impl Shutdown {
         let s = Shutdown::new();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, Arc::clone(&s.0))
-                .map_err(|e| AppError(format!("cannot install signal handler: {e}")))?;
+                .map_err(|e| AppError::new(format!("cannot install signal handler: {e}")))?;
         }
         Ok(s)
     }
@@ -572,7 +596,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
     let poller = controller
         .spawn_poller(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sample poller: {e}")))?;
+        .map_err(|e| AppError::new(format!("cannot start the sample poller: {e}")))?;
     running.threads.push(("sample poller", poller));
     if let Some(doca) = doca {
         let missing = state.lock().set_doca_ports(&doca.ports);
@@ -582,13 +606,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let t = doca
             .sampler
             .spawn(state.clone(), Arc::clone(&cache), running.shutdown.flag())
-            .map_err(|e| AppError(format!("cannot start the DOCA sampler: {e}")))?;
+            .map_err(|e| AppError::new(format!("cannot start the DOCA sampler: {e}")))?;
         running.threads.push(("doca sampler", t));
     }
     let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
     if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
         let t = spawn_rediscovery(source, state, rediscover, portinfo, running.shutdown.flag())
-            .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
+            .map_err(|e| AppError::new(format!("cannot start rediscovery: {e}")))?;
         running.threads.push(("rediscovery", t));
     }
 
@@ -619,7 +643,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
         Some(
             Session::spawn(scfg, Arc::clone(&view))
-                .map_err(|e| AppError(format!("cannot start the AgentX session: {e}")))?,
+                .map_err(|e| AppError::new(format!("cannot start the AgentX session: {e}")))?,
         )
     } else {
         None
@@ -633,7 +657,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
             None if !cfg.notify.sinks.is_empty() => {
                 let t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
-                    .map_err(|e| AppError(format!("cannot open the trap socket: {e}")))?;
+                    .map_err(|e| AppError::new(format!("cannot open the trap socket: {e}")))?;
                 info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks");
                 Some(Box::new(t))
             }
@@ -649,26 +673,26 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     }
     let sweep_thread = sweeper
         .spawn(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
+        .map_err(|e| AppError::new(format!("cannot start the sweeper: {e}")))?;
     running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
         let mut r = Responder::bind(addr, cfg.snmp.community.clone(), Arc::clone(&view))
-            .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?;
+            .map_err(|e| AppError::new(format!("cannot listen on {addr}: {e}")))?;
         if let Some(w) = &cfg.snmp.write_community {
             r = r.with_write_community(w.clone());
         }
         r = r
             .with_max_message_size(cfg.snmp.max_response_octets)
             .with_rate_limit(cfg.snmp.rate_limit, cfg.snmp.rate_burst);
-        let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
+        let local = r.local_addr().map_err(|e| AppError::new(e.to_string()))?;
         info!(
             "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
             cfg.snmp.community
         );
         Some(
             r.spawn()
-                .map_err(|e| AppError(format!("cannot start the SNMP responder: {e}")))?,
+                .map_err(|e| AppError::new(format!("cannot start the SNMP responder: {e}")))?,
         )
     } else {
         None
@@ -778,7 +802,7 @@ mod tests {
         cfg.snmp.listen = Some(taken.local_addr().unwrap());
         let (backend, token) = tracked_backend();
         let e = start(&cfg, backend).err().expect("the port is taken");
-        assert!(e.0.contains("cannot listen"), "{e}");
+        assert!(e.message.contains("cannot listen"), "{e}");
         assert_eq!(
             Arc::strong_count(&token),
             1,

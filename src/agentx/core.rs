@@ -47,6 +47,31 @@ pub const MAX_RESPONSE_OCTETS: usize = 65_507;
 /// Log every Nth refused registration (the first always).
 const LOG_EVERY: u64 = 20;
 
+/// Times one kind of a peer's misbehaviour was seen, for a log that says
+/// it with a count instead of once per time: the 1st, 2nd, 4th ...
+/// 1024th time, then every 1024th.
+#[derive(Clone, Copy, Debug, Default)]
+struct Repeats(u64);
+
+impl Repeats {
+    /// Count one more; the count when this one is to be logged.
+    fn log(&mut self) -> Option<u64> {
+        self.0 += 1;
+        let n = self.0;
+        ((n.is_power_of_two() && n <= 1024) || n.is_multiple_of(1024)).then_some(n)
+    }
+}
+
+/// The master's misbehaviour the core logs, kind by kind.
+#[derive(Clone, Copy, Debug, Default)]
+struct PeerRepeats {
+    malformed: Repeats,
+    not_a_request: Repeats,
+    not_open: Repeats,
+    out_of_order: Repeats,
+    abandoned: Repeats,
+}
+
 /// What the driver does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
@@ -205,6 +230,8 @@ pub struct AgentxCore {
     /// SET transactions of this session, oldest first.
     txns: VecDeque<(u32, TxnPhase)>,
     stats: CoreStats,
+    /// How often the master misbehaved, per kind, for the log.
+    repeats: PeerRepeats,
 }
 
 impl AgentxCore {
@@ -222,6 +249,7 @@ impl AgentxCore {
             cache_max_packet: 0,
             txns: VecDeque::new(),
             stats: CoreStats::default(),
+            repeats: PeerRepeats::default(),
         }
     }
 
@@ -543,7 +571,12 @@ impl AgentxCore {
         let pdu = match pdu {
             Ok(p) => p,
             Err(e) => {
-                tracing::warn!("malformed AgentX PDU from master: {e}; answering parseError");
+                if let Some(times) = self.repeats.malformed.log() {
+                    tracing::warn!(
+                        times,
+                        "malformed AgentX PDU from master: {e}; answering parseError"
+                    );
+                }
                 match e.header {
                     Some(h) => self.answer_error(&h, AgentxError::ParseError, out),
                     None => self.lose(Lost::OutOfSync, out),
@@ -565,10 +598,13 @@ impl AgentxCore {
             | Payload::UndoSet
             | Payload::CleanupSet => self.on_request(pdu, mib, out),
             _ => {
-                tracing::warn!(
-                    "AgentX {:?} from master is not a request a subagent serves; answering processingError",
-                    pdu.payload.pdu_type()
-                );
+                if let Some(times) = self.repeats.not_a_request.log() {
+                    tracing::warn!(
+                        times,
+                        "AgentX {:?} from master is not a request a subagent serves; answering processingError",
+                        pdu.payload.pdu_type()
+                    );
+                }
                 self.answer_error(&header_of(&pdu), AgentxError::ProcessingError, out);
             }
         }
@@ -726,14 +762,17 @@ impl AgentxCore {
 
     /// RFC 2741 7.1.4.x / 7.2.1: a request for another session is answered
     /// `notOpen`, one for a non-default context `unsupportedContext`.
-    fn refusal(&self, pdu: &Pdu) -> Option<AgentxError> {
+    fn refusal(&mut self, pdu: &Pdu) -> Option<AgentxError> {
         if self.session_id != Some(pdu.session_id) {
-            tracing::warn!(
-                session = pdu.session_id,
-                open = ?self.session_id,
-                "AgentX {:?} for a session that is not open here; answering notOpen",
-                pdu.payload.pdu_type()
-            );
+            if let Some(times) = self.repeats.not_open.log() {
+                tracing::warn!(
+                    session = pdu.session_id,
+                    open = ?self.session_id,
+                    times,
+                    "AgentX {:?} for a session that is not open here; answering notOpen",
+                    pdu.payload.pdu_type()
+                );
+            }
             return Some(AgentxError::NotOpen);
         }
         if pdu.payload.context().is_some() {
@@ -799,10 +838,13 @@ impl AgentxCore {
         what: &'static str,
         status: ErrorStatus,
     ) -> Result<(), SetError> {
-        tracing::warn!(
-            transaction = txn.transaction_id,
-            "AgentX {what} refused ({status:?})"
-        );
+        if let Some(times) = self.repeats.out_of_order.log() {
+            tracing::warn!(
+                transaction = txn.transaction_id,
+                times,
+                "AgentX {what} refused ({status:?})"
+            );
+        }
         self.stats.refused += 1;
         Err(SetError { status, index: 0 })
     }
@@ -819,10 +861,13 @@ impl AgentxCore {
         if self.txns.len() >= MAX_TRANSACTIONS
             && let Some((old, _)) = self.txns.pop_front()
         {
-            tracing::warn!(
-                transaction = old,
-                "AgentX SET transaction without CleanupSet dropped"
-            );
+            if let Some(times) = self.repeats.abandoned.log() {
+                tracing::warn!(
+                    transaction = old,
+                    times,
+                    "AgentX SET transaction without CleanupSet dropped"
+                );
+            }
             mib.cleanup_set(SetTxn {
                 session_id: txn.session_id,
                 transaction_id: old,

@@ -733,3 +733,15 @@ fn resends_are_answered_from_the_cache_whatever_the_numbering() {
     assert_eq!(again.packet_id, last);
     assert_eq!(core.stats().resends_answered, 4);
 }
+
+/// A master's 100,000 abandoned TestSets make about a hundred log lines,
+/// each with the count so far, not 100,000.
+#[test]
+fn repeated_misbehaviour_is_logged_with_a_count() {
+    let mut r = Repeats::default();
+    let logged: Vec<u64> = (0..100_000).filter_map(|_| r.log()).collect();
+    assert_eq!(&logged[..4], &[1, 2, 4, 8]);
+    assert_eq!(logged.len(), 11 + 100_000 / 1024 - 1);
+    assert!(logged.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(*logged.last().unwrap(), 100_000 / 1024 * 1024);
+}
