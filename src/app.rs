@@ -466,9 +466,10 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
     Ok(())
 }
 
-/// How long the agent's stop may take before it exits anyway: a SIGTERM
-/// ends the process within 3 s whatever a thread is blocked in.
-pub const STOP_BUDGET: Duration = Duration::from_millis(2500);
+/// How long the agent's stop may take before it exits anyway: with the
+/// exit handlers' own bound (in `main`), a SIGTERM ends the process within
+/// 3 s whatever a thread is blocked in.
+pub const STOP_BUDGET: Duration = Duration::from_millis(1800);
 
 /// A running agent: its threads, its session and responder. Dropping it
 /// (or [`Running::stop`]) triggers the shutdown signal, closes the AgentX

@@ -210,18 +210,29 @@ fn main() -> ExitCode {
     }
 }
 
-/// Ends the process at once, after the agent has stopped (session closed,
-/// state file written): no exit handler runs. A library's handler may
-/// wait on something that no longer answers (umad2sim's talks to ibsim,
-/// and waits forever on a stopped simulator), and a thread the stop left
-/// behind may hold a lock such a handler needs.
+/// How long the exit handlers may take before the process ends without
+/// them.
+const EXIT_GRACE: Duration = Duration::from_millis(800);
+
+/// Ends the process after the agent has stopped (session closed, state
+/// file written): the exit handlers run, but for at most [`EXIT_GRACE`].
+/// A library's handler may wait on something that no longer answers
+/// (umad2sim's tells ibsim it leaves, and waits forever on a stopped
+/// simulator), or on a lock a thread the stop left behind holds.
 fn exit_now(code: u8) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    // SAFETY: _exit takes no pointer and never returns; everything the
-    // process writes has been flushed above (logs go to stderr unbuffered).
-    unsafe { libc::_exit(i32::from(code)) }
+    let _ = std::thread::Builder::new()
+        .name("exit".into())
+        .spawn(move || {
+            std::thread::sleep(EXIT_GRACE);
+            // SAFETY: _exit takes no pointer and never returns; what the
+            // process writes was flushed above (logs go to stderr
+            // unbuffered).
+            unsafe { libc::_exit(i32::from(code)) }
+        });
+    std::process::exit(i32::from(code))
 }
 
 /// Opens the configured backend and reads `port` of the node `node` names.

@@ -225,3 +225,53 @@ fn a_frozen_fabric_holds_neither_snmpd_nor_the_stop() {
     );
     eprintln!("stopped {took:?} after SIGTERM");
 }
+
+/// The start-up race: SIGTERM 10 ms after the agent says it is discovering
+/// the fabric ends it within 3 s, start after start. `STARTS=N` and
+/// `FAT_TREE=leaves,spines,hosts,dual` (default 14,7,8,2: 133 nodes) try
+/// more starts or a larger fabric.
+#[test]
+fn sigterm_right_after_discovering_always_ends_the_agent() {
+    let netdir = tempfile::Builder::new()
+        .prefix("ibpm-ft-")
+        .tempdir()
+        .expect("temp dir");
+    let net = netdir.path().join("fat-tree.net");
+    let shape: Vec<usize> = std::env::var("FAT_TREE")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| v.len() == 4)
+        .unwrap_or_else(|| vec![14, 7, 8, 2]);
+    let text = ibsim::gen_fat_tree(shape[0], shape[1], shape[2], shape[3]);
+    fs::write(&net, text).expect("write netfile");
+    let sim = IbSim::start(&net);
+    let starts: usize = std::env::var("STARTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let mut worst = Duration::ZERO;
+    for i in 0..starts {
+        let (mut c, log) = sim.agent_command(
+            "[agentx]\nenabled = false\n[fabric]\nbackend = \"umad\"\n[log]\nlevel = \"info\"\n",
+        );
+        let mut agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("discovering the fabric")
+        {
+            assert!(Instant::now() < deadline, "start {i}: no discovery");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        let t0 = Instant::now();
+        agent.term_grace = Duration::from_secs(10);
+        let status = agent.stop().expect("status");
+        let took = t0.elapsed();
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        assert!(took < STOP_BOUND, "start {i}: {took:?} to stop:\n{text}");
+        assert!(status.success(), "start {i}: {status}:\n{text}");
+        worst = worst.max(took);
+    }
+    eprintln!("{starts} starts: SIGTERM 10 ms after discovering; slowest stop {worst:?}");
+}
