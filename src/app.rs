@@ -17,7 +17,7 @@ use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
 use crate::ib::topology;
-use crate::ib::{Fabric, NodeType};
+use crate::ib::{Escaped, Fabric, NodeType};
 use crate::mib::tables::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{MibHandler, Oid};
@@ -194,7 +194,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         cancel: Some(cancel.flag()),
         ..Default::default()
     };
-    info!(ca = %local.ca, port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
+    info!(ca = %Escaped(&local.ca), port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
     let (fabric, stats) = {
         let mut smp = sweep.smp_handle();
         match discover_with_stats(&mut smp, &dopts) {
@@ -205,7 +205,9 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             Err(e) => {
                 return Err(AppError::new(format!(
                     "umad backend: {} port {}/{}: {e}",
-                    local.device, local.ca, local.port
+                    Escaped(&local.device),
+                    Escaped(&local.ca),
+                    local.port
                 )));
             }
         }
@@ -689,7 +691,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let local = r.local_addr().map_err(|e| AppError::new(e.to_string()))?;
         info!(
             "SNMPv2c responder on {local}; try: snmpbulkwalk -v2c -c {} -On {local} 1.3.6.1.3.117",
-            cfg.snmp.community
+            Escaped(&cfg.snmp.community)
         );
         Some(
             r.spawn()
