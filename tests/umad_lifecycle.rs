@@ -153,11 +153,15 @@ fn transport_death_is_one_error_line_and_every_row_goes() {
     let port = free_udp_port();
     let addr = format!("udp:127.0.0.1:{port}");
     let log = sim.dir().join("agent.log");
-    let mut agent = start_agent(
-        &sim,
-        "sweep_interval = 0.5\nunreachable_after = 2\nunreachable_rows = \"drop\"\n",
-        &format!("[snmp]\nlisten = \"127.0.0.1:{port}\"\n"),
-        &log,
+    // Stopped by PID when dropped, also when an assertion fails.
+    let mut agent = common::ChildGuard::new(
+        "ibpm-agentx",
+        start_agent(
+            &sim,
+            "sweep_interval = 0.5\nunreachable_after = 2\nunreachable_rows = \"drop\"\n",
+            &format!("[snmp]\nlisten = \"127.0.0.1:{port}\"\n"),
+            &log,
+        ),
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     let all = loop {
@@ -201,10 +205,5 @@ fn transport_death_is_one_error_line_and_every_row_goes() {
         "a line per node instead of one:\n{text}"
     );
     assert!(all.len() == 6);
-    assert!(
-        agent.try_wait().expect("try_wait").is_none(),
-        "agent exited:\n{text}"
-    );
-    let _ = agent.kill();
-    let _ = agent.wait();
+    assert!(agent.running(), "agent exited:\n{text}");
 }
