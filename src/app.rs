@@ -31,11 +31,34 @@ use crate::transport::umad::{UmadConfig, UmadTransport};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
-pub struct AppError(pub String);
+pub struct AppError {
+    pub message: String,
+    /// A file the configuration names is wrong (the topology): the same
+    /// kind of failure `check-config` reports.
+    pub config: bool,
+}
+
+impl AppError {
+    /// A failure of the fabric or of the system.
+    pub fn new(message: impl Into<String>) -> AppError {
+        AppError {
+            message: message.into(),
+            config: false,
+        }
+    }
+
+    /// A failure of the configuration or a file it names.
+    pub fn config(message: impl Into<String>) -> AppError {
+        AppError {
+            message: message.into(),
+            config: true,
+        }
+    }
+}
 
 impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -123,7 +146,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
     match cfg.fabric.backend {
         FabricBackend::Umad if cfg.doca.enabled => {
             let mut b = open_umad(cfg, cancel)?;
-            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError)?;
+            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::new)?;
             // The local adapter is in the discovered fabric; a node that
             // is not (a port without a link) is served by DOCA alone.
             for n in std::mem::take(&mut doca.nodes) {
@@ -140,7 +163,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
         FabricBackend::Sim => {}
     }
     let fabric = match cfg.topology_path() {
-        Some(p) => topology::load(&p).map_err(|e| AppError(e.to_string()))?,
+        Some(p) => topology::load(&p).map_err(|e| AppError::config(e.to_string()))?,
         None => topology::default_fabric(),
     };
     let sim = SimFabric::new(fabric, sim_options(cfg));
@@ -162,7 +185,8 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         retries: 0,
         serve_perf_mgt: false,
     };
-    let sweep = UmadTransport::open(&ucfg).map_err(|e| AppError(format!("umad backend: {e}")))?;
+    let sweep =
+        UmadTransport::open(&ucfg).map_err(|e| AppError::new(format!("umad backend: {e}")))?;
     let local = sweep.local_port().clone();
     let dopts = DiscoverOptions {
         window: cfg.mad.window,
@@ -170,18 +194,20 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         cancel: Some(cancel.flag()),
         ..Default::default()
     };
-    info!(ca = %local.ca, port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
+    info!(ca = %Escaped(&local.ca), port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
     let (fabric, stats) = {
         let mut smp = sweep.smp_handle();
         match discover_with_stats(&mut smp, &dopts) {
             Ok(r) => r,
             Err(DiscoverError::Cancelled) => {
-                return Err(AppError("umad backend: start-up cancelled".into()));
+                return Err(AppError::new("umad backend: start-up cancelled"));
             }
             Err(e) => {
-                return Err(AppError(format!(
+                return Err(AppError::new(format!(
                     "umad backend: {} port {}/{}: {e}",
-                    local.device, local.ca, local.port
+                    Escaped(&local.device),
+                    Escaped(&local.ca),
+                    local.port
                 )));
             }
         }
@@ -208,7 +234,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         "fabric discovered"
     );
     if with_lid == 0 {
-        return Err(AppError(format!(
+        return Err(AppError::new(format!(
             "umad backend: {} nodes found but none has a LID: no subnet manager has \
              configured the fabric (run opensm, or `opensm -o` once)",
             fabric.nodes.len()
@@ -223,7 +249,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     let handle = |what: &str| {
         sweep
             .pm_handle()
-            .map_err(|e| AppError(format!("umad backend: {what} handle: {e}")))
+            .map_err(|e| AppError::new(format!("umad backend: {what} handle: {e}")))
     };
     let write = handle("write")?;
     let poll = handle("sample poller")?;
@@ -248,7 +274,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
 /// alone. There is no MAD transport: the sweeper sends nothing and a SET
 /// fails cleanly.
 pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
-    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError)?;
+    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::new)?;
     let mut fabric = Fabric {
         nodes: std::mem::take(&mut doca.nodes),
     };
@@ -364,7 +390,7 @@ impl Shutdown {
         let s = Shutdown::new();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, Arc::clone(&s.0))
-                .map_err(|e| AppError(format!("cannot install signal handler: {e}")))?;
+                .map_err(|e| AppError::new(format!("cannot install signal handler: {e}")))?;
         }
         Ok(s)
     }
@@ -392,7 +418,7 @@ fn snmp_engine(cfg: &Config) -> Result<crate::snmp::usm::Usm, AppError> {
     let engine = match &cfg.snmp.engine_id {
         Some(e) => e.clone(),
         None => EngineId::generate()
-            .map_err(|e| AppError(format!("cannot make an SNMPv3 engine ID: {e}")))?,
+            .map_err(|e| AppError::new(format!("cannot make an SNMPv3 engine ID: {e}")))?,
     };
     let boots = 1;
     let users = cfg
@@ -401,13 +427,13 @@ fn snmp_engine(cfg: &Config) -> Result<crate::snmp::usm::Usm, AppError> {
         .iter()
         .map(|u| u.user(&engine))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(AppError)?;
+        .map_err(AppError::config)?;
     info!(
         "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
         users.len()
     );
     Usm::new(engine, boots, users)
-        .map_err(|e| AppError(format!("cannot start the SNMPv3 engine: {e}")))
+        .map_err(|e| AppError::new(format!("cannot start the SNMPv3 engine: {e}")))
 }
 
 pub fn run(cfg: Config) -> Result<(), AppError> {
@@ -457,9 +483,20 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
     if let Some(n) = &notifier {
         let _ = n.send("STOPPING=1");
     }
-    running.stop();
+    if !running.stop_within(STOP_BUDGET) {
+        warn!(
+            budget_ms = STOP_BUDGET.as_millis() as u64,
+            "some threads did not stop in time (blocked in a transport call); exiting without them"
+        );
+    }
+    info!("stopped");
     Ok(())
 }
+
+/// How long the agent's stop may take before it exits anyway: with the
+/// exit handlers' own bound (in `main`), a SIGTERM ends the process within
+/// 3 s whatever a thread is blocked in.
+pub const STOP_BUDGET: Duration = Duration::from_millis(1800);
 
 /// A running agent: its threads, its session and responder. Dropping it
 /// (or [`Running::stop`]) triggers the shutdown signal, closes the AgentX
@@ -491,6 +528,23 @@ impl Running {
     /// Close the AgentX session, stop the responder and every thread.
     pub fn stop(self) {
         drop(self);
+    }
+
+    /// [`stop`](Self::stop) on a thread of its own, waiting for it at most
+    /// `budget`; false when it has not ended by then (a thread blocked in
+    /// a transport call is left behind: the process is about to exit).
+    pub fn stop_within(self, budget: Duration) -> bool {
+        self.shutdown.trigger();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stopper = std::thread::Builder::new()
+            .name("stop".into())
+            .spawn(move || {
+                drop(self);
+                let _ = tx.send(());
+            });
+        // When no thread can be started, the closure (and the agent) was
+        // dropped here, stopping it in place.
+        stopper.is_err() || rx.recv_timeout(budget).is_ok()
     }
 }
 
@@ -539,7 +593,9 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     );
     crate::mib::tables::start_clock();
     let cache = Arc::new(Cache::new());
-    let engine = Engine::new(transport, cfg.engine());
+    // A sweep in progress ends at the shutdown signal: the stop does not
+    // wait for a sweep of a fabric that stopped answering.
+    let engine = Engine::new(transport, cfg.engine()).with_cancel(shutdown.flag());
     let state = SharedState::new(fabric, cfg.sweep());
     let controller = Arc::new(Controller::new(
         state.clone(),
@@ -568,7 +624,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
     let poller = controller
         .spawn_poller(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sample poller: {e}")))?;
+        .map_err(|e| AppError::new(format!("cannot start the sample poller: {e}")))?;
     running.threads.push(("sample poller", poller));
     if let Some(doca) = doca {
         let missing = state.lock().set_doca_ports(&doca.ports);
@@ -578,13 +634,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let t = doca
             .sampler
             .spawn(state.clone(), Arc::clone(&cache), running.shutdown.flag())
-            .map_err(|e| AppError(format!("cannot start the DOCA sampler: {e}")))?;
+            .map_err(|e| AppError::new(format!("cannot start the DOCA sampler: {e}")))?;
         running.threads.push(("doca sampler", t));
     }
     let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
     if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
         let t = spawn_rediscovery(source, state, rediscover, portinfo, running.shutdown.flag())
-            .map_err(|e| AppError(format!("cannot start rediscovery: {e}")))?;
+            .map_err(|e| AppError::new(format!("cannot start rediscovery: {e}")))?;
         running.threads.push(("rediscovery", t));
     }
 
@@ -618,7 +674,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
         Some(
             Session::spawn(scfg, Arc::clone(&view))
-                .map_err(|e| AppError(format!("cannot start the AgentX session: {e}")))?,
+                .map_err(|e| AppError::new(format!("cannot start the AgentX session: {e}")))?,
         )
     } else {
         None
@@ -632,7 +688,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
             None if !cfg.notify.sinks.is_empty() => {
                 let t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
-                    .map_err(|e| AppError(format!("cannot open the trap socket: {e}")))?;
+                    .map_err(|e| AppError::new(format!("cannot open the trap socket: {e}")))?;
                 info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks");
                 Some(Box::new(t))
             }
@@ -648,7 +704,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     }
     let sweep_thread = sweeper
         .spawn(running.shutdown.flag())
-        .map_err(|e| AppError(format!("cannot start the sweeper: {e}")))?;
+        .map_err(|e| AppError::new(format!("cannot start the sweeper: {e}")))?;
     running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
@@ -656,12 +712,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             access: cfg.snmp_access(),
         };
         let mut r = Responder::bind(addr, config, Arc::clone(&view))
-            .map_err(|e| AppError(format!("cannot listen on {addr}: {e}")))?
+            .map_err(|e| AppError::new(format!("cannot listen on {addr}: {e}")))?
             .with_counters(endpoint_counters);
         if !cfg.snmp.user.is_empty() {
             r = r.with_usm(snmp_engine(cfg)?);
         }
-        let local = r.local_addr().map_err(|e| AppError(e.to_string()))?;
+        let local = r.local_addr().map_err(|e| AppError::new(e.to_string()))?;
         let rules = r.config().access.rules().len();
         info!(
             "SNMP responder on {local} with {rules} access rule(s); the first: {}",
@@ -676,7 +732,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         );
         Some(
             r.spawn()
-                .map_err(|e| AppError(format!("cannot start the SNMP responder: {e}")))?,
+                .map_err(|e| AppError::new(format!("cannot start the SNMP responder: {e}")))?,
         )
     } else {
         None
@@ -786,7 +842,7 @@ mod tests {
         cfg.snmp.listen = Some(taken.local_addr().unwrap());
         let (backend, token) = tracked_backend();
         let e = start(&cfg, backend).err().expect("the port is taken");
-        assert!(e.0.contains("cannot listen"), "{e}");
+        assert!(e.message.contains("cannot listen"), "{e}");
         assert_eq!(
             Arc::strong_count(&token),
             1,

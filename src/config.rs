@@ -753,6 +753,48 @@ impl Default for LogConfig {
 }
 
 /// `snmp.listen`: empty = off, else an IP address and a port.
+/// The largest configuration file read, in bytes.
+pub const MAX_CONFIG_FILE: u64 = 1 << 20;
+
+/// Read a file that comes from outside (configuration, topology, state
+/// file): a regular file only (a FIFO, a device or a directory is refused
+/// without being waited on), of at most `max` bytes, its size checked
+/// before anything is read.
+pub fn read_untrusted(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO does not wait for a writer.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let too_big = |n: u64| {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("{n} bytes, more than the {max} allowed"),
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// [`read_untrusted`] of a text file.
+fn read_untrusted_text(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_untrusted(path, max)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
 pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, String> {
     if s.is_empty() {
         return Ok(None);
@@ -943,7 +985,7 @@ impl Config {
     /// topology file must be readable.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = read_untrusted_text(path, MAX_CONFIG_FILE).map_err(|e| ConfigError {
             file: file.clone(),
             line: None,
             key: None,
@@ -962,7 +1004,7 @@ impl Config {
             *t = dir.join(&*t);
         }
         if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
-            && let Err(e) = std::fs::File::open(t)
+            && let Err(e) = topology::check_readable(t)
         {
             return Err(ConfigError {
                 file,
@@ -981,7 +1023,7 @@ impl Config {
         let cfg = Config::load(path)?;
         let fabric = match (cfg.fabric.backend, &cfg.fabric.topology) {
             (FabricBackend::Sim, Some(t)) => Some(topology::load(t).map_err(|e| {
-                let text = std::fs::read_to_string(path).unwrap_or_default();
+                let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
                 ConfigError {
                     file: path.display().to_string(),
                     line: find_key_line(&text, "fabric", "topology"),

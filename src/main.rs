@@ -15,7 +15,8 @@ use ibpm_agentx::mib::tables::{COLUMNS, IndexScheme, RowIndex, TABLES, guid_inde
 #[command(
     name = "ibpm-agentx",
     version,
-    about = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric"
+    about = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric",
+    after_help = EXIT_STATUS
 )]
 struct Cli {
     #[command(subcommand)]
@@ -106,6 +107,17 @@ struct RunArgs {
     allow_set: bool,
 }
 
+/// Exit status, one per kind of failure, the same for every command.
+const EXIT_STATUS: &str = "Exit status: 0 success; 1 the agent or the fabric failed (a backend \
+that cannot be opened, a part that cannot start); 2 the command line, the configuration or a \
+file it names (topology, state file path) is wrong: `run` and `check-config` exit 2 for the \
+same bad file.";
+/// The agent or the fabric failed.
+const EXIT_FAILED: u8 = 1;
+/// The command line, the configuration or a file it names is wrong (clap
+/// exits 2 on a bad command line too).
+const EXIT_CONFIG: u8 = 2;
+
 fn main() -> ExitCode {
     ibpm_agentx::heap::limit_arenas(1);
     let cli = Cli::parse();
@@ -117,7 +129,7 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("{e}");
-                ExitCode::from(2)
+                ExitCode::from(EXIT_CONFIG)
             }
         },
         Cmd::Generate { what } => match generate(what) {
@@ -145,7 +157,14 @@ fn main() -> ExitCode {
                 snmp_listen: None,
                 allow_set: false,
             };
-            match build_config(run_args).and_then(|cfg| query(&cfg, &node, port)) {
+            let cfg = match build_config(run_args) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("ibpm-agentx: {e}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            match query(&cfg, &node, port) {
                 Ok(r) if json => {
                     print!("{}", ibpm_agentx::query::json(&r));
                     ExitCode::SUCCESS
@@ -167,7 +186,7 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("ibpm-agentx: {e}");
-                ExitCode::from(2)
+                ExitCode::from(EXIT_CONFIG)
             }
         },
         Cmd::Run(args) => {
@@ -175,19 +194,45 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("ibpm-agentx: {e}");
-                    return ExitCode::from(2);
+                    return ExitCode::from(EXIT_CONFIG);
                 }
             };
             init_logging(&cfg.log.level);
-            match ibpm_agentx::app::run(cfg) {
-                Ok(()) => ExitCode::SUCCESS,
+            let code = match ibpm_agentx::app::run(cfg) {
+                Ok(()) => 0,
                 Err(e) => {
                     eprintln!("ibpm-agentx: {e}");
-                    ExitCode::FAILURE
+                    if e.config { EXIT_CONFIG } else { EXIT_FAILED }
                 }
-            }
+            };
+            exit_now(code)
         }
     }
+}
+
+/// How long the exit handlers may take before the process ends without
+/// them.
+const EXIT_GRACE: Duration = Duration::from_millis(800);
+
+/// Ends the process after the agent has stopped (session closed, state
+/// file written): the exit handlers run, but for at most [`EXIT_GRACE`].
+/// A library's handler may wait on something that no longer answers
+/// (umad2sim's tells ibsim it leaves, and waits forever on a stopped
+/// simulator), or on a lock a thread the stop left behind holds.
+fn exit_now(code: u8) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let _ = std::thread::Builder::new()
+        .name("exit".into())
+        .spawn(move || {
+            std::thread::sleep(EXIT_GRACE);
+            // SAFETY: _exit takes no pointer and never returns; what the
+            // process writes was flushed above (logs go to stderr
+            // unbuffered).
+            unsafe { libc::_exit(i32::from(code)) }
+        });
+    std::process::exit(i32::from(code))
 }
 
 /// Opens the configured backend and reads `port` of the node `node` names.

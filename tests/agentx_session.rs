@@ -977,3 +977,48 @@ fn responder_answers_while_an_agentx_commit_waits() {
     assert_eq!((r.packet_id, response_of(&r).0), (2, ResError::NO_ERROR));
     responder.shutdown();
 }
+
+/// A rogue master's GetBulk with 5,000 non-repeaters over 5,000 ranges:
+/// the Response fits the octet bound (what fits is answered, in order),
+/// and the session keeps working.
+#[test]
+fn a_bulk_of_5000_non_repeaters_gets_a_bounded_response() {
+    init_log();
+    let mib = TestMib::new(false);
+    let (_dir, l, h) = fake_master_session(mib.clone());
+    let mut m = FakeMaster::accept(&l);
+    m.handshake(9);
+    wait_for("registered", Duration::from_secs(5), || h.0.registered());
+    let range = SearchRange {
+        start: oid("1.3.6.1.3.117"),
+        include: false,
+        end: Oid::default(),
+    };
+    m.send_pdu(&Pdu::new(
+        9,
+        200,
+        200,
+        Payload::GetBulk {
+            context: None,
+            non_repeaters: 5000,
+            max_repetitions: 10,
+            ranges: vec![range; 5000],
+        },
+    ));
+    let r = m.recv();
+    assert_eq!(r.packet_id, 200);
+    let octets = pdu::encode(&r, ByteOrder::Big).unwrap().len();
+    let (err, vbs) = response_of(&r);
+    assert_eq!(err, ResError::NO_ERROR);
+    eprintln!(
+        "5,000 non-repeaters: {} varbinds, {octets} octets",
+        vbs.len()
+    );
+    assert!(
+        octets <= ibpm_agentx::agentx::core::MAX_RESPONSE_OCTETS + 64,
+        "{octets} octets"
+    );
+    assert!(!vbs.is_empty() && vbs.len() < 5000, "{}", vbs.len());
+    m.send(&get_pdu(9, 201));
+    assert_eq!(m.recv().packet_id, 201);
+}

@@ -66,6 +66,11 @@ impl FromStr for AgentxAddr {
         if s_trim.is_empty() {
             return Err(err("empty"));
         }
+        // A control character (a newline) in a path or host name is a
+        // mistake, and would break the log lines that name the address.
+        if s_trim.chars().any(char::is_control) {
+            return Err(err("control character (such as a newline) in the address"));
+        }
         if let Some(p) = s_trim.strip_prefix("unix:") {
             if p.is_empty() {
                 return Err(err("empty socket path"));

@@ -38,11 +38,39 @@ const RESPONSE_CACHE: usize = 64;
 pub const MAX_TRANSACTIONS: usize = 64;
 /// Largest number of varbinds in a GetBulk response.
 pub const MAX_BULK_VARBINDS: usize = 4096;
-/// Largest encoded varbind list of a GetBulk response, in octets: what one
-/// SNMP message over UDP can carry at most.
-pub const MAX_BULK_OCTETS: usize = 65_507;
+/// Largest encoded varbind list of any Response, in octets: what one SNMP
+/// message over UDP can carry at most. A GetBulk's answer ends before the
+/// first varbind past it (non-repeaters included, RFC 3416 4.2.3); a Get
+/// or GetNext that cannot fit is answered tooBig with no varbinds (RFC
+/// 3416 4.2.1).
+pub const MAX_RESPONSE_OCTETS: usize = 65_507;
 /// Log every Nth refused registration (the first always).
 const LOG_EVERY: u64 = 20;
+
+/// Times one kind of a peer's misbehaviour was seen, for a log that says
+/// it with a count instead of once per time: the 1st, 2nd, 4th ...
+/// 1024th time, then every 1024th.
+#[derive(Clone, Copy, Debug, Default)]
+struct Repeats(u64);
+
+impl Repeats {
+    /// Count one more; the count when this one is to be logged.
+    fn log(&mut self) -> Option<u64> {
+        self.0 += 1;
+        let n = self.0;
+        ((n.is_power_of_two() && n <= 1024) || n.is_multiple_of(1024)).then_some(n)
+    }
+}
+
+/// The master's misbehaviour the core logs, kind by kind.
+#[derive(Clone, Copy, Debug, Default)]
+struct PeerRepeats {
+    malformed: Repeats,
+    not_a_request: Repeats,
+    not_open: Repeats,
+    out_of_order: Repeats,
+    abandoned: Repeats,
+}
 
 /// What the driver does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,6 +230,8 @@ pub struct AgentxCore {
     /// SET transactions of this session, oldest first.
     txns: VecDeque<(u32, TxnPhase)>,
     stats: CoreStats,
+    /// How often the master misbehaved, per kind, for the log.
+    repeats: PeerRepeats,
 }
 
 impl AgentxCore {
@@ -219,6 +249,7 @@ impl AgentxCore {
             cache_max_packet: 0,
             txns: VecDeque::new(),
             stats: CoreStats::default(),
+            repeats: PeerRepeats::default(),
         }
     }
 
@@ -540,7 +571,12 @@ impl AgentxCore {
         let pdu = match pdu {
             Ok(p) => p,
             Err(e) => {
-                tracing::warn!("malformed AgentX PDU from master: {e}; answering parseError");
+                if let Some(times) = self.repeats.malformed.log() {
+                    tracing::warn!(
+                        times,
+                        "malformed AgentX PDU from master: {e}; answering parseError"
+                    );
+                }
                 match e.header {
                     Some(h) => self.answer_error(&h, AgentxError::ParseError, out),
                     None => self.lose(Lost::OutOfSync, out),
@@ -562,10 +598,13 @@ impl AgentxCore {
             | Payload::UndoSet
             | Payload::CleanupSet => self.on_request(pdu, mib, out),
             _ => {
-                tracing::warn!(
-                    "AgentX {:?} from master is not a request a subagent serves; answering processingError",
-                    pdu.payload.pdu_type()
-                );
+                if let Some(times) = self.repeats.not_a_request.log() {
+                    tracing::warn!(
+                        times,
+                        "AgentX {:?} from master is not a request a subagent serves; answering processingError",
+                        pdu.payload.pdu_type()
+                    );
+                }
                 self.answer_error(&header_of(&pdu), AgentxError::ProcessingError, out);
             }
         }
@@ -723,14 +762,17 @@ impl AgentxCore {
 
     /// RFC 2741 7.1.4.x / 7.2.1: a request for another session is answered
     /// `notOpen`, one for a non-default context `unsupportedContext`.
-    fn refusal(&self, pdu: &Pdu) -> Option<AgentxError> {
+    fn refusal(&mut self, pdu: &Pdu) -> Option<AgentxError> {
         if self.session_id != Some(pdu.session_id) {
-            tracing::warn!(
-                session = pdu.session_id,
-                open = ?self.session_id,
-                "AgentX {:?} for a session that is not open here; answering notOpen",
-                pdu.payload.pdu_type()
-            );
+            if let Some(times) = self.repeats.not_open.log() {
+                tracing::warn!(
+                    session = pdu.session_id,
+                    open = ?self.session_id,
+                    times,
+                    "AgentX {:?} for a session that is not open here; answering notOpen",
+                    pdu.payload.pdu_type()
+                );
+            }
             return Some(AgentxError::NotOpen);
         }
         if pdu.payload.context().is_some() {
@@ -751,14 +793,16 @@ impl AgentxCore {
             Payload::Get { ranges, .. } => {
                 let names: Vec<Oid> = ranges.into_iter().map(|r| r.start).collect();
                 let values = mib.get_many(&names);
-                names
+                let vbs: Vec<VarBind> = names
                     .into_iter()
                     .zip(values)
                     .map(|(n, v)| VarBind::new(n, v))
-                    .collect()
+                    .collect();
+                return Some(whole_or_too_big(h, vbs));
             }
             Payload::GetNext { ranges, .. } => {
-                ranges.iter().map(|r| next_in_range(mib, r)).collect()
+                let vbs = ranges.iter().map(|r| next_in_range(mib, r)).collect();
+                return Some(whole_or_too_big(h, vbs));
             }
             Payload::GetBulk {
                 non_repeaters,
@@ -794,10 +838,13 @@ impl AgentxCore {
         what: &'static str,
         status: ErrorStatus,
     ) -> Result<(), SetError> {
-        tracing::warn!(
-            transaction = txn.transaction_id,
-            "AgentX {what} refused ({status:?})"
-        );
+        if let Some(times) = self.repeats.out_of_order.log() {
+            tracing::warn!(
+                transaction = txn.transaction_id,
+                times,
+                "AgentX {what} refused ({status:?})"
+            );
+        }
         self.stats.refused += 1;
         Err(SetError { status, index: 0 })
     }
@@ -814,10 +861,13 @@ impl AgentxCore {
         if self.txns.len() >= MAX_TRANSACTIONS
             && let Some((old, _)) = self.txns.pop_front()
         {
-            tracing::warn!(
-                transaction = old,
-                "AgentX SET transaction without CleanupSet dropped"
-            );
+            if let Some(times) = self.repeats.abandoned.log() {
+                tracing::warn!(
+                    transaction = old,
+                    times,
+                    "AgentX SET transaction without CleanupSet dropped"
+                );
+            }
             mib.cleanup_set(SetTxn {
                 session_id: txn.session_id,
                 transaction_id: old,
@@ -904,6 +954,24 @@ fn set_answer(h: &Header, r: Result<(), SetError>) -> Pdu {
     }
 }
 
+/// The answer to a Get or GetNext: every varbind, or tooBig with none when
+/// they exceed [`MAX_RESPONSE_OCTETS`].
+fn whole_or_too_big(h: &Header, vbs: Vec<VarBind>) -> Pdu {
+    let octets = vbs
+        .iter()
+        .map(pdu::varbind_len)
+        .fold(0usize, usize::saturating_add);
+    if octets > MAX_RESPONSE_OCTETS {
+        tracing::debug!(
+            varbinds = vbs.len(),
+            octets,
+            "AgentX answer too big; answering tooBig"
+        );
+        return Pdu::response_to(h, ResError::Snmp(ErrorStatus::TooBig), 0, vec![]);
+    }
+    Pdu::response_to(h, ResError::NO_ERROR, 0, vbs)
+}
+
 fn next_in_range(handler: &dyn MibHandler, r: &SearchRange) -> VarBind {
     match handler.get_next(&r.start, r.include, r.end_bound()) {
         Some(vb) if r.end_bound().is_none_or(|e| vb.name < *e) => vb,
@@ -915,7 +983,8 @@ fn next_in_range(handler: &dyn MibHandler, r: &SearchRange) -> VarBind {
 /// to `max_repetitions` times, each repetition starting after the previous
 /// answer; stops early once every repeater reached endOfMibView, and once
 /// the response holds [`MAX_BULK_VARBINDS`] varbinds or
-/// [`MAX_BULK_OCTETS`] octets of them (what fits is answered).
+/// [`MAX_RESPONSE_OCTETS`] octets of them (what fits is answered, the
+/// non-repeaters included).
 pub fn get_bulk(
     handler: &dyn MibHandler,
     non_repeaters: u16,
@@ -928,13 +997,12 @@ pub fn get_bulk(
         max_repetitions,
         ranges,
         MAX_BULK_VARBINDS,
-        MAX_BULK_OCTETS,
+        MAX_RESPONSE_OCTETS,
     )
 }
 
-/// [`get_bulk`] with its bounds given. The non-repeaters are always
-/// answered (one varbind per range of the request, so bounded by its size);
-/// repetitions stop at the first varbind that does not fit.
+/// [`get_bulk`] with its bounds given: the answer ends at the first
+/// varbind that does not fit, non-repeater or repetition.
 pub fn get_bulk_within(
     handler: &dyn MibHandler,
     non_repeaters: u16,
@@ -944,11 +1012,19 @@ pub fn get_bulk_within(
     max_octets: usize,
 ) -> Vec<VarBind> {
     let n = (non_repeaters as usize).min(ranges.len());
-    let mut out: Vec<VarBind> = ranges[..n]
-        .iter()
-        .map(|r| next_in_range(handler, r))
-        .collect();
-    let mut octets: usize = out.iter().map(pdu::varbind_len).sum();
+    let mut out: Vec<VarBind> = Vec::with_capacity(n.min(max_varbinds));
+    let mut octets: usize = 0;
+    for r in &ranges[..n] {
+        if out.len() >= max_varbinds {
+            return out;
+        }
+        let vb = next_in_range(handler, r);
+        octets = octets.saturating_add(pdu::varbind_len(&vb));
+        if octets > max_octets {
+            return out;
+        }
+        out.push(vb);
+    }
     let mut cursors: Vec<(SearchRange, bool)> =
         ranges[n..].iter().map(|r| (r.clone(), false)).collect();
     if cursors.is_empty() {

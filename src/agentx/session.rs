@@ -41,6 +41,10 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 const WAKE: Duration = Duration::from_millis(100);
 /// During an outage, log every Nth failed attempt (the first always).
 const LOG_EVERY: u64 = 20;
+/// A unix-socket master is tried again this often, whatever the backoff:
+/// a connect to a missing socket costs microseconds, and the session is
+/// back within this of snmpd's return. TCP masters keep the backoff.
+const UNIX_RETRY: Duration = Duration::from_millis(200);
 /// Notifications in the channel from the handle to the task.
 const NOTIFY_CHANNEL: usize = 1024;
 
@@ -623,16 +627,24 @@ impl Runner {
                     let msg = format!("{} ({:?})", e, e.kind());
                     let changed = self.last_error.as_deref() != Some(msg.as_str());
                     if self.failures == 1 || changed || self.failures.is_multiple_of(LOG_EVERY) {
+                        let every = match address {
+                            AgentxAddr::Unix(_) => format!("every {UNIX_RETRY:?}"),
+                            AgentxAddr::Tcp { .. } => format!("with backoff up to {max:?}"),
+                        };
                         tracing::warn!(
                             address = %address,
                             attempt = self.failures,
-                            "cannot connect to AgentX master: {msg}; retrying with backoff up to {max:?}"
+                            "cannot connect to AgentX master: {msg}; retrying {every}"
                         );
                     }
                     self.last_error = Some(msg);
                 }
             }
-            self.idle(backoff.next_delay());
+            let delay = backoff.next_delay();
+            self.idle(match address {
+                AgentxAddr::Unix(_) => delay.min(UNIX_RETRY),
+                AgentxAddr::Tcp { .. } => delay,
+            });
         }
         tracing::info!("AgentX session stopped");
     }

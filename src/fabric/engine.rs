@@ -86,6 +86,8 @@ pub struct Engine {
     transport: Box<dyn MadTransport>,
     win: MadWindow,
     transport_failed: bool,
+    /// Ends a [`run`](Self::run) early (the agent's shutdown signal).
+    cancel: Option<std::sync::Arc<AtomicBool>>,
 }
 
 impl Engine {
@@ -98,7 +100,16 @@ impl Engine {
                 retries: cfg.retries,
             }),
             transport_failed: false,
+            cancel: None,
         }
+    }
+
+    /// An engine whose runs end soon after `cancel` is set (within
+    /// [`CANCEL_POLL`]): the requests still outstanding then get no
+    /// outcome, and the next run starts from an empty window.
+    pub fn with_cancel(mut self, cancel: std::sync::Arc<AtomicBool>) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 
     pub fn config(&self) -> EngineConfig {
@@ -131,14 +142,20 @@ impl Engine {
             self.win.push(i);
         }
         let mut batch = Batch { reqs, on_done };
-        let end = drive(
-            &mut *self.transport,
-            &mut self.win,
-            &DriveOptions::default(),
-            &mut batch,
-        );
+        let opts = DriveOptions {
+            cancel: self.cancel.as_deref(),
+            ..Default::default()
+        };
+        let end = drive(&mut *self.transport, &mut self.win, &opts, &mut batch);
         self.transport_failed = matches!(end, DriveEnd::Failed(_));
-        self.win.take_stats()
+        let stats = self.win.take_stats();
+        if matches!(end, DriveEnd::Cancelled) {
+            // What was queued or in flight is forgotten; TIDs go on.
+            let tid = self.win.next_tid();
+            self.win = MadWindow::new(self.win.config());
+            self.win.set_next_tid(tid);
+        }
+        stats
     }
 
     /// Open the transport again after it failed (see

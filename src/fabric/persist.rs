@@ -15,7 +15,7 @@
 //! FNV-1a 64 checksum of everything before it. [`decode`] is pure and
 //! bounded: it never panics and refuses more than [`MAX_PORTS`] ports.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use crate::fabric::hc::HC_SLOTS;
@@ -189,20 +189,31 @@ pub fn save(path: &Path, ports: &[SavedPort]) -> std::io::Result<()> {
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // A leftover temporary file (or a link planted in its place) goes
+        // first: removing a link leaves its target alone. The new file is
+        // created exclusively and never through a link: one planted again
+        // in between makes the save fail, it does not redirect it.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
 }
 
-/// Read and decode the state file at `path`, reading at most
-/// [`MAX_FILE`] + 1 bytes.
+/// Read and decode the state file at `path`: a regular file of at most
+/// [`MAX_FILE`] bytes, its size checked before it is read.
 pub fn load(path: &Path) -> Result<Vec<SavedPort>, PersistError> {
-    let f = std::fs::File::open(path).map_err(|e| PersistError::Io(e.to_string()))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE as u64 + 1)
-        .read_to_end(&mut bytes)
+    let bytes = crate::config::read_untrusted(path, MAX_FILE as u64)
         .map_err(|e| PersistError::Io(e.to_string()))?;
     decode(&bytes)
 }
@@ -285,6 +296,45 @@ mod tests {
         assert!(!dir.path().join("totals.tmp").exists());
         std::fs::write(&path, b"garbage").unwrap();
         assert!(load(&path).is_err());
+    }
+
+    /// A link planted where the temporary file goes: its target is left
+    /// alone, and the state file is written all the same.
+    #[test]
+    fn save_never_writes_through_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("totals");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("totals.tmp")).unwrap();
+        save(&path, &[port(1, 0b11)]).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(load(&path), Ok(vec![port(1, 0b11)]));
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    }
+
+    /// A FIFO, a device or an oversized file as the state file is refused
+    /// at once, without waiting for a writer or reading it.
+    #[test]
+    fn load_takes_regular_files_of_the_cap_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for p in [fifo.as_path(), Path::new("/dev/zero"), dir.path()] {
+            let e = load(p).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        let big = dir.path().join("big");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_FILE as u64 + 1)
+            .unwrap();
+        let e = load(&big).unwrap_err();
+        assert!(e.to_string().contains("more than"), "{e}");
     }
 }
 

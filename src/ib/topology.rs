@@ -76,17 +76,53 @@ impl fmt::Display for TopologyError {
 
 impl std::error::Error for TopologyError {}
 
+/// The longest error message, in bytes: a message quoting a huge line
+/// ends there.
+const MESSAGE_MAX: usize = 200;
+
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, TopologyError> {
+    let mut message = message.into();
+    if message.len() > MESSAGE_MAX {
+        let mut end = MESSAGE_MAX;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("...");
+    }
     Err(TopologyError {
         file: None,
         line,
-        message: message.into(),
+        message,
     })
+}
+
+/// The largest topology file read, in bytes (a fabric of 100,000 nodes
+/// of 40 ports takes about 200 MB in memory; its file about 60 MB).
+pub const MAX_FILE: u64 = 64 << 20;
+
+/// Whether `path` can be read as a topology: it opens, as a regular file
+/// of at most [`MAX_FILE`] bytes (nothing is read).
+pub fn check_readable(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} bytes, more than the {MAX_FILE} allowed", meta.len()),
+        ));
+    }
+    std::fs::File::open(path).map(drop)
 }
 
 /// Reads and parses a topology file.
 pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
-    let text = std::fs::read(path).map_err(|e| TopologyError {
+    let text = crate::config::read_untrusted(path, MAX_FILE).map_err(|e| TopologyError {
         file: Some(path.to_path_buf()),
         line: 0,
         message: format!("cannot read: {e}"),
@@ -239,8 +275,11 @@ pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
                 return err(lineno, format!("'{word}' lines are not supported"));
             }
             "" => return err(lineno, format!("unexpected text: {}", excerpt(line))),
-            _ => return err(lineno, format!("unknown keyword '{word}'")),
+            _ => return err(lineno, format!("unknown keyword '{}'", excerpt(&word))),
         }
+    }
+    if st.nodes.is_empty() {
+        return err(0, "no nodes: the topology describes no Switch, Hca or Rt");
     }
     link(st)
 }
@@ -405,6 +444,20 @@ fn parse_header(
 
     let i = type_index(t);
     let guid = st.next[i];
+    // GUID 0 is no GUID (IBA), and a CA's port GUIDs follow its node GUID.
+    let last = match t {
+        NodeType::Switch => Some(guid),
+        _ => guid.checked_add(u64::from(num_ports)),
+    };
+    if guid == 0 || last.is_none() {
+        return err(
+            lineno,
+            format!(
+                "the GUIDs of \"{}\" wrap around to 0 (set switchguid/caguid/rtguid lower)",
+                excerpt(name)
+            ),
+        );
+    }
     // ibsim checks node GUIDs only.
     if let Some(other) = st.nodes.iter().find(|n| n.node.guid.0 == guid) {
         return err(
@@ -782,5 +835,46 @@ mod tests {
             (7, None, Some(PortState::Active))
         );
         assert_eq!(by("sw one").num_ports, 4);
+    }
+}
+
+#[cfg(test)]
+mod degenerate {
+    use super::*;
+
+    #[test]
+    fn a_topology_without_nodes_is_refused() {
+        for text in ["", "# nothing\n\n", "switchguid=0x10\nwidth=1\n"] {
+            let e = parse(text).expect_err(text);
+            assert!(e.message.contains("no nodes"), "{e}");
+        }
+    }
+
+    #[test]
+    fn guids_that_wrap_to_0_are_refused() {
+        let sw = "switchguid=0\nSwitch 2 \"S\"\n[1] \"H\"[1]\n";
+        assert!(parse(sw).unwrap_err().message.contains("wrap around to 0"));
+        let ca = "caguid=0xffffffffffffffff\nHca 2 \"H\"\n[1] \"S\"[1]\n";
+        assert!(parse(ca).unwrap_err().message.contains("wrap around to 0"));
+    }
+
+    /// A huge line gives an error line of bounded length, whatever part
+    /// of it is wrong.
+    #[test]
+    fn huge_lines_give_short_errors() {
+        let big = "x".repeat(10 << 20);
+        for text in [
+            big.clone(),
+            format!("{big}=1"),
+            format!("width={big}"),
+            format!("Switch 2 \"{big}\"\n"),
+            format!("Switch 2 \"S\" {big}\n[1] \"H\"[1]\n"),
+            format!("Switch 2 \"S\"\n[1] \"{big}\"[1]\n"),
+            format!("Switch 2 \"S\"\n[1] \"H\"[1] {big}\n"),
+            format!("Switch 2 \"S\"\n[1{big}] \"H\"[1]\n"),
+        ] {
+            let e = parse(&text).expect_err("refused").to_string();
+            assert!(e.len() < 400, "{} bytes: {}...", e.len(), &e[..200]);
+        }
     }
 }

@@ -558,7 +558,7 @@ fn get_bulk_response_is_bounded() {
         vbs.len()
     );
     let octets: usize = vbs.iter().map(pdu::varbind_len).sum();
-    assert!(octets <= MAX_BULK_OCTETS, "{octets}");
+    assert!(octets <= MAX_RESPONSE_OCTETS, "{octets}");
     // What fits: the non-repeaters, then repetitions in order.
     assert_eq!(vbs[0].name, oid("1.3.6.1.3.117.1"));
     assert_eq!(vbs[2].name, oid("1.3.6.1.3.117.1"));
@@ -571,6 +571,62 @@ fn get_bulk_response_is_bounded() {
     assert_eq!(w, v[..4]);
     let w = get_bulk_within(&mib, 1, 100, &ranges, usize::MAX, four - 1);
     assert_eq!(w, v[..3]);
+    // Non-repeaters are bounded the same way.
+    let w = get_bulk_within(&mib, 3, 100, &ranges, 2, usize::MAX);
+    assert_eq!(w.len(), 2);
+    let one = pdu::varbind_len(&v[0]);
+    let w = get_bulk_within(&mib, 3, 100, &ranges, usize::MAX, one);
+    assert_eq!(w, v[..1]);
+}
+
+/// A rogue master's GetBulk with 5,000 non-repeaters, and a GetNext with
+/// as many ranges: each answer fits the bound (the GetBulk with what fits,
+/// the GetNext with tooBig and no varbinds).
+#[test]
+fn every_response_fits_the_octet_bound() {
+    let mib = Endless;
+    let t0 = Instant::now();
+    let mut core = AgentxCore::new(cfg());
+    let _ = core.on_connected(t0);
+    let _ = core.on_bytes(&fixture("02-setup-master-Response.bin"), t0, &mib);
+    let range = SearchRange {
+        start: oid("1.3.6.1.3.117"),
+        include: false,
+        end: Oid::default(),
+    };
+    let ranges = vec![range; 5000];
+    let bulk = Pdu::new(
+        5,
+        9,
+        10,
+        Payload::GetBulk {
+            context: None,
+            non_repeaters: 5000,
+            max_repetitions: 10,
+            ranges: ranges.clone(),
+        },
+    );
+    let r = sent(&core.on_bytes(&encode(&bulk), t0, &mib));
+    assert_eq!(r.len(), 1);
+    let octets = encode(&r[0]).len();
+    assert!(octets <= MAX_RESPONSE_OCTETS + 64, "{octets} octets");
+    let (err, _, vbs) = response(&r[0]);
+    assert_eq!(err, ResError::NO_ERROR);
+    assert!(!vbs.is_empty() && vbs.len() < 5000, "{}", vbs.len());
+    let next = Pdu::new(
+        5,
+        9,
+        11,
+        Payload::GetNext {
+            context: None,
+            ranges,
+        },
+    );
+    let r = sent(&core.on_bytes(&encode(&next), t0, &mib));
+    assert_eq!(r.len(), 1);
+    let (err, index, vbs) = response(&r[0]);
+    assert_eq!(err, ResError::Snmp(ErrorStatus::TooBig));
+    assert_eq!((index, vbs.len()), (0, 0));
 }
 
 #[test]
@@ -676,4 +732,16 @@ fn resends_are_answered_from_the_cache_whatever_the_numbering() {
     let again = request(&mut core, &mib, get(sid, last, None), t0).unwrap();
     assert_eq!(again.packet_id, last);
     assert_eq!(core.stats().resends_answered, 4);
+}
+
+/// A master's 100,000 abandoned TestSets make about a hundred log lines,
+/// each with the count so far, not 100,000.
+#[test]
+fn repeated_misbehaviour_is_logged_with_a_count() {
+    let mut r = Repeats::default();
+    let logged: Vec<u64> = (0..100_000).filter_map(|_| r.log()).collect();
+    assert_eq!(&logged[..4], &[1, 2, 4, 8]);
+    assert_eq!(logged.len(), 11 + 100_000 / 1024 - 1);
+    assert!(logged.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(*logged.last().unwrap(), 100_000 / 1024 * 1024);
 }

@@ -26,11 +26,18 @@
 //! so the byte comes back intact in replies and in timeout records. This is
 //! the TID layout of [`super::TID_MASK`]: senders allocate and match only
 //! the low 24 bits. Directed-route SMP completions go to the handle from
-//! [`UmadTransport::smp_handle`] once one exists. [`UmadTransport::send`] writes the MAD
-//! from the caller's thread: a `write()` of one MAD never blocks on the
-//! kernel device (the MAD layer queues it), and doing it in place avoids
-//! the wake-up latency a writer thread would need (umad2sim's `poll()`
-//! ignores every other descriptor in the set, so no pipe could wake it).
+//! [`UmadTransport::smp_handle`] once one exists.
+//!
+//! Sends: [`UmadTransport::send`] queues the MAD for the device's writer
+//! thread and returns; no caller ever waits in `write()`. A kernel device
+//! queues a MAD at once, but under umad2sim a `write()` is a send on a
+//! socket to ibsim, which blocks for as long as ibsim does not read (a
+//! stopped simulator). A write that has not completed within
+//! [`SEND_BOUND`] (seen by the next send, or by the reader, which looks
+//! every 50 ms), or a full queue, fails the device as a failed read does:
+//! one log line, every handle's receive fails, every send is refused until
+//! the device is reopened. The blocked writer is left where it is (it
+//! holds its device open and ends once its `write()` returns).
 //!
 //! Timeouts: each MAD carries `timeout_ms`/`retries` from [`UmadConfig`] in
 //! its umad header. The kernel needs a non-zero timeout to match a reply to
@@ -47,9 +54,11 @@ use std::fmt;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::raw::{c_int, c_ulong};
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use std::thread::JoinHandle;
@@ -74,8 +83,21 @@ const HDR_SIZE: usize = 56;
 const IOCTL_REGISTER_AGENT: c_ulong = 0xC01C_1B01;
 /// `_IOW(0x1b, 2, __u32)`.
 const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
-/// How often the reader thread looks at the shutdown flag.
+/// How often the reader thread looks at the shutdown flag (and at a
+/// stalled writer).
 const POLL_MS: c_int = 50;
+/// The longest one MAD's `write()` may take before the device counts as
+/// failed (a kernel device returns at once; umad2sim blocks while ibsim
+/// is stopped).
+pub const SEND_BOUND: Duration = Duration::from_millis(250);
+/// The longest a reopen, or the wait for a stopping reader, may hold its
+/// caller.
+const REOPEN_BOUND: Duration = Duration::from_millis(500);
+/// MADs waiting for the writer thread at most (more than every window of
+/// every handle holds at once).
+const SEND_QUEUE: usize = 4096;
+/// One `struct ib_user_mad` as written.
+type Frame = [u8; HDR_SIZE + MAD_SIZE];
 /// `ETIMEDOUT`, the status of a request the kernel gave up on.
 pub const STATUS_TIMEOUT: i32 = libc::ETIMEDOUT;
 
@@ -180,7 +202,7 @@ pub const MAX_HANDLES: usize = 256;
 
 enum Message {
     Done(Received),
-    /// The device failed; the reader thread has stopped.
+    /// The device failed; sends are refused until it is reopened.
     Fatal(String),
 }
 
@@ -192,8 +214,29 @@ struct Device {
     smp_agent: u32,
     timeout_ms: u32,
     retries: u32,
-    /// Set when the reader saw the device fail: sends fail from then on.
+    /// Set when the device failed (a failed read, a stalled write): sends
+    /// fail from then on.
     failed: AtomicBool,
+    /// The writer thread's queue, once it runs.
+    queue: OnceLock<SyncSender<Box<Frame>>>,
+    /// When the writer's current `write()` began, in ms after `epoch` plus
+    /// one; 0 while it is not in one.
+    busy_since: AtomicU64,
+    epoch: Instant,
+    /// Opened by a reopen: the reader says so once replies arrive again.
+    reopened: AtomicBool,
+}
+
+impl Device {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    /// The writer has been in one `write()` for longer than [`SEND_BOUND`].
+    fn stalled(&self) -> bool {
+        let since = self.busy_since.load(Ordering::Relaxed);
+        since != 0 && self.now_ms().saturating_sub(since) > SEND_BOUND.as_millis() as u64
+    }
 }
 
 /// Owned by the transport handles: stops and joins the reader on drop.
@@ -205,6 +248,8 @@ struct Owner {
     /// The reader thread of the current device and its stop flag.
     reader: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     routes: Arc<Mutex<Routes>>,
+    /// A reopen runs (see [`UmadTransport::reopen`]).
+    reopening: AtomicBool,
 }
 
 impl UmadTransport {
@@ -241,6 +286,7 @@ impl UmadTransport {
                 local,
                 reader: Mutex::new(Some(reader)),
                 routes,
+                reopening: AtomicBool::new(false),
             }),
             rx,
             route: 0,
@@ -344,7 +390,7 @@ impl MadTransport for UmadTransport {
                 "P_Key index other than 0 is not supported by this transport",
             ));
         }
-        let mut buf = [0u8; HDR_SIZE + MAD_SIZE];
+        let mut buf: Frame = [0u8; HDR_SIZE + MAD_SIZE];
         // A response (e.g. a PMA answering a forwarded request) expects no
         // reply: no kernel timeout for it.
         let (timeout_ms, retries) = if mad[3] & RESPONSE_BIT != 0 {
@@ -357,17 +403,27 @@ impl MadTransport for UmadTransport {
         if mad[1] != CLASS_SMP_DIRECTED && mad[3] & RESPONSE_BIT == 0 {
             buf[HDR_SIZE + ROUTE_BYTE] = self.route;
         }
-        match sys::write(dev.fd.as_fd(), &buf) {
-            Ok(n) if n == buf.len() => Ok(()),
-            Ok(n) => Err(io::Error::other(format!(
-                "umad write to LID {}: short write ({n} of {} bytes)",
-                to.lid,
-                buf.len()
-            ))),
-            Err(e) => Err(io::Error::new(
-                e.kind(),
-                format!("umad write to LID {}: {e}", to.lid),
-            )),
+        if dev.stalled() {
+            let msg = stalled_message(&dev);
+            fatal(&dev, &self.shared.routes, msg.clone());
+            return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
+        }
+        let Some(queue) = dev.queue.get() else {
+            return Err(io::Error::other("umad writer thread not running"));
+        };
+        match queue.try_send(Box::new(buf)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => {
+                let msg = format!(
+                    "umad writer stalled: {SEND_QUEUE} MADs waiting (to LID {})",
+                    to.lid
+                );
+                fatal(&dev, &self.shared.routes, msg.clone());
+                Err(io::Error::new(io::ErrorKind::TimedOut, msg))
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                Err(io::Error::other("umad writer thread has stopped"))
+            }
         }
     }
 
@@ -383,8 +439,33 @@ impl MadTransport for UmadTransport {
     }
 
     /// Open the device again (for every handle on this port).
+    /// Runs on a thread of its own, waited for at most [`REOPEN_BOUND`]:
+    /// under umad2sim an open can wait on a simulator that does not
+    /// answer. One that takes longer ends (or not) on its own; the next
+    /// call until then says a reopen is in progress.
     fn reopen(&mut self) -> io::Result<()> {
-        self.shared.reopen().map_err(|e| io::Error::other(e.0))
+        if self.shared.reopening.swap(true, Ordering::AcqRel) {
+            return Err(io::Error::other("umad reopen still in progress"));
+        }
+        let owner = Arc::clone(&self.shared);
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("umad-reopen".into())
+            .spawn(move || {
+                let r = owner.reopen();
+                owner.reopening.store(false, Ordering::Release);
+                let _ = tx.send(r);
+            })?;
+        match rx.recv_timeout(REOPEN_BOUND) {
+            Ok(r) => r.map_err(|e| io::Error::other(e.0)),
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "umad reopen did not finish within {} ms",
+                    REOPEN_BOUND.as_millis()
+                ),
+            )),
+        }
     }
 }
 
@@ -415,6 +496,10 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
         timeout_ms: cfg.timeout_ms,
         retries: cfg.retries,
         failed: AtomicBool::new(false),
+        queue: OnceLock::new(),
+        busy_since: AtomicU64::new(0),
+        epoch: Instant::now(),
+        reopened: AtomicBool::new(false),
     };
     // From here on, dropping `device` unregisters and closes.
     let methods: &[u8] = if cfg.serve_perf_mgt {
@@ -435,13 +520,26 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
     Ok(device)
 }
 
-/// Start the thread that reads `device`'s completions into `routes`.
+/// Start the thread that reads `device`'s completions into `routes`, and
+/// its writer thread. The stop flag ends both; only the reader is joined
+/// (a writer blocked in `write()` ends when the call returns).
 fn spawn_reader(
     device: &Arc<Device>,
     routes: &Arc<Mutex<Routes>>,
     local: &LocalPort,
 ) -> Result<(Arc<AtomicBool>, JoinHandle<()>), UmadError> {
     let stop = Arc::new(AtomicBool::new(false));
+    {
+        let (tx, rx) = mpsc::sync_channel(SEND_QUEUE);
+        let _ = device.queue.set(tx);
+        let device = Arc::clone(device);
+        let stop = Arc::clone(&stop);
+        let routes = Arc::clone(routes);
+        std::thread::Builder::new()
+            .name(format!("umad-w-{}-{}", local.ca, local.port))
+            .spawn(move || writer(&device, &stop, &rx, &routes))
+            .map_err(|e| UmadError(format!("cannot start the umad writer thread: {e}")))?;
+    }
     let thread = {
         let device = Arc::clone(device);
         let stop = Arc::clone(&stop);
@@ -455,11 +553,22 @@ fn spawn_reader(
 }
 
 impl Owner {
+    /// Stop the reader (and the writer) and wait for the reader for at
+    /// most [`REOPEN_BOUND`]: a reader held by a blocked umad2sim call is
+    /// left to end on its own (it keeps its device open until then).
     fn stop_reader(&self) {
         let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((stop, thread)) = reader {
             stop.store(true, Ordering::Relaxed);
-            let _ = thread.join();
+            let until = Instant::now() + REOPEN_BOUND;
+            while !thread.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                tracing::debug!("umad reader did not stop in time; left behind");
+            }
         }
     }
 
@@ -476,11 +585,14 @@ impl Owner {
         };
         local.device = select_port(&cfg)?.device;
         let device = Arc::new(open_agents(&cfg, &local.device)?);
+        device.reopened.store(true, Ordering::Relaxed);
         let reader = spawn_reader(&device, &self.routes, &local)?;
         // The old device closes when its last user lets go.
         self.device.store(device);
         *self.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
-        tracing::info!(device = %local.device, "umad port reopened");
+        // "Reopened" is said by the reader when a reply arrives: under
+        // umad2sim the open works while the simulator is still away.
+        tracing::debug!(device = %local.device, "umad device opened again");
         Ok(())
     }
 }
@@ -534,6 +646,9 @@ fn decode_completion(buf: &[u8]) -> Option<Received> {
 fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
     let mut buf = vec![0u8; HDR_SIZE + MAD_SIZE];
     while !stop.load(Ordering::Relaxed) {
+        if dev.stalled() && !dev.failed.load(Ordering::Relaxed) {
+            fatal(dev, routes, stalled_message(dev));
+        }
         let revents = match sys::poll_in(dev.fd.as_fd(), POLL_MS) {
             Ok(Some(r)) => r,
             Ok(None) => continue,
@@ -571,30 +686,98 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
                 tracing::debug!(bytes = n, "short umad completion ignored");
                 continue;
             };
-            let class = rx.mad[1];
-            // A request that arrived (a PMA's work, see
-            // `UmadConfig::serve_perf_mgt`) carries the requester's TID: it
-            // goes to the first handle. Replies and timeout records of our
-            // own requests carry a route byte.
-            let incoming = rx.status == 0 && rx.mad[3] & RESPONSE_BIT == 0;
-            let route = if incoming { 0 } else { rx.mad[ROUTE_BYTE] };
-            let to = routes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .for_completion(class, route)
-                .cloned();
-            let sent = to.is_some_and(|t| t.send(Message::Done(rx)).is_ok());
-            if !sent {
-                tracing::trace!(class, route, "umad completion dropped: no such handle");
+            if rx.status == 0 && dev.reopened.swap(false, Ordering::Relaxed) {
+                tracing::info!("umad port reopened: replies arrive again");
             }
+            deliver(routes, rx);
         }
     }
 }
 
-/// Tell every receiver that the device failed.
+/// Hand a completion to the handle it belongs to.
+fn deliver(routes: &Mutex<Routes>, rx: Received) {
+    let class = rx.mad[1];
+    // A request that arrived (a PMA's work, see
+    // `UmadConfig::serve_perf_mgt`) carries the requester's TID: it goes to
+    // the first handle. Replies and timeout records of our own requests
+    // carry a route byte.
+    let incoming = rx.status == 0 && rx.mad[3] & RESPONSE_BIT == 0;
+    let route = if incoming { 0 } else { rx.mad[ROUTE_BYTE] };
+    let to = routes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .for_completion(class, route)
+        .cloned();
+    let sent = to.is_some_and(|t| t.send(Message::Done(rx)).is_ok());
+    if !sent {
+        tracing::trace!(class, route, "umad completion dropped: no such handle");
+    }
+}
+
+/// The writer thread: writes queued MADs until `stop`. A write that fails
+/// comes back to its handle as a completion with the error as its status
+/// (the engine retries it or lets it time out); unless the MAD itself was
+/// refused (EINVAL), the device counts as failed.
+fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &Mutex<Routes>) {
+    while !stop.load(Ordering::Relaxed) {
+        let frame = match rx.recv_timeout(Duration::from_millis(POLL_MS as u64)) {
+            Ok(f) => f,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        dev.busy_since.store(dev.now_ms(), Ordering::Relaxed);
+        let r = sys::write(dev.fd.as_fd(), &frame[..]);
+        dev.busy_since.store(0, Ordering::Relaxed);
+        let errno = match r {
+            Ok(n) if n == frame.len() => continue,
+            Ok(_) => libc::EIO,
+            Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+        };
+        tracing::debug!(errno, "umad write failed");
+        if let Some(mut done) = decode_completion(&frame[..]) {
+            done.status = errno;
+            deliver(routes, done);
+        }
+        // EINVAL is about the MAD itself; anything else about the device.
+        if errno != libc::EINVAL {
+            let e = io::Error::from_raw_os_error(errno);
+            fatal(dev, routes, format!("umad write: {e}"));
+        }
+    }
+}
+
+fn stalled_message(dev: &Device) -> String {
+    let ms = dev
+        .now_ms()
+        .saturating_sub(dev.busy_since.load(Ordering::Relaxed));
+    format!(
+        "umad write blocked for {ms} ms (bound {} ms): the MAD transport counts as failed",
+        SEND_BOUND.as_millis()
+    )
+}
+
+/// Tell every receiver that the device failed (once per device: the first
+/// caller logs it).
 fn fatal(dev: &Device, routes: &Mutex<Routes>, msg: String) {
-    dev.failed.store(true, Ordering::Relaxed);
-    tracing::warn!("{msg}");
+    if dev.failed.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if dev.stalled() {
+        // Each reopen of a device whose writes still block would say it
+        // again: once a minute, with a count.
+        static STALLS: AtomicU64 = AtomicU64::new(0);
+        static LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
+        let n = STALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+        if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+            *logged = Some(Instant::now());
+            tracing::warn!(stalls = n, "{msg}");
+        } else {
+            tracing::debug!(stalls = n, "{msg}");
+        }
+    } else {
+        tracing::warn!("{msg}");
+    }
     let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
         let _ = tx.send(Message::Fatal(msg.clone()));
