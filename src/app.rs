@@ -415,12 +415,28 @@ impl Shutdown {
 /// its boots, and the users with their keys localized to it.
 fn snmp_engine(cfg: &Config) -> Result<crate::snmp::usm::Usm, AppError> {
     use crate::snmp::usm::{EngineId, Usm};
-    let engine = match &cfg.snmp.engine_id {
-        Some(e) => e.clone(),
-        None => EngineId::generate()
-            .map_err(|e| AppError::new(format!("cannot make an SNMPv3 engine ID: {e}")))?,
+    let (engine, boots) = match &cfg.snmp.engine_file {
+        Some(path) => {
+            let st = crate::snmp::engine_file::load_and_advance(path, cfg.snmp.engine_id.as_ref())
+                .map_err(|e| AppError::config(format!("snmp.engine_file: {e}")))?;
+            if let Some(why) = &st.note {
+                warn!(
+                    "snmp.engine_file {}: {}: a new SNMPv3 engine starts (managers discover it again)",
+                    Escaped(&path.display().to_string()),
+                    Escaped(why)
+                );
+            }
+            (st.engine_id, st.boots)
+        }
+        None => {
+            let id = match &cfg.snmp.engine_id {
+                Some(e) => e.clone(),
+                None => EngineId::generate()
+                    .map_err(|e| AppError::new(format!("cannot make an SNMPv3 engine ID: {e}")))?,
+            };
+            (id, 1)
+        }
     };
-    let boots = 1;
     let users = cfg
         .snmp
         .user

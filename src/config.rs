@@ -756,42 +756,9 @@ impl Default for LogConfig {
 /// The largest configuration file read, in bytes.
 pub const MAX_CONFIG_FILE: u64 = 1 << 20;
 
-/// Read a file that comes from outside (configuration, topology, state
-/// file): a regular file only (a FIFO, a device or a directory is refused
-/// without being waited on), of at most `max` bytes, its size checked
-/// before anything is read.
-pub fn read_untrusted(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Error, ErrorKind, Read};
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: opening a FIFO does not wait for a writer.
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = f.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
-    }
-    let too_big = |n: u64| {
-        Error::new(
-            ErrorKind::InvalidData,
-            format!("{n} bytes, more than the {max} allowed"),
-        )
-    };
-    if meta.len() > max {
-        return Err(too_big(meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    f.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
 /// [`read_untrusted`] of a text file.
 fn read_untrusted_text(path: &Path, max: u64) -> std::io::Result<String> {
-    String::from_utf8(read_untrusted(path, max)?)
+    String::from_utf8(crate::files::read_untrusted(path, max)?)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
@@ -997,11 +964,14 @@ impl Config {
             cfg.secrets_readable_by_others =
                 std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
         }
-        if let Some(t) = &mut cfg.fabric.topology
-            && t.is_relative()
+        let dir = path.parent().unwrap_or(Path::new(""));
+        for p in [&mut cfg.fabric.topology, &mut cfg.snmp.engine_file]
+            .into_iter()
+            .flatten()
         {
-            let dir = path.parent().unwrap_or(Path::new(""));
-            *t = dir.join(&*t);
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
         }
         if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
             && let Err(e) = topology::check_readable(t)
@@ -1298,6 +1268,13 @@ impl Config {
                         .join(", ")
                 ));
             }
+        }
+        if !self.snmp.user.is_empty() && self.snmp.engine_file.is_none() {
+            w.push(
+                "snmp.engine_file is not set: snmpEngineBoots starts at 1 at every start (set \
+                 snmp.engine_id too, or managers see a new engine each time)"
+                    .into(),
+            );
         }
         if self.secrets_readable_by_others
             && self.snmp.user.iter().any(|u| {
@@ -2225,7 +2202,8 @@ mod tests {
         let p = dir.path().join("c.toml");
         std::fs::write(
             &p,
-            "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"12345678\"\n",
+            "[snmp]\nengine_file = \"engine\"\n\
+             [[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"12345678\"\n",
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -2233,6 +2211,8 @@ mod tests {
         let w = Config::load(&p).unwrap().warnings();
         assert!(w.iter().any(|l| l.contains("chmod 640")), "{w:?}");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
-        assert!(Config::load(&p).unwrap().warnings().is_empty());
+        let c = Config::load(&p).unwrap();
+        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+        assert_eq!(c.snmp.engine_file, Some(dir.path().join("engine")));
     }
 }

@@ -38,6 +38,7 @@ pub mod app;
 pub mod config;
 pub mod doca;
 pub mod fabric;
+pub mod files;
 pub mod heap;
 pub mod ib;
 pub mod mib;

@@ -15,7 +15,6 @@
 //! FNV-1a 64 checksum of everything before it. [`decode`] is pure and
 //! bounded: it never panics and refuses more than [`MAX_PORTS`] ports.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::fabric::hc::HC_SLOTS;
@@ -185,35 +184,13 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<SavedPort>, PersistError> {
 /// then renamed over it.
 pub fn save(path: &Path, ports: &[SavedPort]) -> std::io::Result<()> {
     let bytes = encode(ports);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // A leftover temporary file (or a link planted in its place) goes
-        // first: removing a link leaves its target alone. The new file is
-        // created exclusively and never through a link: one planted again
-        // in between makes the save fail, it does not redirect it.
-        match std::fs::remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
+    crate::files::write_atomic(path, &bytes)
 }
 
 /// Read and decode the state file at `path`: a regular file of at most
 /// [`MAX_FILE`] bytes, its size checked before it is read.
 pub fn load(path: &Path) -> Result<Vec<SavedPort>, PersistError> {
-    let bytes = crate::config::read_untrusted(path, MAX_FILE as u64)
+    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
         .map_err(|e| PersistError::Io(e.to_string()))?;
     decode(&bytes)
 }

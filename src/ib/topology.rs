@@ -122,7 +122,7 @@ pub fn check_readable(path: &Path) -> std::io::Result<()> {
 
 /// Reads and parses a topology file.
 pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
-    let text = crate::config::read_untrusted(path, MAX_FILE).map_err(|e| TopologyError {
+    let text = crate::files::read_untrusted(path, MAX_FILE).map_err(|e| TopologyError {
         file: Some(path.to_path_buf()),
         line: 0,
         message: format!("cannot read: {e}"),

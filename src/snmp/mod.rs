@@ -32,6 +32,7 @@
 pub mod access;
 pub(crate) mod codec;
 mod engine;
+pub mod engine_file;
 mod local;
 pub mod rate;
 pub mod usm;

@@ -1,0 +1,66 @@
+//! Files from outside the process, read and written safely: a leaf every
+//! layer may use (configuration, topology, state files).
+
+use std::io::Write;
+use std::path::Path;
+
+/// Read a file that comes from outside (configuration, topology, state
+/// file): a regular file only (a FIFO, a device or a directory is refused
+/// without being waited on), of at most `max` bytes, its size checked
+/// before anything is read.
+pub fn read_untrusted(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO does not wait for a writer.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let too_big = |n: u64| {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("{n} bytes, more than the {max} allowed"),
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Write `bytes` to `path` atomically: a temporary file beside it (mode
+/// 0600), synced, then renamed over it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A leftover temporary file (or a link planted in its place) goes
+        // first: removing a link leaves its target alone. The new file is
+        // created exclusively and never through a link: one planted again
+        // in between makes the write fail, it does not redirect it.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}

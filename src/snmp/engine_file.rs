@@ -1,0 +1,186 @@
+//! Where the endpoint's snmpEngineID and snmpEngineBoots live across
+//! restarts (RFC 3414 2.2: boots is raised at every start, so a message
+//! captured before a restart is outside the time window after it). A text
+//! file of two lines, read as untrusted input and written atomically:
+//!
+//! ```text
+//! engine_id 800000000501020304a1b2c3d4
+//! boots 7
+//! ```
+
+use std::path::Path;
+
+use super::usm::{ENGINE_MAX, EngineId};
+use crate::files::{read_untrusted, write_atomic};
+
+/// The largest engine file read.
+const MAX_FILE: u64 = 4096;
+
+/// The engine's identity for this start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineState {
+    pub engine_id: EngineId,
+    pub boots: u32,
+    /// Why the file could not be used, when it could not (a new engine
+    /// then starts: clients discover it as they would a new agent).
+    pub note: Option<String>,
+}
+
+/// The state the file held, parsed.
+fn parse(text: &str) -> Result<(EngineId, u32), String> {
+    let (mut id, mut boots) = (None, None);
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = || format!("line {}: not `engine_id HEX` or `boots N`", n + 1);
+        match line.split_once(' ') {
+            Some(("engine_id", v)) => {
+                id = Some(EngineId::from_hex(v.trim()).map_err(|e| format!("line {}: {e}", n + 1))?)
+            }
+            Some(("boots", v)) => boots = Some(v.trim().parse::<u32>().map_err(|_| bad())?),
+            _ => return Err(bad()),
+        }
+    }
+    match (id, boots) {
+        (Some(i), Some(b)) => Ok((i, b)),
+        _ => Err("it lacks `engine_id` or `boots`".into()),
+    }
+}
+
+/// The state for this start, from what the file held (`None`: no file) and
+/// the configured engine ID: the file's ID with its boots raised by one
+/// (latched at 2147483647, RFC 3414 2.2.2), or a new engine at boots 1
+/// when the configured ID differs or there was none. `generate` makes a new
+/// engine ID.
+pub fn next_state(
+    held: Option<Result<(EngineId, u32), String>>,
+    configured: Option<&EngineId>,
+    generate: impl FnOnce() -> Result<EngineId, String>,
+) -> Result<EngineState, String> {
+    let (prev, note) = match held {
+        None => (None, None),
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(e)) => (None, Some(e)),
+    };
+    match (prev, configured) {
+        (Some((id, boots)), c) if c.is_none_or(|c| *c == id) => Ok(EngineState {
+            engine_id: id,
+            boots: boots.saturating_add(1).min(ENGINE_MAX),
+            note,
+        }),
+        (_, Some(c)) => Ok(EngineState {
+            engine_id: c.clone(),
+            boots: 1,
+            note,
+        }),
+        (_, None) => Ok(EngineState {
+            engine_id: generate()?,
+            boots: 1,
+            note,
+        }),
+    }
+}
+
+/// Reads the engine file at `path`, works out this start's state and
+/// writes it back before the endpoint answers anything.
+pub fn load_and_advance(path: &Path, configured: Option<&EngineId>) -> Result<EngineState, String> {
+    let held = match read_untrusted(path, MAX_FILE) {
+        Ok(bytes) => Some(
+            String::from_utf8(bytes)
+                .map_err(|_| "not UTF-8 text".to_string())
+                .and_then(|t| parse(&t)),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(e.to_string())),
+    };
+    let state = next_state(held, configured, || {
+        EngineId::generate().map_err(|e| format!("cannot make an SNMPv3 engine ID: {e}"))
+    })?;
+    let text = format!(
+        "# ibpm-agentx SNMPv3 engine: snmpEngineID and snmpEngineBoots (RFC 3414 2.2)\n\
+         engine_id {}\nboots {}\n",
+        state.engine_id.to_hex(),
+        state.boots
+    );
+    write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(h: &str) -> EngineId {
+        EngineId::from_hex(h).unwrap()
+    }
+
+    #[test]
+    fn boots_go_up_by_one_and_latch() {
+        let a = id("800000000501020304");
+        let next = |held, c: Option<&EngineId>| {
+            next_state(held, c, || Ok(id("80000000050a0b0c0d"))).unwrap()
+        };
+        let s = next(Some(Ok((a.clone(), 7))), None);
+        assert_eq!((s.engine_id.clone(), s.boots), (a.clone(), 8));
+        let s = next(Some(Ok((a.clone(), 7))), Some(&a));
+        assert_eq!(s.boots, 8);
+        let s = next(Some(Ok((a.clone(), ENGINE_MAX))), None);
+        assert_eq!(s.boots, ENGINE_MAX);
+        // Another configured ID: a new engine.
+        let b = id("80000000050f0f0f0f");
+        let s = next(Some(Ok((a.clone(), 7))), Some(&b));
+        assert_eq!((s.engine_id, s.boots), (b, 1));
+        // No file: a generated one.
+        let s = next(None, None);
+        assert_eq!(
+            (s.engine_id, s.boots, s.note),
+            (id("80000000050a0b0c0d"), 1, None)
+        );
+        // A damaged file: a new engine, and why.
+        let s = next(Some(Err("line 1: x".into())), None);
+        assert_eq!(s.boots, 1);
+        assert_eq!(s.note.as_deref(), Some("line 1: x"));
+    }
+
+    #[test]
+    fn the_file_round_trips_and_refuses_what_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("engine");
+        let a = id("800000000501020304");
+        let s1 = load_and_advance(&p, Some(&a)).unwrap();
+        assert_eq!((s1.engine_id.clone(), s1.boots), (a.clone(), 1));
+        let s2 = load_and_advance(&p, None).unwrap();
+        assert_eq!((s2.engine_id.clone(), s2.boots), (a.clone(), 2));
+        let s3 = load_and_advance(&p, Some(&a)).unwrap();
+        assert_eq!(s3.boots, 3);
+        for (text, why) in [
+            ("engine_id zz\nboots 1\n", "line 1"),
+            ("engine_id 800000000501020304\n", "lacks"),
+            ("boots -1\nengine_id 800000000501020304\n", "line 1"),
+            ("garbage", "line 1"),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            assert!(parse(text).unwrap_err().contains(why), "{text}");
+            let s = load_and_advance(&p, None).unwrap();
+            assert_eq!(s.boots, 1, "{text}");
+            assert!(s.note.is_some());
+        }
+        // A FIFO or a directory is refused at once, never waited on.
+        let d = dir.path().join("dir");
+        std::fs::create_dir(&d).unwrap();
+        let s = next_state(
+            Some(
+                read_untrusted(&d, MAX_FILE)
+                    .map(|_| (a.clone(), 1))
+                    .map_err(|e| e.to_string()),
+            ),
+            None,
+            || Ok(a.clone()),
+        )
+        .unwrap();
+        assert!(s.note.is_some());
+    }
+}
