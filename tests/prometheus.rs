@@ -203,6 +203,9 @@ fn check_scrape(body: &str, target: &str, walk_args: &[&str]) {
     }
 }
 
+/// The placeholder passphrase of the shipped ib_pm_v3 module.
+const V3_PASS: &str = "change-this-passphrase";
+
 fn agent_config(dir: &Path, agentx: &str, listen: &str) -> PathBuf {
     let p = dir.join("agent.toml");
     std::fs::write(
@@ -210,6 +213,9 @@ fn agent_config(dir: &Path, agentx: &str, listen: &str) -> PathBuf {
         format!(
             "{agentx}\n[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n\
              [snmp]\nlisten = \"{listen}\"\n\
+             [[snmp.user]]\nname = \"nms\"\nauth = \"SHA-256\"\nauth_passphrase = \"{V3_PASS}\"\n\
+             privacy = \"AES\"\nprivacy_passphrase = \"{V3_PASS}\"\n\
+             [[snmp.access]]\nuser = \"nms\"\nmax_response_octets = 65507\n\
              [[snmp.access]]\ncommunity = \"public\"\nmax_response_octets = 65507\n"
         ),
     )
@@ -231,6 +237,21 @@ fn snmp_exporter_scrapes_the_agents_endpoint() {
     let (body, took) = exporter.scrape("ib_pm", &target);
     println!("scrape of the endpoint: {took:?}, {} octets", body.len());
     check_scrape(&body, &target, &["-v2c", "-c", "public"]);
+    // The same with SNMPv3 authPriv (SHA-256, AES).
+    let (v3, took) = exporter.scrape("ib_pm_v3", &target);
+    println!(
+        "SNMPv3 scrape of the endpoint: {took:?}, {} octets",
+        v3.len()
+    );
+    let v3_args = [
+        "-v3", "-l", "authPriv", "-u", "nms", "-a", "SHA-256", "-A", V3_PASS, "-x", "AES", "-X",
+        V3_PASS,
+    ];
+    check_scrape(&v3, &target, &v3_args);
+    assert_eq!(
+        series(&v3, "pmPortHCOutOctets").len(),
+        series(&body, "pmPortHCOutOctets").len()
+    );
 }
 
 #[test]
