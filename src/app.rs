@@ -411,10 +411,26 @@ impl Shutdown {
 }
 
 /// Run until SIGINT/SIGTERM.
-/// The SNMPv3 engine of the endpoint: its ID (configured, or generated),
-/// its boots, and the users with their keys localized to it.
-fn snmp_engine(cfg: &Config) -> Result<crate::snmp::usm::Usm, AppError> {
-    use crate::snmp::usm::{EngineId, Usm};
+/// The agent's SNMPv3 engine: its ID (configured, kept in the engine file,
+/// or generated), its boots (raised in the engine file), and the users
+/// with their keys localized to it. Made once per start, for the endpoint
+/// and the trap sender alike.
+struct SnmpEngine {
+    id: crate::snmp::usm::EngineId,
+    boots: u32,
+    users: Vec<crate::snmp::usm::User>,
+    booted: std::time::Instant,
+}
+
+impl SnmpEngine {
+    fn usm(&self) -> Result<crate::snmp::usm::Usm, AppError> {
+        crate::snmp::usm::Usm::new(self.id.clone(), self.boots, self.users.clone())
+            .map_err(|e| AppError::new(format!("cannot start the SNMPv3 engine: {e}")))
+    }
+}
+
+fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
+    use crate::snmp::usm::EngineId;
     let (engine, boots) = match &cfg.snmp.engine_file {
         Some(path) => {
             let st = crate::snmp::engine_file::load_and_advance(path, cfg.snmp.engine_id.as_ref())
@@ -448,8 +464,12 @@ fn snmp_engine(cfg: &Config) -> Result<crate::snmp::usm::Usm, AppError> {
         "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
         users.len()
     );
-    Usm::new(engine, boots, users)
-        .map_err(|e| AppError::new(format!("cannot start the SNMPv3 engine: {e}")))
+    Ok(SnmpEngine {
+        id: engine,
+        boots,
+        users,
+        booted: std::time::Instant::now(),
+    })
 }
 
 pub fn run(cfg: Config) -> Result<(), AppError> {
@@ -698,14 +718,34 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
 
     running.session = session;
 
+    let engine = if cfg.snmp.user.is_empty() {
+        None
+    } else {
+        Some(snmp_engine(cfg)?)
+    };
+
     // Notifications: through snmpd, or without it straight to the sinks.
     if cfg.notify.enabled {
         let sink: Option<Box<dyn Sink>> = match &running.session {
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
             None if !cfg.notify.sinks.is_empty() => {
-                let t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
-                    .map_err(|e| AppError::new(format!("cannot open the trap socket: {e}")))?;
-                info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks");
+                let mut t =
+                    TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
+                        .map_err(|e| AppError::new(format!("cannot open the trap socket: {e}")))?;
+                match (&cfg.notify.user, &engine) {
+                    (Some(user), Some(e)) => {
+                        let index = e.users.iter().position(|u| u.name() == user.as_bytes());
+                        let index = index.ok_or_else(|| {
+                            AppError::config(format!(
+                                "notify.user `{}` is no [[snmp.user]]",
+                                Escaped(user)
+                            ))
+                        })?;
+                        t = t.with_v3(e.usm()?, index, e.booted);
+                        info!(sinks = ?cfg.notify.sinks, "SNMPv3 traps of user {} go straight to the sinks", Escaped(user));
+                    }
+                    _ => info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks"),
+                }
                 Some(Box::new(t))
             }
             None => {
@@ -730,8 +770,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let mut r = Responder::bind(addr, config, Arc::clone(&view))
             .map_err(|e| AppError::new(format!("cannot listen on {addr}: {e}")))?
             .with_counters(endpoint_counters);
-        if !cfg.snmp.user.is_empty() {
-            r = r.with_usm(snmp_engine(cfg)?);
+        if let Some(e) = &engine {
+            r = r.with_usm(e.usm()?, e.booted);
         }
         let local = r.local_addr().map_err(|e| AppError::new(e.to_string()))?;
         let rules = r.config().access.rules().len();

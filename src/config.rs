@@ -594,6 +594,11 @@ pub struct NotifySection {
     pub sinks: Vec<SocketAddr>,
     /// The community of those traps.
     pub community: String,
+    /// Send them as SNMPv3 traps of this `[[snmp.user]]` instead (at the
+    /// strongest level its keys allow; this agent is the authoritative
+    /// engine); `None` (an empty string): SNMPv2c.
+    #[serde(deserialize_with = "non_empty")]
+    pub user: Option<String>,
     /// `[[notify.threshold]]` rules, later ones win.
     pub threshold: Vec<ThresholdEntry>,
 }
@@ -608,6 +613,7 @@ impl Default for NotifySection {
             queue: crate::agentx::SessionConfig::default().notify_queue,
             sinks: Vec::new(),
             community: "public".into(),
+            user: None,
             threshold: Vec::new(),
         }
     }
@@ -1221,6 +1227,15 @@ impl Config {
                 key,
                 "is ignored where [[snmp.access]] rules are given: name the community in a rule"
                     .into(),
+            ));
+        }
+        if let Some(u) = &self.notify.user
+            && !self.snmp.user.iter().any(|e| &e.name == u)
+        {
+            return Err((
+                "notify",
+                "user",
+                format!("`{}` is no [[snmp.user]]", u.escape_debug()),
             ));
         }
         if self.snmp.write_community.as_ref() == Some(&self.snmp.community) {

@@ -426,3 +426,43 @@ fn without_agentx_traps_go_straight_to_the_sinks() {
     agent.stop();
     eprintln!("{log}");
 }
+
+/// Without snmpd, with `notify.user`: SNMPv3 traps (authPriv, SHA-256,
+/// AES) from the agent's own engine, which snmptrapd authenticates and
+/// decrypts with the user's keys for that engine ID.
+#[test]
+fn without_agentx_traps_go_to_the_sinks_as_snmpv3() {
+    let engine = "800000000501020304feed01";
+    let pass = "trap-sender-passphrase";
+    let trapd = PrivateSnmptrapd::start_with_conf(&format!(
+        "createUser -e 0x{engine} traps SHA-256 {pass} AES {pass}\nformat2 [%P] %v\\n"
+    ))
+    .expect("snmptrapd");
+    let text = format!(
+        "[agentx]\nenabled = false\n[snmp]\nengine_id = \"{engine}\"\n\
+         [[snmp.user]]\nname = \"traps\"\nauth = \"SHA-256\"\nauth_passphrase = \"{pass}\"\n\
+         privacy = \"AES\"\nprivacy_passphrase = \"{pass}\"\n{}",
+        BASE.replace(
+            "[notify]\n",
+            &format!(
+                "[notify]\nuser = \"traps\"\nsinks = [\"{}\"]\n",
+                trapd.sink()
+            )
+        )
+    );
+    let cfg = Config::parse(&text, "test.toml").expect("test configuration");
+    let sim = SimFabric::new(topology::default_fabric(), app::sim_options(&cfg));
+    let agent = app::start_with(&cfg, Backend::sim(&sim), Shutdown::new()).expect("agent");
+    wait("sweeps", Duration::from_secs(20), || {
+        agent.cache().load().sweep >= 3
+    });
+    let node = named(&sim.fabric(), "node08");
+    sim.set_reachable(node, false);
+    wait("pmNodeLost", Duration::from_secs(20), || {
+        !about(v2_traps(&trapd.log(), "pmNodeLost"), node, None).is_empty()
+    });
+    let log = trapd.log();
+    let line = &about(v2_traps(&log, "pmNodeLost"), node, None)[0];
+    assert!(line.contains("SNMP v3, user traps"), "{line}");
+    agent.stop();
+}

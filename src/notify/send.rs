@@ -24,6 +24,7 @@ use crate::ib::Escaped;
 use crate::mib::tables::timestamp;
 use crate::mib::{Oid, Value, VarBind};
 use crate::snmp::codec::to_wire_varbind;
+use crate::snmp::usm::{SecurityLevel, Usm};
 
 /// Where notifications go.
 pub trait Sink: Send {
@@ -85,7 +86,7 @@ impl Sink for AgentxSink {
     }
 }
 
-/// Without snmpd: SNMPv2c traps to each sink.
+/// Without snmpd: SNMPv2c traps to each sink, or SNMPv3 traps of one user.
 pub struct TrapSink {
     /// One socket per address family the sinks use.
     v4: Option<UdpSocket>,
@@ -95,6 +96,8 @@ pub struct TrapSink {
     request_id: i32,
     sent: u64,
     failed: u64,
+    /// SNMPv3: the engine, the user's index in it, and when it booted.
+    v3: Option<(Usm, usize, Instant)>,
 }
 
 impl TrapSink {
@@ -118,36 +121,60 @@ impl TrapSink {
             request_id: 1,
             sent: 0,
             failed: 0,
+            v3: None,
         })
     }
 
-    /// The SNMPv2-Trap message: `sysUpTime.0` (the agent's uptime) and
+    /// Sends SNMPv3 traps as user `user` of `usm` (the agent's engine,
+    /// booted at `booted`) instead of SNMPv2c ones.
+    pub fn with_v3(mut self, usm: Usm, user: usize, booted: Instant) -> TrapSink {
+        self.v3 = Some((usm, user, booted));
+        self
+    }
+
+    /// The SNMPv2-Trap PDU: `sysUpTime.0` (the agent's uptime) and
     /// `snmpTrapOID.0` first, then the notification's objects.
-    pub fn encode(community: &str, request_id: i32, event: &Event) -> Option<Vec<u8>> {
+    fn pdu(request_id: i32, event: &Event) -> Option<Pdus> {
         let mut vbs = vec![VarBind {
             name: Oid(SYS_UPTIME.to_vec()),
             value: Value::TimeTicks(timestamp(Some(Instant::now()))),
         }];
         vbs.extend(event.varbinds());
         let wire: Option<VarBindList> = vbs.iter().map(to_wire_varbind).collect();
+        Some(Pdus::Trap(Trap(Pdu {
+            request_id,
+            error_status: 0,
+            error_index: 0,
+            variable_bindings: wire?,
+        })))
+    }
+
+    /// The SNMPv2c message of a trap.
+    pub fn encode(community: &str, request_id: i32, event: &Event) -> Option<Vec<u8>> {
         let msg = Message {
             version: 1.into(),
             community: community.as_bytes().to_vec().into(),
-            data: Pdus::Trap(Trap(Pdu {
-                request_id,
-                error_status: 0,
-                error_index: 0,
-                variable_bindings: wire?,
-            })),
+            data: TrapSink::pdu(request_id, event)?,
         };
         rasn::ber::encode(&msg).ok()
+    }
+
+    fn message(&mut self, event: &Event) -> Option<Vec<u8>> {
+        match &mut self.v3 {
+            None => TrapSink::encode(&self.community, self.request_id, event),
+            Some((usm, user, booted)) => {
+                let time = u32::try_from(booted.elapsed().as_secs()).unwrap_or(u32::MAX);
+                let pdu = TrapSink::pdu(self.request_id, event)?;
+                usm.trap(*user, SecurityLevel::AuthPriv, pdu, time)
+            }
+        }
     }
 }
 
 impl Sink for TrapSink {
     fn send(&mut self, event: &Event) -> bool {
         self.request_id = self.request_id.wrapping_add(1) & i32::MAX;
-        let Some(bytes) = TrapSink::encode(&self.community, self.request_id, event) else {
+        let Some(bytes) = self.message(event) else {
             self.failed += 1;
             return false;
         };

@@ -64,7 +64,7 @@ pub struct Responder {
     config: ResponderConfig,
     handler: Arc<dyn MibHandler>,
     counters: Arc<EndpointCounters>,
-    usm: Option<Usm>,
+    usm: Option<(Usm, Instant)>,
 }
 
 impl Responder {
@@ -90,10 +90,9 @@ impl Responder {
         })
     }
 
-    /// Answers SNMPv3 through `usm` (its engine boots when the responder
-    /// starts serving).
-    pub fn with_usm(mut self, usm: Usm) -> Responder {
-        self.usm = Some(usm);
+    /// Answers SNMPv3 through `usm`, whose engine booted at `booted`.
+    pub fn with_usm(mut self, usm: Usm, booted: Instant) -> Responder {
+        self.usm = Some((usm, booted));
         self
     }
 
@@ -123,8 +122,8 @@ impl Responder {
             tokio::net::UdpSocket::from_std(self.socket)?
         };
         let mut processor = Processor::new(self.config);
-        if let Some(usm) = self.usm {
-            processor = processor.with_usm(usm, Instant::now());
+        if let Some((usm, booted)) = self.usm {
+            processor = processor.with_usm(usm, booted);
         }
         let serving = Serving {
             socket,

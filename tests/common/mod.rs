@@ -327,6 +327,12 @@ impl PrivateSnmptrapd {
 
     /// Starts it and waits until it has logged its start.
     pub fn start() -> io::Result<PrivateSnmptrapd> {
+        PrivateSnmptrapd::start_with_conf("")
+    }
+
+    /// [`PrivateSnmptrapd::start`] with `extra` lines of configuration
+    /// (`createUser` of SNMPv3 senders, say).
+    pub fn start_with_conf(extra: &str) -> io::Result<PrivateSnmptrapd> {
         assert!(
             Path::new(Self::SNMPTRAPD).exists(),
             "{} is needed: run scripts/install-deps (Debian package snmptrapd)",
@@ -340,7 +346,7 @@ impl PrivateSnmptrapd {
         let conf = dir.path().join("snmptrapd.conf");
         std::fs::write(
             &conf,
-            "disableAuthorization yes\ndoNotRetainNotificationLogs yes\n",
+            format!("disableAuthorization yes\ndoNotRetainNotificationLogs yes\n{extra}\n"),
         )?;
         let mut t = PrivateSnmptrapd {
             dir,
