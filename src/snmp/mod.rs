@@ -27,6 +27,7 @@
 pub(crate) mod codec;
 mod engine;
 pub mod rate;
+pub mod usm;
 
 pub use engine::{
     MAX_UDP_PAYLOAD, Outcome, RESPONDER_SESSION_ID, ResponderConfig, handle_packet, process,
