@@ -53,6 +53,7 @@
 //! is built; a message costs one HMAC and, at authPriv, one AES pass.
 
 pub mod crypto;
+pub mod state;
 mod wire;
 
 #[cfg(test)]
@@ -66,6 +67,8 @@ use rasn_smi::v1::Counter;
 use rasn_smi::v2::{ApplicationSyntax, ObjectSyntax};
 use rasn_snmp::v2::{Pdu, Pdus, Report, VarBind, VarBindValue};
 use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
+
+pub use state::{EngineState, StateError};
 
 pub use crypto::{
     AUTH_PROTOCOLS, AuthProtocol, KeyError, PrivProtocol, ProtocolError, localize, password_to_key,
@@ -499,8 +502,10 @@ fn scoped_overhead(ctx_engine: usize, ctx_name: usize) -> usize {
 
 impl Usm {
     /// An engine with `boots` (snmpEngineBoots, raised at every start by the
-    /// caller) and `users`, whose keys must be localized to `engine_id`. The
-    /// AES salt and the first notification msgID start at random values.
+    /// caller: [`EngineState::start`]) and `users`, whose keys must be
+    /// localized to `engine_id`. The `engine_time` passed to the methods is
+    /// snmpEngineTime: seconds since this start. The AES salt and the first
+    /// notification msgID start at random values.
     pub fn new(engine_id: EngineId, boots: u32, users: Vec<User>) -> Result<Usm, getrandom::Error> {
         let mut r = [0u8; 12];
         getrandom::fill(&mut r)?;
@@ -540,6 +545,17 @@ impl Usm {
 
     pub fn boots(&self) -> u32 {
         self.boots
+    }
+
+    /// msgMaxSize of the messages this engine sends (snmpEngineMaxMessageSize).
+    pub fn max_message_size(&self) -> u32 {
+        self.max_size
+    }
+
+    /// Announces `octets` (clamped to 484..=65507) as this engine's msgMaxSize.
+    pub fn with_max_message_size(mut self, octets: u32) -> Usm {
+        self.max_size = octets.clamp(MIN_MAX_SIZE, MAX_UDP_PAYLOAD as u32);
+        self
     }
 
     pub fn users(&self) -> &[User] {
