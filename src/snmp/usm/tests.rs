@@ -386,6 +386,58 @@ fn snmpget_requests_authenticate_and_decrypt() {
     }
 }
 
+/// pysnmp's requests (tests/fixtures/usm/pysnmp_capture.py; sent to an
+/// engine with boots 3 after discovery) authenticate and decrypt too.
+#[test]
+fn pysnmp_requests_authenticate_and_decrypt() {
+    let cases: [(&[u8], &str, SecurityLevel); 6] = [
+        (
+            include_bytes!("../../../tests/fixtures/usm/pysnmp-noauth.bin"),
+            "nobody",
+            SecurityLevel::NoAuthNoPriv,
+        ),
+        (
+            include_bytes!("../../../tests/fixtures/usm/pysnmp-sha-authpriv.bin"),
+            "nms-sha",
+            SecurityLevel::AuthPriv,
+        ),
+        (
+            include_bytes!("../../../tests/fixtures/usm/pysnmp-sha224-authnopriv.bin"),
+            "auth-only",
+            SecurityLevel::AuthNoPriv,
+        ),
+        (
+            include_bytes!("../../../tests/fixtures/usm/pysnmp-sha256-authpriv.bin"),
+            "nms-256",
+            SecurityLevel::AuthPriv,
+        ),
+        (
+            include_bytes!("../../../tests/fixtures/usm/pysnmp-sha384-authpriv.bin"),
+            "nms-384",
+            SecurityLevel::AuthPriv,
+        ),
+        (
+            include_bytes!("../../../tests/fixtures/usm/pysnmp-sha512-authpriv.bin"),
+            "nms-512",
+            SecurityLevel::AuthPriv,
+        ),
+    ];
+    for (bytes, user, level) in cases {
+        let msg: Message = rasn::ber::decode(bytes).unwrap();
+        let sec: USMSecurityParameters = rasn::ber::decode(&msg.security_parameters).unwrap();
+        let time = non_negative(&sec.authoritative_engine_time).unwrap();
+        let mut usm = agent(3);
+        match usm.incoming(bytes, time) {
+            Incoming::Request(ctx, Pdus::GetRequest(GetRequest(p))) => {
+                assert_eq!(ctx.level, level, "{user}");
+                assert_eq!(usm.users()[ctx.user].name(), user.as_bytes());
+                assert_eq!(p.variable_bindings[0].name, sys_descr());
+            }
+            other => panic!("{user}: {other:?}"),
+        }
+    }
+}
+
 /// The same requests with a wrong passphrase: a digest Report (or, for the
 /// privacy passphrase, a decryption Report).
 #[test]
@@ -904,18 +956,29 @@ impl Incoming {
 
 /// A test-only loop: answers every Get with `DESCR` for each varbind until
 /// `stop`, the engine's time in whole seconds since the loop started.
+/// With `record`, each datagram received is also written there as N.bin.
 fn serve(
     socket: std::net::UdpSocket,
     mut usm: Usm,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    record: Option<&std::path::Path>,
 ) -> Usm {
     use std::sync::atomic::Ordering;
     let start = std::time::Instant::now();
     let mut buf = [0u8; 65536];
-    while !stop.load(Ordering::Relaxed) {
+    let mut received = 0;
+    // Bounded: two minutes at most, whoever forgets to stop it.
+    while !stop.load(Ordering::Relaxed) && start.elapsed().as_secs() < 120 {
         let Ok((n, peer)) = socket.recv_from(&mut buf) else {
             continue;
         };
+        if let Some(dir) = record {
+            if &buf[..n] == b"stop" {
+                break;
+            }
+            received += 1;
+            std::fs::write(dir.join(format!("{received}.bin")), &buf[..n]).unwrap();
+        }
         let now = start.elapsed().as_secs() as u32;
         let out = match usm.incoming(&buf[..n], now) {
             Incoming::Request(ctx, Pdus::GetRequest(GetRequest(p))) => {
@@ -981,7 +1044,7 @@ fn net_snmp_snmpget_accepts_answers_and_reports() {
     let server = {
         let stop = stop.clone();
         let usm = agent(3);
-        std::thread::spawn(move || serve(socket, usm, stop))
+        std::thread::spawn(move || serve(socket, usm, stop, None))
     };
     let ok: &[&[&str]] = &[
         &["-l", "noAuthNoPriv", "-u", "nobody"],
@@ -1160,4 +1223,20 @@ fn net_snmp_snmpget_accepts_answers_and_reports() {
         s.unsupported_sec_levels >= 1 && s.decryption_errors >= 1,
         "{s:?}"
     );
+}
+
+/// Not a check: serves this module on USM_CAPTURE_PORT, writing what it
+/// receives into USM_CAPTURE_DIR, until a "stop" datagram, for
+/// tests/fixtures/usm/pysnmp_capture.py to run another client against.
+#[test]
+#[ignore = "run by tests/fixtures/usm/pysnmp_capture.py"]
+fn serve_for_capture() {
+    let port: u16 = std::env::var("USM_CAPTURE_PORT").unwrap().parse().unwrap();
+    let dir = std::path::PathBuf::from(std::env::var("USM_CAPTURE_DIR").unwrap());
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    serve(socket, agent(3), stop, Some(&dir));
 }
