@@ -41,42 +41,54 @@ fn answer(request_id: i32, text_len: usize) -> Pdus {
     }))
 }
 
-/// The users of the fixtures (tests/fixtures/usm/capture.sh).
+/// The users of the fixtures (tests/fixtures/usm/capture.sh and
+/// pysnmp_capture.py): name, authentication protocol and passphrase,
+/// privacy (AES) passphrase.
+type TestUser = (
+    &'static str,
+    Option<(&'static str, &'static str)>,
+    Option<&'static str>,
+);
+const USERS: [TestUser; 6] = [
+    (
+        "nms-sha",
+        Some(("SHA", "sha-auth-pass")),
+        Some("sha-priv-pass"),
+    ),
+    (
+        "nms-256",
+        Some(("SHA-256", "sha256-auth-pass")),
+        Some("sha256-priv-pass"),
+    ),
+    (
+        "nms-512",
+        Some(("SHA-512", "sha512-auth-pass")),
+        Some("sha512-priv-pass"),
+    ),
+    ("nobody", None, None),
+    ("auth-only", Some(("SHA-224", "auth-only-pass")), None),
+    (
+        "nms-384",
+        Some(("SHA-384", "sha384-auth-pass")),
+        Some("sha384-priv-pass"),
+    ),
+];
+
+const LEVELS: [SecurityLevel; 3] = [
+    SecurityLevel::NoAuthNoPriv,
+    SecurityLevel::AuthNoPriv,
+    SecurityLevel::AuthPriv,
+];
+
 fn fixture_users(e: &EngineId) -> Vec<User> {
-    let a = |p: &str| p.parse::<AuthProtocol>().unwrap();
-    vec![
-        User::from_passphrases(
-            "nms-sha",
-            Some((a("SHA"), "sha-auth-pass")),
-            Some((PrivProtocol::Aes128, "sha-priv-pass")),
-            e,
-        )
-        .unwrap(),
-        User::from_passphrases(
-            "nms-256",
-            Some((a("SHA-256"), "sha256-auth-pass")),
-            Some((PrivProtocol::Aes128, "sha256-priv-pass")),
-            e,
-        )
-        .unwrap(),
-        User::from_passphrases(
-            "nms-512",
-            Some((a("SHA-512"), "sha512-auth-pass")),
-            Some((PrivProtocol::Aes128, "sha512-priv-pass")),
-            e,
-        )
-        .unwrap(),
-        User::from_passphrases("nobody", None, None, e).unwrap(),
-        User::from_passphrases("auth-only", Some((a("SHA-224"), "auth-only-pass")), None, e)
-            .unwrap(),
-        User::from_passphrases(
-            "nms-384",
-            Some((a("SHA-384"), "sha384-auth-pass")),
-            Some((PrivProtocol::Aes128, "sha384-priv-pass")),
-            e,
-        )
-        .unwrap(),
-    ]
+    USERS
+        .iter()
+        .map(|(name, auth, privacy)| {
+            let auth = auth.map(|(p, pass)| (p.parse::<AuthProtocol>().unwrap(), pass));
+            let privacy = privacy.map(|pass| (PrivProtocol::Aes128, pass));
+            User::from_passphrases(name, auth, privacy, e).unwrap()
+        })
+        .collect()
 }
 
 fn agent(boots: u32) -> Usm {
@@ -105,19 +117,16 @@ fn request(
     usm.boots = boots;
     let engine = usm.engine_id.as_bytes().to_vec();
     let name = user.as_bytes().to_vec();
-    let out = usm
-        .encode_flags(
-            4242,
-            level,
-            FLAG_REPORTABLE,
-            Some(ix),
-            &name,
-            &engine,
-            &[],
-            pdus,
-            time,
-        )
-        .unwrap();
+    let header = Header {
+        msg_id: 4242,
+        level,
+        reportable: true,
+        user: Some(ix),
+        user_name: &name,
+        ctx_engine: &engine,
+        ctx_name: &[],
+    };
+    let out = usm.encode(&header, pdus, time).unwrap();
     usm.boots = saved;
     out
 }
@@ -515,21 +524,10 @@ fn discovery_gets_unknown_engine_id_report_with_engine_values() {
 
 #[test]
 fn round_trip_at_every_level_and_protocol() {
-    for user in [
-        "nms-sha",
-        "auth-only",
-        "nms-256",
-        "nms-384",
-        "nms-512",
-        "nobody",
-    ] {
+    for (user, _, _) in USERS {
         let mut usm = agent(3);
         let u = usm.users()[usm.user_index(user).unwrap()].clone();
-        for level in [
-            SecurityLevel::NoAuthNoPriv,
-            SecurityLevel::AuthNoPriv,
-            SecurityLevel::AuthPriv,
-        ] {
+        for level in LEVELS {
             if level > u.max_level() {
                 continue;
             }
@@ -697,19 +695,16 @@ fn wrong_context_engine_gets_unknown_pdu_handler_report_at_request_level() {
     let mut usm = agent(1);
     let u = usm.users()[0].clone();
     let ix = usm.user_index("nms-sha").unwrap();
-    let req = usm
-        .encode_flags(
-            9,
-            SecurityLevel::AuthPriv,
-            FLAG_REPORTABLE,
-            Some(ix),
-            b"nms-sha",
-            b"\x80\x00\x00\x00\x05other",
-            &[],
-            get(31),
-            5,
-        )
-        .unwrap();
+    let header = Header {
+        msg_id: 9,
+        level: SecurityLevel::AuthPriv,
+        reportable: true,
+        user: Some(ix),
+        user_name: b"nms-sha",
+        ctx_engine: b"\x80\x00\x00\x00\x05other",
+        ctx_name: &[],
+    };
+    let req = usm.encode(&header, get(31), 5).unwrap();
     let Incoming::Report(ReportKind::UnknownPduHandler, bytes) = usm.incoming(&req, 5) else {
         panic!()
     };
@@ -850,14 +845,10 @@ fn garbage_and_mutations_never_panic_or_pass() {
 /// encoder gives, and not much less, across BER length boundaries.
 #[test]
 fn overhead_bounds_real_encodings() {
-    for user in ["nobody", "nms-sha", "auth-only", "nms-256", "nms-512"] {
+    for (user, _, _) in USERS {
         let mut usm = agent(ENGINE_MAX - 1);
         let u = usm.users()[usm.user_index(user).unwrap()].clone();
-        for level in [
-            SecurityLevel::NoAuthNoPriv,
-            SecurityLevel::AuthNoPriv,
-            SecurityLevel::AuthPriv,
-        ] {
+        for level in LEVELS {
             if level > u.max_level() {
                 continue;
             }
@@ -1012,7 +1003,7 @@ fn serve(
 
 const DESCR: &str = "usm-loop-answer";
 
-fn snmpget(port: u16, args: &[&str]) -> (bool, String) {
+fn snmpget(port: u16, args: &[String]) -> (bool, String) {
     let out = std::process::Command::new("snmpget")
         .args(["-v3", "-r", "1", "-t", "2", "-Oqv"])
         .args(args)
@@ -1046,165 +1037,88 @@ fn net_snmp_snmpget_accepts_answers_and_reports() {
         let usm = agent(3);
         std::thread::spawn(move || serve(socket, usm, stop, None))
     };
-    let ok: &[&[&str]] = &[
-        &["-l", "noAuthNoPriv", "-u", "nobody"],
-        &[
-            "-l",
-            "authNoPriv",
-            "-u",
+    // user, auth protocol and passphrase, privacy passphrase (AES)
+    let v3 = |user: &str, auth: Option<(&str, &str)>, privacy: Option<&str>| {
+        let level = match (auth, privacy) {
+            (None, _) => "noAuthNoPriv",
+            (Some(_), None) => "authNoPriv",
+            (Some(_), Some(_)) => "authPriv",
+        };
+        let mut args = vec!["-l".to_string(), level.into(), "-u".into(), user.into()];
+        if let Some((proto, pass)) = auth {
+            args.extend(["-a", proto, "-A", pass].map(String::from));
+        }
+        if let Some(pass) = privacy {
+            args.extend(["-x", "AES", "-X", pass].map(String::from));
+        }
+        args
+    };
+    let mut with_engine_id = v3(
+        "nms-256",
+        Some(("SHA-256", "sha256-auth-pass")),
+        Some("sha256-priv-pass"),
+    );
+    with_engine_id.splice(0..0, ["-e".to_string(), ENGINE_HEX.into()]);
+    let ok = [
+        v3("nobody", None, None),
+        v3("nms-sha", Some(("SHA", "sha-auth-pass")), None),
+        v3(
             "nms-sha",
-            "-a",
-            "SHA",
-            "-A",
-            "sha-auth-pass",
-        ],
-        &[
-            "-l",
-            "authPriv",
-            "-u",
-            "nms-sha",
-            "-a",
-            "SHA",
-            "-A",
-            "sha-auth-pass",
-            "-x",
-            "AES",
-            "-X",
-            "sha-priv-pass",
-        ],
-        &[
-            "-l",
-            "authNoPriv",
-            "-u",
-            "auth-only",
-            "-a",
-            "SHA-224",
-            "-A",
-            "auth-only-pass",
-        ],
-        &[
-            "-l",
-            "authPriv",
-            "-u",
+            Some(("SHA", "sha-auth-pass")),
+            Some("sha-priv-pass"),
+        ),
+        v3("auth-only", Some(("SHA-224", "auth-only-pass")), None),
+        v3(
             "nms-256",
-            "-a",
-            "SHA-256",
-            "-A",
-            "sha256-auth-pass",
-            "-x",
-            "AES",
-            "-X",
-            "sha256-priv-pass",
-        ],
-        &[
-            "-l",
-            "authPriv",
-            "-u",
+            Some(("SHA-256", "sha256-auth-pass")),
+            Some("sha256-priv-pass"),
+        ),
+        v3(
             "nms-384",
-            "-a",
-            "SHA-384",
-            "-A",
-            "sha384-auth-pass",
-            "-x",
-            "AES",
-            "-X",
-            "sha384-priv-pass",
-        ],
-        &[
-            "-l",
-            "authPriv",
-            "-u",
+            Some(("SHA-384", "sha384-auth-pass")),
+            Some("sha384-priv-pass"),
+        ),
+        v3(
             "nms-512",
-            "-a",
-            "SHA-512",
-            "-A",
-            "sha512-auth-pass",
-            "-x",
-            "AES",
-            "-X",
-            "sha512-priv-pass",
-        ],
+            Some(("SHA-512", "sha512-auth-pass")),
+            Some("sha512-priv-pass"),
+        ),
         // The engine ID given, as an NMS configured with it does: snmpget
         // sends boots 0 and time 0, takes the authenticated time-window
         // Report's values and sends again.
-        &[
-            "-e",
-            ENGINE_HEX,
-            "-l",
-            "authPriv",
-            "-u",
-            "nms-256",
-            "-a",
-            "SHA-256",
-            "-A",
-            "sha256-auth-pass",
-            "-x",
-            "AES",
-            "-X",
-            "sha256-priv-pass",
-        ],
+        with_engine_id,
     ];
-    let refused: &[(&[&str], &str)] = &[
+    let refused = [
         (
-            &[
-                "-l",
-                "authNoPriv",
-                "-u",
-                "nms-256",
-                "-a",
-                "SHA-256",
-                "-A",
-                "not-the-pass",
-            ],
+            v3("nms-256", Some(("SHA-256", "not-the-pass")), None),
             "Authentication failure",
         ),
+        (v3("stranger", None, None), "Unknown user name"),
         (
-            &["-l", "noAuthNoPriv", "-u", "stranger"],
-            "Unknown user name",
-        ),
-        (
-            &[
-                "-l",
-                "authPriv",
-                "-u",
+            v3(
                 "auth-only",
-                "-a",
-                "SHA-224",
-                "-A",
-                "auth-only-pass",
-                "-x",
-                "AES",
-                "-X",
-                "auth-only-pass",
-            ],
+                Some(("SHA-224", "auth-only-pass")),
+                Some("auth-only-pass"),
+            ),
             "Unsupported security level",
         ),
         (
-            &[
-                "-l",
-                "authPriv",
-                "-u",
+            v3(
                 "nms-sha",
-                "-a",
-                "SHA",
-                "-A",
-                "sha-auth-pass",
-                "-x",
-                "AES",
-                "-X",
-                "not-the-priv-pass",
-            ],
+                Some(("SHA", "sha-auth-pass")),
+                Some("not-the-priv-pass"),
+            ),
             "Decryption error",
         ),
     ];
     let mut failures = Vec::new();
-    for args in ok {
+    for args in &ok {
         let (success, text) = snmpget(port, args);
         if !(success && text.contains(DESCR)) {
             failures.push(format!("{args:?}: {text}"));
         }
     }
-    for (args, want) in refused {
+    for (args, want) in &refused {
         let (success, text) = snmpget(port, args);
         if success || !text.contains(want) {
             failures.push(format!("{args:?}: wanted {want:?}, got {text}"));
