@@ -204,6 +204,35 @@ impl fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
+/// Runs `$body` with `$h` the hash type of `$proto`: the one place that
+/// maps a protocol to its RustCrypto type.
+macro_rules! with_hash {
+    ($proto:expr, $h:ident => $body:expr) => {
+        match $proto {
+            AuthProtocol::Sha1 => {
+                type $h = Sha1;
+                $body
+            }
+            AuthProtocol::Sha224 => {
+                type $h = Sha224;
+                $body
+            }
+            AuthProtocol::Sha256 => {
+                type $h = Sha256;
+                $body
+            }
+            AuthProtocol::Sha384 => {
+                type $h = Sha384;
+                $body
+            }
+            AuthProtocol::Sha512 => {
+                type $h = Sha512;
+                $body
+            }
+        }
+    };
+}
+
 fn expand_and_hash<D: Digest>(passphrase: &[u8]) -> Vec<u8> {
     let mut h = D::new();
     let mut chunk = [0u8; 64];
@@ -233,24 +262,12 @@ pub fn password_to_key(proto: AuthProtocol, passphrase: &str) -> Result<Vec<u8>,
     if passphrase.chars().count() < MIN_PASSPHRASE {
         return Err(KeyError::PassphraseTooShort);
     }
-    Ok(match proto {
-        AuthProtocol::Sha1 => expand_and_hash::<Sha1>(p),
-        AuthProtocol::Sha224 => expand_and_hash::<Sha224>(p),
-        AuthProtocol::Sha256 => expand_and_hash::<Sha256>(p),
-        AuthProtocol::Sha384 => expand_and_hash::<Sha384>(p),
-        AuthProtocol::Sha512 => expand_and_hash::<Sha512>(p),
-    })
+    Ok(with_hash!(proto, H => expand_and_hash::<H>(p)))
 }
 
 /// Kul = H(Ku ‖ snmpEngineID ‖ Ku) (RFC 3414 §2.6, A.2.2).
 pub fn localize(proto: AuthProtocol, key: &[u8], engine_id: &[u8]) -> Vec<u8> {
-    match proto {
-        AuthProtocol::Sha1 => localize_with::<Sha1>(key, engine_id),
-        AuthProtocol::Sha224 => localize_with::<Sha224>(key, engine_id),
-        AuthProtocol::Sha256 => localize_with::<Sha256>(key, engine_id),
-        AuthProtocol::Sha384 => localize_with::<Sha384>(key, engine_id),
-        AuthProtocol::Sha512 => localize_with::<Sha512>(key, engine_id),
-    }
+    with_hash!(proto, H => localize_with::<H>(key, engine_id))
 }
 
 /// Parses a key given in hex (`0x` prefix and `:` separators allowed).
@@ -295,13 +312,7 @@ pub fn sign(proto: AuthProtocol, key: &[u8], msg: &[u8], out: &mut [u8]) {
         out[..n].copy_from_slice(&tag[..n]);
     }
     let out = &mut out[..proto.mac_len()];
-    match proto {
-        AuthProtocol::Sha1 => put::<Hmac<Sha1>>(key, msg, out),
-        AuthProtocol::Sha224 => put::<Hmac<Sha224>>(key, msg, out),
-        AuthProtocol::Sha256 => put::<Hmac<Sha256>>(key, msg, out),
-        AuthProtocol::Sha384 => put::<Hmac<Sha384>>(key, msg, out),
-        AuthProtocol::Sha512 => put::<Hmac<Sha512>>(key, msg, out),
-    }
+    with_hash!(proto, H => put::<Hmac<H>>(key, msg, out))
 }
 
 /// Whether `tag` is the truncated HMAC of the concatenation of `msg`'s
@@ -313,13 +324,7 @@ pub fn verify(proto: AuthProtocol, key: &[u8], msg: &[&[u8]], tag: &[u8]) -> boo
     fn check<M: Mac + KeyInit>(key: &[u8], msg: &[&[u8]], tag: &[u8]) -> bool {
         hmac_with::<M>(key, msg).verify_truncated_left(tag).is_ok()
     }
-    match proto {
-        AuthProtocol::Sha1 => check::<Hmac<Sha1>>(key, msg, tag),
-        AuthProtocol::Sha224 => check::<Hmac<Sha224>>(key, msg, tag),
-        AuthProtocol::Sha256 => check::<Hmac<Sha256>>(key, msg, tag),
-        AuthProtocol::Sha384 => check::<Hmac<Sha384>>(key, msg, tag),
-        AuthProtocol::Sha512 => check::<Hmac<Sha512>>(key, msg, tag),
-    }
+    with_hash!(proto, H => check::<Hmac<H>>(key, msg, tag))
 }
 
 /// RFC 3826 §3.1.2.1: IV = engineBoots ‖ engineTime ‖ salt, all big-endian.

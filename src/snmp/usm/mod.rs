@@ -39,6 +39,11 @@
 //! 6. A contextEngineID neither ours nor empty: `snmpUnknownPDUHandlers`,
 //!    a Report at the request's level.
 //!
+//! A request's level is whatever its msgFlags say: anyone can send a
+//! noAuthNoPriv message in a user's name (or strip the flags of a captured
+//! one). Access control must therefore demand a minimum
+//! [`SecurityLevel`] per user; [`RequestCtx::level`] is what was verified.
+//!
 //! Reports are sent only when the request's reportableFlag is set; the
 //! counter counts either way. Every length is bounded by the datagram, and
 //! nothing here panics on any input (a fuzz-style test mutates real
@@ -494,8 +499,10 @@ fn scoped_overhead(ctx_engine: usize, ctx_name: usize) -> usize {
 
 impl Usm {
     /// An engine with `boots` (snmpEngineBoots, raised at every start by the
-    /// caller) and `users`, whose keys must be localized to `engine_id`. The
-    /// AES salt and the first notification msgID start at random values.
+    /// caller: [`EngineState::start`]) and `users`, whose keys must be
+    /// localized to `engine_id`. The `engine_time` passed to the methods is
+    /// snmpEngineTime: seconds since this start. The AES salt and the first
+    /// notification msgID start at random values.
     pub fn new(engine_id: EngineId, boots: u32, users: Vec<User>) -> Result<Usm, getrandom::Error> {
         let mut r = [0u8; 12];
         getrandom::fill(&mut r)?;
@@ -535,6 +542,17 @@ impl Usm {
 
     pub fn boots(&self) -> u32 {
         self.boots
+    }
+
+    /// msgMaxSize of the messages this engine sends (snmpEngineMaxMessageSize).
+    pub fn max_message_size(&self) -> u32 {
+        self.max_size
+    }
+
+    /// Announces `octets` (clamped to 484..=65507) as this engine's msgMaxSize.
+    pub fn with_max_message_size(mut self, octets: u32) -> Usm {
+        self.max_size = octets.clamp(MIN_MAX_SIZE, MAX_UDP_PAYLOAD as u32);
+        self
     }
 
     pub fn users(&self) -> &[User] {
@@ -757,16 +775,16 @@ impl Usm {
         }
         let pdus = report_pdu(r.request_id, kind, value);
         let engine = self.engine_id.as_bytes().to_vec();
-        match self.encode(
-            r.msg_id,
+        let header = Header {
+            msg_id: r.msg_id,
             level,
+            reportable: false,
             user,
-            r.user_name,
-            &engine,
-            &[],
-            pdus,
-            r.now,
-        ) {
+            user_name: r.user_name,
+            ctx_engine: &engine,
+            ctx_name: &[],
+        };
+        match self.encode(&header, pdus, r.now) {
             Some(bytes) => Incoming::Report(kind, bytes),
             None => Incoming::Drop(DropReason::Unreported(kind)),
         }
@@ -776,16 +794,16 @@ impl Usm {
     /// level, for its user, `None` only when `ctx` is not from this engine.
     pub fn response(&mut self, ctx: &RequestCtx, pdus: Pdus, engine_time: u32) -> Option<Vec<u8>> {
         let user_name = self.users.get(ctx.user)?.name.clone();
-        self.encode(
-            ctx.msg_id,
-            ctx.level,
-            Some(ctx.user),
-            &user_name,
-            &ctx.context_engine_id,
-            &ctx.context_name,
-            pdus,
-            engine_time.min(ENGINE_MAX),
-        )
+        let header = Header {
+            msg_id: ctx.msg_id,
+            level: ctx.level,
+            reportable: false,
+            user: Some(ctx.user),
+            user_name: &user_name,
+            ctx_engine: &ctx.context_engine_id,
+            ctx_name: &ctx.context_name,
+        };
+        self.encode(&header, pdus, engine_time.min(ENGINE_MAX))
     }
 
     /// Octets a response to `ctx` adds around its PDU's BER encoding, at
@@ -838,51 +856,31 @@ impl Usm {
         let msg_id = self.next_msg_id;
         self.next_msg_id = if msg_id == i32::MAX { 0 } else { msg_id + 1 };
         let engine = self.engine_id.as_bytes().to_vec();
-        self.encode_flags(
+        let header = Header {
             msg_id,
             level,
-            0,
-            Some(user),
-            &name,
-            &engine,
-            &[],
-            pdus,
-            engine_time.min(ENGINE_MAX),
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn encode(
-        &mut self,
-        msg_id: i32,
-        level: SecurityLevel,
-        user: Option<usize>,
-        user_name: &[u8],
-        ctx_engine: &[u8],
-        ctx_name: &[u8],
-        pdus: Pdus,
-        now: u32,
-    ) -> Option<Vec<u8>> {
-        self.encode_flags(
-            msg_id, level, 0, user, user_name, ctx_engine, ctx_name, pdus, now,
-        )
+            reportable: false,
+            user: Some(user),
+            user_name: &name,
+            ctx_engine: &engine,
+            ctx_name: &[],
+        };
+        self.encode(&header, pdus, engine_time.min(ENGINE_MAX))
     }
 
     /// Encodes, encrypts and signs one message from this (authoritative)
-    /// engine; `extra_flags` is or-ed into msgFlags.
-    #[allow(clippy::too_many_arguments)]
-    fn encode_flags(
-        &mut self,
-        msg_id: i32,
-        level: SecurityLevel,
-        extra_flags: u8,
-        user: Option<usize>,
-        user_name: &[u8],
-        ctx_engine: &[u8],
-        ctx_name: &[u8],
-        pdus: Pdus,
-        now: u32,
-    ) -> Option<Vec<u8>> {
+    /// engine.
+    fn encode(&mut self, h: &Header<'_>, pdus: Pdus, now: u32) -> Option<Vec<u8>> {
+        let Header {
+            msg_id,
+            level,
+            reportable,
+            user,
+            user_name,
+            ctx_engine,
+            ctx_name,
+        } = *h;
+        let extra_flags = if reportable { FLAG_REPORTABLE } else { 0 };
         let u = match level {
             SecurityLevel::NoAuthNoPriv => None,
             _ => Some(self.users.get(user?)?),
@@ -934,6 +932,19 @@ impl Usm {
         }
         Some(bytes)
     }
+}
+
+/// The header fields of a message this engine sends.
+#[derive(Clone, Copy)]
+struct Header<'a> {
+    msg_id: i32,
+    level: SecurityLevel,
+    reportable: bool,
+    /// Whose keys sign and encrypt (unused at noAuthNoPriv).
+    user: Option<usize>,
+    user_name: &'a [u8],
+    ctx_engine: &'a [u8],
+    ctx_name: &'a [u8],
 }
 
 /// What a Report echoes from the request.
