@@ -210,6 +210,7 @@ mod tests {
                 seed: 3,
                 traffic: true,
                 clock: SimClock::Manual(crate::sim::ManualClock::new()),
+                ..Default::default()
             },
         )
     }

@@ -18,7 +18,7 @@ use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS};
 use super::persist::SavedPort;
 use crate::ib::{Fabric, Node};
-use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
+use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{
@@ -122,6 +122,27 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
     }
     d[1] = port;
     d
+}
+
+/// The slots a DOCA-served port takes from DOCA, not from PM MADs.
+fn doca_skip(pr: &PortRecord) -> u32 {
+    if pr.sweep.doca.is_some() {
+        crate::doca::DOCA_SLOTS
+    } else {
+        0
+    }
+}
+
+/// The additional counters' slots a reading of PortCountersExtended
+/// (`pcx`) or of PortCounters does not feed on a node with `wide`
+/// counters: PortCountersExtended feeds them where the node fills them,
+/// PortCounters everywhere else.
+fn additional_skip(wide: WideCounters, pcx: bool) -> u32 {
+    if (wide == WideCounters::All) == pcx {
+        0
+    } else {
+        hc::PCX_ADDITIONAL_SLOTS
+    }
 }
 
 /// What the sweeper keeps of a port to fold its next readings in: part of
@@ -645,9 +666,10 @@ impl FabricState {
                 s.cpi_stale = false;
             }
             Slot::Counters(_, pi) => {
-                let use_pcx = s.cpi().is_some_and(|c| {
-                    c.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0
-                });
+                let wide = s
+                    .cpi()
+                    .map_or(WideCounters::None, ClassPortInfo::wide_counters);
+                let use_pcx = wide != WideCounters::None;
                 if !s
                     .rec
                     .ports
@@ -667,11 +689,7 @@ impl FabricState {
                     pr.discontinuity = Some(now.into());
                 }
                 pr.sweep.hc_from_pcx = Some(use_pcx);
-                let skip = if pr.sweep.doca.is_some() {
-                    crate::doca::DOCA_SLOTS
-                } else {
-                    0
-                };
+                let skip = doca_skip(pr) | additional_skip(wide, false);
                 let first = pr.counters().is_none();
                 let cleared = pr.counters().is_some_and(|p| hc::pc_went_down(p, &cur));
                 let before = pr.hc.all_shown();
@@ -696,13 +714,16 @@ impl FabricState {
                 pr.read_at = Some(now.into());
             }
             Slot::Extended(_, pi) => {
+                // A reply that comes after ClassPortInfo was marked stale
+                // is read as the node's last ClassPortInfo said.
+                let wide = s
+                    .rec
+                    .class_port_info
+                    .as_deref()
+                    .map_or(WideCounters::DataAndPackets, ClassPortInfo::wide_counters);
                 if let Some(pr) = s.port(pi, copies) {
                     let cur = PortCountersExtended::decode(&data);
-                    let skip = if pr.sweep.doca.is_some() {
-                        crate::doca::DOCA_SLOTS
-                    } else {
-                        0
-                    };
+                    let skip = doca_skip(pr) | additional_skip(wide, true);
                     let now = Instant::now();
                     let before = pr.hc.all_shown();
                     if hc::fold_pcx(&mut pr.hc, &cur, skip) {

@@ -12,7 +12,10 @@
 //! once, or no answer in two sweeps in which it answered other MADs).
 //! Optionally (`clear_near_overflow`), PortCounters fields past 75% of
 //! their range are cleared after they were read, as opensm's PerfMgr does;
-//! the 64-bit totals continue across the clear.
+//! the 64-bit totals continue across the clear. A node whose ClassPortInfo
+//! says IsAdditionalPortCountersExtendedSupported has 64-bit error
+//! counters and PortXmitWait in PortCountersExtended: its totals come from
+//! there and it is never cleared.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,7 +32,7 @@ use super::state::{
     FabricState, OPTIONAL_ATTRS, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot,
     optional_request_data,
 };
-use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
+use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::{attr, method};
 use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
@@ -308,7 +311,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, out: &mut Vec<PackedS
         return;
     };
     let node = &st.fabric.nodes[ni];
-    let ext = cpi.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0;
+    let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
     for pi in ports() {
         out.push(Slot::Counters(ni, pi).into());
@@ -620,6 +623,13 @@ impl Sweeper {
             return (reqs, slots);
         }
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
+            // A node with 64-bit error counters is never cleared: its
+            // totals come from PortCountersExtended, which does not
+            // saturate.
+            let wide = st.nodes[ni].cpi().map(|c| c.wide_counters());
+            if wide == Some(WideCounters::All) {
+                continue;
+            }
             for (pi, port) in node.ports.iter().enumerate() {
                 let Some(pc) = st.counters(ni, pi) else {
                     continue;
@@ -1640,7 +1650,10 @@ mod tests {
                 clear_near_overflow: clear,
                 ..Default::default()
             };
-            let (mut sw, sim, clock, cache) = setup(cfg);
+            // CAs without 64-bit error counters (those are never cleared).
+            let (mut sw, sim, clock, cache) = setup_with(cfg, |_, t| {
+                Box::new(HideCaps(t, 0, CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED))
+            });
             // Enough simulated traffic to saturate 32-bit data counters.
             clock.advance(Duration::from_secs(48 * 3600));
             sw.sweep_once();
@@ -1768,11 +1781,25 @@ mod tests {
         assert!(later.hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap() > out_after);
     }
 
-    /// Passes MADs through, but hides PortCountersExtended support in
-    /// every ClassPortInfo reply: the nodes of a fabric without it.
-    struct NoExtended(crate::sim::SimTransport);
+    use crate::pm::class_port_info::{
+        CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF, CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED,
+    };
 
-    impl MadTransport for NoExtended {
+    /// Passes MADs through, but clears these CapabilityMask and
+    /// CapabilityMask2 bits in every ClassPortInfo reply.
+    struct HideCaps(crate::sim::SimTransport, u16, u32);
+
+    /// The nodes of a fabric without PortCountersExtended.
+    #[allow(non_snake_case)]
+    fn NoExtended(t: crate::sim::SimTransport) -> HideCaps {
+        HideCaps(
+            t,
+            CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF,
+            CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED,
+        )
+    }
+
+    impl MadTransport for HideCaps {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
             self.0.send(to, m)
         }
@@ -1782,7 +1809,8 @@ mod tests {
                 let (h, data) = mad::parse(&rx.mad[..]).unwrap();
                 if h.attr_id == attr::CLASS_PORT_INFO {
                     let mut cpi = crate::pm::ClassPortInfo::decode(data);
-                    cpi.capability_mask &= !(CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF);
+                    cpi.capability_mask &= !self.1;
+                    cpi.capability_mask2 &= !self.2;
                     let mut d = *data;
                     cpi.encode(&mut d);
                     rx.mad[mad::DATA_OFFSET..].copy_from_slice(&d);
@@ -1868,5 +1896,121 @@ mod tests {
             pc.xmit_data < u32::MAX,
             "the agent kept PortXmitData from saturating"
         );
+    }
+}
+
+#[cfg(test)]
+mod wide_error_tests {
+    use super::*;
+    use crate::fabric::hc::{XMIT_WAIT, slot};
+    use crate::ib::NodeType;
+    use crate::pm::mad;
+    use crate::rig::{self, AgentRig, RigOptions};
+    use crate::sim::traffic::q;
+    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use std::sync::Mutex;
+
+    /// Passes MADs through and notes the LID of every Set.
+    struct SetWatch {
+        inner: crate::sim::SimTransport,
+        sets: Arc<Mutex<Vec<u16>>>,
+    }
+
+    impl MadTransport for SetWatch {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if mad::parse(m).is_ok_and(|(h, _)| h.method == method::SET) {
+                self.sets.lock().unwrap().push(to.lid);
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+    }
+
+    /// The first cabled port of a node of type `t`: (GUID, PMA LID, port).
+    fn cabled(fabric: &crate::ib::Fabric, t: NodeType) -> (crate::ib::Guid, u16, u8) {
+        fabric
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == t)
+            .find_map(|n| {
+                let p = n.ports.iter().find(|p| p.remote().is_some())?;
+                Some((n.guid, n.pma_lid(p.num), p.num))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn error_counters_past_their_portcounters_width_are_exact_and_never_cleared_where_the_pma_has_64_bit_ones()
+     {
+        let sets = Arc::new(Mutex::new(Vec::new()));
+        let watch = Arc::clone(&sets);
+        let mut rig = AgentRig::with_sweep_transport(
+            RigOptions {
+                // Only what the test adds counts.
+                traffic: false,
+                sweep: SweepConfig {
+                    clear_near_overflow: true,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            |_, inner| Box::new(SetWatch { inner, sets: watch }),
+        );
+        rig.sweep();
+        let fabric = rig.fabric();
+        // The simulator's channel adapters set CapabilityMask2 bit 1, its
+        // switches do not.
+        let ca = cabled(&fabric, NodeType::Ca);
+        let sw = cabled(&fabric, NodeType::Switch);
+        let wide = |g| {
+            let snap = rig.cache.load();
+            let cpi = snap.node(g).unwrap().class_port_info.as_deref().copied();
+            cpi.unwrap().wide_counters()
+        };
+        use crate::pm::class_port_info::WideCounters;
+        assert_eq!(wide(ca.0), WideCounters::All);
+        assert_eq!(wide(sw.0), WideCounters::DataAndPackets);
+
+        // Three sweeps, each adding less than a PortCounters field holds
+        // (so that clearing keeps the switch's totals exact) but more
+        // than 75% of it; 5e9 XmitWait ticks pass 32 bits at once.
+        let (mut symbols, mut downed) = (0, 0);
+        for _ in 0..3 {
+            for (g, _, p) in [ca, sw] {
+                assert!(rig.sim.add_errors(g, p, q::SYMBOL_ERRORS, 60_000));
+                assert!(rig.sim.add_errors(g, p, q::LINK_DOWNED, 200));
+            }
+            assert!(rig.sim.add_errors(ca.0, ca.2, q::XMIT_WAIT, 5_000_000_000));
+            (symbols, downed) = (symbols + 60_000, downed + 200);
+            rig.advance(Duration::from_secs(10));
+            rig.sweep();
+        }
+        let port = |g, p| rig.cache.load().node(g).unwrap().port(p).unwrap().clone();
+        let sent_to = |lid| sets.lock().unwrap().contains(&lid);
+
+        // The CA: its PMA's 64-bit counters, exact, and no Set sent.
+        let pcx = rig::port_counters_extended(&rig.sim, ca.1, ca.2);
+        assert_eq!((pcx.symbol_errors, pcx.link_downed), (symbols, downed));
+        assert_eq!(pcx.xmit_wait, 15_000_000_000);
+        let r = port(ca.0, ca.2);
+        assert_eq!(r.hc.shown(slot("SymbolErrors")), Some(symbols));
+        assert_eq!(r.hc.shown(slot("LinkDowned")), Some(downed));
+        assert_eq!(r.hc.shown(XMIT_WAIT), Some(15_000_000_000));
+        assert!(
+            !sent_to(ca.1),
+            "a node with 64-bit counters is never cleared"
+        );
+        let pc = rig::port_counters(&rig.sim, ca.1, ca.2);
+        assert_eq!((pc.symbol_errors, pc.link_downed), (u16::MAX, u8::MAX));
+
+        // The switch: PortCounters, cleared past 75% and counted on.
+        assert!(sent_to(sw.1), "the switch's counters were cleared");
+        let r = port(sw.0, sw.2);
+        assert_eq!(r.hc.shown(slot("SymbolErrors")), Some(symbols));
+        assert_eq!(r.hc.shown(slot("LinkDowned")), Some(downed));
+        let pcx = rig::port_counters_extended(&rig.sim, sw.1, sw.2);
+        assert_eq!(pcx.symbol_errors, 0, "not filled without the bit");
     }
 }
