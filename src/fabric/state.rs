@@ -106,6 +106,73 @@ const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
 /// attribute before the sweeper stops asking it for that attribute.
 const STRIKES: u8 = 2;
 
+/// Nodes of one kind that leave an optional attribute (or the sample
+/// mechanism) unanswered, while no node of the kind answered it, before
+/// the sweeper stops asking the other nodes of that kind for it.
+pub const KIND_VERDICT: u8 = 2;
+
+/// A kind of node: the same node type, vendor and device (most likely
+/// the same firmware), which answers the same optional attributes.
+pub type KindKey = (crate::ib::NodeType, u32, u16);
+
+/// What the nodes of one kind showed of the optional attributes and the
+/// sample mechanism. A node asks an attribute that neither it nor its kind
+/// answered yet of one port (a probe) before all of them; an attribute
+/// [`KIND_VERDICT`] nodes of the kind left unanswered, and none answered,
+/// is not asked of the others (until the rare retry).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KindState {
+    /// Bit k: a node of this kind answered `OPTIONAL_ATTRS[k]`.
+    pub(crate) answered: AttrMask,
+    /// Per attribute: nodes of this kind that left it unanswered.
+    unanswered: [u8; OPTIONAL_ATTRS.len()],
+    /// Bit k: `OPTIONAL_ATTRS[k]` is not asked of nodes of this kind.
+    pub(crate) unsupported: AttrMask,
+    /// Bits of `unsupported` already said in the log.
+    reported: AttrMask,
+    /// A node of this kind answered PortSamplesControl.
+    pub(crate) samples_answered: bool,
+    /// Nodes of this kind that left PortSamplesControl unanswered.
+    samples_unanswered: u8,
+    /// The sample mechanism's verdict is already in the log.
+    samples_reported: bool,
+}
+
+impl KindState {
+    /// The sample mechanism is not asked of nodes of this kind.
+    pub(crate) fn no_samples(&self) -> bool {
+        !self.samples_answered && self.samples_unanswered >= KIND_VERDICT
+    }
+
+    /// A node of this kind left optional attribute `k` unanswered.
+    fn optional_unanswered(&mut self, k: usize) {
+        if self.answered & (1 << k) == 0 {
+            self.unanswered[k] = self.unanswered[k].saturating_add(1);
+            if self.unanswered[k] >= KIND_VERDICT {
+                self.unsupported |= 1 << k;
+            }
+        }
+    }
+
+    /// A node of this kind answered optional attribute `k`.
+    fn optional_answered(&mut self, k: usize) {
+        self.answered |= 1 << k;
+        self.unsupported &= !(1 << k);
+    }
+
+    /// A node of this kind left the sample mechanism unanswered.
+    fn samples_unanswered(&mut self) {
+        self.samples_unanswered = self.samples_unanswered.saturating_add(1);
+    }
+
+    /// Ask again what no node answered (the rare retry).
+    fn retry(&mut self) {
+        self.unanswered = [0; OPTIONAL_ATTRS.len()];
+        self.unsupported = 0;
+        self.samples_unanswered = 0;
+    }
+}
+
 /// Every this many sweeps, attributes a node did not answer are asked
 /// again once (a firmware upgrade may add them); one hour at the default
 /// interval. Nothing is logged again for a node that still does not
@@ -199,6 +266,14 @@ pub(crate) struct NodeState {
     optional_strikes: [u8; OPTIONAL_ATTRS.len()],
     /// Bits of `optional_unsupported` already said in the log.
     optional_reported: AttrMask,
+    /// Bit k: the node answered `OPTIONAL_ATTRS[k]` (asked of every port
+    /// from then on; before, of one port).
+    pub(crate) optional_answered: AttrMask,
+    /// The node answered PortSamplesControl (its sample results are
+    /// asked from then on; before, PortSamplesControl alone).
+    pub(crate) samples_answered: bool,
+    /// The node's index into [`FabricState::kinds`].
+    pub(crate) kind: u32,
     /// Some port is served by DOCA telemetry diag.
     doca: bool,
     /// DOCA delivered a sample since the last sweep ended.
@@ -322,6 +397,8 @@ pub struct FabricState {
     copy_budget: usize,
     /// The per-node readings, shared between nodes that answer the same.
     pub(crate) readings: Readings,
+    /// What each kind of node showed ([`NodeState::kind`] indexes it).
+    pub(crate) kinds: Vec<(KindKey, KindState)>,
 }
 
 /// What a merge of a newly discovered fabric changed.
@@ -349,6 +426,9 @@ impl NodeState {
             optional_missed: 0,
             optional_strikes: [0; OPTIONAL_ATTRS.len()],
             optional_reported: 0,
+            optional_answered: 0,
+            samples_answered: false,
+            kind: 0,
             doca: false,
             doca_fresh: false,
             rec: Arc::new(new_record(node, Vec::new())),
@@ -426,7 +506,7 @@ impl SharedState {
     pub fn new(mut fabric: Fabric, cfg: SweepConfig) -> Self {
         fabric.sort();
         let nodes = fabric.nodes.iter().map(NodeState::new).collect();
-        SharedState(Arc::new(Mutex::new(FabricState {
+        let mut st = FabricState {
             fabric,
             cfg,
             nodes,
@@ -439,7 +519,10 @@ impl SharedState {
             copies: 0,
             copy_budget: PUBLISH_AFTER_PORTS,
             readings: Readings::default(),
-        })))
+            kinds: Vec::new(),
+        };
+        st.assign_kinds();
+        SharedState(Arc::new(Mutex::new(st)))
     }
 
     /// Lock the state (a poisoned lock still holds consistent data: every
@@ -461,9 +544,50 @@ impl FabricState {
             .ok()
     }
 
+    /// Give every node the index of its kind (kinds already known keep
+    /// what they learned).
+    fn assign_kinds(&mut self) {
+        let mut index: std::collections::HashMap<KindKey, u32> = self
+            .kinds
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i as u32))
+            .collect();
+        for (n, s) in self.fabric.nodes.iter().zip(&mut self.nodes) {
+            let key = (n.node_type, n.vendor_id, n.device_id);
+            s.kind = *index.entry(key).or_insert_with(|| {
+                self.kinds.push((key, KindState::default()));
+                (self.kinds.len() - 1) as u32
+            });
+        }
+    }
+
+    /// What node `ni`'s kind showed.
+    pub(crate) fn kind(&self, ni: usize) -> &KindState {
+        &self.kinds[self.nodes[ni].kind as usize].1
+    }
+
+    /// The request of `slot` asks whether the node has something it has
+    /// not shown it has: an optional attribute, PortSamplesResultExtended,
+    /// or the sample mechanism of a node that has not answered it yet (ibsim
+    /// and some PMAs never do). Its timeout is no sign of a node in
+    /// trouble: counted apart from the others.
+    pub fn is_probe(&self, slot: Slot) -> bool {
+        match slot {
+            Slot::Optional(..) | Slot::SamplesResultExt(_) => true,
+            Slot::SamplesControl(ni) | Slot::SamplesResult(ni) => {
+                self.nodes.get(ni).is_some_and(|s| !s.samples_answered)
+            }
+            _ => false,
+        }
+    }
+
     /// Ask every node again, once, for the optional attributes and the
     /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
     pub fn retry_unanswered(&mut self) {
+        for (_, k) in &mut self.kinds {
+            k.retry();
+        }
         for s in &mut self.nodes {
             s.optional_unsupported = 0;
             s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
@@ -575,6 +699,7 @@ impl FabricState {
         report.nodes = nodes.len();
         self.fabric.nodes = nodes;
         self.nodes = states;
+        self.assign_kinds();
         self.figures.discovered = Some(Instant::now());
         report
     }
@@ -603,6 +728,7 @@ impl FabricState {
         let ni = slot.node();
         let guid = self.fabric.nodes[ni].guid;
         let s = &mut self.nodes[ni];
+        let kind = &mut self.kinds[s.kind as usize].1;
         let readings = &mut self.readings;
         let data = match outcome {
             MadOutcome::Reply { status, data } => {
@@ -634,22 +760,43 @@ impl FabricState {
                 {
                     debug!(node = %guid, status = st, "no PortSamplesControl/Result");
                     s.no_samples = true;
+                    if !s.samples_answered {
+                        kind.samples_unanswered();
+                    }
                 }
                 if let Slot::Optional(_, _, k) = slot
                     && s.optional_unsupported & (1 << k) == 0
                 {
                     debug!(node = %guid, status = st, attr = OPTIONAL_ATTRS[k], "optional attribute not supported");
                     s.optional_unsupported |= 1 << k;
+                    if s.optional_answered & (1 << k) == 0 {
+                        kind.optional_unanswered(k);
+                    }
                 }
                 return;
             }
             MadOutcome::Timeout | MadOutcome::Failed(_) => {
+                // Silence from a node that answers other MADs is what a
+                // PMA does with an attribute it lacks: evidence for the
+                // node's kind, once per node and sweep.
+                let alive = answered[ni];
                 match slot {
-                    Slot::SamplesControl(_) => s.samples_missed = true,
+                    Slot::SamplesControl(_) => {
+                        s.samples_missed = true;
+                        if alive && !s.samples_answered {
+                            kind.samples_unanswered();
+                        }
+                    }
                     // Asked only of nodes that answer the sample mechanism:
                     // silence is as good as "unsupported".
                     Slot::SamplesResultExt(_) => s.no_result_ext = true,
-                    Slot::Optional(_, _, k) => s.optional_missed |= 1 << k,
+                    Slot::Optional(_, _, k) => {
+                        let first = s.optional_missed & (1 << k) == 0;
+                        s.optional_missed |= 1 << k;
+                        if alive && first && s.optional_answered & (1 << k) == 0 {
+                            kind.optional_unanswered(k);
+                        }
+                    }
                     _ => {}
                 }
                 return;
@@ -743,6 +890,8 @@ impl FabricState {
             }
             Slot::SamplesControl(_) => {
                 s.samples_strikes = 0;
+                s.samples_answered = true;
+                kind.samples_answered = true;
                 if newer(s.samples_at) {
                     s.rec_mut(copies).samples_control =
                         Some(readings.control.intern(PortSamplesControl::decode(&data)));
@@ -765,6 +914,8 @@ impl FabricState {
             }
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
+                s.optional_answered |= 1 << k;
+                kind.optional_answered(k);
                 if let Some(pr) = s.port(pi, copies) {
                     pr.optional.set(k, &data);
                 }
@@ -939,6 +1090,9 @@ impl FabricState {
                     }
                 }
             }
+            // What the node's kind left unanswered is said once for the kind.
+            let kind_unsupported = self.kinds[s.kind as usize].1.unsupported;
+            s.optional_reported |= s.optional_unsupported & kind_unsupported;
             let new_unsupported = s.optional_unsupported & !s.optional_reported;
             if new_unsupported != 0 {
                 debug!(
@@ -978,18 +1132,52 @@ impl FabricState {
                     s.optional_unsupported = 0;
                     s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
                     s.optional_reported = 0;
+                    s.optional_answered = 0;
+                    s.samples_answered = false;
                 }
             }
         }
         for (mask, (nodes, guid, ni)) in unanswered {
             info!(
-                nodes,
-                attrs = %attr_list(mask),
-                first = %guid,
-                desc = %crate::ib::Escaped(&self.fabric.nodes[ni].description),
-                retry_sweeps = RETRY_UNANSWERED_SWEEPS,
-                "optional PM attributes that `nodes` nodes (the first: `first`) do not answer: asked again once every `retry_sweeps` sweeps"
+                "{nodes} node(s) do not answer the optional PM attributes {attrs} (the first: {guid}, \"{desc}\"); they are asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps",
+                attrs = attr_list(mask),
+                desc = crate::ib::Escaped(&self.fabric.nodes[ni].description),
             );
+        }
+        self.report_kinds();
+    }
+
+    /// One log line per kind of node for what its nodes newly showed they
+    /// do not answer (and so is not asked of the kind's other nodes).
+    fn report_kinds(&mut self) {
+        let mut counts = vec![0usize; self.kinds.len()];
+        for s in &self.nodes {
+            counts[s.kind as usize] += 1;
+        }
+        for ((key, k), count) in self.kinds.iter_mut().zip(counts) {
+            let (node_type, vendor, device) = *key;
+            let kind = format!(
+                "{count} {} node(s) of vendor {vendor:#08x}, device {device:#06x}",
+                match node_type {
+                    crate::ib::NodeType::Ca => "channel adapter",
+                    crate::ib::NodeType::Switch => "switch",
+                    crate::ib::NodeType::Router => "router",
+                }
+            );
+            let new = k.unsupported & !k.reported;
+            if new != 0 {
+                k.reported |= new;
+                info!(
+                    "{kind}: the optional PM attributes {} are not asked of them, as {KIND_VERDICT} of them left them unanswered and none answered (asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps)",
+                    attr_list(new)
+                );
+            }
+            if k.no_samples() && !k.samples_reported {
+                k.samples_reported = true;
+                info!(
+                    "{kind}: PortSamplesControl/PortSamplesResult are not asked of them, as {KIND_VERDICT} of them left PortSamplesControl unanswered and none answered (asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps)"
+                );
+            }
         }
     }
 

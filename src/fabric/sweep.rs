@@ -47,13 +47,15 @@ pub struct SweepStats {
     pub nodes: usize,
     pub answered: usize,
     pub mads: u64,
-    /// Requests of the mandatory attributes (ClassPortInfo, the counters,
-    /// clears) that ended without an answer after every retry.
+    /// Requests of what the node is known to answer (ClassPortInfo, the
+    /// counters, clears, the sample mechanism of a node that answered it)
+    /// that ended without an answer after every retry.
     pub timeouts: u64,
-    /// Requests of optional attributes that ended without an answer: a node
-    /// that does not implement one may stay silent, which is no fault (see
-    /// the state's strikes); counted apart so that `timeouts` means nodes
-    /// that did not answer.
+    /// Requests of optional attributes, and of the sample mechanism at a
+    /// node that has not answered it yet, that ended without an answer: a
+    /// node that does not implement one may stay silent, which is no fault
+    /// (see the state's strikes and [`FabricState::is_probe`]); counted
+    /// apart so that `timeouts` means nodes that did not answer.
     pub optional_timeouts: u64,
     pub elapsed: Duration,
     /// The MAD transport failed as a whole during this sweep; every node
@@ -245,7 +247,7 @@ impl SlotStream {
         let mut total = 0;
         for ni in 0..st.fabric.nodes.len() {
             scratch.clear();
-            node_slots(st, ni, optional, &mut scratch);
+            node_slots(st, ni, optional, true, &mut scratch);
             if !scratch.is_empty() {
                 plan.push((ni as u32, scratch.len() as u32));
                 total += scratch.len();
@@ -281,7 +283,7 @@ impl Slots for SlotStream {
             let &(ni, n) = self.plan.get(h.next)?;
             h.next += 1;
             h.scratch.clear();
-            node_slots(st, ni as usize, self.optional, &mut h.scratch);
+            node_slots(st, ni as usize, self.optional, false, &mut h.scratch);
             let n = n as usize;
             let made = h.scratch.iter().take(n).map(|&s| (Some(s), false));
             let missing = n.saturating_sub(h.scratch.len());
@@ -306,10 +308,19 @@ impl Slots for SlotStream {
 
 /// The slots of node `ni`'s counter Gets in a sweep (see [`SlotStream`]);
 /// none for a node that has not answered ClassPortInfo.
-fn node_slots(st: &FabricState, ni: usize, optional: bool, out: &mut Vec<PackedSlot>) {
-    let Some(cpi) = st.nodes[ni].cpi() else {
+///
+/// An optional attribute that neither the node nor its kind of node
+/// answered yet is asked of the node's first port alone (a probe), and the
+/// sample results only of a node whose kind answered PortSamplesControl;
+/// what the node's kind showed it does not answer is not asked. The plan
+/// of a sweep (`plan`) counts every port for the probes: by the time the
+/// node's requests are made, its kind may have answered.
+fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut Vec<PackedSlot>) {
+    let s = &st.nodes[ni];
+    let Some(cpi) = s.cpi() else {
         return;
     };
+    let kind = st.kind(ni);
     let node = &st.fabric.nodes[ni];
     let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
@@ -320,19 +331,28 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, out: &mut Vec<PackedS
         }
     }
     if optional {
-        let unsupported = st.nodes[ni].optional_unsupported;
-        for pi in ports() {
-            for k in (0..OPTIONAL_ATTRS.len()).filter(|k| unsupported & (1 << k) == 0) {
+        let unsupported = s.optional_unsupported | kind.unsupported;
+        let every_port = if plan {
+            !0
+        } else {
+            s.optional_answered | kind.answered
+        };
+        for (i, pi) in ports().enumerate() {
+            for k in (0..OPTIONAL_ATTRS.len())
+                .filter(|k| unsupported & (1 << k) == 0 && (i == 0 || every_port & (1 << k) != 0))
+            {
                 out.push(Slot::Optional(ni, pi, k).into());
             }
         }
     }
-    if !st.nodes[ni].no_samples && st.pma(ni, Some(0)).is_some() {
+    if !s.no_samples && !kind.no_samples() && st.pma(ni, Some(0)).is_some() {
         out.push(Slot::SamplesControl(ni).into());
-        out.extend(
-            st.sample_results(ni)
-                .map(|(_, slot)| PackedSlot::from(slot)),
-        );
+        if plan || s.samples_answered || kind.samples_answered {
+            out.extend(
+                st.sample_results(ni)
+                    .map(|(_, slot)| PackedSlot::from(slot)),
+            );
+        }
     }
 }
 
@@ -710,9 +730,10 @@ impl Sweeper {
                 return;
             };
             if outcome == MadOutcome::Timeout {
-                match slot {
-                    Slot::Optional(..) => optional_timeouts += 1,
-                    _ => timeouts += 1,
+                if st.is_probe(slot) {
+                    optional_timeouts += 1;
+                } else {
+                    timeouts += 1;
                 }
             }
             st.apply(slot, outcome, sent, answered);
@@ -986,7 +1007,7 @@ mod tests {
         let mut largest = 0;
         for ni in 0..st.fabric.nodes.len() {
             let before = want.len();
-            node_slots(&st, ni, true, &mut want);
+            node_slots(&st, ni, true, false, &mut want);
             largest = largest.max(want.len() - before);
         }
         let stream = SlotStream::new(&st);
@@ -1030,7 +1051,7 @@ mod tests {
         assert!(!st.nodes[first].no_samples);
         st.nodes[first].no_samples = true;
         let mut fewer = Vec::new();
-        node_slots(&st, first, true, &mut fewer);
+        node_slots(&st, first, true, false, &mut fewer);
         assert!(fewer.len() < n);
         let got: Vec<_> = (0..n).map(|i| stream.slot(&st, i)).collect();
         assert_eq!(
@@ -1040,7 +1061,7 @@ mod tests {
         assert!(got[fewer.len()..].iter().all(Option::is_none));
         // The next node starts where the plan put it.
         let mut next = Vec::new();
-        node_slots(&st, second, true, &mut next);
+        node_slots(&st, second, true, false, &mut next);
         assert_eq!(next.len(), m);
         assert_eq!(stream.slot(&st, n), Some(next[0]));
         // Past the plan: no slot.
@@ -1539,15 +1560,22 @@ mod tests {
             })
             .sum();
         let all = OPTIONAL_ATTRS.len() as u64;
-        // First sweep: every port is asked for all of them (and the engine
-        // retries the switch's unanswered 0x18 once per port).
+        // What is asked once every node and its kind showed what it
+        // answers: every port, each attribute the node answers; 0x18,
+        // which no switch answers, of no switch.
+        let steady = ca_ports * all + sw_ports * (all - 1) + others;
+        // First sweep: the first nodes of each kind are asked of one port
+        // until a node of their kind answered, those after them of every
+        // port; 0x18 stops being asked of switches once two switches left
+        // it unanswered.
         let (n1, st1) = per_sweep(&mut sweeper);
-        assert_eq!(n1, ports * all + sw_ports);
+        assert!(n1 < ports * all, "{n1} of {}", ports * all);
+        assert!(n1 > steady / 2, "{n1} vs {steady}");
         assert_eq!(st1.answered, st1.nodes);
         // The switch's silence on 0x18 is counted apart, not as a timeout
-        // of a node that did not answer.
+        // of a node that did not answer: one probe, not one per port.
         assert_eq!(st1.timeouts, 0);
-        assert_eq!(st1.optional_timeouts, sw_ports);
+        assert_eq!(st1.optional_timeouts, 1);
         let snap = cache.load();
         let rec = snap.node(ca.guid).unwrap();
         let got: Vec<u16> = rec.ports[0].optional.attrs().collect();
@@ -1558,20 +1586,21 @@ mod tests {
             assert_eq!(data[at], ca.ports[0].num, "PortSelect echoed");
             assert_eq!(u16::from(data[at + 1]), a);
         }
-        let swrec = snap.node(sw.guid).unwrap();
+        // What the other nodes answered "unsupported" is not asked again,
+        // nor 0x18 of any switch; the ports left out of the first sweep
+        // are asked from the second.
+        let (n2, st2) = per_sweep(&mut sweeper);
+        assert_eq!(n2, steady);
+        assert_eq!((st2.timeouts, st2.optional_timeouts), (0, 0));
+        let swrec = cache.load().node(sw.guid).unwrap().clone();
         assert!(
             swrec
                 .ports
                 .iter()
                 .all(|p| p.optional.len() == OPTIONAL_ATTRS.len() - 1)
         );
-        // What the other nodes answered "unsupported" is not asked again.
-        // The switch that does not answer 0x18 is asked once more (second
-        // strike), then no more.
-        let (n2, _) = per_sweep(&mut sweeper);
-        assert_eq!(n2, ca_ports * all + sw_ports * all + sw_ports + others);
         let (n3, _) = per_sweep(&mut sweeper);
-        assert_eq!(n3, ca_ports * all + sw_ports * (all - 1) + others);
+        assert_eq!(n3, steady);
         // Readings are kept, and refreshed (the request count moved).
         let first = |r: &crate::fabric::cache::NodeRecord| {
             let at = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[0]).0;
@@ -1586,14 +1615,12 @@ mod tests {
         while sweeper.state().lock().sweep_no + 1 < RETRY_UNANSWERED_SWEEPS {
             counts.push(per_sweep(&mut sweeper).0);
         }
-        assert!(
-            counts
-                .iter()
-                .all(|&n| n == ca_ports * all + sw_ports * (all - 1) + others),
-            "{counts:?}"
-        );
+        assert!(counts.iter().all(|&n| n == steady), "{counts:?}");
+        // Every attribute is asked again: of every port where a node of
+        // the kind answered it, else of one port of the first nodes.
         let (retry, st) = per_sweep(&mut sweeper);
-        assert_eq!(retry, ports * all + sw_ports, "every attribute asked again");
+        assert!(retry > steady + 2 * sw_ports, "{retry} vs {steady}");
+        assert!(retry <= ports * all, "{retry} of {}", ports * all);
         assert_eq!(st.timeouts, 0);
     }
 
@@ -1609,8 +1636,11 @@ mod tests {
         let ports: u64 = fabric.nodes.iter().map(|n| n.ports.len() as u64).sum();
         let n = fabric.nodes.len() as u64;
         // ClassPortInfo + PortCounters and PortCountersExtended per port +
-        // PortSamplesControl/Result/ResultExtended per node.
-        assert_eq!(st.mads, n + 2 * ports + 3 * n);
+        // PortSamplesControl per node, and PortSamplesResult/ResultExtended
+        // of the nodes whose kind answered PortSamplesControl by then.
+        assert!(st.mads > n + 2 * ports + n && st.mads <= n + 2 * ports + 3 * n);
+        // Then the counters and the three sample attributes.
+        assert_eq!(sw.sweep_once().mads, 2 * ports + 3 * n);
     }
 
     #[test]
@@ -2012,5 +2042,97 @@ mod wide_error_tests {
         assert_eq!(r.hc.shown(slot("LinkDowned")), Some(downed));
         let pcx = rig::port_counters_extended(&rig.sim, sw.1, sw.2);
         assert_eq!(pcx.symbol_errors, 0, "not filled without the bit");
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+    use crate::pm::mad;
+    use crate::rig::{AgentRig, RigOptions};
+    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use std::sync::atomic::AtomicU64;
+
+    /// Drops, as ibsim does, PortSamplesControl/Result(Extended), the
+    /// congestion-control attributes and PortExtendedSpeedsCounters;
+    /// counts the requests dropped.
+    struct SilentPma {
+        inner: crate::sim::SimTransport,
+        dropped: Arc<AtomicU64>,
+    }
+
+    fn silent(attr_id: u16) -> bool {
+        matches!(attr_id, 0x10 | 0x11 | 0x1E | 0x1F | 0x30..=0x37)
+    }
+
+    impl MadTransport for SilentPma {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if mad::parse(m).is_ok_and(|(h, _)| silent(h.attr_id)) {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+    }
+
+    /// A fabric of 160 switches (one kind) whose PMAs never answer some
+    /// attributes: the first sweep asks them of a few switches, on one
+    /// port, and counts no timeout of a node; later sweeps ask none.
+    #[test]
+    fn what_a_kind_of_node_never_answers_is_probed_on_a_few_nodes_and_one_port() {
+        let mut text = String::new();
+        for i in 0..160 {
+            let peer = i ^ 1;
+            text.push_str(&format!("Switch\t8 \"sw{i}\"\n[1]\t\"sw{peer}\"[1]\n\n"));
+        }
+        let fabric = crate::ib::topology::parse(&text).unwrap();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let d2 = Arc::clone(&dropped);
+        let mut rig = AgentRig::with_sweep_transport(
+            RigOptions {
+                fabric,
+                engine: crate::fabric::engine::EngineConfig {
+                    window: 16,
+                    timeout: Duration::from_millis(50),
+                    retries: 1,
+                },
+                ..Default::default()
+            },
+            |_, inner| Box::new(SilentPma { inner, dropped: d2 }),
+        );
+        let silent_attrs = OPTIONAL_ATTRS.iter().filter(|&&a| silent(a)).count() as u64;
+        let first = rig.sweep();
+        assert_eq!(first.answered, 160);
+        assert_eq!(first.timeouts, 0, "no node counted as silent");
+        // Asking every port of every switch would be 160 x 9 x the
+        // silent attributes, and the sample mechanism of every switch.
+        let probes = first.optional_timeouts;
+        assert!(probes > 0);
+        assert!(
+            probes <= 16 * (silent_attrs + 1),
+            "{probes} requests went unanswered"
+        );
+        // Each sent twice (one retry).
+        assert_eq!(dropped.load(Ordering::Relaxed), 2 * probes);
+        let before = dropped.load(Ordering::Relaxed);
+        let second = rig.sweep();
+        assert_eq!((second.timeouts, second.optional_timeouts), (0, 0));
+        assert_eq!(
+            dropped.load(Ordering::Relaxed),
+            before,
+            "nothing silent asked"
+        );
+        // The attributes the switches answer are read on every port: all
+        // but the silent ones, 0x18 and 0x1B ("unsupported").
+        let snap = rig.cache.load();
+        let answered = OPTIONAL_ATTRS.len() as u64 - silent_attrs - 2;
+        let ports = snap.nodes.iter().flat_map(|n| &n.ports);
+        assert!(ports.clone().count() >= 160 * 8);
+        for p in ports {
+            assert_eq!(p.optional.len() as u64, answered);
+        }
     }
 }
