@@ -106,9 +106,10 @@ const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
 /// attribute before the sweeper stops asking it for that attribute.
 const STRIKES: u8 = 2;
 
-/// Nodes of one kind that leave an optional attribute (or the sample
-/// mechanism) unanswered, while no node of the kind answered it, before
-/// the sweeper stops asking the other nodes of that kind for it.
+/// Nodes of one kind that leave an optional attribute unanswered, while
+/// no node of the kind answered it, before the sweeper stops asking the
+/// other nodes of that kind for it (each is still asked itself once every
+/// [`RETRY_UNANSWERED_SWEEPS`], at a sweep of its own: [`FabricState::self_check`]).
 pub const KIND_VERDICT: u8 = 2;
 
 /// A kind of node: the same node type, vendor and device (most likely
@@ -119,7 +120,10 @@ pub type KindKey = (crate::ib::NodeType, u32, u16);
 /// sample mechanism. A node asks an attribute that neither it nor its kind
 /// answered yet of one port (a probe) before all of them; an attribute
 /// [`KIND_VERDICT`] nodes of the kind left unanswered, and none answered,
-/// is not asked of the others (until the rare retry).
+/// is not asked of the others but once an hour each. The sample results
+/// are asked of a node once it or its kind answered PortSamplesControl
+/// (the sample mechanism has no kind verdict: one request a node and sweep
+/// until the node's own strikes).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct KindState {
     /// Bit k: a node of this kind answered `OPTIONAL_ATTRS[k]`.
@@ -132,18 +136,9 @@ pub(crate) struct KindState {
     reported: AttrMask,
     /// A node of this kind answered PortSamplesControl.
     pub(crate) samples_answered: bool,
-    /// Nodes of this kind that left PortSamplesControl unanswered.
-    samples_unanswered: u8,
-    /// The sample mechanism's verdict is already in the log.
-    samples_reported: bool,
 }
 
 impl KindState {
-    /// The sample mechanism is not asked of nodes of this kind.
-    pub(crate) fn no_samples(&self) -> bool {
-        !self.samples_answered && self.samples_unanswered >= KIND_VERDICT
-    }
-
     /// A node of this kind left optional attribute `k` unanswered.
     fn optional_unanswered(&mut self, k: usize) {
         if self.answered & (1 << k) == 0 {
@@ -158,18 +153,6 @@ impl KindState {
     fn optional_answered(&mut self, k: usize) {
         self.answered |= 1 << k;
         self.unsupported &= !(1 << k);
-    }
-
-    /// A node of this kind left the sample mechanism unanswered.
-    fn samples_unanswered(&mut self) {
-        self.samples_unanswered = self.samples_unanswered.saturating_add(1);
-    }
-
-    /// Ask again what no node answered (the rare retry).
-    fn retry(&mut self) {
-        self.unanswered = [0; OPTIONAL_ATTRS.len()];
-        self.unsupported = 0;
-        self.samples_unanswered = 0;
     }
 }
 
@@ -567,6 +550,27 @@ impl FabricState {
         &self.kinds[self.nodes[ni].kind as usize].1
     }
 
+    /// The current sweep is node `ni`'s own, once every
+    /// [`RETRY_UNANSWERED_SWEEPS`] (spread over the nodes by index): it is
+    /// asked what its kind does not answer, as a node may differ from its
+    /// kind (another firmware).
+    pub(crate) fn self_check(&self, ni: usize) -> bool {
+        (self.sweep_no + ni as u64).is_multiple_of(RETRY_UNANSWERED_SWEEPS)
+    }
+
+    /// The optional attributes not to ask of node `ni` (bit k:
+    /// `OPTIONAL_ATTRS[k]`): what it does not answer, and what its kind
+    /// does not, except what it answered itself and on its own sweep.
+    pub(crate) fn optional_skipped(&self, ni: usize) -> AttrMask {
+        let s = &self.nodes[ni];
+        let kind = if self.self_check(ni) {
+            0
+        } else {
+            self.kind(ni).unsupported & !s.optional_answered
+        };
+        s.optional_unsupported | kind
+    }
+
     /// The request of `slot` asks whether the node has something it has
     /// not shown it has: an optional attribute, PortSamplesResultExtended,
     /// or the sample mechanism of a node that has not answered it yet (ibsim
@@ -585,9 +589,6 @@ impl FabricState {
     /// Ask every node again, once, for the optional attributes and the
     /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
     pub fn retry_unanswered(&mut self) {
-        for (_, k) in &mut self.kinds {
-            k.retry();
-        }
         for s in &mut self.nodes {
             s.optional_unsupported = 0;
             s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
@@ -760,9 +761,6 @@ impl FabricState {
                 {
                     debug!(node = %guid, status = st, "no PortSamplesControl/Result");
                     s.no_samples = true;
-                    if !s.samples_answered {
-                        kind.samples_unanswered();
-                    }
                 }
                 if let Slot::Optional(_, _, k) = slot
                     && s.optional_unsupported & (1 << k) == 0
@@ -781,12 +779,7 @@ impl FabricState {
                 // node's kind, once per node and sweep.
                 let alive = answered[ni];
                 match slot {
-                    Slot::SamplesControl(_) => {
-                        s.samples_missed = true;
-                        if alive && !s.samples_answered {
-                            kind.samples_unanswered();
-                        }
-                    }
+                    Slot::SamplesControl(_) => s.samples_missed = true,
                     // Asked only of nodes that answer the sample mechanism:
                     // silence is as good as "unsupported".
                     Slot::SamplesResultExt(_) => s.no_result_ext = true,
@@ -1168,14 +1161,8 @@ impl FabricState {
             if new != 0 {
                 k.reported |= new;
                 info!(
-                    "{kind}: the optional PM attributes {} are not asked of them, as {KIND_VERDICT} of them left them unanswered and none answered (asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps)",
+                    "{kind}: the optional PM attributes {} are not asked of them, as {KIND_VERDICT} of them left them unanswered and none answered (each node is asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps)",
                     attr_list(new)
-                );
-            }
-            if k.no_samples() && !k.samples_reported {
-                k.samples_reported = true;
-                info!(
-                    "{kind}: PortSamplesControl/PortSamplesResult are not asked of them, as {KIND_VERDICT} of them left PortSamplesControl unanswered and none answered (asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps)"
                 );
             }
         }

@@ -311,8 +311,9 @@ impl Slots for SlotStream {
 ///
 /// An optional attribute that neither the node nor its kind of node
 /// answered yet is asked of the node's first port alone (a probe), and the
-/// sample results only of a node whose kind answered PortSamplesControl;
-/// what the node's kind showed it does not answer is not asked. The plan
+/// sample results only of a node that (or whose kind) answered
+/// PortSamplesControl; what the node's kind showed it does not answer is
+/// not asked ([`FabricState::optional_skipped`]). The plan
 /// of a sweep (`plan`) counts every port for the probes: by the time the
 /// node's requests are made, its kind may have answered.
 fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut Vec<PackedSlot>) {
@@ -331,7 +332,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
         }
     }
     if optional {
-        let unsupported = s.optional_unsupported | kind.unsupported;
+        let unsupported = st.optional_skipped(ni);
         let every_port = if plan {
             !0
         } else {
@@ -345,7 +346,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
             }
         }
     }
-    if !s.no_samples && !kind.no_samples() && st.pma(ni, Some(0)).is_some() {
+    if !s.no_samples && st.pma(ni, Some(0)).is_some() {
         out.push(Slot::SamplesControl(ni).into());
         if plan || s.samples_answered || kind.samples_answered {
             out.extend(
@@ -1615,7 +1616,14 @@ mod tests {
         while sweeper.state().lock().sweep_no + 1 < RETRY_UNANSWERED_SWEEPS {
             counts.push(per_sweep(&mut sweeper).0);
         }
-        assert!(counts.iter().all(|&n| n == steady), "{counts:?}");
+        // Each switch that was never asked 0x18 itself (its kind's
+        // verdict came first) is asked once in the meantime, at a sweep of
+        // its own (one port; the silent one retried once).
+        assert!(counts.iter().any(|&n| n > steady), "{counts:?}");
+        assert!(
+            counts.iter().all(|&n| (steady..=steady + 2).contains(&n)),
+            "{counts:?}"
+        );
         // Every attribute is asked again: of every port where a node of
         // the kind answered it, else of one port of the first nodes.
         let (retry, st) = per_sweep(&mut sweeper);
@@ -2079,8 +2087,10 @@ mod probe_tests {
     }
 
     /// A fabric of 160 switches (one kind) whose PMAs never answer some
-    /// attributes: the first sweep asks them of a few switches, on one
-    /// port, and counts no timeout of a node; later sweeps ask none.
+    /// attributes: the first sweep asks the optional ones of a few
+    /// switches, on one port, and PortSamplesControl alone of each switch
+    /// (two sweeps, the node's strikes), and counts no timeout of a node;
+    /// later sweeps ask none.
     #[test]
     fn what_a_kind_of_node_never_answers_is_probed_on_a_few_nodes_and_one_port() {
         let mut text = String::new();
@@ -2108,18 +2118,20 @@ mod probe_tests {
         assert_eq!(first.answered, 160);
         assert_eq!(first.timeouts, 0, "no node counted as silent");
         // Asking every port of every switch would be 160 x 9 x the
-        // silent attributes, and the sample mechanism of every switch.
+        // silent attributes, and three sample attributes of every switch.
         let probes = first.optional_timeouts;
-        assert!(probes > 0);
+        assert!(probes > 160);
         assert!(
-            probes <= 16 * (silent_attrs + 1),
+            probes <= 160 + 16 * silent_attrs,
             "{probes} requests went unanswered"
         );
         // Each sent twice (one retry).
         assert_eq!(dropped.load(Ordering::Relaxed), 2 * probes);
-        let before = dropped.load(Ordering::Relaxed);
         let second = rig.sweep();
-        assert_eq!((second.timeouts, second.optional_timeouts), (0, 0));
+        assert_eq!((second.timeouts, second.optional_timeouts), (0, 160));
+        let before = dropped.load(Ordering::Relaxed);
+        let third = rig.sweep();
+        assert_eq!((third.timeouts, third.optional_timeouts), (0, 0));
         assert_eq!(
             dropped.load(Ordering::Relaxed),
             before,
