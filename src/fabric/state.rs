@@ -428,6 +428,12 @@ impl NodeState {
         self.rec.class_port_info.as_deref()
     }
 
+    /// The node left PortSamplesControl unanswered in a sweep (and has
+    /// not answered it since).
+    pub(crate) fn samples_silent(&self) -> bool {
+        self.samples_strikes > 0 && !self.samples_answered
+    }
+
     /// The node's record, to change (copied first when the published
     /// snapshot shares it, counted in `copies`).
     fn rec_mut(&mut self, copies: &mut usize) -> &mut NodeRecord {
@@ -739,7 +745,10 @@ impl FabricState {
                 {
                     let cpi = ClassPortInfo::decode(&data);
                     if cpi.redirect_lid != 0 {
-                        info!(node = %guid, lid = cpi.redirect_lid, qp = cpi.redirect_qp, "PMA redirects");
+                        info!(
+                            "the PMA of node {guid} redirects to LID {}, QP {:#x}",
+                            cpi.redirect_lid, cpi.redirect_qp
+                        );
                         s.redirect = Some(Box::new(MadAddr {
                             lid: cpi.redirect_lid,
                             qpn: cpi.redirect_qp,
@@ -1101,7 +1110,11 @@ impl FabricState {
             }
             if *ok {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
-                    info!(node = %node.guid, desc = %crate::ib::Escaped(&node.description), "node answers again");
+                    info!(
+                        "node answers again: {} \"{}\"",
+                        node.guid,
+                        crate::ib::Escaped(&node.description)
+                    );
                 }
                 s.dirty |= s.failed_sweeps != 0 || !s.seen;
                 s.failed_sweeps = 0;
@@ -1111,10 +1124,10 @@ impl FabricState {
                 s.failed_sweeps = s.failed_sweeps.saturating_add(1);
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
-                        node = %node.guid,
-                        desc = %crate::ib::Escaped(&node.description),
-                        sweeps = s.failed_sweeps,
-                        "node unreachable"
+                        "node unreachable: {} \"{}\" did not answer in {} sweeps in a row",
+                        node.guid,
+                        crate::ib::Escaped(&node.description),
+                        s.failed_sweeps
                     );
                     // Ask ClassPortInfo again when it comes back.
                     s.cpi_stale = true;
