@@ -109,7 +109,7 @@ const STRIKES: u8 = 2;
 /// Nodes of one kind that leave an optional attribute unanswered, while
 /// no node of the kind answered it, before the sweeper stops asking the
 /// other nodes of that kind for it (each is still asked itself once every
-/// [`RETRY_UNANSWERED_SWEEPS`], at a sweep of its own: [`FabricState::self_check`]).
+/// [`RETRY_UNANSWERED_SWEEPS`], at a sweep of its own).
 pub const KIND_VERDICT: u8 = 2;
 
 /// A kind of node: the same node type, vendor and device (most likely

@@ -6,10 +6,13 @@
 //! through its port-0 LID with PortSelect, a CA port through its own LID),
 //! PortCountersExtended where the capability mask says so, and
 //! PortSamplesControl/PortSamplesResult per node unless the node showed it
-//! does not answer them, and the optional attributes 0x15..0x1C and
-//! 0x30..0x37 per port
-//! unless the node showed it does not answer them (a MAD status error at
-//! once, or no answer in two sweeps in which it answered other MADs).
+//! does not answer them, and the optional attributes 0x15..0x1C, 0x1F and
+//! 0x30..0x37 per port unless the node showed it does not answer them (a
+//! MAD status error at once, or no answer in two sweeps in which it
+//! answered other MADs). An optional attribute is asked of one port of a
+//! node (a probe) before all of them, until the node or its kind of node
+//! (type, vendor, device) answered it; what two nodes of a kind left
+//! unanswered is not asked of the others (`node_slots`).
 //! Optionally (`clear_near_overflow`), PortCounters fields past 75% of
 //! their range are cleared after they were read, as opensm's PerfMgr does;
 //! the 64-bit totals continue across the clear. A node whose ClassPortInfo
