@@ -49,6 +49,7 @@ fn main() -> ExitCode {
             seed: 1,
             traffic: true,
             clock: SimClock::Real,
+            ..Default::default()
         },
     );
     let simulated = sim.fabric();

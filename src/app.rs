@@ -371,6 +371,12 @@ pub fn sim_options(cfg: &Config) -> SimOptions {
         seed: cfg.sim.seed,
         traffic: true,
         clock,
+        wide_error_counters: cfg
+            .sim
+            .wide_error_counters
+            .iter()
+            .map(|&k| k.into())
+            .collect(),
     }
 }
 

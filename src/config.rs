@@ -543,6 +543,10 @@ pub struct SimConfig {
     pub seed: u64,
     /// Counters advance with simulated traffic (false: frozen).
     pub traffic: bool,
+    /// Node types whose simulated PMAs have 64-bit error counters
+    /// (ClassPortInfo CapabilityMask2 bit 1).
+    #[serde(deserialize_with = "vec_from_str")]
+    pub wide_error_counters: Vec<NodeKind>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -745,6 +749,7 @@ impl Default for SimConfig {
         SimConfig {
             seed: 1,
             traffic: true,
+            wide_error_counters: vec![NodeKind::Ca],
         }
     }
 }
@@ -813,6 +818,19 @@ where
     T::Err: fmt::Display,
 {
     from_str(d).map(Some)
+}
+
+/// A list of words, each parsed with `FromStr`.
+fn vec_from_str<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| s.parse().map_err(de::Error::custom))
+        .collect()
 }
 
 /// `notify.sinks`: a list of `IP:PORT`.

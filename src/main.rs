@@ -42,11 +42,12 @@ enum Cmd {
     /// Read one port's counters from the fabric now, as perfquery does
     /// (PortCounters and PortCountersExtended; data in octets).
     Query {
-        /// The node: its GUID (hex), a LID, or its NodeDescription.
+        /// The node: its GUID (hex), a port GUID (as perfquery -G), a LID,
+        /// or its NodeDescription.
         node: String,
-        /// The port (default 1).
-        #[arg(default_value_t = 1)]
-        port: u8,
+        /// The port (default: the port a port GUID or a channel adapter's
+        /// LID names, else 1).
+        port: Option<u8>,
         /// Configuration file (backend, topology, MAD settings).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -236,7 +237,11 @@ fn exit_now(code: u8) -> ! {
 }
 
 /// Opens the configured backend and reads `port` of the node `node` names.
-fn query(cfg: &Config, node: &str, port: u8) -> Result<ibpm_agentx::query::Reading, String> {
+fn query(
+    cfg: &Config,
+    node: &str,
+    port: Option<u8>,
+) -> Result<ibpm_agentx::query::Reading, String> {
     init_logging(if cfg.log.level == "info" {
         "warn"
     } else {
@@ -244,7 +249,7 @@ fn query(cfg: &Config, node: &str, port: u8) -> Result<ibpm_agentx::query::Readi
     });
     let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())
         .map_err(|e| e.to_string())?;
-    let n = ibpm_agentx::query::find_node(&backend.fabric, node)?;
+    let (n, port) = ibpm_agentx::query::find_port(&backend.fabric, node, port)?;
     ibpm_agentx::query::read(backend.sweep, cfg.engine(), n, port)
 }
 

@@ -15,26 +15,67 @@ use crate::pm::port_counters_ext::PortCountersExtendedField as X;
 use crate::pm::{PortCounters, PortCountersExtended};
 use crate::transport::{MadAddr, MadTransport};
 
-/// The node a query names: a GUID (hex), a LID (decimal) or a
-/// NodeDescription.
-pub fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, String> {
+/// The node and port a query names: a node GUID (hex), a port GUID (as
+/// perfquery's `-G` takes one: a channel adapter's port has a GUID of its
+/// own), a LID (decimal) or a NodeDescription. `port`: the port asked for;
+/// `None` takes the port a port GUID or a channel adapter port's LID
+/// names, else port 1.
+pub fn find_port<'a>(
+    fabric: &'a Fabric,
+    what: &str,
+    port: Option<u8>,
+) -> Result<(&'a Node, u8), String> {
     let by_guid = what
         .parse::<Guid>()
         .ok()
         .filter(|_| what.len() > 6 || what.starts_with("0x") || what.contains(':'));
-    if let Some(g) = by_guid
-        && let Some(n) = fabric.node(g)
-    {
-        return Ok(n);
-    }
-    if let Ok(lid) = what.parse::<u16>()
-        && let Some(n) = fabric
+    if let Some(g) = by_guid {
+        if let Some(n) = fabric.node(g) {
+            return Ok((n, port.unwrap_or(1)));
+        }
+        let by_port = fabric
             .nodes
             .iter()
-            .find(|n| n.lid == lid || n.ports.iter().any(|p| p.lid == lid))
-    {
-        return Ok(n);
+            .find_map(|n| Some((n, n.ports.iter().find(|p| p.guid == g)?)));
+        if let Some((n, p)) = by_port {
+            return named_port(n, p.num, port, &format!("port GUID {g}"));
+        }
     }
+    if let Ok(lid) = what.parse::<u16>() {
+        if let Some(n) = fabric.nodes.iter().find(|n| n.lid == lid) {
+            return Ok((n, port.unwrap_or(1)));
+        }
+        let by_port = fabric
+            .nodes
+            .iter()
+            .find_map(|n| Some((n, n.ports.iter().find(|p| p.lid == lid)?)));
+        if let Some((n, p)) = by_port {
+            return named_port(n, p.num, port, &format!("LID {lid}"));
+        }
+    }
+    find_node(fabric, what).map(|n| (n, port.unwrap_or(1)))
+}
+
+/// Port `num` of `n`, named by `what`, where `port` was asked for: a
+/// channel adapter's PMA behind that port's LID reads only that port.
+fn named_port<'a>(
+    n: &'a Node,
+    num: u8,
+    port: Option<u8>,
+    what: &str,
+) -> Result<(&'a Node, u8), String> {
+    match port {
+        Some(p) if p != num && n.node_type != crate::ib::NodeType::Switch => Err(format!(
+            "{what} is port {num} of node {}: port {p} is read through its own GUID or LID",
+            n.guid
+        )),
+        Some(p) => Ok((n, p)),
+        None => Ok((n, num)),
+    }
+}
+
+/// The node a NodeDescription names.
+fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, String> {
     let named: Vec<&Node> = fabric
         .nodes
         .iter()
@@ -43,7 +84,7 @@ pub fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, String>
     match named.as_slice() {
         [n] => Ok(n),
         [] => Err(format!(
-            "no node with GUID, LID or description `{}`",
+            "no node or port with GUID, LID or description `{}`",
             crate::ib::Escaped(what)
         )),
         _ => Err(format!(
@@ -114,17 +155,47 @@ pub fn read(
     })
 }
 
-/// (name, value) of every counter of a reading; data counters in octets
-/// (the wire counts octets divided by 4).
-pub fn counters(r: &Reading) -> Vec<(String, u64)> {
+/// One counter of a reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// The IBTA name of its field (an identifier: `PortXmitData`).
+    pub name: &'static str,
+    /// A data counter, shown in octets (the wire counts octets / 4).
+    pub octets: bool,
+    /// Read from PortCountersExtended.
+    pub extended: bool,
+    pub value: u64,
+}
+
+impl Counter {
+    /// Its name as perfquery-like text shows it (`PortXmitData (octets)`,
+    /// `Extended PortRcvPkts`).
+    pub fn label(&self) -> String {
+        format!(
+            "{}{}{}",
+            if self.extended { "Extended " } else { "" },
+            self.name,
+            if self.octets { " (octets)" } else { "" }
+        )
+    }
+
+    /// Its key in the JSON object of its attribute: an identifier
+    /// (`PortXmitDataOctets`).
+    pub fn key(&self) -> String {
+        format!("{}{}", self.name, if self.octets { "Octets" } else { "" })
+    }
+}
+
+/// Every counter of a reading: PortCounters, then PortCountersExtended;
+/// data counters in octets.
+pub fn counters(r: &Reading) -> Vec<Counter> {
     let mut v = Vec::new();
     for &f in F::ALL {
         if f.clear().is_none() && f != F::Qp1Dropped {
             continue; // PortSelect, CounterSelect, CounterSelect2
         }
         let octets = matches!(f, F::XmitData | F::RcvData);
-        let raw = r.counters.get(f);
-        v.push(name_value(f.name(), raw, octets));
+        v.push(counter(f.name(), r.counters.get(f), octets, false));
     }
     if let Some(x) = &r.extended {
         for &f in X::ALL {
@@ -132,18 +203,18 @@ pub fn counters(r: &Reading) -> Vec<(String, u64)> {
                 continue;
             }
             let octets = matches!(f, X::XmitData | X::RcvData);
-            let (n, val) = name_value(f.name(), x.get(f), octets);
-            v.push((format!("Extended {n}"), val));
+            v.push(counter(f.name(), x.get(f), octets, true));
         }
     }
     v
 }
 
-fn name_value(name: &str, raw: u64, octets: bool) -> (String, u64) {
-    if octets {
-        (format!("{name} (octets)"), raw.saturating_mul(4))
-    } else {
-        (name.to_string(), raw)
+fn counter(name: &'static str, raw: u64, octets: bool, extended: bool) -> Counter {
+    Counter {
+        name,
+        octets,
+        extended,
+        value: if octets { raw.saturating_mul(4) } else { raw },
     }
 }
 
@@ -156,39 +227,55 @@ pub fn text(r: &Reading) -> String {
         r.port,
         r.lid
     );
-    for (name, value) in counters(r) {
-        let label = format!("{name}:");
-        let _ = writeln!(out, "{label:.<44}{value}");
+    for c in counters(r) {
+        let label = format!("{}:", c.label());
+        let _ = writeln!(out, "{label:.<44}{}", c.value);
     }
     out
 }
 
-/// One JSON object.
+/// One JSON object: the port, `counters` (PortCounters) and, where the
+/// node answered it, `extended` (PortCountersExtended), each keyed by
+/// identifiers.
 pub fn json(r: &Reading) -> String {
     let mut out = format!(
-        "{{\"guid\":\"{}\",\"description\":{},\"port\":{},\"lid\":{},\"counters\":{{",
-        r.guid,
+        "{{\"guid\":{},\"description\":{},\"port\":{},\"lid\":{}",
+        json_string(&r.guid.to_string()),
         json_string(&r.description),
         r.port,
         r.lid
     );
-    let fields: Vec<String> = counters(r)
-        .into_iter()
-        .map(|(n, v)| format!("{}:{v}", json_string(&n)))
-        .collect();
-    out += &fields.join(",");
-    out += "}}\n";
+    let all = counters(r);
+    for (key, extended) in [("counters", false), ("extended", true)] {
+        if extended && r.extended.is_none() {
+            continue;
+        }
+        let fields: Vec<String> = all
+            .iter()
+            .filter(|c| c.extended == extended)
+            .map(|c| format!("{}:{}", json_string(&c.key()), c.value))
+            .collect();
+        let _ = write!(out, ",\"{key}\":{{{}}}", fields.join(","));
+    }
+    out += "}\n";
     out
 }
 
+/// A JSON string of outside text: quotes, backslashes, control characters
+/// and the invisible characters that reorder or hide text (bidirectional
+/// overrides such as U+202E, zero-width characters, line separators: the
+/// set [`crate::ib::Escaped`] escapes) come out as escapes.
 fn json_string(s: &str) -> String {
     let mut o = String::from("\"");
     for c in s.chars() {
         match c {
             '"' => o += "\\\"",
             '\\' => o += "\\\\",
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
+            c if crate::ib::needs_escape(c) => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(o, "\\u{u:04x}");
+                }
             }
             c => o.push(c),
         }
@@ -210,6 +297,7 @@ mod tests {
                 seed: 3,
                 traffic: true,
                 clock: SimClock::Manual(crate::sim::ManualClock::new()),
+                ..Default::default()
             },
         )
     }
@@ -227,7 +315,7 @@ mod tests {
         let want = crate::rig::port_counters(&sim, sw.lid, 2);
         assert_eq!(r.counters, want);
         let c = counters(&r);
-        let get = |n: &str| c.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+        let get = |n: &str| c.iter().find(|k| k.label() == n).map(|k| k.value);
         assert_eq!(
             get("PortXmitData (octets)"),
             Some(u64::from(want.xmit_data) * 4)
@@ -249,18 +337,101 @@ mod tests {
     fn nodes_are_found_by_guid_lid_or_name() {
         let fabric = sim().fabric();
         let n = &fabric.nodes[3];
-        assert_eq!(
-            find_node(&fabric, &n.guid.to_string()).unwrap().guid,
-            n.guid
-        );
+        let node = |what: &str| find_port(&fabric, what, None).map(|(n, _)| n.guid);
+        assert_eq!(node(&n.guid.to_string()), Ok(n.guid));
         let lid = n.ports[0].lid.max(n.lid);
-        assert_eq!(find_node(&fabric, &lid.to_string()).unwrap().guid, n.guid);
-        assert_eq!(find_node(&fabric, &n.description).unwrap().guid, n.guid);
-        assert!(find_node(&fabric, "no such node").is_err());
+        assert_eq!(node(&lid.to_string()), Ok(n.guid));
+        assert_eq!(node(&n.description), Ok(n.guid));
+        assert!(node("no such node").is_err());
     }
 
     #[test]
     fn json_strings_are_escaped() {
         assert_eq!(json_string("a\"b\\c\u{1b}"), "\"a\\\"b\\\\c\\u001b\"");
+        // Bidi overrides, C1 controls, zero-width and non-BMP text.
+        assert_eq!(
+            json_string("x\u{202e}y\u{85}\u{200b}\u{2028}é😀"),
+            "\"x\\u202ey\\u0085\\u200b\\u2028é😀\""
+        );
+    }
+
+    #[test]
+    fn json_keys_are_identifiers_and_outside_text_is_escaped() {
+        let sim = sim();
+        let fabric = sim.fabric();
+        let ca = fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == crate::ib::NodeType::Ca)
+            .unwrap();
+        let mut r = read(
+            Box::new(sim.transport()),
+            EngineConfig::default(),
+            ca,
+            ca.ports[0].num,
+        )
+        .unwrap();
+        r.description = "evil\u{202e}txt.exe\n\"".into();
+        let j = json(&r);
+        assert!(
+            j.contains("\"description\":\"evil\\u202etxt.exe\\u000a\\\"\""),
+            "{j}"
+        );
+        assert!(!j.contains('\u{202e}'));
+        // Every key is an identifier.
+        let mut keys = Vec::new();
+        let mut rest = j.as_str();
+        while let Some(i) = rest.find("\":") {
+            let start = rest[..i].rfind('"').unwrap();
+            keys.push(rest[start + 1..i].to_string());
+            rest = &rest[i + 2..];
+        }
+        assert!(keys.len() > 40, "{keys:?}");
+        for k in &keys {
+            assert!(k.chars().all(|c| c.is_ascii_alphanumeric()), "key {k:?}");
+        }
+        assert!(j.contains(&format!(
+            "\"PortXmitDataOctets\":{}",
+            u64::from(r.counters.xmit_data) * 4
+        )));
+        let x = r.extended.unwrap();
+        assert!(
+            j.contains(&format!(
+                "\"extended\":{{\"PortXmitDataOctets\":{}",
+                x.xmit_data * 4
+            )),
+            "{j}"
+        );
+    }
+
+    #[test]
+    fn a_port_guid_names_its_node_and_port() {
+        let fabric = sim().fabric();
+        let ca = fabric
+            .nodes
+            .iter()
+            .find(|n| n.node_type == crate::ib::NodeType::Ca && n.ports.len() > 1)
+            .unwrap();
+        let p2 = ca.ports[1];
+        assert_ne!(p2.guid, ca.guid);
+        let (n, port) = find_port(&fabric, &p2.guid.to_string(), None).unwrap();
+        assert_eq!((n.guid, port), (ca.guid, p2.num));
+        assert_eq!(
+            find_port(&fabric, &p2.guid.to_string(), Some(p2.num))
+                .unwrap()
+                .1,
+            p2.num
+        );
+        let e = find_port(&fabric, &p2.guid.to_string(), Some(ca.ports[0].num)).unwrap_err();
+        assert!(
+            e.contains(&format!("is port {} of node {}", p2.num, ca.guid)),
+            "{e}"
+        );
+        // A CA port's LID names that port too; the node GUID port 1.
+        assert_eq!(
+            find_port(&fabric, &p2.lid.to_string(), None).unwrap().1,
+            p2.num
+        );
+        assert_eq!(find_port(&fabric, &ca.guid.to_string(), None).unwrap().1, 1);
     }
 }

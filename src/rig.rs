@@ -144,6 +144,7 @@ impl AgentRig {
                 seed: opts.seed,
                 traffic: opts.traffic,
                 clock: SimClock::Manual(clock.clone()),
+                ..Default::default()
             },
         );
         let cache = Arc::new(Cache::new());
@@ -223,6 +224,7 @@ impl PmaRig {
                 seed,
                 traffic,
                 clock: c,
+                ..Default::default()
             },
         );
         let tr = sim.transport();

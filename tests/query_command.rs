@@ -74,3 +74,53 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no port 77"));
 }
+
+/// A channel adapter's port GUID names its node and port, as perfquery's
+/// `-G` takes one; `--json` keys are identifiers.
+#[test]
+fn query_takes_a_port_guid_and_prints_json_with_identifier_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(&conf, "[sim]\ntraffic = false\n").unwrap();
+    let mut cfg = Config::default();
+    cfg.sim.traffic = false;
+    let sim = SimFabric::new(topology::default_fabric(), sim_options(&cfg));
+    let fabric = sim.fabric();
+    let ca = fabric
+        .nodes
+        .iter()
+        .find(|n| n.node_type == NodeType::Ca && n.ports.len() > 1)
+        .unwrap();
+    let p = ca.ports[1];
+    assert_ne!(p.guid, ca.guid, "a CA port has a GUID of its own");
+    let want = rig::port_counters(&sim, p.lid, p.num);
+    let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(["query", &p.guid.to_string(), "--json", "--config"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(json.contains(&format!("\"port\":{},", p.num)), "{json}");
+    assert!(
+        json.contains(&format!(
+            "\"PortXmitDataOctets\":{}",
+            u64::from(want.xmit_data) * 4
+        )),
+        "{json}"
+    );
+    assert!(!json.contains("(octets)"), "{json}");
+    // Another port through that port's GUID is refused, with the reason.
+    let other = ca.ports[0].num.to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(["query", &p.guid.to_string(), &other, "--config"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("is port {} of node {}", p.num, ca.guid)),
+        "{err}"
+    );
+}

@@ -7,6 +7,7 @@ use sim_rig::Rig;
 use std::time::{Duration, Instant};
 
 use ibpm_agentx::ib::{Guid, NodeType};
+use ibpm_agentx::pm::class_port_info::CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED;
 use ibpm_agentx::pm::mad::{self, attr, method, status};
 use ibpm_agentx::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
@@ -54,9 +55,16 @@ fn class_port_info_like_ibsim() {
             0x5200
         };
         assert_eq!(cpi.capability_mask, want);
+        // IsAdditionalPortCountersExtendedSupported on CAs (the default
+        // `wide_error_counters`); ibsim sets no CapabilityMask2 bit.
+        let want2 = if n.node_type == NodeType::Switch {
+            0
+        } else {
+            CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED
+        };
         assert_eq!(
             (cpi.base_version, cpi.class_version, cpi.capability_mask2),
-            (1, 1, 0)
+            (1, 1, want2)
         );
         let (st, _) = rig
             .mad(lid, method::SET, attr::CLASS_PORT_INFO, &[0; 192])
@@ -183,6 +191,46 @@ fn counters_saturate_at_their_widths_while_64_bit_keep_counting() {
     if before.xmit_data == u32::MAX {
         assert_eq!(after.xmit_data, u32::MAX);
     }
+}
+
+/// Where CapabilityMask2 bit 1 is set (CAs), PortCountersExtended's error
+/// counters and PortXmitWait count past the PortCounters widths and clear
+/// by CounterSelect2; elsewhere they read 0.
+#[test]
+fn extended_error_counters_count_where_the_capability_bit_says() {
+    use ibpm_agentx::sim::traffic::q;
+    let mut rig = Rig::new(5, true);
+    rig.advance(60.0);
+    let (ca, p, ca_lid) = rig.first(NodeType::Ca);
+    let (sw, sp, sw_lid) = rig.first(NodeType::Switch);
+    for (g, port) in [(ca.guid, p), (sw.guid, sp)] {
+        assert!(rig.sim.add_errors(g, port, q::SYMBOL_ERRORS, 100_000));
+        assert!(rig.sim.add_errors(g, port, q::LINK_DOWNED, 1_000));
+    }
+    let (a, x) = (rig.pc(ca_lid, p), rig.pcx(ca_lid, p));
+    assert_eq!((a.symbol_errors, a.link_downed), (u16::MAX, u8::MAX));
+    assert!(
+        x.symbol_errors >= 100_000 && x.link_downed >= 1_000,
+        "{x:?}"
+    );
+    assert_eq!(x.xmit_wait, u64::from(a.xmit_wait), "below 32 bits");
+    let y = rig.pcx(sw_lid, sp);
+    assert_eq!((y.symbol_errors, y.link_downed, y.xmit_wait), (0, 0, 0));
+    // CounterSelect2 bit 0 clears SymbolErrorCounter alone.
+    let mut d = [0u8; 192];
+    PortCountersExtended::select(p, 0, 1).encode(&mut d);
+    let z = PortCountersExtended::decode(&rig.ok(
+        ca_lid,
+        method::SET,
+        attr::PORT_COUNTERS_EXTENDED,
+        &d,
+    ));
+    assert_eq!((z.symbol_errors, z.link_downed), (0, x.link_downed));
+    assert_eq!(
+        rig.pc(ca_lid, p).symbol_errors,
+        u16::MAX,
+        "PortCounters untouched"
+    );
 }
 
 #[test]

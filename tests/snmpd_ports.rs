@@ -220,6 +220,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
             seed: app::sim_options(&config(&s.snmpd, "")).seed,
             traffic: true,
             clock: SimClock::Manual(clock.clone()),
+            ..Default::default()
         },
     );
     let rf = reference.fabric();

@@ -46,8 +46,9 @@ fn optional_attributes_nodes_do_not_answer_are_reported_once_per_set() {
     // The simulator's PMAs answer every optional attribute but
     // PortFlowCtlCounters (0x18) and PortVLXmitFlowCtlUpdateErrors (0x1B);
     // channel adapters neither PortXmitDiscardDetails (0x16) nor
-    // SwPortVLCongestion (0x30). So two sets: one line for the switches,
-    // one for the CAs, each with its count, once.
+    // SwPortVLCongestion (0x30). So two kinds of node (same vendor and
+    // device): one line for the switches, one for the CAs, each a
+    // sentence with its count of nodes, once.
     let mut rig = AgentRig::new(RigOptions::default());
     let fabric = rig.fabric();
     let switches = fabric
@@ -64,17 +65,21 @@ fn optional_attributes_nodes_do_not_answer_are_reported_once_per_set() {
     });
     let lines: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("optional PM attributes that"))
+        .filter(|l| l.contains("optional PM attributes"))
         .collect();
-    assert_eq!(lines.len(), 2, "one line per set of attributes:\n{text}");
+    assert_eq!(lines.len(), 2, "one line per kind of node:\n{text}");
     assert!(
         lines
             .iter()
             .all(|l| !l.contains("0x0015") && l.contains("0x0018") && l.contains("0x001b")),
         "{text}"
     );
-    let sw = format!("nodes={switches} attrs=0x0018,0x001b ");
-    let ca = format!("nodes={cas} attrs=0x0016,0x0018,0x001b,0x0030 ");
+    let sw = format!(
+        "{switches} switch node(s) of vendor 0x000000, device 0x0000: the optional PM attributes 0x0018,0x001b are not asked of them, as 2 of them left them unanswered"
+    );
+    let ca = format!(
+        "{cas} channel adapter node(s) of vendor 0x000000, device 0x0000: the optional PM attributes 0x0016,0x0018,0x001b,0x0030 are not asked"
+    );
     assert!(lines.iter().any(|l| l.contains(&sw)), "{sw}:\n{text}");
     assert!(lines.iter().any(|l| l.contains(&ca)), "{ca}:\n{text}");
     assert!(stats.iter().all(|s| s.timeouts == 0), "{stats:?}");

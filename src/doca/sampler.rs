@@ -200,10 +200,8 @@ pub fn open(cfg: &DocaSection) -> Result<Opened, String> {
             .map_err(|e| explain(ibdev, &e, cfg))?;
         for (id, e) in &started.rejected {
             warn!(
-                device = %ibdev,
-                data_id = %super::describe(*id),
-                error = %e,
-                "the device does not sample this data ID: its column stays empty for that port"
+                "{ibdev}: the device does not sample this data ID, {}: its column stays empty for that port ({e})",
+                super::describe(*id)
             );
         }
         let layout = Layout::new(
@@ -242,14 +240,13 @@ pub fn open(cfg: &DocaSection) -> Result<Opened, String> {
             {
                 nodes.push(local::node(d));
             }
-            info!(device = %ibdev, local_port = lp, node = %g, port = p, "DOCA telemetry diag serves this port");
+            info!("DOCA telemetry diag serves port {p} of node {g} ({ibdev} local port {lp})");
         }
         info!(
-            device = %ibdev,
-            data_ids = started.applied.len(),
-            sample_size = layout.sample_size,
-            period_us = cfg.sample_period.as_micros() as u64,
-            "DOCA telemetry diag sampling"
+            "DOCA telemetry diag sampling {ibdev}: {} data IDs every {} us, {} bytes a sample",
+            started.applied.len(),
+            cfg.sample_period.as_micros(),
+            layout.sample_size
         );
         devices.push(Device {
             ibdev: ibdev.clone(),
@@ -282,14 +279,17 @@ impl DocaSampler {
                 Ok(r) => r,
                 Err(e) => {
                     if !d.failing {
-                        warn!(device = %d.ibdev, error = %e, "DOCA telemetry diag read failed; trying again each period");
+                        warn!(
+                            "DOCA telemetry diag read of {} failed ({e}); trying again each period",
+                            d.ibdev
+                        );
                         d.failing = true;
                     }
                     continue;
                 }
             };
             if d.failing {
-                info!(device = %d.ibdev, "DOCA telemetry diag reads again");
+                info!("DOCA telemetry diag reads {} again", d.ibdev);
                 d.failing = false;
             }
             let gap = status == QueryStatus::Dropped;
@@ -297,17 +297,19 @@ impl DocaSampler {
                 d.dropped += 1;
                 if d.dropped.is_power_of_two() {
                     warn!(
-                        device = %d.ibdev,
-                        times = d.dropped,
-                        "DOCA telemetry diag dropped samples before the agent read them \
-                         (the totals keep counting; lower doca.sample_period_ms or raise doca.log_max_samples)"
+                        "DOCA telemetry diag dropped samples before the agent read them, on {} {} times so far \
+                         (the totals keep counting; lower doca.sample_period_ms or raise doca.log_max_samples)",
+                        d.ibdev, d.dropped
                     );
                 }
             }
             let samples = match d.layout.decode(&d.buf, n) {
                 Ok(s) => s,
                 Err(e) => {
-                    warn!(device = %d.ibdev, error = %e, "DOCA sample buffer not understood; skipped");
+                    warn!(
+                        "a DOCA sample buffer of {} was not understood ({e}); skipped",
+                        d.ibdev
+                    );
                     continue;
                 }
             };

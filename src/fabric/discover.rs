@@ -212,12 +212,14 @@ pub fn discover_with_stats(
     }
     let fabric = w.build();
     w.stats.elapsed = start.elapsed();
+    let (nodes, smps, timeouts) = (fabric.nodes.len(), w.stats.smps_sent, w.stats.timeouts);
+    let ms = w.stats.elapsed.as_millis() as u64;
     tracing::info!(
-        nodes = fabric.nodes.len(),
-        smps = w.stats.smps_sent,
-        timeouts = w.stats.timeouts,
-        ms = w.stats.elapsed.as_millis() as u64,
-        "fabric discovered"
+        nodes,
+        smps,
+        timeouts,
+        ms,
+        "fabric discovered: {nodes} nodes in {ms} ms, with {smps} SMPs of which {timeouts} timed out"
     );
     Ok((fabric, w.stats))
 }

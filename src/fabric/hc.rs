@@ -18,6 +18,11 @@ pub struct HcCounter {
     /// The PortCountersExtended field that feeds it when the node answers
     /// that attribute.
     pub pcx: Option<Pcx>,
+    /// That field is one of the additional counters, filled only where
+    /// ClassPortInfo CapabilityMask2 says IsAdditionalPortCountersExtended-
+    /// Supported ([`crate::pm::class_port_info::WideCounters::All`]);
+    /// elsewhere it reads 0 and PortCounters feeds the slot.
+    pub pcx_additional: bool,
     /// The field counts 4-octet words; the total is in octets.
     pub words: bool,
     /// UNITS of the total.
@@ -33,6 +38,7 @@ const fn data(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
         name,
         pc: Some(pc),
         pcx: Some(pcx),
+        pcx_additional: false,
         words: true,
         units: "octets",
         error: false,
@@ -45,6 +51,7 @@ const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx, rate: bool) -> HcCou
         name,
         pc,
         pcx: Some(pcx),
+        pcx_additional: false,
         words: false,
         units: "packets",
         error: false,
@@ -52,11 +59,12 @@ const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx, rate: bool) -> HcCou
     }
 }
 
-const fn err(name: &'static str, pc: Pc) -> HcCounter {
+const fn err(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
     HcCounter {
         name,
         pc: Some(pc),
-        pcx: None,
+        pcx: Some(pcx),
+        pcx_additional: true,
         words: false,
         units: "errors",
         error: true,
@@ -77,22 +85,23 @@ pub const HC: [HcCounter; 22] = [
     pkts("InUcastPkts", None, Pcx::UnicastRcvPkts, false),
     pkts("OutMulticastPkts", None, Pcx::MulticastXmitPkts, false),
     pkts("InMulticastPkts", None, Pcx::MulticastRcvPkts, false),
-    err("SymbolErrors", Pc::SymbolErrors),
-    err("LinkErrorRecovery", Pc::LinkErrorRecovery),
-    err("LinkDowned", Pc::LinkDowned),
-    err("RcvErrors", Pc::RcvErrors),
-    err("RcvRemotePhysErrors", Pc::RcvRemotePhysErrors),
-    err("RcvSwitchRelayErrors", Pc::RcvSwitchRelayErrors),
-    err("XmitDiscards", Pc::XmitDiscards),
-    err("XmitConstraintErrors", Pc::XmitConstraintErrors),
-    err("RcvConstraintErrors", Pc::RcvConstraintErrors),
-    err("LocalLinkIntegrityErrors", Pc::LocalLinkIntegrityErrors),
-    err("ExcessiveBufferOverrunErrors", Pc::ExcessiveBufferOverrunErrors),
-    err("VL15Dropped", Pc::Vl15Dropped),
+    err("SymbolErrors", Pc::SymbolErrors, Pcx::SymbolErrors),
+    err("LinkErrorRecovery", Pc::LinkErrorRecovery, Pcx::LinkErrorRecovery),
+    err("LinkDowned", Pc::LinkDowned, Pcx::LinkDowned),
+    err("RcvErrors", Pc::RcvErrors, Pcx::RcvErrors),
+    err("RcvRemotePhysErrors", Pc::RcvRemotePhysErrors, Pcx::RcvRemotePhysErrors),
+    err("RcvSwitchRelayErrors", Pc::RcvSwitchRelayErrors, Pcx::RcvSwitchRelayErrors),
+    err("XmitDiscards", Pc::XmitDiscards, Pcx::XmitDiscards),
+    err("XmitConstraintErrors", Pc::XmitConstraintErrors, Pcx::XmitConstraintErrors),
+    err("RcvConstraintErrors", Pc::RcvConstraintErrors, Pcx::RcvConstraintErrors),
+    err("LocalLinkIntegrityErrors", Pc::LocalLinkIntegrityErrors, Pcx::LocalLinkIntegrityErrors),
+    err("ExcessiveBufferOverrunErrors", Pc::ExcessiveBufferOverrunErrors, Pcx::ExcessiveBufferOverrunErrors),
+    err("VL15Dropped", Pc::Vl15Dropped, Pcx::Vl15Dropped),
     HcCounter {
         name: "XmitWait",
         pc: Some(Pc::XmitWait),
-        pcx: None,
+        pcx: Some(Pcx::XmitWait),
+        pcx_additional: true,
         words: false,
         units: "ticks",
         error: false,
@@ -104,6 +113,7 @@ pub const HC: [HcCounter; 22] = [
         name: "InDiscards",
         pc: None,
         pcx: None,
+        pcx_additional: false,
         words: false,
         units: "packets",
         error: false,
@@ -153,7 +163,8 @@ const _: () = {
 pub const IN_DISCARDS: usize = slot("InDiscards");
 
 /// The slots fed by PortCountersExtended, in [`HC`] order: their raw
-/// readings are kept in [`HcTotals`]'s `pcx`.
+/// readings are kept in [`HcTotals`]'s `pcx` (the data and packet
+/// counters) and `pcx_additional` (the additional counters, after them).
 pub const PCX_FED: usize = {
     let mut n = 0;
     let mut i = 0;
@@ -164,6 +175,47 @@ pub const PCX_FED: usize = {
         i += 1;
     }
     n
+};
+
+/// How many of them are PortCountersExtended's data and packet counters.
+pub const PCX_BASE: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < HC.len() {
+        if HC[i].pcx.is_some() && !HC[i].pcx_additional {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// Bit k: slot k is fed by one of PortCountersExtended's additional
+/// counters where the node has them, by PortCounters elsewhere.
+pub const PCX_ADDITIONAL_SLOTS: u32 = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < HC.len() {
+        if HC[i].pcx.is_some() && HC[i].pcx_additional {
+            m |= 1 << i;
+        }
+        i += 1;
+    }
+    m
+};
+
+// The additional counters follow the data and packet counters, so a
+// port that never has them holds no room for their readings.
+const _: () = {
+    let mut seen_additional = false;
+    let mut i = 0;
+    while i < HC.len() {
+        if HC[i].pcx.is_some() {
+            assert!(!seen_additional || HC[i].pcx_additional);
+            seen_additional |= HC[i].pcx_additional;
+        }
+        i += 1;
+    }
 };
 
 /// Bit k: slot k can be fed by PortCountersExtended.
@@ -180,13 +232,14 @@ pub const PCX_SLOTS: u32 = {
 };
 
 /// The slots a PortCounters reading feeds: every one it has a field for,
-/// except those read from PortCountersExtended (`use_pcx`) and those in
-/// `skip`.
+/// except the data and packet counters read from PortCountersExtended
+/// (`use_pcx`) and those in `skip` (the additional counters of a node that
+/// has them are skipped by the caller).
 pub const fn pc_slots(use_pcx: bool, skip: u32) -> u32 {
     let mut m = 0;
     let mut i = 0;
     while i < HC.len() {
-        if HC[i].pc.is_some() && !(use_pcx && HC[i].pcx.is_some()) {
+        if HC[i].pc.is_some() && !(use_pcx && HC[i].pcx.is_some() && !HC[i].pcx_additional) {
             m |= 1 << i;
         }
         i += 1;
@@ -220,8 +273,11 @@ const fn pcx_index(k: usize) -> usize {
 pub struct HcTotals {
     /// The latest PortCounters reading (the draft's 32-bit table shows it).
     pc: Option<PortCounters>,
-    /// The latest PortCountersExtended counters of the slots it feeds.
-    pcx: [u64; PCX_FED],
+    /// The latest PortCountersExtended data and packet counters of the
+    /// slots it feeds.
+    pcx: [u64; PCX_BASE],
+    /// The latest additional counters, for a port whose node has them.
+    pcx_additional: Option<Box<[u64; PCX_FED - PCX_BASE]>>,
     /// Bit k: slot k has been fed by a reading (a counter the port's
     /// attributes do not carry has no value).
     pub valid: u32,
@@ -258,10 +314,28 @@ impl HcTotals {
         let mut x = PortCountersExtended::default();
         for (k, c) in HC.iter().enumerate() {
             if let Some(f) = c.pcx {
-                x.set(f, self.pcx[pcx_index(k)]);
+                x.set(f, self.pcx_raw(k));
             }
         }
         Some(x)
+    }
+
+    /// The latest PortCountersExtended reading of slot `k` (0 when none
+    /// is kept).
+    fn pcx_raw(&self, k: usize) -> u64 {
+        let i = pcx_index(k);
+        match i.checked_sub(PCX_BASE) {
+            None => self.pcx[i],
+            Some(j) => self.pcx_additional.as_ref().map_or(0, |a| a[j]),
+        }
+    }
+
+    fn set_pcx_raw(&mut self, k: usize, v: u64) {
+        let i = pcx_index(k);
+        match i.checked_sub(PCX_BASE) {
+            None => self.pcx[i] = v,
+            Some(j) => self.pcx_additional.get_or_insert_with(Default::default)[j] = v,
+        }
     }
 
     /// Slot `k` reads from PortCountersExtended.
@@ -283,7 +357,7 @@ impl HcTotals {
     fn raw(&self, k: usize) -> u64 {
         match self.source(k) {
             Source::Explicit => 0,
-            Source::Pcx => self.pcx[pcx_index(k)],
+            Source::Pcx => self.pcx_raw(k),
             Source::Pc => match (HC[k].pc, &self.pc) {
                 (Some(f), Some(pc)) => pc.get(f),
                 _ => 0,
@@ -359,7 +433,7 @@ impl HcTotals {
             Source::Pc => {}
             Source::Pcx => {
                 self.from_pcx |= bit;
-                self.pcx[pcx_index(k)] = now;
+                self.set_pcx_raw(k, now);
             }
             Source::Explicit => self.explicit |= bit,
         }
@@ -369,7 +443,11 @@ impl HcTotals {
 
     /// Take up totals saved with the raw readings that fed them (the state
     /// file): bit k of `valid` says slot k is saved; `from_pcx`: the data
-    /// and packet slots were fed by PortCountersExtended.
+    /// and packet slots were fed by PortCountersExtended. The state file
+    /// does not say whether the additional counters were: with `from_pcx`
+    /// their saved reading stands for the last of either attribute (as a
+    /// PortCounters reading, held at the field's maximum), so the first
+    /// reading after the restart adds its increase whichever feeds them.
     pub fn restore(
         &mut self,
         from_pcx: bool,
@@ -384,9 +462,12 @@ impl HcTotals {
             }
             let bit = 1 << k;
             match (c.pcx, c.pc) {
-                (Some(_), _) if from_pcx => {
+                (Some(_), pc_field) if from_pcx => {
                     self.from_pcx |= bit;
-                    self.pcx[pcx_index(k)] = raw[k];
+                    self.set_pcx_raw(k, raw[k]);
+                    if let Some(f) = pc_field.filter(|_| c.pcx_additional) {
+                        pc.set(f, raw[k].min(f.field().max()));
+                    }
                 }
                 (_, Some(f)) => pc.set(f, raw[k]),
                 _ => continue,
@@ -468,7 +549,7 @@ pub fn fold_pcx(t: &mut HcTotals, cur: &PortCountersExtended, skip: u32) -> bool
         let now = cur.get(f);
         let prev = match (t.valid & (1 << k) != 0, t.source(k)) {
             (false, _) => None,
-            (true, Source::Pcx) => Some(t.pcx[pcx_index(k)]),
+            (true, Source::Pcx) => Some(t.pcx_raw(k)),
             (true, _) => Some(now),
         };
         let (delta, down) = increase(prev, now);

@@ -18,7 +18,7 @@ use super::engine::MadOutcome;
 use super::hc::{self, HC_SLOTS};
 use super::persist::SavedPort;
 use crate::ib::{Fabric, Node};
-use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
+use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{
@@ -106,6 +106,56 @@ const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
 /// attribute before the sweeper stops asking it for that attribute.
 const STRIKES: u8 = 2;
 
+/// Nodes of one kind that leave an optional attribute unanswered, while
+/// no node of the kind answered it, before the sweeper stops asking the
+/// other nodes of that kind for it (each is still asked itself once every
+/// [`RETRY_UNANSWERED_SWEEPS`], at a sweep of its own).
+pub const KIND_VERDICT: u8 = 2;
+
+/// A kind of node: the same node type, vendor and device (most likely
+/// the same firmware), which answers the same optional attributes.
+pub type KindKey = (crate::ib::NodeType, u32, u16);
+
+/// What the nodes of one kind showed of the optional attributes and the
+/// sample mechanism. A node asks an attribute that neither it nor its kind
+/// answered yet of one port (a probe) before all of them; an attribute
+/// [`KIND_VERDICT`] nodes of the kind left unanswered, and none answered,
+/// is not asked of the others but once an hour each. The sample results
+/// are asked of a node once it or its kind answered PortSamplesControl
+/// (the sample mechanism has no kind verdict: one request a node and sweep
+/// until the node's own strikes).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KindState {
+    /// Bit k: a node of this kind answered `OPTIONAL_ATTRS[k]`.
+    pub(crate) answered: AttrMask,
+    /// Per attribute: nodes of this kind that left it unanswered.
+    unanswered: [u8; OPTIONAL_ATTRS.len()],
+    /// Bit k: `OPTIONAL_ATTRS[k]` is not asked of nodes of this kind.
+    pub(crate) unsupported: AttrMask,
+    /// Bits of `unsupported` already said in the log.
+    reported: AttrMask,
+    /// A node of this kind answered PortSamplesControl.
+    pub(crate) samples_answered: bool,
+}
+
+impl KindState {
+    /// A node of this kind left optional attribute `k` unanswered.
+    fn optional_unanswered(&mut self, k: usize) {
+        if self.answered & (1 << k) == 0 {
+            self.unanswered[k] = self.unanswered[k].saturating_add(1);
+            if self.unanswered[k] >= KIND_VERDICT {
+                self.unsupported |= 1 << k;
+            }
+        }
+    }
+
+    /// A node of this kind answered optional attribute `k`.
+    fn optional_answered(&mut self, k: usize) {
+        self.answered |= 1 << k;
+        self.unsupported &= !(1 << k);
+    }
+}
+
 /// Every this many sweeps, attributes a node did not answer are asked
 /// again once (a firmware upgrade may add them); one hour at the default
 /// interval. Nothing is logged again for a node that still does not
@@ -122,6 +172,27 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
     }
     d[1] = port;
     d
+}
+
+/// The slots a DOCA-served port takes from DOCA, not from PM MADs.
+fn doca_skip(pr: &PortRecord) -> u32 {
+    if pr.sweep.doca.is_some() {
+        crate::doca::DOCA_SLOTS
+    } else {
+        0
+    }
+}
+
+/// The additional counters' slots a reading of PortCountersExtended
+/// (`pcx`) or of PortCounters does not feed on a node with `wide`
+/// counters: PortCountersExtended feeds them where the node fills them,
+/// PortCounters everywhere else.
+fn additional_skip(wide: WideCounters, pcx: bool) -> u32 {
+    if (wide == WideCounters::All) == pcx {
+        0
+    } else {
+        hc::PCX_ADDITIONAL_SLOTS
+    }
 }
 
 /// What the sweeper keeps of a port to fold its next readings in: part of
@@ -178,6 +249,14 @@ pub(crate) struct NodeState {
     optional_strikes: [u8; OPTIONAL_ATTRS.len()],
     /// Bits of `optional_unsupported` already said in the log.
     optional_reported: AttrMask,
+    /// Bit k: the node answered `OPTIONAL_ATTRS[k]` (asked of every port
+    /// from then on; before, of one port).
+    pub(crate) optional_answered: AttrMask,
+    /// The node answered PortSamplesControl (its sample results are
+    /// asked from then on; before, PortSamplesControl alone).
+    pub(crate) samples_answered: bool,
+    /// The node's index into [`FabricState::kinds`].
+    pub(crate) kind: u32,
     /// Some port is served by DOCA telemetry diag.
     doca: bool,
     /// DOCA delivered a sample since the last sweep ended.
@@ -301,6 +380,8 @@ pub struct FabricState {
     copy_budget: usize,
     /// The per-node readings, shared between nodes that answer the same.
     pub(crate) readings: Readings,
+    /// What each kind of node showed ([`NodeState::kind`] indexes it).
+    pub(crate) kinds: Vec<(KindKey, KindState)>,
 }
 
 /// What a merge of a newly discovered fabric changed.
@@ -328,6 +409,9 @@ impl NodeState {
             optional_missed: 0,
             optional_strikes: [0; OPTIONAL_ATTRS.len()],
             optional_reported: 0,
+            optional_answered: 0,
+            samples_answered: false,
+            kind: 0,
             doca: false,
             doca_fresh: false,
             rec: Arc::new(new_record(node, Vec::new())),
@@ -342,6 +426,12 @@ impl NodeState {
             return None;
         }
         self.rec.class_port_info.as_deref()
+    }
+
+    /// The node left PortSamplesControl unanswered in a sweep (and has
+    /// not answered it since).
+    pub(crate) fn samples_silent(&self) -> bool {
+        self.samples_strikes > 0 && !self.samples_answered
     }
 
     /// The node's record, to change (copied first when the published
@@ -405,7 +495,7 @@ impl SharedState {
     pub fn new(mut fabric: Fabric, cfg: SweepConfig) -> Self {
         fabric.sort();
         let nodes = fabric.nodes.iter().map(NodeState::new).collect();
-        SharedState(Arc::new(Mutex::new(FabricState {
+        let mut st = FabricState {
             fabric,
             cfg,
             nodes,
@@ -418,7 +508,10 @@ impl SharedState {
             copies: 0,
             copy_budget: PUBLISH_AFTER_PORTS,
             readings: Readings::default(),
-        })))
+            kinds: Vec::new(),
+        };
+        st.assign_kinds();
+        SharedState(Arc::new(Mutex::new(st)))
     }
 
     /// Lock the state (a poisoned lock still holds consistent data: every
@@ -438,6 +531,65 @@ impl FabricState {
             .nodes
             .binary_search_by_key(&guid, |n| n.guid)
             .ok()
+    }
+
+    /// Give every node the index of its kind (kinds already known keep
+    /// what they learned).
+    fn assign_kinds(&mut self) {
+        let mut index: std::collections::HashMap<KindKey, u32> = self
+            .kinds
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i as u32))
+            .collect();
+        for (n, s) in self.fabric.nodes.iter().zip(&mut self.nodes) {
+            let key = (n.node_type, n.vendor_id, n.device_id);
+            s.kind = *index.entry(key).or_insert_with(|| {
+                self.kinds.push((key, KindState::default()));
+                (self.kinds.len() - 1) as u32
+            });
+        }
+    }
+
+    /// What node `ni`'s kind showed.
+    pub(crate) fn kind(&self, ni: usize) -> &KindState {
+        &self.kinds[self.nodes[ni].kind as usize].1
+    }
+
+    /// The current sweep is node `ni`'s own, once every
+    /// [`RETRY_UNANSWERED_SWEEPS`] (spread over the nodes by index): it is
+    /// asked what its kind does not answer, as a node may differ from its
+    /// kind (another firmware).
+    pub(crate) fn self_check(&self, ni: usize) -> bool {
+        (self.sweep_no + ni as u64).is_multiple_of(RETRY_UNANSWERED_SWEEPS)
+    }
+
+    /// The optional attributes not to ask of node `ni` (bit k:
+    /// `OPTIONAL_ATTRS[k]`): what it does not answer, and what its kind
+    /// does not, except what it answered itself and on its own sweep.
+    pub(crate) fn optional_skipped(&self, ni: usize) -> AttrMask {
+        let s = &self.nodes[ni];
+        let kind = if self.self_check(ni) {
+            0
+        } else {
+            self.kind(ni).unsupported & !s.optional_answered
+        };
+        s.optional_unsupported | kind
+    }
+
+    /// The request of `slot` asks whether the node has something it has
+    /// not shown it has: an optional attribute, PortSamplesResultExtended,
+    /// or the sample mechanism of a node that has not answered it yet (ibsim
+    /// and some PMAs never do). Its timeout is no sign of a node in
+    /// trouble: counted apart from the others.
+    pub fn is_probe(&self, slot: Slot) -> bool {
+        match slot {
+            Slot::Optional(..) | Slot::SamplesResultExt(_) => true,
+            Slot::SamplesControl(ni) | Slot::SamplesResult(ni) => {
+                self.nodes.get(ni).is_some_and(|s| !s.samples_answered)
+            }
+            _ => false,
+        }
     }
 
     /// Ask every node again, once, for the optional attributes and the
@@ -554,6 +706,7 @@ impl FabricState {
         report.nodes = nodes.len();
         self.fabric.nodes = nodes;
         self.nodes = states;
+        self.assign_kinds();
         self.figures.discovered = Some(Instant::now());
         report
     }
@@ -582,6 +735,7 @@ impl FabricState {
         let ni = slot.node();
         let guid = self.fabric.nodes[ni].guid;
         let s = &mut self.nodes[ni];
+        let kind = &mut self.kinds[s.kind as usize].1;
         let readings = &mut self.readings;
         let data = match outcome {
             MadOutcome::Reply { status, data } => {
@@ -591,7 +745,10 @@ impl FabricState {
                 {
                     let cpi = ClassPortInfo::decode(&data);
                     if cpi.redirect_lid != 0 {
-                        info!(node = %guid, lid = cpi.redirect_lid, qp = cpi.redirect_qp, "PMA redirects");
+                        info!(
+                            "the PMA of node {guid} redirects to LID {}, QP {:#x}",
+                            cpi.redirect_lid, cpi.redirect_qp
+                        );
                         s.redirect = Some(Box::new(MadAddr {
                             lid: cpi.redirect_lid,
                             qpn: cpi.redirect_qp,
@@ -619,16 +776,29 @@ impl FabricState {
                 {
                     debug!(node = %guid, status = st, attr = OPTIONAL_ATTRS[k], "optional attribute not supported");
                     s.optional_unsupported |= 1 << k;
+                    if s.optional_answered & (1 << k) == 0 {
+                        kind.optional_unanswered(k);
+                    }
                 }
                 return;
             }
             MadOutcome::Timeout | MadOutcome::Failed(_) => {
+                // Silence from a node that answers other MADs is what a
+                // PMA does with an attribute it lacks: evidence for the
+                // node's kind, once per node and sweep.
+                let alive = answered[ni];
                 match slot {
                     Slot::SamplesControl(_) => s.samples_missed = true,
                     // Asked only of nodes that answer the sample mechanism:
                     // silence is as good as "unsupported".
                     Slot::SamplesResultExt(_) => s.no_result_ext = true,
-                    Slot::Optional(_, _, k) => s.optional_missed |= 1 << k,
+                    Slot::Optional(_, _, k) => {
+                        let first = s.optional_missed & (1 << k) == 0;
+                        s.optional_missed |= 1 << k;
+                        if alive && first && s.optional_answered & (1 << k) == 0 {
+                            kind.optional_unanswered(k);
+                        }
+                    }
                     _ => {}
                 }
                 return;
@@ -645,9 +815,10 @@ impl FabricState {
                 s.cpi_stale = false;
             }
             Slot::Counters(_, pi) => {
-                let use_pcx = s.cpi().is_some_and(|c| {
-                    c.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0
-                });
+                let wide = s
+                    .cpi()
+                    .map_or(WideCounters::None, ClassPortInfo::wide_counters);
+                let use_pcx = wide != WideCounters::None;
                 if !s
                     .rec
                     .ports
@@ -667,11 +838,7 @@ impl FabricState {
                     pr.discontinuity = Some(now.into());
                 }
                 pr.sweep.hc_from_pcx = Some(use_pcx);
-                let skip = if pr.sweep.doca.is_some() {
-                    crate::doca::DOCA_SLOTS
-                } else {
-                    0
-                };
+                let skip = doca_skip(pr) | additional_skip(wide, false);
                 let first = pr.counters().is_none();
                 let cleared = pr.counters().is_some_and(|p| hc::pc_went_down(p, &cur));
                 let before = pr.hc.all_shown();
@@ -696,13 +863,16 @@ impl FabricState {
                 pr.read_at = Some(now.into());
             }
             Slot::Extended(_, pi) => {
+                // A reply that comes after ClassPortInfo was marked stale
+                // is read as the node's last ClassPortInfo said.
+                let wide = s
+                    .rec
+                    .class_port_info
+                    .as_deref()
+                    .map_or(WideCounters::DataAndPackets, ClassPortInfo::wide_counters);
                 if let Some(pr) = s.port(pi, copies) {
                     let cur = PortCountersExtended::decode(&data);
-                    let skip = if pr.sweep.doca.is_some() {
-                        crate::doca::DOCA_SLOTS
-                    } else {
-                        0
-                    };
+                    let skip = doca_skip(pr) | additional_skip(wide, true);
                     let now = Instant::now();
                     let before = pr.hc.all_shown();
                     if hc::fold_pcx(&mut pr.hc, &cur, skip) {
@@ -722,6 +892,8 @@ impl FabricState {
             }
             Slot::SamplesControl(_) => {
                 s.samples_strikes = 0;
+                s.samples_answered = true;
+                kind.samples_answered = true;
                 if newer(s.samples_at) {
                     s.rec_mut(copies).samples_control =
                         Some(readings.control.intern(PortSamplesControl::decode(&data)));
@@ -744,6 +916,8 @@ impl FabricState {
             }
             Slot::Optional(_, pi, k) => {
                 s.optional_strikes[k] = 0;
+                s.optional_answered |= 1 << k;
+                kind.optional_answered(k);
                 if let Some(pr) = s.port(pi, copies) {
                     pr.optional.set(k, &data);
                 }
@@ -918,6 +1092,9 @@ impl FabricState {
                     }
                 }
             }
+            // What the node's kind left unanswered is said once for the kind.
+            let kind_unsupported = self.kinds[s.kind as usize].1.unsupported;
+            s.optional_reported |= s.optional_unsupported & kind_unsupported;
             let new_unsupported = s.optional_unsupported & !s.optional_reported;
             if new_unsupported != 0 {
                 debug!(
@@ -933,7 +1110,11 @@ impl FabricState {
             }
             if *ok {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
-                    info!(node = %node.guid, desc = %crate::ib::Escaped(&node.description), "node answers again");
+                    info!(
+                        "node answers again: {} \"{}\"",
+                        node.guid,
+                        crate::ib::Escaped(&node.description)
+                    );
                 }
                 s.dirty |= s.failed_sweeps != 0 || !s.seen;
                 s.failed_sweeps = 0;
@@ -943,10 +1124,10 @@ impl FabricState {
                 s.failed_sweeps = s.failed_sweeps.saturating_add(1);
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
-                        node = %node.guid,
-                        desc = %crate::ib::Escaped(&node.description),
-                        sweeps = s.failed_sweeps,
-                        "node unreachable"
+                        "node unreachable: {} \"{}\" did not answer in {} sweeps in a row",
+                        node.guid,
+                        crate::ib::Escaped(&node.description),
+                        s.failed_sweeps
                     );
                     // Ask ClassPortInfo again when it comes back.
                     s.cpi_stale = true;
@@ -957,18 +1138,46 @@ impl FabricState {
                     s.optional_unsupported = 0;
                     s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
                     s.optional_reported = 0;
+                    s.optional_answered = 0;
+                    s.samples_answered = false;
                 }
             }
         }
         for (mask, (nodes, guid, ni)) in unanswered {
             info!(
-                nodes,
-                attrs = %attr_list(mask),
-                first = %guid,
-                desc = %crate::ib::Escaped(&self.fabric.nodes[ni].description),
-                retry_sweeps = RETRY_UNANSWERED_SWEEPS,
-                "optional PM attributes that `nodes` nodes (the first: `first`) do not answer: asked again once every `retry_sweeps` sweeps"
+                "{nodes} node(s) do not answer the optional PM attributes {attrs} (the first: {guid}, \"{desc}\"); they are asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps",
+                attrs = attr_list(mask),
+                desc = crate::ib::Escaped(&self.fabric.nodes[ni].description),
             );
+        }
+        self.report_kinds();
+    }
+
+    /// One log line per kind of node for what its nodes newly showed they
+    /// do not answer (and so is not asked of the kind's other nodes).
+    fn report_kinds(&mut self) {
+        let mut counts = vec![0usize; self.kinds.len()];
+        for s in &self.nodes {
+            counts[s.kind as usize] += 1;
+        }
+        for ((key, k), count) in self.kinds.iter_mut().zip(counts) {
+            let (node_type, vendor, device) = *key;
+            let kind = format!(
+                "{count} {} node(s) of vendor {vendor:#08x}, device {device:#06x}",
+                match node_type {
+                    crate::ib::NodeType::Ca => "channel adapter",
+                    crate::ib::NodeType::Switch => "switch",
+                    crate::ib::NodeType::Router => "router",
+                }
+            );
+            let new = k.unsupported & !k.reported;
+            if new != 0 {
+                k.reported |= new;
+                info!(
+                    "{kind}: the optional PM attributes {} are not asked of them, as {KIND_VERDICT} of them left them unanswered and none answered (each node is asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps)",
+                    attr_list(new)
+                );
+            }
         }
     }
 

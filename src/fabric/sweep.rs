@@ -6,13 +6,19 @@
 //! through its port-0 LID with PortSelect, a CA port through its own LID),
 //! PortCountersExtended where the capability mask says so, and
 //! PortSamplesControl/PortSamplesResult per node unless the node showed it
-//! does not answer them, and the optional attributes 0x15..0x1C and
-//! 0x30..0x37 per port
-//! unless the node showed it does not answer them (a MAD status error at
-//! once, or no answer in two sweeps in which it answered other MADs).
+//! does not answer them, and the optional attributes 0x15..0x1C, 0x1F and
+//! 0x30..0x37 per port unless the node showed it does not answer them (a
+//! MAD status error at once, or no answer in two sweeps in which it
+//! answered other MADs). An optional attribute is asked of one port of a
+//! node (a probe) before all of them, until the node or its kind of node
+//! (type, vendor, device) answered it; what two nodes of a kind left
+//! unanswered is not asked of the others (`node_slots`).
 //! Optionally (`clear_near_overflow`), PortCounters fields past 75% of
 //! their range are cleared after they were read, as opensm's PerfMgr does;
-//! the 64-bit totals continue across the clear.
+//! the 64-bit totals continue across the clear. A node whose ClassPortInfo
+//! says IsAdditionalPortCountersExtendedSupported has 64-bit error
+//! counters and PortXmitWait in PortCountersExtended: its totals come from
+//! there and it is never cleared.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,7 +35,7 @@ use super::state::{
     FabricState, OPTIONAL_ATTRS, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot,
     optional_request_data,
 };
-use crate::pm::class_port_info::{CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF};
+use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::{attr, method};
 use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
@@ -44,13 +50,15 @@ pub struct SweepStats {
     pub nodes: usize,
     pub answered: usize,
     pub mads: u64,
-    /// Requests of the mandatory attributes (ClassPortInfo, the counters,
-    /// clears) that ended without an answer after every retry.
+    /// Requests of what the node is known to answer (ClassPortInfo, the
+    /// counters, clears, the sample mechanism of a node that answered it)
+    /// that ended without an answer after every retry.
     pub timeouts: u64,
-    /// Requests of optional attributes that ended without an answer: a node
-    /// that does not implement one may stay silent, which is no fault (see
-    /// the state's strikes); counted apart so that `timeouts` means nodes
-    /// that did not answer.
+    /// Requests of optional attributes, and of the sample mechanism at a
+    /// node that has not answered it yet, that ended without an answer: a
+    /// node that does not implement one may stay silent, which is no fault
+    /// (see the state's strikes and [`FabricState::is_probe`]); counted
+    /// apart so that `timeouts` means nodes that did not answer.
     pub optional_timeouts: u64,
     pub elapsed: Duration,
     /// The MAD transport failed as a whole during this sweep; every node
@@ -242,7 +250,7 @@ impl SlotStream {
         let mut total = 0;
         for ni in 0..st.fabric.nodes.len() {
             scratch.clear();
-            node_slots(st, ni, optional, &mut scratch);
+            node_slots(st, ni, optional, true, &mut scratch);
             if !scratch.is_empty() {
                 plan.push((ni as u32, scratch.len() as u32));
                 total += scratch.len();
@@ -278,7 +286,7 @@ impl Slots for SlotStream {
             let &(ni, n) = self.plan.get(h.next)?;
             h.next += 1;
             h.scratch.clear();
-            node_slots(st, ni as usize, self.optional, &mut h.scratch);
+            node_slots(st, ni as usize, self.optional, false, &mut h.scratch);
             let n = n as usize;
             let made = h.scratch.iter().take(n).map(|&s| (Some(s), false));
             let missing = n.saturating_sub(h.scratch.len());
@@ -303,12 +311,22 @@ impl Slots for SlotStream {
 
 /// The slots of node `ni`'s counter Gets in a sweep (see [`SlotStream`]);
 /// none for a node that has not answered ClassPortInfo.
-fn node_slots(st: &FabricState, ni: usize, optional: bool, out: &mut Vec<PackedSlot>) {
-    let Some(cpi) = st.nodes[ni].cpi() else {
+///
+/// An optional attribute that neither the node nor its kind of node
+/// answered yet is asked of the node's first port alone (a probe), and the
+/// sample results of a node that left PortSamplesControl unanswered only
+/// once it or its kind answered it; what the node's kind showed it does not answer is
+/// not asked ([`FabricState::optional_skipped`]). The plan
+/// of a sweep (`plan`) counts every port for the probes: by the time the
+/// node's requests are made, its kind may have answered.
+fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut Vec<PackedSlot>) {
+    let s = &st.nodes[ni];
+    let Some(cpi) = s.cpi() else {
         return;
     };
+    let kind = st.kind(ni);
     let node = &st.fabric.nodes[ni];
-    let ext = cpi.capability_mask & (CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) != 0;
+    let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
     for pi in ports() {
         out.push(Slot::Counters(ni, pi).into());
@@ -317,19 +335,28 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, out: &mut Vec<PackedS
         }
     }
     if optional {
-        let unsupported = st.nodes[ni].optional_unsupported;
-        for pi in ports() {
-            for k in (0..OPTIONAL_ATTRS.len()).filter(|k| unsupported & (1 << k) == 0) {
+        let unsupported = st.optional_skipped(ni);
+        let every_port = if plan {
+            !0
+        } else {
+            s.optional_answered | kind.answered
+        };
+        for (i, pi) in ports().enumerate() {
+            for k in (0..OPTIONAL_ATTRS.len())
+                .filter(|k| unsupported & (1 << k) == 0 && (i == 0 || every_port & (1 << k) != 0))
+            {
                 out.push(Slot::Optional(ni, pi, k).into());
             }
         }
     }
-    if !st.nodes[ni].no_samples && st.pma(ni, Some(0)).is_some() {
+    if !s.no_samples && st.pma(ni, Some(0)).is_some() {
         out.push(Slot::SamplesControl(ni).into());
-        out.extend(
-            st.sample_results(ni)
-                .map(|(_, slot)| PackedSlot::from(slot)),
-        );
+        if plan || s.samples_answered || kind.samples_answered || !s.samples_silent() {
+            out.extend(
+                st.sample_results(ni)
+                    .map(|(_, slot)| PackedSlot::from(slot)),
+            );
+        }
     }
 }
 
@@ -403,7 +430,11 @@ impl Sweeper {
         let ports = self.state.lock().export_totals();
         match crate::fabric::persist::save(path, &ports) {
             Ok(()) => debug!(ports = ports.len(), path = %path.display(), "64-bit totals saved"),
-            Err(e) => warn!(error = %e, path = %path.display(), "cannot save the 64-bit totals"),
+            Err(e) => warn!(
+                "cannot save the 64-bit totals of {} ports to {}: {e}",
+                ports.len(),
+                path.display()
+            ),
         }
     }
 
@@ -440,10 +471,8 @@ impl Sweeper {
         };
         if report.added > 0 || report.ports_changed > 0 {
             info!(
-                nodes = report.nodes,
-                added = report.added,
-                ports_changed = report.ports_changed,
-                "fabric rediscovered: changes merged"
+                "fabric rediscovered: {} new nodes and {} changed ports merged ({} nodes in all)",
+                report.added, report.ports_changed, report.nodes
             );
         } else {
             debug!(nodes = report.nodes, "fabric rediscovered: no change");
@@ -501,7 +530,10 @@ impl Sweeper {
             // Every node that answered has its rows from here, before its
             // counters are read (they follow every second).
             let rows = self.state.lock().publish_partial(&self.cache, &answered);
-            info!(nodes_with_rows = rows, "first sweep: ClassPortInfo read");
+            info!(
+                nodes_with_rows = rows,
+                "first sweep: ClassPortInfo read, {rows} of {n} nodes have rows"
+            );
         }
 
         if !self.engine.transport_failed() && self.state.lock().cfg.mads {
@@ -588,6 +620,8 @@ impl Sweeper {
         };
         let health_every = u64::from(self.state.lock().cfg.health_every);
         if first || (health_every > 0 && sweep_no % health_every == 0) {
+            let ms = stats.elapsed.as_millis() as u64;
+            // The figures also as fields, for the scripts that read them.
             info!(
                 sweep = sweep_no,
                 nodes = stats.nodes,
@@ -595,13 +629,18 @@ impl Sweeper {
                 mads = stats.mads,
                 timeouts = stats.timeouts,
                 optional_timeouts = stats.optional_timeouts,
-                ms = stats.elapsed.as_millis() as u64,
-                "{}",
+                ms,
+                "{}: sweep {sweep_no} read {} of {} nodes in {ms} ms with {} MADs; {} timed out, and {} of optional attributes",
                 if first {
                     "first sweep done"
                 } else {
                     "sweeping: healthy"
-                }
+                },
+                stats.answered,
+                stats.nodes,
+                stats.mads,
+                stats.timeouts,
+                stats.optional_timeouts,
             );
         } else {
             debug!(?stats, "sweep done");
@@ -620,6 +659,13 @@ impl Sweeper {
             return (reqs, slots);
         }
         for (ni, node) in st.fabric.nodes.iter().enumerate() {
+            // A node with 64-bit error counters is never cleared: its
+            // totals come from PortCountersExtended, which does not
+            // saturate.
+            let wide = st.nodes[ni].cpi().map(|c| c.wide_counters());
+            if wide == Some(WideCounters::All) {
+                continue;
+            }
             for (pi, port) in node.ports.iter().enumerate() {
                 let Some(pc) = st.counters(ni, pi) else {
                     continue;
@@ -700,9 +746,10 @@ impl Sweeper {
                 return;
             };
             if outcome == MadOutcome::Timeout {
-                match slot {
-                    Slot::Optional(..) => optional_timeouts += 1,
-                    _ => timeouts += 1,
+                if st.is_probe(slot) {
+                    optional_timeouts += 1;
+                } else {
+                    timeouts += 1;
                 }
             }
             st.apply(slot, outcome, sent, answered);
@@ -720,7 +767,7 @@ impl Sweeper {
                 let rows = st.publish_partial(cache, answered);
                 info!(
                     nodes_with_rows = rows,
-                    "first sweep: {what}: {done}/{total} MADs answered or timed out"
+                    "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
                 );
             }
         });
@@ -738,9 +785,8 @@ impl Sweeper {
             (None, None) => None,
             (None, Some(_)) => {
                 info!(
-                    nodes = stats.nodes,
-                    answered = stats.answered,
-                    "MAD transport is back"
+                    "MAD transport is back: {} of {} nodes answered",
+                    stats.answered, stats.nodes
                 );
                 self.reopen_backoff = None;
                 None
@@ -976,7 +1022,7 @@ mod tests {
         let mut largest = 0;
         for ni in 0..st.fabric.nodes.len() {
             let before = want.len();
-            node_slots(&st, ni, true, &mut want);
+            node_slots(&st, ni, true, false, &mut want);
             largest = largest.max(want.len() - before);
         }
         let stream = SlotStream::new(&st);
@@ -1020,7 +1066,7 @@ mod tests {
         assert!(!st.nodes[first].no_samples);
         st.nodes[first].no_samples = true;
         let mut fewer = Vec::new();
-        node_slots(&st, first, true, &mut fewer);
+        node_slots(&st, first, true, false, &mut fewer);
         assert!(fewer.len() < n);
         let got: Vec<_> = (0..n).map(|i| stream.slot(&st, i)).collect();
         assert_eq!(
@@ -1030,7 +1076,7 @@ mod tests {
         assert!(got[fewer.len()..].iter().all(Option::is_none));
         // The next node starts where the plan put it.
         let mut next = Vec::new();
-        node_slots(&st, second, true, &mut next);
+        node_slots(&st, second, true, false, &mut next);
         assert_eq!(next.len(), m);
         assert_eq!(stream.slot(&st, n), Some(next[0]));
         // Past the plan: no slot.
@@ -1529,15 +1575,22 @@ mod tests {
             })
             .sum();
         let all = OPTIONAL_ATTRS.len() as u64;
-        // First sweep: every port is asked for all of them (and the engine
-        // retries the switch's unanswered 0x18 once per port).
+        // What is asked once every node and its kind showed what it
+        // answers: every port, each attribute the node answers; 0x18,
+        // which no switch answers, of no switch.
+        let steady = ca_ports * all + sw_ports * (all - 1) + others;
+        // First sweep: the first nodes of each kind are asked of one port
+        // until a node of their kind answered, those after them of every
+        // port; 0x18 stops being asked of switches once two switches left
+        // it unanswered.
         let (n1, st1) = per_sweep(&mut sweeper);
-        assert_eq!(n1, ports * all + sw_ports);
+        assert!(n1 < ports * all, "{n1} of {}", ports * all);
+        assert!(n1 > steady / 2, "{n1} vs {steady}");
         assert_eq!(st1.answered, st1.nodes);
         // The switch's silence on 0x18 is counted apart, not as a timeout
-        // of a node that did not answer.
+        // of a node that did not answer: one probe, not one per port.
         assert_eq!(st1.timeouts, 0);
-        assert_eq!(st1.optional_timeouts, sw_ports);
+        assert_eq!(st1.optional_timeouts, 1);
         let snap = cache.load();
         let rec = snap.node(ca.guid).unwrap();
         let got: Vec<u16> = rec.ports[0].optional.attrs().collect();
@@ -1548,20 +1601,21 @@ mod tests {
             assert_eq!(data[at], ca.ports[0].num, "PortSelect echoed");
             assert_eq!(u16::from(data[at + 1]), a);
         }
-        let swrec = snap.node(sw.guid).unwrap();
+        // What the other nodes answered "unsupported" is not asked again,
+        // nor 0x18 of any switch; the ports left out of the first sweep
+        // are asked from the second.
+        let (n2, st2) = per_sweep(&mut sweeper);
+        assert_eq!(n2, steady);
+        assert_eq!((st2.timeouts, st2.optional_timeouts), (0, 0));
+        let swrec = cache.load().node(sw.guid).unwrap().clone();
         assert!(
             swrec
                 .ports
                 .iter()
                 .all(|p| p.optional.len() == OPTIONAL_ATTRS.len() - 1)
         );
-        // What the other nodes answered "unsupported" is not asked again.
-        // The switch that does not answer 0x18 is asked once more (second
-        // strike), then no more.
-        let (n2, _) = per_sweep(&mut sweeper);
-        assert_eq!(n2, ca_ports * all + sw_ports * all + sw_ports + others);
         let (n3, _) = per_sweep(&mut sweeper);
-        assert_eq!(n3, ca_ports * all + sw_ports * (all - 1) + others);
+        assert_eq!(n3, steady);
         // Readings are kept, and refreshed (the request count moved).
         let first = |r: &crate::fabric::cache::NodeRecord| {
             let at = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[0]).0;
@@ -1576,14 +1630,19 @@ mod tests {
         while sweeper.state().lock().sweep_no + 1 < RETRY_UNANSWERED_SWEEPS {
             counts.push(per_sweep(&mut sweeper).0);
         }
+        // Each switch that was never asked 0x18 itself (its kind's
+        // verdict came first) is asked once in the meantime, at a sweep of
+        // its own (one port; the silent one retried once).
+        assert!(counts.iter().any(|&n| n > steady), "{counts:?}");
         assert!(
-            counts
-                .iter()
-                .all(|&n| n == ca_ports * all + sw_ports * (all - 1) + others),
+            counts.iter().all(|&n| (steady..=steady + 2).contains(&n)),
             "{counts:?}"
         );
+        // Every attribute is asked again: of every port where a node of
+        // the kind answered it, else of one port of the first nodes.
         let (retry, st) = per_sweep(&mut sweeper);
-        assert_eq!(retry, ports * all + sw_ports, "every attribute asked again");
+        assert!(retry > steady + 2 * sw_ports, "{retry} vs {steady}");
+        assert!(retry <= ports * all, "{retry} of {}", ports * all);
         assert_eq!(st.timeouts, 0);
     }
 
@@ -1599,8 +1658,11 @@ mod tests {
         let ports: u64 = fabric.nodes.iter().map(|n| n.ports.len() as u64).sum();
         let n = fabric.nodes.len() as u64;
         // ClassPortInfo + PortCounters and PortCountersExtended per port +
-        // PortSamplesControl/Result/ResultExtended per node.
-        assert_eq!(st.mads, n + 2 * ports + 3 * n);
+        // PortSamplesControl per node, and PortSamplesResult/ResultExtended
+        // of the nodes whose kind answered PortSamplesControl by then.
+        assert!(st.mads > n + 2 * ports + n && st.mads <= n + 2 * ports + 3 * n);
+        // Then the counters and the three sample attributes.
+        assert_eq!(sw.sweep_once().mads, 2 * ports + 3 * n);
     }
 
     #[test]
@@ -1640,7 +1702,10 @@ mod tests {
                 clear_near_overflow: clear,
                 ..Default::default()
             };
-            let (mut sw, sim, clock, cache) = setup(cfg);
+            // CAs without 64-bit error counters (those are never cleared).
+            let (mut sw, sim, clock, cache) = setup_with(cfg, |_, t| {
+                Box::new(HideCaps(t, 0, CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED))
+            });
             // Enough simulated traffic to saturate 32-bit data counters.
             clock.advance(Duration::from_secs(48 * 3600));
             sw.sweep_once();
@@ -1768,11 +1833,25 @@ mod tests {
         assert!(later.hc.shown(crate::fabric::hc::OUT_OCTETS).unwrap() > out_after);
     }
 
-    /// Passes MADs through, but hides PortCountersExtended support in
-    /// every ClassPortInfo reply: the nodes of a fabric without it.
-    struct NoExtended(crate::sim::SimTransport);
+    use crate::pm::class_port_info::{
+        CAP_EXT_WIDTH, CAP_EXT_WIDTH_NOIETF, CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED,
+    };
 
-    impl MadTransport for NoExtended {
+    /// Passes MADs through, but clears these CapabilityMask and
+    /// CapabilityMask2 bits in every ClassPortInfo reply.
+    struct HideCaps(crate::sim::SimTransport, u16, u32);
+
+    /// The nodes of a fabric without PortCountersExtended.
+    #[allow(non_snake_case)]
+    fn NoExtended(t: crate::sim::SimTransport) -> HideCaps {
+        HideCaps(
+            t,
+            CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF,
+            CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED,
+        )
+    }
+
+    impl MadTransport for HideCaps {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
             self.0.send(to, m)
         }
@@ -1782,7 +1861,8 @@ mod tests {
                 let (h, data) = mad::parse(&rx.mad[..]).unwrap();
                 if h.attr_id == attr::CLASS_PORT_INFO {
                     let mut cpi = crate::pm::ClassPortInfo::decode(data);
-                    cpi.capability_mask &= !(CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF);
+                    cpi.capability_mask &= !self.1;
+                    cpi.capability_mask2 &= !self.2;
                     let mut d = *data;
                     cpi.encode(&mut d);
                     rx.mad[mad::DATA_OFFSET..].copy_from_slice(&d);
@@ -1868,5 +1948,217 @@ mod tests {
             pc.xmit_data < u32::MAX,
             "the agent kept PortXmitData from saturating"
         );
+    }
+}
+
+#[cfg(test)]
+mod wide_error_tests {
+    use super::*;
+    use crate::fabric::hc::{XMIT_WAIT, slot};
+    use crate::ib::NodeType;
+    use crate::pm::mad;
+    use crate::rig::{self, AgentRig, RigOptions};
+    use crate::sim::traffic::q;
+    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use std::sync::Mutex;
+
+    /// Passes MADs through and notes the LID of every Set.
+    struct SetWatch {
+        inner: crate::sim::SimTransport,
+        sets: Arc<Mutex<Vec<u16>>>,
+    }
+
+    impl MadTransport for SetWatch {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if mad::parse(m).is_ok_and(|(h, _)| h.method == method::SET) {
+                self.sets.lock().unwrap().push(to.lid);
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+    }
+
+    /// The first cabled port of a node of type `t`: (GUID, PMA LID, port).
+    fn cabled(fabric: &crate::ib::Fabric, t: NodeType) -> (crate::ib::Guid, u16, u8) {
+        fabric
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == t)
+            .find_map(|n| {
+                let p = n.ports.iter().find(|p| p.remote().is_some())?;
+                Some((n.guid, n.pma_lid(p.num), p.num))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn error_counters_past_their_portcounters_width_are_exact_and_never_cleared_where_the_pma_has_64_bit_ones()
+     {
+        let sets = Arc::new(Mutex::new(Vec::new()));
+        let watch = Arc::clone(&sets);
+        let mut rig = AgentRig::with_sweep_transport(
+            RigOptions {
+                // Only what the test adds counts.
+                traffic: false,
+                sweep: SweepConfig {
+                    clear_near_overflow: true,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            |_, inner| Box::new(SetWatch { inner, sets: watch }),
+        );
+        rig.sweep();
+        let fabric = rig.fabric();
+        // The simulator's channel adapters set CapabilityMask2 bit 1, its
+        // switches do not.
+        let ca = cabled(&fabric, NodeType::Ca);
+        let sw = cabled(&fabric, NodeType::Switch);
+        let wide = |g| {
+            let snap = rig.cache.load();
+            let cpi = snap.node(g).unwrap().class_port_info.as_deref().copied();
+            cpi.unwrap().wide_counters()
+        };
+        use crate::pm::class_port_info::WideCounters;
+        assert_eq!(wide(ca.0), WideCounters::All);
+        assert_eq!(wide(sw.0), WideCounters::DataAndPackets);
+
+        // Three sweeps, each adding less than a PortCounters field holds
+        // (so that clearing keeps the switch's totals exact) but more
+        // than 75% of it; 5e9 XmitWait ticks pass 32 bits at once.
+        let (mut symbols, mut downed) = (0, 0);
+        for _ in 0..3 {
+            for (g, _, p) in [ca, sw] {
+                assert!(rig.sim.add_errors(g, p, q::SYMBOL_ERRORS, 60_000));
+                assert!(rig.sim.add_errors(g, p, q::LINK_DOWNED, 200));
+            }
+            assert!(rig.sim.add_errors(ca.0, ca.2, q::XMIT_WAIT, 5_000_000_000));
+            (symbols, downed) = (symbols + 60_000, downed + 200);
+            rig.advance(Duration::from_secs(10));
+            rig.sweep();
+        }
+        let port = |g, p| rig.cache.load().node(g).unwrap().port(p).unwrap().clone();
+        let sent_to = |lid| sets.lock().unwrap().contains(&lid);
+
+        // The CA: its PMA's 64-bit counters, exact, and no Set sent.
+        let pcx = rig::port_counters_extended(&rig.sim, ca.1, ca.2);
+        assert_eq!((pcx.symbol_errors, pcx.link_downed), (symbols, downed));
+        assert_eq!(pcx.xmit_wait, 15_000_000_000);
+        let r = port(ca.0, ca.2);
+        assert_eq!(r.hc.shown(slot("SymbolErrors")), Some(symbols));
+        assert_eq!(r.hc.shown(slot("LinkDowned")), Some(downed));
+        assert_eq!(r.hc.shown(XMIT_WAIT), Some(15_000_000_000));
+        assert!(
+            !sent_to(ca.1),
+            "a node with 64-bit counters is never cleared"
+        );
+        let pc = rig::port_counters(&rig.sim, ca.1, ca.2);
+        assert_eq!((pc.symbol_errors, pc.link_downed), (u16::MAX, u8::MAX));
+
+        // The switch: PortCounters, cleared past 75% and counted on.
+        assert!(sent_to(sw.1), "the switch's counters were cleared");
+        let r = port(sw.0, sw.2);
+        assert_eq!(r.hc.shown(slot("SymbolErrors")), Some(symbols));
+        assert_eq!(r.hc.shown(slot("LinkDowned")), Some(downed));
+        let pcx = rig::port_counters_extended(&rig.sim, sw.1, sw.2);
+        assert_eq!(pcx.symbol_errors, 0, "not filled without the bit");
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+    use crate::pm::mad;
+    use crate::rig::{AgentRig, RigOptions};
+    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use std::sync::atomic::AtomicU64;
+
+    /// Drops, as ibsim does, PortSamplesControl/Result(Extended), the
+    /// congestion-control attributes and PortExtendedSpeedsCounters;
+    /// counts the requests dropped.
+    struct SilentPma {
+        inner: crate::sim::SimTransport,
+        dropped: Arc<AtomicU64>,
+    }
+
+    fn silent(attr_id: u16) -> bool {
+        matches!(attr_id, 0x10 | 0x11 | 0x1E | 0x1F | 0x30..=0x37)
+    }
+
+    impl MadTransport for SilentPma {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+            if mad::parse(m).is_ok_and(|(h, _)| silent(h.attr_id)) {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+            self.inner.recv(timeout)
+        }
+    }
+
+    /// A fabric of 160 switches (one kind) whose PMAs never answer some
+    /// attributes: the first sweep asks the optional ones of a few
+    /// switches, on one port, and the three sample attributes of each
+    /// switch, the second PortSamplesControl alone (the node's second
+    /// strike); no timeout of a node is counted; later sweeps ask none.
+    #[test]
+    fn what_a_kind_of_node_never_answers_is_probed_on_a_few_nodes_and_one_port() {
+        let mut text = String::new();
+        for i in 0..160 {
+            let peer = i ^ 1;
+            text.push_str(&format!("Switch\t8 \"sw{i}\"\n[1]\t\"sw{peer}\"[1]\n\n"));
+        }
+        let fabric = crate::ib::topology::parse(&text).unwrap();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let d2 = Arc::clone(&dropped);
+        let mut rig = AgentRig::with_sweep_transport(
+            RigOptions {
+                fabric,
+                engine: crate::fabric::engine::EngineConfig {
+                    window: 16,
+                    timeout: Duration::from_millis(50),
+                    retries: 1,
+                },
+                ..Default::default()
+            },
+            |_, inner| Box::new(SilentPma { inner, dropped: d2 }),
+        );
+        let silent_attrs = OPTIONAL_ATTRS.iter().filter(|&&a| silent(a)).count() as u64;
+        let first = rig.sweep();
+        assert_eq!(first.answered, 160);
+        assert_eq!(first.timeouts, 0, "no node counted as silent");
+        // Asking every port of every switch would be 160 x 9 x the
+        // silent attributes, and three sample attributes of every switch.
+        let probes = first.optional_timeouts;
+        assert!(probes > 3 * 160);
+        assert!(
+            probes <= 3 * 160 + 16 * silent_attrs,
+            "{probes} requests went unanswered"
+        );
+        // Each sent twice (one retry).
+        assert_eq!(dropped.load(Ordering::Relaxed), 2 * probes);
+        let second = rig.sweep();
+        assert_eq!((second.timeouts, second.optional_timeouts), (0, 160));
+        let before = dropped.load(Ordering::Relaxed);
+        let third = rig.sweep();
+        assert_eq!((third.timeouts, third.optional_timeouts), (0, 0));
+        assert_eq!(
+            dropped.load(Ordering::Relaxed),
+            before,
+            "nothing silent asked"
+        );
+        // The attributes the switches answer are read on every port: all
+        // but the silent ones, 0x18 and 0x1B ("unsupported").
+        let snap = rig.cache.load();
+        let answered = OPTIONAL_ATTRS.len() as u64 - silent_attrs - 2;
+        let ports = snap.nodes.iter().flat_map(|n| &n.ports);
+        assert!(ports.clone().count() >= 160 * 8);
+        for p in ports {
+            assert_eq!(p.optional.len() as u64, answered);
+        }
     }
 }

@@ -40,7 +40,7 @@ impl fmt::Display for Escaped<'_> {
 /// backslash, and the invisible format characters that reorder or hide
 /// text (bidirectional overrides and isolates, zero-width characters, the
 /// byte order mark, line and paragraph separators).
-fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     c == '\\'
         || c.is_control()
         || matches!(

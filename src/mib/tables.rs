@@ -205,6 +205,7 @@ pub enum NodeCol {
     PmaCapMask,
     OptionalAttributes,
     Source,
+    WideCounters,
 }
 
 /// Columns of pmPortTable.
@@ -620,6 +621,12 @@ fn build_columns() -> Vec<Column> {
         ),
         (12, "pmNodeOptionalAttributes", text, N::OptionalAttributes),
         (13, "pmNodeSource", Syntax::Enum { max: 3 }, N::Source),
+        (
+            14,
+            "pmNodeWideCounters",
+            Syntax::Enum { max: 3 },
+            N::WideCounters,
+        ),
     ] {
         col(t, c, n, syntax, RO, Source::Node(src));
     }
@@ -1538,6 +1545,14 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
             Value::OctetString(list.join(",").into_bytes())
         }
         NodeCol::Source => Value::Integer(node.source.mib()),
+        NodeCol::WideCounters => Value::Integer(
+            node.class_port_info
+                .as_deref()
+                .map_or(crate::pm::class_port_info::WideCounters::None, |c| {
+                    c.wide_counters()
+                })
+                .mib(),
+        ),
     }
 }
 

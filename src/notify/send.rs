@@ -59,7 +59,10 @@ impl Sink for AgentxSink {
             Ok(()) => true,
             Err(e) => {
                 if self.refused.is_multiple_of(100) {
-                    warn!(error = %e, "notification not queued");
+                    warn!(
+                        "a notification was not queued for snmpd ({e}; {} refused so far, said once per 100)",
+                        self.refused
+                    );
                 }
                 if e == NotifyError::QueueFull || e == NotifyError::SessionStopped {
                     self.refused += 1;
@@ -184,7 +187,10 @@ impl Sink for TrapSink {
             let Some(socket) = socket else { continue };
             if let Err(e) = socket.send_to(&bytes, to) {
                 if self.failed.is_multiple_of(100) {
-                    warn!(sink = %to, error = %e, "cannot send a trap");
+                    warn!(
+                        "cannot send a trap to {to} ({e}; {} failed so far, said once per 100)",
+                        self.failed
+                    );
                 }
                 self.failed += 1;
                 ok = false;
@@ -241,9 +247,9 @@ impl Notifier {
         }
         if !out.events.is_empty() {
             info!(
-                sweep = snap.sweep,
-                sent = out.events.len(),
-                "notifications sent"
+                "notifications sent: {} after sweep {}",
+                out.events.len(),
+                snap.sweep
             );
         }
         let suppressed = out.suppressed_total();
@@ -255,11 +261,10 @@ impl Notifier {
                 .map(|(f, n)| format!("{}={n}", f.name()))
                 .collect();
             warn!(
-                sweep = snap.sweep,
-                suppressed,
-                families = %per.join(","),
-                limit_per_sweep = self.eval.config().limit_per_sweep,
-                "notifications suppressed by the per-sweep limit"
+                "notifications suppressed by the per-sweep limit of {}: {suppressed} after sweep {} ({})",
+                self.eval.config().limit_per_sweep,
+                snap.sweep,
+                per.join(", ")
             );
         }
         self.figures.suppressed += suppressed;

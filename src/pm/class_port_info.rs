@@ -46,8 +46,46 @@ pub const CAP_QP1_DROP: u16 = 1 << 15;
 pub const CAP2_PM_KEY: u32 = 1 << 0;
 pub const CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED: u32 = 1 << 1;
 
+/// Which of a PMA's counters are 64 bits wide at the source, as its
+/// ClassPortInfo says (pmNodeWideCounters shows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WideCounters {
+    /// PortCounters alone: 32-bit data and packets, 4- to 16-bit errors.
+    None,
+    /// PortCountersExtended's data and packet counters
+    /// (IsExtendedWidthSupported or IsExtendedWidthSupportedNoIETF).
+    DataAndPackets,
+    /// Also its error counters and PortXmitWait (CapabilityMask2
+    /// IsAdditionalPortCountersExtendedSupported).
+    All,
+}
+
+impl WideCounters {
+    /// The pmNodeWideCounters value.
+    pub fn mib(self) -> i32 {
+        match self {
+            WideCounters::None => 1,
+            WideCounters::DataAndPackets => 2,
+            WideCounters::All => 3,
+        }
+    }
+}
+
 impl ClassPortInfo {
     pub fn has(&self, cap: u16) -> bool {
         self.capability_mask & cap != 0
+    }
+
+    /// Which counters the PMA keeps 64 bits wide. The additional
+    /// counters live in PortCountersExtended, so the CapabilityMask2 bit
+    /// alone says that attribute is answered.
+    pub fn wide_counters(&self) -> WideCounters {
+        if self.capability_mask2 & CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED != 0 {
+            WideCounters::All
+        } else if self.has(CAP_EXT_WIDTH | CAP_EXT_WIDTH_NOIETF) {
+            WideCounters::DataAndPackets
+        } else {
+            WideCounters::None
+        }
     }
 }

@@ -13,6 +13,9 @@
 //!   transmit counters of one end equal the receive counters of the other.
 //! - PortCounters fields saturate at their IBA widths; PortCountersExtended
 //!   keeps 64-bit counts. The two attributes are cleared independently.
+//!   The node types in [`SimOptions::wide_error_counters`] (channel
+//!   adapters by default) set CapabilityMask2 bit 1 and fill the 64-bit
+//!   error counters of PortCountersExtended too.
 //! - The module doc of `pma.rs` says what each attribute answers, including
 //!   the sample mechanism (PortSamplesControl/PortSamplesResult): per-node
 //!   Tick and CounterWidth ([`SWITCH_CAPS`], [`CA_CAPS`]), optional
@@ -77,7 +80,16 @@ pub struct SimOptions {
     /// Whether links carry traffic (when false, every counter stays 0).
     pub traffic: bool,
     pub clock: SimClock,
+    /// The node types whose PMAs set ClassPortInfo CapabilityMask2 bit 1
+    /// (IsAdditionalPortCountersExtendedSupported) and fill the 64-bit
+    /// error counters and PortXmitWait of PortCountersExtended, as
+    /// ConnectX adapters do; the others leave them 0, as ibsim does.
+    pub wide_error_counters: Vec<NodeType>,
 }
+
+/// The node types whose simulated PMAs have 64-bit error counters unless
+/// configured otherwise: channel adapters.
+pub const WIDE_ERROR_COUNTERS: &[NodeType] = &[NodeType::Ca];
 
 impl Default for SimOptions {
     fn default() -> Self {
@@ -85,6 +97,7 @@ impl Default for SimOptions {
             seed: 1,
             traffic: true,
             clock: SimClock::Real,
+            wide_error_counters: WIDE_ERROR_COUNTERS.to_vec(),
         }
     }
 }
@@ -132,9 +145,19 @@ struct State {
     /// Width and speed of a link taken down, for when it returns.
     down_links: HashMap<(usize, u8), (Option<LinkWidth>, Option<LinkSpeed>)>,
     unreachable: HashSet<Guid>,
+    /// [`SimOptions::wide_error_counters`].
+    wide_error_counters: Vec<NodeType>,
 }
 
 impl State {
+    /// Node `ni`'s PMA fills PortCountersExtended's additional counters.
+    fn wide_errors(&self, ni: usize) -> bool {
+        self.fabric
+            .nodes
+            .get(ni)
+            .is_some_and(|n| self.wide_error_counters.contains(&n.node_type))
+    }
+
     fn now_ns(&self) -> u64 {
         match &self.clock {
             SimClock::Real => u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -232,6 +255,7 @@ impl SimFabric {
                 parked: HashMap::new(),
                 down_links: HashMap::new(),
                 unreachable: HashSet::new(),
+                wide_error_counters: opts.wide_error_counters,
             })),
         }
     }

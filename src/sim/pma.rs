@@ -5,14 +5,17 @@
 //! - Methods other than Get/Set: status 0x0008.
 //! - ClassPortInfo Get: CapabilityMask 0x1300 on switches (AllPortSelect,
 //!   IsExtendedWidthSupported, PortCountersXmitWaitSupported), 0x1200 on CAs;
-//!   CapabilityMask2 0; RespTimeValue 0x12 — as ibsim answers.
+//!   RespTimeValue 0x12 — as ibsim answers; CapabilityMask2 bit 1
+//!   (IsAdditionalPortCountersExtendedSupported) on the node types of
+//!   `SimOptions::wide_error_counters`, 0 elsewhere (ibsim: always 0).
 //! - PortCounters / PortCountersExtended Get and Set (Set clears the counters
 //!   chosen by CounterSelect/CounterSelect2 on the selected port(s), then
 //!   answers like Get). PortSelect: on a switch 0..=NumPorts or 0xFF (all
 //!   ports summed, saturating); on a CA only the port the MAD arrived on.
 //!   Anything else: status 0x001C (invalid attribute value), as ibsim.
-//!   The optional 64-bit error section of PortCountersExtended reads 0
-//!   (CapabilityMask2 bit 1 is not set).
+//!   The 64-bit error counters, PortXmitWait and QP1Dropped of
+//!   PortCountersExtended count on the nodes that set CapabilityMask2 bit 1
+//!   (cleared by their CounterSelect2 bits) and read 0 elsewhere.
 //! - PortRcvErrorDetails (0x15), PortOpRcvCounters (0x17, Opcode 0xFF
 //!   only; another opcode: status 0x001C) and, on switches,
 //!   PortXmitDiscardDetails (0x16): Get and Set like PortCounters, with
@@ -183,8 +186,7 @@ const PC_MAP: &[(usize, Pc)] = &[
     (q::XMIT_WAIT, Pc::XmitWait),
 ];
 
-/// The PortCountersExtended fields the simulator counts (the optional
-/// error section is not advertised and reads zero).
+/// The PortCountersExtended fields every simulated PMA counts.
 const PCX_MAP: &[(usize, Pcx)] = &[
     (q::XMIT_DATA, Pcx::XmitData),
     (q::RCV_DATA, Pcx::RcvData),
@@ -195,6 +197,47 @@ const PCX_MAP: &[(usize, Pcx)] = &[
     (q::MULTICAST_XMIT_PKTS, Pcx::MulticastXmitPkts),
     (q::MULTICAST_RCV_PKTS, Pcx::MulticastRcvPkts),
 ];
+
+/// The additional counters of PortCountersExtended, which the PMAs of the
+/// node types in `SimOptions::wide_error_counters` count too (elsewhere
+/// they read 0).
+const PCX_ADDITIONAL_MAP: &[(usize, Pcx)] = &[
+    (q::SYMBOL_ERRORS, Pcx::SymbolErrors),
+    (q::LINK_ERROR_RECOVERY, Pcx::LinkErrorRecovery),
+    (q::LINK_DOWNED, Pcx::LinkDowned),
+    (q::RCV_ERRORS, Pcx::RcvErrors),
+    (q::RCV_REMOTE_PHYS_ERRORS, Pcx::RcvRemotePhysErrors),
+    (q::RCV_SWITCH_RELAY_ERRORS, Pcx::RcvSwitchRelayErrors),
+    (q::XMIT_DISCARDS, Pcx::XmitDiscards),
+    (q::XMIT_CONSTRAINT_ERRORS, Pcx::XmitConstraintErrors),
+    (q::RCV_CONSTRAINT_ERRORS, Pcx::RcvConstraintErrors),
+    (
+        q::LOCAL_LINK_INTEGRITY_ERRORS,
+        Pcx::LocalLinkIntegrityErrors,
+    ),
+    (
+        q::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
+        Pcx::ExcessiveBufferOverrunErrors,
+    ),
+    (q::VL15_DROPPED, Pcx::Vl15Dropped),
+    (q::XMIT_WAIT, Pcx::XmitWait),
+    (q::QP1_DROPPED, Pcx::Qp1Dropped),
+];
+
+/// [`PCX_MAP`] and [`PCX_ADDITIONAL_MAP`].
+const PCX_WIDE_MAP: [(usize, Pcx); PCX_MAP.len() + PCX_ADDITIONAL_MAP.len()] = {
+    let mut out = [(0, Pcx::XmitData); PCX_MAP.len() + PCX_ADDITIONAL_MAP.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = if i < PCX_MAP.len() {
+            PCX_MAP[i]
+        } else {
+            PCX_ADDITIONAL_MAP[i - PCX_MAP.len()]
+        };
+        i += 1;
+    }
+    out
+};
 
 pub(super) const SWITCH_CAPS: u16 =
     cpi::CAP_ALL_PORT_SELECT | cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT | cpi::CAP_RSFEC_COUNTERS;
@@ -226,9 +269,12 @@ pub(super) fn answer(
             counters::<PortCounters>(st, ni, arrival, data, set, PC_MAP, |p| &mut p.pc_base)
         }
         (attr::PORT_COUNTERS_EXTENDED, _) => {
-            counters::<PortCountersExtended>(st, ni, arrival, data, set, PCX_MAP, |p| {
-                &mut p.pcx_base
-            })
+            let map = if st.wide_errors(ni) {
+                &PCX_WIDE_MAP[..]
+            } else {
+                PCX_MAP
+            };
+            counters::<PortCountersExtended>(st, ni, arrival, data, set, map, |p| &mut p.pcx_base)
         }
         (attr::PORT_RCV_ERROR_DETAILS, _) => counters::<PortRcvErrorDetails>(
             st,
@@ -400,6 +446,11 @@ fn class_port_info(st: &State, ni: usize) -> Data {
             SWITCH_CAPS
         } else {
             CA_CAPS
+        },
+        capability_mask2: if st.wide_errors(ni) {
+            cpi::CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED
+        } else {
+            0
         },
         resp_time_value: 0x12,
         ..Default::default()
