@@ -579,14 +579,21 @@ fn fake_master_session(mib: Arc<TestMib>) -> (tempfile::TempDir, UnixListener, S
     (dir, l, h)
 }
 
-#[test]
-fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
+/// A session registered with a fake master (session ID 9), over a fresh
+/// read-only test MIB.
+fn registered_fake_master() -> (tempfile::TempDir, UnixListener, Stop, FakeMaster) {
     init_log();
     let mib = TestMib::new(false);
-    let (_dir, l, h) = fake_master_session(mib.clone());
+    let (dir, l, h) = fake_master_session(mib);
     let mut m = FakeMaster::accept(&l);
     m.handshake(9);
     wait_for("registered", Duration::from_secs(5), || h.0.registered());
+    (dir, l, h, m)
+}
+
+#[test]
+fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
+    let (_dir, l, h, mut m) = registered_fake_master();
 
     // A valid Get first.
     m.send(&get_pdu(9, 100));
@@ -983,12 +990,7 @@ fn responder_answers_while_an_agentx_commit_waits() {
 /// and the session keeps working.
 #[test]
 fn a_bulk_of_5000_non_repeaters_gets_a_bounded_response() {
-    init_log();
-    let mib = TestMib::new(false);
-    let (_dir, l, h) = fake_master_session(mib.clone());
-    let mut m = FakeMaster::accept(&l);
-    m.handshake(9);
-    wait_for("registered", Duration::from_secs(5), || h.0.registered());
+    let (_dir, _l, _h, mut m) = registered_fake_master();
     let range = SearchRange {
         start: oid("1.3.6.1.3.117"),
         include: false,

@@ -395,6 +395,25 @@ fn notifications_wait_for_snmpd_in_a_bounded_queue() {
     assert!(figures(&s).sent >= before.sent + 3);
 }
 
+/// Runs the agent without snmpd on configuration `text` (whose
+/// `notify.sinks` is `trapd`), makes node08 unreachable and returns the
+/// line the sink logged for its pmNodeLost.
+fn node_lost_without_agentx(trapd: &PrivateSnmptrapd, text: &str) -> String {
+    let cfg = Config::parse(text, "test.toml").expect("test configuration");
+    let sim = SimFabric::new(topology::default_fabric(), app::sim_options(&cfg));
+    let agent = app::start_with(&cfg, Backend::sim(&sim), Shutdown::new()).expect("agent");
+    wait("sweeps", Duration::from_secs(20), || {
+        agent.cache().load().sweep >= 3
+    });
+    let node = named(&sim.fabric(), "node08");
+    sim.set_reachable(node, false);
+    wait("pmNodeLost", Duration::from_secs(20), || {
+        !about(v2_traps(&trapd.log(), "pmNodeLost"), node, None).is_empty()
+    });
+    agent.stop();
+    about(v2_traps(&trapd.log(), "pmNodeLost"), node, None).remove(0)
+}
+
 /// Without snmpd the agent sends SNMPv2c traps to `notify.sinks` itself.
 #[test]
 fn without_agentx_traps_go_straight_to_the_sinks() {
@@ -406,25 +425,11 @@ fn without_agentx_traps_go_straight_to_the_sinks() {
             &format!("[notify]\nsinks = [\"{}\"]\n", trapd.sink())
         )
     );
-    let cfg = Config::parse(&text, "test.toml").expect("test configuration");
-    let sim = SimFabric::new(topology::default_fabric(), app::sim_options(&cfg));
-    let agent = app::start_with(&cfg, Backend::sim(&sim), Shutdown::new()).expect("agent");
-    wait("sweeps", Duration::from_secs(20), || {
-        agent.cache().load().sweep >= 3
-    });
-    let node = named(&sim.fabric(), "node08");
-    sim.set_reachable(node, false);
-    wait("pmNodeLost", Duration::from_secs(20), || {
-        !about(v2_traps(&trapd.log(), "pmNodeLost"), node, None).is_empty()
-    });
-    let log = trapd.log();
-    let line = &about(v2_traps(&log, "pmNodeLost"), node, None)[0];
+    let line = node_lost_without_agentx(&trapd, &text);
     assert!(
         line.starts_with("SNMPv2-MIB::sysUpTime.0 = Timeticks: "),
         "{line}"
     );
-    agent.stop();
-    eprintln!("{log}");
 }
 
 /// Without snmpd, with `notify.user`: SNMPv3 traps (authPriv, SHA-256,
@@ -450,19 +455,6 @@ fn without_agentx_traps_go_to_the_sinks_as_snmpv3() {
             )
         )
     );
-    let cfg = Config::parse(&text, "test.toml").expect("test configuration");
-    let sim = SimFabric::new(topology::default_fabric(), app::sim_options(&cfg));
-    let agent = app::start_with(&cfg, Backend::sim(&sim), Shutdown::new()).expect("agent");
-    wait("sweeps", Duration::from_secs(20), || {
-        agent.cache().load().sweep >= 3
-    });
-    let node = named(&sim.fabric(), "node08");
-    sim.set_reachable(node, false);
-    wait("pmNodeLost", Duration::from_secs(20), || {
-        !about(v2_traps(&trapd.log(), "pmNodeLost"), node, None).is_empty()
-    });
-    let log = trapd.log();
-    let line = &about(v2_traps(&log, "pmNodeLost"), node, None)[0];
+    let line = node_lost_without_agentx(&trapd, &text);
     assert!(line.contains("SNMP v3, user traps"), "{line}");
-    agent.stop();
 }

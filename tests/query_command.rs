@@ -9,15 +9,23 @@ use ibpm_agentx::ib::{NodeType, topology};
 use ibpm_agentx::rig;
 use ibpm_agentx::sim::SimFabric;
 
-#[test]
-fn query_prints_the_pmas_counters_with_names_and_octets() {
+/// A configuration file with frozen traffic (every simulator built from it
+/// holds the same counters) in a new directory, and such a simulator.
+fn frozen() -> (tempfile::TempDir, SimFabric) {
     let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("agent.toml");
-    // Frozen traffic: every simulator built from this config holds the same counters.
-    std::fs::write(&conf, "[sim]\ntraffic = false\n").unwrap();
+    std::fs::write(dir.path().join("agent.toml"), "[sim]\ntraffic = false\n").unwrap();
     let mut cfg = Config::default();
     cfg.sim.traffic = false;
-    let sim = SimFabric::new(topology::default_fabric(), sim_options(&cfg));
+    (
+        dir,
+        SimFabric::new(topology::default_fabric(), sim_options(&cfg)),
+    )
+}
+
+#[test]
+fn query_prints_the_pmas_counters_with_names_and_octets() {
+    let (dir, sim) = frozen();
+    let conf = dir.path().join("agent.toml");
     let fabric = sim.fabric();
     let sw = fabric
         .nodes
@@ -79,12 +87,8 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
 /// `-G` takes one; `--json` keys are identifiers.
 #[test]
 fn query_takes_a_port_guid_and_prints_json_with_identifier_keys() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, sim) = frozen();
     let conf = dir.path().join("agent.toml");
-    std::fs::write(&conf, "[sim]\ntraffic = false\n").unwrap();
-    let mut cfg = Config::default();
-    cfg.sim.traffic = false;
-    let sim = SimFabric::new(topology::default_fabric(), sim_options(&cfg));
     let fabric = sim.fabric();
     let ca = fabric
         .nodes

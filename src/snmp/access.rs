@@ -16,7 +16,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use crate::mib::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
+use crate::mib::{MibHandler, Oid, Value, VarBind};
 
 /// An IPv4 or IPv6 network, written `10.0.0.0/8`, `fd00::/8`, or a single
 /// address (`127.0.0.1`, `::1`).
@@ -364,21 +364,7 @@ impl MibHandler for Viewed<'_> {
         None
     }
 
-    fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
-        self.inner.test_set(txn, varbinds)
-    }
-    fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.inner.commit_set(txn)
-    }
-    fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.inner.undo_set(txn)
-    }
-    fn cleanup_set(&self, txn: SetTxn) {
-        self.inner.cleanup_set(txn)
-    }
-    fn session_closed(&self, session_id: u32) {
-        self.inner.session_closed(session_id)
-    }
+    delegate_writes!();
 }
 
 #[cfg(test)]

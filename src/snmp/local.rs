@@ -6,7 +6,7 @@
 use std::sync::LazyLock;
 
 use super::usm::Usm;
-use crate::mib::{MibHandler, Oid, SetError, SetTxn, Value, VarBind};
+use crate::mib::{MibHandler, Oid, Value, VarBind};
 
 /// snmpEngineID, snmpEngineBoots, snmpEngineTime, snmpEngineMaxMessageSize
 /// (`.0` instances), then usmStats 1 to 6.
@@ -104,21 +104,7 @@ impl MibHandler for WithLocal<'_> {
         }
     }
 
-    fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
-        self.inner.test_set(txn, varbinds)
-    }
-    fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.inner.commit_set(txn)
-    }
-    fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.inner.undo_set(txn)
-    }
-    fn cleanup_set(&self, txn: SetTxn) {
-        self.inner.cleanup_set(txn)
-    }
-    fn session_closed(&self, session_id: u32) {
-        self.inner.session_closed(session_id)
-    }
+    delegate_writes!();
 }
 
 #[cfg(test)]

@@ -29,6 +29,32 @@
 //!   `noAccess` (v1: `noSuchName`), as snmpd answers a Set through a
 //!   read-only community.
 
+/// The SET phases of a [`MibHandler`] that wraps `self.inner` for reads
+/// (a view, the endpoint's own objects): passed on unchanged.
+macro_rules! delegate_writes {
+    () => {
+        fn test_set(
+            &self,
+            txn: crate::mib::SetTxn,
+            varbinds: &[crate::mib::VarBind],
+        ) -> Result<(), crate::mib::SetError> {
+            self.inner.test_set(txn, varbinds)
+        }
+        fn commit_set(&self, txn: crate::mib::SetTxn) -> Result<(), crate::mib::SetError> {
+            self.inner.commit_set(txn)
+        }
+        fn undo_set(&self, txn: crate::mib::SetTxn) -> Result<(), crate::mib::SetError> {
+            self.inner.undo_set(txn)
+        }
+        fn cleanup_set(&self, txn: crate::mib::SetTxn) {
+            self.inner.cleanup_set(txn)
+        }
+        fn session_closed(&self, session_id: u32) {
+            self.inner.session_closed(session_id)
+        }
+    };
+}
+
 pub mod access;
 pub(crate) mod codec;
 mod engine;
