@@ -51,6 +51,20 @@
 //!
 //! Key localization (1 MB of hashing per passphrase) happens when a [`User`]
 //! is built; a message costs one HMAC and, at authPriv, one AES pass.
+//!
+//! Use, in a responder:
+//! 1. At start: [`EngineState::start`] (state directory, configured engine
+//!    ID or none) gives the engine ID and this start's boots; build the
+//!    [`User`]s with that engine ID, then [`Usm::new`]. snmpEngineTime is
+//!    the seconds since then, passed to every call.
+//! 2. Per datagram whose msgVersion is 3: [`Usm::incoming`]. A
+//!    [`Incoming::Report`] is sent back as it is; a [`Incoming::Request`]
+//!    goes through access control (the user `usm.users()[ctx.user]`, the
+//!    verified `ctx.level`, `ctx.context_name`), then its Response PDU,
+//!    sized so that PDU + [`Usm::overhead`] fits `min(ctx.max_size, own
+//!    limit)`, goes to [`Usm::response`].
+//! 3. Notifications to a v3 sink: [`Usm::trap`] with the sink's user.
+//! 4. [`Usm::stats`] for usmStats and the SNMP-MPD-MIB counters.
 
 pub mod crypto;
 pub mod state;
