@@ -109,10 +109,32 @@ const FLAG_AUTH: u8 = 0x01;
 const FLAG_PRIV: u8 = 0x02;
 const FLAG_REPORTABLE: u8 = 0x04;
 
-/// usmStats (RFC 3414 §5, 1.3.6.1.6.3.15.1.1.N.0).
+/// snmpMPDStats (RFC 3412 §5, SNMP-MPD-MIB).
+const MPD_STATS: [u32; 9] = [1, 3, 6, 1, 6, 3, 11, 2, 1];
+/// usmStats (RFC 3414 §5, SNMP-USER-BASED-SM-MIB).
 const USM_STATS: [u32; 9] = [1, 3, 6, 1, 6, 3, 15, 1, 1];
-/// snmpUnknownPDUHandlers.0 (RFC 3412 §5, SNMP-MPD-MIB).
-const UNKNOWN_PDU_HANDLERS_OID: [u32; 11] = [1, 3, 6, 1, 6, 3, 11, 2, 1, 3, 0];
+
+/// The `.0` instance of column `n` under `group`.
+const fn scalar(group: [u32; 9], n: u32) -> [u32; 11] {
+    let mut o = [0; 11];
+    let mut i = 0;
+    while i < 9 {
+        o[i] = group[i];
+        i += 1;
+    }
+    o[9] = n;
+    o
+}
+
+pub const SNMP_UNKNOWN_SECURITY_MODELS: [u32; 11] = scalar(MPD_STATS, 1);
+pub const SNMP_INVALID_MSGS: [u32; 11] = scalar(MPD_STATS, 2);
+pub const SNMP_UNKNOWN_PDU_HANDLERS: [u32; 11] = scalar(MPD_STATS, 3);
+pub const USM_STATS_UNSUPPORTED_SEC_LEVELS: [u32; 11] = scalar(USM_STATS, 1);
+pub const USM_STATS_NOT_IN_TIME_WINDOWS: [u32; 11] = scalar(USM_STATS, 2);
+pub const USM_STATS_UNKNOWN_USER_NAMES: [u32; 11] = scalar(USM_STATS, 3);
+pub const USM_STATS_UNKNOWN_ENGINE_IDS: [u32; 11] = scalar(USM_STATS, 4);
+pub const USM_STATS_WRONG_DIGESTS: [u32; 11] = scalar(USM_STATS, 5);
+pub const USM_STATS_DECRYPTION_ERRORS: [u32; 11] = scalar(USM_STATS, 6);
 
 /// noAuthNoPriv < authNoPriv < authPriv, so a minimum can be compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -383,6 +405,27 @@ pub struct Stats {
     pub asn_parse_errs: u32,
 }
 
+impl Stats {
+    /// Each SNMP-MPD-MIB and usmStats counter with its OID (the `.0`
+    /// instance), in OID order, for a MIB handler to serve.
+    pub fn mib_counters(&self) -> [(&'static [u32; 11], u32); 9] {
+        [
+            (&SNMP_UNKNOWN_SECURITY_MODELS, self.unknown_security_models),
+            (&SNMP_INVALID_MSGS, self.invalid_msgs),
+            (&SNMP_UNKNOWN_PDU_HANDLERS, self.unknown_pdu_handlers),
+            (
+                &USM_STATS_UNSUPPORTED_SEC_LEVELS,
+                self.unsupported_sec_levels,
+            ),
+            (&USM_STATS_NOT_IN_TIME_WINDOWS, self.not_in_time_windows),
+            (&USM_STATS_UNKNOWN_USER_NAMES, self.unknown_user_names),
+            (&USM_STATS_UNKNOWN_ENGINE_IDS, self.unknown_engine_ids),
+            (&USM_STATS_WRONG_DIGESTS, self.wrong_digests),
+            (&USM_STATS_DECRYPTION_ERRORS, self.decryption_errors),
+        ]
+    }
+}
+
 /// Which error a Report (or an unreportable drop) is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReportKind {
@@ -397,22 +440,16 @@ pub enum ReportKind {
 
 impl ReportKind {
     /// The counter's OID (its `.0` instance), the Report's one varbind.
-    fn oid(self) -> ObjectIdentifier {
-        let column = match self {
-            ReportKind::UnsupportedSecLevel => 1,
-            ReportKind::NotInTimeWindow => 2,
-            ReportKind::UnknownUserName => 3,
-            ReportKind::UnknownEngineId => 4,
-            ReportKind::WrongDigest => 5,
-            ReportKind::DecryptionError => 6,
-            ReportKind::UnknownPduHandler => {
-                return ObjectIdentifier::new(UNKNOWN_PDU_HANDLERS_OID.to_vec())
-                    .expect("a valid OID");
-            }
-        };
-        let mut v = USM_STATS.to_vec();
-        v.extend_from_slice(&[column, 0]);
-        ObjectIdentifier::new(v).expect("a valid OID")
+    pub fn oid(self) -> &'static [u32; 11] {
+        match self {
+            ReportKind::UnsupportedSecLevel => &USM_STATS_UNSUPPORTED_SEC_LEVELS,
+            ReportKind::NotInTimeWindow => &USM_STATS_NOT_IN_TIME_WINDOWS,
+            ReportKind::UnknownUserName => &USM_STATS_UNKNOWN_USER_NAMES,
+            ReportKind::UnknownEngineId => &USM_STATS_UNKNOWN_ENGINE_IDS,
+            ReportKind::WrongDigest => &USM_STATS_WRONG_DIGESTS,
+            ReportKind::DecryptionError => &USM_STATS_DECRYPTION_ERRORS,
+            ReportKind::UnknownPduHandler => &SNMP_UNKNOWN_PDU_HANDLERS,
+        }
     }
 
     fn counter(self, s: &mut Stats) -> &mut u32 {
@@ -993,7 +1030,7 @@ fn report_pdu(request_id: i32, kind: ReportKind, value: u32) -> Pdus {
         error_status: 0,
         error_index: 0,
         variable_bindings: vec![VarBind {
-            name: kind.oid(),
+            name: ObjectIdentifier::new(kind.oid().to_vec()).expect("a valid OID"),
             value: VarBindValue::Value(ObjectSyntax::ApplicationWide(ApplicationSyntax::Counter(
                 Counter(value),
             ))),

@@ -187,8 +187,21 @@ fn report_varbind(scoped: &ScopedPdu) -> (Vec<u32>, u32, i32) {
     (vb.name.to_vec(), c.0, p.request_id)
 }
 
+/// usmStats column `n`, written out as RFC 3414 §5 numbers it.
 fn usm_stat(n: u32) -> Vec<u32> {
     vec![1, 3, 6, 1, 6, 3, 15, 1, 1, n, 0]
+}
+
+#[test]
+fn mib_counters_are_in_oid_order_and_read_the_stats() {
+    let mut usm = agent(1);
+    let _ = usm.incoming(fixture("discovery"), 0);
+    let c = usm.stats().mib_counters();
+    assert!(c.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(c[0].0, &[1, 3, 6, 1, 6, 3, 11, 2, 1, 1, 0]);
+    let nonzero: Vec<_> = c.iter().filter(|(_, v)| *v != 0).collect();
+    assert_eq!(nonzero, [&(&USM_STATS_UNKNOWN_ENGINE_IDS, 1)]);
+    assert_eq!(USM_STATS_UNKNOWN_ENGINE_IDS.to_vec(), usm_stat(4));
 }
 
 // ---- keys ----
@@ -712,7 +725,7 @@ fn wrong_context_engine_gets_unknown_pdu_handler_report_at_request_level() {
     assert_eq!(msg.global_data.flags[0], 3, "authPriv, as the request");
     assert_eq!(
         report_varbind(&scoped),
-        (UNKNOWN_PDU_HANDLERS_OID.to_vec(), 1, 31)
+        (SNMP_UNKNOWN_PDU_HANDLERS.to_vec(), 1, 31)
     );
 }
 
