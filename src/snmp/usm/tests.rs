@@ -1167,3 +1167,115 @@ fn serve_for_capture() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     serve(socket, agent(3), stop, Some(&dir));
 }
+
+/// net-snmp's snmptrapd, configured with the users for this engine ID as
+/// a v3 trap sink is, takes the traps at each level.
+#[test]
+fn net_snmp_snmptrapd_accepts_traps() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("snmptrapd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "createUser -e 0x{ENGINE_HEX} nms-256 SHA-256 sha256-auth-pass AES sha256-priv-pass\n\
+             createUser -e 0x{ENGINE_HEX} nms-sha SHA sha-auth-pass\n\
+             createUser -e 0x{ENGINE_HEX} nobody\n\
+             disableAuthorization yes\n"
+        ),
+    )
+    .unwrap();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new("snmptrapd")
+        .args(["-f", "-Lo", "-C", "-m", "", "-c"])
+        .arg(&conf)
+        .arg(format!("udp:127.0.0.1:{port}"))
+        .env("SNMP_PERSISTENT_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("snmptrapd (Debian package snmptrapd) must be installed for this test");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = String::new();
+    let wait_for = |what: &str, seen: &mut String| {
+        while !seen.contains(what) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    let started = wait_for("NET-SNMP version", &mut seen);
+
+    let mut usm = agent(4);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cases = [
+        ("nms-256", SecurityLevel::AuthPriv, "trap-at-authPriv"),
+        ("nms-sha", SecurityLevel::AuthNoPriv, "trap-at-authNoPriv"),
+        (
+            "nobody",
+            SecurityLevel::NoAuthNoPriv,
+            "trap-at-noAuthNoPriv",
+        ),
+    ];
+    for (user, level, marker) in cases {
+        let string = |s: &str| {
+            VarBindValue::Value(ObjectSyntax::Simple(rasn_smi::v2::SimpleSyntax::String(
+                s.as_bytes().to_vec().into(),
+            )))
+        };
+        let oid = |o: &[u32]| ObjectIdentifier::new(o.to_vec()).unwrap();
+        let trap = Pdus::Trap(Trap(Pdu {
+            request_id: 1,
+            error_status: 0,
+            error_index: 0,
+            variable_bindings: vec![
+                VarBind {
+                    name: oid(&[1, 3, 6, 1, 2, 1, 1, 3, 0]),
+                    value: VarBindValue::Value(ObjectSyntax::ApplicationWide(
+                        ApplicationSyntax::Ticks(rasn_smi::v1::TimeTicks(100)),
+                    )),
+                },
+                VarBind {
+                    name: oid(&[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0]),
+                    value: VarBindValue::Value(ObjectSyntax::Simple(
+                        rasn_smi::v2::SimpleSyntax::ObjectId(oid(&[1, 3, 6, 1, 6, 3, 1, 1, 5, 1])),
+                    )),
+                },
+                VarBind {
+                    name: oid(&[1, 3, 6, 1, 2, 1, 1, 5, 0]),
+                    value: string(marker),
+                },
+            ],
+        }));
+        let ix = usm.user_index(user).unwrap();
+        let bytes = usm.trap(ix, level, trap, 30).unwrap();
+        socket.send_to(&bytes, ("127.0.0.1", port)).unwrap();
+    }
+    let got: Vec<bool> = cases
+        .iter()
+        .map(|(_, _, marker)| wait_for(marker, &mut seen))
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(started, "snmptrapd did not start: {seen}");
+    assert_eq!(got, [true; 3], "snmptrapd logged: {seen}");
+}
