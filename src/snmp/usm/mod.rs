@@ -634,7 +634,7 @@ impl Usm {
         let now = engine_time.min(ENGINE_MAX);
         let Ok(msg) = rasn::ber::decode::<Message>(bytes) else {
             // A v1/v2c message does not decode as a v3 one; say so.
-            return match peek_version(bytes) {
+            return match message_version(bytes) {
                 Some(v) if v != 3 => Incoming::Drop(DropReason::NotV3),
                 _ => self.malformed(),
             };
@@ -1038,9 +1038,10 @@ fn report_pdu(request_id: i32, kind: ReportKind, value: u32) -> Pdus {
     }))
 }
 
-/// The msgVersion of a message that is not a v3 one, if it has one: the
-/// first INTEGER inside the outer SEQUENCE.
-fn peek_version(bytes: &[u8]) -> Option<i64> {
+/// The msgVersion of an SNMP message (0 v1, 1 v2c, 3 v3) without decoding
+/// the rest, for a responder to choose its path: the first INTEGER inside
+/// the outer SEQUENCE. `None` when the octets do not start that way.
+pub fn message_version(bytes: &[u8]) -> Option<i64> {
     let (&t, rest) = bytes.split_first()?;
     if t != 0x30 {
         return None;

@@ -784,6 +784,14 @@ fn v2c_messages_and_unconfirmed_pdus_are_not_requests() {
     })
     .unwrap();
     assert_eq!(usm.incoming(&v2c, 0).drop_reason(), Some(DropReason::NotV3));
+    assert_eq!(message_version(&v2c), Some(1));
+    assert_eq!(message_version(fixture("sha256-authpriv")), Some(3));
+    assert_eq!(
+        message_version(&[0x30, 0x03, 0x02, 0x01]),
+        None,
+        "truncated"
+    );
+    assert_eq!(message_version(&[0x04, 0x00]), None);
     let trap = Pdus::Trap(Trap(Pdu {
         request_id: 1,
         error_status: 0,
