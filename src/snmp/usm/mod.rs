@@ -1,8 +1,9 @@
 //! SNMPv3 with the User-based Security Model (RFC 3414) for the built-in
 //! responder: message processing (RFC 3412 §7) for an authoritative engine,
 //! authentication, privacy, timeliness, discovery and the Reports that go
-//! with them. Pure: no I/O, the engine's time is passed in (seconds since
-//! the engine booted), so every step is unit-tested.
+//! with them. The message processing is pure: no I/O, the engine's time
+//! is passed in (seconds since the engine started), so every step is
+//! unit-tested; [`state`] is the one file edge (engine ID and boots).
 //!
 //! Protocols:
 //! - Authentication: HMAC-SHA-96 (RFC 3414 §7, "SHA") and the HMAC-SHA-2
@@ -11,10 +12,10 @@
 //! - Not offered: HMAC-MD5-96 and CBC-DES. MD5 is broken as a hash
 //!   (collisions in seconds); HMAC-MD5 has no published break but no
 //!   margin either, and a protocol a site can pick by mistake is worse than
-//!   one it cannot. DES has a 56-bit key that commodity hardware finds by
-//!   exhaustive search within a day, so "authPriv with DES" would promise a
-//!   secrecy it does not give. net-snmp and every current manager speak SHA
-//!   and AES.
+//!   one it cannot. DES has a 56-bit key that exhaustive search on rented
+//!   or dedicated hardware finds in about a day, so "authPriv with DES"
+//!   would promise a secrecy it does not give. net-snmp and every current
+//!   manager speak SHA and AES.
 //!
 //! The primitives come from RustCrypto (`hmac`, `sha1`, `sha2`, `aes`,
 //! `cfb-mode`); [`crypto`] only arranges them as the RFCs say.
@@ -57,7 +58,10 @@
 //!    ID or none) gives the engine ID and this start's boots; build the
 //!    [`User`]s with that engine ID, then [`Usm::new`]. snmpEngineTime is
 //!    the seconds since then, passed to every call.
-//! 2. Per datagram whose msgVersion is 3: [`Usm::incoming`]. A
+//! 2. Per datagram whose msgVersion ([`message_version`]) is 3, from a
+//!    source some v3 access entry allows (a discovery probe names no user
+//!    and its Report is larger than the probe, so a spoofed source must
+//!    not get one): [`Usm::incoming`]. A
 //!    [`Incoming::Report`] is sent back as it is; a [`Incoming::Request`]
 //!    goes through access control (the user `usm.users()[ctx.user]`, the
 //!    verified `ctx.level`, `ctx.context_name`), then its Response PDU,
