@@ -80,15 +80,23 @@ const LEVELS: [SecurityLevel; 3] = [
     SecurityLevel::AuthPriv,
 ];
 
+/// [`USERS`] localized to [`ENGINE_HEX`], derived once per test binary
+/// (1 MB of hashing per passphrase).
 fn fixture_users(e: &EngineId) -> Vec<User> {
-    USERS
-        .iter()
-        .map(|(name, auth, privacy)| {
-            let auth = auth.map(|(p, pass)| (p.parse::<AuthProtocol>().unwrap(), pass));
-            let privacy = privacy.map(|pass| (PrivProtocol::Aes128, pass));
-            User::from_passphrases(name, auth, privacy, e).unwrap()
+    static DERIVED: std::sync::OnceLock<Vec<User>> = std::sync::OnceLock::new();
+    assert_eq!(*e, engine());
+    DERIVED
+        .get_or_init(|| {
+            USERS
+                .iter()
+                .map(|(name, auth, privacy)| {
+                    let auth = auth.map(|(p, pass)| (p.parse::<AuthProtocol>().unwrap(), pass));
+                    let privacy = privacy.map(|pass| (PrivProtocol::Aes128, pass));
+                    User::from_passphrases(name, auth, privacy, e).unwrap()
+                })
+                .collect()
         })
-        .collect()
+        .clone()
 }
 
 fn agent(boots: u32) -> Usm {
