@@ -282,6 +282,15 @@ impl AccessTable {
         self.rules.iter().any(|r| r.allows_source(ip))
     }
 
+    /// Whether any user rule lets `ip` ask (checked before an SNMPv3
+    /// message goes to the USM: a discovery probe names no user, and its
+    /// Report is larger than the probe).
+    pub fn users_allowed(&self, ip: IpAddr) -> bool {
+        self.rules
+            .iter()
+            .any(|r| matches!(r.principal, Principal::User { .. }) && r.allows_source(ip))
+    }
+
     /// The first rule for `community` from `ip`, with its position.
     pub fn for_community(&self, ip: IpAddr, community: &[u8]) -> Option<(usize, &Rule)> {
         self.rules.iter().enumerate().find(|(_, r)| {

@@ -21,7 +21,7 @@ use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
 use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
 use super::local::{LocalObjects, WithLocal};
 use super::rate::RateLimiter;
-use super::usm::{DropReason, Incoming, ReportKind, Usm};
+use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
 /// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP header octets).
@@ -259,6 +259,9 @@ impl Processor {
         let Some((usm, booted)) = self.usm.as_mut() else {
             return Outcome::Ignored("an SNMPv3 message, but no [[snmp.user]] is configured");
         };
+        if !self.access.users_allowed(from) {
+            return Outcome::Unlisted;
+        }
         let time = engine_time(now, *booted);
         let (ctx, pdus) = match usm.incoming(bytes, time) {
             Incoming::Request(ctx, pdus) => (ctx, pdus),
@@ -339,24 +342,6 @@ fn request_of(pdus: &Pdus) -> Option<(i32, &[v2::VarBind])> {
         | Pdus::GetNextRequest(v2::GetNextRequest(p))
         | Pdus::SetRequest(v2::SetRequest(p)) => Some((p.request_id, &p.variable_bindings)),
         Pdus::GetBulkRequest(v2::GetBulkRequest(b)) => Some((b.request_id, &b.variable_bindings)),
-        _ => None,
-    }
-}
-
-/// The msgVersion of an SNMP message (`SEQUENCE { INTEGER version, ...`),
-/// read from its first octets without decoding the rest.
-pub fn message_version(b: &[u8]) -> Option<u8> {
-    if *b.first()? != 0x30 {
-        return None;
-    }
-    let l = *b.get(1)?;
-    let i = 2 + if l & 0x80 != 0 {
-        usize::from(l & 0x7f)
-    } else {
-        0
-    };
-    match b.get(i..i + 3)? {
-        [0x02, 0x01, v] => Some(*v),
         _ => None,
     }
 }

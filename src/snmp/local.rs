@@ -1,57 +1,44 @@
 //! The endpoint's own objects, beside the agent's MIB: SNMP-FRAMEWORK-MIB's
-//! snmpEngine group (RFC 3411) and SNMP-USM-MIB's usmStats (RFC 3414), as
-//! snmpd serves them for itself. Answered only by the endpoint (snmpd
-//! answers its own through AgentX), only while SNMPv3 is configured.
+//! snmpEngine group (RFC 3411), SNMP-MPD-MIB's snmpMPDStats (RFC 3412) and
+//! SNMP-USM-MIB's usmStats (RFC 3414), as snmpd serves them for itself.
+//! Answered only by the endpoint (snmpd answers its own through AgentX),
+//! only while SNMPv3 is configured.
 
 use std::sync::LazyLock;
 
 use super::usm::Usm;
 use crate::mib::{MibHandler, Oid, Value, VarBind};
 
-/// snmpEngineID, snmpEngineBoots, snmpEngineTime, snmpEngineMaxMessageSize
-/// (`.0` instances), then usmStats 1 to 6.
-static OIDS: LazyLock<[Oid; 10]> = LazyLock::new(|| {
-    let engine = |c: u32| Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, c, 0]);
-    let usm = |c: u32| Oid::new(&[1, 3, 6, 1, 6, 3, 15, 1, 1, c, 0]);
-    [
-        engine(1),
-        engine(2),
-        engine(3),
-        engine(4),
-        usm(1),
-        usm(2),
-        usm(3),
-        usm(4),
-        usm(5),
-        usm(6),
-    ]
-});
+/// The snmpEngine scalars (`.0` instances): ID, boots, time, max message
+/// size.
+static ENGINE: LazyLock<[Oid; 4]> =
+    LazyLock::new(|| [1, 2, 3, 4].map(|c| Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, c, 0])));
 
-/// The values of [`OIDS`] at one moment.
+/// The objects and their values at one moment, in OID order.
 pub struct LocalObjects {
-    values: [Value; 10],
+    objects: Vec<(Oid, Value)>,
 }
 
 impl LocalObjects {
     /// What `usm` says at `engine_time`, with `max_message` the largest
     /// message the endpoint sends.
     pub fn of(usm: &Usm, engine_time: u32, max_message: usize) -> LocalObjects {
-        let s = usm.stats();
         let int = |v: u32| Value::Integer(i32::try_from(v).unwrap_or(i32::MAX));
-        LocalObjects {
-            values: [
-                Value::OctetString(usm.engine_id().as_bytes().to_vec()),
-                int(usm.boots()),
-                int(engine_time),
-                Value::Integer(i32::try_from(max_message).unwrap_or(i32::MAX)),
-                Value::Counter32(s.unsupported_sec_levels),
-                Value::Counter32(s.not_in_time_windows),
-                Value::Counter32(s.unknown_user_names),
-                Value::Counter32(s.unknown_engine_ids),
-                Value::Counter32(s.wrong_digests),
-                Value::Counter32(s.decryption_errors),
-            ],
-        }
+        let engine = [
+            Value::OctetString(usm.engine_id().as_bytes().to_vec()),
+            int(usm.boots()),
+            int(engine_time),
+            Value::Integer(i32::try_from(max_message).unwrap_or(i32::MAX)),
+        ];
+        let mut objects: Vec<(Oid, Value)> = ENGINE.iter().cloned().zip(engine).collect();
+        objects.extend(
+            usm.stats()
+                .mib_counters()
+                .iter()
+                .map(|(oid, v)| (Oid::new(&oid[..]), Value::Counter32(*v))),
+        );
+        objects.sort_by(|a, b| a.0.cmp(&b.0));
+        LocalObjects { objects }
     }
 }
 
@@ -64,9 +51,10 @@ pub struct WithLocal<'a> {
 impl WithLocal<'_> {
     fn local_get(&self, oid: &Oid) -> Option<Value> {
         let l = self.local?;
-        OIDS.iter()
-            .position(|o| o == oid)
-            .map(|i| l.values[i].clone())
+        l.objects
+            .binary_search_by(|(o, _)| o.cmp(oid))
+            .ok()
+            .map(|i| l.objects[i].1.clone())
     }
 }
 
@@ -92,11 +80,11 @@ impl MibHandler for WithLocal<'_> {
         let Some(l) = self.local else {
             return theirs;
         };
-        let ours = OIDS
+        let ours = l
+            .objects
             .iter()
-            .zip(&l.values)
-            .find(|(o, _)| if include { *o >= start } else { *o > start })
-            .filter(|(o, _)| end.is_none_or(|e| *o < e));
+            .find(|(o, _)| if include { o >= start } else { o > start })
+            .filter(|(o, _)| end.is_none_or(|e| o < e));
         match (theirs, ours) {
             (Some(t), Some((o, _))) if t.name < *o => Some(t),
             (_, Some((o, v))) => Some(VarBind::new(o.clone(), v.clone())),
@@ -141,10 +129,14 @@ mod tests {
             seen.push(vb.name.to_string());
             cur = vb.name;
         }
-        assert_eq!(seen.len(), 12);
+        // The two objects of the inner MIB, 4 snmpEngine scalars, 3
+        // snmpMPDStats and 6 usmStats counters.
+        assert_eq!(seen.len(), 15);
         assert_eq!(seen[0], "1.3.6.1.3.117.1");
         assert_eq!(seen[1], "1.3.6.1.6.3.10.2.1.1.0");
-        assert_eq!(seen[11], "1.3.6.1.9");
+        assert_eq!(seen[5], "1.3.6.1.6.3.11.2.1.1.0");
+        assert_eq!(seen[8], "1.3.6.1.6.3.15.1.1.1.0");
+        assert_eq!(seen[14], "1.3.6.1.9");
         assert_eq!(
             h.get(&Oid::new(&[1, 3, 6, 1, 6, 3, 10, 2, 1, 2, 0])),
             Value::Integer(5)

@@ -717,3 +717,52 @@ fn responder_serves_over_udp_and_shuts_down_quickly() {
         t.elapsed()
     );
 }
+
+/// An SNMPv3 discovery probe names no user, and its Report is larger than
+/// it: only a source some user rule lists gets one.
+#[test]
+fn discovery_reports_go_only_to_sources_a_user_rule_lists() {
+    use super::access::{AccessTable, Level, Principal, Rule, Subtrees};
+    use super::usm::{EngineId, Usm};
+    use std::net::IpAddr;
+    use std::time::Instant;
+
+    let probe = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/usm/discovery.bin"
+    ))
+    .unwrap();
+    let rule = |principal, source: &str| Rule {
+        principal,
+        sources: vec![source.parse().unwrap()],
+        view: Subtrees::all(),
+        write: false,
+        max_response_octets: 1472,
+        rate: None,
+    };
+    let config = ResponderConfig {
+        access: AccessTable::new(vec![
+            rule(Principal::Community(b"public".to_vec()), "10.0.0.0/8"),
+            rule(
+                Principal::User {
+                    name: b"nms".to_vec(),
+                    level: Level::AuthPriv,
+                },
+                "127.0.0.1",
+            ),
+        ]),
+    };
+    let usm = Usm::new(EngineId::from_hex("8000000005a1a2a3a4").unwrap(), 1, vec![]).unwrap();
+    let now = Instant::now();
+    let mut p = Processor::new(config).with_usm(usm, now);
+    let m = mib();
+    let from = |s: &str| s.parse::<IpAddr>().unwrap();
+    assert_eq!(
+        p.process(&probe, from("10.0.0.1"), now, &m),
+        Outcome::Unlisted
+    );
+    assert!(matches!(
+        p.process(&probe, from("127.0.0.1"), now, &m),
+        Outcome::Report(super::usm::ReportKind::UnknownEngineId, _)
+    ));
+}

@@ -162,12 +162,13 @@ impl FromStr for PrivProtocol {
         let norm = s.trim().to_ascii_uppercase().replace('-', "");
         match norm.as_str() {
             "AES" | "AES128" => Ok(PrivProtocol::Aes128),
-            "DES" | "3DES" | "CBCDES" => Err(ProtocolError(format!(
+            "DES" | "CBCDES" => Err(ProtocolError(format!(
                 "{s} is not supported: CBC-DES has a 56-bit key, found by exhaustive search \
-                 in hours; use AES"
+                 in about a day; use AES"
             ))),
-            "AES192" | "AES256" | "AES192C" | "AES256C" => Err(ProtocolError(format!(
-                "{s} is not supported: only AES-128 (RFC 3826) is standard; use AES"
+            "3DES" | "AES192" | "AES256" | "AES192C" | "AES256C" => Err(ProtocolError(format!(
+                "{s} is not supported: only AES-128 (RFC 3826) is a standard USM privacy \
+                     protocol; use AES"
             ))),
             _ => Err(ProtocolError(format!(
                 "unknown privacy protocol {s:?}: expected AES"

@@ -1,8 +1,9 @@
 //! SNMPv3 with the User-based Security Model (RFC 3414) for the built-in
 //! responder: message processing (RFC 3412 §7) for an authoritative engine,
 //! authentication, privacy, timeliness, discovery and the Reports that go
-//! with them. Pure: no I/O, the engine's time is passed in (seconds since
-//! the engine booted), so every step is unit-tested.
+//! with them. The message processing is pure: no I/O, the engine's time
+//! is passed in (seconds since the engine started), so every step is
+//! unit-tested; [`state`] is the one file edge (engine ID and boots).
 //!
 //! Protocols:
 //! - Authentication: HMAC-SHA-96 (RFC 3414 §7, "SHA") and the HMAC-SHA-2
@@ -11,10 +12,10 @@
 //! - Not offered: HMAC-MD5-96 and CBC-DES. MD5 is broken as a hash
 //!   (collisions in seconds); HMAC-MD5 has no published break but no
 //!   margin either, and a protocol a site can pick by mistake is worse than
-//!   one it cannot. DES has a 56-bit key that commodity hardware finds by
-//!   exhaustive search within a day, so "authPriv with DES" would promise a
-//!   secrecy it does not give. net-snmp and every current manager speak SHA
-//!   and AES.
+//!   one it cannot. DES has a 56-bit key that exhaustive search on rented
+//!   or dedicated hardware finds in about a day, so "authPriv with DES"
+//!   would promise a secrecy it does not give. net-snmp and every current
+//!   manager speak SHA and AES.
 //!
 //! The primitives come from RustCrypto (`hmac`, `sha1`, `sha2`, `aes`,
 //! `cfb-mode`); [`crypto`] only arranges them as the RFCs say.
@@ -51,8 +52,26 @@
 //!
 //! Key localization (1 MB of hashing per passphrase) happens when a [`User`]
 //! is built; a message costs one HMAC and, at authPriv, one AES pass.
+//!
+//! Use, in a responder:
+//! 1. At start: [`EngineState::start`] (state directory, configured engine
+//!    ID or none) gives the engine ID and this start's boots; build the
+//!    [`User`]s with that engine ID, then [`Usm::new`]. snmpEngineTime is
+//!    the seconds since then, passed to every call.
+//! 2. Per datagram whose msgVersion ([`message_version`]) is 3, from a
+//!    source some v3 access entry allows (a discovery probe names no user
+//!    and its Report is larger than the probe, so a spoofed source must
+//!    not get one): [`Usm::incoming`]. A
+//!    [`Incoming::Report`] is sent back as it is; a [`Incoming::Request`]
+//!    goes through access control (the user `usm.users()[ctx.user]`, the
+//!    verified `ctx.level`, `ctx.context_name`), then its Response PDU,
+//!    sized so that PDU + [`Usm::overhead`] fits `min(ctx.max_size, own
+//!    limit)`, goes to [`Usm::response`].
+//! 3. Notifications to a v3 sink: [`Usm::trap`] with the sink's user.
+//! 4. [`Usm::stats`] for usmStats and the SNMP-MPD-MIB counters.
 
 pub mod crypto;
+mod user;
 mod wire;
 
 #[cfg(test)]
@@ -67,8 +86,11 @@ use rasn_smi::v2::{ApplicationSyntax, ObjectSyntax};
 use rasn_snmp::v2::{Pdu, Pdus, Report, VarBind, VarBindValue};
 use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
 
+pub use user::{ENGINE_ID_ENTERPRISE, EngineId, User, UserError};
+
 pub use crypto::{
-    AUTH_PROTOCOLS, AuthProtocol, KeyError, PrivProtocol, ProtocolError, localize, password_to_key,
+    AUTH_PROTOCOLS, AuthProtocol, KeyError, PrivProtocol, ProtocolError, localize, parse_hex,
+    password_to_key,
 };
 
 use super::codec::{int_size, tlv};
@@ -92,10 +114,32 @@ const FLAG_AUTH: u8 = 0x01;
 const FLAG_PRIV: u8 = 0x02;
 const FLAG_REPORTABLE: u8 = 0x04;
 
-/// usmStats (RFC 3414 §5, 1.3.6.1.6.3.15.1.1.N.0).
+/// snmpMPDStats (RFC 3412 §5, SNMP-MPD-MIB).
+const MPD_STATS: [u32; 9] = [1, 3, 6, 1, 6, 3, 11, 2, 1];
+/// usmStats (RFC 3414 §5, SNMP-USER-BASED-SM-MIB).
 const USM_STATS: [u32; 9] = [1, 3, 6, 1, 6, 3, 15, 1, 1];
-/// snmpUnknownPDUHandlers.0 (RFC 3412 §5, SNMP-MPD-MIB).
-const UNKNOWN_PDU_HANDLERS_OID: [u32; 11] = [1, 3, 6, 1, 6, 3, 11, 2, 1, 3, 0];
+
+/// The `.0` instance of column `n` under `group`.
+const fn scalar(group: [u32; 9], n: u32) -> [u32; 11] {
+    let mut o = [0; 11];
+    let mut i = 0;
+    while i < 9 {
+        o[i] = group[i];
+        i += 1;
+    }
+    o[9] = n;
+    o
+}
+
+pub const SNMP_UNKNOWN_SECURITY_MODELS: [u32; 11] = scalar(MPD_STATS, 1);
+pub const SNMP_INVALID_MSGS: [u32; 11] = scalar(MPD_STATS, 2);
+pub const SNMP_UNKNOWN_PDU_HANDLERS: [u32; 11] = scalar(MPD_STATS, 3);
+pub const USM_STATS_UNSUPPORTED_SEC_LEVELS: [u32; 11] = scalar(USM_STATS, 1);
+pub const USM_STATS_NOT_IN_TIME_WINDOWS: [u32; 11] = scalar(USM_STATS, 2);
+pub const USM_STATS_UNKNOWN_USER_NAMES: [u32; 11] = scalar(USM_STATS, 3);
+pub const USM_STATS_UNKNOWN_ENGINE_IDS: [u32; 11] = scalar(USM_STATS, 4);
+pub const USM_STATS_WRONG_DIGESTS: [u32; 11] = scalar(USM_STATS, 5);
+pub const USM_STATS_DECRYPTION_ERRORS: [u32; 11] = scalar(USM_STATS, 6);
 
 /// noAuthNoPriv < authNoPriv < authPriv, so a minimum can be compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -134,221 +178,6 @@ impl fmt::Display for SecurityLevel {
     }
 }
 
-/// An snmpEngineID (RFC 3411 §5): 5 to 32 octets.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct EngineId(Vec<u8>);
-
-/// The enterprise number in a generated engine ID. The project has no IANA
-/// Private Enterprise Number of its own and borrows nobody's (net-snmp's
-/// 8072 belongs to net-snmp); 0 is IANA's "Reserved" entry, assigned to no
-/// enterprise, so a generated ID cannot pose as another vendor's. Operators
-/// with a number of their own set `engine_id` in the configuration.
-pub const ENGINE_ID_ENTERPRISE: u32 = 0;
-
-/// RFC 3411 §5 format 5: "octets, administratively assigned".
-const ENGINE_ID_FORMAT_OCTETS: u8 = 5;
-
-/// Random octets after the format octet: 64 bits make two agents' IDs
-/// collide with a negligible probability.
-const ENGINE_ID_RANDOM: usize = 8;
-
-impl EngineId {
-    /// An engine ID given as octets (5..=32, RFC 3411 §5).
-    pub fn new(octets: Vec<u8>) -> Result<EngineId, String> {
-        if !(5..=32).contains(&octets.len()) {
-            return Err(format!(
-                "an snmpEngineID has 5 to 32 octets, not {}",
-                octets.len()
-            ));
-        }
-        Ok(EngineId(octets))
-    }
-
-    /// An engine ID from hex (as net-snmp prints it, `0x` prefix optional).
-    pub fn from_hex(text: &str) -> Result<EngineId, String> {
-        let octets = crypto::parse_hex(text).map_err(|e| format!("engine ID {text:?}: {e}"))?;
-        EngineId::new(octets)
-    }
-
-    /// A new engine ID as RFC 3411 §5 lays it out: the enterprise number with
-    /// its first bit set, format 5 (octets), then `random` octets.
-    pub fn from_random(enterprise: u32, random: [u8; ENGINE_ID_RANDOM]) -> EngineId {
-        let mut v = Vec::with_capacity(5 + ENGINE_ID_RANDOM);
-        v.extend_from_slice(&(enterprise | 0x8000_0000).to_be_bytes());
-        v.push(ENGINE_ID_FORMAT_OCTETS);
-        v.extend_from_slice(&random);
-        EngineId(v)
-    }
-
-    /// [`EngineId::from_random`] with [`ENGINE_ID_ENTERPRISE`] and octets
-    /// from the operating system's random source.
-    pub fn generate() -> Result<EngineId, getrandom::Error> {
-        let mut r = [0u8; ENGINE_ID_RANDOM];
-        getrandom::fill(&mut r)?;
-        Ok(EngineId::from_random(ENGINE_ID_ENTERPRISE, r))
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    /// Lower-case hex, as net-snmp's `-e` takes it.
-    pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
-    }
-}
-
-impl fmt::Debug for EngineId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EngineId({})", self.to_hex())
-    }
-}
-
-impl fmt::Display for EngineId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "0x{}", self.to_hex())
-    }
-}
-
-/// A USM user with keys localized to one engine ID.
-#[derive(Clone, PartialEq, Eq)]
-pub struct User {
-    name: Vec<u8>,
-    auth: Option<(AuthProtocol, Vec<u8>)>,
-    privacy: Option<(PrivProtocol, Vec<u8>)>,
-}
-
-impl fmt::Debug for User {
-    /// Never prints keys.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("User")
-            .field("name", &String::from_utf8_lossy(&self.name))
-            .field("auth", &self.auth.as_ref().map(|a| a.0))
-            .field("privacy", &self.privacy.as_ref().map(|p| p.0))
-            .finish()
-    }
-}
-
-/// Why a user could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UserError {
-    /// usmUserName is 1 to 32 octets (SnmpAdminString).
-    Name,
-    /// Privacy needs authentication (RFC 3414: no priv without auth).
-    PrivacyWithoutAuth,
-    Auth(KeyError),
-    Privacy(KeyError),
-}
-
-impl fmt::Display for UserError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UserError::Name => f.write_str("a user name has 1 to 32 octets"),
-            UserError::PrivacyWithoutAuth => {
-                f.write_str("privacy needs authentication: set auth too")
-            }
-            UserError::Auth(e) => write!(f, "authentication key: {e}"),
-            UserError::Privacy(e) => write!(f, "privacy key: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for UserError {}
-
-impl User {
-    /// A user from passphrases, its keys localized to `engine` (1 MB of
-    /// hashing per passphrase). The privacy key is derived with the
-    /// authentication protocol's hash (RFC 3826 §1.2, RFC 3414 A.2).
-    pub fn from_passphrases(
-        name: &str,
-        auth: Option<(AuthProtocol, &str)>,
-        privacy: Option<(PrivProtocol, &str)>,
-        engine: &EngineId,
-    ) -> Result<User, UserError> {
-        let auth_key = match auth {
-            Some((proto, pass)) => Some((
-                proto,
-                localize(
-                    proto,
-                    &password_to_key(proto, pass).map_err(UserError::Auth)?,
-                    engine.as_bytes(),
-                ),
-            )),
-            None => None,
-        };
-        let priv_key = match (privacy, auth) {
-            (None, _) => None,
-            (Some(_), None) => return Err(UserError::PrivacyWithoutAuth),
-            (Some((pp, pass)), Some((ap, _))) => Some((
-                pp,
-                localize(
-                    ap,
-                    &password_to_key(ap, pass).map_err(UserError::Privacy)?,
-                    engine.as_bytes(),
-                ),
-            )),
-        };
-        User::from_localized_keys(name, auth_key, priv_key)
-    }
-
-    /// A user from keys already localized to this engine's ID (as
-    /// net-snmp's `createUser -l` takes them). The authentication key has
-    /// the hash's length; the privacy key at least the cipher's 16 octets.
-    pub fn from_localized_keys(
-        name: &str,
-        auth: Option<(AuthProtocol, Vec<u8>)>,
-        privacy: Option<(PrivProtocol, Vec<u8>)>,
-    ) -> Result<User, UserError> {
-        if name.is_empty() || name.len() > 32 {
-            return Err(UserError::Name);
-        }
-        if let Some((proto, key)) = &auth
-            && key.len() != proto.key_len()
-        {
-            return Err(UserError::Auth(KeyError::KeyLength(
-                key.len(),
-                proto.key_len(),
-            )));
-        }
-        match (&privacy, &auth) {
-            (Some(_), None) => return Err(UserError::PrivacyWithoutAuth),
-            (Some((proto, key)), Some(_)) if key.len() < proto.key_len() => {
-                return Err(UserError::Privacy(KeyError::KeyLength(
-                    key.len(),
-                    proto.key_len(),
-                )));
-            }
-            _ => {}
-        }
-        Ok(User {
-            name: name.as_bytes().to_vec(),
-            auth,
-            privacy,
-        })
-    }
-
-    pub fn name(&self) -> &[u8] {
-        &self.name
-    }
-
-    pub fn auth_protocol(&self) -> Option<AuthProtocol> {
-        self.auth.as_ref().map(|a| a.0)
-    }
-
-    pub fn priv_protocol(&self) -> Option<PrivProtocol> {
-        self.privacy.as_ref().map(|p| p.0)
-    }
-
-    /// The highest level this user's keys allow.
-    pub fn max_level(&self) -> SecurityLevel {
-        match (&self.auth, &self.privacy) {
-            (Some(_), Some(_)) => SecurityLevel::AuthPriv,
-            (Some(_), None) => SecurityLevel::AuthNoPriv,
-            _ => SecurityLevel::NoAuthNoPriv,
-        }
-    }
-}
-
 /// The counters of SNMP-USER-BASED-SM-MIB's usmStats and SNMP-MPD-MIB, and
 /// snmpInASNParseErrs for the v3 messages that did not decode. Counter32:
 /// they wrap.
@@ -366,6 +195,27 @@ pub struct Stats {
     pub asn_parse_errs: u32,
 }
 
+impl Stats {
+    /// Each SNMP-MPD-MIB and usmStats counter with its OID (the `.0`
+    /// instance), in OID order, for a MIB handler to serve.
+    pub fn mib_counters(&self) -> [(&'static [u32; 11], u32); 9] {
+        [
+            (&SNMP_UNKNOWN_SECURITY_MODELS, self.unknown_security_models),
+            (&SNMP_INVALID_MSGS, self.invalid_msgs),
+            (&SNMP_UNKNOWN_PDU_HANDLERS, self.unknown_pdu_handlers),
+            (
+                &USM_STATS_UNSUPPORTED_SEC_LEVELS,
+                self.unsupported_sec_levels,
+            ),
+            (&USM_STATS_NOT_IN_TIME_WINDOWS, self.not_in_time_windows),
+            (&USM_STATS_UNKNOWN_USER_NAMES, self.unknown_user_names),
+            (&USM_STATS_UNKNOWN_ENGINE_IDS, self.unknown_engine_ids),
+            (&USM_STATS_WRONG_DIGESTS, self.wrong_digests),
+            (&USM_STATS_DECRYPTION_ERRORS, self.decryption_errors),
+        ]
+    }
+}
+
 /// Which error a Report (or an unreportable drop) is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReportKind {
@@ -380,22 +230,16 @@ pub enum ReportKind {
 
 impl ReportKind {
     /// The counter's OID (its `.0` instance), the Report's one varbind.
-    fn oid(self) -> ObjectIdentifier {
-        let column = match self {
-            ReportKind::UnsupportedSecLevel => 1,
-            ReportKind::NotInTimeWindow => 2,
-            ReportKind::UnknownUserName => 3,
-            ReportKind::UnknownEngineId => 4,
-            ReportKind::WrongDigest => 5,
-            ReportKind::DecryptionError => 6,
-            ReportKind::UnknownPduHandler => {
-                return ObjectIdentifier::new(UNKNOWN_PDU_HANDLERS_OID.to_vec())
-                    .expect("a valid OID");
-            }
-        };
-        let mut v = USM_STATS.to_vec();
-        v.extend_from_slice(&[column, 0]);
-        ObjectIdentifier::new(v).expect("a valid OID")
+    pub fn oid(self) -> &'static [u32; 11] {
+        match self {
+            ReportKind::UnsupportedSecLevel => &USM_STATS_UNSUPPORTED_SEC_LEVELS,
+            ReportKind::NotInTimeWindow => &USM_STATS_NOT_IN_TIME_WINDOWS,
+            ReportKind::UnknownUserName => &USM_STATS_UNKNOWN_USER_NAMES,
+            ReportKind::UnknownEngineId => &USM_STATS_UNKNOWN_ENGINE_IDS,
+            ReportKind::WrongDigest => &USM_STATS_WRONG_DIGESTS,
+            ReportKind::DecryptionError => &USM_STATS_DECRYPTION_ERRORS,
+            ReportKind::UnknownPduHandler => &SNMP_UNKNOWN_PDU_HANDLERS,
+        }
     }
 
     fn counter(self, s: &mut Stats) -> &mut u32 {
@@ -580,7 +424,7 @@ impl Usm {
         let now = engine_time.min(ENGINE_MAX);
         let Ok(msg) = rasn::ber::decode::<Message>(bytes) else {
             // A v1/v2c message does not decode as a v3 one; say so.
-            return match peek_version(bytes) {
+            return match message_version(bytes) {
                 Some(v) if v != 3 => Incoming::Drop(DropReason::NotV3),
                 _ => self.malformed(),
             };
@@ -660,7 +504,9 @@ impl Usm {
             let Some(range) = wire::auth_params_range(bytes) else {
                 return self.malformed();
             };
-            let (proto, key) = self.users[user_ix].auth.as_ref().expect("level checked");
+            let Some((proto, key)) = self.users[user_ix].auth.as_ref() else {
+                return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+            };
             let zeros = [0u8; 48];
             let tag = &bytes[range.clone()];
             let ok = tag.len() == proto.mac_len()
@@ -694,7 +540,9 @@ impl Usm {
             let Ok(salt) = <[u8; 8]>::try_from(&sec.privacy_parameters[..]) else {
                 return self.report(&report, ReportKind::DecryptionError, None);
             };
-            let (_, key) = self.users[user_ix].privacy.as_ref().expect("level checked");
+            let Some((_, key)) = self.users[user_ix].privacy.as_ref() else {
+                return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+            };
             let mut plain = cipher.to_vec();
             crypto::aes_decrypt(key, msg_boots, msg_time, &salt, &mut plain);
             match rasn::ber::decode::<ScopedPdu>(&plain) {
@@ -976,7 +824,7 @@ fn report_pdu(request_id: i32, kind: ReportKind, value: u32) -> Pdus {
         error_status: 0,
         error_index: 0,
         variable_bindings: vec![VarBind {
-            name: kind.oid(),
+            name: ObjectIdentifier::new(kind.oid().to_vec()).expect("a valid OID"),
             value: VarBindValue::Value(ObjectSyntax::ApplicationWide(ApplicationSyntax::Counter(
                 Counter(value),
             ))),
@@ -984,9 +832,10 @@ fn report_pdu(request_id: i32, kind: ReportKind, value: u32) -> Pdus {
     }))
 }
 
-/// The msgVersion of a message that is not a v3 one, if it has one: the
-/// first INTEGER inside the outer SEQUENCE.
-fn peek_version(bytes: &[u8]) -> Option<i64> {
+/// The msgVersion of an SNMP message (0 v1, 1 v2c, 3 v3) without decoding
+/// the rest, for a responder to choose its path: the first INTEGER inside
+/// the outer SEQUENCE. `None` when the octets do not start that way.
+pub fn message_version(bytes: &[u8]) -> Option<i64> {
     let (&t, rest) = bytes.split_first()?;
     if t != 0x30 {
         return None;

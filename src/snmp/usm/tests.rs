@@ -80,15 +80,23 @@ const LEVELS: [SecurityLevel; 3] = [
     SecurityLevel::AuthPriv,
 ];
 
+/// [`USERS`] localized to [`ENGINE_HEX`], derived once per test binary
+/// (1 MB of hashing per passphrase).
 fn fixture_users(e: &EngineId) -> Vec<User> {
-    USERS
-        .iter()
-        .map(|(name, auth, privacy)| {
-            let auth = auth.map(|(p, pass)| (p.parse::<AuthProtocol>().unwrap(), pass));
-            let privacy = privacy.map(|pass| (PrivProtocol::Aes128, pass));
-            User::from_passphrases(name, auth, privacy, e).unwrap()
+    static DERIVED: std::sync::OnceLock<Vec<User>> = std::sync::OnceLock::new();
+    assert_eq!(*e, engine());
+    DERIVED
+        .get_or_init(|| {
+            USERS
+                .iter()
+                .map(|(name, auth, privacy)| {
+                    let auth = auth.map(|(p, pass)| (p.parse::<AuthProtocol>().unwrap(), pass));
+                    let privacy = privacy.map(|pass| (PrivProtocol::Aes128, pass));
+                    User::from_passphrases(name, auth, privacy, e).unwrap()
+                })
+                .collect()
         })
-        .collect()
+        .clone()
 }
 
 fn agent(boots: u32) -> Usm {
@@ -187,8 +195,21 @@ fn report_varbind(scoped: &ScopedPdu) -> (Vec<u32>, u32, i32) {
     (vb.name.to_vec(), c.0, p.request_id)
 }
 
+/// usmStats column `n`, written out as RFC 3414 §5 numbers it.
 fn usm_stat(n: u32) -> Vec<u32> {
     vec![1, 3, 6, 1, 6, 3, 15, 1, 1, n, 0]
+}
+
+#[test]
+fn mib_counters_are_in_oid_order_and_read_the_stats() {
+    let mut usm = agent(1);
+    let _ = usm.incoming(fixture("discovery"), 0);
+    let c = usm.stats().mib_counters();
+    assert!(c.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(c[0].0, &[1, 3, 6, 1, 6, 3, 11, 2, 1, 1, 0]);
+    let nonzero: Vec<_> = c.iter().filter(|(_, v)| *v != 0).collect();
+    assert_eq!(nonzero, [&(&USM_STATS_UNKNOWN_ENGINE_IDS, 1)]);
+    assert_eq!(USM_STATS_UNKNOWN_ENGINE_IDS.to_vec(), usm_stat(4));
 }
 
 // ---- keys ----
@@ -712,7 +733,7 @@ fn wrong_context_engine_gets_unknown_pdu_handler_report_at_request_level() {
     assert_eq!(msg.global_data.flags[0], 3, "authPriv, as the request");
     assert_eq!(
         report_varbind(&scoped),
-        (UNKNOWN_PDU_HANDLERS_OID.to_vec(), 1, 31)
+        (SNMP_UNKNOWN_PDU_HANDLERS.to_vec(), 1, 31)
     );
 }
 
@@ -771,6 +792,14 @@ fn v2c_messages_and_unconfirmed_pdus_are_not_requests() {
     })
     .unwrap();
     assert_eq!(usm.incoming(&v2c, 0).drop_reason(), Some(DropReason::NotV3));
+    assert_eq!(message_version(&v2c), Some(1));
+    assert_eq!(message_version(fixture("sha256-authpriv")), Some(3));
+    assert_eq!(
+        message_version(&[0x30, 0x03, 0x02, 0x01]),
+        None,
+        "truncated"
+    );
+    assert_eq!(message_version(&[0x04, 0x00]), None);
     let trap = Pdus::Trap(Trap(Pdu {
         request_id: 1,
         error_status: 0,
@@ -1153,4 +1182,116 @@ fn serve_for_capture() {
         .unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     serve(socket, agent(3), stop, Some(&dir));
+}
+
+/// net-snmp's snmptrapd, configured with the users for this engine ID as
+/// a v3 trap sink is, takes the traps at each level.
+#[test]
+fn net_snmp_snmptrapd_accepts_traps() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("snmptrapd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "createUser -e 0x{ENGINE_HEX} nms-256 SHA-256 sha256-auth-pass AES sha256-priv-pass\n\
+             createUser -e 0x{ENGINE_HEX} nms-sha SHA sha-auth-pass\n\
+             createUser -e 0x{ENGINE_HEX} nobody\n\
+             disableAuthorization yes\n"
+        ),
+    )
+    .unwrap();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new("snmptrapd")
+        .args(["-f", "-Lo", "-C", "-m", "", "-c"])
+        .arg(&conf)
+        .arg(format!("udp:127.0.0.1:{port}"))
+        .env("SNMP_PERSISTENT_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("snmptrapd (Debian package snmptrapd) must be installed for this test");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = String::new();
+    let wait_for = |what: &str, seen: &mut String| {
+        while !seen.contains(what) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    let started = wait_for("NET-SNMP version", &mut seen);
+
+    let mut usm = agent(4);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cases = [
+        ("nms-256", SecurityLevel::AuthPriv, "trap-at-authPriv"),
+        ("nms-sha", SecurityLevel::AuthNoPriv, "trap-at-authNoPriv"),
+        (
+            "nobody",
+            SecurityLevel::NoAuthNoPriv,
+            "trap-at-noAuthNoPriv",
+        ),
+    ];
+    for (user, level, marker) in cases {
+        let string = |s: &str| {
+            VarBindValue::Value(ObjectSyntax::Simple(rasn_smi::v2::SimpleSyntax::String(
+                s.as_bytes().to_vec().into(),
+            )))
+        };
+        let oid = |o: &[u32]| ObjectIdentifier::new(o.to_vec()).unwrap();
+        let trap = Pdus::Trap(Trap(Pdu {
+            request_id: 1,
+            error_status: 0,
+            error_index: 0,
+            variable_bindings: vec![
+                VarBind {
+                    name: oid(&[1, 3, 6, 1, 2, 1, 1, 3, 0]),
+                    value: VarBindValue::Value(ObjectSyntax::ApplicationWide(
+                        ApplicationSyntax::Ticks(rasn_smi::v1::TimeTicks(100)),
+                    )),
+                },
+                VarBind {
+                    name: oid(&[1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0]),
+                    value: VarBindValue::Value(ObjectSyntax::Simple(
+                        rasn_smi::v2::SimpleSyntax::ObjectId(oid(&[1, 3, 6, 1, 6, 3, 1, 1, 5, 1])),
+                    )),
+                },
+                VarBind {
+                    name: oid(&[1, 3, 6, 1, 2, 1, 1, 5, 0]),
+                    value: string(marker),
+                },
+            ],
+        }));
+        let ix = usm.user_index(user).unwrap();
+        let bytes = usm.trap(ix, level, trap, 30).unwrap();
+        socket.send_to(&bytes, ("127.0.0.1", port)).unwrap();
+    }
+    let got: Vec<bool> = cases
+        .iter()
+        .map(|(_, _, marker)| wait_for(marker, &mut seen))
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(started, "snmptrapd did not start: {seen}");
+    assert_eq!(got, [true; 3], "snmptrapd logged: {seen}");
 }
