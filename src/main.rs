@@ -16,6 +16,7 @@ use ibpm_agentx::mib::tables::{COLUMNS, IndexScheme, RowIndex, TABLES, guid_inde
     name = "ibpm-agentx",
     version,
     about = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric",
+    long_about = LONG_ABOUT,
     after_help = EXIT_STATUS
 )]
 struct Cli {
@@ -107,6 +108,22 @@ struct RunArgs {
     #[arg(long)]
     allow_set: bool,
 }
+
+/// The description the man page gives (`--help` shows it too).
+const LONG_ABOUT: &str = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric: it sweeps \
+every node's Performance Management counters (umad, the built-in simulator, or NVIDIA DOCA \
+telemetry diag) and serves them to snmpd as an AgentX subagent, and to NMSes through its own SNMP \
+endpoint.
+
+The endpoint ([snmp] listen) answers SNMPv1, v2c and v3 (USM: SHA and SHA-2 authentication, \
+AES-128 privacy) from the same snapshot, a whole GetBulk per datagram, for NMSes that read a large \
+fabric (snmpd forwards one varbind per AgentX round trip). [[snmp.access]] rules name a community \
+or an SNMPv3 user, the source networks (CIDR, IPv4 and IPv6; default loopback), the subtrees it \
+sees, whether it may write and the largest response; a source no rule lists gets no answer. \
+[[snmp.user]] entries give SNMPv3 users with passphrases or localized keys; snmp.engine_file keeps \
+snmpEngineID and snmpEngineBoots. A Prometheus snmp_exporter module for the per-port tables \
+(generator.yml and the snmp.yml it makes) is shipped with the documentation. The configuration \
+file documents every key (/etc/ibpm-agentx.toml).";
 
 /// Exit status, one per kind of failure, the same for every command.
 const EXIT_STATUS: &str = "Exit status: 0 success; 1 the agent or the fabric failed (a backend \
