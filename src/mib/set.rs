@@ -44,7 +44,7 @@ pub const MAX_PENDING: usize = 64;
 pub const PLAN_TTL: Duration = Duration::from_secs(60);
 
 /// Every error the SET path answers, in the order of its checks, with when
-/// it is given. The README's SET table is this list (a test holds them
+/// it is given. The SET table of docs/mib.md is this list (a test holds them
 /// equal).
 pub const SET_ERRORS: &[(ErrorStatus, &str)] = &[
     (
@@ -772,10 +772,10 @@ mod tests {
         w.plan(&snap, &clear, after).unwrap();
     }
 
-    /// The README's SET table is [`SET_ERRORS`], row for row.
+    /// The SET table of docs/mib.md is [`SET_ERRORS`], row for row.
     #[test]
     fn readme_set_table_is_the_declared_list() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/mib.md");
         let at = readme.find("| what | error |").expect("the SET table");
         let rows: Vec<&str> = readme[at..]
             .lines()
