@@ -335,7 +335,7 @@ impl Doca {
             sample_size: 0,
         };
         let f = &self.fns;
-        // SAFETY (every call below): `ctx` is the live context created
+        // SAFETY: (every call below) `ctx` is the live context created
         // above, owned by `diag`; the arguments are plain values.
         unsafe {
             check(
