@@ -23,7 +23,7 @@ use crate::mib::view::MibView;
 use crate::mib::{EndpointCounters, MibHandler, Oid};
 use crate::notify::send::Notifier;
 use crate::notify::send::{AgentxSink, Sink, TrapSink};
-use crate::service::{self, Notifier as SystemdNotifier};
+use crate::service::{self, SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
 use crate::transport::MadTransport;

@@ -9,21 +9,21 @@ use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::time::{Duration, SystemTime};
 
 /// The notification socket systemd named in `NOTIFY_SOCKET`.
-pub struct Notifier {
+pub struct SystemdNotifier {
     socket: UnixDatagram,
     to: SocketAddr,
 }
 
-impl Notifier {
+impl SystemdNotifier {
     /// The notifier of this process, when systemd gave it a socket.
-    pub fn from_env() -> Option<io::Result<Notifier>> {
+    pub fn from_env() -> Option<io::Result<SystemdNotifier>> {
         let name = std::env::var_os("NOTIFY_SOCKET")?;
-        Some(Notifier::new(name.to_str().unwrap_or_default()))
+        Some(SystemdNotifier::new(name.to_str().unwrap_or_default()))
     }
 
     /// A notifier sending to `name`: a path, or `@name` in the abstract
     /// namespace.
-    pub fn new(name: &str) -> io::Result<Notifier> {
+    pub fn new(name: &str) -> io::Result<SystemdNotifier> {
         let to = match name.strip_prefix('@') {
             Some(abs) => {
                 use std::os::linux::net::SocketAddrExt;
@@ -40,7 +40,7 @@ impl Notifier {
                 ));
             }
         };
-        Ok(Notifier {
+        Ok(SystemdNotifier {
             socket: UnixDatagram::unbound()?,
             to,
         })
@@ -98,11 +98,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notify");
         let rx = UnixDatagram::bind(&path).unwrap();
-        let n = Notifier::new(path.to_str().unwrap()).unwrap();
+        let n = SystemdNotifier::new(path.to_str().unwrap()).unwrap();
         n.send("READY=1").unwrap();
         let mut buf = [0u8; 64];
         let len = rx.recv(&mut buf).unwrap();
         assert_eq!(&buf[..len], b"READY=1");
-        assert!(Notifier::new("relative/name").is_err());
+        assert!(SystemdNotifier::new("relative/name").is_err());
     }
 }

@@ -64,7 +64,7 @@ pub struct PortRecord {
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
     /// What the sweeper keeps to fold the next readings in.
-    pub(crate) sweep: crate::fabric::state::PortState,
+    pub(crate) sweep: crate::fabric::state::PortMemo,
 }
 
 impl PortRecord {

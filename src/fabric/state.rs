@@ -198,7 +198,7 @@ fn additional_skip(wide: WideCounters, pcx: bool) -> u32 {
 /// What the sweeper keeps of a port to fold its next readings in: part of
 /// its record ([`PortRecord::sweep`]), where no table looks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortState {
+pub struct PortMemo {
     /// When the held PortCounters reading's request was sent.
     counters_at: Option<Stamp>,
     /// When PortCountersExtended was last read (its rates start there).

@@ -87,14 +87,14 @@ const MAX_SAMPLES: usize = 3;
 
 /// What one sweep calls for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Evaluation {
     /// The notifications to send, in fabric order within each family.
     pub events: Vec<Event>,
     /// Per [`super::Family`]: notifications over the sweep's limit.
     pub suppressed: [u64; FAMILIES],
 }
 
-impl Outcome {
+impl Evaluation {
     pub fn suppressed_total(&self) -> u64 {
         self.suppressed.iter().sum()
     }
@@ -114,24 +114,24 @@ const WIDE_OUT_OCTETS: usize = 1;
 
 /// Where a sample keeps the total of a [`thresholds`] entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
+enum CounterSlot {
     Narrow(usize),
     Wide(usize),
 }
 
 /// Per [`thresholds`] entry: its slot and the 64-bit counter it reads.
-static SLOTS: LazyLock<[(Slot, usize); THRESHOLD_COUNT]> = LazyLock::new(|| {
-    let mut s = [(Slot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT); THRESHOLD_COUNT];
+static SLOTS: LazyLock<[(CounterSlot, usize); THRESHOLD_COUNT]> = LazyLock::new(|| {
+    let mut s = [(CounterSlot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT); THRESHOLD_COUNT];
     let mut narrow = 0;
     for (i, d) in thresholds().iter().enumerate() {
         s[i] = match d.measure {
-            Measure::Increase(k) if k == hc::XMIT_WAIT => (Slot::Wide(WIDE_XMIT_WAIT), k),
+            Measure::Increase(k) if k == hc::XMIT_WAIT => (CounterSlot::Wide(WIDE_XMIT_WAIT), k),
             Measure::Increase(k) => {
                 narrow += 1;
-                (Slot::Narrow(narrow - 1), k)
+                (CounterSlot::Narrow(narrow - 1), k)
             }
-            Measure::Utilization => (Slot::Wide(WIDE_OUT_OCTETS), hc::OUT_OCTETS),
-            Measure::Congestion => (Slot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT),
+            Measure::Utilization => (CounterSlot::Wide(WIDE_OUT_OCTETS), hc::OUT_OCTETS),
+            Measure::Congestion => (CounterSlot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT),
         };
     }
     assert_eq!(narrow, NARROW, "every error counter has a narrow slot");
@@ -161,8 +161,8 @@ impl Sample {
             let Some(v) = total(p, k) else { continue };
             match slot {
                 // The low 32 bits, by design.
-                Slot::Narrow(j) => s.narrow[j] = v as u32,
-                Slot::Wide(j) => s.wide[j] = v,
+                CounterSlot::Narrow(j) => s.narrow[j] = v as u32,
+                CounterSlot::Wide(j) => s.wide[j] = v,
             }
             s.valid |= 1 << i;
         }
@@ -172,8 +172,8 @@ impl Sample {
     /// The increase of [`thresholds`] entry i from `base` to `self`.
     fn increase(&self, base: &Sample, i: usize) -> u64 {
         match SLOTS[i].0 {
-            Slot::Narrow(j) => u64::from(self.narrow[j].wrapping_sub(base.narrow[j])),
-            Slot::Wide(j) => self.wide[j].wrapping_sub(base.wide[j]),
+            CounterSlot::Narrow(j) => u64::from(self.narrow[j].wrapping_sub(base.narrow[j])),
+            CounterSlot::Wide(j) => self.wide[j].wrapping_sub(base.wide[j]),
         }
     }
 }
@@ -351,10 +351,10 @@ impl Evaluator {
 
     /// The notifications `snap` calls for. A snapshot of a sweep already
     /// evaluated calls for none.
-    pub fn evaluate(&mut self, snap: &Snapshot) -> Outcome {
+    pub fn evaluate(&mut self, snap: &Snapshot) -> Evaluation {
         let mut events = Vec::new();
         if self.last_sweep == Some(snap.sweep) {
-            return Outcome::default();
+            return Evaluation::default();
         }
         self.last_sweep = Some(snap.sweep);
         // Nodes: lost (marked unreachable or gone) and found.
@@ -432,8 +432,8 @@ impl Evaluator {
     }
 
     /// Storm control: the first `limit_per_sweep` of each family.
-    fn limit(&self, events: Vec<Event>) -> Outcome {
-        let mut out = Outcome::default();
+    fn limit(&self, events: Vec<Event>) -> Evaluation {
+        let mut out = Evaluation::default();
         let mut sent = [0u32; FAMILIES];
         let limit = self.cfg.limit_per_sweep;
         for e in events {
@@ -721,7 +721,7 @@ mod tests {
         }
     }
 
-    fn kinds(o: &Outcome) -> Vec<(Kind, u64, u8)> {
+    fn kinds(o: &Evaluation) -> Vec<(Kind, u64, u8)> {
         o.events
             .iter()
             .map(|e| (e.kind, e.node.0, e.port))
@@ -879,7 +879,7 @@ mod tests {
             got.extend(ev.evaluate(&f.snap(t * 5)).events);
         }
         assert_eq!(
-            kinds(&Outcome {
+            kinds(&Evaluation {
                 events: got,
                 ..Default::default()
             }),
@@ -976,7 +976,7 @@ mod tests {
         }
         f.nodes[3].reachable = false;
         let o = ev.evaluate(&f.snap(20));
-        let count = |o: &Outcome, k| o.events.iter().filter(|e| e.kind == k).count();
+        let count = |o: &Evaluation, k| o.events.iter().filter(|e| e.kind == k).count();
         assert_eq!(count(&o, Kind::ThresholdRising), 20);
         assert_eq!(o.suppressed[Family::Threshold as usize], 480 - 20);
         assert_eq!(

@@ -22,7 +22,7 @@ use crate::mib::tables::{PM_OBJECTS, PM_ROOT};
 use crate::mib::{Oid, Value, VarBind};
 
 pub use crate::fabric::cache::NotifyFigures;
-pub use eval::{Evaluator, Outcome};
+pub use eval::{Evaluation, Evaluator};
 pub use rules::{NodeMatch, NotifyConfig, ThresholdRule, thresholds};
 
 /// `snmpTrapOID.0` (SNMPv2-MIB): the first varbind of a notification

@@ -103,7 +103,7 @@ impl Default for SimOptions {
 }
 
 #[derive(Clone, Debug, Default)]
-struct PortState {
+struct SimPort {
     /// Totals at the last PortCounters clear, per counter.
     pc_base: Totals,
     /// Totals at the last PortCountersExtended clear, per counter.
@@ -134,7 +134,7 @@ struct State {
     lids: HashMap<u16, (usize, u8)>,
     /// Transmit direction of each cabled (node index, port).
     tx: HashMap<(usize, u8), Direction>,
-    ports: HashMap<(usize, u8), PortState>,
+    ports: HashMap<(usize, u8), SimPort>,
     /// Sample mechanism per PMA: (node index, 0) for a switch, (node, port)
     /// for a CA port.
     samples: HashMap<(usize, u8), Sample>,
@@ -223,11 +223,11 @@ impl SimFabric {
         let mut samples = HashMap::new();
         for (ni, n) in fabric.nodes.iter().enumerate() {
             if n.node_type == NodeType::Switch {
-                ports.insert((ni, 0), PortState::default());
+                ports.insert((ni, 0), SimPort::default());
                 samples.insert((ni, 0), Sample::initial(n, 0));
             }
             for p in &n.ports {
-                ports.insert((ni, p.num), PortState::default());
+                ports.insert((ni, p.num), SimPort::default());
                 if n.node_type != NodeType::Switch {
                     samples.insert((ni, p.num), Sample::initial(n, p.num));
                 }

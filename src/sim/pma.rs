@@ -496,7 +496,7 @@ fn counters<A: CounterAttribute>(
     data: &Data,
     set: bool,
     map: &[(usize, A::Field)],
-    base: fn(&mut super::PortState) -> &mut super::traffic::Totals,
+    base: fn(&mut super::SimPort) -> &mut super::traffic::Totals,
 ) -> Result<Data, u16> {
     let req = A::decode(data);
     let ports = selected(st, ni, arrival, req.port_select(), true)?;
