@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod control;
 pub mod discover;
+pub mod doca_ids;
 pub mod engine;
 pub mod hc;
 pub mod persist;

@@ -177,7 +177,7 @@ pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
 /// The slots a DOCA-served port takes from DOCA, not from PM MADs.
 fn doca_skip(pr: &PortRecord) -> u32 {
     if pr.sweep.doca.is_some() {
-        crate::doca::DOCA_SLOTS
+        super::doca_ids::DOCA_SLOTS
     } else {
         0
     }
@@ -214,12 +214,12 @@ pub struct PortMemo {
     agent_clear_ext: bool,
 }
 
-/// A DOCA-served port: the latest value of each [`crate::doca::DATA_IDS`]
+/// A DOCA-served port: the latest value of each [`super::doca_ids::DATA_IDS`]
 /// entry (None until read), and the totals its rates start from (DOCA
 /// samples come faster than a rate is worth making).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct DocaPort {
-    prev: [Option<u64>; crate::doca::DATA_IDS.len()],
+    prev: [Option<u64>; super::doca_ids::DATA_IDS.len()],
     rate_mark: Option<(Instant, [Option<u64>; HC_SLOTS])>,
 }
 
@@ -926,7 +926,7 @@ impl FabricState {
     }
 
     /// Mark ports as served by DOCA telemetry diag: their data, packet and
-    /// discard counters ([`crate::doca::DOCA_SLOTS`]) come from
+    /// discard counters ([`super::doca_ids::DOCA_SLOTS`]) come from
     /// [`FabricState::apply_doca`] from now on, not from PM MADs. Returns
     /// the ports not in the fabric.
     pub fn set_doca_ports(
@@ -953,7 +953,7 @@ impl FabricState {
             if let Some(pr) = s.port(pi, &mut self.copies) {
                 pr.sweep.doca.get_or_insert_with(|| {
                     Box::new(DocaPort {
-                        prev: [None; crate::doca::DATA_IDS.len()],
+                        prev: [None; super::doca_ids::DATA_IDS.len()],
                         rate_mark: None,
                     })
                 });
@@ -963,7 +963,7 @@ impl FabricState {
     }
 
     /// Fold one DOCA sample of a port: `values` are (index into
-    /// [`crate::doca::DATA_IDS`], value) of `bits`-wide values; `gap`: the
+    /// [`super::doca_ids::DATA_IDS`], value) of `bits`-wide values; `gap`: the
     /// device dropped samples before this one. Returns the node's index
     /// (to publish it), or None when the port is not DOCA-served.
     pub fn apply_doca(
@@ -986,7 +986,7 @@ impl FabricState {
         let now = Instant::now();
         let mut disc = false;
         for &(i, v) in values {
-            let Some(id) = crate::doca::DATA_IDS.get(i) else {
+            let Some(id) = super::doca_ids::DATA_IDS.get(i) else {
                 continue;
             };
             let first = d.prev[i].is_none();
@@ -1005,7 +1005,7 @@ impl FabricState {
                 pr.rates.update(
                     &before,
                     &pr.hc,
-                    crate::doca::DOCA_SLOTS,
+                    super::doca_ids::DOCA_SLOTS,
                     (secs, hc::RATE_MIN_SECS),
                 );
                 d.rate_mark = Some((now, pr.hc.all_shown()));

@@ -1296,8 +1296,8 @@ mod tests {
     /// nodes stay PMA-only.
     #[test]
     fn a_doca_served_port_mixes_sources_by_counter() {
-        use crate::doca::DATA_IDS;
         use crate::fabric::cache::DataSource;
+        use crate::fabric::doca_ids::DATA_IDS;
         use crate::fabric::hc::{self, slot};
         let (mut sw, sim, clock, cache) = setup(SweepConfig::default());
         let fabric = sim.fabric();
