@@ -46,6 +46,7 @@ pub mod notify;
 #[macro_use]
 pub mod pm;
 pub mod query;
+#[cfg(any(test, feature = "rig"))]
 pub mod rig;
 pub mod runtime;
 pub mod service;
