@@ -21,6 +21,7 @@ use crate::mib::Oid;
 use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
+use crate::snmp::usm::crypto::{MIN_PASSPHRASE, parse_hex};
 use crate::snmp::usm::{AuthProtocol, EngineId, PrivProtocol, User};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -135,43 +136,35 @@ pub struct UserEntry {
     pub name: String,
     /// "SHA" (HMAC-SHA-96), "SHA-224", "SHA-256", "SHA-384", "SHA-512";
     /// absent: noAuthNoPriv.
-    pub auth: Option<String>,
+    #[serde(default, deserialize_with = "some_from_str")]
+    pub auth: Option<AuthProtocol>,
     pub auth_passphrase: Option<String>,
     /// The key localized to this agent's engine ID, in hex (instead of the
     /// passphrase).
-    pub auth_key: Option<String>,
+    #[serde(default, deserialize_with = "hex_key")]
+    pub auth_key: Option<Vec<u8>>,
     /// "AES" (AES-128-CFB); absent: no privacy.
-    pub privacy: Option<String>,
+    #[serde(default, deserialize_with = "some_from_str")]
+    pub privacy: Option<PrivProtocol>,
     pub privacy_passphrase: Option<String>,
-    pub privacy_key: Option<String>,
+    #[serde(default, deserialize_with = "hex_key")]
+    pub privacy_key: Option<Vec<u8>>,
 }
 
 impl UserEntry {
     /// The user with its keys localized to `engine` (from the passphrases:
     /// 1 MB of hashing each).
     pub fn user(&self, engine: &EngineId) -> Result<User, String> {
-        let auth = match &self.auth {
-            Some(a) => Some(a.parse::<AuthProtocol>().map_err(|e| e.to_string())?),
-            None => None,
-        };
-        let privacy = match &self.privacy {
-            Some(p) => Some(p.parse::<PrivProtocol>().map_err(|e| e.to_string())?),
-            None => None,
-        };
-        let hex = |h: &str| crate::snmp::usm::crypto::parse_hex(h).map_err(|e| e.to_string());
-        let r = match (&self.auth_key, &self.privacy_key) {
-            (Some(ak), pk) => User::from_localized_keys(
+        let r = match &self.auth_key {
+            Some(key) => User::from_localized_keys(
                 &self.name,
-                auth.map(|a| hex(ak).map(|k| (a, k))).transpose()?,
-                match (privacy, pk) {
-                    (Some(p), Some(k)) => Some((p, hex(k)?)),
-                    _ => None,
-                },
+                self.auth.map(|a| (a, key.clone())),
+                self.privacy.zip(self.privacy_key.clone()),
             ),
-            (None, _) => User::from_passphrases(
+            None => User::from_passphrases(
                 &self.name,
-                auth.zip(self.auth_passphrase.as_deref()),
-                privacy.zip(self.privacy_passphrase.as_deref()),
+                self.auth.zip(self.auth_passphrase.as_deref()),
+                self.privacy.zip(self.privacy_passphrase.as_deref()),
                 engine,
             ),
         };
@@ -195,42 +188,54 @@ impl UserEntry {
                 "must be 1 to 32 characters (RFC 3414 usmUserName)".into(),
             ));
         }
-        let pair = |proto: &Option<String>,
-                    pass: &Option<String>,
-                    key: &Option<String>,
-                    what: &'static str| {
-            match (proto, pass, key) {
-                (None, None, None) => Ok(()),
-                (None, _, _) => Err((
-                    what,
-                    format!("a passphrase or key is given, but no `{what}` protocol"),
-                )),
-                (Some(_), None, None) => Err((
-                    what,
-                    format!("`{what}` needs `{what}_passphrase` or `{what}_key`"),
-                )),
-                (Some(_), Some(_), Some(_)) => Err((
-                    what,
-                    format!("give `{what}_passphrase` or `{what}_key`, not both"),
-                )),
-                (Some(_), Some(p), None) if p.chars().count() < 8 => Err((
-                    what,
-                    format!("`{what}_passphrase` must have at least 8 characters (RFC 3414 2.6)"),
-                )),
-                _ => Ok(()),
-            }
+        let pair = |proto: bool, pass: &Option<String>, key: bool, what: &'static str| match (
+            proto, pass, key,
+        ) {
+            (false, None, false) => Ok(()),
+            (false, _, _) => Err((
+                what,
+                format!("a passphrase or key is given, but no `{what}` protocol"),
+            )),
+            (true, None, false) => Err((
+                what,
+                format!("`{what}` needs `{what}_passphrase` or `{what}_key`"),
+            )),
+            (true, Some(_), true) => Err((
+                what,
+                format!("give `{what}_passphrase` or `{what}_key`, not both"),
+            )),
+            (true, Some(p), false) if p.chars().count() < MIN_PASSPHRASE => Err((
+                what,
+                format!(
+                    "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
+                ),
+            )),
+            _ => Ok(()),
         };
-        pair(&self.auth, &self.auth_passphrase, &self.auth_key, "auth")?;
         pair(
-            &self.privacy,
+            self.auth.is_some(),
+            &self.auth_passphrase,
+            self.auth_key.is_some(),
+            "auth",
+        )?;
+        pair(
+            self.privacy.is_some(),
             &self.privacy_passphrase,
-            &self.privacy_key,
+            self.privacy_key.is_some(),
             "privacy",
         )?;
         if self.privacy.is_some() && self.auth.is_none() {
             return Err((
                 "privacy",
                 "privacy needs authentication: set `auth` too".into(),
+            ));
+        }
+        // Localized keys belong to one engine ID, passphrases to any: a
+        // user has both of one kind.
+        if self.privacy.is_some() && self.auth_key.is_some() != self.privacy_key.is_some() {
+            return Err((
+                "privacy",
+                "give both keys (`auth_key`, `privacy_key`) or both passphrases".into(),
             ));
         }
         Ok(())
@@ -846,6 +851,12 @@ fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
 
 fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
     parse_listen(&String::deserialize(d)?).map_err(de::Error::custom)
+}
+
+/// A key in hex (`0x` optional), as `[[snmp.user]]` takes localized keys.
+fn hex_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_hex(&s).map(Some).map_err(serde::de::Error::custom)
 }
 
 fn engine_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EngineId>, D::Error> {
@@ -2173,6 +2184,25 @@ mod tests {
                 "snmp.user.auth",
                 3,
                 "at least 8",
+            ),
+            (
+                "[[snmp.user]]\nname = \"u\"\nauth = \"MD5\"\nauth_passphrase = \"12345678\"\n",
+                "snmp.user.auth",
+                3,
+                "MD5 is not supported",
+            ),
+            (
+                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_key = \"0xabc\"\n",
+                "snmp.user.auth_key",
+                4,
+                "hex",
+            ),
+            (
+                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_key = \"00112233445566778899aabbccddeeff00112233\"\n\
+                 privacy = \"AES\"\nprivacy_passphrase = \"12345678\"\n",
+                "snmp.user.privacy",
+                5,
+                "both keys",
             ),
             (
                 "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\n",
