@@ -151,14 +151,6 @@ impl Processor {
         self
     }
 
-    pub fn usm(&self) -> Option<&Usm> {
-        self.usm.as_ref().map(|(u, _)| u)
-    }
-
-    pub fn access(&self) -> &AccessTable {
-        &self.access
-    }
-
     /// Answers one datagram from `from`, received at `now`.
     pub fn process(
         &mut self,
@@ -173,11 +165,6 @@ impl Processor {
         if message_version(bytes) == Some(3) {
             return self.v3(bytes, from, now, handler);
         }
-        let local = self.local_objects(now);
-        let handler = &WithLocal {
-            inner: handler,
-            local: local.as_ref(),
-        };
         let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -194,9 +181,7 @@ impl Processor {
         let Some((i, rule)) = self.access.for_community(from, community) else {
             return Outcome::BadCommunity;
         };
-        if let Some(Some(guard)) = self.guards.get_mut(i)
-            && !guard.allow(from, now)
-        {
+        if !guard_allows(&mut self.guards, i, from, now) {
             return Outcome::RateLimited;
         }
         if version == Version::V1 && matches!(msg.data, Pdus::GetBulkRequest(_)) {
@@ -206,19 +191,19 @@ impl Processor {
             Version::V1 => 0,
             Version::V2 => 1,
         };
-        let grant = Grant {
-            mib: Viewed {
-                inner: handler,
-                view: &rule.view,
-            },
-            write: rule.write,
-            version,
-            max_pdu: max_pdu_within(
-                rule.max_response_octets,
-                int_size(version_num) + tlv(community.len()),
-            ),
+        let local = self
+            .usm
+            .as_ref()
+            .map(|(usm, booted)| LocalObjects::of(usm, engine_time(now, *booted), MAX_UDP_PAYLOAD));
+        let max_pdu = max_pdu_within(
+            rule.max_response_octets,
+            int_size(version_num) + tlv(community.len()),
+        );
+        let mib = WithLocal {
+            inner: handler,
+            local: local.as_ref(),
         };
-        match respond(&msg.data, &grant) {
+        match respond(&msg.data, &Grant::new(rule, &mib, version, max_pdu)) {
             Ok(pdu) => {
                 let reply = Message {
                     version: version_num.into(),
@@ -235,18 +220,6 @@ impl Processor {
             }
             Err(o) => o,
         }
-    }
-}
-
-impl Processor {
-    /// The snmpEngine and usmStats objects, while SNMPv3 is configured.
-    fn local_objects(&self, now: Instant) -> Option<LocalObjects> {
-        let (usm, booted) = self.usm.as_ref()?;
-        Some(LocalObjects::of(
-            usm,
-            engine_time(now, *booted),
-            MAX_UDP_PAYLOAD,
-        ))
     }
 
     fn v3(
@@ -274,11 +247,6 @@ impl Processor {
             }
             Incoming::Drop(why) => return Outcome::UsmDrop(why),
         };
-        let local = LocalObjects::of(usm, time, MAX_UDP_PAYLOAD);
-        let handler = &WithLocal {
-            inner: handler,
-            local: Some(&local),
-        };
         let Some(user) = usm.users().get(ctx.user).map(|u| u.name().to_vec()) else {
             return Outcome::UnknownUser;
         };
@@ -302,23 +270,19 @@ impl Processor {
                 None => Outcome::TooBig,
             };
         };
-        if let Some(Some(guard)) = self.guards.get_mut(i)
-            && !guard.allow(from, now)
-        {
+        if !guard_allows(&mut self.guards, i, from, now) {
             return Outcome::RateLimited;
         }
         let max_message = rule
             .max_response_octets
             .min(usize::try_from(ctx.max_size).unwrap_or(usize::MAX));
-        let grant = Grant {
-            mib: Viewed {
-                inner: handler,
-                view: &rule.view,
-            },
-            write: rule.write,
-            version: Version::V2,
-            max_pdu: max_message.saturating_sub(usm.overhead(&ctx)),
+        let max_pdu = max_message.saturating_sub(usm.overhead(&ctx));
+        let local = LocalObjects::of(usm, time, MAX_UDP_PAYLOAD);
+        let mib = WithLocal {
+            inner: handler,
+            local: Some(&local),
         };
+        let grant = Grant::new(rule, &mib, Version::V2, max_pdu);
         match respond(&pdus, &grant) {
             Ok(pdu) => match usm.response(&ctx, Pdus::Response(v2::Response(pdu)), time) {
                 Some(b) => Outcome::Reply(b),
@@ -326,6 +290,15 @@ impl Processor {
             },
             Err(o) => o,
         }
+    }
+}
+
+/// Whether rule `i`'s rate guard, if it has one, lets a request from
+/// `from` through at `now`.
+fn guard_allows(guards: &mut [Option<RateLimiter>], i: usize, from: IpAddr, now: Instant) -> bool {
+    match guards.get_mut(i) {
+        Some(Some(g)) => g.allow(from, now),
+        _ => true,
     }
 }
 
@@ -371,13 +344,32 @@ pub(crate) enum Version {
     V2,
 }
 
-/// What a request may do: the MIB through its rule's view, whether it may
-/// write, and the bound on its response PDU.
+/// What a request may do: the MIB (with the endpoint's own objects) through
+/// its rule's view, whether it may write, and the bound on its response PDU.
 pub(crate) struct Grant<'a> {
     pub mib: Viewed<'a>,
     pub write: bool,
     pub version: Version,
     pub max_pdu: usize,
+}
+
+impl<'a> Grant<'a> {
+    fn new(
+        rule: &'a Rule,
+        handler: &'a WithLocal<'a>,
+        version: Version,
+        max_pdu: usize,
+    ) -> Grant<'a> {
+        Grant {
+            mib: Viewed {
+                inner: handler,
+                view: &rule.view,
+            },
+            write: rule.write,
+            version,
+            max_pdu,
+        }
+    }
 }
 
 /// A response before encoding.
