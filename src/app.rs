@@ -436,29 +436,21 @@ impl SnmpEngine {
 }
 
 fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
-    use crate::snmp::usm::EngineId;
-    let (engine, boots) = match &cfg.snmp.engine_file {
-        Some(path) => {
-            let st = crate::snmp::engine_file::load_and_advance(path, cfg.snmp.engine_id.as_ref())
-                .map_err(|e| AppError::config(format!("snmp.engine_file: {e}")))?;
-            if let Some(why) = &st.note {
-                warn!(
-                    "snmp.engine_file {}: {}: a new SNMPv3 engine starts (managers discover it again)",
-                    Escaped(&path.display().to_string()),
-                    Escaped(why)
-                );
-            }
-            (st.engine_id, st.boots)
-        }
-        None => {
-            let id = match &cfg.snmp.engine_id {
-                Some(e) => e.clone(),
-                None => EngineId::generate()
-                    .map_err(|e| AppError::new(format!("cannot make an SNMPv3 engine ID: {e}")))?,
-            };
-            (id, 1)
-        }
+    use crate::snmp::engine_file;
+    let configured = cfg.snmp.engine_id.as_ref();
+    let st = match &cfg.snmp.engine_file {
+        Some(path) => engine_file::load_and_advance(path, configured)
+            .map_err(|e| AppError::config(format!("snmp.engine_file: {e}")))?,
+        None => engine_file::without_file(configured).map_err(AppError::new)?,
     };
+    if let (Some(why), Some(path)) = (&st.note, &cfg.snmp.engine_file) {
+        warn!(
+            "snmp.engine_file {}: {}: a new SNMPv3 engine starts (managers discover it again)",
+            Escaped(&path.display().to_string()),
+            Escaped(why)
+        );
+    }
+    let (engine, boots) = (st.engine_id, st.boots);
     let users = cfg
         .snmp
         .user

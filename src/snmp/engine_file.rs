@@ -83,6 +83,17 @@ pub fn next_state(
     }
 }
 
+/// A new engine ID from the operating system's random source.
+fn generate() -> Result<EngineId, String> {
+    EngineId::generate().map_err(|e| format!("cannot make an SNMPv3 engine ID: {e}"))
+}
+
+/// This start's state without a file: the configured engine ID or a new
+/// one, at boots 1.
+pub fn without_file(configured: Option<&EngineId>) -> Result<EngineState, String> {
+    next_state(None, configured, generate)
+}
+
 /// Reads the engine file at `path`, works out this start's state and
 /// writes it back before the endpoint answers anything.
 pub fn load_and_advance(path: &Path, configured: Option<&EngineId>) -> Result<EngineState, String> {
@@ -95,9 +106,7 @@ pub fn load_and_advance(path: &Path, configured: Option<&EngineId>) -> Result<En
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => Some(Err(e.to_string())),
     };
-    let state = next_state(held, configured, || {
-        EngineId::generate().map_err(|e| format!("cannot make an SNMPv3 engine ID: {e}"))
-    })?;
+    let state = next_state(held, configured, generate)?;
     let text = format!(
         "# ibpm-agentx SNMPv3 engine: snmpEngineID and snmpEngineBoots (RFC 3414 2.2)\n\
          engine_id {}\nboots {}\n",
