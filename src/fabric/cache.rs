@@ -413,6 +413,12 @@ pub struct SweepFigures {
 impl Snapshot {
     fn count_reachable(&mut self) {
         self.reachable = self.nodes.iter().filter(|n| n.reachable).count();
+    }
+
+    /// Finds the NodeDescriptions two or more nodes share (a sort of every
+    /// node's: done when a snapshot is stored, and by a patch only when it
+    /// changes a description).
+    fn find_shared_descriptions(&mut self) {
         let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| &n.description).collect();
         all.sort_unstable();
         let mut shared: Vec<Arc<str>> = all
@@ -464,6 +470,7 @@ impl Cache {
     /// Publish a new snapshot.
     pub fn publish(&self, mut snap: Snapshot) {
         snap.count_reachable();
+        snap.find_shared_descriptions();
         self.current.store(Arc::new(snap));
     }
 
@@ -490,15 +497,26 @@ impl Cache {
                 notify: cur.notify,
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
             };
-            match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
-                (Ok(i), Some(r)) => next.nodes[i] = Arc::clone(r),
+            let renamed = match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
+                (Ok(i), Some(r)) => {
+                    let renamed = next.nodes[i].description != r.description;
+                    next.nodes[i] = Arc::clone(r);
+                    renamed
+                }
                 (Ok(i), None) => {
                     next.nodes.remove(i);
+                    true
                 }
-                (Err(i), Some(r)) => next.nodes.insert(i, Arc::clone(r)),
-                (Err(_), None) => {}
-            }
+                (Err(i), Some(r)) => {
+                    next.nodes.insert(i, Arc::clone(r));
+                    true
+                }
+                (Err(_), None) => false,
+            };
             next.count_reachable();
+            if renamed {
+                next.find_shared_descriptions();
+            }
             next
         });
     }

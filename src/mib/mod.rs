@@ -22,7 +22,8 @@ pub struct EndpointCounters {
     pub out_packets: AtomicU64,
     /// Dropped unanswered: from a source no access rule lists.
     pub unlisted: AtomicU64,
-    /// Dropped unanswered: a community no rule gives to the source.
+    /// Dropped unanswered: a community, or an authenticated SNMPv3 user, no
+    /// rule gives to the source.
     pub bad_communities: AtomicU64,
     /// Dropped: not a decodable SNMP message.
     pub malformed: AtomicU64,

@@ -448,6 +448,25 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_that_renames_a_node_renames_its_ports() {
+        let v = view(vec![node(1, 1), node(2, 1)]);
+        let name = |v: &MibView, guid: &str| match v
+            .get(&oid(&format!("1.3.6.1.3.117.1.6.1.15.{guid}.1")))
+        {
+            Value::OctetString(b) => String::from_utf8(b).unwrap(),
+            x => panic!("{x:?}"),
+        };
+        assert_eq!(name(&v, "0.0.0.0.0.0.0.2"), "n2/1");
+        let mut twin = node(2, 1);
+        twin.description = "n1".into();
+        v.cache().patch(Guid(2), Some(Arc::new(twin)));
+        assert_eq!(name(&v, "0.0.0.0.0.0.0.2"), "n1 0x0000000000000002/1");
+        assert_eq!(name(&v, "0.0.0.0.0.0.0.1"), "n1 0x0000000000000001/1");
+        v.cache().patch(Guid(2), None);
+        assert_eq!(name(&v, "0.0.0.0.0.0.0.1"), "n1/1");
+    }
+
+    #[test]
     fn get_exceptions() {
         let v = view(vec![node(5, 1)]);
         assert_eq!(
