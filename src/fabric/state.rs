@@ -75,17 +75,8 @@ impl Default for SweepConfig {
 }
 
 /// The optional per-port PM attributes the sweeper reads where a node
-/// answers them: PortRcvErrorDetails, PortXmitDiscardDetails,
-/// PortOpRcvCounters, PortFlowCtlCounters, PortVLOpPackets, PortVLOpData,
-/// PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters (0x15-0x1C) and
-/// the congestion-control attributes SwPortVLCongestion, PortRcvConCtrl,
-/// PortSLRcvFECN, PortSLRcvBECN, PortXmitConCtrl, PortVLXmitTimeCong,
-/// PortXmitDataSL and PortRcvDataSL (0x30-0x37), and
-/// PortExtendedSpeedsCounters (0x1F, FEC counters).
-pub const OPTIONAL_ATTRS: [u16; 17] = [
-    0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37,
-    0x1F,
-];
+/// answers them, declared once in [`crate::pm::optional::OPTIONAL`].
+pub use crate::pm::optional::OPTIONAL_ATTRS;
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.
 type AttrMask = u32;

@@ -84,20 +84,6 @@ counter_attribute!(
     port_counters_ext::PortCountersExtendedField,
     counter_select2
 );
-counter_attribute!(
-    optional::PortRcvErrorDetails,
-    optional::PortRcvErrorDetailsField
-);
-counter_attribute!(
-    optional::PortXmitDiscardDetails,
-    optional::PortXmitDiscardDetailsField
-);
-counter_attribute!(
-    optional::PortOpRcvCounters,
-    optional::PortOpRcvCountersField
-);
-counter_attribute!(optional::PortRcvConCtrl, optional::PortRcvConCtrlField);
-counter_attribute!(optional::PortXmitConCtrl, optional::PortXmitConCtrlField);
 
 /// The field table of a PM attribute by ID (ClassPortInfo lists its scalar
 /// fields only; PortSamplesControl lists its scalar fields, then the 15

@@ -150,13 +150,12 @@ impl FecLayout {
     }
 }
 
-/// An optional attribute with one counter per virtual lane or service
-/// level: lane n at bit `offset + n * width` of the data area (IBA 1.3
+/// A counter with one value per virtual lane, service level or physical
+/// lane: lane n at bit `offset + n * width` of the data area (IBA 1.3
 /// Tables 35-15 to 35-18, and the congestion-control attributes of
 /// Annex A10; layouts as libibmad declares them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaneAttr {
-    pub attr_id: u16,
+pub struct LaneCounter {
     /// The IBA counter name without the lane number (`PortVLXmitWait`).
     pub name: &'static str,
     pub lane: Lane,
@@ -169,19 +168,33 @@ pub struct LaneAttr {
     pub layout: FecLayout,
 }
 
+/// A per-lane counter and the attribute it is read from (made from
+/// [`OPTIONAL`]: see [`LANE_ATTRS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaneAttr {
+    pub attr_id: u16,
+    pub counter: LaneCounter,
+}
+
+impl std::ops::Deref for LaneAttr {
+    type Target = LaneCounter;
+    fn deref(&self) -> &LaneCounter {
+        &self.counter
+    }
+}
+
 /// Lanes (VLs or SLs) per port in the per-lane tables.
 pub const LANES: u8 = 16;
 
+/// A counter of a per-VL or per-SL attribute: from bit 32, one per lane.
 const fn lane(
-    attr_id: u16,
     name: &'static str,
     lane: Lane,
     lanes: u8,
     width: usize,
     units: &'static str,
-) -> LaneAttr {
-    LaneAttr {
-        attr_id,
+) -> LaneCounter {
+    LaneCounter {
         name,
         lane,
         lanes,
@@ -199,9 +212,8 @@ const fn phys(
     width: usize,
     layout: FecLayout,
     units: &'static str,
-) -> LaneAttr {
-    LaneAttr {
-        attr_id: super::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS,
+) -> LaneCounter {
+    LaneCounter {
         name,
         lane: Lane::Phys,
         lanes: EXT_SPEEDS_LANES,
@@ -216,7 +228,7 @@ const fn phys(
 pub const EXT_SPEEDS_LANES: u8 = 12;
 
 /// PortExtendedSpeedsCounters ErrorDetectionCounterLane0..11 (no RS-FEC).
-pub const LANE_ERROR_DETECTIONS: LaneAttr = phys(
+pub const LANE_ERROR_DETECTIONS: LaneCounter = phys(
     "PortLaneErrorDetections",
     160,
     16,
@@ -224,7 +236,7 @@ pub const LANE_ERROR_DETECTIONS: LaneAttr = phys(
     "errors",
 );
 /// FECCorrectableBlockCtrLane0..11 (no RS-FEC).
-pub const LANE_FEC_CORRECTABLE_BLOCKS: LaneAttr = phys(
+pub const LANE_FEC_CORRECTABLE_BLOCKS: LaneCounter = phys(
     "PortLaneFECCorrectableBlocks",
     352,
     32,
@@ -232,7 +244,7 @@ pub const LANE_FEC_CORRECTABLE_BLOCKS: LaneAttr = phys(
     "blocks",
 );
 /// FECUncorrectableBlockCtrLane0..11 (no RS-FEC).
-pub const LANE_FEC_UNCORRECTABLE_BLOCKS: LaneAttr = phys(
+pub const LANE_FEC_UNCORRECTABLE_BLOCKS: LaneCounter = phys(
     "PortLaneFECUncorrectableBlocks",
     736,
     32,
@@ -240,7 +252,7 @@ pub const LANE_FEC_UNCORRECTABLE_BLOCKS: LaneAttr = phys(
     "blocks",
 );
 /// FECCorrectableSymbolCtrLane0..11 (RS-FEC).
-pub const LANE_FEC_CORRECTABLE_SYMBOLS: LaneAttr = phys(
+pub const LANE_FEC_CORRECTABLE_SYMBOLS: LaneCounter = phys(
     "PortLaneFECCorrectableSymbols",
     352,
     32,
@@ -248,107 +260,319 @@ pub const LANE_FEC_CORRECTABLE_SYMBOLS: LaneAttr = phys(
     "symbols",
 );
 
-/// Every per-lane attribute, in the column order of its table
-/// (pmPortVLTable for the VL ones, pmPortSLTable for the SL ones):
-/// PortVLOpPackets (0x19), PortVLOpData (0x1A, octets/4),
-/// PortVLXmitFlowCtlUpdateErrors (0x1B, 2 bits each),
-/// PortVLXmitWaitCounters (0x1C), SwPortVLCongestion (0x30),
-/// PortVLXmitTimeCong (0x35, VL0..14), PortSLRcvFECN (0x32),
-/// PortSLRcvBECN (0x33), PortXmitDataSL (0x36, octets/4) and
-/// PortRcvDataSL (0x37, octets/4); then the per-lane counters of
-/// PortExtendedSpeedsCounters (0x1F, pmPortLaneTable) in both its layouts.
-pub const LANE_ATTRS: [LaneAttr; 14] = {
+/// What the simulated fabric's traffic model feeds a counter with (the
+/// simulator maps each to one of its traffic quantities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    RcvErrors,
+    XmitDiscards,
+    RcvPkts,
+    RcvData,
+    XmitData,
+    XmitWait,
+    RcvFecn,
+    RcvBecn,
+    XmitTimeCong,
+}
+
+/// A counter field the simulated PMA fills, with the CounterSelect bit
+/// that clears it and what feeds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Feed {
+    pub field: super::Field,
+    pub clear: Option<super::decl::ClearBit>,
+    pub traffic: Traffic,
+}
+
+/// `feed!(Enum::Field => Traffic)`: a [`Feed`] from a declared field.
+macro_rules! feed {
+    ($f:expr => $t:ident) => {
+        Feed {
+            field: $f.field(),
+            clear: $f.clear(),
+            traffic: Traffic::$t,
+        }
+    };
+}
+
+/// What a simulated PMA answers of an optional attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimAnswer {
+    /// Status 0x000C (not modelled).
+    Unsupported,
+    /// Get and Set like PortCounters: these counters from the traffic
+    /// model, each held at its maximum, the others 0; a Set clears what
+    /// its CounterSelect selects.
+    Counters(&'static [Feed]),
+    /// Get only: all traffic travels on VL0 and SL0, so lane 0 holds the
+    /// port's count since the start and the other lanes read 0.
+    Lane0(Traffic),
+    /// Get only: PortExtendedSpeedsCounters in the layout of the port's
+    /// FEC (`sim::pma`).
+    ExtSpeeds,
+}
+
+/// Which IB-PM-MIB table shows an optional attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MibTable {
+    /// A sparse per-port table of its own, `{ pmMIBObjects number }`: a
+    /// column per counter field, a row per port whose node answers.
+    Own { number: u32, name: &'static str },
+    /// A column per lane counter in the table of its lane kind
+    /// (pmPortVLTable, pmPortSLTable).
+    Lanes,
+    /// pmPortFecTable (its port totals) and pmPortLaneTable (its per-lane
+    /// counters).
+    Fec,
+}
+
+/// One optional per-port PM attribute: everything the sweeper, the MIB
+/// and the simulator need to know of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalAttr {
+    pub id: u16,
+    /// Its layout's fields, selectors first (empty for a per-lane
+    /// attribute; [`counter_fields`] are the counters).
+    pub fields: &'static [super::Field],
+    /// Its per-lane counters.
+    pub lanes: &'static [LaneCounter],
+    /// A Get carries Opcode 0xFF (every opcode) in byte 0.
+    pub all_opcodes: bool,
+    pub table: MibTable,
+    pub sim: SimAnswer,
+    /// Only simulated switches answer it (status 0x000C elsewhere).
+    pub sim_switches_only: bool,
+}
+
+const NONE: OptionalAttr = OptionalAttr {
+    id: 0,
+    fields: &[],
+    lanes: &[],
+    all_opcodes: false,
+    table: MibTable::Lanes,
+    sim: SimAnswer::Unsupported,
+    sim_switches_only: false,
+};
+
+/// The optional per-port PM attributes the sweeper reads where a node
+/// answers them, in the order it asks them: 0x15 - 0x1C (IBA 1.3), the
+/// congestion-control attributes 0x30 - 0x37 (Annex A10) and
+/// PortExtendedSpeedsCounters (0x1F, FEC counters). A per-lane table's
+/// columns follow this order.
+pub const OPTIONAL: [OptionalAttr; 17] = {
     use super::mad::attr;
     use Lane::{Sl, Vl};
+    use SimAnswer::{Counters, Lane0};
     [
-        lane(
-            attr::PORT_VL_OP_PACKETS,
-            "PortVLOpPackets",
-            Vl,
-            16,
-            16,
-            "packets",
-        ),
-        lane(
-            attr::PORT_VL_OP_DATA,
-            "PortVLOpData",
-            Vl,
-            16,
-            32,
-            "octets/4",
-        ),
-        lane(
-            attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
-            "PortVLXmitFlowCtlUpdateErrors",
-            Vl,
-            16,
-            2,
-            "errors",
-        ),
-        lane(
-            attr::PORT_VL_XMIT_WAIT_COUNTERS,
-            "PortVLXmitWait",
-            Vl,
-            16,
-            16,
-            "ticks",
-        ),
-        lane(
-            attr::SW_PORT_VL_CONGESTION,
-            "SwPortVLCongestion",
-            Vl,
-            16,
-            16,
-            "packets",
-        ),
-        lane(
-            attr::PORT_VL_XMIT_TIME_CONG,
-            "PortVLXmitTimeCong",
-            Vl,
-            15,
-            32,
-            "ticks",
-        ),
-        lane(
-            attr::PORT_SL_RCV_FECN,
-            "PortSLRcvFECN",
-            Sl,
-            16,
-            32,
-            "packets",
-        ),
-        lane(
-            attr::PORT_SL_RCV_BECN,
-            "PortSLRcvBECN",
-            Sl,
-            16,
-            32,
-            "packets",
-        ),
-        lane(
-            attr::PORT_XMIT_DATA_SL,
-            "PortXmitDataSL",
-            Sl,
-            16,
-            32,
-            "octets/4",
-        ),
-        lane(
-            attr::PORT_RCV_DATA_SL,
-            "PortRcvDataSL",
-            Sl,
-            16,
-            32,
-            "octets/4",
-        ),
-        LANE_ERROR_DETECTIONS,
-        LANE_FEC_CORRECTABLE_BLOCKS,
-        LANE_FEC_UNCORRECTABLE_BLOCKS,
-        LANE_FEC_CORRECTABLE_SYMBOLS,
+        OptionalAttr {
+            id: attr::PORT_RCV_ERROR_DETAILS,
+            fields: RCV_ERROR_DETAILS_FIELDS,
+            table: MibTable::Own {
+                number: 10,
+                name: "pmPortRcvErrorDetailsTable",
+            },
+            sim: Counters(&[feed!(PortRcvErrorDetailsField::LocalPhysicalErrors => RcvErrors)]),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_XMIT_DISCARD_DETAILS,
+            fields: XMIT_DISCARD_DETAILS_FIELDS,
+            table: MibTable::Own {
+                number: 11,
+                name: "pmPortXmitDiscardDetailsTable",
+            },
+            sim: Counters(&[
+                feed!(PortXmitDiscardDetailsField::SwHoqLimitDiscards => XmitDiscards),
+            ]),
+            sim_switches_only: true,
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_OP_RCV_COUNTERS,
+            fields: OP_RCV_COUNTERS_FIELDS,
+            all_opcodes: true,
+            table: MibTable::Own {
+                number: 12,
+                name: "pmPortOpRcvCountersTable",
+            },
+            sim: Counters(&[
+                feed!(PortOpRcvCountersField::OpRcvPkts => RcvPkts),
+                feed!(PortOpRcvCountersField::OpRcvData => RcvData),
+            ]),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_FLOW_CTL_COUNTERS,
+            fields: FLOW_CTL_COUNTERS_FIELDS,
+            table: MibTable::Own {
+                number: 13,
+                name: "pmPortFlowCtlCountersTable",
+            },
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_VL_OP_PACKETS,
+            lanes: &[lane("PortVLOpPackets", Vl, 16, 16, "packets")],
+            all_opcodes: true,
+            sim: Lane0(Traffic::RcvPkts),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_VL_OP_DATA,
+            lanes: &[lane("PortVLOpData", Vl, 16, 32, "octets/4")],
+            all_opcodes: true,
+            sim: Lane0(Traffic::RcvData),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
+            lanes: &[lane("PortVLXmitFlowCtlUpdateErrors", Vl, 16, 2, "errors")],
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_VL_XMIT_WAIT_COUNTERS,
+            lanes: &[lane("PortVLXmitWait", Vl, 16, 16, "ticks")],
+            sim: Lane0(Traffic::XmitWait),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::SW_PORT_VL_CONGESTION,
+            lanes: &[lane("SwPortVLCongestion", Vl, 16, 16, "packets")],
+            sim: Lane0(Traffic::XmitDiscards),
+            sim_switches_only: true,
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_RCV_CON_CTRL,
+            fields: RCV_CON_CTRL_FIELDS,
+            table: MibTable::Own {
+                number: 16,
+                name: "pmPortRcvConCtrlTable",
+            },
+            sim: Counters(&[
+                feed!(PortRcvConCtrlField::PktRcvFecn => RcvFecn),
+                feed!(PortRcvConCtrlField::PktRcvBecn => RcvBecn),
+            ]),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_SL_RCV_FECN,
+            lanes: &[lane("PortSLRcvFECN", Sl, 16, 32, "packets")],
+            sim: Lane0(Traffic::RcvFecn),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_SL_RCV_BECN,
+            lanes: &[lane("PortSLRcvBECN", Sl, 16, 32, "packets")],
+            sim: Lane0(Traffic::RcvBecn),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_XMIT_CON_CTRL,
+            fields: XMIT_CON_CTRL_FIELDS,
+            table: MibTable::Own {
+                number: 17,
+                name: "pmPortXmitConCtrlTable",
+            },
+            sim: Counters(&[feed!(PortXmitConCtrlField::XmitTimeCong => XmitTimeCong)]),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_VL_XMIT_TIME_CONG,
+            lanes: &[lane("PortVLXmitTimeCong", Vl, 15, 32, "ticks")],
+            sim: Lane0(Traffic::XmitTimeCong),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_XMIT_DATA_SL,
+            lanes: &[lane("PortXmitDataSL", Sl, 16, 32, "octets/4")],
+            sim: Lane0(Traffic::XmitData),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_RCV_DATA_SL,
+            lanes: &[lane("PortRcvDataSL", Sl, 16, 32, "octets/4")],
+            sim: Lane0(Traffic::RcvData),
+            ..NONE
+        },
+        OptionalAttr {
+            id: attr::PORT_EXTENDED_SPEEDS_COUNTERS,
+            fields: EXT_SPEEDS_FIELDS,
+            lanes: &[
+                LANE_ERROR_DETECTIONS,
+                LANE_FEC_CORRECTABLE_BLOCKS,
+                LANE_FEC_UNCORRECTABLE_BLOCKS,
+                LANE_FEC_CORRECTABLE_SYMBOLS,
+            ],
+            table: MibTable::Fec,
+            sim: SimAnswer::ExtSpeeds,
+            ..NONE
+        },
     ]
 };
 
-impl LaneAttr {
+/// The IDs of [`OPTIONAL`], in its order.
+pub const OPTIONAL_ATTRS: [u16; OPTIONAL.len()] = {
+    let mut ids = [0; OPTIONAL.len()];
+    let mut i = 0;
+    while i < OPTIONAL.len() {
+        ids[i] = OPTIONAL[i].id;
+        i += 1;
+    }
+    ids
+};
+
+/// The declaration of optional attribute `attr_id`.
+pub fn optional(attr_id: u16) -> Option<&'static OptionalAttr> {
+    OPTIONAL.iter().find(|a| a.id == attr_id)
+}
+
+/// The data area of a Get of optional attribute `attr_id` for `port`: the
+/// PortSelect in byte 1 and, for the per-opcode attributes, Opcode 0xFF
+/// (every opcode) in byte 0.
+pub fn request_data(attr_id: u16, port: u8) -> [u8; super::mad::DATA_SIZE] {
+    let mut d = [0u8; super::mad::DATA_SIZE];
+    if optional(attr_id).is_some_and(|a| a.all_opcodes) {
+        d[0] = 0xFF;
+    }
+    d[1] = port;
+    d
+}
+
+const LANE_ATTR_COUNT: usize = {
+    let (mut n, mut i) = (0, 0);
+    while i < OPTIONAL.len() {
+        n += OPTIONAL[i].lanes.len();
+        i += 1;
+    }
+    n
+};
+
+/// Every per-lane counter of [`OPTIONAL`] with its attribute, in the
+/// column order of its table (pmPortVLTable, pmPortSLTable,
+/// pmPortLaneTable each take those of their lane kind).
+pub const LANE_ATTRS: [LaneAttr; LANE_ATTR_COUNT] = {
+    let mut out = [LaneAttr {
+        attr_id: 0,
+        counter: LANE_ERROR_DETECTIONS,
+    }; LANE_ATTR_COUNT];
+    let (mut n, mut i) = (0, 0);
+    while i < OPTIONAL.len() {
+        let mut j = 0;
+        while j < OPTIONAL[i].lanes.len() {
+            out[n] = LaneAttr {
+                attr_id: OPTIONAL[i].id,
+                counter: OPTIONAL[i].lanes[j],
+            };
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+impl LaneCounter {
     /// The counter of `lane` in a reading (`None` past the attribute's
     /// lanes).
     pub fn get(&self, data: &[u8; super::mad::DATA_SIZE], lane: u8) -> Option<u64> {
@@ -398,17 +622,14 @@ pm_attr! {
 /// (PortExtendedSpeedsCounters included: its port totals; its per-lane
 /// counters are [`LANE_ATTRS`]); empty for the others.
 pub const fn fields_of(attr_id: u16) -> &'static [super::Field] {
-    use super::mad::attr;
-    match attr_id {
-        attr::PORT_RCV_ERROR_DETAILS => RCV_ERROR_DETAILS_FIELDS,
-        attr::PORT_XMIT_DISCARD_DETAILS => XMIT_DISCARD_DETAILS_FIELDS,
-        attr::PORT_OP_RCV_COUNTERS => OP_RCV_COUNTERS_FIELDS,
-        attr::PORT_FLOW_CTL_COUNTERS => FLOW_CTL_COUNTERS_FIELDS,
-        attr::PORT_RCV_CON_CTRL => RCV_CON_CTRL_FIELDS,
-        attr::PORT_XMIT_CON_CTRL => XMIT_CON_CTRL_FIELDS,
-        attr::PORT_EXTENDED_SPEEDS_COUNTERS => EXT_SPEEDS_FIELDS,
-        _ => &[],
+    let mut i = 0;
+    while i < OPTIONAL.len() {
+        if OPTIONAL[i].id == attr_id {
+            return OPTIONAL[i].fields;
+        }
+        i += 1;
     }
+    &[]
 }
 
 /// The counter fields of a layout: every field after CounterSelect (the
@@ -429,8 +650,15 @@ pub const fn counter_fields(fields: &'static [super::Field]) -> &'static [super:
 /// before and what is reserved after left out. `(0, 0)` for an attribute
 /// with neither.
 pub const fn counter_bytes(attr_id: u16) -> (usize, usize) {
+    let mut k = 0;
+    while k < OPTIONAL.len() && OPTIONAL[k].id != attr_id {
+        k += 1;
+    }
+    if k == OPTIONAL.len() {
+        return (0, 0);
+    }
     let (mut lo, mut hi) = (usize::MAX, 0);
-    let fields = counter_fields(fields_of(attr_id));
+    let fields = counter_fields(OPTIONAL[k].fields);
     let mut i = 0;
     while i < fields.len() {
         let f = fields[i];
@@ -442,17 +670,16 @@ pub const fn counter_bytes(attr_id: u16) -> (usize, usize) {
         }
         i += 1;
     }
+    let lanes = OPTIONAL[k].lanes;
     let mut i = 0;
-    while i < LANE_ATTRS.len() {
-        let a = LANE_ATTRS[i];
-        if a.attr_id == attr_id {
-            if a.offset < lo {
-                lo = a.offset;
-            }
-            let end = a.offset + a.lanes as usize * a.width;
-            if end > hi {
-                hi = end;
-            }
+    while i < lanes.len() {
+        let a = lanes[i];
+        if a.offset < lo {
+            lo = a.offset;
+        }
+        let end = a.offset + a.lanes as usize * a.width;
+        if end > hi {
+            hi = end;
         }
         i += 1;
     }
@@ -479,7 +706,7 @@ pub enum FecTotal {
 pub fn fec_total(data: &[u8; super::mad::DATA_SIZE], rs_fec: bool, t: FecTotal) -> Option<u64> {
     use PortExtendedSpeedsCountersField as F;
     let r = PortExtendedSpeedsCounters::decode(data);
-    let lanes = |a: LaneAttr| (0..a.lanes).filter_map(|l| a.get(data, l)).sum::<u64>();
+    let lanes = |a: LaneCounter| (0..a.lanes).filter_map(|l| a.get(data, l)).sum::<u64>();
     Some(match (t, rs_fec) {
         (FecTotal::SyncHeaderErrors, _) => r.get(F::SyncHeaderErrors),
         (FecTotal::UnknownBlocks, _) => r.get(F::UnknownBlocks),
@@ -530,6 +757,35 @@ mod lane_tests {
                 .collect::<Vec<_>>(),
             ["PortOpRcvPkts", "PortOpRcvData"]
         );
+    }
+
+    #[test]
+    fn each_optional_attribute_is_declared_once_and_whole() {
+        for (i, a) in OPTIONAL.iter().enumerate() {
+            assert!(!OPTIONAL[..i].iter().any(|b| b.id == a.id), "{:#x}", a.id);
+            assert!(!a.fields.is_empty() || !a.lanes.is_empty(), "{:#x}", a.id);
+            assert_eq!(optional(a.id), Some(a));
+            if let SimAnswer::Counters(feeds) = a.sim {
+                for f in feeds {
+                    assert!(
+                        counter_fields(a.fields).contains(&f.field),
+                        "{}",
+                        f.field.name
+                    );
+                    assert!(f.clear.is_some(), "{}", f.field.name);
+                }
+            }
+        }
+        let opcode: Vec<u16> = OPTIONAL
+            .iter()
+            .filter(|a| a.all_opcodes)
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(opcode, [0x17, 0x19, 0x1A]);
+        assert_eq!(request_data(0x17, 3)[..2], [0xFF, 3]);
+        assert_eq!(request_data(0x15, 3)[..2], [0, 3]);
+        assert_eq!(LANE_ATTRS.len(), 14);
+        assert_eq!(lane_attr(0x35, Lane::Vl).map(|a| a.lanes), Some(15));
     }
 
     #[test]

@@ -108,14 +108,23 @@ struct SimPort {
     pc_base: Totals,
     /// Totals at the last PortCountersExtended clear, per counter.
     pcx_base: Totals,
-    /// Totals at the last clear of PortRcvErrorDetails,
-    /// PortXmitDiscardDetails, PortOpRcvCounters, PortRcvConCtrl and
-    /// PortXmitConCtrl.
-    rcv_err_base: Totals,
-    xmit_discard_base: Totals,
-    op_rcv_base: Totals,
-    rcv_con_base: Totals,
-    xmit_con_base: Totals,
+    /// Totals at the last clear of each optional attribute of per-counter
+    /// fields the port was asked for (by attribute ID).
+    optional_base: Vec<(u16, Totals)>,
+}
+
+impl SimPort {
+    /// The clear points of optional attribute `attr_id`.
+    fn optional_base(&mut self, attr_id: u16) -> &mut Totals {
+        let k = match self.optional_base.iter().position(|(a, _)| *a == attr_id) {
+            Some(k) => k,
+            None => {
+                self.optional_base.push((attr_id, [0; traffic::q::COUNT]));
+                self.optional_base.len() - 1
+            }
+        };
+        &mut self.optional_base[k].1
+    }
 }
 
 /// What a port counted before its current link segment, plus injected

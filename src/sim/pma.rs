@@ -110,12 +110,7 @@
 
 use crate::pm::CounterAttribute;
 use crate::pm::mad::{self, attr, method, status};
-use crate::pm::optional::{
-    Lane, LaneAttr, PortOpRcvCounters, PortOpRcvCountersField as OpRcv, PortRcvConCtrl,
-    PortRcvConCtrlField as RcvCon, PortRcvErrorDetails, PortRcvErrorDetailsField as RcvErr,
-    PortXmitConCtrl, PortXmitConCtrlField as XmitCon, PortXmitDiscardDetails,
-    PortXmitDiscardDetailsField as XmitDisc, lane_attr,
-};
+use crate::pm::optional::{LaneCounter, OptionalAttr, SimAnswer, Traffic};
 use crate::pm::port_counters::{PortCounters, PortCountersField as Pc};
 use crate::pm::port_counters_ext::{PortCountersExtended, PortCountersExtendedField as Pcx};
 use crate::pm::{ClassPortInfo, class_port_info as cpi};
@@ -128,40 +123,24 @@ use crate::ib::NodeType;
 
 type Data = [u8; mad::DATA_SIZE];
 
+/// The traffic quantity behind what an optional attribute's declaration
+/// says the model feeds a counter with.
+fn quantity(t: Traffic) -> usize {
+    match t {
+        Traffic::RcvErrors => q::RCV_ERRORS,
+        Traffic::XmitDiscards => q::XMIT_DISCARDS,
+        Traffic::RcvPkts => q::RCV_PKTS,
+        Traffic::RcvData => q::RCV_DATA,
+        Traffic::XmitData => q::XMIT_DATA,
+        Traffic::XmitWait => q::XMIT_WAIT,
+        Traffic::RcvFecn => q::RCV_FECN,
+        Traffic::RcvBecn => q::RCV_BECN,
+        Traffic::XmitTimeCong => q::XMIT_TIME_CONG,
+    }
+}
+
 /// The PortCounters fields the simulator counts, with the traffic quantity
 /// each shows; width and clear bit come from the attribute's declaration.
-/// What the optional attributes show of the traffic model: every modelled
-/// receive error is a local physical (CRC) error, every transmit discard a
-/// head-of-queue lifetime discard (switches only), and PortOpRcvCounters
-/// for every opcode are the receive totals.
-const RCV_ERROR_DETAILS_MAP: &[(usize, RcvErr)] = &[(q::RCV_ERRORS, RcvErr::LocalPhysicalErrors)];
-const XMIT_DISCARD_DETAILS_MAP: &[(usize, XmitDisc)] =
-    &[(q::XMIT_DISCARDS, XmitDisc::SwHoqLimitDiscards)];
-const OP_RCV_COUNTERS_MAP: &[(usize, OpRcv)] = &[
-    (q::RCV_PKTS, OpRcv::OpRcvPkts),
-    (q::RCV_DATA, OpRcv::OpRcvData),
-];
-const RCV_CON_CTRL_MAP: &[(usize, RcvCon)] = &[
-    (q::RCV_FECN, RcvCon::PktRcvFecn),
-    (q::RCV_BECN, RcvCon::PktRcvBecn),
-];
-const XMIT_CON_CTRL_MAP: &[(usize, XmitCon)] = &[(q::XMIT_TIME_CONG, XmitCon::XmitTimeCong)];
-
-/// What the per-lane attributes show: all traffic travels on VL0 and SL0.
-/// SwPortVLCongestion counts the transmit discards (as the sample
-/// mechanism's quantity does) and only switches answer it.
-const LANE_MAP: &[(u16, Lane, usize)] = &[
-    (attr::PORT_VL_OP_PACKETS, Lane::Vl, q::RCV_PKTS),
-    (attr::PORT_VL_OP_DATA, Lane::Vl, q::RCV_DATA),
-    (attr::PORT_VL_XMIT_WAIT_COUNTERS, Lane::Vl, q::XMIT_WAIT),
-    (attr::SW_PORT_VL_CONGESTION, Lane::Vl, q::XMIT_DISCARDS),
-    (attr::PORT_VL_XMIT_TIME_CONG, Lane::Vl, q::XMIT_TIME_CONG),
-    (attr::PORT_SL_RCV_FECN, Lane::Sl, q::RCV_FECN),
-    (attr::PORT_SL_RCV_BECN, Lane::Sl, q::RCV_BECN),
-    (attr::PORT_XMIT_DATA_SL, Lane::Sl, q::XMIT_DATA),
-    (attr::PORT_RCV_DATA_SL, Lane::Sl, q::RCV_DATA),
-];
-
 const PC_MAP: &[(usize, Pc)] = &[
     (q::SYMBOL_ERRORS, Pc::SymbolErrors),
     (q::LINK_ERROR_RECOVERY, Pc::LinkErrorRecovery),
@@ -276,53 +255,6 @@ pub(super) fn answer(
             };
             counters::<PortCountersExtended>(st, ni, arrival, data, set, map, |p| &mut p.pcx_base)
         }
-        (attr::PORT_RCV_ERROR_DETAILS, _) => counters::<PortRcvErrorDetails>(
-            st,
-            ni,
-            arrival,
-            data,
-            set,
-            RCV_ERROR_DETAILS_MAP,
-            |p| &mut p.rcv_err_base,
-        ),
-        (attr::PORT_XMIT_DISCARD_DETAILS, _) if is_switch(st, ni) => {
-            counters::<PortXmitDiscardDetails>(
-                st,
-                ni,
-                arrival,
-                data,
-                set,
-                XMIT_DISCARD_DETAILS_MAP,
-                |p| &mut p.xmit_discard_base,
-            )
-        }
-        (attr::PORT_OP_RCV_COUNTERS, _) if data[0] != 0xFF => Err(status::INVALID_FIELD),
-        (attr::PORT_OP_RCV_COUNTERS, _) => {
-            counters::<PortOpRcvCounters>(st, ni, arrival, data, set, OP_RCV_COUNTERS_MAP, |p| {
-                &mut p.op_rcv_base
-            })
-            .map(|mut out| {
-                out[0] = 0xFF;
-                out
-            })
-        }
-        (attr::PORT_RCV_CON_CTRL, _) => {
-            counters::<PortRcvConCtrl>(st, ni, arrival, data, set, RCV_CON_CTRL_MAP, |p| {
-                &mut p.rcv_con_base
-            })
-        }
-        (attr::PORT_XMIT_CON_CTRL, _) => {
-            counters::<PortXmitConCtrl>(st, ni, arrival, data, set, XMIT_CON_CTRL_MAP, |p| {
-                &mut p.xmit_con_base
-            })
-        }
-        (attr::PORT_VL_OP_PACKETS | attr::PORT_VL_OP_DATA, false) if data[0] != 0xFF => {
-            Err(status::INVALID_FIELD)
-        }
-        (attr::PORT_EXTENDED_SPEEDS_COUNTERS, false) => ext_speeds(st, ni, arrival, data),
-        (attr::SW_PORT_VL_CONGESTION, false) if !is_switch(st, ni) => {
-            Err(status::METHOD_ATTR_UNSUPPORTED)
-        }
         (attr::PORT_SAMPLES_CONTROL, _) | (attr::PORT_SAMPLES_RESULT, false)
             if !sampling::valid_mechanism(h.attr_mod) =>
         {
@@ -331,20 +263,89 @@ pub(super) fn answer(
         (attr::PORT_SAMPLES_CONTROL, _) => sampling::control(st, ni, arrival, data, set),
         (attr::PORT_SAMPLES_RESULT, false) => sampling::result(st, ni, arrival),
         (attr::PORT_SAMPLES_RESULT_EXTENDED, false) => sampling::result_extended(st, ni, arrival),
-        (id, false) => match LANE_MAP
-            .iter()
-            .find(|m| m.0 == id)
-            .and_then(|&(_, lane, qi)| Some((lane_attr(id, lane)?, qi)))
-        {
-            Some((a, qi)) => per_lane(st, ni, arrival, data, a, qi),
+        (id, _) => match crate::pm::optional::optional(id) {
+            Some(a) => optional(st, ni, arrival, data, set, a),
             None => Err(status::METHOD_ATTR_UNSUPPORTED),
         },
-        _ => Err(status::METHOD_ATTR_UNSUPPORTED),
     };
     match result {
         Ok(out) => reply(status::OK, &out),
         Err(code) => reply(code, data),
     }
+}
+
+/// A Get or Set of an optional attribute, as its declaration's
+/// [`SimAnswer`] says: a Set of an attribute with Get only, a node type
+/// that does not answer it, or one it does not model gets status 0x000C;
+/// a per-opcode attribute for another opcode than 0xFF, status 0x001C.
+fn optional(
+    st: &mut State,
+    ni: usize,
+    arrival: u8,
+    data: &Data,
+    set: bool,
+    a: &OptionalAttr,
+) -> Result<Data, u16> {
+    let get_only = matches!(a.sim, SimAnswer::Lane0(_) | SimAnswer::ExtSpeeds);
+    if a.sim == SimAnswer::Unsupported
+        || (set && get_only)
+        || (a.sim_switches_only && !is_switch(st, ni))
+    {
+        return Err(status::METHOD_ATTR_UNSUPPORTED);
+    }
+    if a.all_opcodes && data[0] != 0xFF {
+        return Err(status::INVALID_FIELD);
+    }
+    match a.sim {
+        SimAnswer::Counters(feeds) => optional_counters(st, ni, arrival, data, set, a, feeds),
+        SimAnswer::Lane0(t) => match a.lanes.first() {
+            Some(l) => per_lane(st, ni, arrival, data, l, quantity(t)),
+            None => Err(status::METHOD_ATTR_UNSUPPORTED),
+        },
+        SimAnswer::ExtSpeeds => ext_speeds(st, ni, arrival, data),
+        SimAnswer::Unsupported => Err(status::METHOD_ATTR_UNSUPPORTED),
+    }
+}
+
+/// [`counters`] for an optional attribute of per-counter fields: the
+/// selectors (Opcode, PortSelect, CounterSelect) are echoed, the fed
+/// counters answered, the others 0.
+fn optional_counters(
+    st: &mut State,
+    ni: usize,
+    arrival: u8,
+    data: &Data,
+    set: bool,
+    a: &OptionalAttr,
+    feeds: &[crate::pm::optional::Feed],
+) -> Result<Data, u16> {
+    let selector = |name: &str| {
+        a.fields
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.get(data))
+    };
+    let port_select = selector("PortSelect").unwrap_or(0) as u8;
+    let counter_select = selector("CounterSelect").unwrap_or(0) as u32;
+    let ports = selected(st, ni, arrival, port_select, true)?;
+    let plan: Vec<_> = feeds
+        .iter()
+        .map(|f| {
+            let clears = set && f.clear.is_some_and(|b| counter_select & b.select() != 0);
+            (quantity(f.traffic), f.field.max(), clears)
+        })
+        .collect();
+    let id = a.id;
+    let sums = count(st, ni, ports, &plan, |p| p.optional_base(id));
+    let mut out = [0u8; mad::DATA_SIZE];
+    let counters = crate::pm::optional::counter_fields(a.fields).len();
+    for f in &a.fields[..a.fields.len() - counters] {
+        f.set(&mut out, f.get(data));
+    }
+    for (sum, feed) in sums.iter().zip(feeds) {
+        feed.field.set(&mut out, *sum);
+    }
+    Ok(out)
 }
 
 /// A Get of a per-lane attribute: all traffic travels on VL0 and SL0, so
@@ -356,7 +357,7 @@ fn per_lane(
     ni: usize,
     arrival: u8,
     data: &Data,
-    a: &LaneAttr,
+    a: &LaneCounter,
     qi: usize,
 ) -> Result<Data, u16> {
     let port_select = data[1];
@@ -412,7 +413,7 @@ fn ext_speeds(st: &State, ni: usize, arrival: u8, data: &Data) -> Result<Data, u
         r.fec_corrected_symbols = held(F::FecCorrectedSymbols, 2 * sym) as u32;
     }
     r.encode(&mut out);
-    let mut spread = |a: &LaneAttr, total: u64| {
+    let mut spread = |a: &LaneCounter, total: u64| {
         for l in 0..lanes {
             let share =
                 total / u64::from(lanes) + u64::from(u64::from(l) < total % u64::from(lanes));
@@ -500,22 +501,11 @@ fn counters<A: CounterAttribute>(
 ) -> Result<Data, u16> {
     let req = A::decode(data);
     let ports = selected(st, ni, arrival, req.port_select(), true)?;
-    let now = st.now_ns();
-    let mut sums = vec![0u64; map.len()];
-    for p in ports {
-        let totals = st.totals(ni, p, now);
-        let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
-            continue;
-        };
-        let base = base(ps_state);
-        for (sum, &(qi, f)) in sums.iter_mut().zip(map) {
-            if set && req.clears(f) {
-                base[qi] = totals[qi];
-            }
-            let v = totals[qi].saturating_sub(base[qi]).min(A::max(f));
-            *sum = sum.saturating_add(v).min(A::max(f));
-        }
-    }
+    let plan: Vec<_> = map
+        .iter()
+        .map(|&(qi, f)| (qi, A::max(f), set && req.clears(f)))
+        .collect();
+    let sums = count(st, ni, ports, &plan, base);
     let mut reply = req.selects();
     for (sum, &(_, f)) in sums.iter().zip(map) {
         reply.set(f, *sum);
@@ -523,4 +513,34 @@ fn counters<A: CounterAttribute>(
     let mut out = [0u8; mad::DATA_SIZE];
     reply.encode(&mut out);
     Ok(out)
+}
+
+/// Per counter of `plan` (traffic quantity, maximum, cleared first), the
+/// sum over `ports` of its count since it was last cleared, each port's
+/// count and the sum held at the maximum. `base` picks the attribute's
+/// clear points of a port.
+fn count(
+    st: &mut State,
+    ni: usize,
+    ports: Vec<u8>,
+    plan: &[(usize, u64, bool)],
+    mut base: impl FnMut(&mut super::SimPort) -> &mut super::traffic::Totals,
+) -> Vec<u64> {
+    let now = st.now_ns();
+    let mut sums = vec![0u64; plan.len()];
+    for p in ports {
+        let totals = st.totals(ni, p, now);
+        let Some(ps_state) = st.ports.get_mut(&(ni, p)) else {
+            continue;
+        };
+        let base = base(ps_state);
+        for (sum, &(qi, max, clears)) in sums.iter_mut().zip(plan) {
+            if clears {
+                base[qi] = totals[qi];
+            }
+            let v = totals[qi].saturating_sub(base[qi]).min(max);
+            *sum = sum.saturating_add(v).min(max);
+        }
+    }
+    sums
 }
