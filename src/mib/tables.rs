@@ -58,40 +58,41 @@ pub const T_PORT_LANE: u32 = 19;
 /// pmPortSampleResultExtTable: PortSamplesResultExtended per node.
 pub const T_SAMPLE_RESULT_EXT: u32 = 21;
 
-/// An optional attribute's table: its number under pm.1, its name, and
-/// the attribute's layout.
-const fn optional(number: u32, name: &'static str, attr_id: u16) -> OptionalTable {
-    OptionalTable {
-        number,
-        name,
-        attr_id,
-        fields: crate::pm::optional::fields_of(attr_id),
+const OWN_TABLES: usize = {
+    let (mut n, mut i) = (0, 0);
+    while i < crate::pm::optional::OPTIONAL.len() {
+        if let crate::pm::optional::MibTable::Own { .. } = crate::pm::optional::OPTIONAL[i].table {
+            n += 1;
+        }
+        i += 1;
     }
-}
+    n
+};
 
-/// The optional attributes with one value per counter, as tables.
-pub const OPTIONAL_TABLES: [OptionalTable; 6] = {
-    use crate::pm::mad::attr;
-    [
-        optional(
-            10,
-            "pmPortRcvErrorDetailsTable",
-            attr::PORT_RCV_ERROR_DETAILS,
-        ),
-        optional(
-            11,
-            "pmPortXmitDiscardDetailsTable",
-            attr::PORT_XMIT_DISCARD_DETAILS,
-        ),
-        optional(12, "pmPortOpRcvCountersTable", attr::PORT_OP_RCV_COUNTERS),
-        optional(
-            13,
-            "pmPortFlowCtlCountersTable",
-            attr::PORT_FLOW_CTL_COUNTERS,
-        ),
-        optional(16, "pmPortRcvConCtrlTable", attr::PORT_RCV_CON_CTRL),
-        optional(17, "pmPortXmitConCtrlTable", attr::PORT_XMIT_CON_CTRL),
-    ]
+/// The optional attributes with a table of their own
+/// ([`crate::pm::optional::MibTable::Own`]), in declaration order.
+pub const OPTIONAL_TABLES: [OptionalTable; OWN_TABLES] = {
+    use crate::pm::optional::{MibTable, OPTIONAL};
+    let mut out = [OptionalTable {
+        number: 0,
+        name: "",
+        attr_id: 0,
+        fields: &[],
+    }; OWN_TABLES];
+    let (mut n, mut i) = (0, 0);
+    while i < OPTIONAL.len() {
+        if let MibTable::Own { number, name } = OPTIONAL[i].table {
+            out[n] = OptionalTable {
+                number,
+                name,
+                attr_id: OPTIONAL[i].id,
+                fields: OPTIONAL[i].fields,
+            };
+            n += 1;
+        }
+        i += 1;
+    }
+    out
 };
 
 /// The counter fields of an optional attribute: every field after
