@@ -27,6 +27,7 @@ use super::pdu::{
     self, AgentxError, CloseReason, DecodeError, FrameError, Framer, HEADER_LEN, Header, Payload,
     Pdu, PduType, ResError, SearchRange,
 };
+use crate::mib::bulk::{self, Budget, Range};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
 /// How long the master has to answer Open, Register and Ping.
@@ -801,7 +802,7 @@ impl AgentxCore {
                 return Some(whole_or_too_big(h, vbs));
             }
             Payload::GetNext { ranges, .. } => {
-                let vbs = ranges.iter().map(|r| next_in_range(mib, r)).collect();
+                let vbs = ranges.into_iter().map(|r| next_in_range(mib, r)).collect();
                 return Some(whole_or_too_big(h, vbs));
             }
             Payload::GetBulk {
@@ -972,93 +973,44 @@ fn whole_or_too_big(h: &Header, vbs: Vec<VarBind>) -> Pdu {
     Pdu::response_to(h, ResError::NO_ERROR, 0, vbs)
 }
 
-fn next_in_range(handler: &dyn MibHandler, r: &SearchRange) -> VarBind {
-    match handler.get_next(&r.start, r.include, r.end_bound()) {
-        Some(vb) if r.end_bound().is_none_or(|e| vb.name < *e) => vb,
-        _ => VarBind::new(r.start.clone(), Value::EndOfMibView),
-    }
+/// RFC 2741 7.2.3.2: the first instance in the range, or endOfMibView.
+fn next_in_range(handler: &dyn MibHandler, r: SearchRange) -> VarBind {
+    let r = Range::from(r);
+    bulk::next(handler, &r, |_| true).unwrap_or_else(|| VarBind::new(r.start, Value::EndOfMibView))
 }
 
-/// RFC 2741 7.2.3.3: the first `non_repeaters` ranges once, the others up
-/// to `max_repetitions` times, each repetition starting after the previous
-/// answer; stops early once every repeater reached endOfMibView, and once
-/// the response holds [`MAX_BULK_VARBINDS`] varbinds or
-/// [`MAX_RESPONSE_OCTETS`] octets of them (what fits is answered, the
-/// non-repeaters included).
+/// RFC 2741 7.2.3.3 ([`bulk::bulk`]): the first `non_repeaters` ranges
+/// once, the others up to `max_repetitions` times, each range within its
+/// end; the answer ends before the first varbind past
+/// [`MAX_BULK_VARBINDS`] varbinds or [`MAX_RESPONSE_OCTETS`] octets of
+/// them, non-repeaters included.
 pub fn get_bulk(
     handler: &dyn MibHandler,
     non_repeaters: u16,
     max_repetitions: u16,
     ranges: &[SearchRange],
 ) -> Vec<VarBind> {
-    get_bulk_within(
+    let budget = Budget {
+        varbinds: MAX_BULK_VARBINDS,
+        octets: MAX_RESPONSE_OCTETS,
+    };
+    let ranges = ranges.iter().cloned().map(Range::from).collect();
+    let sized = |vb: VarBind| {
+        let n = pdu::varbind_len(&vb);
+        Some((vb, n))
+    };
+    match bulk::bulk(
         handler,
-        non_repeaters,
-        max_repetitions,
         ranges,
-        MAX_BULK_VARBINDS,
-        MAX_RESPONSE_OCTETS,
-    )
-}
-
-/// [`get_bulk`] with its bounds given: the answer ends at the first
-/// varbind that does not fit, non-repeater or repetition.
-pub fn get_bulk_within(
-    handler: &dyn MibHandler,
-    non_repeaters: u16,
-    max_repetitions: u16,
-    ranges: &[SearchRange],
-    max_varbinds: usize,
-    max_octets: usize,
-) -> Vec<VarBind> {
-    let n = (non_repeaters as usize).min(ranges.len());
-    let mut out: Vec<VarBind> = Vec::with_capacity(n.min(max_varbinds));
-    let mut octets: usize = 0;
-    for r in &ranges[..n] {
-        if out.len() >= max_varbinds {
-            return out;
-        }
-        let vb = next_in_range(handler, r);
-        octets = octets.saturating_add(pdu::varbind_len(&vb));
-        if octets > max_octets {
-            return out;
-        }
-        out.push(vb);
+        non_repeaters.into(),
+        max_repetitions.into(),
+        budget,
+        sized,
+    ) {
+        Ok(b) => b.varbinds,
+        // Every varbind has an AgentX encoding.
+        Err(_) => Vec::new(),
     }
-    let mut cursors: Vec<(SearchRange, bool)> =
-        ranges[n..].iter().map(|r| (r.clone(), false)).collect();
-    if cursors.is_empty() {
-        return out;
-    }
-    for _ in 0..max_repetitions {
-        for (r, done) in cursors.iter_mut() {
-            if out.len() >= max_varbinds {
-                return out;
-            }
-            let vb = if *done {
-                VarBind::new(r.start.clone(), Value::EndOfMibView)
-            } else {
-                next_in_range(handler, r)
-            };
-            octets = octets.saturating_add(pdu::varbind_len(&vb));
-            if octets > max_octets {
-                return out;
-            }
-            if !*done {
-                if vb.value == Value::EndOfMibView {
-                    *done = true;
-                } else {
-                    r.start = vb.name.clone();
-                    r.include = false;
-                }
-            }
-            out.push(vb);
-        }
-        if cursors.iter().all(|(_, d)| *d) {
-            break;
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 
 use std::fmt;
 
+use crate::mib::bulk::Range;
 use crate::mib::{ErrorStatus, Oid, Value, VarBind};
 
 /// Size of the fixed AgentX header.
@@ -298,6 +299,16 @@ impl SearchRange {
             None
         } else {
             Some(&self.end)
+        }
+    }
+}
+
+impl From<SearchRange> for Range {
+    fn from(r: SearchRange) -> Range {
+        Range {
+            start: r.start,
+            include: r.include,
+            end: (!r.end.is_empty()).then_some(r.end),
         }
     }
 }

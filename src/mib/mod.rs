@@ -1,6 +1,7 @@
 //! The MIB side: OIDs, values, SNMP error codes and the handler interface that
 //! both the AgentX session and the built-in SNMP responder serve from.
 
+pub mod bulk;
 pub mod oid;
 pub mod set;
 pub mod tables;

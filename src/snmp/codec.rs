@@ -174,6 +174,15 @@ pub fn pdu_size(request_id: i32, status: u32, index: u32, vbs: usize) -> usize {
     tlv(int_size(request_id.into()) + int_size(status.into()) + int_size(index.into()) + tlv(vbs))
 }
 
+/// The largest total of varbind encodings a Response PDU with no error
+/// (`request_id`, status and index 0) holds within `max_pdu` octets: a
+/// total `t` fits when `t <=` this, as `pdu_size(request_id, 0, 0, t) <=
+/// max_pdu` says.
+pub fn varbinds_within(max_pdu: usize, request_id: i32) -> usize {
+    let fixed = int_size(request_id.into()) + 2 * int_size(0);
+    max_pdu_within(max_pdu_within(max_pdu, fixed), 0)
+}
+
 /// Octets of an SNMPv1/v2c message around a PDU of `pdu` octets.
 #[cfg(test)]
 pub fn community_message_size(version: i64, community_len: usize, pdu: usize) -> usize {
@@ -359,5 +368,20 @@ mod tests {
             }
         }
         assert_eq!(max_pdu_within(3, 10), 0);
+    }
+
+    #[test]
+    fn varbinds_within_is_the_largest_total_that_fits() {
+        for rid in [0, 1, -1, 300, i32::MAX, i32::MIN] {
+            for max in [13usize, 14, 20, 130, 131, 140, 484, 1472, 65507, 70000] {
+                let t = varbinds_within(max, rid);
+                if pdu_size(rid, 0, 0, 0) > max {
+                    assert_eq!(t, 0);
+                    continue;
+                }
+                assert!(pdu_size(rid, 0, 0, t) <= max, "{rid} {max}");
+                assert!(pdu_size(rid, 0, 0, t + 1) > max, "{rid} {max}");
+            }
+        }
     }
 }

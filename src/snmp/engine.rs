@@ -22,6 +22,7 @@ use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
 use super::local::{LocalObjects, WithLocal};
 use super::rate::RateLimiter;
 use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
+use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
 /// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP header octets).
@@ -493,33 +494,24 @@ fn get(g: &Grant, p: &Pdu) -> Answer {
     Answer::ok(out)
 }
 
-fn next_instance(version: Version, start: &Oid, handler: &dyn MibHandler) -> Option<VarBind> {
-    let mut cur = start.clone();
-    loop {
-        let vb = handler.get_next(&cur, false, None)?;
-        if vb.name <= cur {
-            warn!(start = %cur, got = %vb.name, "snmp: MIB get_next did not move forward; ending view");
-            return None;
-        }
-        let skip = vb.value.is_exception()
-            || (version == Version::V1 && matches!(vb.value, Value::Counter64(_)));
-        if !skip {
-            return Some(vb);
-        }
-        cur = vb.name;
-    }
+/// The next instance after `start` an SNMP GetNext answers: SNMPv1 has
+/// no Counter64, so its walk steps over them.
+fn next_instance(version: Version, start: &Range, handler: &dyn MibHandler) -> Option<VarBind> {
+    bulk::next(handler, start, |v| {
+        version == Version::V2 || !matches!(v, Value::Counter64(_))
+    })
 }
 
 fn get_next(g: &Grant, p: &Pdu) -> Answer {
     let mut out = Vec::with_capacity(p.variable_bindings.len());
     for (i, req) in p.variable_bindings.iter().enumerate() {
-        let start = codec::from_wire_oid(&req.name);
+        let start = Range::after(codec::from_wire_oid(&req.name));
         let vb = match next_instance(g.version, &start, &g.mib) {
             Some(vb) => vb,
             None if g.version == Version::V1 => {
                 return Answer::error(ErrorStatus::NoSuchName, i + 1, &p.variable_bindings);
             }
-            None => VarBind::new(start, Value::EndOfMibView),
+            None => VarBind::new(start.start, Value::EndOfMibView),
         };
         match wire_vb(&vb) {
             Some(w) => out.push(w),
@@ -529,99 +521,46 @@ fn get_next(g: &Grant, p: &Pdu) -> Answer {
     Answer::ok(out)
 }
 
-/// RFC 3416 4.2.3, within the grant's bound: repetitions that do not fit are
-/// left off; tooBig only when the non-repeaters alone do not fit. `None`:
-/// not even the error response fits.
+/// RFC 3416 4.2.3 ([`bulk::bulk`]) within the grant's bound: repetitions
+/// that do not fit are left off; tooBig when the non-repeaters alone do
+/// not fit (a request of many non-repeaters makes the responder build at
+/// most one response's worth). `None`: not even the error response fits.
 fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
     let reqs = &b.variable_bindings;
-    let n = (b.non_repeaters as usize).min(reqs.len());
-    let m = b.max_repetitions as usize;
-    let gen_err = |i: usize| {
-        fit(
-            Answer::error(ErrorStatus::GenErr, i, reqs),
-            g,
-            b.request_id,
-            reqs,
-        )
+    let ranges = reqs
+        .iter()
+        .map(|r| Range::after(codec::from_wire_oid(&r.name)))
+        .collect();
+    let budget = Budget {
+        varbinds: usize::MAX,
+        octets: codec::varbinds_within(g.max_pdu, b.request_id),
     };
-    let too_big = || {
-        let a = Answer {
+    let encode = |vb: VarBind| {
+        let w = wire_vb(&vb)?;
+        let n = codec::varbind_size(&w)?;
+        Some((w, n))
+    };
+    let walked = bulk::bulk(
+        &g.mib,
+        ranges,
+        b.non_repeaters as usize,
+        b.max_repetitions as usize,
+        budget,
+        encode,
+    );
+    let answer = match walked {
+        Ok(Bulk {
+            cut: Some(Cut::NonRepeaters),
+            ..
+        }) => Answer {
             status: ErrorStatus::TooBig,
             index: 0,
             varbinds: Vec::new(),
-        };
-        fit(a, g, b.request_id, reqs)
+        },
+        Ok(walked) => return Some(Answer::ok(walked.varbinds)),
+        Err(Unencodable { index }) => Answer::error(ErrorStatus::GenErr, index, reqs),
     };
-    let fits = |total: usize| pdu_size(b.request_id, 0, 0, total) <= g.max_pdu;
-
-    let mut out: Vec<v2::VarBind> = Vec::new();
-    let mut total = 0usize;
-    for (i, req) in reqs[..n].iter().enumerate() {
-        let start = codec::from_wire_oid(&req.name);
-        let vb = next_instance(Version::V2, &start, &g.mib)
-            .unwrap_or_else(|| VarBind::new(start, Value::EndOfMibView));
-        let Some(w) = wire_vb(&vb) else {
-            return gen_err(i + 1);
-        };
-        total += codec::varbind_size(&w)?;
-        // Stop at once: a request of many non-repeaters cannot make the
-        // responder build more than one response's worth.
-        if !fits(total) {
-            return too_big();
-        }
-        out.push(w);
-    }
-
-    let repeaters = &reqs[n..];
-    let mut cursor: Vec<Option<Oid>> = repeaters
-        .iter()
-        .map(|r| Some(codec::from_wire_oid(&r.name)))
-        .collect();
-    let mut ended: Vec<Oid> = repeaters
-        .iter()
-        .map(|r| codec::from_wire_oid(&r.name))
-        .collect();
-    'reps: for _ in 0..m {
-        if repeaters.is_empty() {
-            break;
-        }
-        let mut any_live = false;
-        for (j, cur) in cursor.iter_mut().enumerate() {
-            let vb = match cur.as_ref() {
-                Some(c) => match next_instance(Version::V2, c, &g.mib) {
-                    Some(vb) => {
-                        any_live = true;
-                        *cur = Some(vb.name.clone());
-                        vb
-                    }
-                    None => {
-                        // Later repetitions of an ended column repeat its
-                        // last name with endOfMibView.
-                        if let Some(c) = cur.take() {
-                            ended[j] = c;
-                        }
-                        VarBind::new(ended[j].clone(), Value::EndOfMibView)
-                    }
-                },
-                None => VarBind::new(ended[j].clone(), Value::EndOfMibView),
-            };
-            let Some(w) = wire_vb(&vb) else {
-                return gen_err(n + j + 1);
-            };
-            let sz = codec::varbind_size(&w)?;
-            if !fits(total + sz) {
-                break 'reps;
-            }
-            total += sz;
-            out.push(w);
-        }
-        // Every column is at the end of the view: more rows would only repeat
-        // endOfMibView (RFC 3416 4.2.3 lets the response stop here).
-        if !any_live {
-            break;
-        }
-    }
-    Some(Answer::ok(out))
+    fit(answer, g, b.request_id, reqs)
 }
 
 fn set(g: &Grant, p: &Pdu) -> Answer {
