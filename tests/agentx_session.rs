@@ -5,8 +5,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use common::{PrivateSnmpd, SnmpTool, WalkLine, parse_walk, snmp_tool};
@@ -117,15 +117,8 @@ fn config(addr: &str) -> SessionConfig {
     }
 }
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
+fn wait_for(what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+    common::wait_until(what, timeout, Duration::from_millis(20), f);
 }
 
 /// Stops the session when the test ends, also on panic.
@@ -901,29 +894,45 @@ fn reconnects_when_master_stops_answering_pings() {
 }
 
 /// The AgentX driver and the built-in responder share one runtime: while an
-/// AgentX CommitSet waits (on the fabric, here a sleep), the responder
-/// still answers.
+/// AgentX CommitSet waits (on the fabric, here on the test's word), the
+/// responder still answers.
 #[test]
 fn responder_answers_while_an_agentx_commit_waits() {
     need_snmpd!();
     init_log();
-    struct SlowCommit(Arc<TestMib>);
+    /// A commit that waits until the test lets it go (at most 10 s).
+    struct SlowCommit {
+        mib: Arc<TestMib>,
+        waiting: AtomicBool,
+        go: Mutex<mpsc::Receiver<()>>,
+    }
     impl MibHandler for SlowCommit {
         fn get(&self, o: &Oid) -> Value {
-            self.0.get(o)
+            self.mib.get(o)
         }
         fn get_next(&self, s: &Oid, i: bool, e: Option<&Oid>) -> Option<VarBind> {
-            self.0.get_next(s, i, e)
+            self.mib.get_next(s, i, e)
         }
         fn test_set(&self, txn: SetTxn, vbs: &[VarBind]) -> Result<(), SetError> {
-            self.0.test_set(txn, vbs)
+            self.mib.test_set(txn, vbs)
         }
         fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
-            std::thread::sleep(Duration::from_secs(3));
-            self.0.commit_set(txn)
+            self.waiting.store(true, Ordering::SeqCst);
+            let _ = self
+                .go
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10));
+            self.waiting.store(false, Ordering::SeqCst);
+            self.mib.commit_set(txn)
         }
     }
-    let mib = Arc::new(SlowCommit(TestMib::new(true)));
+    let (go, gate) = mpsc::channel();
+    let mib = Arc::new(SlowCommit {
+        mib: TestMib::new(true),
+        waiting: AtomicBool::new(false),
+        go: Mutex::new(gate),
+    });
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("master");
     let l = UnixListener::bind(&path).unwrap();
@@ -957,9 +966,10 @@ fn responder_answers_while_an_agentx_commit_waits() {
     m.send_pdu(&set);
     assert_eq!(response_of(&m.recv()).0, ResError::NO_ERROR);
     m.send_pdu(&Pdu::new(21, 70, 2, Payload::CommitSet));
-    // The commit is under way (3 s); the responder answers meanwhile.
-    std::thread::sleep(Duration::from_millis(200));
-    let t0 = Instant::now();
+    wait_for("the commit under way", Duration::from_secs(5), || {
+        mib.waiting.load(Ordering::SeqCst)
+    });
+    // The commit waits; the responder answers meanwhile (one try of 2 s).
     let out = snmp_tool(
         "snmpget",
         &[
@@ -975,11 +985,14 @@ fn responder_answers_while_an_agentx_commit_waits() {
             "1.3.6.1.3.117.1.1.2.1",
         ],
     );
-    let answered = t0.elapsed();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.contains("Gauge32: 4000000000"), "{text}");
-    assert!(answered < Duration::from_millis(2500), "{answered:?}");
-    // The commit's answer comes after it.
+    assert!(
+        mib.waiting.load(Ordering::SeqCst),
+        "the commit ended before the responder answered"
+    );
+    // The commit's answer comes once it is let go.
+    go.send(()).unwrap();
     let r = m.recv();
     assert_eq!((r.packet_id, response_of(&r).0), (2, ResError::NO_ERROR));
     responder.shutdown();

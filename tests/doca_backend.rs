@@ -366,11 +366,20 @@ fn the_local_ports_show_the_stand_ins_counters_through_snmpd() {
     );
 
     // Updates at the configured period: sample number k moves by about
-    // elapsed / period between two reads.
+    // elapsed / period between two reads, here once it has moved by 30.
     let k = || counter("pmPortHCInOctets", PF0_GUID, 1).unwrap() / step(DATA_IDS[1].for_port(1));
     let (t1, k1) = (Instant::now(), k());
-    std::thread::sleep(Duration::from_millis(1500));
-    let (t2, k2) = (Instant::now(), k());
+    let k2 = common::poll(Duration::from_secs(10), Duration::from_millis(20), || {
+        Some(k()).filter(|k2| *k2 >= k1 + 30)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "samples stopped at {}: {}",
+            k(),
+            std::fs::read_to_string(&log).unwrap()
+        )
+    });
+    let t2 = Instant::now();
     let expected = (t2 - t1).as_secs_f64() * 1000.0 / f64::from(period_ms);
     let moved = (k2 - k1) as f64;
     eprintln!(

@@ -401,13 +401,10 @@ fn a_sample_runs_from_start_to_results_and_blocks_other_starts() {
     let interval_ticks = 600_000u64;
     let interval = Duration::from_nanos(interval_ticks * tick_ns);
 
-    // The traffic rate of the sampled port (port 1, the power-on PortSelect).
+    // The traffic rate of the sampled port (port 1, the power-on PortSelect),
+    // measured over the time the sample takes to run.
     let port = gauge(&t, &col(3)) as u8;
     let (d0, t0) = (ext_xmit_data(&a, sw, port), Instant::now());
-    std::thread::sleep(Duration::from_millis(300));
-    let (d1, t1) = (ext_xmit_data(&a, sw, port), Instant::now());
-    let rate = (d1 - d0) as f64 / (t1 - t0).as_secs_f64();
-    assert!(rate > 0.0, "the sampled port carries traffic");
 
     let started = Instant::now();
     set(
@@ -478,6 +475,9 @@ fn a_sample_runs_from_start_to_results_and_blocks_other_starts() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
+    let (d1, t1) = (ext_xmit_data(&a, sw, port), Instant::now());
+    let rate = (d1 - d0) as f64 / (t1 - t0).as_secs_f64();
+    assert!(rate > 0.0, "the sampled port carries traffic");
     assert_eq!(seen, vec![1, 2, 0], "pmPortSampleCntrlSampleStatus");
     assert_eq!(seen_result, vec![1, 2, 0], "pmResultSampleStatus");
     let nominal = Duration::from_nanos((start_ticks + interval_ticks) * tick_ns);

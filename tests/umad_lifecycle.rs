@@ -87,7 +87,13 @@ fn sigterm_during_discovery_of_a_silent_fabric_exits_promptly() {
     // deadline per SMP and two retries, discovery would wait three minutes.
     wait_log(&log, "umad port open", Duration::from_secs(20));
     sim.signal("STOP");
-    std::thread::sleep(Duration::from_millis(300));
+    common::wait_until(
+        "ibsim stopped",
+        Duration::from_secs(5),
+        Duration::from_millis(10),
+        || sim.stopped(),
+    );
+    wait_log(&log, "discovering the fabric", Duration::from_secs(20));
     let ok = Command::new("kill")
         .args(["-TERM", &agent.id().to_string()])
         .status()
@@ -186,8 +192,10 @@ fn transport_death_is_one_error_line_and_every_row_goes() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Several more sweeps (and reopen attempts) with the transport down.
-    std::thread::sleep(Duration::from_secs(3));
+    // Two more sweeps (and reopen attempts) with the transport down: the
+    // rows stay gone and no second error is logged.
+    let agent_log = || fs::read_to_string(&log).unwrap_or_default();
+    common::wait_more_sweeps(&addr, 2, Duration::from_secs(20), &mut agent, agent_log);
     assert_eq!(rows(&addr), Some(Vec::new()));
     let text = fs::read_to_string(&log).unwrap_or_default();
     let errors: Vec<&str> = text.lines().filter(|l| l.contains(" ERROR ")).collect();

@@ -110,6 +110,41 @@ pub fn run_agent(cfg: &Path, log: &Path) -> ChildGuard {
     ChildGuard::new("ibpm-agentx", child)
 }
 
+/// Polls `cond` every `every` until it gives a value, for at most `limit`:
+/// the value, or `None` once `limit` has passed (`cond` is asked once more
+/// at the end).
+pub fn poll<T>(limit: Duration, every: Duration, mut cond: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = cond() {
+            return Some(v);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::sleep(every.min(deadline - now));
+    }
+}
+
+/// Waits until `cond` holds, polling every `every`; panics naming `what`
+/// after `limit`.
+pub fn wait_until(what: &str, limit: Duration, every: Duration, mut cond: impl FnMut() -> bool) {
+    if poll(limit, every, || cond().then_some(())).is_none() {
+        panic!("not within {limit:?}: {what}");
+    }
+}
+
+/// pmAgentSweeps.0 (the sweeps the agent has ended), read through the SNMP
+/// agent at `target` with community `public`.
+pub fn sweeps(target: &str) -> Option<u64> {
+    let out = SnmpTool::new("snmpget")
+        .args(["-v2c", "-c", "public", "-Oqv", "-t", "2", "-r", "0"])
+        .args([target, "1.3.6.1.3.117.1.9.3.0"])
+        .run();
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
 /// Waits until pmAgentSweeps.0, read through the SNMP agent at `target`,
 /// says the agent has ended at least `n` sweeps (rows appear as nodes are
 /// read: a test that compares whole tables waits for the first sweep's
@@ -121,24 +156,30 @@ pub fn wait_sweeps(
     agent: &mut ChildGuard,
     log: impl Fn() -> String,
 ) {
-    let start = Instant::now();
-    loop {
+    let reached = poll(limit, Duration::from_millis(100), || {
         assert!(agent.running(), "ibpm-agentx exited:\n{}", log());
-        let out = SnmpTool::new("snmpget")
-            .args(["-v2c", "-c", "public", "-Oqv", "-t", "2", "-r", "0"])
-            .args([target, "1.3.6.1.3.117.1.9.3.0"])
-            .run();
-        let sweeps = String::from_utf8_lossy(&out.stdout).trim().parse::<u64>();
-        if sweeps.is_ok_and(|s| s >= n) {
-            return;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "fewer than {n} sweeps through {target} after {limit:?}:\n{}",
-            log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        sweeps(target).filter(|s| *s >= n)
+    });
+    assert!(
+        reached.is_some(),
+        "fewer than {n} sweeps through {target} after {limit:?}:\n{}",
+        log()
+    );
+}
+
+/// Waits until the agent at `target` has ended `more` sweeps after the
+/// ones it had ended when called: the time for something the sweeps
+/// would do (a notification sent twice, a row back) to have happened.
+pub fn wait_more_sweeps(
+    target: &str,
+    more: u64,
+    limit: Duration,
+    agent: &mut ChildGuard,
+    log: impl Fn() -> String,
+) {
+    let now = poll(limit, Duration::from_millis(100), || sweeps(target))
+        .unwrap_or_else(|| panic!("no pmAgentSweeps through {target}:\n{}", log()));
+    wait_sweeps(target, now + more, limit, agent, log);
 }
 
 /// A free UDP port on 127.0.0.1 (bound and released; a tiny race remains).

@@ -168,6 +168,15 @@ impl IbSim {
         assert!(ok, "kill -{signal} {pid} failed");
     }
 
+    /// Whether ibsim is stopped (SIGSTOP): its state in `/proc/PID/stat`.
+    pub fn stopped(&self) -> bool {
+        let pid = self.child.as_ref().expect("ibsim running").id();
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name, which ends with the last ')'.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+    }
+
     pub fn ibsim_output(&self) -> String {
         fs::read_to_string(self.dir.path().join("ibsim.out")).unwrap_or_default()
     }
