@@ -18,7 +18,7 @@ use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
 use crate::ib::topology;
 use crate::ib::{Escaped, Fabric, NodeType};
-use crate::mib::tables::PM_ROOT;
+use crate::mib::schema::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{EndpointCounters, MibHandler, Oid};
 use crate::notify::send::Notifier;
@@ -625,7 +625,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         peak_kb = crate::heap::peak_kb().unwrap_or(0),
         "fabric loaded"
     );
-    crate::mib::tables::start_clock();
+    crate::mib::read::start_clock();
     let cache = Arc::new(Cache::new());
     // A sweep in progress ends at the shutdown signal: the stop does not
     // wait for a sweep of a fabric that stopped answering.

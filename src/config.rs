@@ -893,10 +893,10 @@ pub fn parse_subtree(s: &str) -> Result<Oid, String> {
     }
     let name = t.rsplit("::").next().unwrap_or(t);
     if name == "ibPmMIB" {
-        return Ok(Oid::new(&crate::mib::tables::PM_ROOT));
+        return Ok(Oid::new(&crate::mib::schema::PM_ROOT));
     }
     if let Some(tb) = crate::mib::tables::TABLES.iter().find(|tb| tb.name == name) {
-        return Ok(Oid::new(&crate::mib::tables::PM_OBJECTS).child(&[tb.number]));
+        return Ok(Oid::new(&crate::mib::schema::PM_OBJECTS).child(&[tb.number]));
     }
     if let Some(c) = crate::mib::tables::COLUMNS.iter().find(|c| c.name == name) {
         return Ok(Oid::new(&c.oid()));

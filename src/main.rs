@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand};
 use ibpm_agentx::agentx::AgentxAddr;
 use ibpm_agentx::config::{self, Config, FabricBackend};
 use ibpm_agentx::ib::{Escaped, Guid};
-use ibpm_agentx::mib::tables::{COLUMNS, IndexScheme, RowIndex, TABLES, guid_index};
+use ibpm_agentx::mib::index::{IndexScheme, RowIndex, guid_index};
+use ibpm_agentx::mib::tables::{COLUMNS, TABLES};
 
 #[derive(Parser)]
 #[command(

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{ChildGuard, PrivateSnmpd, SnmpTool, parse_walk};
-use ibpm_agentx::mib::tables::COUNTER_COLUMNS as COUNTERS;
+use ibpm_agentx::mib::tables::counter_columns;
 use ibsim::{IbSim, IbndNode, example_path, gen_fat_tree, parse_ibnetdiscover, perfquery_fields};
 
 const PM: &str = "1.3.6.1.3.117.1";
@@ -51,10 +51,9 @@ fn guid_of_index(suffix: &[u32]) -> u64 {
 }
 
 fn column_of(name: &str) -> u32 {
-    COUNTERS
-        .iter()
-        .find(|c| c.name() == name)
-        .and_then(|c| c.column)
+    counter_columns()
+        .find(|(f, _)| f.name() == name)
+        .map(|(_, c)| c.column)
         .unwrap_or_else(|| panic!("no column for {name}"))
 }
 
@@ -231,10 +230,8 @@ impl Setup {
             "u".into(),
             port.to_string(),
         ]);
-        let oids: Vec<String> = COUNTERS
-            .iter()
-            .filter_map(|c| c.column)
-            .map(|col| format!("{PM}.4.1.{col}.{idx}"))
+        let oids: Vec<String> = counter_columns()
+            .map(|(_, c)| format!("{PM}.4.1.{}.{idx}", c.column))
             .collect();
         let out = SnmpTool::new("snmpget")
             .args(["-v2c", "-c", "public", "-On", "-t", "3", "-r", "0"])
@@ -244,14 +241,14 @@ impl Setup {
         assert!(out.status.success(), "snmpget failed");
         let lines = parse_walk(&String::from_utf8_lossy(&out.stdout));
         let mut m = BTreeMap::new();
-        for c in COUNTERS.iter().filter(|c| c.column.is_some()) {
-            let oid = format!(".{PM}.4.1.{}.{idx}", c.column.unwrap());
+        for (f, c) in counter_columns() {
+            let oid = format!(".{PM}.4.1.{}.{idx}", c.column);
             let l = lines
                 .iter()
                 .find(|l| l.oid.to_string() == oid || format!(".{}", l.oid) == oid)
                 .unwrap_or_else(|| panic!("no {oid} in {lines:?}"));
             assert_eq!(l.ty, "Gauge32", "{l:?}");
-            m.insert(c.name().to_string(), l.value.parse().expect("number"));
+            m.insert(f.name().to_string(), l.value.parse().expect("number"));
         }
         m
     }

@@ -7,8 +7,8 @@
 #![no_main]
 
 use ibpm_agentx::ib::Guid;
-use ibpm_agentx::mib::tables::guid_index;
-use ibpm_agentx::mib::tables::{GUID_INDEX_LEN, PM_OBJECTS};
+use ibpm_agentx::mib::index::{GUID_INDEX_LEN, guid_index};
+use ibpm_agentx::mib::schema::PM_OBJECTS;
 use ibpm_agentx::mib::{MibHandler, Oid, SetTxn, Value, VarBind};
 use ibpm_agentx_fuzz::{Bytes, with_sim_view};
 use libfuzzer_sys::fuzz_target;

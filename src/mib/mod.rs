@@ -2,7 +2,11 @@
 //! both the AgentX session and the built-in SNMP responder serve from.
 
 pub mod bulk;
+pub mod index;
 pub mod oid;
+pub mod rate;
+pub mod read;
+pub mod schema;
 pub mod set;
 pub mod tables;
 pub mod value;

@@ -23,7 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::tables::{self, Column, Source, Syntax, column_of};
+use super::read::unwrap;
+use super::schema::{Access, Column, SetRule, Source, Syntax, clear_selects};
+use super::tables::column_of;
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{NodeRecord, Snapshot};
 use crate::fabric::control::{Controller, WriteOp};
@@ -31,7 +33,7 @@ use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::port_counters::{cs, cs2};
-use crate::pm::samples::{PortSamplesControlField, STATUS_DONE, counter_width_bits};
+use crate::pm::samples::{STATUS_DONE, counter_width_bits};
 
 /// pmPortCountersPortSelect of a row that was never written.
 pub const DEFAULT_PORT_SELECT: u8 = 1;
@@ -148,7 +150,7 @@ fn check_value(col: &Column, v: &Value, index: usize) -> Result<(), SetError> {
             if *x > max {
                 return Err(err(ErrorStatus::WrongValue, index));
             }
-            if matches!(col.source, Source::Counter(_)) && *x != 0 {
+            if col.access == Access::ReadWrite(SetRule::ClearCounter) && *x != 0 {
                 // Writing a counter means clearing it.
                 return Err(err(ErrorStatus::WrongValue, index));
             }
@@ -168,7 +170,7 @@ fn check_value(col: &Column, v: &Value, index: usize) -> Result<(), SetError> {
 
 /// Writes a checked value into the sample-control fields a column shows.
 fn set_ctl(c: &mut PortSamplesControl, source: Source, v: &Value) {
-    let n = tables::unwrap(v);
+    let n = unwrap(v);
     match source {
         Source::Ctl(f) => c.set(f, n),
         Source::CtlSelect(i) => {
@@ -274,7 +276,7 @@ impl Writes {
         for (i, vb) in varbinds.iter().enumerate() {
             let index = i + 1;
             let col = match column_of(vb.name.as_slice()) {
-                Some((c, t, suffix)) if c.access == tables::Access::ReadWrite => (c, t, suffix),
+                Some((c, t, suffix)) if c.writable() => (c, t, suffix),
                 _ => return Err(err(ErrorStatus::NotWritable, index)),
             };
             check_value(col.0, &vb.value, index)?;
@@ -292,8 +294,11 @@ impl Writes {
                 .filter(|n| (table.present)(n))
                 .ok_or(err(ErrorStatus::NoCreation, index))?;
             let np = nodes.entry(node.guid).or_default();
-            match col.source {
-                Source::PortSelect => {
+            let Access::ReadWrite(rule) = col.access else {
+                return Err(err(ErrorStatus::NotWritable, index));
+            };
+            match rule {
+                SetRule::PortSelect => {
                     let Value::Gauge32(p) = vb.value else {
                         return Err(err(ErrorStatus::WrongType, index));
                     };
@@ -303,30 +308,33 @@ impl Writes {
                     }
                     np.port_select = Some(p);
                 }
-                Source::PortClear => {
+                SetRule::ClearMask => {
                     if node.port(row.port).is_none() {
                         return Err(err(ErrorStatus::NoCreation, index));
                     }
                     let Value::Gauge32(mask) = vb.value else {
                         return Err(err(ErrorStatus::WrongType, index));
                     };
-                    let (select, select2) = tables::clear_selects(mask);
+                    let (select, select2) = clear_selects(mask);
                     if select != 0 || select2 != 0 {
                         np.port_clears
                             .push((row.port, select, select2, index as u16));
                     }
                 }
-                Source::Counter(f) => {
+                SetRule::ClearCounter => {
+                    let Source::Counter(f) = col.source else {
+                        return Err(err(ErrorStatus::NotWritable, index));
+                    };
                     np.clear |= cs(f);
                     np.clear2 |= cs2(f);
                     if np.clear_index == 0 {
                         np.clear_index = index as u16;
                     }
                 }
-                src @ (Source::Ctl(_) | Source::CtlSelect(_)) => {
+                SetRule::SampleControl | SetRule::SamplePortSelect => {
                     let current = node.samples_control.as_deref().copied().unwrap_or_default();
                     let c = np.control.get_or_insert(current);
-                    if src == Source::Ctl(PortSamplesControlField::PortSelect) {
+                    if rule == SetRule::SamplePortSelect {
                         let Value::Gauge32(p) = vb.value else {
                             return Err(err(ErrorStatus::WrongType, index));
                         };
@@ -339,12 +347,11 @@ impl Writes {
                             return Err(err(ErrorStatus::InconsistentValue, index));
                         }
                     }
-                    set_ctl(c, src, &vb.value);
+                    set_ctl(c, col.source, &vb.value);
                     if np.control_index == 0 {
                         np.control_index = index as u16;
                     }
                 }
-                _ => return Err(err(ErrorStatus::NotWritable, index)),
             }
         }
 
@@ -548,7 +555,8 @@ impl Pending {
 mod tests {
     use super::*;
     use crate::mib::Oid;
-    use crate::mib::tables::guid_index;
+    use crate::mib::index::guid_index;
+    use crate::mib::schema::PM_OBJECTS;
     use crate::mib::view::MibView;
     use crate::rig::{AgentRig, RigOptions};
     use crate::sim::SimFabric;
@@ -562,7 +570,7 @@ mod tests {
     }
 
     fn vb(table: u32, column: u32, guid: Guid, value: Value) -> VarBind {
-        let mut o = tables::PM_OBJECTS.to_vec();
+        let mut o = PM_OBJECTS.to_vec();
         o.extend([table, 1, column]);
         o.extend(guid_index(guid));
         VarBind::new(Oid(o), value)

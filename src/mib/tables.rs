@@ -1,67 +1,298 @@
-//! Every column the agent serves, in one place: OID, type, access and where
-//! its value comes from. The view and the SET path walk these tables.
+//! Every table the agent serves, declared once: its number, name, index
+//! scheme and when a node has rows, then one line per column (number,
+//! name, syntax, access with the SET rule, where the value comes from), as
+//! mib2c declares a table. Columns made from another declaration (the
+//! 64-bit totals of `fabric::hc`, an optional attribute's fields) say so in
+//! one line. The read path ([`super::read`]), the SET pipeline
+//! ([`super::set`]) and the view walk these tables.
 
 use std::sync::LazyLock;
 
-use std::time::Instant;
-
-use super::{EndpointCounters, Value};
-use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot, Stamp};
+use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar};
+use super::read::has_lane_reading;
+use super::schema::Access::{ReadOnly as RO, ReadWrite};
+use super::schema::SetRule::{
+    ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
+};
+use super::schema::Syntax::{Counter64, Enum, OctetString, TimeStamp, TimeTicks, TruthValue};
+use super::schema::{
+    AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, NodeCol as N, PM_OBJECTS, PortCol as P,
+    RateCol as R, Source as S, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col, every_port,
+    gauge_of, pc,
+};
 use crate::fabric::hc::{self, HC};
-use crate::ib::{Guid, NodeType};
-use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::decl::names15;
-use crate::pm::port_counters::{COUNTERS, PortCountersField};
-use crate::pm::samples::{PortSamplesControlField, PortSamplesResultField};
+use crate::pm::optional::{FecTotal as Fec, Lane, MibTable, OPTIONAL};
+use crate::pm::port_counters::PortCountersField as F;
+use crate::pm::samples::{
+    PortSamplesControlField as C, PortSamplesResultExtendedField as X,
+    PortSamplesResultField as Res,
+};
 
-/// `pm` = experimental 117.
-pub const PM_ROOT: [u32; 6] = [1, 3, 6, 1, 3, 117];
-/// `pmMIBObjects` = { pm 1 }; table N is { pmMIBObjects N }, its entry { table 1 }.
-pub const PM_OBJECTS: [u32; 7] = [1, 3, 6, 1, 3, 117, 1];
+const RW_PORT_SELECT: super::schema::Access = ReadWrite(PortSelect);
+const RW_CLEAR: super::schema::Access = ReadWrite(ClearCounter);
+const RW_SAMPLE: super::schema::Access = ReadWrite(SampleControl);
 
-pub const T_CLASS_PORT_INFO: u32 = 1;
-pub const T_SAMPLE_CNTRL: u32 = 2;
-pub const T_SAMPLE_RESULT: u32 = 3;
-pub const T_PORT_COUNTERS: u32 = 4;
-pub const T_NODE: u32 = 5;
-pub const T_PORT: u32 = 6;
-pub const T_PORT_HC: u32 = 7;
-pub const T_PORT_RATE: u32 = 8;
-/// The agent's scalars: { pmMIBObjects 9 }, each `.0`.
-pub const T_AGENT: u32 = 9;
+/// The tables this file declares (the optional attributes' own tables are
+/// added from their declarations, [`crate::pm::optional::OPTIONAL`]).
+#[rustfmt::skip]
+const DECLARED: &[Table] = &[
+    Table {
+        number: 1,
+        name: "pmClassPortInfoTable",
+        present: |n| n.class_port_info.is_some(),
+        columns: &[col(2, "pmClassPortInfoAllPortSelect", TruthValue, RO, S::AllPortSelect)],
+        ..TABLE
+    },
+    Table {
+        number: 2,
+        name: "pmPortSampleCntrlTable",
+        present: |n| n.samples_control.is_some(),
+        columns: &[
+            col(2, "pmPortSampleCntrlOpCode", U8, RW_SAMPLE, S::Ctl(C::OpCode)),
+            col(3, "pmPortSampleCntrlPortSelect", U8, ReadWrite(SamplePortSelect), S::Ctl(C::PortSelect)),
+            col(4, "pmPortSampleCntrlTick", U8, RO, S::Ctl(C::Tick)),
+            col(5, "pmPortSampleCntrlCounterWidth", Enum { max: 4 }, RO, S::Ctl(C::CounterWidth)),
+            Cols::Fifteen {
+                first: 6,
+                names: names15!("pmPortSampleCntrlCounter", "Mask"),
+                syntax: Syntax::Unsigned32 { max: 7 },
+                access: RO,
+                source: S::CtlMask,
+            },
+            col(21, "pmPortSampleCntrlSampleMechanisms", U8, RO, S::Ctl(C::SampleMechanisms)),
+            col(22, "pmPortSampleCntrlSampleStatus", Enum { max: 3 }, RO, S::Ctl(C::SampleStatus)),
+            col(23, "pmPortSampleCntrlOptionMask", GUID, RO, S::Ctl(C::OptionMask)),
+            col(24, "pmPortSampleCntrlVendorMask", GUID, RO, S::Ctl(C::VendorMask)),
+            col(25, "pmPortSampleCntrlSampleStart", U32, RW_SAMPLE, S::Ctl(C::SampleStart)),
+            col(26, "pmPortSampleCntrlSampleInterval", U32, RW_SAMPLE, S::Ctl(C::SampleInterval)),
+            col(27, "pmPortSampleCntrlTag", OctetString { size: 2 }, RW_SAMPLE, S::Ctl(C::Tag)),
+            Cols::Fifteen {
+                first: 28,
+                names: names15!("pmPortSampleCntrlCounterSelect", ""),
+                syntax: U16,
+                access: RW_SAMPLE,
+                source: S::CtlSelect,
+            },
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 3,
+        name: "pmPortSampleResultTable",
+        present: |n| n.samples_result.is_some(),
+        columns: &[
+            col(2, "pmPortSampleResultTag", OctetString { size: 2 }, RO, S::Res(Res::Tag)),
+            col(3, "pmResultSampleStatus", Enum { max: 3 }, RO, S::Res(Res::SampleStatus)),
+            Cols::Fifteen {
+                first: 4,
+                names: names15!("pmPortSampleResultCounter", ""),
+                syntax: G32,
+                access: RO,
+                source: S::ResCounter,
+            },
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 4,
+        name: "pmPortCountersTable",
+        present: |n| n.ports.iter().any(|p| p.counters().is_some()),
+        columns: &[
+            col(2, "pmPortCountersPortSelect", U8, RW_PORT_SELECT, S::PortSelect),
+            col(3, "pmPortCountersSymbolErrors", pc(F::SymbolErrors), RW_CLEAR, S::Counter(F::SymbolErrors)),
+            col(4, "pmPortCountersLinkErrorRecovery", pc(F::LinkErrorRecovery), RW_CLEAR, S::Counter(F::LinkErrorRecovery)),
+            col(5, "pmPortCountersLinkDown", pc(F::LinkDowned), RW_CLEAR, S::Counter(F::LinkDowned)),
+            col(6, "pmPortCountersRcvErrors", pc(F::RcvErrors), RW_CLEAR, S::Counter(F::RcvErrors)),
+            col(7, "pmPortCountersRcvRemoteErrors", pc(F::RcvRemotePhysErrors), RW_CLEAR, S::Counter(F::RcvRemotePhysErrors)),
+            col(8, "pmPortCountersRcvSwRelayErrors", pc(F::RcvSwitchRelayErrors), RW_CLEAR, S::Counter(F::RcvSwitchRelayErrors)),
+            col(9, "pmPortCountersXmitDiscards", pc(F::XmitDiscards), RW_CLEAR, S::Counter(F::XmitDiscards)),
+            col(10, "pmPortCountersXmitConstraintErrors", pc(F::XmitConstraintErrors), RW_CLEAR, S::Counter(F::XmitConstraintErrors)),
+            col(11, "pmPortCountersRcvConstraintErrors", pc(F::RcvConstraintErrors), RW_CLEAR, S::Counter(F::RcvConstraintErrors)),
+            col(12, "pmPortCountersLocalLinkIntegrityErrors", pc(F::LocalLinkIntegrityErrors), RW_CLEAR, S::Counter(F::LocalLinkIntegrityErrors)),
+            col(13, "pmPortCountersExcessiveBufferOverrun", pc(F::ExcessiveBufferOverrunErrors), RW_CLEAR, S::Counter(F::ExcessiveBufferOverrunErrors)),
+            col(14, "pmPortCountersVL15Dropped", pc(F::Vl15Dropped), RW_CLEAR, S::Counter(F::Vl15Dropped)),
+            col(15, "pmPortCountersXmitData", pc(F::XmitData), RW_CLEAR, S::Counter(F::XmitData)),
+            col(16, "pmPortCountersRcvData", pc(F::RcvData), RW_CLEAR, S::Counter(F::RcvData)),
+            col(17, "pmPortCountersXmitPkts", pc(F::XmitPkts), RW_CLEAR, S::Counter(F::XmitPkts)),
+            col(18, "pmPortCountersRcvPkts", pc(F::RcvPkts), RW_CLEAR, S::Counter(F::RcvPkts)),
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 5,
+        name: "pmNodeTable",
+        columns: &[
+            col(2, "pmNodeDescription", TEXT, RO, S::Node(N::Description)),
+            col(3, "pmNodeType", Enum { max: 3 }, RO, S::Node(N::Type)),
+            col(4, "pmNodeSystemImageGuid", GUID, RO, S::Node(N::SysGuid)),
+            col(5, "pmNodeVendorId", Syntax::Unsigned32 { max: 0xFF_FFFF }, RO, S::Node(N::VendorId)),
+            col(6, "pmNodeDeviceId", U16, RO, S::Node(N::DeviceId)),
+            col(7, "pmNodeNumPorts", U8, RO, S::Node(N::NumPorts)),
+            col(8, "pmNodeLid", U16, RO, S::Node(N::Lid)),
+            col(9, "pmNodeStatus", Enum { max: 3 }, RO, S::Node(N::Status)),
+            col(10, "pmNodeLastUpdate", TimeStamp, RO, S::Node(N::LastUpdate)),
+            col(11, "pmNodePmaCapabilityMask", OctetString { size: 2 }, RO, S::Node(N::PmaCapMask)),
+            col(12, "pmNodeOptionalAttributes", TEXT, RO, S::Node(N::OptionalAttributes)),
+            col(13, "pmNodeSource", Enum { max: 3 }, RO, S::Node(N::Source)),
+            col(14, "pmNodeWideCounters", Enum { max: 3 }, RO, S::Node(N::WideCounters)),
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 6,
+        name: "pmPortTable",
+        index: NodeGuidPort,
+        port_present: every_port,
+        columns: &[
+            col(2, "pmPortNodeDescription", TEXT, RO, S::Port(P::NodeDescription)),
+            col(3, "pmPortGuid", GUID, RO, S::Port(P::Guid)),
+            col(4, "pmPortLid", U16, RO, S::Port(P::Lid)),
+            col(5, "pmPortState", Enum { max: 4 }, RO, S::Port(P::State)),
+            col(6, "pmPortPhysState", Enum { max: 7 }, RO, S::Port(P::PhysState)),
+            col(7, "pmPortLinkWidthActive", Enum { max: 12 }, RO, S::Port(P::Width)),
+            col(8, "pmPortLinkSpeedActive", Enum { max: 9 }, RO, S::Port(P::Speed)),
+            col(9, "pmPortRateMbps", G32, RO, S::Port(P::RateMbps)),
+            col(10, "pmPortPeerNodeGuid", GUID, RO, S::Port(P::PeerNodeGuid)),
+            col(11, "pmPortPeerPortNum", U8, RO, S::Port(P::PeerPortNum)),
+            col(12, "pmPortPeerDescription", TEXT, RO, S::Port(P::PeerDescription)),
+            col(13, "pmPortLastUpdate", TimeStamp, RO, S::Port(P::LastUpdate)),
+            col(14, "pmPortClearCounters", Syntax::Unsigned32 { max: CLEAR_MASK_MAX, }, ReadWrite(ClearMask), S::PortClear),
+            col(15, "pmPortName", Syntax::DisplayString { max: 96 }, RO, S::Port(P::Name)),
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 7,
+        name: "pmPortCounters64Table",
+        index: NodeGuidPort,
+        present: |n| n.ports.iter().any(|p| p.hc.valid != 0),
+        port_present: |p| p.hc.valid != 0,
+        columns: &[Cols::Walk(Walk::HcTotals)],
+        ..TABLE
+    },
+    Table {
+        number: 8,
+        name: "pmPortRateTable",
+        index: NodeGuidPort,
+        present: |n| n.ports.iter().any(|p| p.rates.valid != 0),
+        port_present: |p| p.rates.valid != 0,
+        columns: &[
+            col(1, "pmPortRateInBitsPerSec", Counter64, RO, S::Rate(R::InBitsPerSec)),
+            col(2, "pmPortRateOutBitsPerSec", Counter64, RO, S::Rate(R::OutBitsPerSec)),
+            col(3, "pmPortRateInPktsPerSec", G32, RO, S::Rate(R::InPktsPerSec)),
+            col(4, "pmPortRateOutPktsPerSec", G32, RO, S::Rate(R::OutPktsPerSec)),
+            col(5, "pmPortRateOutUtilization", gauge_of(10000), RO, S::Rate(R::OutUtilization)),
+            col(6, "pmPortRateInUtilization", gauge_of(10000), RO, S::Rate(R::InUtilization)),
+            col(7, "pmPortRateCongestion", gauge_of(10000), RO, S::Rate(R::Congestion)),
+            col(8, "pmPortRateCongestedMbps", G32, RO, S::Rate(R::CongestedMbps)),
+            Cols::Walk(Walk::ErrorRates { first: 9 }),
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 9,
+        name: "pmAgent",
+        index: Scalar,
+        columns: &[
+            col(1, "pmAgentVersion", TEXT, RO, S::Agent(A::Version)),
+            col(2, "pmAgentUpTime", TimeTicks, RO, S::Agent(A::UpTime)),
+            col(3, "pmAgentSweeps", Counter64, RO, S::Agent(A::Sweeps)),
+            col(4, "pmAgentLastSweepTime", TimeStamp, RO, S::Agent(A::LastSweepTime)),
+            col(5, "pmAgentLastSweepDuration", G32, RO, S::Agent(A::LastSweepDuration)),
+            col(6, "pmAgentLastSweepMads", G32, RO, S::Agent(A::LastSweepMads)),
+            col(7, "pmAgentLastSweepTimeouts", G32, RO, S::Agent(A::LastSweepTimeouts)),
+            col(8, "pmAgentNodesReachable", G32, RO, S::Agent(A::NodesReachable)),
+            col(9, "pmAgentNodesUnreachable", G32, RO, S::Agent(A::NodesUnreachable)),
+            col(10, "pmAgentLastDiscovery", TimeStamp, RO, S::Agent(A::LastDiscovery)),
+            col(11, "pmAgentNotificationsSent", Counter64, RO, S::Agent(A::NotificationsSent)),
+            col(12, "pmAgentNotificationsSuppressed", Counter64, RO, S::Agent(A::NotificationsSuppressed)),
+            col(13, "pmAgentNotificationsDropped", Counter64, RO, S::Agent(A::NotificationsDropped)),
+            col(14, "pmAgentSnmpInPkts", Counter64, RO, S::Agent(A::SnmpInPackets)),
+            col(15, "pmAgentSnmpOutPkts", Counter64, RO, S::Agent(A::SnmpOutPackets)),
+            col(16, "pmAgentSnmpRefused", Counter64, RO, S::Agent(A::SnmpRefused)),
+            col(17, "pmAgentSnmpRateLimited", Counter64, RO, S::Agent(A::SnmpRateLimited)),
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 14,
+        name: "pmPortVLTable",
+        index: NodeGuidPortLane,
+        port_present: |p| has_lane_reading(p, Lane::Vl),
+        columns: &[Cols::Walk(Walk::Lanes(Lane::Vl))],
+        ..TABLE
+    },
+    Table {
+        number: 15,
+        name: "pmPortSLTable",
+        index: NodeGuidPortLane,
+        port_present: |p| has_lane_reading(p, Lane::Sl),
+        columns: &[Cols::Walk(Walk::Lanes(Lane::Sl))],
+        ..TABLE
+    },
+    Table {
+        number: 18,
+        name: "pmPortFecTable",
+        index: NodeGuidPort,
+        port_present: every_port,
+        attr: Some(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS),
+        columns: &[
+            col(1, "pmPortFecMode", Enum { max: 4 }, RO, S::FecMode),
+            col(2, "pmPortSyncHeaderErrors", gauge_of(0xFFFF), RO, S::Fec(Fec::SyncHeaderErrors)),
+            col(3, "pmPortUnknownBlocks", gauge_of(0xFFFF), RO, S::Fec(Fec::UnknownBlocks)),
+            col(4, "pmPortFECCorrectableBlocks", G32, RO, S::Fec(Fec::CorrectableBlocks)),
+            col(5, "pmPortFECUncorrectableBlocks", G32, RO, S::Fec(Fec::UncorrectableBlocks)),
+            col(6, "pmPortFECCorrectedSymbols", G32, RO, S::Fec(Fec::CorrectedSymbols)),
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 19,
+        name: "pmPortLaneTable",
+        index: NodeGuidPortLane,
+        port_present: |p| has_lane_reading(p, Lane::Phys),
+        columns: &[Cols::Walk(Walk::Lanes(Lane::Phys))],
+        ..TABLE
+    },
+    Table {
+        number: 21,
+        name: "pmPortSampleResultExtTable",
+        present: |n| n.samples_result_ext.is_some(),
+        columns: &[
+            col(1, "pmSampleResultExtTag", OctetString { size: 2 }, RO, S::ResExt(X::Tag)),
+            col(2, "pmSampleResultExtStatus", Enum { max: 3 }, RO, S::ResExt(X::SampleStatus)),
+            col(3, "pmSampleResultExtWidth", Syntax::Unsigned32 { max: 3 }, RO, S::ResExt(X::ExtendedWidth)),
+            Cols::Fifteen {
+                first: 4,
+                names: names15!("pmSampleResultExtCounter", ""),
+                syntax: Counter64,
+                access: RO,
+                source: S::ResExtCounter,
+            },
+        ],
+        ..TABLE
+    },
+];
 
-/// A sparse per-port table showing one optional PM attribute: a column
-/// per counter of the attribute's declaration, a row per port whose node
-/// answers the attribute.
-#[derive(Clone, Copy, Debug)]
-pub struct OptionalTable {
-    pub number: u32,
-    pub name: &'static str,
-    pub attr_id: u16,
-    pub fields: &'static [crate::pm::Field],
+/// The table of an optional attribute with one of its own
+/// ([`MibTable::Own`]): a sparse per-port table, a column per counter.
+const fn own_table(number: u32, name: &'static str, attr_id: u16) -> Table {
+    Table {
+        number,
+        name,
+        index: NodeGuidPort,
+        port_present: every_port,
+        attr: Some(attr_id),
+        columns: &[Cols::Walk(Walk::AttrCounters)],
+        ..TABLE
+    }
 }
 
-/// pmPortVLTable: one row per (node, port, VL), a column per per-VL
-/// optional attribute ([`crate::pm::optional::LANE_ATTRS`]).
-pub const T_PORT_VL: u32 = 14;
-/// pmPortSLTable: one row per (node, port, SL), a column per per-SL
-/// optional attribute.
-pub const T_PORT_SL: u32 = 15;
-
-/// pmPortFecTable: a port's FEC mode and FEC totals
-/// (PortExtendedSpeedsCounters).
-pub const T_PORT_FEC: u32 = 18;
-/// pmPortLaneTable: one row per (node, port, physical lane), a column per
-/// per-lane counter of PortExtendedSpeedsCounters.
-pub const T_PORT_LANE: u32 = 19;
-
-/// pmPortSampleResultExtTable: PortSamplesResultExtended per node.
-pub const T_SAMPLE_RESULT_EXT: u32 = 21;
-
-const OWN_TABLES: usize = {
-    let (mut n, mut i) = (0, 0);
-    while i < crate::pm::optional::OPTIONAL.len() {
-        if let crate::pm::optional::MibTable::Own { .. } = crate::pm::optional::OPTIONAL[i].table {
+const TABLE_COUNT: usize = {
+    let (mut n, mut i) = (DECLARED.len(), 0);
+    while i < OPTIONAL.len() {
+        if let MibTable::Own { .. } = OPTIONAL[i].table {
             n += 1;
         }
         i += 1;
@@ -69,1204 +300,37 @@ const OWN_TABLES: usize = {
     n
 };
 
-/// The optional attributes with a table of their own
-/// ([`crate::pm::optional::MibTable::Own`]), in declaration order.
-pub const OPTIONAL_TABLES: [OptionalTable; OWN_TABLES] = {
-    use crate::pm::optional::{MibTable, OPTIONAL};
-    let mut out = [OptionalTable {
-        number: 0,
-        name: "",
-        attr_id: 0,
-        fields: &[],
-    }; OWN_TABLES];
-    let (mut n, mut i) = (0, 0);
+/// Every table the agent serves, in OID order: [`DECLARED`] and the
+/// optional attributes' own tables.
+pub const TABLES: [Table; TABLE_COUNT] = {
+    let mut out = [TABLE; TABLE_COUNT];
+    let mut n = 0;
+    while n < DECLARED.len() {
+        out[n] = DECLARED[n];
+        n += 1;
+    }
+    let mut i = 0;
     while i < OPTIONAL.len() {
         if let MibTable::Own { number, name } = OPTIONAL[i].table {
-            out[n] = OptionalTable {
-                number,
-                name,
-                attr_id: OPTIONAL[i].id,
-                fields: OPTIONAL[i].fields,
-            };
+            out[n] = own_table(number, name, OPTIONAL[i].id);
             n += 1;
+        }
+        i += 1;
+    }
+    // Insertion sort by number.
+    let mut i = 1;
+    while i < out.len() {
+        let mut j = i;
+        while j > 0 && out[j - 1].number > out[j].number {
+            let t = out[j - 1];
+            out[j - 1] = out[j];
+            out[j] = t;
+            j -= 1;
         }
         i += 1;
     }
     out
 };
-
-/// The counter fields of an optional attribute: every field after
-/// CounterSelect (the selector fields come first).
-pub fn optional_counters(t: &OptionalTable) -> impl Iterator<Item = &'static crate::pm::Field> {
-    crate::pm::optional::counter_fields(t.fields).iter()
-}
-
-/// Number of sub-identifiers of a node-GUID index (OCTET STRING (SIZE(8)),
-/// no length prefix).
-pub const GUID_INDEX_LEN: usize = 8;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    ReadOnly,
-    ReadWrite,
-}
-
-/// The SMI syntax of a column, which fixes the wire type and the legal values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Syntax {
-    /// TruthValue: true(1) / false(2); INTEGER on the wire.
-    TruthValue,
-    /// An enumerated INTEGER with values 0..=max.
-    Enum {
-        max: u32,
-    },
-    /// Unsigned32 (0..=max); Gauge32 on the wire.
-    Unsigned32 {
-        max: u32,
-    },
-    /// Gauge32 (0..=max).
-    Gauge32 {
-        max: u32,
-    },
-    /// OCTET STRING of a fixed size.
-    OctetString {
-        size: usize,
-    },
-    /// DisplayString (0..max octets).
-    DisplayString {
-        max: usize,
-    },
-    Counter64,
-    /// TimeStamp: TimeTicks since the agent started.
-    TimeStamp,
-    TimeTicks,
-}
-
-/// Where a column's value comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// ClassPortInfo.CapabilityMask bit 8.
-    AllPortSelect,
-    /// A scalar PortSamplesControl field.
-    Ctl(PortSamplesControlField),
-    /// PortSamplesControl CounterMask`n`.
-    CtlMask(usize),
-    /// PortSamplesControl CounterSelect`n`.
-    CtlSelect(usize),
-    /// A scalar PortSamplesResult field.
-    Res(PortSamplesResultField),
-    /// A scalar PortSamplesResultExtended field.
-    ResExt(crate::pm::samples::PortSamplesResultExtendedField),
-    /// PortSamplesResultExtended Counter`n`.
-    ResExtCounter(usize),
-    /// PortSamplesResult Counter`n`.
-    ResCounter(usize),
-    /// The row's selected port (agent state, default 1).
-    PortSelect,
-    /// A PortCounters counter of the selected port.
-    Counter(PortCountersField),
-    Node(NodeCol),
-    Port(PortCol),
-    /// A 64-bit total ([`HC`] slot).
-    Hc(usize),
-    HcDiscontinuity,
-    Rate(RateCol),
-    /// The rate of an error counter ([`HC`] slot), in thousandths per second.
-    ErrorRate(usize),
-    /// pmPortClearCounters: writing a mask clears the port's PortCounters
-    /// counters it selects (reads 0).
-    PortClear,
-    /// The counter of the row's VL, SL or physical lane in a per-lane
-    /// attribute's reading.
-    Lane(crate::pm::optional::LaneAttr),
-    /// The FEC the port's link runs.
-    FecMode,
-    /// A FEC total of the port's PortExtendedSpeedsCounters reading.
-    Fec(crate::pm::optional::FecTotal),
-    /// A counter of an optional attribute's latest reading.
-    Optional {
-        attr_id: u16,
-        field: crate::pm::Field,
-    },
-    Agent(AgentCol),
-}
-
-/// Columns of pmNodeTable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeCol {
-    Description,
-    Type,
-    SysGuid,
-    VendorId,
-    DeviceId,
-    NumPorts,
-    Lid,
-    Status,
-    LastUpdate,
-    PmaCapMask,
-    OptionalAttributes,
-    Source,
-    WideCounters,
-}
-
-/// Columns of pmPortTable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PortCol {
-    NodeDescription,
-    Guid,
-    Lid,
-    State,
-    PhysState,
-    Width,
-    Speed,
-    RateMbps,
-    PeerNodeGuid,
-    PeerPortNum,
-    PeerDescription,
-    LastUpdate,
-    Name,
-}
-
-/// Columns of pmPortRateTable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RateCol {
-    InBitsPerSec,
-    OutBitsPerSec,
-    InPktsPerSec,
-    OutPktsPerSec,
-    OutUtilization,
-    InUtilization,
-    Congestion,
-    CongestedMbps,
-}
-
-/// The agent's scalars.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AgentCol {
-    Version,
-    UpTime,
-    Sweeps,
-    LastSweepTime,
-    LastSweepDuration,
-    LastSweepMads,
-    LastSweepTimeouts,
-    NodesReachable,
-    NodesUnreachable,
-    LastDiscovery,
-    NotificationsSent,
-    NotificationsSuppressed,
-    NotificationsDropped,
-    SnmpInPackets,
-    SnmpOutPackets,
-    SnmpRefused,
-    SnmpRateLimited,
-}
-
-/// The time TimeStamp columns count from: the agent's start (a subagent's
-/// own uptime, as net-snmp's subagents keep it; pmAgentUpTime shows it).
-static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
-
-/// Fix the epoch of TimeStamp columns (call at start-up).
-pub fn start_clock() {
-    std::sync::LazyLock::force(&EPOCH);
-}
-
-/// TimeTicks (hundredths of a second) from the epoch to `at`; 0 for none.
-pub fn timestamp(at: Option<Instant>) -> u32 {
-    at.map_or(0, |t| {
-        (t.saturating_duration_since(*EPOCH).as_millis() / 10).min(u32::MAX as u128) as u32
-    })
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct Column {
-    /// Table number under pmMIBObjects.
-    pub table: u32,
-    /// Column number under the table's entry.
-    pub column: u32,
-    pub name: &'static str,
-    pub syntax: Syntax,
-    pub access: Access,
-    pub source: Source,
-}
-
-impl Column {
-    /// The column's OID (without an index): { table 1 column }, or
-    /// { group column } for a scalar.
-    pub fn oid(&self) -> ColumnOid {
-        let o = PM_OBJECTS;
-        let scalar = self.table == T_AGENT;
-        let mut a = [0u32; 10];
-        a[..7].copy_from_slice(&o);
-        a[7] = self.table;
-        if scalar {
-            a[8] = self.column;
-        } else {
-            a[8] = 1;
-            a[9] = self.column;
-        }
-        ColumnOid {
-            arcs: a,
-            len: if scalar { 9 } else { 10 },
-        }
-    }
-}
-
-/// A column's OID, without allocation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ColumnOid {
-    arcs: [u32; 10],
-    len: usize,
-}
-
-impl std::ops::Deref for ColumnOid {
-    type Target = [u32];
-    fn deref(&self) -> &[u32] {
-        &self.arcs[..self.len]
-    }
-}
-
-/// The pmPortCountersTable column of each PortCounters counter, indexed
-/// like [`COUNTERS`] (XmitWait has none in the draft's table).
-#[derive(Clone, Copy, Debug)]
-pub struct CounterColumn {
-    pub counter: PortCountersField,
-    pub column: Option<u32>,
-    pub mib_name: &'static str,
-}
-
-impl CounterColumn {
-    /// The IBA name of the counter.
-    pub fn name(&self) -> &'static str {
-        self.counter.name()
-    }
-
-    /// The counter's maximum: it saturates at all ones of its field width.
-    pub fn max(&self) -> u32 {
-        u32::try_from(self.counter.field().max()).unwrap_or(u32::MAX)
-    }
-}
-
-const fn cc(counter: PortCountersField, column: u32, mib_name: &'static str) -> CounterColumn {
-    CounterColumn {
-        counter,
-        column: Some(column),
-        mib_name,
-    }
-}
-
-/// The counter columns of pmPortCountersTable, one per PortCounters counter.
-#[rustfmt::skip]
-pub const COUNTER_COLUMNS: [CounterColumn; COUNTERS.len()] = {
-    use PortCountersField as F;
-    [
-        cc(F::SymbolErrors, 3, "pmPortCountersSymbolErrors"),
-        cc(F::LinkErrorRecovery, 4, "pmPortCountersLinkErrorRecovery"),
-        cc(F::LinkDowned, 5, "pmPortCountersLinkDown"),
-        cc(F::RcvErrors, 6, "pmPortCountersRcvErrors"),
-        cc(F::RcvRemotePhysErrors, 7, "pmPortCountersRcvRemoteErrors"),
-        cc(F::RcvSwitchRelayErrors, 8, "pmPortCountersRcvSwRelayErrors"),
-        cc(F::XmitDiscards, 9, "pmPortCountersXmitDiscards"),
-        cc(F::XmitConstraintErrors, 10, "pmPortCountersXmitConstraintErrors"),
-        cc(F::RcvConstraintErrors, 11, "pmPortCountersRcvConstraintErrors"),
-        cc(F::LocalLinkIntegrityErrors, 12, "pmPortCountersLocalLinkIntegrityErrors"),
-        cc(F::ExcessiveBufferOverrunErrors, 13, "pmPortCountersExcessiveBufferOverrun"),
-        cc(F::Vl15Dropped, 14, "pmPortCountersVL15Dropped"),
-        cc(F::XmitData, 15, "pmPortCountersXmitData"),
-        cc(F::RcvData, 16, "pmPortCountersRcvData"),
-        cc(F::XmitPkts, 17, "pmPortCountersXmitPkts"),
-        cc(F::RcvPkts, 18, "pmPortCountersRcvPkts"),
-        CounterColumn { counter: F::XmitWait, column: None, mib_name: "" },
-    ]
-};
-
-const _: () = {
-    let mut i = 0;
-    while i < COUNTERS.len() {
-        assert!(
-            COUNTER_COLUMNS[i].counter as usize == COUNTERS[i].counter as usize,
-            "COUNTER_COLUMNS must follow COUNTERS"
-        );
-        i += 1;
-    }
-};
-
-/// Every accessible column of IB-PM-MIB, in OID order.
-pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(build_columns);
-
-fn build_columns() -> Vec<Column> {
-    use Access::{ReadOnly as RO, ReadWrite as RW};
-    use PortSamplesControlField as C;
-    let u8max = Syntax::Unsigned32 { max: 255 };
-    let mut v = Vec::with_capacity(80);
-    let mut col = |table, column, name, syntax, access, source| {
-        v.push(Column {
-            table,
-            column,
-            name,
-            syntax,
-            access,
-            source,
-        })
-    };
-
-    // pmClassPortInfoTable
-    let t = T_CLASS_PORT_INFO;
-    col(
-        t,
-        2,
-        "pmClassPortInfoAllPortSelect",
-        Syntax::TruthValue,
-        RO,
-        Source::AllPortSelect,
-    );
-
-    // pmPortSampleCntrlTable
-    let t = T_SAMPLE_CNTRL;
-    col(
-        t,
-        2,
-        "pmPortSampleCntrlOpCode",
-        u8max,
-        RW,
-        Source::Ctl(C::OpCode),
-    );
-    col(
-        t,
-        3,
-        "pmPortSampleCntrlPortSelect",
-        u8max,
-        RW,
-        Source::Ctl(C::PortSelect),
-    );
-    col(
-        t,
-        4,
-        "pmPortSampleCntrlTick",
-        u8max,
-        RO,
-        Source::Ctl(C::Tick),
-    );
-    col(
-        t,
-        5,
-        "pmPortSampleCntrlCounterWidth",
-        Syntax::Enum { max: 4 },
-        RO,
-        Source::Ctl(C::CounterWidth),
-    );
-    for (i, name) in names15!("pmPortSampleCntrlCounter", "Mask")
-        .iter()
-        .enumerate()
-    {
-        col(
-            t,
-            6 + i as u32,
-            name,
-            Syntax::Unsigned32 { max: 7 },
-            RO,
-            Source::CtlMask(i),
-        );
-    }
-    col(
-        t,
-        21,
-        "pmPortSampleCntrlSampleMechanisms",
-        u8max,
-        RO,
-        Source::Ctl(C::SampleMechanisms),
-    );
-    col(
-        t,
-        22,
-        "pmPortSampleCntrlSampleStatus",
-        Syntax::Enum { max: 3 },
-        RO,
-        Source::Ctl(C::SampleStatus),
-    );
-    col(
-        t,
-        23,
-        "pmPortSampleCntrlOptionMask",
-        Syntax::OctetString { size: 8 },
-        RO,
-        Source::Ctl(C::OptionMask),
-    );
-    col(
-        t,
-        24,
-        "pmPortSampleCntrlVendorMask",
-        Syntax::OctetString { size: 8 },
-        RO,
-        Source::Ctl(C::VendorMask),
-    );
-    col(
-        t,
-        25,
-        "pmPortSampleCntrlSampleStart",
-        Syntax::Unsigned32 { max: u32::MAX },
-        RW,
-        Source::Ctl(C::SampleStart),
-    );
-    col(
-        t,
-        26,
-        "pmPortSampleCntrlSampleInterval",
-        Syntax::Unsigned32 { max: u32::MAX },
-        RW,
-        Source::Ctl(C::SampleInterval),
-    );
-    col(
-        t,
-        27,
-        "pmPortSampleCntrlTag",
-        Syntax::OctetString { size: 2 },
-        RW,
-        Source::Ctl(C::Tag),
-    );
-    for (i, name) in names15!("pmPortSampleCntrlCounterSelect", "")
-        .iter()
-        .enumerate()
-    {
-        col(
-            t,
-            28 + i as u32,
-            name,
-            Syntax::Unsigned32 { max: 65535 },
-            RW,
-            Source::CtlSelect(i),
-        );
-    }
-
-    // pmPortSampleResultTable
-    let t = T_SAMPLE_RESULT;
-    col(
-        t,
-        2,
-        "pmPortSampleResultTag",
-        Syntax::OctetString { size: 2 },
-        RO,
-        Source::Res(PortSamplesResultField::Tag),
-    );
-    col(
-        t,
-        3,
-        "pmResultSampleStatus",
-        Syntax::Enum { max: 3 },
-        RO,
-        Source::Res(PortSamplesResultField::SampleStatus),
-    );
-    for (i, name) in names15!("pmPortSampleResultCounter", "").iter().enumerate() {
-        col(
-            t,
-            4 + i as u32,
-            name,
-            Syntax::Gauge32 { max: u32::MAX },
-            RO,
-            Source::ResCounter(i),
-        );
-    }
-
-    // pmPortCountersTable
-    let t = T_PORT_COUNTERS;
-    col(
-        t,
-        2,
-        "pmPortCountersPortSelect",
-        u8max,
-        RW,
-        Source::PortSelect,
-    );
-    for c in &COUNTER_COLUMNS {
-        if let Some(column) = c.column {
-            col(
-                t,
-                column,
-                c.mib_name,
-                Syntax::Gauge32 { max: c.max() },
-                RW,
-                Source::Counter(c.counter),
-            );
-        }
-    }
-
-    let name = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-    let guid = Syntax::OctetString { size: 8 };
-    let text = Syntax::DisplayString { max: 64 };
-    let g32 = Syntax::Gauge32 { max: u32::MAX };
-    let u16max = Syntax::Unsigned32 { max: 65535 };
-
-    // pmNodeTable
-    let t = T_NODE;
-    use NodeCol as N;
-    for (c, n, syntax, src) in [
-        (2, "pmNodeDescription", text, N::Description),
-        (3, "pmNodeType", Syntax::Enum { max: 3 }, N::Type),
-        (4, "pmNodeSystemImageGuid", guid, N::SysGuid),
-        (
-            5,
-            "pmNodeVendorId",
-            Syntax::Unsigned32 { max: 0xFF_FFFF },
-            N::VendorId,
-        ),
-        (6, "pmNodeDeviceId", u16max, N::DeviceId),
-        (7, "pmNodeNumPorts", u8max, N::NumPorts),
-        (8, "pmNodeLid", u16max, N::Lid),
-        (9, "pmNodeStatus", Syntax::Enum { max: 3 }, N::Status),
-        (10, "pmNodeLastUpdate", Syntax::TimeStamp, N::LastUpdate),
-        (
-            11,
-            "pmNodePmaCapabilityMask",
-            Syntax::OctetString { size: 2 },
-            N::PmaCapMask,
-        ),
-        (12, "pmNodeOptionalAttributes", text, N::OptionalAttributes),
-        (13, "pmNodeSource", Syntax::Enum { max: 3 }, N::Source),
-        (
-            14,
-            "pmNodeWideCounters",
-            Syntax::Enum { max: 3 },
-            N::WideCounters,
-        ),
-    ] {
-        col(t, c, n, syntax, RO, Source::Node(src));
-    }
-
-    // pmPortTable
-    let t = T_PORT;
-    use PortCol as P;
-    for (c, n, syntax, src) in [
-        (2, "pmPortNodeDescription", text, P::NodeDescription),
-        (3, "pmPortGuid", guid, P::Guid),
-        (4, "pmPortLid", u16max, P::Lid),
-        (5, "pmPortState", Syntax::Enum { max: 4 }, P::State),
-        (6, "pmPortPhysState", Syntax::Enum { max: 7 }, P::PhysState),
-        (
-            7,
-            "pmPortLinkWidthActive",
-            Syntax::Enum { max: 12 },
-            P::Width,
-        ),
-        (
-            8,
-            "pmPortLinkSpeedActive",
-            Syntax::Enum { max: 9 },
-            P::Speed,
-        ),
-        (9, "pmPortRateMbps", g32, P::RateMbps),
-        (10, "pmPortPeerNodeGuid", guid, P::PeerNodeGuid),
-        (11, "pmPortPeerPortNum", u8max, P::PeerPortNum),
-        (12, "pmPortPeerDescription", text, P::PeerDescription),
-        (13, "pmPortLastUpdate", Syntax::TimeStamp, P::LastUpdate),
-        (15, "pmPortName", Syntax::DisplayString { max: 96 }, P::Name),
-    ] {
-        col(t, c, n, syntax, RO, Source::Port(src));
-    }
-    col(
-        t,
-        14,
-        "pmPortClearCounters",
-        Syntax::Unsigned32 {
-            max: CLEAR_MASK_MAX,
-        },
-        RW,
-        Source::PortClear,
-    );
-
-    // pmPortCounters64Table
-    let t = T_PORT_HC;
-    for (k, c) in HC.iter().enumerate() {
-        if hc::column(k) == hc::DISCONTINUITY_COLUMN + 1 {
-            col(
-                t,
-                hc::DISCONTINUITY_COLUMN,
-                "pmPortCounterDiscontinuityTime",
-                Syntax::TimeStamp,
-                RO,
-                Source::HcDiscontinuity,
-            );
-        }
-        col(
-            t,
-            hc::column(k),
-            name(format!("pmPortHC{}", c.name)),
-            Syntax::Counter64,
-            RO,
-            Source::Hc(k),
-        );
-    }
-
-    // pmPortRateTable
-    let t = T_PORT_RATE;
-    use RateCol as R;
-    for (c, n, syntax, src) in [
-        (
-            1,
-            "pmPortRateInBitsPerSec",
-            Syntax::Counter64,
-            R::InBitsPerSec,
-        ),
-        (
-            2,
-            "pmPortRateOutBitsPerSec",
-            Syntax::Counter64,
-            R::OutBitsPerSec,
-        ),
-        (3, "pmPortRateInPktsPerSec", g32, R::InPktsPerSec),
-        (4, "pmPortRateOutPktsPerSec", g32, R::OutPktsPerSec),
-        (
-            5,
-            "pmPortRateOutUtilization",
-            Syntax::Gauge32 { max: 10000 },
-            R::OutUtilization,
-        ),
-        (
-            6,
-            "pmPortRateInUtilization",
-            Syntax::Gauge32 { max: 10000 },
-            R::InUtilization,
-        ),
-        (
-            7,
-            "pmPortRateCongestion",
-            Syntax::Gauge32 { max: 10000 },
-            R::Congestion,
-        ),
-        (8, "pmPortRateCongestedMbps", g32, R::CongestedMbps),
-    ] {
-        col(t, c, n, syntax, RO, Source::Rate(src));
-    }
-    let mut c = 9;
-    for (k, h) in HC.iter().enumerate() {
-        if h.error {
-            col(
-                t,
-                c,
-                name(format!("pmPortRate{}", h.name)),
-                g32,
-                RO,
-                Source::ErrorRate(k),
-            );
-            c += 1;
-        }
-    }
-
-    // The optional attributes' tables (after the scalars in OID order:
-    // their numbers are higher).
-    let mut optional = Vec::new();
-    for ot in &OPTIONAL_TABLES {
-        for (i, f) in optional_counters(ot).enumerate() {
-            optional.push(Column {
-                table: ot.number,
-                column: 1 + i as u32,
-                name: name(format!("pm{}", f.name)),
-                syntax: Syntax::Gauge32 {
-                    max: u32::try_from(f.max()).unwrap_or(u32::MAX),
-                },
-                access: RO,
-                source: Source::Optional {
-                    attr_id: ot.attr_id,
-                    field: *f,
-                },
-            });
-        }
-    }
-
-    // pmPortVLTable and pmPortSLTable: a column per per-lane attribute,
-    // from 2 (column 1 is the lane index).
-    for (table, lane) in [
-        (T_PORT_VL, crate::pm::optional::Lane::Vl),
-        (T_PORT_SL, crate::pm::optional::Lane::Sl),
-        (T_PORT_LANE, crate::pm::optional::Lane::Phys),
-    ] {
-        let attrs = crate::pm::optional::LANE_ATTRS
-            .iter()
-            .filter(|a| a.lane == lane);
-        for (i, a) in attrs.enumerate() {
-            optional.push(Column {
-                table,
-                column: 2 + i as u32,
-                name: name(format!("pm{}", a.name)),
-                syntax: Syntax::Gauge32 {
-                    max: u32::try_from(a.max()).unwrap_or(u32::MAX),
-                },
-                access: RO,
-                source: Source::Lane(*a),
-            });
-        }
-    }
-
-    // pmPortFecTable
-    {
-        use crate::pm::optional::FecTotal as F;
-        optional.push(Column {
-            table: T_PORT_FEC,
-            column: 1,
-            name: "pmPortFecMode",
-            syntax: Syntax::Enum { max: 4 },
-            access: RO,
-            source: Source::FecMode,
-        });
-        for (c, n, max, t) in [
-            (2, "pmPortSyncHeaderErrors", 0xFFFF, F::SyncHeaderErrors),
-            (3, "pmPortUnknownBlocks", 0xFFFF, F::UnknownBlocks),
-            (
-                4,
-                "pmPortFECCorrectableBlocks",
-                u32::MAX,
-                F::CorrectableBlocks,
-            ),
-            (
-                5,
-                "pmPortFECUncorrectableBlocks",
-                u32::MAX,
-                F::UncorrectableBlocks,
-            ),
-            (
-                6,
-                "pmPortFECCorrectedSymbols",
-                u32::MAX,
-                F::CorrectedSymbols,
-            ),
-        ] {
-            optional.push(Column {
-                table: T_PORT_FEC,
-                column: c,
-                name: n,
-                syntax: Syntax::Gauge32 { max },
-                access: RO,
-                source: Source::Fec(t),
-            });
-        }
-    }
-
-    // pmPortSampleResultExtTable
-    {
-        use crate::pm::samples::PortSamplesResultExtendedField as X;
-        for (c, n, syntax, f) in [
-            (
-                1,
-                "pmSampleResultExtTag",
-                Syntax::OctetString { size: 2 },
-                X::Tag,
-            ),
-            (
-                2,
-                "pmSampleResultExtStatus",
-                Syntax::Enum { max: 3 },
-                X::SampleStatus,
-            ),
-            (
-                3,
-                "pmSampleResultExtWidth",
-                Syntax::Unsigned32 { max: 3 },
-                X::ExtendedWidth,
-            ),
-        ] {
-            optional.push(Column {
-                table: T_SAMPLE_RESULT_EXT,
-                column: c,
-                name: n,
-                syntax,
-                access: RO,
-                source: Source::ResExt(f),
-            });
-        }
-        for (i, n) in names15!("pmSampleResultExtCounter", "").iter().enumerate() {
-            optional.push(Column {
-                table: T_SAMPLE_RESULT_EXT,
-                column: 4 + i as u32,
-                name: n,
-                syntax: Syntax::Counter64,
-                access: RO,
-                source: Source::ResExtCounter(i),
-            });
-        }
-    }
-
-    // pmAgent scalars
-    let t = T_AGENT;
-    use AgentCol as A;
-    for (c, n, syntax, src) in [
-        (1, "pmAgentVersion", text, A::Version),
-        (2, "pmAgentUpTime", Syntax::TimeTicks, A::UpTime),
-        (3, "pmAgentSweeps", Syntax::Counter64, A::Sweeps),
-        (
-            4,
-            "pmAgentLastSweepTime",
-            Syntax::TimeStamp,
-            A::LastSweepTime,
-        ),
-        (5, "pmAgentLastSweepDuration", g32, A::LastSweepDuration),
-        (6, "pmAgentLastSweepMads", g32, A::LastSweepMads),
-        (7, "pmAgentLastSweepTimeouts", g32, A::LastSweepTimeouts),
-        (8, "pmAgentNodesReachable", g32, A::NodesReachable),
-        (9, "pmAgentNodesUnreachable", g32, A::NodesUnreachable),
-        (
-            10,
-            "pmAgentLastDiscovery",
-            Syntax::TimeStamp,
-            A::LastDiscovery,
-        ),
-        (
-            11,
-            "pmAgentNotificationsSent",
-            Syntax::Counter64,
-            A::NotificationsSent,
-        ),
-        (
-            12,
-            "pmAgentNotificationsSuppressed",
-            Syntax::Counter64,
-            A::NotificationsSuppressed,
-        ),
-        (
-            13,
-            "pmAgentNotificationsDropped",
-            Syntax::Counter64,
-            A::NotificationsDropped,
-        ),
-        (14, "pmAgentSnmpInPkts", Syntax::Counter64, A::SnmpInPackets),
-        (
-            15,
-            "pmAgentSnmpOutPkts",
-            Syntax::Counter64,
-            A::SnmpOutPackets,
-        ),
-        (16, "pmAgentSnmpRefused", Syntax::Counter64, A::SnmpRefused),
-        (
-            17,
-            "pmAgentSnmpRateLimited",
-            Syntax::Counter64,
-            A::SnmpRateLimited,
-        ),
-    ] {
-        col(t, c, n, syntax, RO, Source::Agent(src));
-    }
-    v.extend(optional);
-    v.sort_by_key(|c| (c.table, c.column));
-    v
-}
-
-/// How a table's rows are indexed. The view and the SET planner reach rows
-/// only through it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IndexScheme {
-    /// The node GUID as 8 sub-identifiers (OCTET STRING (SIZE(8)), no
-    /// length prefix): one row per node.
-    NodeGuid,
-    /// The node GUID, then the port number: one row per port.
-    NodeGuidPort,
-    /// The node GUID, the port number, then the virtual lane or service
-    /// level: one row per VL (SL) of a port.
-    NodeGuidPortLane,
-    /// Scalars: the one instance `.0`.
-    Scalar,
-}
-
-/// The index of one row (`port` is 0 for a node's row and for scalars,
-/// `lane` 0 outside the per-VL and per-SL tables).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct RowIndex {
-    pub guid: Guid,
-    pub port: u8,
-    pub lane: u8,
-}
-
-impl RowIndex {
-    pub fn node(guid: Guid) -> RowIndex {
-        RowIndex::port(guid, 0)
-    }
-
-    pub fn port(guid: Guid, port: u8) -> RowIndex {
-        RowIndex {
-            guid,
-            port,
-            lane: 0,
-        }
-    }
-}
-
-/// The index of a row, without allocation (at most GUID + port).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IndexArcs {
-    arcs: [u32; GUID_INDEX_LEN + 2],
-    len: usize,
-}
-
-impl std::ops::Deref for IndexArcs {
-    type Target = [u32];
-    fn deref(&self) -> &[u32] {
-        &self.arcs[..self.len]
-    }
-}
-
-impl IndexScheme {
-    /// The sub-identifiers of a row's index.
-    pub fn encode(self, row: RowIndex) -> IndexArcs {
-        let mut arcs = [0u32; GUID_INDEX_LEN + 2];
-        let len = match self {
-            IndexScheme::Scalar => 1,
-            IndexScheme::NodeGuid => {
-                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
-                GUID_INDEX_LEN
-            }
-            IndexScheme::NodeGuidPort => {
-                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
-                arcs[GUID_INDEX_LEN] = row.port.into();
-                GUID_INDEX_LEN + 1
-            }
-            IndexScheme::NodeGuidPortLane => {
-                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
-                arcs[GUID_INDEX_LEN] = row.port.into();
-                arcs[GUID_INDEX_LEN + 1] = row.lane.into();
-                GUID_INDEX_LEN + 2
-            }
-        };
-        IndexArcs { arcs, len }
-    }
-
-    /// The row an index suffix names, if it is a valid index.
-    pub fn parse(self, suffix: &[u32]) -> Option<RowIndex> {
-        match self {
-            IndexScheme::Scalar => (suffix == [0]).then_some(RowIndex::node(Guid(0))),
-            IndexScheme::NodeGuid => parse_guid_index(suffix).map(RowIndex::node),
-            IndexScheme::NodeGuidPort => {
-                let (&port, guid) = suffix.split_last()?;
-                let guid = parse_guid_index(guid)?;
-                Some(RowIndex::port(guid, u8::try_from(port).ok()?))
-            }
-            IndexScheme::NodeGuidPortLane => {
-                let (&lane, rest) = suffix.split_last()?;
-                let (&port, guid) = rest.split_last()?;
-                let lane = u8::try_from(lane)
-                    .ok()
-                    .filter(|&v| v < crate::pm::optional::LANES)?;
-                Some(RowIndex {
-                    guid: parse_guid_index(guid)?,
-                    port: u8::try_from(port).ok()?,
-                    lane,
-                })
-            }
-        }
-    }
-
-    /// The rows of `node` in this scheme, in index order.
-    pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> + '_ {
-        let (one, ports, lanes) = match self {
-            IndexScheme::NodeGuid => (true, &node.ports[..0], 0),
-            IndexScheme::NodeGuidPort => (false, &node.ports[..], 1),
-            IndexScheme::NodeGuidPortLane => (false, &node.ports[..], crate::pm::optional::LANES),
-            IndexScheme::Scalar => (false, &node.ports[..0], 0),
-        };
-        let guid = node.guid;
-        std::iter::once(RowIndex::node(guid))
-            .filter(move |_| one)
-            .chain(ports.iter().flat_map(move |p| {
-                (0..lanes).map(move |lane| RowIndex {
-                    guid,
-                    port: p.num(),
-                    lane,
-                })
-            }))
-    }
-}
-
-/// One table: its number under pmMIBObjects, name, index scheme and when a
-/// node has rows in it. Its columns are the [`COLUMNS`] with its number.
-#[derive(Clone, Copy, Debug)]
-pub struct Table {
-    pub number: u32,
-    pub name: &'static str,
-    pub index: IndexScheme,
-    /// The node has rows in the table (for a per-port table: some port
-    /// may have a row).
-    pub present: fn(&NodeRecord) -> bool,
-    /// A port of the node has a row (per-port tables only).
-    pub port_present: fn(&PortRecord) -> bool,
-    /// The optional attribute whose reading a port needs for a row.
-    pub attr: Option<u16>,
-}
-
-impl Table {
-    /// One row per port (or per lane of a port).
-    pub fn per_port(&self) -> bool {
-        matches!(
-            self.index,
-            IndexScheme::NodeGuidPort | IndexScheme::NodeGuidPortLane
-        )
-    }
-
-    /// The lanes of a port's rows: 1 per port, [`crate::pm::optional::LANES`]
-    /// in the per-VL and per-SL tables.
-    pub fn lanes(&self) -> u8 {
-        match self.index {
-            IndexScheme::NodeGuidPortLane => crate::pm::optional::LANES,
-            _ => 1,
-        }
-    }
-}
-
-/// Every table the agent serves, in OID order.
-pub const TABLES: &[Table] = &[
-    Table {
-        number: T_CLASS_PORT_INFO,
-        name: "pmClassPortInfoTable",
-        index: IndexScheme::NodeGuid,
-        present: |n| n.class_port_info.is_some(),
-        port_present: |_| false,
-        attr: None,
-    },
-    Table {
-        number: T_SAMPLE_CNTRL,
-        name: "pmPortSampleCntrlTable",
-        index: IndexScheme::NodeGuid,
-        present: |n| n.samples_control.is_some(),
-        port_present: |_| false,
-        attr: None,
-    },
-    Table {
-        number: T_SAMPLE_RESULT,
-        name: "pmPortSampleResultTable",
-        index: IndexScheme::NodeGuid,
-        present: |n| n.samples_result.is_some(),
-        port_present: |_| false,
-        attr: None,
-    },
-    Table {
-        number: T_PORT_COUNTERS,
-        name: "pmPortCountersTable",
-        index: IndexScheme::NodeGuid,
-        present: |n| n.ports.iter().any(|p| p.counters().is_some()),
-        port_present: |_| false,
-        attr: None,
-    },
-    Table {
-        number: T_NODE,
-        name: "pmNodeTable",
-        index: IndexScheme::NodeGuid,
-        present: |_| true,
-        port_present: |_| false,
-        attr: None,
-    },
-    Table {
-        number: T_PORT,
-        name: "pmPortTable",
-        index: IndexScheme::NodeGuidPort,
-        present: |_| true,
-        port_present: |_| true,
-        attr: None,
-    },
-    Table {
-        number: T_PORT_HC,
-        name: "pmPortCounters64Table",
-        index: IndexScheme::NodeGuidPort,
-        present: |n| n.ports.iter().any(|p| p.hc.valid != 0),
-        port_present: |p| p.hc.valid != 0,
-        attr: None,
-    },
-    Table {
-        number: T_PORT_RATE,
-        name: "pmPortRateTable",
-        index: IndexScheme::NodeGuidPort,
-        present: |n| n.ports.iter().any(|p| p.rates.valid != 0),
-        port_present: |p| p.rates.valid != 0,
-        attr: None,
-    },
-    Table {
-        number: T_AGENT,
-        name: "pmAgent",
-        index: IndexScheme::Scalar,
-        present: |_| true,
-        port_present: |_| false,
-        attr: None,
-    },
-    optional_table(0),
-    optional_table(1),
-    optional_table(2),
-    optional_table(3),
-    Table {
-        number: T_PORT_VL,
-        name: "pmPortVLTable",
-        index: IndexScheme::NodeGuidPortLane,
-        present: |_| true,
-        port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Vl),
-        attr: None,
-    },
-    Table {
-        number: T_PORT_SL,
-        name: "pmPortSLTable",
-        index: IndexScheme::NodeGuidPortLane,
-        present: |_| true,
-        port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Sl),
-        attr: None,
-    },
-    optional_table(4),
-    optional_table(5),
-    Table {
-        number: T_PORT_FEC,
-        name: "pmPortFecTable",
-        index: IndexScheme::NodeGuidPort,
-        present: |_| true,
-        port_present: |_| true,
-        attr: Some(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS),
-    },
-    Table {
-        number: T_PORT_LANE,
-        name: "pmPortLaneTable",
-        index: IndexScheme::NodeGuidPortLane,
-        present: |_| true,
-        port_present: |p| has_lane_reading(p, crate::pm::optional::Lane::Phys),
-        attr: None,
-    },
-    Table {
-        number: T_SAMPLE_RESULT_EXT,
-        name: "pmPortSampleResultExtTable",
-        index: IndexScheme::NodeGuid,
-        present: |n| n.samples_result_ext.is_some(),
-        port_present: |_| false,
-        attr: None,
-    },
-];
-
-/// The port's PortExtendedSpeedsCounters reading is in its RS-FEC layout:
-/// the node's PMA says IsRSFECCountersSupported and the link runs RS-FEC
-/// (perfquery's rule).
-fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
-    node.class_port_info
-        .as_ref()
-        .is_some_and(|c| c.capability_mask & crate::pm::class_port_info::CAP_RSFEC_COUNTERS != 0)
-        && port.link.fec.is_some_and(|f| f.rs_fec())
-}
-
-/// The port holds a reading of a per-lane attribute of kind `lane`.
-fn has_lane_reading(p: &PortRecord, lane: crate::pm::optional::Lane) -> bool {
-    p.optional
-        .attrs()
-        .any(|a| crate::pm::optional::lane_attr(a, lane).is_some())
-}
-
-const fn optional_table(i: usize) -> Table {
-    let t = &OPTIONAL_TABLES[i];
-    Table {
-        number: t.number,
-        name: t.name,
-        index: IndexScheme::NodeGuidPort,
-        present: |_| true,
-        port_present: |_| true,
-        attr: Some(t.attr_id),
-    }
-}
-
-/// The table numbered `number`.
-pub fn table(number: u32) -> Option<&'static Table> {
-    let i = usize::try_from(number).ok()?.checked_sub(1)?;
-    TABLE_BY_NUMBER
-        .get(i)
-        .copied()
-        .flatten()
-        .map(|i| &TABLES[i])
-}
 
 /// Where in [`TABLES`] table number n+1 is.
 const TABLE_BY_NUMBER: [Option<usize>; 32] = {
@@ -1284,40 +348,113 @@ const TABLE_BY_NUMBER: [Option<usize>; 32] = {
     by
 };
 
-/// The 8 sub-identifiers of a node-GUID index.
-pub fn guid_index(guid: Guid) -> [u32; GUID_INDEX_LEN] {
-    guid.octets().map(u32::from)
+/// The table numbered `number`.
+pub fn table(number: u32) -> Option<&'static Table> {
+    let i = usize::try_from(number).ok()?.checked_sub(1)?;
+    TABLE_BY_NUMBER
+        .get(i)
+        .copied()
+        .flatten()
+        .map(|i| &TABLES[i])
 }
 
-/// The GUID an index suffix names, if it is a valid 8-octet index.
-pub fn parse_guid_index(suffix: &[u32]) -> Option<Guid> {
-    if suffix.len() != GUID_INDEX_LEN || suffix.iter().any(|&s| s > 255) {
-        return None;
-    }
-    Some(Guid(
-        suffix.iter().fold(0u64, |acc, &s| (acc << 8) | s as u64),
-    ))
-}
-
-/// The smallest GUID whose node-GUID index does not sort before the
-/// index prefix `suffix` (its first 8 sub-identifiers), or `None` when every
-/// GUID's does: the nodes before it have no row at or after `suffix`.
-pub fn guid_lower_bound(suffix: &[u32]) -> Option<Guid> {
-    let part = &suffix[..suffix.len().min(GUID_INDEX_LEN)];
-    let mut prefix: u64 = 0;
-    for (i, &s) in part.iter().enumerate() {
-        if s > 255 {
-            // Every GUID beginning with part[..i] sorts before: the bound is
-            // the next such prefix.
-            let next = prefix
-                .checked_add(1)
-                .filter(|&n| i > 0 && n < 1u64 << (8 * i))?;
-            return Some(Guid(next << (8 * (GUID_INDEX_LEN - i))));
+/// Every accessible column of IB-PM-MIB, in OID order: the columns of
+/// [`TABLES`], with the walks made.
+pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(|| {
+    let mut v = Vec::with_capacity(300);
+    for t in &TABLES {
+        let mut add = |c: Column| {
+            v.push(Column {
+                table: t.number,
+                scalar: t.index == Scalar,
+                ..c
+            })
+        };
+        for cols in t.columns {
+            match *cols {
+                Cols::One(c) => add(c),
+                Cols::Fifteen {
+                    first,
+                    names,
+                    syntax,
+                    access,
+                    source,
+                } => {
+                    for (i, name) in names.into_iter().enumerate() {
+                        add(column(first + i as u32, name, syntax, access, source(i)));
+                    }
+                }
+                Cols::Walk(w) => walk(t, w).into_iter().for_each(&mut add),
+            }
         }
-        prefix = (prefix << 8) | u64::from(s);
     }
-    let shift = 8 * (GUID_INDEX_LEN - part.len());
-    Some(Guid(if shift == 64 { 0 } else { prefix << shift }))
+    v.sort_by_key(|c| (c.table, c.column));
+    v
+});
+
+fn column(
+    column: u32,
+    name: &'static str,
+    syntax: Syntax,
+    access: super::schema::Access,
+    source: S,
+) -> Column {
+    match col(column, name, syntax, access, source) {
+        Cols::One(c) => c,
+        _ => unreachable!("col makes one column"),
+    }
+}
+
+/// The columns a [`Walk`] makes of table `t`; names are made once, when
+/// [`COLUMNS`] is first used.
+fn walk(t: &Table, w: Walk) -> Vec<Column> {
+    let name = |prefix: &str, s: &str| -> &'static str { format!("{prefix}{s}").leak() };
+    match w {
+        Walk::HcTotals => {
+            let mut v = vec![column(
+                hc::DISCONTINUITY_COLUMN,
+                "pmPortCounterDiscontinuityTime",
+                TimeStamp,
+                RO,
+                S::HcDiscontinuity,
+            )];
+            v.extend(HC.iter().enumerate().map(|(k, c)| {
+                column(
+                    hc::column(k),
+                    name("pmPortHC", c.name),
+                    Counter64,
+                    RO,
+                    S::Hc(k),
+                )
+            }));
+            v
+        }
+        Walk::ErrorRates { first } => HC
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.error)
+            .zip(first..)
+            .map(|((k, h), c)| column(c, name("pmPortRate", h.name), G32, RO, S::ErrorRate(k)))
+            .collect(),
+        Walk::AttrCounters => {
+            let attr_id = t.attr.unwrap_or(0);
+            let fields = crate::pm::optional::fields_of(attr_id);
+            crate::pm::optional::counter_fields(fields)
+                .iter()
+                .zip(1..)
+                .map(|(f, c)| {
+                    let source = S::Optional { attr_id, field: *f };
+                    column(c, name("pm", f.name), gauge_of(f.max()), RO, source)
+                })
+                .collect()
+        }
+        Walk::Lanes(lane) => crate::pm::optional::LANE_ATTRS
+            .iter()
+            .filter(|a| a.lane == lane)
+            .zip(2..)
+            .map(|(a, c)| column(c, name("pm", a.name), gauge_of(a.max()), RO, S::Lane(*a)))
+            .collect(),
+    }
 }
 
 /// Find the column an OID names (exactly the column plus an index suffix)
@@ -1328,7 +465,7 @@ pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32]
     }
     let table_no = oid[7];
     let t = table(table_no)?;
-    let (column, rest) = if t.index == IndexScheme::Scalar {
+    let (column, rest) = if t.index == Scalar {
         (oid[8], 9)
     } else {
         if oid.len() < 10 || oid[8] != 1 {
@@ -1343,402 +480,19 @@ pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32]
     Some((col, t, &oid[rest..]))
 }
 
-/// True when `node` has a row in `table`.
-pub fn row_present(table_no: u32, node: &NodeRecord) -> bool {
-    // (The node-level test; per-port tables check the port in `read`.)
-    table(table_no).is_some_and(|t| (t.present)(node))
-}
-
-/// The value of `col` in row `row` of `node`, or `None` when the row is
-/// absent. `port_select` is the row's pmPortCountersPortSelect; `snap`
-/// answers what a row shows of other nodes (a peer's description) and the
-/// agent's scalars.
-pub fn read(
-    col: &Column,
-    snap: &Snapshot,
-    endpoint: &EndpointCounters,
-    node: Option<&NodeRecord>,
-    row: RowIndex,
-    port_select: u8,
-) -> Option<Value> {
-    let t = table(col.table)?;
-    if t.index == IndexScheme::Scalar {
-        return read_at(col, t, snap, endpoint, None, None, row, port_select);
-    }
-    let node = node?;
-    if row.guid != node.guid || !(t.present)(node) {
-        return None;
-    }
-    let port = if t.per_port() {
-        Some(node.port(row.port)?)
-    } else {
-        None
-    };
-    read_at(col, t, snap, endpoint, Some(node), port, row, port_select)
-}
-
-/// [`read`] once the row is resolved: `t` is the column's table, the node
-/// is in `t` (`present`), `port` is the row's port for a per-port table.
-/// What a walk calls for each row, testing the node once per column.
-#[allow(clippy::too_many_arguments)]
-pub fn read_at(
-    col: &Column,
-    t: &Table,
-    snap: &Snapshot,
-    endpoint: &EndpointCounters,
-    node: Option<&NodeRecord>,
-    port: Option<&PortRecord>,
-    row: RowIndex,
-    port_select: u8,
-) -> Option<Value> {
-    if t.index == IndexScheme::Scalar {
-        let Source::Agent(a) = col.source else {
-            return None;
-        };
-        return Some(agent_value(a, snap, endpoint));
-    }
-    let node = node?;
-    if let Some(p) = port
-        && (!(t.port_present)(p) || t.attr.is_some_and(|a| !p.optional.has(a)))
-    {
-        return None;
-    }
-    let v = match col.source {
-        Source::AllPortSelect => {
-            let cpi = node.class_port_info.as_ref()?;
-            truth(cpi.capability_mask & CAP_ALL_PORT_SELECT != 0)
-        }
-        Source::Ctl(f) => wrap(col.syntax, node.samples_control.as_ref()?.get(f)),
-        Source::CtlMask(i) => wrap(
-            col.syntax,
-            (*node.samples_control.as_ref()?.counter_masks.get(i)?).into(),
-        ),
-        Source::CtlSelect(i) => wrap(
-            col.syntax,
-            (*node.samples_control.as_ref()?.counter_select.get(i)?).into(),
-        ),
-        Source::Res(f) => wrap(col.syntax, node.samples_result.as_ref()?.get(f)),
-        Source::ResExt(f) => wrap(col.syntax, node.samples_result_ext.as_ref()?.get(f)),
-        Source::ResExtCounter(i) => {
-            Value::Counter64(*node.samples_result_ext.as_ref()?.counters.get(i)?)
-        }
-        Source::ResCounter(i) => wrap(
-            col.syntax,
-            (*node.samples_result.as_ref()?.counters.get(i)?).into(),
-        ),
-        Source::PortSelect => Value::Gauge32(port_select as u32),
-        Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
-        Source::Node(c) => node_value(c, node, snap),
-        Source::Port(c) => port_value(c, node, port?, snap),
-        Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
-        Source::HcDiscontinuity => {
-            Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
-        }
-        Source::Rate(c) => rate_value(c, port?)?,
-        Source::ErrorRate(k) => Value::Gauge32(gauge((port?.rates.get(k)? * 1000.0) as u64)),
-        Source::PortClear => Value::Gauge32(0),
-        Source::Lane(a) => {
-            let p = port?;
-            if !a.layout.holds(rs_fec_layout(node, p)) {
-                return None;
-            }
-            Value::Gauge32(gauge(p.optional.bits(
-                a.attr_id,
-                a.bit(row.lane)?,
-                a.width,
-            )?))
-        }
-        Source::FecMode => Value::Integer(port?.link.fec.map_or(0, |f| f.mib()) as i32),
-        Source::Fec(t) => {
-            let p = port?;
-            let data = p
-                .optional
-                .get(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
-            Value::Gauge32(gauge(crate::pm::optional::fec_total(
-                &data,
-                rs_fec_layout(node, p),
-                t,
-            )?))
-        }
-        Source::Optional { attr_id, field } => Value::Gauge32(gauge(port?.optional.bits(
-            attr_id,
-            field.offset,
-            field.width,
-        )?)),
-        Source::Agent(_) => return None,
-    };
-    Some(v)
-}
-
-/// pmPortClearCounters bits: 0..15 are PortCounters CounterSelect, bit 16
-/// is CounterSelect2 bit 0 (PortXmitWait).
-pub const CLEAR_MASK_MAX: u32 = 0x1_FFFF;
-
-/// The CounterSelect and CounterSelect2 bits of a pmPortClearCounters mask.
-pub fn clear_selects(mask: u32) -> (u16, u8) {
-    ((mask & 0xFFFF) as u16, ((mask >> 16) & 1) as u8)
-}
-
-fn gauge(v: u64) -> u32 {
-    u32::try_from(v).unwrap_or(u32::MAX)
-}
-
-fn guid_value(g: Guid) -> Value {
-    Value::OctetString(g.octets().to_vec())
-}
-
-fn text_value(s: &str) -> Value {
-    // NodeDescription is at most 64 octets on the wire; a longer text from
-    // a topology file is cut at a character boundary.
-    let mut end = s.len().min(64);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    Value::OctetString(s.as_bytes()[..end].to_vec())
-}
-
-/// The newest reading of any of the node's ports.
-fn node_last_update(node: &NodeRecord) -> Option<Instant> {
-    node.ports
-        .iter()
-        .filter_map(|p| p.read_at)
-        .max()
-        .map(Stamp::instant)
-}
-
-/// pmNodeStatus: ok(1), stale(2) (no reading for two sweep intervals),
-/// unreachable(3).
-fn node_status(node: &NodeRecord, snap: &Snapshot) -> i32 {
-    if !node.reachable {
-        return 3;
-    }
-    let fresh = node_last_update(node).is_some_and(|t| t.elapsed() <= snap.interval * 2);
-    if fresh { 1 } else { 2 }
-}
-
-fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
-    match c {
-        NodeCol::Description => text_value(&node.description),
-        NodeCol::Type => Value::Integer(match node.node_type {
-            NodeType::Ca => 1,
-            NodeType::Switch => 2,
-            NodeType::Router => 3,
-        }),
-        NodeCol::SysGuid => guid_value(node.sys_guid),
-        NodeCol::VendorId => Value::Gauge32(node.vendor_id),
-        NodeCol::DeviceId => Value::Gauge32(node.device_id.into()),
-        NodeCol::NumPorts => Value::Gauge32(node.num_ports.into()),
-        NodeCol::Lid => Value::Gauge32(node.lid.into()),
-        NodeCol::Status => Value::Integer(node_status(node, snap)),
-        NodeCol::LastUpdate => Value::TimeTicks(timestamp(node_last_update(node))),
-        NodeCol::PmaCapMask => Value::OctetString(
-            node.class_port_info
-                .as_deref()
-                .map_or(0, |c| c.capability_mask)
-                .to_be_bytes()
-                .to_vec(),
-        ),
-        NodeCol::OptionalAttributes => {
-            let mut ids: Vec<u16> = node.ports.iter().flat_map(|p| p.optional.attrs()).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();
-            Value::OctetString(list.join(",").into_bytes())
-        }
-        NodeCol::Source => Value::Integer(node.source.mib()),
-        NodeCol::WideCounters => Value::Integer(
-            node.class_port_info
-                .as_deref()
-                .map_or(crate::pm::class_port_info::WideCounters::None, |c| {
-                    c.wide_counters()
-                })
-                .mib(),
-        ),
-    }
-}
-
-fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot) -> Value {
-    let l = &port.link;
-    let peer = l.remote();
-    match c {
-        PortCol::NodeDescription => text_value(&node.description),
-        PortCol::Guid => guid_value(l.guid),
-        PortCol::Lid => Value::Gauge32(l.lid.into()),
-        PortCol::State => Value::Integer(l.state.map_or(0, |s| s.mib()) as i32),
-        PortCol::PhysState => Value::Integer(l.phys_state.map_or(0, |s| s.mib()) as i32),
-        PortCol::Width => Value::Integer(l.width.map_or(0, |s| s.mib()) as i32),
-        PortCol::Speed => Value::Integer(l.speed.map_or(0, |s| s.mib()) as i32),
-        PortCol::RateMbps => Value::Gauge32(gauge(l.rate_mbps().unwrap_or(0))),
-        PortCol::PeerNodeGuid => guid_value(peer.map_or(Guid(0), |p| p.0)),
-        PortCol::PeerPortNum => Value::Gauge32(peer.map_or(0, |p| p.1.into())),
-        PortCol::PeerDescription => text_value(
-            peer.and_then(|p| snap.node(p.0))
-                .map_or("", |n| &*n.description),
-        ),
-        PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
-        PortCol::Name => Value::OctetString(port_name(node, port.num(), snap).into_bytes()),
-    }
-}
-
-/// pmPortName: `DESCRIPTION/PORT`, with the node GUID after a description
-/// another node shares (`MT4123 ConnectX6 Mellanox Technologies
-/// 0x0002c90300a1b2c3/1`) and in place of an empty one.
-pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
-    let Value::OctetString(d) = text_value(node.description.trim()) else {
-        unreachable!("text_value makes an OCTET STRING")
-    };
-    let d = String::from_utf8_lossy(&d);
-    if d.is_empty() {
-        format!("{}/{port}", node.guid)
-    } else if snap.description_is_shared(&node.description) {
-        format!("{d} {}/{port}", node.guid)
-    } else {
-        format!("{d}/{port}")
-    }
-}
-
-/// A share of `capacity` in hundredths of a percent, at most 100%.
-fn hundredths(part: f64, capacity: f64) -> u32 {
-    if capacity <= 0.0 {
-        return 0;
-    }
-    ((part / capacity * 10_000.0).round() as u32).min(10_000)
-}
-
-/// PortXmitWait ticks per second that mean "waiting all the time": the
-/// tick is taken as one link transfer period of a 4x lane group (4 ns),
-/// as the UFM congested-bandwidth figure assumes a fixed tick.
-pub const XMIT_WAIT_TICKS_PER_SEC: f64 = 250_000_000.0;
-
-/// UFM's normalized XmitData: `octets_per_s` as a share of a link of
-/// `rate_mbps`, in hundredths of a percent (pmPortRateOutUtilization).
-pub fn utilization_hundredths(octets_per_s: f64, rate_mbps: u64) -> u32 {
-    hundredths(octets_per_s * 8.0, rate_mbps as f64 * 1e6)
-}
-
-/// The share of the time a port waited to transmit, from its XmitWait
-/// ticks per second, in hundredths of a percent (pmPortRateCongestion).
-pub fn congestion_hundredths(xmit_wait_per_s: f64) -> u32 {
-    hundredths(congestion_share(xmit_wait_per_s), 1.0)
-}
-
-fn congestion_share(xmit_wait_per_s: f64) -> f64 {
-    (xmit_wait_per_s / XMIT_WAIT_TICKS_PER_SEC).min(1.0)
-}
-
-fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
-    let r = &port.rates;
-    if r.valid == 0 {
-        return None;
-    }
-    let per_s = |k: usize| r.get(k).unwrap_or(0.0);
-    let rate_mbps = port.link.rate_mbps().unwrap_or(0);
-    let capacity_bps = rate_mbps as f64 * 1e6;
-    let congestion = congestion_share(per_s(hc::XMIT_WAIT));
-    Some(match c {
-        RateCol::InBitsPerSec => Value::Counter64((per_s(hc::IN_OCTETS) * 8.0) as u64),
-        RateCol::OutBitsPerSec => Value::Counter64((per_s(hc::OUT_OCTETS) * 8.0) as u64),
-        RateCol::InPktsPerSec => Value::Gauge32(gauge(per_s(hc::IN_PKTS) as u64)),
-        RateCol::OutPktsPerSec => Value::Gauge32(gauge(per_s(hc::OUT_PKTS) as u64)),
-        RateCol::OutUtilization => {
-            Value::Gauge32(utilization_hundredths(per_s(hc::OUT_OCTETS), rate_mbps))
-        }
-        RateCol::InUtilization => {
-            Value::Gauge32(utilization_hundredths(per_s(hc::IN_OCTETS), rate_mbps))
-        }
-        RateCol::Congestion => Value::Gauge32(congestion_hundredths(per_s(hc::XMIT_WAIT))),
-        RateCol::CongestedMbps => Value::Gauge32(gauge((congestion * capacity_bps / 1e6) as u64)),
+/// The pmPortCountersTable column of each PortCounters counter it shows
+/// (XmitWait has none in the draft's table).
+pub fn counter_columns() -> impl Iterator<Item = (F, &'static Column)> {
+    COLUMNS.iter().filter_map(|c| match c.source {
+        S::Counter(f) => Some((f, c)),
+        _ => None,
     })
 }
-
-fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Value {
-    let reachable = snap.reachable;
-    let count = |a: &std::sync::atomic::AtomicU64| {
-        Value::Counter64(a.load(std::sync::atomic::Ordering::Relaxed))
-    };
-    match c {
-        AgentCol::Version => Value::OctetString(env!("CARGO_PKG_VERSION").as_bytes().to_vec()),
-        AgentCol::UpTime => Value::TimeTicks(timestamp(Some(Instant::now()))),
-        AgentCol::Sweeps => Value::Counter64(snap.sweep),
-        AgentCol::LastSweepTime => Value::TimeTicks(timestamp(snap.stats.ended)),
-        AgentCol::LastSweepDuration => Value::Gauge32(gauge(snap.stats.duration_ms)),
-        AgentCol::LastSweepMads => Value::Gauge32(gauge(snap.stats.mads)),
-        AgentCol::LastSweepTimeouts => Value::Gauge32(gauge(snap.stats.timeouts)),
-        AgentCol::NodesReachable => Value::Gauge32(gauge(reachable as u64)),
-        AgentCol::NodesUnreachable => Value::Gauge32(gauge((snap.nodes.len() - reachable) as u64)),
-        AgentCol::LastDiscovery => Value::TimeTicks(timestamp(snap.stats.discovered)),
-        AgentCol::NotificationsSent => Value::Counter64(snap.notify.sent),
-        AgentCol::NotificationsSuppressed => Value::Counter64(snap.notify.suppressed),
-        AgentCol::NotificationsDropped => Value::Counter64(snap.notify.dropped),
-        AgentCol::SnmpInPackets => count(&endpoint.in_packets),
-        AgentCol::SnmpOutPackets => count(&endpoint.out_packets),
-        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused()),
-        AgentCol::SnmpRateLimited => count(&endpoint.rate_limited),
-    }
-}
-
-fn truth(b: bool) -> Value {
-    Value::Integer(if b { 1 } else { 2 })
-}
-
-/// A field's value as its column's syntax shows it: OCTET STRINGs are the
-/// field in network byte order.
-pub fn wrap(syntax: Syntax, v: u64) -> Value {
-    match syntax {
-        Syntax::TruthValue | Syntax::Enum { .. } => Value::Integer(v as i32),
-        Syntax::Unsigned32 { .. } | Syntax::Gauge32 { .. } => Value::Gauge32(v as u32),
-        Syntax::OctetString { size } => {
-            let b = v.to_be_bytes();
-            Value::OctetString(b[b.len().saturating_sub(size)..].to_vec())
-        }
-        Syntax::Counter64 => Value::Counter64(v),
-        Syntax::TimeStamp | Syntax::TimeTicks => Value::TimeTicks(v as u32),
-        Syntax::DisplayString { .. } => Value::OctetString(v.to_string().into_bytes()),
-    }
-}
-
-/// The field value a SET's value carries (the reverse of [`wrap`], for a
-/// value its column's syntax accepted).
-pub fn unwrap(v: &Value) -> u64 {
-    match v {
-        Value::Gauge32(x) => (*x).into(),
-        Value::Integer(x) => *x as u64,
-        Value::OctetString(b) => b
-            .iter()
-            .take(8)
-            .fold(0, |acc, &x| (acc << 8) | u64::from(x)),
-        _ => 0,
-    }
-}
-
-/// A counter of the selected port. A port the node does not have reads zero
-/// (IBA); 0xFF on a node with AllPortSelect is the saturating sum over ports.
-pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersField) -> u32 {
-    let max = counter.field().max();
-    let v = if port_select == 0xFF {
-        let all = node
-            .class_port_info
-            .as_ref()
-            .is_some_and(|c| c.capability_mask & CAP_ALL_PORT_SELECT != 0);
-        if !all {
-            return 0;
-        }
-        node.ports
-            .iter()
-            .filter_map(|p| p.counters())
-            .map(|c| c.get(counter))
-            .fold(0u64, u64::saturating_add)
-    } else {
-        node.port(port_select)
-            .and_then(|p| p.counters())
-            .map_or(0, |c| c.get(counter))
-    };
-    u32::try_from(v.min(max)).unwrap_or(u32::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ib::Guid;
+    use crate::mib::index::{IndexScheme, RowIndex};
 
     #[test]
     fn columns_are_in_oid_order_and_complete() {
@@ -1749,10 +503,10 @@ mod tests {
         let count = |t| cols.iter().filter(|c| c.table == t).count();
         // The draft's accessible columns: 1, 41, 17 and 17 (the GUID index
         // column of each table is not-accessible).
-        assert_eq!(count(T_CLASS_PORT_INFO), 1);
-        assert_eq!(count(T_SAMPLE_CNTRL), 41);
-        assert_eq!(count(T_SAMPLE_RESULT), 17);
-        assert_eq!(count(T_PORT_COUNTERS), 17);
+        assert_eq!(count(1), 1);
+        assert_eq!(count(2), 41);
+        assert_eq!(count(3), 17);
+        assert_eq!(count(4), 17);
     }
 
     /// The column table and mibs/IB-PM-MIB.txt agree on every name, column
@@ -1767,7 +521,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("{} not in the MIB", c.name));
             let body = &mib[at..];
             let body = &body[..body.find("::=").unwrap() + 40];
-            let access = if c.access == Access::ReadWrite {
+            let access = if c.writable() {
                 "read-write"
             } else {
                 "read-only"
@@ -1878,12 +632,13 @@ mod tests {
 
     #[test]
     fn counter_widths_match_iba() {
-        let w = |n: &str| {
-            COUNTER_COLUMNS
-                .iter()
-                .find(|c| c.name() == n)
-                .unwrap()
-                .max()
+        let w = |n: &str| match counter_columns().find(|(f, _)| f.name() == n) {
+            Some((_, c)) => c.syntax,
+            None => panic!("{n}"),
+        };
+        let w = |n: &str| match w(n) {
+            Syntax::Gauge32 { max } => max,
+            s => panic!("{n}: {s:?}"),
         };
         assert_eq!(w("SymbolErrorCounter"), 0xFFFF);
         assert_eq!(w("LinkDownedCounter"), 0xFF);

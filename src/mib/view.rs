@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::index::{IndexScheme, RowIndex};
+use super::read::{self, Row};
+use super::schema::{Column, Source, Table};
 use super::set::Writes;
-use super::tables::{
-    self, COLUMNS, Column, IndexScheme, RowIndex, Source, Table, column_of, table,
-};
+use super::tables::{COLUMNS, column_of, table};
 use super::{EndpointCounters, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, NodeRecord, PortRecord, Snapshot};
 use crate::fabric::control::Controller;
@@ -89,7 +90,7 @@ impl MibView {
         node: Option<&NodeRecord>,
         row: RowIndex,
     ) -> Option<Value> {
-        tables::read(
+        read::read(
             col,
             snap,
             &self.endpoint,
@@ -175,7 +176,7 @@ impl MibView {
         after: Option<&[u32]>,
         include: bool,
     ) -> Option<VarBind> {
-        let from = after.map_or(0, |suffix| first_node_from(&snap.nodes, suffix));
+        let from = after.map_or(0, |suffix| table.index.first_node(&snap.nodes, suffix));
         for node in &snap.nodes[from..] {
             if !(table.present)(node) {
                 continue;
@@ -188,22 +189,9 @@ impl MibView {
                 }
                 continue;
             }
-            // In the node `after` names, start at the port it names.
-            let ports = match after {
-                Some(suffix) if suffix.len() > tables::GUID_INDEX_LEN => {
-                    let port = suffix[tables::GUID_INDEX_LEN];
-                    let guid = tables::parse_guid_index(&suffix[..tables::GUID_INDEX_LEN]);
-                    let skip = if guid == Some(node.guid) {
-                        node.ports.partition_point(|p| u32::from(p.num()) < port)
-                    } else {
-                        0
-                    };
-                    &node.ports[skip..]
-                }
-                _ => &node.ports[..],
-            };
-            for port in ports {
-                for lane in 0..table.lanes() {
+            let first = after.map_or(0, |suffix| table.index.first_port(node, suffix));
+            for port in &node.ports[first..] {
+                for lane in 0..table.index.lanes() {
                     let row = RowIndex {
                         guid: node.guid,
                         port: port.num(),
@@ -237,11 +225,11 @@ impl MibView {
         snap: &Snapshot,
         node: Option<&NodeRecord>,
         port: Option<&PortRecord>,
-        row: RowIndex,
+        index: RowIndex,
         after: Option<&[u32]>,
         include: bool,
     ) -> Option<VarBind> {
-        let idx = table.index.encode(row);
+        let idx = table.index.encode(index);
         if let Some(suffix) = after {
             let before = if include {
                 &*idx < suffix
@@ -252,17 +240,15 @@ impl MibView {
                 return None;
             }
         }
-        let port_select = self.port_select_for(col, node);
-        let value = tables::read_at(
-            col,
-            table,
+        let row = Row {
             snap,
-            &self.endpoint,
+            endpoint: &self.endpoint,
             node,
             port,
-            row,
-            port_select,
-        )?;
+            index,
+            port_select: self.port_select_for(col, node),
+        };
+        let value = read::read_at(col, table, &row)?;
         let base = col.oid();
         let mut name = Vec::with_capacity(base.len() + idx.len());
         name.extend_from_slice(&base);
@@ -271,15 +257,6 @@ impl MibView {
             name: Oid::from(name),
             value,
         })
-    }
-}
-
-/// The first node whose rows may sort at or after the index `suffix`
-/// (every index begins with the node GUID's 8 octets).
-fn first_node_from(nodes: &[Arc<NodeRecord>], suffix: &[u32]) -> usize {
-    match tables::guid_lower_bound(suffix) {
-        Some(g) => nodes.partition_point(|n| n.guid < g),
-        None => nodes.len(),
     }
 }
 
@@ -391,7 +368,7 @@ mod tests {
             node(0x0002_c903_0000_1234, 2),
             node(0x0002_c903_0000_12ff, 1),
         ]);
-        let mut cur = Oid::new(&tables::PM_ROOT);
+        let mut cur = Oid::new(&crate::mib::schema::PM_ROOT);
         let mut seen = Vec::new();
         while let Some(vb) = v.get_next(&cur, false, None) {
             assert!(vb.name > cur, "{} after {}", vb.name, cur);
@@ -618,9 +595,9 @@ mod lookup {
         ];
         for s in suffixes {
             let part = &s[..s.len().min(8)];
-            let bound = tables::guid_lower_bound(s);
+            let bound = crate::mib::index::guid_lower_bound(s);
             for g in guids {
-                let before = tables::guid_index(Guid(g)).as_slice() < part;
+                let before = crate::mib::index::guid_index(Guid(g)).as_slice() < part;
                 let below = bound.is_none_or(|b| Guid(g) < b);
                 assert_eq!(before, below, "guid {g:#x} suffix {s:?}");
             }

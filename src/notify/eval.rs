@@ -40,7 +40,7 @@ use super::{Event, FAMILIES, Kind, Peer};
 use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot};
 use crate::fabric::hc;
 use crate::ib::Guid;
-use crate::mib::tables::{congestion_hundredths, utilization_hundredths};
+use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 
 // What the evaluator reads of a port, in one place: `PortRecord` is
 // reshaped elsewhere, and only these follow it.

@@ -18,7 +18,7 @@ pub mod rules;
 pub mod send;
 
 use crate::ib::Guid;
-use crate::mib::tables::{PM_OBJECTS, PM_ROOT};
+use crate::mib::schema::{PM_OBJECTS, PM_ROOT};
 use crate::mib::{Oid, Value, VarBind};
 
 pub use crate::fabric::cache::NotifyFigures;

@@ -21,7 +21,7 @@ use super::{Evaluator, Event, FAMILIES, Family, NotifyConfig, NotifyFigures, SYS
 use crate::agentx::{NotifyError, SessionHandle};
 use crate::fabric::cache::Cache;
 use crate::ib::Escaped;
-use crate::mib::tables::timestamp;
+use crate::mib::read::timestamp;
 use crate::mib::{Oid, Value, VarBind};
 use crate::snmp::codec::to_wire_varbind;
 use crate::snmp::usm::{SecurityLevel, Usm};

@@ -1,0 +1,416 @@
+//! The read path: the value of a column in a row of the latest snapshot,
+//! from the column's declared [`Source`]. Nothing here touches the fabric.
+
+use std::time::Instant;
+
+use super::index::{IndexScheme, RowIndex};
+use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
+use super::schema::{AgentCol, Column, NodeCol, PortCol, RateCol, Source, Syntax, Table};
+use super::tables::table;
+use super::{EndpointCounters, Value};
+use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot, Stamp};
+use crate::fabric::hc;
+use crate::ib::{Guid, NodeType};
+use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
+use crate::pm::port_counters::PortCountersField;
+
+/// The time TimeStamp columns count from: the agent's start (a subagent's
+/// own uptime, as net-snmp's subagents keep it; pmAgentUpTime shows it).
+static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+/// Fix the epoch of TimeStamp columns (call at start-up).
+pub fn start_clock() {
+    std::sync::LazyLock::force(&EPOCH);
+}
+
+/// TimeTicks (hundredths of a second) from the epoch to `at`; 0 for none.
+pub fn timestamp(at: Option<Instant>) -> u32 {
+    at.map_or(0, |t| {
+        (t.saturating_duration_since(*EPOCH).as_millis() / 10).min(u32::MAX as u128) as u32
+    })
+}
+
+/// A row of a snapshot, resolved: what its values are read from.
+#[derive(Clone, Copy)]
+pub struct Row<'a> {
+    pub snap: &'a Snapshot,
+    pub endpoint: &'a EndpointCounters,
+    /// The row's node (`None` for the scalars).
+    pub node: Option<&'a NodeRecord>,
+    /// The row's port, in a per-port table.
+    pub port: Option<&'a PortRecord>,
+    pub index: RowIndex,
+    /// The row's pmPortCountersPortSelect.
+    pub port_select: u8,
+}
+
+/// The value of `col` in row `index` of `node`, or `None` when the row is
+/// absent. `port_select` is the row's pmPortCountersPortSelect; `snap`
+/// answers what a row shows of other nodes (a peer's description) and the
+/// agent's scalars.
+pub fn read(
+    col: &Column,
+    snap: &Snapshot,
+    endpoint: &EndpointCounters,
+    node: Option<&NodeRecord>,
+    index: RowIndex,
+    port_select: u8,
+) -> Option<Value> {
+    let t = table(col.table)?;
+    let mut row = Row {
+        snap,
+        endpoint,
+        node: None,
+        port: None,
+        index,
+        port_select,
+    };
+    if t.index != IndexScheme::Scalar {
+        let node = node?;
+        if index.guid != node.guid || !(t.present)(node) {
+            return None;
+        }
+        row.node = Some(node);
+        if t.per_port() {
+            row.port = Some(node.port(index.port)?);
+        }
+    }
+    read_at(col, t, &row)
+}
+
+/// [`read`] once the row is resolved: `t` is the column's table, the node
+/// is in `t` (`present`), `row.port` is the row's port for a per-port
+/// table. What a walk calls for each row, testing the node once per
+/// column.
+pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
+    let Row {
+        snap,
+        endpoint,
+        node,
+        port,
+        index,
+        port_select,
+    } = *row;
+    if t.index == IndexScheme::Scalar {
+        let Source::Agent(a) = col.source else {
+            return None;
+        };
+        return Some(agent_value(a, snap, endpoint));
+    }
+    let node = node?;
+    if let Some(p) = port
+        && (!(t.port_present)(p) || t.attr.is_some_and(|a| !p.optional.has(a)))
+    {
+        return None;
+    }
+    let v = match col.source {
+        Source::AllPortSelect => {
+            let cpi = node.class_port_info.as_ref()?;
+            truth(cpi.capability_mask & CAP_ALL_PORT_SELECT != 0)
+        }
+        Source::Ctl(f) => wrap(col.syntax, node.samples_control.as_ref()?.get(f)),
+        Source::CtlMask(i) => wrap(
+            col.syntax,
+            (*node.samples_control.as_ref()?.counter_masks.get(i)?).into(),
+        ),
+        Source::CtlSelect(i) => wrap(
+            col.syntax,
+            (*node.samples_control.as_ref()?.counter_select.get(i)?).into(),
+        ),
+        Source::Res(f) => wrap(col.syntax, node.samples_result.as_ref()?.get(f)),
+        Source::ResExt(f) => wrap(col.syntax, node.samples_result_ext.as_ref()?.get(f)),
+        Source::ResExtCounter(i) => {
+            Value::Counter64(*node.samples_result_ext.as_ref()?.counters.get(i)?)
+        }
+        Source::ResCounter(i) => wrap(
+            col.syntax,
+            (*node.samples_result.as_ref()?.counters.get(i)?).into(),
+        ),
+        Source::PortSelect => Value::Gauge32(port_select as u32),
+        Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
+        Source::Node(c) => node_value(c, node, snap),
+        Source::Port(c) => port_value(c, node, port?, snap),
+        Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
+        Source::HcDiscontinuity => {
+            Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
+        }
+        Source::Rate(c) => rate_value(c, port?)?,
+        Source::ErrorRate(k) => Value::Gauge32(gauge((port?.rates.get(k)? * 1000.0) as u64)),
+        Source::PortClear => Value::Gauge32(0),
+        Source::Lane(a) => {
+            let p = port?;
+            if !a.layout.holds(rs_fec_layout(node, p)) {
+                return None;
+            }
+            Value::Gauge32(gauge(p.optional.bits(
+                a.attr_id,
+                a.bit(index.lane)?,
+                a.width,
+            )?))
+        }
+        Source::FecMode => Value::Integer(port?.link.fec.map_or(0, |f| f.mib()) as i32),
+        Source::Fec(t) => {
+            let p = port?;
+            let data = p
+                .optional
+                .get(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
+            Value::Gauge32(gauge(crate::pm::optional::fec_total(
+                &data,
+                rs_fec_layout(node, p),
+                t,
+            )?))
+        }
+        Source::Optional { attr_id, field } => Value::Gauge32(gauge(port?.optional.bits(
+            attr_id,
+            field.offset,
+            field.width,
+        )?)),
+        Source::Agent(_) => return None,
+    };
+    Some(v)
+}
+
+fn gauge(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+fn guid_value(g: Guid) -> Value {
+    Value::OctetString(g.octets().to_vec())
+}
+
+fn text_value(s: &str) -> Value {
+    // NodeDescription is at most 64 octets on the wire; a longer text from
+    // a topology file is cut at a character boundary.
+    let mut end = s.len().min(64);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Value::OctetString(s.as_bytes()[..end].to_vec())
+}
+
+/// The newest reading of any of the node's ports.
+fn node_last_update(node: &NodeRecord) -> Option<Instant> {
+    node.ports
+        .iter()
+        .filter_map(|p| p.read_at)
+        .max()
+        .map(Stamp::instant)
+}
+
+/// pmNodeStatus: ok(1), stale(2) (no reading for two sweep intervals),
+/// unreachable(3).
+fn node_status(node: &NodeRecord, snap: &Snapshot) -> i32 {
+    if !node.reachable {
+        return 3;
+    }
+    let fresh = node_last_update(node).is_some_and(|t| t.elapsed() <= snap.interval * 2);
+    if fresh { 1 } else { 2 }
+}
+
+fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
+    match c {
+        NodeCol::Description => text_value(&node.description),
+        NodeCol::Type => Value::Integer(match node.node_type {
+            NodeType::Ca => 1,
+            NodeType::Switch => 2,
+            NodeType::Router => 3,
+        }),
+        NodeCol::SysGuid => guid_value(node.sys_guid),
+        NodeCol::VendorId => Value::Gauge32(node.vendor_id),
+        NodeCol::DeviceId => Value::Gauge32(node.device_id.into()),
+        NodeCol::NumPorts => Value::Gauge32(node.num_ports.into()),
+        NodeCol::Lid => Value::Gauge32(node.lid.into()),
+        NodeCol::Status => Value::Integer(node_status(node, snap)),
+        NodeCol::LastUpdate => Value::TimeTicks(timestamp(node_last_update(node))),
+        NodeCol::PmaCapMask => Value::OctetString(
+            node.class_port_info
+                .as_deref()
+                .map_or(0, |c| c.capability_mask)
+                .to_be_bytes()
+                .to_vec(),
+        ),
+        NodeCol::OptionalAttributes => {
+            let mut ids: Vec<u16> = node.ports.iter().flat_map(|p| p.optional.attrs()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();
+            Value::OctetString(list.join(",").into_bytes())
+        }
+        NodeCol::Source => Value::Integer(node.source.mib()),
+        NodeCol::WideCounters => Value::Integer(
+            node.class_port_info
+                .as_deref()
+                .map_or(crate::pm::class_port_info::WideCounters::None, |c| {
+                    c.wide_counters()
+                })
+                .mib(),
+        ),
+    }
+}
+
+fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot) -> Value {
+    let l = &port.link;
+    let peer = l.remote();
+    match c {
+        PortCol::NodeDescription => text_value(&node.description),
+        PortCol::Guid => guid_value(l.guid),
+        PortCol::Lid => Value::Gauge32(l.lid.into()),
+        PortCol::State => Value::Integer(l.state.map_or(0, |s| s.mib()) as i32),
+        PortCol::PhysState => Value::Integer(l.phys_state.map_or(0, |s| s.mib()) as i32),
+        PortCol::Width => Value::Integer(l.width.map_or(0, |s| s.mib()) as i32),
+        PortCol::Speed => Value::Integer(l.speed.map_or(0, |s| s.mib()) as i32),
+        PortCol::RateMbps => Value::Gauge32(gauge(l.rate_mbps().unwrap_or(0))),
+        PortCol::PeerNodeGuid => guid_value(peer.map_or(Guid(0), |p| p.0)),
+        PortCol::PeerPortNum => Value::Gauge32(peer.map_or(0, |p| p.1.into())),
+        PortCol::PeerDescription => text_value(
+            peer.and_then(|p| snap.node(p.0))
+                .map_or("", |n| &*n.description),
+        ),
+        PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
+        PortCol::Name => Value::OctetString(port_name(node, port.num(), snap).into_bytes()),
+    }
+}
+
+/// pmPortName: `DESCRIPTION/PORT`, with the node GUID after a description
+/// another node shares (`MT4123 ConnectX6 Mellanox Technologies
+/// 0x0002c90300a1b2c3/1`) and in place of an empty one.
+pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
+    let Value::OctetString(d) = text_value(node.description.trim()) else {
+        unreachable!("text_value makes an OCTET STRING")
+    };
+    let d = String::from_utf8_lossy(&d);
+    if d.is_empty() {
+        format!("{}/{port}", node.guid)
+    } else if snap.description_is_shared(&node.description) {
+        format!("{d} {}/{port}", node.guid)
+    } else {
+        format!("{d}/{port}")
+    }
+}
+
+fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
+    let r = &port.rates;
+    if r.valid == 0 {
+        return None;
+    }
+    let per_s = |k: usize| r.get(k).unwrap_or(0.0);
+    let rate_mbps = port.link.rate_mbps().unwrap_or(0);
+    let capacity_bps = rate_mbps as f64 * 1e6;
+    let congestion = congestion_share(per_s(hc::XMIT_WAIT));
+    Some(match c {
+        RateCol::InBitsPerSec => Value::Counter64((per_s(hc::IN_OCTETS) * 8.0) as u64),
+        RateCol::OutBitsPerSec => Value::Counter64((per_s(hc::OUT_OCTETS) * 8.0) as u64),
+        RateCol::InPktsPerSec => Value::Gauge32(gauge(per_s(hc::IN_PKTS) as u64)),
+        RateCol::OutPktsPerSec => Value::Gauge32(gauge(per_s(hc::OUT_PKTS) as u64)),
+        RateCol::OutUtilization => {
+            Value::Gauge32(utilization_hundredths(per_s(hc::OUT_OCTETS), rate_mbps))
+        }
+        RateCol::InUtilization => {
+            Value::Gauge32(utilization_hundredths(per_s(hc::IN_OCTETS), rate_mbps))
+        }
+        RateCol::Congestion => Value::Gauge32(congestion_hundredths(per_s(hc::XMIT_WAIT))),
+        RateCol::CongestedMbps => Value::Gauge32(gauge((congestion * capacity_bps / 1e6) as u64)),
+    })
+}
+
+fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Value {
+    let reachable = snap.reachable;
+    let count = |a: &std::sync::atomic::AtomicU64| {
+        Value::Counter64(a.load(std::sync::atomic::Ordering::Relaxed))
+    };
+    match c {
+        AgentCol::Version => Value::OctetString(env!("CARGO_PKG_VERSION").as_bytes().to_vec()),
+        AgentCol::UpTime => Value::TimeTicks(timestamp(Some(Instant::now()))),
+        AgentCol::Sweeps => Value::Counter64(snap.sweep),
+        AgentCol::LastSweepTime => Value::TimeTicks(timestamp(snap.stats.ended)),
+        AgentCol::LastSweepDuration => Value::Gauge32(gauge(snap.stats.duration_ms)),
+        AgentCol::LastSweepMads => Value::Gauge32(gauge(snap.stats.mads)),
+        AgentCol::LastSweepTimeouts => Value::Gauge32(gauge(snap.stats.timeouts)),
+        AgentCol::NodesReachable => Value::Gauge32(gauge(reachable as u64)),
+        AgentCol::NodesUnreachable => Value::Gauge32(gauge((snap.nodes.len() - reachable) as u64)),
+        AgentCol::LastDiscovery => Value::TimeTicks(timestamp(snap.stats.discovered)),
+        AgentCol::NotificationsSent => Value::Counter64(snap.notify.sent),
+        AgentCol::NotificationsSuppressed => Value::Counter64(snap.notify.suppressed),
+        AgentCol::NotificationsDropped => Value::Counter64(snap.notify.dropped),
+        AgentCol::SnmpInPackets => count(&endpoint.in_packets),
+        AgentCol::SnmpOutPackets => count(&endpoint.out_packets),
+        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused()),
+        AgentCol::SnmpRateLimited => count(&endpoint.rate_limited),
+    }
+}
+
+fn truth(b: bool) -> Value {
+    Value::Integer(if b { 1 } else { 2 })
+}
+
+/// A field's value as its column's syntax shows it: OCTET STRINGs are the
+/// field in network byte order.
+pub fn wrap(syntax: Syntax, v: u64) -> Value {
+    match syntax {
+        Syntax::TruthValue | Syntax::Enum { .. } => Value::Integer(v as i32),
+        Syntax::Unsigned32 { .. } | Syntax::Gauge32 { .. } => Value::Gauge32(v as u32),
+        Syntax::OctetString { size } => {
+            let b = v.to_be_bytes();
+            Value::OctetString(b[b.len().saturating_sub(size)..].to_vec())
+        }
+        Syntax::Counter64 => Value::Counter64(v),
+        Syntax::TimeStamp | Syntax::TimeTicks => Value::TimeTicks(v as u32),
+        Syntax::DisplayString { .. } => Value::OctetString(v.to_string().into_bytes()),
+    }
+}
+
+/// The field value a SET's value carries (the reverse of [`wrap`], for a
+/// value its column's syntax accepted).
+pub fn unwrap(v: &Value) -> u64 {
+    match v {
+        Value::Gauge32(x) => (*x).into(),
+        Value::Integer(x) => *x as u64,
+        Value::OctetString(b) => b
+            .iter()
+            .take(8)
+            .fold(0, |acc, &x| (acc << 8) | u64::from(x)),
+        _ => 0,
+    }
+}
+
+/// A counter of the selected port. A port the node does not have reads zero
+/// (IBA); 0xFF on a node with AllPortSelect is the saturating sum over ports.
+pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersField) -> u32 {
+    let max = counter.field().max();
+    let v = if port_select == 0xFF {
+        let all = node
+            .class_port_info
+            .as_ref()
+            .is_some_and(|c| c.capability_mask & CAP_ALL_PORT_SELECT != 0);
+        if !all {
+            return 0;
+        }
+        node.ports
+            .iter()
+            .filter_map(|p| p.counters())
+            .map(|c| c.get(counter))
+            .fold(0u64, u64::saturating_add)
+    } else {
+        node.port(port_select)
+            .and_then(|p| p.counters())
+            .map_or(0, |c| c.get(counter))
+    };
+    u32::try_from(v.min(max)).unwrap_or(u32::MAX)
+}
+
+/// The port's PortExtendedSpeedsCounters reading is in its RS-FEC layout:
+/// the node's PMA says IsRSFECCountersSupported and the link runs RS-FEC
+/// (perfquery's rule).
+fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
+    node.class_port_info
+        .as_ref()
+        .is_some_and(|c| c.capability_mask & crate::pm::class_port_info::CAP_RSFEC_COUNTERS != 0)
+        && port.link.fec.is_some_and(|f| f.rs_fec())
+}
+
+/// The port holds a reading of a per-lane attribute of kind `lane`.
+pub(super) fn has_lane_reading(p: &PortRecord, lane: crate::pm::optional::Lane) -> bool {
+    p.optional
+        .attrs()
+        .any(|a| crate::pm::optional::lane_attr(a, lane).is_some())
+}
