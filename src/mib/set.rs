@@ -579,31 +579,26 @@ mod tests {
     #[test]
     fn counter_columns_of_one_node_make_one_write_with_bits_ored() {
         let (v, sim) = view();
-        let ca = sim
-            .fabric()
-            .nodes
-            .into_iter()
-            .find(|n| n.ports.len() == 2)
-            .unwrap();
+        let ca = dual_port_ca(&sim);
         let plan = v
             .writes()
             .plan(
                 &v.cache().load(),
                 &[
-                    vb(4, 3, ca.guid, Value::Gauge32(0)),
-                    vb(4, 2, ca.guid, Value::Gauge32(2)),
-                    vb(4, 15, ca.guid, Value::Gauge32(0)),
-                    vb(4, 6, ca.guid, Value::Gauge32(0)),
+                    vb(4, 3, ca, Value::Gauge32(0)),
+                    vb(4, 2, ca, Value::Gauge32(2)),
+                    vb(4, 15, ca, Value::Gauge32(0)),
+                    vb(4, 6, ca, Value::Gauge32(0)),
                 ],
                 Instant::now(),
             )
             .unwrap();
-        assert_eq!(plan.port_selects, vec![(ca.guid, 2, 1)]);
+        assert_eq!(plan.port_selects, vec![(ca, 2, 1)]);
         assert_eq!(
             plan.ops,
             vec![(
                 WriteOp::ClearCounters {
-                    guid: ca.guid,
+                    guid: ca,
                     port: 2,
                     select: (1 << 0) | (1 << 12) | (1 << 3),
                     select2: 0,
@@ -612,34 +607,24 @@ mod tests {
             )]
         );
         // Planning changed nothing yet.
-        assert_eq!(v.port_select(ca.guid), 1);
+        assert_eq!(v.port_select(ca), 1);
     }
 
     #[test]
     fn commit_undo_cleanup() {
         let (v, sim) = view();
-        let ca = sim
-            .fabric()
-            .nodes
-            .into_iter()
-            .find(|n| n.ports.len() == 2)
-            .unwrap();
-        let txn = SetTxn {
-            session_id: 1,
-            transaction_id: 9,
-        };
+        let ca = dual_port_ca(&sim);
+        let txn = txn(1, 9);
         use crate::mib::MibHandler;
-        v.test_set(txn, &[vb(4, 2, ca.guid, Value::Gauge32(2))])
-            .unwrap();
+        v.test_set(txn, &[vb(4, 2, ca, Value::Gauge32(2))]).unwrap();
         v.commit_set(txn).unwrap();
-        assert_eq!(v.port_select(ca.guid), 2);
+        assert_eq!(v.port_select(ca), 2);
         // Only agent state changed: undo restores it fully.
         v.undo_set(txn).unwrap();
-        assert_eq!(v.port_select(ca.guid), 1);
+        assert_eq!(v.port_select(ca), 1);
         v.cleanup_set(txn);
         // A clear reached the fabric: undo says it cannot be undone.
-        v.test_set(txn, &[vb(4, 3, ca.guid, Value::Gauge32(0))])
-            .unwrap();
+        v.test_set(txn, &[vb(4, 3, ca, Value::Gauge32(0))]).unwrap();
         v.commit_set(txn).unwrap();
         assert_eq!(v.undo_set(txn).unwrap_err().status, ErrorStatus::UndoFailed);
         v.cleanup_set(txn);

@@ -316,29 +316,25 @@ mod tests {
             reachable: true,
             failed_sweeps: 0,
             class_port_info: Some(ClassPortInfo::default().into()),
+            samples_control: None,
+            samples_result: None,
+            samples_result_ext: None,
+            source: Default::default(),
             ports: (1..=ports)
                 .map(|num| {
-                    let mut hc = crate::fabric::hc::HcTotals::default();
+                    let mut p = PortRecord::new(crate::ib::Port {
+                        num,
+                        ..Default::default()
+                    });
                     let pc = PortCounters {
                         symbol_errors: num as u16 * 10,
                         xmit_data: 0xFFFF_FFF0,
                         ..Default::default()
                     };
-                    crate::fabric::hc::fold_pc(&mut hc, &pc, false, 0);
-                    PortRecord {
-                        link: crate::ib::Port {
-                            num,
-                            ..Default::default()
-                        },
-                        hc,
-                        ..Default::default()
-                    }
+                    crate::fabric::hc::fold_pc(&mut p.hc, &pc, false, 0);
+                    p
                 })
                 .collect(),
-            samples_control: None,
-            samples_result: None,
-            samples_result_ext: None,
-            source: Default::default(),
         }
     }
 
@@ -346,13 +342,9 @@ mod tests {
         let cache = Arc::new(Cache::new());
         cache.publish(Snapshot {
             sweep: 1,
-            taken: None,
             interval: std::time::Duration::from_secs(10),
             nodes: nodes.into_iter().map(Arc::new).collect(),
-            stats: Default::default(),
-            reachable: 0,
-            notify: Default::default(),
-            shared_descriptions: Default::default(),
+            ..Default::default()
         });
         MibView::new(cache)
     }
@@ -446,26 +438,21 @@ mod tests {
     #[test]
     fn get_exceptions() {
         let v = view(vec![node(5, 1)]);
-        assert_eq!(
-            v.get(&oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.6")),
-            Value::NoSuchInstance
-        );
-        assert_eq!(
-            v.get(&oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0")),
-            Value::NoSuchInstance
-        );
-        assert_eq!(
-            v.get(&oid("1.3.6.1.3.117.1.4.1.1.0.0.0.0.0.0.0.5")),
-            Value::NoSuchObject
-        );
-        assert_eq!(
-            v.get(&oid("1.3.6.1.3.117.1.4.1.99.0.0.0.0.0.0.0.5")),
-            Value::NoSuchObject
-        );
-        assert_eq!(
-            v.get(&oid("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.5")),
-            Value::Gauge32(10)
-        );
+        for (o, want) in [
+            (
+                "1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.6",
+                Value::NoSuchInstance,
+            ),
+            ("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0", Value::NoSuchInstance),
+            ("1.3.6.1.3.117.1.4.1.1.0.0.0.0.0.0.0.5", Value::NoSuchObject),
+            (
+                "1.3.6.1.3.117.1.4.1.99.0.0.0.0.0.0.0.5",
+                Value::NoSuchObject,
+            ),
+            ("1.3.6.1.3.117.1.4.1.3.0.0.0.0.0.0.0.5", Value::Gauge32(10)),
+        ] {
+            assert_eq!(v.get(&oid(o)), want, "{o}");
+        }
     }
 
     #[test]
