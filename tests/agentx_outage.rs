@@ -62,6 +62,7 @@ fn the_subtree_is_back_within_a_second_of_snmpd() {
     );
     for secs in outages {
         snmpd.stop();
+        // The outage itself: snmpd away for `secs` seconds.
         std::thread::sleep(Duration::from_secs(secs));
         // `restart` returns once snmpd answers SNMP again.
         snmpd.restart().expect("restart snmpd");

@@ -208,6 +208,7 @@ fn a_frozen_fabric_holds_neither_snmpd_nor_the_stop() {
 
     // SIGTERM with the fabric still frozen.
     let before = fs::metadata(&s.state).and_then(|m| m.modified()).ok();
+    // File times have a granularity: a write from now on shows a later one.
     std::thread::sleep(Duration::from_millis(20));
     let t0 = Instant::now();
     s.agent.term_grace = Duration::from_secs(10);

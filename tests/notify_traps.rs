@@ -118,15 +118,8 @@ impl Setup {
     }
 }
 
-fn wait(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("not within {limit:?}: {what}");
+fn wait(what: &str, limit: Duration, f: impl FnMut() -> bool) {
+    common::wait_until(what, limit, Duration::from_millis(100), f);
 }
 
 fn hint(g: Guid) -> String {
@@ -248,9 +241,10 @@ fn an_error_burst_rises_once_and_falls_once() {
     );
     let fabric = s.sim.fabric();
     let leaf = named(&fabric, "leaf2");
+    // Three bursts, each read by a sweep of its own.
     for _ in 0..3 {
         assert!(s.sim.add_errors(leaf, 3, traffic::q::SYMBOL_ERRORS, 300));
-        std::thread::sleep(Duration::from_millis(300));
+        s.wait_sweeps(1);
     }
     wait("rising", Duration::from_secs(20), || {
         !about(

@@ -444,6 +444,8 @@ fn transport_clones_share_the_queue_and_recv_times_out() {
     );
     // A receiver blocked in recv wakes when another thread's send answers.
     let handle = std::thread::spawn(move || b.recv(Duration::from_secs(5)).unwrap());
+    // Time for the thread to block in recv (it gets the answer either way;
+    // nothing outside it says when it blocks).
     std::thread::sleep(Duration::from_millis(50));
     a.send(&MadAddr::gsi(lid), &req).unwrap();
     assert!(handle.join().unwrap().is_some());

@@ -71,14 +71,7 @@ impl Setup {
     }
 
     fn wait_until(&self, what: &str, limit: Duration, mut f: impl FnMut(&Setup) -> bool) {
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            if f(self) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("not within {limit:?}: {what}");
+        common::wait_until(what, limit, Duration::from_millis(200), || f(self));
     }
 
     /// One value by name, printed bare (`-Oqv`).
