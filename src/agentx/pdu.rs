@@ -60,6 +60,35 @@ impl ByteOrder {
     }
 }
 
+/// The integers AgentX carries, each to and from its bytes in a
+/// [`ByteOrder`].
+macro_rules! in_order {
+    ($($to:ident, $from:ident: $t:ty;)*) => {
+        impl ByteOrder {
+            $(
+                fn $to(self, v: $t) -> [u8; size_of::<$t>()] {
+                    match self {
+                        ByteOrder::Big => v.to_be_bytes(),
+                        ByteOrder::Little => v.to_le_bytes(),
+                    }
+                }
+                fn $from(self, b: [u8; size_of::<$t>()]) -> $t {
+                    match self {
+                        ByteOrder::Big => <$t>::from_be_bytes(b),
+                        ByteOrder::Little => <$t>::from_le_bytes(b),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+in_order! {
+    u16_bytes, u16_from: u16;
+    u32_bytes, u32_from: u32;
+    u64_bytes, u64_from: u64;
+}
+
 wire_enum! {
     /// PDU types (RFC 2741 6.1, h.type).
     pub enum PduType: u8, from_u8 {
@@ -142,7 +171,7 @@ impl Header {
             return Err(DecodeError::new(DecodeErrorKind::BadVersion(b[0]), None));
         }
         let order = ByteOrder::from_flags(b[2]);
-        let u = |i: usize| read_u32(order, [b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u = |i: usize| order.u32_from([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         Ok(Header {
             version: b[0],
             pdu_type: b[1],
@@ -152,13 +181,6 @@ impl Header {
             packet_id: u(12),
             payload_length: u(16),
         })
-    }
-}
-
-fn read_u32(order: ByteOrder, b: [u8; 4]) -> u32 {
-    match order {
-        ByteOrder::Big => u32::from_be_bytes(b),
-        ByteOrder::Little => u32::from_le_bytes(b),
     }
 }
 
@@ -604,22 +626,13 @@ impl Writer {
         self.buf.push(v);
     }
     fn u16(&mut self, v: u16) {
-        match self.order {
-            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
-            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
-        }
+        self.buf.extend_from_slice(&self.order.u16_bytes(v));
     }
     fn u32(&mut self, v: u32) {
-        match self.order {
-            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
-            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
-        }
+        self.buf.extend_from_slice(&self.order.u32_bytes(v));
     }
     fn u64(&mut self, v: u64) {
-        match self.order {
-            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
-            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
-        }
+        self.buf.extend_from_slice(&self.order.u64_bytes(v));
     }
     /// RFC 2741 5.1, with the 1.3.6.1.x prefix compression.
     fn oid(&mut self, oid: &Oid, include: bool) -> Result<(), EncodeError> {
@@ -655,6 +668,32 @@ impl Writer {
         match c {
             Some(c) => self.octets(c),
             None => Ok(()),
+        }
+    }
+    /// The fields of a Register or Unregister (RFC 2741 6.2.3, 6.2.4).
+    fn region(
+        &mut self,
+        context: &Option<Vec<u8>>,
+        timeout: u8,
+        priority: u8,
+        range_subid: u8,
+        subtree: &Oid,
+        upper_bound: Option<u32>,
+    ) -> Result<(), EncodeError> {
+        self.context(context)?;
+        self.u8(timeout);
+        self.u8(priority);
+        self.u8(range_subid);
+        self.u8(0);
+        self.oid(subtree, false)?;
+        match (range_subid, upper_bound) {
+            (0, None) => Ok(()),
+            (0, Some(_)) => Err(EncodeError::Invalid("upper_bound without range_subid")),
+            (_, Some(b)) => {
+                self.u32(b);
+                Ok(())
+            }
+            (_, None) => Err(EncodeError::Invalid("range_subid without upper_bound")),
         }
     }
     fn ranges(&mut self, ranges: &[SearchRange]) -> Result<(), EncodeError> {
@@ -778,30 +817,22 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
             range_subid,
             subtree,
             upper_bound,
-        } => {
-            w.context(context)?;
-            w.u8(*timeout);
-            w.u8(*priority);
-            w.u8(*range_subid);
-            w.u8(0);
-            w.oid(subtree, false)?;
-            register_bound(&mut w, *range_subid, *upper_bound)?;
-        }
+        } => w.region(
+            context,
+            *timeout,
+            *priority,
+            *range_subid,
+            subtree,
+            *upper_bound,
+        )?,
+        // The same fields; h.timeout is reserved (0).
         Payload::Unregister {
             context,
             priority,
             range_subid,
             subtree,
             upper_bound,
-        } => {
-            w.context(context)?;
-            w.u8(0);
-            w.u8(*priority);
-            w.u8(*range_subid);
-            w.u8(0);
-            w.oid(subtree, false)?;
-            register_bound(&mut w, *range_subid, *upper_bound)?;
-        }
+        } => w.region(context, 0, *priority, *range_subid, subtree, *upper_bound)?,
         Payload::Get { context, ranges } | Payload::GetNext { context, ranges } => {
             w.context(context)?;
             w.ranges(ranges)?;
@@ -853,24 +884,8 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
     }
     let len = w.buf.len() - HEADER_LEN;
     let len = u32::try_from(len).map_err(|_| EncodeError::StringTooLong(len))?;
-    let lb = match order {
-        ByteOrder::Big => len.to_be_bytes(),
-        ByteOrder::Little => len.to_le_bytes(),
-    };
-    w.buf[16..20].copy_from_slice(&lb);
+    w.buf[16..20].copy_from_slice(&order.u32_bytes(len));
     Ok(w.buf)
-}
-
-fn register_bound(w: &mut Writer, range_subid: u8, bound: Option<u32>) -> Result<(), EncodeError> {
-    match (range_subid, bound) {
-        (0, None) => Ok(()),
-        (0, Some(_)) => Err(EncodeError::Invalid("upper_bound without range_subid")),
-        (_, Some(b)) => {
-            w.u32(b);
-            Ok(())
-        }
-        (_, None) => Err(EncodeError::Invalid("range_subid without upper_bound")),
-    }
 }
 
 // ---------------------------------------------------------------- decoding
@@ -902,26 +917,19 @@ impl<'a> Reader<'a> {
     fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
         Ok(self.take(1, what)?[0])
     }
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
     fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
-        let s = self.take(2, what)?;
-        let a = [s[0], s[1]];
-        Ok(match self.order {
-            ByteOrder::Big => u16::from_be_bytes(a),
-            ByteOrder::Little => u16::from_le_bytes(a),
-        })
+        Ok(self.order.u16_from(self.array(what)?))
     }
     fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let s = self.take(4, what)?;
-        Ok(read_u32(self.order, [s[0], s[1], s[2], s[3]]))
+        Ok(self.order.u32_from(self.array(what)?))
     }
     fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
-        let s = self.take(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        Ok(match self.order {
-            ByteOrder::Big => u64::from_be_bytes(a),
-            ByteOrder::Little => u64::from_le_bytes(a),
-        })
+        Ok(self.order.u64_from(self.array(what)?))
     }
     fn at_end(&self) -> bool {
         self.pos >= self.b.len()
@@ -1092,14 +1100,14 @@ pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
                 }
             }
         }
-        PduType::Get => Payload::Get {
-            context: r.context()?,
-            ranges: r.ranges()?,
-        },
-        PduType::GetNext => Payload::GetNext {
-            context: r.context()?,
-            ranges: r.ranges()?,
-        },
+        PduType::Get | PduType::GetNext => {
+            let (context, ranges) = (r.context()?, r.ranges()?);
+            if ty == PduType::Get {
+                Payload::Get { context, ranges }
+            } else {
+                Payload::GetNext { context, ranges }
+            }
+        }
         PduType::GetBulk => {
             let context = r.context()?;
             let non_repeaters = r.u16("GetBulk non_repeaters")?;
@@ -1111,27 +1119,20 @@ pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
                 ranges: r.ranges()?,
             }
         }
-        PduType::TestSet => Payload::TestSet {
-            context: r.context()?,
-            varbinds: r.varbinds()?,
-        },
+        PduType::TestSet | PduType::Notify | PduType::IndexAllocate | PduType::IndexDeallocate => {
+            let (context, varbinds) = (r.context()?, r.varbinds()?);
+            match ty {
+                PduType::TestSet => Payload::TestSet { context, varbinds },
+                PduType::Notify => Payload::Notify { context, varbinds },
+                PduType::IndexAllocate => Payload::IndexAllocate { context, varbinds },
+                _ => Payload::IndexDeallocate { context, varbinds },
+            }
+        }
         PduType::CommitSet => Payload::CommitSet,
         PduType::UndoSet => Payload::UndoSet,
         PduType::CleanupSet => Payload::CleanupSet,
-        PduType::Notify => Payload::Notify {
-            context: r.context()?,
-            varbinds: r.varbinds()?,
-        },
         PduType::Ping => Payload::Ping {
             context: r.context()?,
-        },
-        PduType::IndexAllocate => Payload::IndexAllocate {
-            context: r.context()?,
-            varbinds: r.varbinds()?,
-        },
-        PduType::IndexDeallocate => Payload::IndexDeallocate {
-            context: r.context()?,
-            varbinds: r.varbinds()?,
         },
         PduType::AddAgentCaps => {
             let context = r.context()?;

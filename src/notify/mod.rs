@@ -36,13 +36,14 @@ pub const T_NOTIFY_OBJECTS: u32 = 20;
 
 /// What storm control counts together: at most
 /// [`NotifyConfig::limit_per_sweep`] notifications of one family per sweep.
+/// `as usize` indexes per-family counters and [`Family::ALL`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
-    Node = 0,
-    Port = 1,
-    Threshold = 2,
-    Discontinuity = 3,
-    Sweep = 4,
+    Node,
+    Port,
+    Threshold,
+    Discontinuity,
+    Sweep,
 }
 
 pub const FAMILIES: usize = 5;
@@ -56,14 +57,11 @@ impl Family {
         Family::Sweep,
     ];
 
+    /// The families' names in the log, in index order.
+    const NAMES: [&str; FAMILIES] = ["node", "port", "threshold", "discontinuity", "sweep"];
+
     pub fn name(self) -> &'static str {
-        match self {
-            Family::Node => "node",
-            Family::Port => "port",
-            Family::Threshold => "threshold",
-            Family::Discontinuity => "discontinuity",
-            Family::Sweep => "sweep",
-        }
+        Self::NAMES[self as usize]
     }
 }
 

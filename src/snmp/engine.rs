@@ -163,9 +163,17 @@ impl Processor {
         if !self.access.source_allowed(from) {
             return Outcome::Unlisted;
         }
+        let d = Datagram { bytes, from, now };
         if message_version(bytes) == Some(3) {
-            return self.v3(bytes, from, now, handler);
+            self.v3(d, handler)
+        } else {
+            self.community(d, handler)
         }
+    }
+
+    /// An SNMPv1 or SNMPv2c message.
+    fn community(&mut self, d: Datagram, handler: &dyn MibHandler) -> Outcome {
+        let Datagram { bytes, from, now } = d;
         let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -223,13 +231,9 @@ impl Processor {
         }
     }
 
-    fn v3(
-        &mut self,
-        bytes: &[u8],
-        from: IpAddr,
-        now: Instant,
-        handler: &dyn MibHandler,
-    ) -> Outcome {
+    /// An SNMPv3 message.
+    fn v3(&mut self, d: Datagram, handler: &dyn MibHandler) -> Outcome {
+        let Datagram { bytes, from, now } = d;
         let Some((usm, booted)) = self.usm.as_mut() else {
             return Outcome::Ignored("an SNMPv3 message, but no [[snmp.user]] is configured");
         };
@@ -292,6 +296,14 @@ impl Processor {
             Err(o) => o,
         }
     }
+}
+
+/// A received datagram: its bytes, its source and when it came.
+#[derive(Clone, Copy)]
+struct Datagram<'a> {
+    bytes: &'a [u8],
+    from: IpAddr,
+    now: Instant,
 }
 
 /// Whether rule `i`'s rate guard, if it has one, lets a request from

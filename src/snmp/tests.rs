@@ -157,8 +157,13 @@ fn cfg() -> ResponderConfig {
 }
 
 fn ask(bytes: &[u8], m: &MapMib) -> (i64, i32, u32, u32, Vec<VarBind>) {
-    match process(bytes, &cfg(), m) {
-        Outcome::Reply(r) => response(&r),
+    response(&reply(bytes, &cfg(), m))
+}
+
+/// The reply to `bytes` under `c`.
+fn reply(bytes: &[u8], c: &ResponderConfig, m: &dyn MibHandler) -> Vec<u8> {
+    match process(bytes, c, m) {
+        Outcome::Reply(r) => r,
         o => panic!("no reply: {o:?}"),
     }
 }
@@ -315,10 +320,7 @@ fn get_bulk_is_truncated_to_the_size_limit_and_too_big_only_for_non_repeaters() 
             .insert(oid(&[5, i]), Value::OctetString(vec![b'x'; 100]));
     }
     let start = oid(&[5]);
-    let full = match process(&bulk(9, 0, 1000, std::slice::from_ref(&start)), &cfg(), &m) {
-        Outcome::Reply(r) => r,
-        o => panic!("{o:?}"),
-    };
+    let full = reply(&bulk(9, 0, 1000, std::slice::from_ref(&start)), &cfg(), &m);
     assert!(full.len() <= MAX_UDP_PAYLOAD, "{}", full.len());
     let (_, _, st, _, vbs) = response(&full);
     assert_eq!(st, 0);
@@ -337,10 +339,7 @@ fn get_bulk_is_truncated_to_the_size_limit_and_too_big_only_for_non_repeaters() 
     // a smaller configured limit
     for limit in [484usize, 1000, 1500] {
         let c = cfg().with_max_message_size(limit);
-        let Outcome::Reply(r) = process(&bulk(9, 1, 1000, &[oid(&[1, 1]), start.clone()]), &c, &m)
-        else {
-            panic!()
-        };
+        let r = reply(&bulk(9, 1, 1000, &[oid(&[1, 1]), start.clone()]), &c, &m);
         assert!(
             r.len() <= limit && r.len() > limit - 130,
             "{limit}: {}",
@@ -355,10 +354,7 @@ fn get_bulk_is_truncated_to_the_size_limit_and_too_big_only_for_non_repeaters() 
     // non-repeaters alone do not fit: tooBig with no varbinds
     let c = cfg().with_max_message_size(484);
     let names: Vec<Oid> = (0..10).map(|i| oid(&[5, i])).collect();
-    let Outcome::Reply(r) = process(&bulk(11, 10, 5, &names), &c, &m) else {
-        panic!()
-    };
-    let (_, rid, st, idx, vbs) = response(&r);
+    let (_, rid, st, idx, vbs) = response(&reply(&bulk(11, 10, 5, &names), &c, &m));
     assert_eq!(
         (rid, st, idx, vbs.len()),
         (11, ErrorStatus::TooBig as u32, 0, 0)
@@ -376,10 +372,7 @@ fn get_too_big_is_reported_with_empty_varbinds() {
         "public",
         Pdus::GetRequest(v2::GetRequest(pdu(3, null_vbs(&[oid(&[6]), oid(&[6])])))),
     );
-    let Outcome::Reply(r) = process(&req, &c, &m) else {
-        panic!()
-    };
-    let (_, rid, st, idx, vbs) = response(&r);
+    let (_, rid, st, idx, vbs) = response(&reply(&req, &c, &m));
     assert_eq!(
         (rid, st, idx, vbs.len()),
         (3, ErrorStatus::TooBig as u32, 0, 0)
@@ -607,10 +600,7 @@ fn set_runs_the_two_phase_protocol() {
         (oid(&[2, 1, 1]), Value::Counter64(1 << 40)),
     ];
     let req = set_req(1, "rw", &sent);
-    let run = |m: &MapMib| match process(&req, &c, m) {
-        Outcome::Reply(r) => response(&r),
-        o => panic!("{o:?}"),
-    };
+    let run = |m: &MapMib| response(&reply(&req, &c, m));
     let echoed: Vec<VarBind> = sent
         .iter()
         .map(|(n, v)| VarBind::new(n.clone(), v.clone()))
@@ -653,9 +643,7 @@ fn set_runs_the_two_phase_protocol() {
         }),
         ..mib()
     };
-    let Outcome::Reply(r) = process(&set_req(0, "rw", &sent[..1]), &c, &m) else {
-        panic!()
-    };
+    let r = reply(&set_req(0, "rw", &sent[..1]), &c, &m);
     assert_eq!(response(&r).2, ErrorStatus::NoSuchName as u32);
 }
 

@@ -531,33 +531,46 @@ fn registered_core(mib: &dyn MibHandler) -> (AgentxCore, Instant) {
     (core, t0)
 }
 
-/// Regression: a 24 KB GetBulk from a rogue master built millions of
-/// varbinds; the response is bounded by count and encoded size.
-#[test]
-fn get_bulk_response_is_bounded() {
-    let mib = Endless;
-    let (mut core, t0) = registered_core(&mib);
+/// `n` copies of a range from 1.3.6.1.3.117 to the end: a rogue master's
+/// request.
+fn rogue_ranges(n: usize) -> Vec<SearchRange> {
     let range = SearchRange {
         start: oid("1.3.6.1.3.117"),
         include: false,
         end: Oid::default(),
     };
-    let bulk = Pdu::new(
-        5,
-        9,
-        9,
-        Payload::GetBulk {
-            context: None,
-            non_repeaters: 2,
-            max_repetitions: u16::MAX,
-            ranges: vec![range.clone(); 1000],
-        },
-    );
-    let req = encode(&bulk);
-    assert!(req.len() < 32 * 1024);
-    let r = sent(&core.on_bytes(&req, t0, &mib));
+    vec![range; n]
+}
+
+/// The size of a GetBulk (packet `packet_id`) over `ranges`, and the one
+/// answer of a core past its Register to it, from an endless MIB.
+fn bulk_answer(
+    packet_id: u32,
+    non_repeaters: u16,
+    max_repetitions: u16,
+    ranges: Vec<SearchRange>,
+) -> (usize, Pdu) {
+    let mib = Endless;
+    let (mut core, t0) = registered_core(&mib);
+    let bulk = Payload::GetBulk {
+        context: None,
+        non_repeaters,
+        max_repetitions,
+        ranges,
+    };
+    let req = encode(&Pdu::new(5, 9, packet_id, bulk));
+    let mut r = sent(&core.on_bytes(&req, t0, &mib));
     assert_eq!(r.len(), 1);
-    let (err, _, vbs) = response(&r[0]);
+    (req.len(), r.remove(0))
+}
+
+/// Regression: a 24 KB GetBulk from a rogue master built millions of
+/// varbinds; the response is bounded by count and encoded size.
+#[test]
+fn get_bulk_response_is_bounded() {
+    let (asked, r) = bulk_answer(9, 2, u16::MAX, rogue_ranges(1000));
+    assert!(asked < 32 * 1024);
+    let (err, _, vbs) = response(&r);
     assert_eq!(err, ResError::NO_ERROR);
     assert!(
         vbs.len() <= MAX_BULK_VARBINDS && vbs.len() > 998,
@@ -577,42 +590,19 @@ fn get_bulk_response_is_bounded() {
 /// the GetNext with tooBig and no varbinds).
 #[test]
 fn every_response_fits_the_octet_bound() {
-    let mib = Endless;
-    let (mut core, t0) = registered_core(&mib);
-    let range = SearchRange {
-        start: oid("1.3.6.1.3.117"),
-        include: false,
-        end: Oid::default(),
-    };
-    let ranges = vec![range; 5000];
-    let bulk = Pdu::new(
-        5,
-        9,
-        10,
-        Payload::GetBulk {
-            context: None,
-            non_repeaters: 5000,
-            max_repetitions: 10,
-            ranges: ranges.clone(),
-        },
-    );
-    let r = sent(&core.on_bytes(&encode(&bulk), t0, &mib));
-    assert_eq!(r.len(), 1);
-    let octets = encode(&r[0]).len();
+    let (_, r) = bulk_answer(10, 5000, 10, rogue_ranges(5000));
+    let octets = encode(&r).len();
     assert!(octets <= MAX_RESPONSE_OCTETS + 64, "{octets} octets");
-    let (err, _, vbs) = response(&r[0]);
+    let (err, _, vbs) = response(&r);
     assert_eq!(err, ResError::NO_ERROR);
     assert!(!vbs.is_empty() && vbs.len() < 5000, "{}", vbs.len());
-    let next = Pdu::new(
-        5,
-        9,
-        11,
-        Payload::GetNext {
-            context: None,
-            ranges,
-        },
-    );
-    let r = sent(&core.on_bytes(&encode(&next), t0, &mib));
+    let mib = Endless;
+    let (mut core, t0) = registered_core(&mib);
+    let next = Payload::GetNext {
+        context: None,
+        ranges: rogue_ranges(5000),
+    };
+    let r = sent(&core.on_bytes(&encode(&Pdu::new(5, 9, 11, next)), t0, &mib));
     assert_eq!(r.len(), 1);
     let (err, index, vbs) = response(&r[0]);
     assert_eq!(err, ResError::Snmp(ErrorStatus::TooBig));

@@ -55,6 +55,18 @@ fn ranges() -> Vec<SearchRange> {
     ]
 }
 
+/// A Register of 1.3.6.1.3.117, priority 127, no range.
+fn register_117() -> Payload {
+    Payload::Register {
+        context: None,
+        timeout: 0,
+        priority: 127,
+        range_subid: 0,
+        subtree: oid("1.3.6.1.3.117"),
+        upper_bound: None,
+    }
+}
+
 fn every_payload() -> Vec<(u8, Payload)> {
     let ctx = Some(b"ctx-a".to_vec());
     vec![
@@ -78,17 +90,7 @@ fn every_payload() -> Vec<(u8, Payload)> {
                 reason: CloseReason::Unknown(77),
             },
         ),
-        (
-            flags::INSTANCE_REGISTRATION,
-            Payload::Register {
-                context: None,
-                timeout: 0,
-                priority: 127,
-                range_subid: 0,
-                subtree: oid("1.3.6.1.3.117"),
-                upper_bound: None,
-            },
-        ),
+        (flags::INSTANCE_REGISTRATION, register_117()),
         (
             0,
             Payload::Register {
@@ -282,19 +284,7 @@ fn register_matches_rfc_layout() {
         1, 3, 0, 0, // n_subid 1, prefix 3 (1.3.6.1.3), include 0
         0, 0, 0, 117,
     ];
-    let pdu = Pdu::new(
-        9,
-        1,
-        2,
-        Payload::Register {
-            context: None,
-            timeout: 0,
-            priority: 127,
-            range_subid: 0,
-            subtree: oid("1.3.6.1.3.117"),
-            upper_bound: None,
-        },
-    );
+    let pdu = Pdu::new(9, 1, 2, register_117());
     assert_eq!(encode(&pdu, ByteOrder::Big).unwrap(), expected);
     assert_eq!(decode(&expected).unwrap(), {
         let mut p = pdu.clone();
@@ -432,91 +422,59 @@ fn malformed_inputs_name_the_problem() {
     assert_eq!(e.header.unwrap().transaction_id, 2);
 
     // Trailing bytes after a Close.
-    let mut b = encode(
-        &Pdu::new(
-            1,
-            1,
-            1,
-            Payload::Close {
-                reason: CloseReason::Other,
-            },
-        ),
-        ByteOrder::Big,
-    )
-    .unwrap();
-    b.extend_from_slice(&[0, 0, 0, 0]);
-    b[19] += 4;
-    assert_eq!(
-        decode(&b).unwrap_err().kind,
-        DecodeErrorKind::TrailingBytes(4)
-    );
+    let close = Payload::Close {
+        reason: CloseReason::Other,
+    };
+    let trailing = |b: &mut Vec<u8>| {
+        b.extend_from_slice(&[0, 0, 0, 0]);
+        b[19] += 4;
+    };
+    assert_eq!(patched(close, trailing), DecodeErrorKind::TrailingBytes(4));
 
     // Unknown varbind type 3.
-    let mut b = encode(
-        &Pdu::new(
-            1,
-            1,
-            1,
-            Payload::TestSet {
-                context: None,
-                varbinds: vec![VarBind::new(oid("1.3"), Value::Null)],
-            },
-        ),
-        ByteOrder::Big,
-    )
-    .unwrap();
-    b[21] = 3;
+    let set = Payload::TestSet {
+        context: None,
+        varbinds: vec![VarBind::new(oid("1.3"), Value::Null)],
+    };
     assert_eq!(
-        decode(&b).unwrap_err().kind,
+        patched(set, |b| b[21] = 3),
         DecodeErrorKind::UnknownValueType(3)
     );
 
     // OID with 200 sub-identifiers.
-    let mut b = encode(
-        &Pdu::new(
-            1,
-            1,
-            1,
-            Payload::Get {
-                context: None,
-                ranges: ranges(),
-            },
-        ),
-        ByteOrder::Big,
-    )
-    .unwrap();
-    b[20] = 200;
+    let get = Payload::Get {
+        context: None,
+        ranges: ranges(),
+    };
     assert_eq!(
-        decode(&b).unwrap_err().kind,
+        patched(get, |b| b[20] = 200),
         DecodeErrorKind::TooManySubids(200)
     );
 
     // Context flag on a Response.
-    let mut b = encode(&Pdu::new(1, 1, 1, Payload::CommitSet), ByteOrder::Big).unwrap();
-    b[2] |= flags::NON_DEFAULT_CONTEXT;
+    let commit = |b: &mut Vec<u8>| b[2] |= flags::NON_DEFAULT_CONTEXT;
     assert!(matches!(
-        decode(&b).unwrap_err().kind,
+        patched(Payload::CommitSet, commit),
         DecodeErrorKind::Invalid(_)
     ));
 
     // Octet string length near u32::MAX must not overflow.
-    let mut b = encode(
-        &Pdu::new(
-            1,
-            1,
-            1,
-            Payload::Ping {
-                context: Some(vec![1]),
-            },
-        ),
-        ByteOrder::Big,
-    )
-    .unwrap();
-    b[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
+    let ping = Payload::Ping {
+        context: Some(vec![1]),
+    };
+    let huge = |b: &mut Vec<u8>| b[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(
-        decode(&b).unwrap_err().kind,
+        patched(ping, huge),
         DecodeErrorKind::Truncated { .. }
     ));
+}
+
+/// What decoding says of `payload` (IDs 1, 1, 1, big-endian) once `patch`
+/// has changed its bytes.
+fn patched(payload: Payload, patch: impl FnOnce(&mut Vec<u8>)) -> DecodeErrorKind {
+    let mut b = encode(&Pdu::new(1, 1, 1, payload), ByteOrder::Big).unwrap();
+    patch(&mut b);
+    decode(&b).unwrap_err().kind
 }
 
 #[test]

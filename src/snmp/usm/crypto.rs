@@ -206,30 +206,23 @@ impl fmt::Display for KeyError {
 impl std::error::Error for KeyError {}
 
 /// Runs `$body` with `$h` the hash type of `$proto`: the one place that
-/// maps a protocol to its RustCrypto type.
+/// maps a protocol to its RustCrypto type, one line a protocol.
 macro_rules! with_hash {
     ($proto:expr, $h:ident => $body:expr) => {
+        with_hash!(@each $proto, $h, $body;
+            Sha1 => Sha1,
+            Sha224 => Sha224,
+            Sha256 => Sha256,
+            Sha384 => Sha384,
+            Sha512 => Sha512,
+        )
+    };
+    (@each $proto:expr, $h:ident, $body:expr; $($p:ident => $t:ty,)*) => {
         match $proto {
-            AuthProtocol::Sha1 => {
-                type $h = Sha1;
+            $(AuthProtocol::$p => {
+                type $h = $t;
                 $body
-            }
-            AuthProtocol::Sha224 => {
-                type $h = Sha224;
-                $body
-            }
-            AuthProtocol::Sha256 => {
-                type $h = Sha256;
-                $body
-            }
-            AuthProtocol::Sha384 => {
-                type $h = Sha384;
-                $body
-            }
-            AuthProtocol::Sha512 => {
-                type $h = Sha512;
-                $body
-            }
+            })*
         }
     };
 }
