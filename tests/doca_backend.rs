@@ -46,6 +46,8 @@ fn every_output_format_and_timestamp_source_decodes_the_stand_ins_samples() {
             assert!(started.rejected.is_empty());
             let layout = Layout::new(format, ts, ids.clone(), started.diag.sample_size())
                 .expect("sample size fits the format");
+            // 15 sample periods; one query takes what is there (asking
+            // before would take the first samples away from this one).
             std::thread::sleep(Duration::from_millis(30));
             let mut buf = vec![0u8; layout.sample_size * 1024];
             let (n, _) = started.diag.query(&mut buf).expect("query");

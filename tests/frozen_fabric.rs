@@ -264,6 +264,7 @@ fn sigterm_right_after_discovering_always_ends_the_agent() {
             assert!(Instant::now() < deadline, "start {i}: no discovery");
             std::thread::sleep(Duration::from_millis(1));
         }
+        // SIGTERM 10 ms into discovery, the moment this test is about.
         std::thread::sleep(Duration::from_millis(10));
         let t0 = Instant::now();
         agent.term_grace = Duration::from_secs(10);

@@ -339,6 +339,7 @@ fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
         failed_at.elapsed() < interval,
         "the refusal must come within the interval for this test to mean anything"
     );
+    // The refusal lasts one sweep interval from the failure: wait it out.
     std::thread::sleep(interval.saturating_sub(failed_at.elapsed()));
     set(&t, "private", &[&xmit, "u", "0"]).unwrap();
     assert_eq!(gauge(&t, &xmit), 0);
