@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::fabric::engine::{Engine, EngineConfig, MadOutcome};
-use crate::fabric::sweep::get;
+use crate::fabric::mads::get;
 use crate::ib::{Fabric, Guid, Node};
 use crate::pm::mad::attr;
 use crate::pm::port_counters::PortCountersField as F;

@@ -164,3 +164,197 @@ fn the_check_sees_code_and_skips_comments_and_tests() {
     assert_eq!(layer("fabric/sweep.rs").as_deref(), Some("fabric"));
     assert_eq!(layer("snmp/usm/tests.rs"), None);
 }
+
+/// The sibling modules a file's code names: `super::X` (a file `X.rs` or a
+/// folder `X/` beside it) and `crate::FOLDER::X` for the file's own folder,
+/// `use super::{X, Y::Z}` groups included. Whole path segments only:
+/// `super::session_id` does not name `session`.
+fn siblings_named(text: &str, folder: &str, siblings: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut prefixes = vec!["super::".to_string()];
+    if !folder.is_empty() {
+        prefixes.push(format!("crate::{}::", folder.replace('/', "::")));
+    }
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    for prefix in &prefixes {
+        for (i, _) in text.match_indices(prefix.as_str()) {
+            // `xsuper::` or `a::super::` is another path.
+            if text[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| ident(c) || c == ':')
+            {
+                continue;
+            }
+            let rest = &text[i + prefix.len()..];
+            let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                // The first segment of each entry of the group, at any depth
+                // of nesting only the group's own entries count.
+                let mut depth = 0;
+                let end = group
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        match c {
+                            '{' => depth += 1,
+                            '}' if depth == 0 => return true,
+                            '}' => depth -= 1,
+                            _ => {}
+                        }
+                        false
+                    })
+                    .map_or(group.len(), |(j, _)| j);
+                let mut entries = Vec::new();
+                let (mut depth, mut start) = (0, 0);
+                for (j, c) in group[..end].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            entries.push(&group[start..j]);
+                            start = j + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                entries.push(&group[start..end]);
+                entries
+                    .into_iter()
+                    .map(|e| e.trim().split("::").next().unwrap_or(""))
+                    .collect()
+            } else {
+                let end = rest.find(|c: char| !ident(c)).unwrap_or(rest.len());
+                vec![&rest[..end]]
+            };
+            for n in names {
+                if siblings.iter().any(|s| s == n) {
+                    out.push(n.to_string());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The cycles among `edges` (file -> files it names), each once, as
+/// `a -> b -> a`.
+fn cycles(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let mut found = Vec::new();
+    // From every file, a depth-first walk for a path back to it through
+    // files after it in order (so each cycle is reported from its least
+    // member only).
+    for start in edges.keys() {
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            for next in edges.get(&at).into_iter().flatten() {
+                if next == start {
+                    let mut c = path.clone();
+                    c.push(start.clone());
+                    found.push(c.join(" -> "));
+                } else if next > start && seen.insert(next.clone()) {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next.clone(), p));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// No two files in one folder of `src/` import each other, directly or
+/// through others of the folder (a folder's `mod.rs`, which declares and
+/// re-exports its files, aside; test code and comments aside).
+#[test]
+fn no_cycle_between_the_files_of_a_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut folders: std::collections::BTreeMap<PathBuf, Vec<PathBuf>> = Default::default();
+    for f in files {
+        folders
+            .entry(f.parent().unwrap().to_path_buf())
+            .or_default()
+            .push(f);
+    }
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (dir, files) in &folders {
+        let folder = dir
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let stem = |p: &Path| p.file_stem().unwrap().to_string_lossy().into_owned();
+        // Modules beside each other: files, and folders with a mod.rs.
+        let mut siblings: Vec<String> = files
+            .iter()
+            .map(|f| stem(f))
+            .filter(|s| s != "mod" && s != "tests")
+            .collect();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                siblings.push(p.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        let mut edges = std::collections::BTreeMap::new();
+        for f in files {
+            let me = stem(f);
+            if me == "mod" || me == "tests" || (folder.is_empty() && (me == "lib" || me == "main"))
+            {
+                continue;
+            }
+            checked += 1;
+            let text = code(&std::fs::read_to_string(f).unwrap());
+            let named: Vec<String> = siblings_named(&text, &folder, &siblings)
+                .into_iter()
+                .filter(|n| *n != me)
+                .collect();
+            edges.insert(me, named);
+        }
+        for c in cycles(&edges) {
+            wrong.push(format!("src/{folder}: {c}"));
+        }
+    }
+    assert!(checked > 50, "only {checked} files checked");
+    assert!(
+        wrong.is_empty(),
+        "files of one folder that import each other:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The cycle check reads paths as the compiler does: whole segments,
+/// groups, the folder's own `crate::` paths, and no comments.
+#[test]
+fn the_cycle_check_reads_whole_segments_groups_and_code_only() {
+    let sib: Vec<String> = ["engine", "session", "sweep", "cache", "state"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let text = code(
+        "//! [`super::engine::Engine`] in a doc link\n\
+         /// and [`super::cache`] in another\n\
+         use super::{cache::Cache, state::{A, B}};\n\
+         fn f(x: u32) { let _ = super::session_id(x); crate::fabric::sweep::run(); }\n",
+    );
+    assert_eq!(
+        siblings_named(&text, "fabric", &sib),
+        vec!["cache", "state", "sweep"]
+    );
+    assert_eq!(
+        siblings_named("use crate::agentx::session;", "fabric", &sib),
+        Vec::<String>::new()
+    );
+    let mut edges = std::collections::BTreeMap::new();
+    edges.insert("a".to_string(), vec!["b".to_string()]);
+    edges.insert("b".to_string(), vec!["c".to_string()]);
+    edges.insert("c".to_string(), vec!["a".to_string()]);
+    edges.insert("d".to_string(), vec!["a".to_string()]);
+    assert_eq!(cycles(&edges), vec!["a -> b -> c -> a"]);
+    edges.insert("c".to_string(), vec![]);
+    assert!(cycles(&edges).is_empty());
+}

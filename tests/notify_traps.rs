@@ -199,7 +199,7 @@ fn node_lost_and_found_port_state_and_discontinuity_reach_both_sinks() {
     // A clear by another tool: pmCounterDiscontinuity naming node and port.
     let ca = fabric.node(named(&fabric, "node01")).unwrap().clone();
     let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
-    let data = ibpm_agentx::fabric::sweep::port_counters_data(num, 0xFFFF, 0xFF);
+    let data = ibpm_agentx::fabric::mads::port_counters_data(num, 0xFFFF, 0xFF);
     let (st, _) = rig::pma_request(&s.sim, lid, method::SET, attr::PORT_COUNTERS, &data)
         .expect("the simulated PMA answers");
     assert_eq!(st, 0);

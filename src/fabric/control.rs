@@ -17,8 +17,8 @@ use tracing::{debug, warn};
 
 use super::cache::Cache;
 use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
+use super::mads::{get, port_counters_data};
 use super::state::{FabricState, SharedState, Slot};
-use super::sweep::{get, port_counters_data};
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::mad::{attr, method, status};

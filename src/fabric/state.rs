@@ -11,15 +11,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use super::cache::{
-    Cache, DataSource, NodeRecord, PortRecord, Readings, Snapshot, Stamp, SweepFigures,
-};
+use super::cache::{Cache, Snapshot, SweepFigures};
 use super::engine::MadOutcome;
-use super::hc::{self, HC_SLOTS};
+use super::hc;
 use super::persist::SavedPort;
+use super::record::{DataSource, DocaPort, NodeRecord, PortRecord, Readings, Stamp};
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
+use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{
     ClassPortInfo, PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult,
@@ -73,10 +73,6 @@ impl Default for SweepConfig {
         }
     }
 }
-
-/// The optional per-port PM attributes the sweeper reads where a node
-/// answers them, declared once in [`crate::pm::optional::OPTIONAL`].
-pub use crate::pm::optional::OPTIONAL_ATTRS;
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.
 type AttrMask = u32;
@@ -153,18 +149,6 @@ impl KindState {
 /// answer.
 pub const RETRY_UNANSWERED_SWEEPS: u64 = 360;
 
-/// The data area of a Get of optional attribute `attr_id` for `port`: the
-/// PortSelect in byte 1 and, for the per-opcode attributes, Opcode 0xFF
-/// (every opcode) in byte 0.
-pub fn optional_request_data(attr_id: u16, port: u8) -> [u8; 192] {
-    let mut d = [0u8; 192];
-    if matches!(attr_id, 0x17 | 0x19 | 0x1A) {
-        d[0] = 0xFF;
-    }
-    d[1] = port;
-    d
-}
-
 /// The slots a DOCA-served port takes from DOCA, not from PM MADs.
 fn doca_skip(pr: &PortRecord) -> u32 {
     if pr.sweep.doca.is_some() {
@@ -184,34 +168,6 @@ fn additional_skip(wide: WideCounters, pcx: bool) -> u32 {
     } else {
         hc::PCX_ADDITIONAL_SLOTS
     }
-}
-
-/// What the sweeper keeps of a port to fold its next readings in: part of
-/// its record ([`PortRecord::sweep`]), where no table looks.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortMemo {
-    /// When the held PortCounters reading's request was sent.
-    counters_at: Option<Stamp>,
-    /// When PortCountersExtended was last read (its rates start there).
-    pcx_read_at: Option<Stamp>,
-    /// Data and packets were last read from PortCountersExtended.
-    hc_from_pcx: Option<bool>,
-    /// The port is served by DOCA telemetry diag.
-    doca: Option<Box<DocaPort>>,
-    /// This agent cleared the port's PortCounters: the next reading may
-    /// go down without that being news ([`FabricState::mark_agent_clear`]).
-    agent_clear: bool,
-    /// The same for PortCountersExtended (a PMA may clear both).
-    agent_clear_ext: bool,
-}
-
-/// A DOCA-served port: the latest value of each [`super::doca_ids::DATA_IDS`]
-/// entry (None until read), and the totals its rates start from (DOCA
-/// samples come faster than a rate is worth making).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct DocaPort {
-    prev: [Option<u64>; super::doca_ids::DATA_IDS.len()],
-    rate_mark: Option<(Instant, [Option<u64>; HC_SLOTS])>,
 }
 
 pub(crate) struct NodeState {

@@ -31,12 +31,11 @@ use tracing::{debug, error, info, warn};
 use super::cache::Cache;
 use super::control::Controller;
 use super::engine::{Engine, MadOutcome, MadRequest, Request, Requests};
-use super::state::{
-    FabricState, OPTIONAL_ATTRS, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot,
-    optional_request_data,
-};
+use super::mads::port_counters_data;
+use super::state::{FabricState, PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot};
 use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::{attr, method};
+use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
 use crate::transport::MadAddr;
@@ -100,17 +99,6 @@ pub const STATE_SAVE_EVERY: Duration = Duration::from_secs(300);
 /// (and the progress logged).
 const FIRST_SWEEP_PROGRESS: Duration = Duration::from_secs(1);
 
-/// A Get of `attr_id` with the given data area.
-pub fn get(to: MadAddr, attr_id: u16, data: [u8; 192]) -> MadRequest {
-    MadRequest {
-        to,
-        method: method::GET,
-        attr_id,
-        attr_mod: 0,
-        data,
-    }
-}
-
 /// The CounterSelect and CounterSelect2 bits of the fields of `pc` past 75%
 /// of their range.
 pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
@@ -165,7 +153,7 @@ impl PmGet {
                 .encode(&mut data);
                 data
             }
-            a if OPTIONAL_ATTRS.contains(&a) => optional_request_data(a, self.port),
+            a if OPTIONAL_ATTRS.contains(&a) => crate::pm::optional::request_data(a, self.port),
             _ => [0; 192],
         }
     }
@@ -378,20 +366,6 @@ impl<S: Slots + ?Sized> Requests for SlotRequests<'_, S> {
         let get = PmGet::of(&st, Slot::from(self.slots.slot(&st, i)?))?;
         Some((get.to, get.mad(tid)))
     }
-}
-
-/// The data area of a PortCounters request for `port` with these
-/// CounterSelect bits (all zero for a Get).
-pub fn port_counters_data(port: u8, counter_select: u16, counter_select2: u8) -> [u8; 192] {
-    let mut data = [0u8; 192];
-    PortCounters {
-        port_select: port,
-        counter_select,
-        counter_select2,
-        ..Default::default()
-    }
-    .encode(&mut data);
-    data
 }
 
 impl Sweeper {
@@ -1268,7 +1242,7 @@ mod tests {
         }
         // Equal per-node readings are one allocation: the simulated PMAs
         // answer ClassPortInfo by node type and run no sample.
-        let distinct = |f: &dyn Fn(&crate::fabric::cache::NodeRecord) -> usize| {
+        let distinct = |f: &dyn Fn(&crate::fabric::record::NodeRecord) -> usize| {
             let mut v: Vec<usize> = snap.nodes.iter().map(|r| f(r)).collect();
             v.sort();
             v.dedup();
@@ -1296,9 +1270,9 @@ mod tests {
     /// nodes stay PMA-only.
     #[test]
     fn a_doca_served_port_mixes_sources_by_counter() {
-        use crate::fabric::cache::DataSource;
         use crate::fabric::doca_ids::DATA_IDS;
         use crate::fabric::hc::{self, slot};
+        use crate::fabric::record::DataSource;
         let (mut sw, sim, clock, cache) = setup(SweepConfig::default());
         let fabric = sim.fabric();
         let mut cas = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Ca);
@@ -1617,7 +1591,7 @@ mod tests {
         let (n3, _) = per_sweep(&mut sweeper);
         assert_eq!(n3, steady);
         // Readings are kept, and refreshed (the request count moved).
-        let first = |r: &crate::fabric::cache::NodeRecord| {
+        let first = |r: &crate::fabric::record::NodeRecord| {
             let at = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[0]).0;
             r.ports[0].optional.get(OPTIONAL_ATTRS[0]).unwrap()[at + 2]
         };

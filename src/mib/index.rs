@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::fabric::cache::NodeRecord;
+use crate::fabric::record::NodeRecord;
 use crate::ib::Guid;
 use crate::pm::optional::LANES;
 

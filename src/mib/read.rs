@@ -8,8 +8,9 @@ use super::rate::{congestion_hundredths, congestion_share, utilization_hundredth
 use super::schema::{AgentCol, Column, NodeCol, PortCol, RateCol, Source, Syntax, Table};
 use super::tables::table;
 use super::{EndpointCounters, Value};
-use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot, Stamp};
+use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
+use crate::fabric::record::{NodeRecord, PortRecord, Stamp};
 use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::port_counters::PortCountersField;

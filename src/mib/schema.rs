@@ -4,7 +4,7 @@
 //! mib2c declares them. The declarations are in [`super::tables`]; the
 //! read path, the SET pipeline and the view walk them.
 
-use crate::fabric::cache::{NodeRecord, PortRecord};
+use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::pm::port_counters::PortCountersField;
 use crate::pm::samples::{
     PortSamplesControlField, PortSamplesResultExtendedField, PortSamplesResultField,

@@ -10,8 +10,9 @@ use super::schema::{Column, Source, Table};
 use super::set::Writes;
 use super::tables::{COLUMNS, column_of, table};
 use super::{EndpointCounters, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
-use crate::fabric::cache::{Cache, NodeRecord, PortRecord, Snapshot};
+use crate::fabric::cache::{Cache, Snapshot};
 use crate::fabric::control::Controller;
+use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::Guid;
 
 /// The IB-PM-MIB view over the cache.
@@ -299,7 +300,7 @@ impl MibHandler for MibView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::cache::PortRecord;
+    use crate::fabric::record::PortRecord;
     use crate::ib::NodeType;
     use crate::pm::{ClassPortInfo, PortCounters};
 

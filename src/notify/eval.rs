@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 
 use super::rules::{Measure, NotifyConfig, THRESHOLD_COUNT, thresholds};
 use super::{Event, FAMILIES, Kind, Peer};
-use crate::fabric::cache::{NodeRecord, PortRecord, Snapshot};
+use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
+use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::Guid;
 use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 
@@ -52,7 +53,7 @@ fn total(p: &PortRecord, k: usize) -> Option<u64> {
 
 /// When the port's counters were read.
 fn read_at(p: &PortRecord) -> Option<Instant> {
-    p.read_at.map(crate::fabric::cache::Stamp::instant)
+    p.read_at.map(crate::fabric::record::Stamp::instant)
 }
 
 /// pmPortState (0: not known).

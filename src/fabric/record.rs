@@ -1,0 +1,513 @@
+//! The records the sweeper folds readings into and readers see: one per
+//! node and port, shared between the sweeper's state and the published
+//! snapshot (a node's record is copied only when a sweep changes one the
+//! snapshot still holds), and the per-node readings shared between nodes
+//! that answered the same. Owned by neither the sweeper nor the cache.
+
+use std::collections::HashSet;
+use std::hash::Hash;
+use std::num::NonZeroU64;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use super::hc::{HC_SLOTS, HcTotals, Rates};
+use crate::ib::{Guid, NodeType, Port};
+use crate::pm::optional::OPTIONAL_ATTRS;
+use crate::pm::samples::PortSamplesResultExtended;
+use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
+
+/// A moment as a record keeps it: microseconds from a process-wide origin,
+/// in 8 bytes with its `Option` (an `Option<Instant>` takes 16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stamp(NonZeroU64);
+
+/// The origin of [`Stamp`]s: a day before the first one is made, so
+/// instants taken a little earlier (tests' virtual clocks start from
+/// `Instant::now()`) still have their own stamp.
+static ORIGIN: LazyLock<Instant> = LazyLock::new(|| {
+    let now = Instant::now();
+    now.checked_sub(Duration::from_secs(86_400)).unwrap_or(now)
+});
+
+impl Stamp {
+    pub fn instant(self) -> Instant {
+        *ORIGIN + Duration::from_micros(self.0.get() - 1)
+    }
+}
+
+impl From<Instant> for Stamp {
+    fn from(at: Instant) -> Stamp {
+        let us = at.saturating_duration_since(*ORIGIN).as_micros() as u64;
+        Stamp(NonZeroU64::new(us.saturating_add(1)).unwrap_or(NonZeroU64::MIN))
+    }
+}
+
+/// What the cache knows about one port. The sweeper folds readings into
+/// it in place (the node's record is shared with the published snapshot
+/// and copied only when a sweep changes it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortRecord {
+    /// The port's number, GUID, LID, link state, width, speed and peer.
+    pub link: Port,
+    /// Running 64-bit totals ([`crate::fabric::hc::HC`]) and the latest
+    /// PortCounters reading.
+    pub hc: HcTotals,
+    /// Per-second rates of the totals between the last two readings.
+    pub rates: Rates,
+    /// When the PortCounters were read.
+    pub read_at: Option<Stamp>,
+    /// The last time one of the port's 64-bit totals lost increments (the
+    /// row appeared, a counter went down, the source changed).
+    pub discontinuity: Option<Stamp>,
+    /// Latest readings of the optional attributes the node answers.
+    pub optional: OptionalReadings,
+    /// Times the port's counters went down without a clear by this agent
+    /// (cleared by another tool, or the node restarted).
+    pub external_resets: u32,
+    /// What the sweeper keeps to fold the next readings in.
+    pub(crate) sweep: PortMemo,
+}
+
+impl PortRecord {
+    /// A port with no reading yet.
+    pub fn new(link: Port) -> PortRecord {
+        PortRecord {
+            link,
+            ..Default::default()
+        }
+    }
+
+    /// The port's number.
+    pub fn num(&self) -> u8 {
+        self.link.num
+    }
+
+    /// The latest PortCounters reading.
+    pub fn counters(&self) -> Option<&PortCounters> {
+        self.hc.pc()
+    }
+}
+
+/// The latest readings of the optional PM attributes
+/// ([`OPTIONAL_ATTRS`]) a port answers, packed in one allocation: of each
+/// reading only the bytes that hold its counters
+/// ([`crate::pm::optional::counter_bytes`]: no selectors, nothing reserved
+/// after the last counter), without their trailing zero bytes (counters
+/// that never counted take no room). A port that answers none has no
+/// allocation.
+///
+/// Layout: the set of attributes held (u32, bit k for `OPTIONAL_ATTRS[k]`),
+/// one length byte per attribute, then the counter bytes in that order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OptionalReadings(Option<Box<[u8]>>);
+
+const OPT_HEAD: usize = 4 + OPTIONAL_ATTRS.len();
+const _: () = assert!(OPTIONAL_ATTRS.len() <= 32);
+
+/// Where each attribute's counters sit in its data area.
+const SPANS: [(usize, usize); OPTIONAL_ATTRS.len()] = {
+    let mut s = [(0, 0); OPTIONAL_ATTRS.len()];
+    let mut k = 0;
+    while k < s.len() {
+        s[k] = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[k]);
+        assert!(s[k].0 < s[k].1, "an optional attribute without counters");
+        assert!(s[k].1 <= 192 && s[k].1 - s[k].0 <= u8::MAX as usize);
+        k += 1;
+    }
+    s
+};
+
+impl OptionalReadings {
+    fn held(&self) -> u32 {
+        self.0
+            .as_ref()
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn lens(&self) -> [u8; OPTIONAL_ATTRS.len()] {
+        let mut l = [0; OPTIONAL_ATTRS.len()];
+        if let Some(b) = &self.0 {
+            l.copy_from_slice(&b[4..OPT_HEAD]);
+        }
+        l
+    }
+
+    /// `attr_id`'s index in [`OPTIONAL_ATTRS`], when a reading of it is
+    /// held.
+    fn index(&self, attr_id: u16) -> Option<usize> {
+        let k = OPTIONAL_ATTRS.iter().position(|&a| a == attr_id)?;
+        (self.held() & (1 << k) != 0).then_some(k)
+    }
+
+    /// The counter bytes held for `attr_id` (trailing zeros left out) and
+    /// where they start in the data area.
+    fn stored(&self, attr_id: u16) -> Option<(&[u8], usize)> {
+        let k = self.index(attr_id)?;
+        let b = self.0.as_ref()?;
+        let lens = &b[4..OPT_HEAD];
+        let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        Some((b.get(at..at + usize::from(lens[k]))?, SPANS[k].0))
+    }
+
+    /// The reading of `attr_id`: its counters where they were, zeros
+    /// elsewhere (the selectors and reserved bytes are not kept).
+    pub fn get(&self, attr_id: u16) -> Option<[u8; 192]> {
+        let (kept, start) = self.stored(attr_id)?;
+        let mut d = [0u8; 192];
+        d[start..start + kept.len()].copy_from_slice(kept);
+        Some(d)
+    }
+
+    /// A port answers `attr_id`.
+    pub fn has(&self, attr_id: u16) -> bool {
+        self.index(attr_id).is_some()
+    }
+
+    /// The `width` bits at bit `offset` of the reading of `attr_id`, as
+    /// [`crate::pm::layout::get_bits`] reads them from [`Self::get`]'s
+    /// data area, without building it.
+    pub fn bits(&self, attr_id: u16, offset: usize, width: usize) -> Option<u64> {
+        let (kept, start) = self.stored(attr_id)?;
+        if width == 0 || width > 64 || offset + width > 192 * 8 {
+            return Some(0);
+        }
+        let (first, last) = (offset / 8, (offset + width).div_ceil(8));
+        // At most 9 bytes hold 64 bits at any bit offset.
+        let mut w = [0u8; 9];
+        for (i, byte) in (first..last).zip(w.iter_mut()) {
+            *byte = i
+                .checked_sub(start)
+                .and_then(|j| kept.get(j))
+                .copied()
+                .unwrap_or(0);
+        }
+        Some(crate::pm::layout::get_bits(
+            &w[..last - first],
+            offset % 8,
+            width,
+        ))
+    }
+
+    /// The attributes held, in [`OPTIONAL_ATTRS`] order.
+    pub fn attrs(&self) -> impl Iterator<Item = u16> + '_ {
+        let held = self.held();
+        OPTIONAL_ATTRS
+            .iter()
+            .enumerate()
+            .filter(move |(k, _)| held & (1 << k) != 0)
+            .map(|(_, &a)| a)
+    }
+
+    /// How many attributes are held.
+    pub fn len(&self) -> usize {
+        self.held().count_ones() as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held() == 0
+    }
+
+    /// Hold the counters of `data` as the reading of `OPTIONAL_ATTRS[k]`.
+    pub fn set(&mut self, k: usize, data: &[u8; 192]) {
+        let data = &data[SPANS[k].0..SPANS[k].1];
+        let n = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let (held, lens) = (self.held(), self.lens());
+        let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        if held & (1 << k) != 0
+            && usize::from(lens[k]) == n
+            && let Some(b) = &mut self.0
+        {
+            b[at..at + n].copy_from_slice(&data[..n]);
+            return;
+        }
+        // Another length: the readings are laid out again.
+        let old = self.0.take();
+        let old_at = |j: usize| OPT_HEAD + lens[..j].iter().map(|&l| usize::from(l)).sum::<usize>();
+        let mut v = Vec::with_capacity(
+            OPT_HEAD + lens.iter().map(|&l| usize::from(l)).sum::<usize>() + n
+                - usize::from(lens[k]),
+        );
+        v.extend_from_slice(&(held | 1 << k).to_le_bytes());
+        let mut new_lens = lens;
+        new_lens[k] = n as u8;
+        v.extend_from_slice(&new_lens);
+        for j in 0..OPTIONAL_ATTRS.len() {
+            if j == k {
+                v.extend_from_slice(&data[..n]);
+            } else if let Some(b) = &old {
+                let a = old_at(j);
+                v.extend_from_slice(&b[a..a + usize::from(lens[j])]);
+            }
+        }
+        self.0 = Some(v.into_boxed_slice());
+    }
+}
+
+/// Equal values shared: one allocation per distinct value, whoever holds
+/// it. Nodes of one kind answer ClassPortInfo and PortSamplesControl
+/// alike, and PortSamplesResult too while no sample runs, so a fabric's
+/// nodes hold a few of each instead of one per node.
+#[derive(Debug)]
+pub struct Interner<T>(HashSet<Arc<T>>);
+
+impl<T> Default for Interner<T> {
+    fn default() -> Self {
+        Interner(HashSet::new())
+    }
+}
+
+impl<T: Hash + Eq> Interner<T> {
+    /// The shared value equal to `v`.
+    pub fn intern(&mut self, v: T) -> Arc<T> {
+        if let Some(a) = self.0.get(&v) {
+            return Arc::clone(a);
+        }
+        let a = Arc::new(v);
+        self.0.insert(Arc::clone(&a));
+        a
+    }
+
+    /// Forget the values nobody else holds any more (bounds the set by
+    /// the values in use).
+    pub fn prune(&mut self) {
+        self.0.retain(|a| Arc::strong_count(a) > 1);
+    }
+
+    /// Distinct values held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The per-node readings' interners.
+#[derive(Debug, Default)]
+pub struct Readings {
+    pub cpi: Interner<ClassPortInfo>,
+    pub control: Interner<PortSamplesControl>,
+    pub result: Interner<PortSamplesResult>,
+    pub result_ext: Interner<PortSamplesResultExtended>,
+}
+
+impl Readings {
+    pub fn prune(&mut self) {
+        self.cpi.prune();
+        self.control.prune();
+        self.result.prune();
+        self.result_ext.prune();
+    }
+}
+
+/// What fills a node's rows (pmNodeSource).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataSource {
+    /// PM MADs to the node's PMA (or the simulator's PMAs).
+    #[default]
+    Pma,
+    /// DOCA telemetry diag on the local adapter alone.
+    Doca,
+    /// A local adapter: data, packets and discards from DOCA telemetry
+    /// diag, everything else from PM MADs.
+    PmaAndDoca,
+}
+
+impl DataSource {
+    /// The pmNodeSource value.
+    pub fn mib(self) -> i32 {
+        match self {
+            DataSource::Pma => 1,
+            DataSource::Doca => 2,
+            DataSource::PmaAndDoca => 3,
+        }
+    }
+}
+
+/// What the cache knows about one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRecord {
+    pub guid: Guid,
+    pub sys_guid: Guid,
+    pub node_type: NodeType,
+    pub vendor_id: u32,
+    pub device_id: u16,
+    /// Shared with the fabric model's node.
+    pub description: Arc<str>,
+    pub num_ports: u8,
+    pub lid: u16,
+    /// False once the node failed the configured number of sweeps in a row.
+    pub reachable: bool,
+    /// Consecutive sweeps in which the node did not answer.
+    pub failed_sweeps: u32,
+    /// The readings of the node's per-node attributes, shared with every
+    /// node that answered the same ([`Readings`]).
+    pub class_port_info: Option<Arc<ClassPortInfo>>,
+    /// Physical ports 1..=num_ports, ordered by number.
+    pub ports: Vec<PortRecord>,
+    pub samples_control: Option<Arc<PortSamplesControl>>,
+    pub samples_result: Option<Arc<PortSamplesResult>>,
+    /// PortSamplesResultExtended, where the node answers it.
+    pub samples_result_ext: Option<Arc<PortSamplesResultExtended>>,
+    /// What fills the node's rows.
+    pub source: DataSource,
+}
+
+impl NodeRecord {
+    pub fn port(&self, num: u8) -> Option<&PortRecord> {
+        self.ports
+            .binary_search_by_key(&num, |p| p.num())
+            .ok()
+            .map(|i| &self.ports[i])
+    }
+}
+
+/// What the sweeper keeps of a port to fold its next readings in: part of
+/// its record ([`PortRecord::sweep`]), where no table looks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortMemo {
+    /// When the held PortCounters reading's request was sent.
+    pub(super) counters_at: Option<Stamp>,
+    /// When PortCountersExtended was last read (its rates start there).
+    pub(super) pcx_read_at: Option<Stamp>,
+    /// Data and packets were last read from PortCountersExtended.
+    pub(super) hc_from_pcx: Option<bool>,
+    /// The port is served by DOCA telemetry diag.
+    pub(super) doca: Option<Box<DocaPort>>,
+    /// This agent cleared the port's PortCounters: the next reading may
+    /// go down without that being news ([`super::state::FabricState::mark_agent_clear`]).
+    pub(super) agent_clear: bool,
+    /// The same for PortCountersExtended (a PMA may clear both).
+    pub(super) agent_clear_ext: bool,
+}
+
+/// A DOCA-served port: the latest value of each [`super::doca_ids::DATA_IDS`]
+/// entry (None until read), and the totals its rates start from (DOCA
+/// samples come faster than a rate is worth making).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct DocaPort {
+    pub(super) prev: [Option<u64>; super::doca_ids::DATA_IDS.len()],
+    pub(super) rate_mark: Option<(Instant, [Option<u64>; HC_SLOTS])>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(port: u8, fill: &[(usize, u8)]) -> [u8; 192] {
+        let mut d = [0u8; 192];
+        d[1] = port;
+        for &(i, v) in fill {
+            d[i] = v;
+        }
+        d
+    }
+
+    #[test]
+    fn equal_values_share_one_allocation_until_nobody_holds_them() {
+        let mut i = Interner::default();
+        let a = i.intern(ClassPortInfo {
+            capability_mask: 0x200,
+            ..Default::default()
+        });
+        let b = i.intern(ClassPortInfo {
+            capability_mask: 0x200,
+            ..Default::default()
+        });
+        let c = i.intern(ClassPortInfo::default());
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(i.len(), 2);
+        drop(c);
+        i.prune();
+        assert_eq!(i.len(), 1, "the value nobody holds is forgotten");
+        drop((a, b));
+        i.prune();
+        assert!(i.is_empty());
+    }
+
+    #[test]
+    fn stamps_give_back_their_instant_to_the_microsecond() {
+        let t = Instant::now();
+        let earlier = t - Duration::from_secs(3600);
+        for at in [earlier, t, t + Duration::from_nanos(1_500)] {
+            let back = Stamp::from(at).instant();
+            let diff = if back > at { back - at } else { at - back };
+            assert!(diff < Duration::from_micros(1), "{diff:?}");
+        }
+        assert!(Stamp::from(earlier) < Stamp::from(t));
+        assert_eq!(std::mem::size_of::<Option<Stamp>>(), 8);
+    }
+
+    #[test]
+    fn optional_readings_keep_the_counter_bytes_without_their_trailing_zeros() {
+        let mut o = OptionalReadings::default();
+        assert!(
+            o.is_empty() && o.0.is_none(),
+            "nothing held, nothing allocated"
+        );
+        // 0x15: counters in bytes 4..16; 0x1A: 4..68; 0x1F: 16..152.
+        let (a, b, c) = (OPTIONAL_ATTRS[0], OPTIONAL_ATTRS[5], OPTIONAL_ATTRS[16]);
+        assert_eq!(
+            (SPANS[0], SPANS[5], SPANS[16]),
+            ((4, 16), (4, 68), (16, 152))
+        );
+        o.set(5, &reading(3, &[(40, 9)]));
+        o.set(0, &reading(3, &[(4, 1), (100, 5)]));
+        o.set(16, &reading(3, &[(151, 7), (191, 5)]));
+        assert_eq!(o.attrs().collect::<Vec<_>>(), vec![a, b, c]);
+        // The selectors (PortSelect 3) and what lies past the last counter
+        // are not kept.
+        assert_eq!(o.get(a), Some(reading(0, &[(4, 1)])));
+        assert_eq!(o.get(b), Some(reading(0, &[(40, 9)])));
+        assert_eq!(o.get(c), Some(reading(0, &[(151, 7)])));
+        assert_eq!(o.get(OPTIONAL_ATTRS[1]), None);
+        assert_eq!(o.0.as_ref().unwrap().len(), 4 + 17 + 1 + 37 + 136);
+        // The same length is written in place; another one lays the
+        // readings out again, the others unchanged.
+        o.set(0, &reading(3, &[(4, 2)]));
+        assert_eq!(o.get(a), Some(reading(0, &[(4, 2)])));
+        o.set(5, &reading(3, &[(60, 1), (40, 9)]));
+        assert_eq!(o.get(b), Some(reading(0, &[(60, 1), (40, 9)])));
+        assert_eq!(o.get(a), Some(reading(0, &[(4, 2)])));
+        assert_eq!(o.get(c), Some(reading(0, &[(151, 7)])));
+        // A reading of zeros only (port 0) is held, in no room.
+        o.set(1, &[0; 192]);
+        assert_eq!(o.get(OPTIONAL_ATTRS[1]), Some([0; 192]));
+        assert_eq!(o.len(), 4);
+        // Every counter of every attribute answered: at most the sum of
+        // the counter bytes.
+        let mut full = OptionalReadings::default();
+        for k in 0..OPTIONAL_ATTRS.len() {
+            full.set(k, &[0xFF; 192]);
+            let mut want = [0u8; 192];
+            want[SPANS[k].0..SPANS[k].1].fill(0xFF);
+            assert_eq!(full.get(OPTIONAL_ATTRS[k]), Some(want));
+        }
+        // Bits read in place agree with the data area, at every offset and
+        // width, inside and outside what is kept.
+        for (k, bytes) in [
+            (0usize, vec![(4, 0x81), (15, 0xF0)]),
+            (16, vec![(16, 1), (151, 0xFF)]),
+        ] {
+            let mut o = OptionalReadings::default();
+            let r = reading(9, &bytes);
+            o.set(k, &r);
+            let d = o.get(OPTIONAL_ATTRS[k]).unwrap();
+            assert!(o.has(OPTIONAL_ATTRS[k]) && !o.has(OPTIONAL_ATTRS[1]));
+            for off in (0..192 * 8 - 64).step_by(3) {
+                for width in [1, 2, 8, 13, 16, 32, 64] {
+                    assert_eq!(
+                        o.bits(OPTIONAL_ATTRS[k], off, width),
+                        Some(crate::pm::layout::get_bits(&d, off, width)),
+                        "attr {k} bit {off} width {width}"
+                    );
+                }
+            }
+            assert_eq!(o.bits(OPTIONAL_ATTRS[1], 32, 16), None);
+        }
+        let kept: usize = SPANS.iter().map(|(s, e)| e - s).sum();
+        assert_eq!(full.0.as_ref().unwrap().len(), OPT_HEAD + kept);
+    }
+}
