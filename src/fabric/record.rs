@@ -198,6 +198,12 @@ impl OptionalReadings {
             .map(|(_, &a)| a)
     }
 
+    /// A reading of a per-lane attribute of kind `lane` is held.
+    pub fn has_lane(&self, lane: crate::pm::optional::Lane) -> bool {
+        self.attrs()
+            .any(|a| crate::pm::optional::lane_attr(a, lane).is_some())
+    }
+
     /// How many attributes are held.
     pub fn len(&self) -> usize {
         self.held().count_ones() as usize

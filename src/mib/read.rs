@@ -408,10 +408,3 @@ fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
         .is_some_and(|c| c.capability_mask & crate::pm::class_port_info::CAP_RSFEC_COUNTERS != 0)
         && port.link.fec.is_some_and(|f| f.rs_fec())
 }
-
-/// The port holds a reading of a per-lane attribute of kind `lane`.
-pub(super) fn has_lane_reading(p: &PortRecord, lane: crate::pm::optional::Lane) -> bool {
-    p.optional
-        .attrs()
-        .any(|a| crate::pm::optional::lane_attr(a, lane).is_some())
-}

@@ -9,7 +9,6 @@
 use std::sync::LazyLock;
 
 use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar};
-use super::read::has_lane_reading;
 use super::schema::Access::{ReadOnly as RO, ReadWrite};
 use super::schema::SetRule::{
     ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
@@ -219,7 +218,7 @@ const DECLARED: &[Table] = &[
         number: 14,
         name: "pmPortVLTable",
         index: NodeGuidPortLane,
-        port_present: |p| has_lane_reading(p, Lane::Vl),
+        port_present: |p| p.optional.has_lane(Lane::Vl),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Vl))],
         ..TABLE
     },
@@ -227,7 +226,7 @@ const DECLARED: &[Table] = &[
         number: 15,
         name: "pmPortSLTable",
         index: NodeGuidPortLane,
-        port_present: |p| has_lane_reading(p, Lane::Sl),
+        port_present: |p| p.optional.has_lane(Lane::Sl),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Sl))],
         ..TABLE
     },
@@ -251,7 +250,7 @@ const DECLARED: &[Table] = &[
         number: 19,
         name: "pmPortLaneTable",
         index: NodeGuidPortLane,
-        port_present: |p| has_lane_reading(p, Lane::Phys),
+        port_present: |p| p.optional.has_lane(Lane::Phys),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Phys))],
         ..TABLE
     },
