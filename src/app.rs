@@ -26,8 +26,8 @@ use crate::notify::send::{AgentxSink, Sink, TrapSink};
 use crate::service::{self, SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
-use crate::transport::MadTransport;
 use crate::transport::umad::{UmadConfig, UmadTransport};
+use crate::transport::{Fault, MadTransport};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
@@ -297,13 +297,11 @@ impl MadTransport for NoMads {
         &mut self,
         _to: &crate::transport::MadAddr,
         _mad: &[u8; crate::transport::MAD_SIZE],
-    ) -> std::io::Result<()> {
-        Err(std::io::Error::other(
-            "the doca backend has no MAD transport (PM MADs need backend umad)",
-        ))
+    ) -> Result<(), Fault> {
+        Err(Fault::NoMadTransport)
     }
 
-    fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<crate::transport::Received>> {
+    fn recv(&mut self, timeout: Duration) -> Result<Option<crate::transport::Received>, Fault> {
         std::thread::sleep(timeout.min(Duration::from_millis(100)));
         Ok(None)
     }
@@ -854,10 +852,10 @@ mod tests {
     }
 
     impl MadTransport for Tracked {
-        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             self.inner.send(to, mad)
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
     }

@@ -259,16 +259,20 @@ fn query(
     cfg: &Config,
     node: &str,
     port: Option<u8>,
-) -> Result<ibpm_agentx::query::Reading, String> {
+) -> Result<ibpm_agentx::query::Reading, Box<dyn std::error::Error>> {
     init_logging(if cfg.log.level == "info" {
         "warn"
     } else {
         &cfg.log.level
     });
-    let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())
-        .map_err(|e| e.to_string())?;
+    let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())?;
     let (n, port) = ibpm_agentx::query::find_port(&backend.fabric, node, port)?;
-    ibpm_agentx::query::read(backend.sweep, cfg.engine(), n, port)
+    Ok(ibpm_agentx::query::read(
+        backend.sweep,
+        cfg.engine(),
+        n,
+        port,
+    )?)
 }
 
 /// The man page or completions, from the command-line declaration itself.

@@ -4,7 +4,7 @@
 //! names it (the names come from the attribute declarations in `pm`), data
 //! counters in octets, GUIDs in hex.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use crate::fabric::engine::{Engine, EngineConfig, MadOutcome};
 use crate::fabric::mads::get;
@@ -13,7 +13,115 @@ use crate::pm::mad::attr;
 use crate::pm::port_counters::PortCountersField as F;
 use crate::pm::port_counters_ext::PortCountersExtendedField as X;
 use crate::pm::{PortCounters, PortCountersExtended};
-use crate::transport::{MadAddr, MadTransport};
+use crate::transport::{MadAddr, MadTransport, TransportError};
+
+/// Why a query found no port or read nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// Nothing has this GUID, LID or NodeDescription.
+    NotFound(String),
+    /// More than one node has this NodeDescription.
+    Ambiguous { name: String, count: usize },
+    /// A port GUID or LID names port `num` of a channel adapter, and
+    /// another port `asked` was asked for.
+    OtherPort {
+        named: Named,
+        num: u8,
+        node: Guid,
+        asked: u8,
+    },
+    /// The node has no such port.
+    NoPort { node: Guid, port: u8 },
+    /// The port has no LID to send to.
+    NoLid { node: Guid, port: u8 },
+    /// PortCounters was not read: why each request failed.
+    Unanswered {
+        node: Guid,
+        port: u8,
+        lid: u16,
+        failures: Vec<Unanswered>,
+    },
+}
+
+/// What named a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named {
+    PortGuid(Guid),
+    Lid(u16),
+}
+
+/// Why one read got no reading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unanswered {
+    Status(u16),
+    Timeout,
+    Transport(TransportError),
+}
+
+impl fmt::Display for Named {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Named::PortGuid(g) => write!(f, "port GUID {g}"),
+            Named::Lid(l) => write!(f, "LID {l}"),
+        }
+    }
+}
+
+impl fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unanswered::Status(s) => write!(f, "MAD status {s:#06x}"),
+            Unanswered::Timeout => f.write_str("no answer"),
+            Unanswered::Transport(e) => e.fmt(f),
+        }
+    }
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::ib::Escaped;
+        match self {
+            QueryError::NotFound(what) => write!(
+                f,
+                "no node or port with GUID, LID or description `{}`",
+                Escaped(what)
+            ),
+            QueryError::Ambiguous { name, count } => write!(
+                f,
+                "{count} nodes are named `{}`: give a GUID or LID",
+                Escaped(name)
+            ),
+            QueryError::OtherPort {
+                named,
+                num,
+                node,
+                asked,
+            } => write!(
+                f,
+                "{named} is port {num} of node {node}: port {asked} is read through its own GUID or LID"
+            ),
+            QueryError::NoPort { node, port } => write!(f, "node {node} has no port {port}"),
+            QueryError::NoLid { node, port } => write!(f, "node {node} port {port} has no LID"),
+            QueryError::Unanswered {
+                node,
+                port,
+                lid,
+                failures,
+            } => {
+                write!(f, "PortCounters of node {node} port {port} (LID {lid}): ")?;
+                for (i, e) in failures.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    e.fmt(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
 
 /// The node and port a query names: a node GUID (hex), a port GUID (as
 /// perfquery's `-G` takes one: a channel adapter's port has a GUID of its
@@ -24,7 +132,7 @@ pub fn find_port<'a>(
     fabric: &'a Fabric,
     what: &str,
     port: Option<u8>,
-) -> Result<(&'a Node, u8), String> {
+) -> Result<(&'a Node, u8), QueryError> {
     let by_guid = what
         .parse::<Guid>()
         .ok()
@@ -38,7 +146,7 @@ pub fn find_port<'a>(
             .iter()
             .find_map(|n| Some((n, n.ports.iter().find(|p| p.guid == g)?)));
         if let Some((n, p)) = by_port {
-            return named_port(n, p.num, port, &format!("port GUID {g}"));
+            return named_port(n, p.num, port, Named::PortGuid(g));
         }
     }
     if let Ok(lid) = what.parse::<u16>() {
@@ -50,7 +158,7 @@ pub fn find_port<'a>(
             .iter()
             .find_map(|n| Some((n, n.ports.iter().find(|p| p.lid == lid)?)));
         if let Some((n, p)) = by_port {
-            return named_port(n, p.num, port, &format!("LID {lid}"));
+            return named_port(n, p.num, port, Named::Lid(lid));
         }
     }
     find_node(fabric, what).map(|n| (n, port.unwrap_or(1)))
@@ -58,24 +166,28 @@ pub fn find_port<'a>(
 
 /// Port `num` of `n`, named by `what`, where `port` was asked for: a
 /// channel adapter's PMA behind that port's LID reads only that port.
-fn named_port<'a>(
-    n: &'a Node,
+fn named_port(
+    n: &Node,
     num: u8,
     port: Option<u8>,
-    what: &str,
-) -> Result<(&'a Node, u8), String> {
+    named: Named,
+) -> Result<(&Node, u8), QueryError> {
     match port {
-        Some(p) if p != num && n.node_type != crate::ib::NodeType::Switch => Err(format!(
-            "{what} is port {num} of node {}: port {p} is read through its own GUID or LID",
-            n.guid
-        )),
+        Some(asked) if asked != num && n.node_type != crate::ib::NodeType::Switch => {
+            Err(QueryError::OtherPort {
+                named,
+                num,
+                node: n.guid,
+                asked,
+            })
+        }
         Some(p) => Ok((n, p)),
         None => Ok((n, num)),
     }
 }
 
 /// The node a NodeDescription names.
-fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, String> {
+fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, QueryError> {
     let named: Vec<&Node> = fabric
         .nodes
         .iter()
@@ -83,15 +195,11 @@ fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, String> {
         .collect();
     match named.as_slice() {
         [n] => Ok(n),
-        [] => Err(format!(
-            "no node or port with GUID, LID or description `{}`",
-            crate::ib::Escaped(what)
-        )),
-        _ => Err(format!(
-            "{} nodes are named `{}`: give a GUID or LID",
-            named.len(),
-            crate::ib::Escaped(what)
-        )),
+        [] => Err(QueryError::NotFound(what.to_string())),
+        _ => Err(QueryError::Ambiguous {
+            name: what.to_string(),
+            count: named.len(),
+        }),
     }
 }
 
@@ -112,13 +220,19 @@ pub fn read(
     cfg: EngineConfig,
     node: &Node,
     port: u8,
-) -> Result<Reading, String> {
+) -> Result<Reading, QueryError> {
     if node.port(port).is_none() {
-        return Err(format!("node {} has no port {port}", node.guid));
+        return Err(QueryError::NoPort {
+            node: node.guid,
+            port,
+        });
     }
     let lid = node.pma_lid(port);
     if lid == 0 {
-        return Err(format!("node {} port {port} has no LID", node.guid));
+        return Err(QueryError::NoLid {
+            node: node.guid,
+            port,
+        });
     }
     let to = MadAddr::gsi(lid);
     let mut pc = [0u8; 192];
@@ -133,17 +247,18 @@ pub fn read(
     let mut failures = Vec::new();
     Engine::new(transport, cfg).run(&reqs, |i, outcome| match outcome {
         MadOutcome::Reply { data, .. } => answers[i] = Some(data),
-        MadOutcome::Status(s) => failures.push(format!("MAD status {s:#06x}")),
-        MadOutcome::Timeout => failures.push("no answer".to_string()),
-        MadOutcome::Failed(e) => failures.push(e),
+        MadOutcome::Status(s) => failures.push(Unanswered::Status(s)),
+        MadOutcome::Timeout => failures.push(Unanswered::Timeout),
+        MadOutcome::Failed(e) => failures.push(Unanswered::Transport(e)),
     });
     let [counters, extended] = answers;
     let Some(counters) = counters else {
-        return Err(format!(
-            "PortCounters of node {} port {port} (LID {lid}): {}",
-            node.guid,
-            failures.join("; ")
-        ));
+        return Err(QueryError::Unanswered {
+            node: node.guid,
+            port,
+            lid,
+            failures,
+        });
     };
     Ok(Reading {
         guid: node.guid,
@@ -424,7 +539,8 @@ mod tests {
         );
         let e = find_port(&fabric, &p2.guid.to_string(), Some(ca.ports[0].num)).unwrap_err();
         assert!(
-            e.contains(&format!("is port {} of node {}", p2.num, ca.guid)),
+            e.to_string()
+                .contains(&format!("is port {} of node {}", p2.num, ca.guid)),
             "{e}"
         );
         // A CA port's LID names that port too; the node GUID port 1.

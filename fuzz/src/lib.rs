@@ -3,13 +3,12 @@
 //! answers come from the fuzz input.
 
 use std::collections::VecDeque;
-use std::io;
 use std::time::Duration;
 
 use ibpm_agentx::mib::view::MibView;
 use ibpm_agentx::rig::{AgentRig, RigOptions};
 use ibpm_agentx::sim::SimFabric;
-use ibpm_agentx::transport::{MAD_SIZE, MadAddr, MadTransport, Received};
+use ibpm_agentx::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
 /// Reads fixed-size pieces off the fuzz input; past its end every read
 /// yields zeros and [`Bytes::is_empty`] turns true.
@@ -98,7 +97,7 @@ impl FuzzTransport {
 }
 
 impl MadTransport for FuzzTransport {
-    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
         if self.pos >= self.input.len() {
             return Ok(());
         }
@@ -115,7 +114,7 @@ impl MadTransport for FuzzTransport {
         Ok(())
     }
 
-    fn recv(&mut self, _timeout: Duration) -> io::Result<Option<Received>> {
+    fn recv(&mut self, _timeout: Duration) -> Result<Option<Received>, Fault> {
         Ok(self.queue.pop_front())
     }
 }

@@ -24,7 +24,7 @@ use crate::pm::PortSamplesControl;
 use crate::pm::mad::{attr, method, status};
 use crate::pm::port_counters::ALL_PORTS;
 use crate::pm::samples::STATUS_DONE;
-use crate::transport::MadTransport;
+use crate::transport::{MadTransport, TransportError};
 
 #[derive(Clone, Copy, Debug)]
 pub struct ControlConfig {
@@ -90,7 +90,8 @@ pub enum WriteError {
     Busy {
         tag: u16,
     },
-    Failed(String),
+    /// The transport refused the MAD or failed.
+    Failed(TransportError),
 }
 
 impl std::fmt::Display for WriteError {
@@ -101,7 +102,7 @@ impl std::fmt::Display for WriteError {
             WriteError::Timeout => f.write_str("no answer before the deadline"),
             WriteError::Status(s) => write!(f, "PMA answered MAD status {s:#06x}"),
             WriteError::Busy { tag } => write!(f, "PMA is busy with the sample of Tag {tag:#06x}"),
-            WriteError::Failed(m) => f.write_str(m),
+            WriteError::Failed(e) => e.fmt(f),
         }
     }
 }

@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::io;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -28,7 +27,7 @@ pub use crate::smp::{
     CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS, METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo,
     PortInfoExtended, SmpReply, SwitchInfo, dr_smp_get, parse_smp_reply,
 };
-use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
 pub fn smp_addr() -> MadAddr {
@@ -82,16 +81,43 @@ pub struct DiscoverStats {
     pub elapsed: Duration,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DiscoverError {
     /// The local node did not answer NodeInfo.
-    NoAnswer(String),
+    NoAnswer(NoAnswer),
     /// The local port's link is down: nothing beyond it can be reached.
     LocalPortDown { port: u8, state: u8 },
     /// The transport failed.
-    Transport(io::Error),
+    Transport(TransportError),
     /// The cancel flag was set.
     Cancelled,
+}
+
+/// How the local node failed to answer its NodeInfo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoAnswer {
+    /// No usable reply came back.
+    NoReply,
+    /// Every attempt timed out.
+    TimedOut,
+    /// A reply with this SMP status.
+    Status(u16),
+}
+
+impl fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoAnswer::NoReply => {
+                f.write_str("the local node did not answer NodeInfo (is the umad port usable?)")
+            }
+            NoAnswer::TimedOut => {
+                f.write_str("no answer to NodeInfo from the local node (is the umad port usable?)")
+            }
+            NoAnswer::Status(s) => {
+                write!(f, "the local node answered NodeInfo with status 0x{s:04x}")
+            }
+        }
+    }
 }
 
 impl fmt::Display for DiscoverError {
@@ -109,7 +135,14 @@ impl fmt::Display for DiscoverError {
     }
 }
 
-impl std::error::Error for DiscoverError {}
+impl std::error::Error for DiscoverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DiscoverError::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 fn state_name(state: u8) -> &'static str {
     match state {
@@ -206,9 +239,7 @@ pub fn discover_with_stats(
         return Err(e);
     }
     if !w.local_done {
-        return Err(DiscoverError::NoAnswer(
-            "the local node did not answer NodeInfo (is the umad port usable?)".into(),
-        ));
+        return Err(DiscoverError::NoAnswer(NoAnswer::NoReply));
     }
     let fabric = w.build();
     w.stats.elapsed = start.elapsed();
@@ -398,11 +429,7 @@ fn local_node_info(
         DriveEnd::Failed(e) => return Err(DiscoverError::Transport(e)),
         DriveEnd::Idle | DriveEnd::Stopped => {}
     }
-    local.0.ok_or_else(|| {
-        DiscoverError::NoAnswer(
-            "the local node did not answer NodeInfo (is the umad port usable?)".into(),
-        )
-    })
+    local.0.ok_or(DiscoverError::NoAnswer(NoAnswer::NoReply))
 }
 
 /// Directed routes (the ports to leave by) from the local node to every
@@ -455,7 +482,7 @@ impl Requester for Walk {
             WindowEvent::Reply { index, mad } => self.complete(index, &mad),
             WindowEvent::Timeout { index } => self.expire(index),
             WindowEvent::Failed { error, .. } => {
-                self.failed = Some(DiscoverError::Transport(io::Error::other(error)));
+                self.failed = Some(DiscoverError::Transport(error));
                 return false;
             }
         }
@@ -542,9 +569,7 @@ impl Walk {
         self.stats.timeouts += 1;
         match &self.queries[index] {
             Query::NodeInfo { path, from: None } if path.is_empty() => {
-                self.local_error = Some(DiscoverError::NoAnswer(
-                    "no answer to NodeInfo from the local node (is the umad port usable?)".into(),
-                ));
+                self.local_error = Some(DiscoverError::NoAnswer(NoAnswer::TimedOut));
             }
             q => tracing::debug!(query = ?q, "SMP got no answer"),
         }
@@ -561,10 +586,7 @@ impl Walk {
             self.stats.errors += 1;
             tracing::debug!(query = ?query, status = reply.status, "SMP error status");
             if matches!(&query, Query::NodeInfo { from: None, .. }) {
-                self.local_error = Some(DiscoverError::NoAnswer(format!(
-                    "the local node answered NodeInfo with status 0x{:04x}",
-                    reply.status
-                )));
+                self.local_error = Some(DiscoverError::NoAnswer(NoAnswer::Status(reply.status)));
             }
             return;
         }
@@ -808,6 +830,7 @@ impl Walk {
 mod tests {
     use super::*;
     use crate::smp::{CAP_HAS_CAP_MASK2, CAP2_PORT_INFO_EXTENDED};
+    use crate::transport::Fault;
 
     #[test]
     fn dr_smp_layout() {
@@ -990,7 +1013,7 @@ mod tests {
     }
 
     impl MadTransport for FakeFabric {
-        fn send(&mut self, _to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+        fn send(&mut self, _to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             self.sent += 1;
             if let Some(d) = self.answer(mad) {
                 let mut r = *mad;
@@ -1005,7 +1028,7 @@ mod tests {
             }
             Ok(())
         }
-        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             match self.replies.pop_front() {
                 Some(r) => Ok(Some(r)),
                 None => {
@@ -1161,7 +1184,11 @@ mod tests {
         let mut f = sample();
         f.nodes[0].silent = true;
         let e = discover(&mut f, &quick()).unwrap_err();
-        assert!(matches!(e, DiscoverError::NoAnswer(_)), "{e}");
+        assert_eq!(e, DiscoverError::NoAnswer(NoAnswer::TimedOut));
+        assert_eq!(
+            e.to_string(),
+            "discovery: no answer to NodeInfo from the local node (is the umad port usable?)"
+        );
     }
 
     #[test]

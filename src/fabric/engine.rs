@@ -3,13 +3,12 @@
 //! blocking behind a node that does not answer) over a [`MadTransport`].
 //! Replies are matched on the [`TID_MASK`] bits of the transaction ID.
 
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::window::{MadWindow, Transmit, WindowConfig, WindowEvent, WindowStats};
 use crate::pm::mad::{self, method::GET_RESP as METHOD_GET_RESP};
-use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
+use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
 
 /// One request: where, what, and the 192-byte PM data area.
 #[derive(Clone, Debug)]
@@ -48,7 +47,7 @@ pub enum MadOutcome {
     /// No answer after every retry.
     Timeout,
     /// The transport refused the send or failed.
-    Failed(String),
+    Failed(TransportError),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -85,7 +84,8 @@ pub type BatchStats = WindowStats;
 pub struct Engine {
     transport: Box<dyn MadTransport>,
     win: MadWindow,
-    transport_failed: bool,
+    /// How the transport failed as a whole during the last run.
+    failure: Option<TransportError>,
     /// Ends a [`run`](Self::run) early (the agent's shutdown signal).
     cancel: Option<std::sync::Arc<AtomicBool>>,
 }
@@ -99,7 +99,7 @@ impl Engine {
                 timeout: cfg.timeout,
                 retries: cfg.retries,
             }),
-            transport_failed: false,
+            failure: None,
             cancel: None,
         }
     }
@@ -147,9 +147,13 @@ impl Engine {
             ..Default::default()
         };
         let end = drive(&mut *self.transport, &mut self.win, &opts, &mut batch);
-        self.transport_failed = matches!(end, DriveEnd::Failed(_));
+        let cancelled = matches!(end, DriveEnd::Cancelled);
+        self.failure = match end {
+            DriveEnd::Failed(e) => Some(e),
+            _ => None,
+        };
         let stats = self.win.take_stats();
-        if matches!(end, DriveEnd::Cancelled) {
+        if cancelled {
             // What was queued or in flight is forgotten; TIDs go on.
             let tid = self.win.next_tid();
             self.win = MadWindow::new(self.win.config());
@@ -160,14 +164,20 @@ impl Engine {
 
     /// Open the transport again after it failed (see
     /// [`transport_failed`](Self::transport_failed)).
-    pub fn reopen(&mut self) -> io::Result<()> {
+    pub fn reopen(&mut self) -> Result<(), Fault> {
         self.transport.reopen()
     }
 
     /// Whether the transport failed as a whole during the last
     /// [`run`](Self::run): its receive failed, or it refused every send.
     pub fn transport_failed(&self) -> bool {
-        self.transport_failed
+        self.failure.is_some()
+    }
+
+    /// How the transport failed as a whole during the last
+    /// [`run`](Self::run), if it did.
+    pub fn failure(&self) -> Option<&TransportError> {
+        self.failure.as_ref()
     }
 }
 
@@ -248,8 +258,9 @@ pub enum DriveEnd {
     Cancelled,
     /// The transport failed as a whole: its receive failed (every request
     /// outstanding then ended `Failed`), or it refused every send it was
-    /// given for a reason other than the MAD itself (`InvalidInput`).
-    Failed(io::Error),
+    /// given for a reason other than the MAD itself
+    /// ([`Fault::refuses_only_this_mad`]).
+    Failed(TransportError),
 }
 
 /// Feed `win` from `transport` until it is idle, the requester stops it, or
@@ -274,16 +285,18 @@ pub fn drive(
         let now = Instant::now();
         while let Some(tx) = win.poll_transmit(now) {
             let Some((to, mad)) = req.build(tx) else {
-                win.handle_send_error(tx.tid, "the request has no address".into());
+                win.handle_send_error(tx.tid, TransportError::NoAddress);
                 continue;
             };
             match transport.send(&to, &mad) {
                 Ok(()) => sent_any = true,
-                Err(e) => {
-                    win.handle_send_error(tx.tid, format!("send to LID {}: {e}", to.lid));
-                    if e.kind() != io::ErrorKind::InvalidInput && refused.is_none() {
-                        refused = Some(e);
+                Err(fault) => {
+                    let only_this_mad = fault.refuses_only_this_mad();
+                    let e = TransportError::Send { lid: to.lid, fault };
+                    if !only_this_mad && refused.is_none() {
+                        refused = Some(e.clone());
                     }
+                    win.handle_send_error(tx.tid, e);
                 }
             }
         }
@@ -320,8 +333,9 @@ pub fn drive(
                 }
             }
             Ok(None) => {}
-            Err(e) => {
-                win.handle_transport_error(&format!("receive: {e}"));
+            Err(fault) => {
+                let e = TransportError::Recv(fault);
+                win.handle_transport_error(e.clone());
                 failure = Some(e);
             }
         }
@@ -344,8 +358,8 @@ fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
                 }
             }
         }
-        Ok((h, _)) => MadOutcome::Failed(format!("unexpected method 0x{:02x} in reply", h.method)),
-        Err(e) => MadOutcome::Failed(format!("bad reply: {e:?}")),
+        Ok((h, _)) => MadOutcome::Failed(TransportError::NotAResponse { method: h.method }),
+        Err(e) => MadOutcome::Failed(TransportError::BadReply(e)),
     }
 }
 
@@ -353,7 +367,7 @@ fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
 mod tests {
     use super::*;
     use crate::pm::mad::{MadHeader, parse, response};
-    use crate::transport::Received;
+    use crate::transport::{Down, IoFault, Received};
     use std::collections::VecDeque;
 
     /// Answers every MAD to a LID in `live` at once; drops the rest. Counts
@@ -367,7 +381,7 @@ mod tests {
     }
 
     impl MadTransport for Fake {
-        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             self.sends.push(to.lid);
             self.outstanding += 1;
             self.max_outstanding
@@ -388,7 +402,7 @@ mod tests {
             }
             Ok(())
         }
-        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             match self.queue.pop_front() {
                 Some(r) => {
                     self.outstanding -= 1;
@@ -461,13 +475,13 @@ mod tests {
     struct Stamping(Fake, u8);
 
     impl MadTransport for Stamping {
-        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+        fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             let mut m = *mad;
             assert_eq!(m[12], 0, "engine TIDs stay within 24 bits");
             m[12] = self.1;
             self.0.send(to, &m)
         }
-        fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.0.recv(timeout)
         }
     }
@@ -527,33 +541,91 @@ mod tests {
         assert_eq!(max.load(std::sync::atomic::Ordering::Relaxed), 4);
     }
 
-    /// Refuses every send with `kind`.
-    struct Refusing(io::ErrorKind);
+    /// Refuses every send with its fault.
+    struct Refusing(Fault);
 
     impl MadTransport for Refusing {
-        fn send(&mut self, _to: &MadAddr, _mad: &[u8; MAD_SIZE]) -> io::Result<()> {
-            Err(io::Error::new(self.0, "refused"))
+        fn send(&mut self, _to: &MadAddr, _mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+            Err(self.0.clone())
         }
-        fn recv(&mut self, _timeout: Duration) -> io::Result<Option<Received>> {
+        fn recv(&mut self, _timeout: Duration) -> Result<Option<Received>, Fault> {
             Ok(None)
         }
     }
 
     #[test]
     fn a_transport_that_refuses_every_send_has_failed_unless_the_mads_were_bad() {
-        for (kind, dead) in [
-            (io::ErrorKind::Other, true),
-            (io::ErrorKind::BrokenPipe, true),
-            (io::ErrorKind::InvalidInput, false),
+        for (fault, dead) in [
+            (Fault::Down(Down::AwaitingReopen), true),
+            (Fault::Io(IoFault::Os(libc::EPIPE)), true),
+            (Fault::NoAgent { class: 0x81 }, false),
+            (Fault::Io(IoFault::Os(libc::EINVAL)), false),
         ] {
-            let mut engine = Engine::new(Box::new(Refusing(kind)), EngineConfig::default());
-            let mut failed = 0;
-            let stats = engine.run(&[req(1), req(2)], |_, o| {
-                assert!(matches!(o, MadOutcome::Failed(_)));
-                failed += 1;
-            });
-            assert_eq!((failed, stats.sent, stats.errors), (2, 0, 2));
-            assert_eq!(engine.transport_failed(), dead, "{kind:?}");
+            let mut engine =
+                Engine::new(Box::new(Refusing(fault.clone())), EngineConfig::default());
+            let mut failed = Vec::new();
+            let stats = engine.run(&[req(1), req(2)], |_, o| failed.push(o));
+            let each = |lid| {
+                MadOutcome::Failed(TransportError::Send {
+                    lid,
+                    fault: fault.clone(),
+                })
+            };
+            assert_eq!(failed, [each(1), each(2)]);
+            assert_eq!((stats.sent, stats.errors), (0, 2));
+            assert_eq!(engine.transport_failed(), dead, "{fault:?}");
+            // The run's failure is the first refusal, as it was sent.
+            assert_eq!(
+                engine.failure(),
+                dead.then(|| TransportError::Send {
+                    lid: 1,
+                    fault: fault.clone()
+                })
+                .as_ref()
+            );
         }
+    }
+
+    /// Answers nothing; its receive fails once `sends` MADs went out.
+    struct FailsAfter(usize);
+
+    impl MadTransport for FailsAfter {
+        fn send(&mut self, _to: &MadAddr, _mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+            self.0 = self.0.saturating_sub(1);
+            Ok(())
+        }
+        fn recv(&mut self, _timeout: Duration) -> Result<Option<Received>, Fault> {
+            if self.0 == 0 {
+                Err(Fault::Down(Down::Read(IoFault::Os(libc::ENODEV))))
+            } else {
+                Ok(None)
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_receive_ends_every_request_with_it() {
+        let mut engine = Engine::new(
+            Box::new(FailsAfter(2)),
+            EngineConfig {
+                window: 2,
+                ..EngineConfig::default()
+            },
+        );
+        let reqs: Vec<MadRequest> = (1..=5).map(req).collect();
+        let mut ended = Vec::new();
+        engine.run(&reqs, |i, o| ended.push((i, o)));
+        let down = TransportError::Recv(Fault::Down(Down::Read(IoFault::Os(libc::ENODEV))));
+        assert_eq!(ended.len(), 5);
+        assert!(
+            ended
+                .iter()
+                .all(|(_, o)| *o == MadOutcome::Failed(down.clone()))
+        );
+        assert_eq!(engine.failure(), Some(&down));
+        assert!(
+            down.to_string().starts_with("receive: umad read: "),
+            "{down}"
+        );
     }
 }

@@ -38,7 +38,7 @@ use crate::pm::mad::{attr, method};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
-use crate::transport::MadAddr;
+use crate::transport::{MadAddr, TransportError};
 
 pub use super::state::SweepConfig;
 
@@ -62,7 +62,7 @@ pub struct SweepStats {
     pub elapsed: Duration,
     /// The MAD transport failed as a whole during this sweep; every node
     /// was marked unreachable.
-    pub transport_down: Option<String>,
+    pub transport_down: Option<TransportError>,
 }
 
 /// What runs after each published snapshot.
@@ -81,7 +81,7 @@ pub struct Sweeper {
     /// Set while the transport is down: the wait before the next reopen.
     reopen_backoff: Option<Duration>,
     /// The first transport failure of the current batch.
-    transport_error: Option<String>,
+    transport_error: Option<TransportError>,
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
@@ -521,7 +521,7 @@ impl Sweeper {
             let error = self
                 .transport_error
                 .take()
-                .unwrap_or_else(|| "every send failed".into());
+                .or_else(|| self.engine.failure().cloned());
             {
                 let mut st = self.state.lock();
                 st.mark_all_unreachable();
@@ -536,7 +536,7 @@ impl Sweeper {
                 timeouts,
                 optional_timeouts,
                 elapsed: started.elapsed(),
-                transport_down: Some(error),
+                transport_down: error,
             };
         }
 
@@ -826,7 +826,7 @@ mod tests {
     use crate::pm::mad;
     use crate::rig::{self, AgentRig, RigOptions};
     use crate::sim::{ManualClock, SimFabric};
-    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use crate::transport::{Down, Fault, MAD_SIZE, MadTransport, Received};
     use std::collections::VecDeque;
 
     /// The simulated fabric plus answers to the optional attributes from
@@ -853,7 +853,7 @@ mod tests {
     }
 
     impl MadTransport for OptionalPma {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             let (h, data) = mad::parse(m).unwrap();
             if !OPTIONAL_ATTRS.contains(&h.attr_id) {
                 return self.inner.send(to, m);
@@ -883,7 +883,7 @@ mod tests {
             });
             Ok(())
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             match self.queue.pop_front() {
                 Some(r) => Ok(Some(r)),
                 None => self.inner.recv(timeout),
@@ -929,7 +929,7 @@ mod tests {
     }
 
     impl MadTransport for CopyWatch {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             if let Some((state, cache)) = self.state.get() {
                 let (copies, budget) = state.lock().copies_pending();
                 self.excess
@@ -942,7 +942,7 @@ mod tests {
             }
             self.inner.send(to, m)
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
     }
@@ -1084,7 +1084,7 @@ mod tests {
     }
 
     impl MadTransport for Slow {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             if !(self.slow)(to, m, self.lid) {
                 return self.inner.send(to, m);
             }
@@ -1094,7 +1094,7 @@ mod tests {
             }
             Ok(())
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             if self
                 .held
                 .front()
@@ -1432,22 +1432,22 @@ mod tests {
     }
 
     impl MadTransport for Dying {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             if self.dead.load(Ordering::Relaxed) {
-                return Err(std::io::Error::other("device gone"));
+                return Err(Fault::Down(Down::ReaderStopped));
             }
             self.inner.send(to, m)
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
-        fn reopen(&mut self) -> std::io::Result<()> {
+        fn reopen(&mut self) -> Result<(), Fault> {
             self.reopens.fetch_add(1, Ordering::Relaxed);
             if self.reopen_works.load(Ordering::Relaxed) {
                 self.dead.store(false, Ordering::Relaxed);
                 Ok(())
             } else {
-                Err(std::io::Error::other("still gone"))
+                Err(Fault::ReopenInProgress)
             }
         }
     }
@@ -1478,10 +1478,15 @@ mod tests {
         // One sweep, not `unreachable_after`: every row is stale at once.
         let st = sw.sweep_once();
         assert!(
+            matches!(
+                st.transport_down,
+                Some(TransportError::Send {
+                    fault: Fault::Down(Down::ReaderStopped),
+                    ..
+                })
+            ),
+            "{:?}",
             st.transport_down
-                .as_deref()
-                .unwrap()
-                .contains("device gone")
         );
         let snap = cache.load();
         assert_eq!(snap.nodes.len(), n, "kept as configured");
@@ -1841,10 +1846,10 @@ mod tests {
     }
 
     impl MadTransport for HideCaps {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             self.0.send(to, m)
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             let mut r = self.0.recv(timeout)?;
             if let Some(rx) = r.as_mut() {
                 let (h, data) = mad::parse(&rx.mad[..]).unwrap();
@@ -1948,7 +1953,7 @@ mod wide_error_tests {
     use crate::pm::mad;
     use crate::rig::{self, AgentRig, RigOptions};
     use crate::sim::traffic::q;
-    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use crate::transport::{Fault, MAD_SIZE, MadTransport, Received};
     use std::sync::Mutex;
 
     /// Passes MADs through and notes the LID of every Set.
@@ -1958,13 +1963,13 @@ mod wide_error_tests {
     }
 
     impl MadTransport for SetWatch {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             if mad::parse(m).is_ok_and(|(h, _)| h.method == method::SET) {
                 self.sets.lock().unwrap().push(to.lid);
             }
             self.inner.send(to, m)
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
     }
@@ -2061,7 +2066,7 @@ mod probe_tests {
     use super::*;
     use crate::pm::mad;
     use crate::rig::{AgentRig, RigOptions};
-    use crate::transport::{MAD_SIZE, MadTransport, Received};
+    use crate::transport::{Fault, MAD_SIZE, MadTransport, Received};
     use std::sync::atomic::AtomicU64;
 
     /// Drops, as ibsim does, PortSamplesControl/Result(Extended), the
@@ -2077,14 +2082,14 @@ mod probe_tests {
     }
 
     impl MadTransport for SilentPma {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> std::io::Result<()> {
+        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             if mad::parse(m).is_ok_and(|(h, _)| silent(h.attr_id)) {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
             self.inner.send(to, m)
         }
-        fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Received>> {
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
     }

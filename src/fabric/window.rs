@@ -22,7 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::transport::{MAD_SIZE, Received, TID_MASK, tid_of};
+use crate::transport::{MAD_SIZE, Received, TID_MASK, TransportError, tid_of};
 
 /// How many requests may be outstanding, for how long, and how often each is
 /// resent.
@@ -58,7 +58,7 @@ pub enum WindowEvent {
     /// No answer after every retry.
     Timeout { index: usize },
     /// The transport refused the send or failed.
-    Failed { index: usize, error: String },
+    Failed { index: usize, error: TransportError },
 }
 
 impl WindowEvent {
@@ -148,7 +148,7 @@ pub struct MadWindow {
     /// `Failed` (those that were in flight, then the queued ones), given
     /// out one event at a time instead of an event per request at once (a
     /// sweep's batch holds millions).
-    failing: Option<(String, VecDeque<usize>, Queue)>,
+    failing: Option<(TransportError, VecDeque<usize>, Queue)>,
     inflight: HashMap<u32, InFlight>,
     /// Deadlines of the attempts in flight, earliest first (entries of
     /// attempts that already ended are skipped when they come up).
@@ -219,7 +219,7 @@ impl MadWindow {
     }
 
     /// The transport refused the MAD of `tid`: its request ends `Failed`.
-    pub fn handle_send_error(&mut self, tid: u32, error: String) {
+    pub fn handle_send_error(&mut self, tid: u32, error: TransportError) {
         if let Some(f) = self.inflight.remove(&tid) {
             self.stats.sent = self.stats.sent.saturating_sub(1);
             self.stats.errors += 1;
@@ -256,12 +256,12 @@ impl MadWindow {
 
     /// The transport failed as a whole: every request still queued or in
     /// flight ends `Failed`.
-    pub fn handle_transport_error(&mut self, error: &str) {
+    pub fn handle_transport_error(&mut self, error: TransportError) {
         let mut inflight: Vec<usize> = self.inflight.drain().map(|(_, f)| f.index).collect();
         inflight.sort_unstable();
         self.deadlines.clear();
         let queued = std::mem::take(&mut self.queue);
-        self.failing = Some((error.to_string(), inflight.into(), queued));
+        self.failing = Some((error, inflight.into(), queued));
     }
 
     /// Expire every attempt whose deadline is at or before `now`: retried
@@ -363,7 +363,7 @@ impl MadWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::MadAddr;
+    use crate::transport::{Down, Fault, MadAddr};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -529,12 +529,12 @@ mod tests {
         w.push(0);
         w.push(1);
         let a = w.poll_transmit(t0).unwrap();
-        w.handle_send_error(a.tid, "refused".into());
+        w.handle_send_error(a.tid, TransportError::NoAddress);
         assert_eq!(
             drain_events(&mut w),
             [WindowEvent::Failed {
                 index: 0,
-                error: "refused".into()
+                error: TransportError::NoAddress
             }]
         );
         // No retry of a refused send; the next request takes the slot.
@@ -552,18 +552,23 @@ mod tests {
             w.push(i);
         }
         let _ = drain_tx(&mut w, t0);
-        w.handle_transport_error("gone");
+        let gone = TransportError::Recv(Fault::Down(Down::ReaderStopped));
+        w.handle_transport_error(gone.clone());
         assert!(w.is_idle());
-        // In flight first, then the queued ones, each once.
-        let ended: Vec<usize> = drain_events(&mut w).iter().map(|e| e.index()).collect();
-        assert_eq!(ended, [0, 1, 2, 3, 4]);
+        // In flight first, then the queued ones, each once, with the error.
+        let ended = drain_events(&mut w);
+        let failed = |index| WindowEvent::Failed {
+            index,
+            error: gone.clone(),
+        };
+        assert_eq!(ended, (0..5).map(failed).collect::<Vec<_>>());
         assert_eq!(w.take_stats().errors, 5);
         // A batch's worth queued: its Failed events are made as they are
         // taken, none held at once.
         for i in 0..100_000 {
             w.push(i);
         }
-        w.handle_transport_error("gone");
+        w.handle_transport_error(TransportError::Recv(Fault::Down(Down::ReaderStopped)));
         assert!(w.events.is_empty());
         assert_eq!(drain_events(&mut w).len(), 100_000);
         w.handle_timeout(t0 + 10 * 100 * MS);

@@ -28,7 +28,7 @@ use super::schema::{Access, Column, SetRule, Source, Syntax, clear_selects};
 use super::tables::column_of;
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::Snapshot;
-use crate::fabric::control::{Controller, WriteOp};
+use crate::fabric::control::{Controller, WriteError, WriteOp};
 use crate::fabric::record::NodeRecord;
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
@@ -512,11 +512,26 @@ impl Writes {
                 Err(e) => {
                     tracing::warn!(node = %op.guid(), error = %e, "SET not confirmed by the fabric");
                     failed.insert(op.guid(), now);
-                    first_error.get_or_insert(err(ErrorStatus::CommitFailed, *index as usize));
+                    first_error.get_or_insert(err(commit_status(e), *index as usize));
                 }
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// The answer to a CommitSet whose fabric write failed: commitFailed for
+/// every reason (after TestSet passed, RFC 3416 4.2.5 leaves no other);
+/// the UndoSet that follows answers undoFailed when another write of the
+/// plan reached its node.
+fn commit_status(e: &WriteError) -> ErrorStatus {
+    match e {
+        WriteError::UnknownNode
+        | WriteError::NoAddress
+        | WriteError::Timeout
+        | WriteError::Status(_)
+        | WriteError::Busy { .. }
+        | WriteError::Failed(_) => ErrorStatus::CommitFailed,
     }
 }
 
@@ -676,6 +691,25 @@ mod tests {
         // The newest plan is still there and commits.
         v.commit_set(txn(7, 99_999)).unwrap();
         assert_eq!(v.port_select(ca), 2);
+    }
+
+    #[test]
+    fn every_failed_fabric_write_is_a_commit_failure() {
+        use crate::transport::{Down, Fault, TransportError};
+        for e in [
+            WriteError::UnknownNode,
+            WriteError::NoAddress,
+            WriteError::Timeout,
+            WriteError::Status(0x1c),
+            WriteError::Busy { tag: 7 },
+            WriteError::Failed(TransportError::Send {
+                lid: 3,
+                fault: Fault::Down(Down::AwaitingReopen),
+            }),
+            WriteError::Failed(TransportError::Recv(Fault::Down(Down::ReaderStopped))),
+        ] {
+            assert_eq!(commit_status(&e), ErrorStatus::CommitFailed, "{e}");
+        }
     }
 
     #[test]

@@ -2,12 +2,11 @@
 //! queue, `recv` pops it (waiting up to the timeout on a condition variable).
 
 use std::collections::VecDeque;
-use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::SimFabric;
-use crate::transport::{MAD_SIZE, MadAddr, MadTransport, Received};
+use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
 type Queue = Arc<(Mutex<VecDeque<Received>>, Condvar)>;
 
@@ -36,7 +35,7 @@ impl SimTransport {
 }
 
 impl MadTransport for SimTransport {
-    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
         if let Some(reply) = self.fabric.handle(to.lid, mad) {
             let (lock, cv) = &*self.queue;
             let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -50,7 +49,7 @@ impl MadTransport for SimTransport {
         Ok(())
     }
 
-    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
         let (lock, cv) = &*self.queue;
         let deadline = Instant::now() + timeout;
         let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -2,10 +2,12 @@
 //! kernel's MAD interface). The simulated fabric (`crate::sim`) implements the
 //! same trait.
 
+mod error;
 pub mod umad;
 
-use std::io;
 use std::time::Duration;
+
+pub use error::{Down, Fault, IoFault, OpenError, TransportError};
 
 pub use crate::pm::mad::MAD_SIZE;
 
@@ -69,13 +71,13 @@ pub fn wire_tid(tid: u32) -> u64 {
 /// failed sends) come back through `recv`, matched by the caller on the
 /// [`TID_MASK`] bits of the transaction ID.
 pub trait MadTransport: Send {
-    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()>;
+    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault>;
     /// Wait up to `timeout` for one completion; `Ok(None)` on timeout.
-    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>>;
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault>;
     /// After the transport failed as a whole (every send refused, or
     /// `recv` failed): open the underlying device again. The default has
     /// nothing to reopen.
-    fn reopen(&mut self) -> io::Result<()> {
+    fn reopen(&mut self) -> Result<(), Fault> {
         Ok(())
     }
 }

@@ -50,7 +50,6 @@
 //! cannot answer.
 
 use std::ffi::CString;
-use std::fmt;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::raw::{c_int, c_ulong};
@@ -64,7 +63,7 @@ use arc_swap::ArcSwap;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::{MAD_SIZE, MadAddr, MadTransport, Received};
+use super::{Down, Fault, IoFault, MAD_SIZE, MadAddr, MadTransport, OpenError, Received};
 use crate::pm::mad::method::{GET as METHOD_GET, RESPONSE_BIT, SET as METHOD_SET};
 
 mod sys;
@@ -131,16 +130,7 @@ impl Default for UmadConfig {
 }
 
 /// Why the umad port could not be opened.
-#[derive(Debug)]
-pub struct UmadError(pub String);
-
-impl fmt::Display for UmadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UmadError {}
+pub type UmadError = OpenError;
 
 /// What sysfs says about the local port the transport is bound to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,7 +193,7 @@ pub const MAX_HANDLES: usize = 256;
 enum Message {
     Done(Received),
     /// The device failed; sends are refused until it is reopened.
-    Fatal(String),
+    Fatal(Down),
 }
 
 /// The open device: closed (after unregistering the agents) when the last
@@ -257,10 +247,7 @@ impl UmadTransport {
     /// and register the PerfMgt and directed-route SMP agents.
     pub fn open(cfg: &UmadConfig) -> Result<UmadTransport, UmadError> {
         if cfg.timeout_ms == 0 {
-            return Err(UmadError(
-                "umad timeout_ms must be > 0 (the kernel drops replies to MADs sent without a timeout)"
-                    .into(),
-            ));
+            return Err(OpenError::ZeroTimeout);
         }
         check_abi()?;
         let local = select_port(cfg)?;
@@ -330,10 +317,10 @@ impl UmadTransport {
                 routes.pm.len() - 1
             }
             None => {
-                return Err(UmadError(format!(
-                    "{}: all {MAX_HANDLES} umad handles are in use",
-                    self.shared.local.device
-                )));
+                return Err(OpenError::NoFreeHandle {
+                    device: self.shared.local.device.clone(),
+                    max: MAX_HANDLES,
+                });
             }
         };
         routes.pm[route] = Some(tx);
@@ -369,26 +356,18 @@ impl Drop for UmadTransport {
 }
 
 impl MadTransport for UmadTransport {
-    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> io::Result<()> {
+    fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
         let dev = self.shared.device.load();
         if dev.failed.load(Ordering::Relaxed) {
-            return Err(io::Error::other("umad device failed; waiting for a reopen"));
+            return Err(Fault::Down(Down::AwaitingReopen));
         }
         let agent = match mad[1] {
             CLASS_PERF_MGT => dev.pm_agent,
             CLASS_SMP_DIRECTED => dev.smp_agent,
-            c => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("no umad agent for management class 0x{c:02x}"),
-                ));
-            }
+            class => return Err(Fault::NoAgent { class }),
         };
         if to.pkey_index != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "P_Key index other than 0 is not supported by this transport",
-            ));
+            return Err(Fault::PkeyIndex(to.pkey_index));
         }
         let mut buf: Frame = [0u8; HDR_SIZE + MAD_SIZE];
         // A response (e.g. a PMA answering a forwarded request) expects no
@@ -404,37 +383,33 @@ impl MadTransport for UmadTransport {
             buf[HDR_SIZE + ROUTE_BYTE] = self.route;
         }
         if dev.stalled() {
-            let msg = stalled_message(&dev);
-            fatal(&dev, &self.shared.routes, msg.clone());
-            return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
+            let down = stalled(&dev);
+            fatal(&dev, &self.shared.routes, down);
+            return Err(Fault::Down(down));
         }
         let Some(queue) = dev.queue.get() else {
-            return Err(io::Error::other("umad writer thread not running"));
+            return Err(Fault::Down(Down::WriterStopped));
         };
         match queue.try_send(Box::new(buf)) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => {
-                let msg = format!(
-                    "umad writer stalled: {SEND_QUEUE} MADs waiting (to LID {})",
-                    to.lid
-                );
-                fatal(&dev, &self.shared.routes, msg.clone());
-                Err(io::Error::new(io::ErrorKind::TimedOut, msg))
+                let down = Down::QueueFull {
+                    queued: SEND_QUEUE,
+                    lid: to.lid,
+                };
+                fatal(&dev, &self.shared.routes, down);
+                Err(Fault::Down(down))
             }
-            Err(TrySendError::Disconnected(_)) => {
-                Err(io::Error::other("umad writer thread has stopped"))
-            }
+            Err(TrySendError::Disconnected(_)) => Err(Fault::Down(Down::WriterStopped)),
         }
     }
 
-    fn recv(&mut self, timeout: Duration) -> io::Result<Option<Received>> {
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
         match self.rx.recv_timeout(timeout) {
             Ok(Message::Done(r)) => Ok(Some(r)),
-            Ok(Message::Fatal(e)) => Err(io::Error::other(e)),
+            Ok(Message::Fatal(down)) => Err(Fault::Down(down)),
             Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(io::Error::other("umad reader thread has stopped"))
-            }
+            Err(RecvTimeoutError::Disconnected) => Err(Fault::Down(Down::ReaderStopped)),
         }
     }
 
@@ -443,9 +418,9 @@ impl MadTransport for UmadTransport {
     /// under umad2sim an open can wait on a simulator that does not
     /// answer. One that takes longer ends (or not) on its own; the next
     /// call until then says a reopen is in progress.
-    fn reopen(&mut self) -> io::Result<()> {
+    fn reopen(&mut self) -> Result<(), Fault> {
         if self.shared.reopening.swap(true, Ordering::AcqRel) {
-            return Err(io::Error::other("umad reopen still in progress"));
+            return Err(Fault::ReopenInProgress);
         }
         let owner = Arc::clone(&self.shared);
         let (tx, rx) = mpsc::channel();
@@ -457,14 +432,10 @@ impl MadTransport for UmadTransport {
                 let _ = tx.send(r);
             })?;
         match rx.recv_timeout(REOPEN_BOUND) {
-            Ok(r) => r.map_err(|e| io::Error::other(e.0)),
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "umad reopen did not finish within {} ms",
-                    REOPEN_BOUND.as_millis()
-                ),
-            )),
+            Ok(r) => r.map_err(|e| Fault::Reopen(Box::new(e))),
+            Err(_) => Err(Fault::ReopenTimedOut {
+                ms: REOPEN_BOUND.as_millis() as u64,
+            }),
         }
     }
 }
@@ -507,16 +478,22 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
     } else {
         &[]
     };
-    device.pm_agent = register_agent(&device.fd, 1, CLASS_PERF_MGT, 1, methods).map_err(|e| {
-        UmadError(format!(
-            "{path}: cannot register a PerfMgt (class 0x04) agent: {e}"
-        ))
-    })?;
-    device.smp_agent = register_agent(&device.fd, 0, CLASS_SMP_DIRECTED, 1, &[]).map_err(|e| {
-        UmadError(format!(
-            "{path}: cannot register a directed-route SMP (class 0x81) agent: {e}"
-        ))
-    })?;
+    let register = |qpn, class, methods, what| {
+        register_agent(&device.fd, qpn, class, 1, methods).map_err(|e| OpenError::Register {
+            path: path.to_string(),
+            what,
+            error: e.into(),
+        })
+    };
+    let pm_agent = register(1, CLASS_PERF_MGT, methods, "PerfMgt (class 0x04)");
+    device.pm_agent = pm_agent?;
+    let smp_agent = register(
+        0,
+        CLASS_SMP_DIRECTED,
+        &[],
+        "directed-route SMP (class 0x81)",
+    );
+    device.smp_agent = smp_agent?;
     Ok(device)
 }
 
@@ -538,7 +515,7 @@ fn spawn_reader(
         std::thread::Builder::new()
             .name(format!("umad-w-{}-{}", local.ca, local.port))
             .spawn(move || writer(&device, &stop, &rx, &routes))
-            .map_err(|e| UmadError(format!("cannot start the umad writer thread: {e}")))?;
+            .map_err(|e| spawn_error("umad writer", e))?;
     }
     let thread = {
         let device = Arc::clone(device);
@@ -547,7 +524,7 @@ fn spawn_reader(
         std::thread::Builder::new()
             .name(format!("umad-{}-{}", local.ca, local.port))
             .spawn(move || reader(&device, &stop, &routes))
-            .map_err(|e| UmadError(format!("cannot start the umad reader thread: {e}")))?
+            .map_err(|e| spawn_error("umad reader", e))?
     };
     Ok((stop, thread))
 }
@@ -643,29 +620,32 @@ fn decode_completion(buf: &[u8]) -> Option<Received> {
     })
 }
 
+fn spawn_error(what: &'static str, e: io::Error) -> OpenError {
+    OpenError::Spawn {
+        what,
+        error: e.into(),
+    }
+}
+
 fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
     let mut buf = vec![0u8; HDR_SIZE + MAD_SIZE];
     while !stop.load(Ordering::Relaxed) {
         if dev.stalled() && !dev.failed.load(Ordering::Relaxed) {
-            fatal(dev, routes, stalled_message(dev));
+            fatal(dev, routes, stalled(dev));
         }
         let revents = match sys::poll_in(dev.fd.as_fd(), POLL_MS) {
             Ok(Some(r)) => r,
             Ok(None) => continue,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                fatal(dev, routes, format!("umad poll: {e}"));
+                fatal(dev, routes, Down::Poll(e.into()));
                 return;
             }
         };
         if revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
             && revents & libc::POLLIN == 0
         {
-            fatal(
-                dev,
-                routes,
-                format!("umad device error (poll revents 0x{revents:x})"),
-            );
+            fatal(dev, routes, Down::PollEvents(revents));
             return;
         }
         // Drain everything queued.
@@ -677,7 +657,7 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
                     io::ErrorKind::WouldBlock => break,
                     io::ErrorKind::Interrupted => continue,
                     _ => {
-                        fatal(dev, routes, format!("umad read: {e}"));
+                        fatal(dev, routes, Down::Read(e.into()));
                         return;
                     }
                 },
@@ -740,25 +720,24 @@ fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &M
         }
         // EINVAL is about the MAD itself; anything else about the device.
         if errno != libc::EINVAL {
-            let e = io::Error::from_raw_os_error(errno);
-            fatal(dev, routes, format!("umad write: {e}"));
+            fatal(dev, routes, Down::Write(IoFault::Os(errno)));
         }
     }
 }
 
-fn stalled_message(dev: &Device) -> String {
+fn stalled(dev: &Device) -> Down {
     let ms = dev
         .now_ms()
         .saturating_sub(dev.busy_since.load(Ordering::Relaxed));
-    format!(
-        "umad write blocked for {ms} ms (bound {} ms): the MAD transport counts as failed",
-        SEND_BOUND.as_millis()
-    )
+    Down::WriteBlocked {
+        ms,
+        bound_ms: SEND_BOUND.as_millis() as u64,
+    }
 }
 
 /// Tell every receiver that the device failed (once per device: the first
 /// caller logs it).
-fn fatal(dev: &Device, routes: &Mutex<Routes>, msg: String) {
+fn fatal(dev: &Device, routes: &Mutex<Routes>, down: Down) {
     if dev.failed.swap(true, Ordering::Relaxed) {
         return;
     }
@@ -771,29 +750,32 @@ fn fatal(dev: &Device, routes: &Mutex<Routes>, msg: String) {
         let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
         if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
             *logged = Some(Instant::now());
-            tracing::warn!(stalls = n, "{msg}");
+            tracing::warn!(stalls = n, "{down}");
         } else {
-            tracing::debug!(stalls = n, "{msg}");
+            tracing::debug!(stalls = n, "{down}");
         }
     } else {
-        tracing::warn!("{msg}");
+        tracing::warn!("{down}");
     }
     let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
-        let _ = tx.send(Message::Fatal(msg.clone()));
+        let _ = tx.send(Message::Fatal(down));
     }
 }
 
 fn cstring(s: &str) -> Result<CString, UmadError> {
-    CString::new(s).map_err(|_| UmadError(format!("path contains NUL: {s:?}")))
+    CString::new(s).map_err(|_| OpenError::NulInPath(s.to_string()))
 }
 
 /// Read a small sysfs file through libc `open`/`read` (interposed by
 /// umad2sim, unlike std's `open64`).
 fn read_text(path: &str) -> Result<String, UmadError> {
     let c = cstring(path)?;
-    let fd =
-        sys::open(&c, libc::O_RDONLY).map_err(|e| UmadError(format!("cannot read {path}: {e}")))?;
+    let read_error = |e: io::Error| OpenError::Read {
+        path: path.to_string(),
+        error: e.into(),
+    };
+    let fd = sys::open(&c, libc::O_RDONLY).map_err(read_error)?;
     let mut out = Vec::new();
     let mut buf = [0u8; 512];
     loop {
@@ -801,7 +783,7 @@ fn read_text(path: &str) -> Result<String, UmadError> {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(UmadError(format!("cannot read {path}: {e}"))),
+            Err(e) => return Err(read_error(e)),
         }
         if out.len() > 64 * 1024 {
             break;
@@ -814,7 +796,10 @@ fn read_text(path: &str) -> Result<String, UmadError> {
 /// `opendir` (interposed by umad2sim).
 fn list_dir(path: &str) -> Result<Vec<String>, UmadError> {
     let c = cstring(path)?;
-    let dir = sys::Dir::open(&c).map_err(|e| UmadError(format!("cannot list {path}: {e}")))?;
+    let dir = sys::Dir::open(&c).map_err(|e| OpenError::List {
+        path: path.to_string(),
+        error: e.into(),
+    })?;
     let mut names: Vec<String> = dir.filter(|n| n != "." && n != "..").collect();
     names.sort_by_key(|n| natural_key(n));
     Ok(names)
@@ -829,18 +814,16 @@ fn natural_key(s: &str) -> (String, u64) {
 
 fn check_abi() -> Result<(), UmadError> {
     let path = format!("{SYS_IB_MAD}/abi_version");
-    let text = read_text(&path).map_err(|e| {
-        UmadError(format!(
-            "no InfiniBand umad support ({e}); is ib_umad loaded, or LD_PRELOAD=libumad2sim.so set?"
-        ))
-    })?;
-    let v: u32 = text
-        .parse()
-        .map_err(|_| UmadError(format!("{path}: unexpected content {text:?}")))?;
-    if v < UMAD_ABI_VERSION {
-        return Err(UmadError(format!(
-            "{path}: umad ABI {v} is older than {UMAD_ABI_VERSION}"
-        )));
+    let text = read_text(&path).map_err(|e| OpenError::NoUmad(Box::new(e)))?;
+    let Ok(version) = text.parse::<u32>() else {
+        return Err(OpenError::AbiText { path, text });
+    };
+    if version < UMAD_ABI_VERSION {
+        return Err(OpenError::AbiTooOld {
+            path,
+            version,
+            needed: UMAD_ABI_VERSION,
+        });
     }
     Ok(())
 }
@@ -909,7 +892,7 @@ fn all_ports() -> Result<Vec<(String, u8)>, UmadError> {
 fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
     let ports = all_ports()?;
     if ports.is_empty() {
-        return Err(UmadError(format!("no InfiniBand ports under {SYS_IB}")));
+        return Err(OpenError::NoPorts { under: SYS_IB });
     }
     let candidates: Vec<&(String, u8)> = ports
         .iter()
@@ -925,11 +908,11 @@ fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
         (None, None) => "any CA".to_string(),
     };
     if candidates.is_empty() {
-        let known: Vec<String> = ports.iter().map(|(c, p)| format!("{c}/{p}")).collect();
-        return Err(UmadError(format!(
-            "no {what} (known ports: {})",
-            known.join(", ")
-        )));
+        let known = ports.iter().map(|(c, p)| format!("{c}/{p}")).collect();
+        return Err(OpenError::NoSuchPort {
+            wanted: what,
+            known,
+        });
     }
     let mut facts = Vec::new();
     for (ca, p) in candidates {
@@ -943,14 +926,14 @@ fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
         .or_else(|| facts.iter().find(|f| (2..=3).contains(&f.state)))
         .cloned();
     let Some(mut local) = chosen else {
-        let states: Vec<String> = facts
+        let states = facts
             .iter()
             .map(|f| format!("{}/{} {}", f.ca, f.port, f.state_text))
             .collect();
-        return Err(UmadError(format!(
-            "no usable port on {what}: link down ({})",
-            states.join(", ")
-        )));
+        return Err(OpenError::LinkDown {
+            wanted: what,
+            states,
+        });
     };
     local.device = find_device(&local.ca, local.port)?;
     Ok(local)
@@ -973,20 +956,18 @@ fn find_device(ca: &str, port: u8) -> Result<String, UmadError> {
             return Ok(format!("{DEV_IB}/{name}"));
         }
     }
-    Err(UmadError(format!(
-        "no umad device for {ca}/{port} under {SYS_IB_MAD}"
-    )))
+    Err(OpenError::NoDevice {
+        ca: ca.to_string(),
+        port,
+        under: SYS_IB_MAD,
+    })
 }
 
 fn open_device(path: &str) -> Result<sys::Fd, UmadError> {
     let c = cstring(path)?;
-    sys::open(&c, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
-        let hint = if e.kind() == io::ErrorKind::PermissionDenied {
-            " (needs root or read/write access to the umad device)"
-        } else {
-            ""
-        };
-        UmadError(format!("cannot open {path}: {e}{hint}"))
+    sys::open(&c, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| OpenError::OpenDevice {
+        path: path.to_string(),
+        error: e.into(),
     })
 }
 
