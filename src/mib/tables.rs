@@ -541,6 +541,53 @@ mod tests {
         }
     }
 
+    /// The column table and mibs/IB-PM-MIB.txt agree on every syntax: the
+    /// type, the range or size, an enumeration's largest value.
+    #[test]
+    fn column_syntaxes_match_the_mib_file() {
+        let mib = include_str!("../../mibs/IB-PM-MIB.txt");
+        for c in COLUMNS.iter() {
+            let at = mib.find(&format!("\n{} OBJECT-TYPE", c.name)).unwrap();
+            let body = &mib[at..];
+            let body = &body[body.find("SYNTAX").unwrap() + 6..body.find("MAX-ACCESS").unwrap()];
+            let syntax = &body[..body.find("UNITS").unwrap_or(body.len())];
+            let syntax = syntax
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace("SIZE (", "SIZE(");
+            let ranged = |ty: &str, max: u32| {
+                syntax == format!("{ty} (0..{max})") || (max == u32::MAX && syntax == ty)
+            };
+            let ok = match c.syntax {
+                Syntax::Counter64 => syntax == "Counter64",
+                Syntax::TimeStamp => syntax == "TimeStamp",
+                Syntax::TimeTicks => syntax == "TimeTicks",
+                Syntax::TruthValue => syntax == "TruthValue",
+                Syntax::Gauge32 { max } => ranged("Gauge32", max),
+                Syntax::Unsigned32 { max } => ranged("Unsigned32", max),
+                Syntax::OctetString { size } => {
+                    syntax == format!("OCTET STRING (SIZE({size}))")
+                        || (size == 8 && syntax == "PmGuid")
+                }
+                Syntax::DisplayString { max } => {
+                    syntax == format!("DisplayString (SIZE(0..{max}))")
+                }
+                Syntax::Enum { max } => {
+                    syntax.starts_with("INTEGER {")
+                        && syntax
+                            .split(['(', ')'])
+                            .skip(1)
+                            .step_by(2)
+                            .filter_map(|v| v.parse::<u32>().ok())
+                            .max()
+                            == Some(max)
+                }
+            };
+            assert!(ok, "{}: {:?} against {syntax}", c.name, c.syntax);
+        }
+    }
+
     #[test]
     fn every_column_belongs_to_a_declared_table() {
         for w in TABLES.windows(2) {
