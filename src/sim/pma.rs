@@ -139,84 +139,78 @@ fn quantity(t: Traffic) -> usize {
     }
 }
 
-/// The PortCounters fields the simulator counts, with the traffic quantity
-/// each shows; width and clear bit come from the attribute's declaration.
-const PC_MAP: &[(usize, Pc)] = &[
-    (q::SYMBOL_ERRORS, Pc::SymbolErrors),
-    (q::LINK_ERROR_RECOVERY, Pc::LinkErrorRecovery),
-    (q::LINK_DOWNED, Pc::LinkDowned),
-    (q::RCV_ERRORS, Pc::RcvErrors),
-    (q::RCV_REMOTE_PHYS_ERRORS, Pc::RcvRemotePhysErrors),
-    (q::RCV_SWITCH_RELAY_ERRORS, Pc::RcvSwitchRelayErrors),
-    (q::XMIT_DISCARDS, Pc::XmitDiscards),
-    (q::XMIT_CONSTRAINT_ERRORS, Pc::XmitConstraintErrors),
-    (q::RCV_CONSTRAINT_ERRORS, Pc::RcvConstraintErrors),
-    (q::LOCAL_LINK_INTEGRITY_ERRORS, Pc::LocalLinkIntegrityErrors),
-    (
-        q::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
-        Pc::ExcessiveBufferOverrunErrors,
-    ),
-    (q::QP1_DROPPED, Pc::Qp1Dropped),
-    (q::VL15_DROPPED, Pc::Vl15Dropped),
-    (q::XMIT_DATA, Pc::XmitData),
-    (q::RCV_DATA, Pc::RcvData),
-    (q::XMIT_PKTS, Pc::XmitPkts),
-    (q::RCV_PKTS, Pc::RcvPkts),
-    (q::XMIT_WAIT, Pc::XmitWait),
-];
+/// `N` rows of a PortCounters map and the same of a PortCountersExtended map.
+type Both<const N: usize> = ([(usize, Pc); N], [(usize, Pcx); N]);
+
+/// `QUANTITY => Field` rows for fields PortCounters and PortCountersExtended
+/// both have: the rows of each attribute's map (width and clear bit come
+/// from the attribute's declaration).
+macro_rules! both {
+    ($($q:ident => $f:ident),* $(,)?) => {
+        ([$((q::$q, Pc::$f)),*], [$((q::$q, Pcx::$f)),*])
+    };
+}
+
+/// The error counters, PortXmitWait and QP1Dropped: PortCounters counts
+/// them everywhere, PortCountersExtended on the PMAs of the node types in
+/// `SimOptions::wide_error_counters` (elsewhere they read 0).
+const ERRORS: Both<14> = both!(
+    SYMBOL_ERRORS => SymbolErrors,
+    LINK_ERROR_RECOVERY => LinkErrorRecovery,
+    LINK_DOWNED => LinkDowned,
+    RCV_ERRORS => RcvErrors,
+    RCV_REMOTE_PHYS_ERRORS => RcvRemotePhysErrors,
+    RCV_SWITCH_RELAY_ERRORS => RcvSwitchRelayErrors,
+    XMIT_DISCARDS => XmitDiscards,
+    XMIT_CONSTRAINT_ERRORS => XmitConstraintErrors,
+    RCV_CONSTRAINT_ERRORS => RcvConstraintErrors,
+    LOCAL_LINK_INTEGRITY_ERRORS => LocalLinkIntegrityErrors,
+    EXCESSIVE_BUFFER_OVERRUN_ERRORS => ExcessiveBufferOverrunErrors,
+    VL15_DROPPED => Vl15Dropped,
+    XMIT_WAIT => XmitWait,
+    QP1_DROPPED => Qp1Dropped,
+);
+
+/// The data and packet counters every simulated PMA counts in both.
+const DATA: Both<4> = both!(
+    XMIT_DATA => XmitData,
+    RCV_DATA => RcvData,
+    XMIT_PKTS => XmitPkts,
+    RCV_PKTS => RcvPkts,
+);
+
+/// The PortCounters fields the simulator counts.
+const PC_MAP: [(usize, Pc); 18] = concat(ERRORS.0, DATA.0);
 
 /// The PortCountersExtended fields every simulated PMA counts.
-const PCX_MAP: &[(usize, Pcx)] = &[
-    (q::XMIT_DATA, Pcx::XmitData),
-    (q::RCV_DATA, Pcx::RcvData),
-    (q::XMIT_PKTS, Pcx::XmitPkts),
-    (q::RCV_PKTS, Pcx::RcvPkts),
-    (q::UNICAST_XMIT_PKTS, Pcx::UnicastXmitPkts),
-    (q::UNICAST_RCV_PKTS, Pcx::UnicastRcvPkts),
-    (q::MULTICAST_XMIT_PKTS, Pcx::MulticastXmitPkts),
-    (q::MULTICAST_RCV_PKTS, Pcx::MulticastRcvPkts),
-];
+const PCX_MAP: [(usize, Pcx); 8] = concat(
+    DATA.1,
+    [
+        (q::UNICAST_XMIT_PKTS, Pcx::UnicastXmitPkts),
+        (q::UNICAST_RCV_PKTS, Pcx::UnicastRcvPkts),
+        (q::MULTICAST_XMIT_PKTS, Pcx::MulticastXmitPkts),
+        (q::MULTICAST_RCV_PKTS, Pcx::MulticastRcvPkts),
+    ],
+);
 
-/// The additional counters of PortCountersExtended, which the PMAs of the
-/// node types in `SimOptions::wide_error_counters` count too (elsewhere
-/// they read 0).
-const PCX_ADDITIONAL_MAP: &[(usize, Pcx)] = &[
-    (q::SYMBOL_ERRORS, Pcx::SymbolErrors),
-    (q::LINK_ERROR_RECOVERY, Pcx::LinkErrorRecovery),
-    (q::LINK_DOWNED, Pcx::LinkDowned),
-    (q::RCV_ERRORS, Pcx::RcvErrors),
-    (q::RCV_REMOTE_PHYS_ERRORS, Pcx::RcvRemotePhysErrors),
-    (q::RCV_SWITCH_RELAY_ERRORS, Pcx::RcvSwitchRelayErrors),
-    (q::XMIT_DISCARDS, Pcx::XmitDiscards),
-    (q::XMIT_CONSTRAINT_ERRORS, Pcx::XmitConstraintErrors),
-    (q::RCV_CONSTRAINT_ERRORS, Pcx::RcvConstraintErrors),
-    (
-        q::LOCAL_LINK_INTEGRITY_ERRORS,
-        Pcx::LocalLinkIntegrityErrors,
-    ),
-    (
-        q::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
-        Pcx::ExcessiveBufferOverrunErrors,
-    ),
-    (q::VL15_DROPPED, Pcx::Vl15Dropped),
-    (q::XMIT_WAIT, Pcx::XmitWait),
-    (q::QP1_DROPPED, Pcx::Qp1Dropped),
-];
+/// What the PMAs of the node types in `SimOptions::wide_error_counters`
+/// count of PortCountersExtended.
+const PCX_WIDE_MAP: [(usize, Pcx); 22] = concat(PCX_MAP, ERRORS.1);
 
-/// [`PCX_MAP`] and [`PCX_ADDITIONAL_MAP`].
-const PCX_WIDE_MAP: [(usize, Pcx); PCX_MAP.len() + PCX_ADDITIONAL_MAP.len()] = {
-    let mut out = [(0, Pcx::XmitData); PCX_MAP.len() + PCX_ADDITIONAL_MAP.len()];
+/// `a` then `b`.
+const fn concat<T: Copy, const A: usize, const B: usize, const C: usize>(
+    a: [T; A],
+    b: [T; B],
+) -> [T; C] {
+    assert!(A > 0 && A + B == C);
+    let mut out = [a[0]; C];
     let mut i = 0;
-    while i < out.len() {
-        out[i] = if i < PCX_MAP.len() {
-            PCX_MAP[i]
-        } else {
-            PCX_ADDITIONAL_MAP[i - PCX_MAP.len()]
-        };
+    while i < C {
+        out[i] = if i < A { a[i] } else { b[i - A] };
         i += 1;
     }
     out
-};
+}
 
 pub(super) const SWITCH_CAPS: u16 =
     cpi::CAP_ALL_PORT_SELECT | cpi::CAP_EXT_WIDTH | cpi::CAP_XMIT_WAIT | cpi::CAP_RSFEC_COUNTERS;
@@ -245,13 +239,13 @@ pub(super) fn answer(
     let result = match (h.attr_id, set) {
         (attr::CLASS_PORT_INFO, false) => Ok(class_port_info(st, ni)),
         (attr::PORT_COUNTERS, _) => {
-            counters::<PortCounters>(st, ni, arrival, data, set, PC_MAP, |p| &mut p.pc_base)
+            counters::<PortCounters>(st, ni, arrival, data, set, &PC_MAP, |p| &mut p.pc_base)
         }
         (attr::PORT_COUNTERS_EXTENDED, _) => {
             let map = if st.wide_errors(ni) {
                 &PCX_WIDE_MAP[..]
             } else {
-                PCX_MAP
+                &PCX_MAP[..]
             };
             counters::<PortCountersExtended>(st, ni, arrival, data, set, map, |p| &mut p.pcx_base)
         }
