@@ -354,6 +354,23 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// The instances after `from` that begin with `within`, in order (each
+    /// after the one before).
+    pub(super) fn walk(v: &MibView, from: &Oid, within: &[u32]) -> Vec<VarBind> {
+        let mut cur = from.clone();
+        let mut seen = Vec::new();
+        while let Some(vb) = v.get_next(&cur, false, None) {
+            if !vb.name.starts_with(within) {
+                break;
+            }
+            assert!(vb.name > cur, "{} after {}", vb.name, cur);
+            cur = vb.name.clone();
+            seen.push(vb);
+            assert!(seen.len() < 1_000_000);
+        }
+        seen
+    }
+
     #[test]
     fn walk_is_ordered_and_complete() {
         // GUIDs chosen so that string order differs from numeric order.
@@ -361,14 +378,7 @@ mod tests {
             node(0x0002_c903_0000_1234, 2),
             node(0x0002_c903_0000_12ff, 1),
         ]);
-        let mut cur = Oid::new(&crate::mib::schema::PM_ROOT);
-        let mut seen = Vec::new();
-        while let Some(vb) = v.get_next(&cur, false, None) {
-            assert!(vb.name > cur, "{} after {}", vb.name, cur);
-            cur = vb.name.clone();
-            seen.push(vb);
-            assert!(seen.len() < 1000);
-        }
+        let seen = walk(&v, &Oid::new(&crate::mib::schema::PM_ROOT), &[]);
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
         // pmNodeTable (13); per port (3): pmPortTable (14) and
         // pmPortCounters64Table (the 17 totals PortCounters feeds and the
@@ -489,16 +499,10 @@ mod port_rows {
         let rig = crate::rig::AgentRig::swept(crate::rig::RigOptions::default());
         let v = rig.view();
         let col: Oid = "1.3.6.1.3.117.1.6.1.2".parse().unwrap();
-        let mut cur = col.clone();
-        let mut seen = Vec::new();
-        while let Some(vb) = v.get_next(&cur, false, None) {
-            if !vb.name.starts_with(col.as_slice()) {
-                break;
-            }
-            assert!(vb.name > cur);
-            cur = vb.name.clone();
-            seen.push(vb.name);
-        }
+        let seen: Vec<Oid> = super::tests::walk(&v, &col, col.as_slice())
+            .into_iter()
+            .map(|vb| vb.name)
+            .collect();
         let ports: usize = rig.fabric().nodes.iter().map(|n| n.ports.len()).sum();
         assert_eq!(seen.len(), ports);
         assert!(
@@ -519,13 +523,10 @@ mod lookup {
     fn get_next_from_any_oid_agrees_with_the_walk() {
         let rig = crate::rig::AgentRig::swept(crate::rig::RigOptions::default());
         let v = rig.view();
-        let mut walk = Vec::new();
-        let mut cur = Oid::new(&[1, 3]);
-        while let Some(vb) = v.get_next(&cur, false, None) {
-            assert!(vb.name > cur);
-            cur = vb.name.clone();
-            walk.push(vb.name);
-        }
+        let walk: Vec<Oid> = super::tests::walk(&v, &Oid::new(&[1, 3]), &[])
+            .into_iter()
+            .map(|vb| vb.name)
+            .collect();
         assert!(walk.len() > 1000, "{}", walk.len());
         let expect = |p: &Oid, include: bool| {
             let i = walk.partition_point(|n| if include { n < p } else { n <= p });

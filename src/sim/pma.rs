@@ -291,7 +291,38 @@ fn optional(
         return Err(status::INVALID_FIELD);
     }
     match a.sim {
-        SimAnswer::Counters(feeds) => optional_counters(st, ni, arrival, data, set, a, feeds),
+        SimAnswer::Counters(feeds) => {
+            // As `counters` does: the selectors (Opcode, PortSelect,
+            // CounterSelect) are echoed, the fed counters answered, the
+            // others 0.
+            let selector = |name: &str| {
+                a.fields
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map(|f| f.get(data))
+            };
+            let port_select = selector("PortSelect").unwrap_or(0) as u8;
+            let counter_select = selector("CounterSelect").unwrap_or(0) as u32;
+            let ports = selected(st, ni, arrival, port_select, true)?;
+            let plan: Vec<_> = feeds
+                .iter()
+                .map(|f| {
+                    let clears = set && f.clear.is_some_and(|b| counter_select & b.select() != 0);
+                    (quantity(f.traffic), f.field.max(), clears)
+                })
+                .collect();
+            let id = a.id;
+            let sums = count(st, ni, ports, &plan, |p| p.optional_base(id));
+            let mut out = [0u8; mad::DATA_SIZE];
+            let counters = crate::pm::optional::counter_fields(a.fields).len();
+            for f in &a.fields[..a.fields.len() - counters] {
+                f.set(&mut out, f.get(data));
+            }
+            for (sum, feed) in sums.iter().zip(feeds) {
+                feed.field.set(&mut out, *sum);
+            }
+            Ok(out)
+        }
         SimAnswer::Lane0(t) => match a.lanes.first() {
             Some(l) => per_lane(st, ni, arrival, data, l, quantity(t)),
             None => Err(status::METHOD_ATTR_UNSUPPORTED),
@@ -299,47 +330,6 @@ fn optional(
         SimAnswer::ExtSpeeds => ext_speeds(st, ni, arrival, data),
         SimAnswer::Unsupported => Err(status::METHOD_ATTR_UNSUPPORTED),
     }
-}
-
-/// [`counters`] for an optional attribute of per-counter fields: the
-/// selectors (Opcode, PortSelect, CounterSelect) are echoed, the fed
-/// counters answered, the others 0.
-fn optional_counters(
-    st: &mut State,
-    ni: usize,
-    arrival: u8,
-    data: &Data,
-    set: bool,
-    a: &OptionalAttr,
-    feeds: &[crate::pm::optional::Feed],
-) -> Result<Data, u16> {
-    let selector = |name: &str| {
-        a.fields
-            .iter()
-            .find(|f| f.name == name)
-            .map(|f| f.get(data))
-    };
-    let port_select = selector("PortSelect").unwrap_or(0) as u8;
-    let counter_select = selector("CounterSelect").unwrap_or(0) as u32;
-    let ports = selected(st, ni, arrival, port_select, true)?;
-    let plan: Vec<_> = feeds
-        .iter()
-        .map(|f| {
-            let clears = set && f.clear.is_some_and(|b| counter_select & b.select() != 0);
-            (quantity(f.traffic), f.field.max(), clears)
-        })
-        .collect();
-    let id = a.id;
-    let sums = count(st, ni, ports, &plan, |p| p.optional_base(id));
-    let mut out = [0u8; mad::DATA_SIZE];
-    let counters = crate::pm::optional::counter_fields(a.fields).len();
-    for f in &a.fields[..a.fields.len() - counters] {
-        f.set(&mut out, f.get(data));
-    }
-    for (sum, feed) in sums.iter().zip(feeds) {
-        feed.field.set(&mut out, *sum);
-    }
-    Ok(out)
 }
 
 /// A Get of a per-lane attribute: all traffic travels on VL0 and SL0, so
