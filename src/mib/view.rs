@@ -489,20 +489,25 @@ mod tests {
     }
 }
 #[cfg(test)]
-mod port_rows {
+mod over_a_swept_rig {
     use super::*;
+    use crate::rig::{AgentRig, RigOptions};
+
+    /// The names of the instances after `from` that begin with `within`.
+    fn names(v: &MibView, from: &Oid, within: &[u32]) -> Vec<Oid> {
+        super::tests::walk(v, from, within)
+            .into_iter()
+            .map(|vb| vb.name)
+            .collect()
+    }
 
     /// Per-port rows come in (GUID, port) order, every port of the fabric
     /// once, then the next column.
     #[test]
     fn a_port_column_walks_every_port_in_index_order() {
-        let rig = crate::rig::AgentRig::swept(crate::rig::RigOptions::default());
-        let v = rig.view();
+        let rig = AgentRig::swept(RigOptions::default());
         let col: Oid = "1.3.6.1.3.117.1.6.1.2".parse().unwrap();
-        let seen: Vec<Oid> = super::tests::walk(&v, &col, col.as_slice())
-            .into_iter()
-            .map(|vb| vb.name)
-            .collect();
+        let seen = names(&rig.view(), &col, col.as_slice());
         let ports: usize = rig.fabric().nodes.iter().map(|n| n.ports.len()).sum();
         assert_eq!(seen.len(), ports);
         assert!(
@@ -510,23 +515,14 @@ mod port_rows {
                 .all(|o| o.as_slice().len() == col.as_slice().len() + 9)
         );
     }
-}
-
-#[cfg(test)]
-mod lookup {
-    use super::*;
 
     /// GetNext from any OID (a truncated name, an index with arcs beyond
     /// 255, a name between two rows) answers the first instance of the full
     /// walk after it.
     #[test]
     fn get_next_from_any_oid_agrees_with_the_walk() {
-        let rig = crate::rig::AgentRig::swept(crate::rig::RigOptions::default());
-        let v = rig.view();
-        let walk: Vec<Oid> = super::tests::walk(&v, &Oid::new(&[1, 3]), &[])
-            .into_iter()
-            .map(|vb| vb.name)
-            .collect();
+        let v = AgentRig::swept(RigOptions::default()).view();
+        let walk = names(&v, &Oid::new(&[1, 3]), &[]);
         assert!(walk.len() > 1000, "{}", walk.len());
         let expect = |p: &Oid, include: bool| {
             let i = walk.partition_point(|n| if include { n < p } else { n <= p });
