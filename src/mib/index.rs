@@ -132,9 +132,7 @@ impl IndexScheme {
                 })
             }))
     }
-}
 
-impl IndexScheme {
     /// The lanes of a port's rows: 1 per port, [`LANES`] in the per-VL,
     /// per-SL and per-lane tables.
     pub fn lanes(self) -> u8 {

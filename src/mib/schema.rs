@@ -302,7 +302,19 @@ pub const fn col(
     access: Access,
     source: Source,
 ) -> Cols {
-    Cols::One(Column {
+    Cols::One(self::column(column, name, syntax, access, source))
+}
+
+/// A column of a table not yet placed (its table fills in `table` and
+/// `scalar`).
+pub const fn column(
+    column: u32,
+    name: &'static str,
+    syntax: Syntax,
+    access: Access,
+    source: Source,
+) -> Column {
+    Column {
         table: 0,
         column,
         name,
@@ -310,7 +322,7 @@ pub const fn col(
         access,
         source,
         scalar: false,
-    })
+    }
 }
 
 /// Columns declared in a table.

@@ -16,8 +16,8 @@ use super::schema::SetRule::{
 use super::schema::Syntax::{Counter64, Enum, OctetString, TimeStamp, TimeTicks, TruthValue};
 use super::schema::{
     AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, NodeCol as N, PM_OBJECTS, PortCol as P,
-    RateCol as R, Source as S, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col, every_port,
-    gauge_of, pc,
+    RateCol as R, Source as S, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col, column,
+    every_port, gauge_of, pc,
 };
 use crate::fabric::hc::{self, HC};
 use crate::pm::decl::names15;
@@ -390,19 +390,6 @@ pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(|| {
     v.sort_by_key(|c| (c.table, c.column));
     v
 });
-
-fn column(
-    column: u32,
-    name: &'static str,
-    syntax: Syntax,
-    access: super::schema::Access,
-    source: S,
-) -> Column {
-    match col(column, name, syntax, access, source) {
-        Cols::One(c) => c,
-        _ => unreachable!("col makes one column"),
-    }
-}
 
 /// The columns a [`Walk`] makes of table `t`; names are made once, when
 /// [`COLUMNS`] is first used.
