@@ -344,6 +344,11 @@ pub struct OptionalAttr {
     pub sim_switches_only: bool,
 }
 
+/// A table of its own, `{ pmMIBObjects number }`.
+const fn own(number: u32, name: &'static str) -> MibTable {
+    MibTable::Own { number, name }
+}
+
 const NONE: OptionalAttr = OptionalAttr {
     id: 0,
     fields: &[],
@@ -367,20 +372,14 @@ pub const OPTIONAL: [OptionalAttr; 17] = {
         OptionalAttr {
             id: attr::PORT_RCV_ERROR_DETAILS,
             fields: RCV_ERROR_DETAILS_FIELDS,
-            table: MibTable::Own {
-                number: 10,
-                name: "pmPortRcvErrorDetailsTable",
-            },
+            table: own(10, "pmPortRcvErrorDetailsTable"),
             sim: Counters(&[feed!(PortRcvErrorDetailsField::LocalPhysicalErrors => RcvErrors)]),
             ..NONE
         },
         OptionalAttr {
             id: attr::PORT_XMIT_DISCARD_DETAILS,
             fields: XMIT_DISCARD_DETAILS_FIELDS,
-            table: MibTable::Own {
-                number: 11,
-                name: "pmPortXmitDiscardDetailsTable",
-            },
+            table: own(11, "pmPortXmitDiscardDetailsTable"),
             sim: Counters(&[
                 feed!(PortXmitDiscardDetailsField::SwHoqLimitDiscards => XmitDiscards),
             ]),
@@ -391,10 +390,7 @@ pub const OPTIONAL: [OptionalAttr; 17] = {
             id: attr::PORT_OP_RCV_COUNTERS,
             fields: OP_RCV_COUNTERS_FIELDS,
             all_opcodes: true,
-            table: MibTable::Own {
-                number: 12,
-                name: "pmPortOpRcvCountersTable",
-            },
+            table: own(12, "pmPortOpRcvCountersTable"),
             sim: Counters(&[
                 feed!(PortOpRcvCountersField::OpRcvPkts => RcvPkts),
                 feed!(PortOpRcvCountersField::OpRcvData => RcvData),
@@ -404,10 +400,7 @@ pub const OPTIONAL: [OptionalAttr; 17] = {
         OptionalAttr {
             id: attr::PORT_FLOW_CTL_COUNTERS,
             fields: FLOW_CTL_COUNTERS_FIELDS,
-            table: MibTable::Own {
-                number: 13,
-                name: "pmPortFlowCtlCountersTable",
-            },
+            table: own(13, "pmPortFlowCtlCountersTable"),
             ..NONE
         },
         OptionalAttr {
@@ -445,10 +438,7 @@ pub const OPTIONAL: [OptionalAttr; 17] = {
         OptionalAttr {
             id: attr::PORT_RCV_CON_CTRL,
             fields: RCV_CON_CTRL_FIELDS,
-            table: MibTable::Own {
-                number: 16,
-                name: "pmPortRcvConCtrlTable",
-            },
+            table: own(16, "pmPortRcvConCtrlTable"),
             sim: Counters(&[
                 feed!(PortRcvConCtrlField::PktRcvFecn => RcvFecn),
                 feed!(PortRcvConCtrlField::PktRcvBecn => RcvBecn),
@@ -470,10 +460,7 @@ pub const OPTIONAL: [OptionalAttr; 17] = {
         OptionalAttr {
             id: attr::PORT_XMIT_CON_CTRL,
             fields: XMIT_CON_CTRL_FIELDS,
-            table: MibTable::Own {
-                number: 17,
-                name: "pmPortXmitConCtrlTable",
-            },
+            table: own(17, "pmPortXmitConCtrlTable"),
             sim: Counters(&[feed!(PortXmitConCtrlField::XmitTimeCong => XmitTimeCong)]),
             ..NONE
         },
