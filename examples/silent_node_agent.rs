@@ -84,7 +84,7 @@ fn main() -> ExitCode {
     let running = match app::start(&cfg, backend) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("silent_node_agent: {}", e.message);
+            eprintln!("silent_node_agent: {e}");
             return ExitCode::FAILURE;
         }
     };

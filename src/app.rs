@@ -16,7 +16,7 @@ use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stat
 use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
-use crate::ib::topology;
+use crate::ib::topology::{self, TopologyError};
 use crate::ib::{Escaped, Fabric, NodeType};
 use crate::mib::schema::PM_ROOT;
 use crate::mib::view::MibView;
@@ -26,43 +26,137 @@ use crate::notify::send::{AgentxSink, Sink, TrapSink};
 use crate::service::{self, SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
+use crate::transport::OpenError;
 use crate::transport::umad::{UmadConfig, UmadTransport};
 use crate::transport::{Fault, MadTransport};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
-pub struct AppError {
-    pub message: String,
-    /// A file the configuration names is wrong (the topology): the same
-    /// kind of failure `check-config` reports.
-    pub config: bool,
+pub enum AppError {
+    /// The topology file the configuration names is wrong.
+    Topology(TopologyError),
+    /// `snmp.engine_file` cannot be used.
+    EngineFile(String),
+    /// An `[[snmp.user]]` cannot be made for the engine.
+    User(String),
+    /// `notify.user` names no `[[snmp.user]]`.
+    NotifyUser(String),
+    /// The DOCA backend cannot be opened.
+    Doca(String),
+    /// The umad port cannot be opened.
+    Umad(OpenError),
+    /// A further handle on the umad port (`what` it is for).
+    UmadHandle {
+        what: &'static str,
+        error: OpenError,
+    },
+    /// Discovery through the umad port (`device`, `ca`/`port`) failed.
+    Discovery {
+        device: String,
+        ca: String,
+        port: u8,
+        error: DiscoverError,
+    },
+    /// The shutdown signal came while the fabric was discovered.
+    Cancelled,
+    /// The fabric has nodes but no subnet manager gave them LIDs.
+    NoLids { nodes: usize },
+    /// No SNMPv3 engine ID could be generated.
+    EngineId(String),
+    /// The SNMPv3 engine's random salt could not be drawn.
+    Usm(getrandom::Error),
+    /// The signal handlers cannot be installed.
+    Signals(std::io::Error),
+    /// A part cannot start (`part`: "the sweeper", "rediscovery", ...).
+    Start {
+        part: &'static str,
+        error: std::io::Error,
+    },
+    /// The trap socket cannot be opened.
+    TrapSocket(std::io::Error),
+    /// The SNMP responder cannot listen on `addr`.
+    Listen {
+        addr: std::net::SocketAddr,
+        error: std::io::Error,
+    },
+    /// The responder's socket has no local address.
+    LocalAddr(std::io::Error),
 }
 
 impl AppError {
-    /// A failure of the fabric or of the system.
-    pub fn new(message: impl Into<String>) -> AppError {
-        AppError {
-            message: message.into(),
-            config: false,
-        }
+    /// A failure of the configuration or a file it names (what
+    /// `check-config` reports too), not of the fabric or the system.
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            AppError::Topology(_)
+                | AppError::EngineFile(_)
+                | AppError::User(_)
+                | AppError::NotifyUser(_)
+        )
     }
 
-    /// A failure of the configuration or a file it names.
-    pub fn config(message: impl Into<String>) -> AppError {
-        AppError {
-            message: message.into(),
-            config: true,
-        }
+    fn start(part: &'static str) -> impl FnOnce(std::io::Error) -> AppError {
+        move |error| AppError::Start { part, error }
     }
 }
 
 impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        match self {
+            AppError::Topology(e) => e.fmt(f),
+            AppError::EngineFile(e) => write!(f, "snmp.engine_file: {e}"),
+            AppError::User(e) | AppError::Doca(e) | AppError::EngineId(e) => f.write_str(e),
+            AppError::NotifyUser(u) => {
+                write!(f, "notify.user `{}` is no [[snmp.user]]", Escaped(u))
+            }
+            AppError::Umad(e) => write!(f, "umad backend: {e}"),
+            AppError::UmadHandle { what, error } => {
+                write!(f, "umad backend: {what} handle: {error}")
+            }
+            AppError::Discovery {
+                device,
+                ca,
+                port,
+                error,
+            } => write!(
+                f,
+                "umad backend: {} port {}/{port}: {error}",
+                Escaped(device),
+                Escaped(ca)
+            ),
+            AppError::Cancelled => f.write_str("umad backend: start-up cancelled"),
+            AppError::NoLids { nodes } => write!(
+                f,
+                "umad backend: {nodes} nodes found but none has a LID: no subnet manager has \
+                 configured the fabric (run opensm, or `opensm -o` once)"
+            ),
+            AppError::Usm(e) => write!(f, "cannot start the SNMPv3 engine: {e}"),
+            AppError::Signals(e) => write!(f, "cannot install signal handler: {e}"),
+            AppError::Start { part, error } => write!(f, "cannot start {part}: {error}"),
+            AppError::TrapSocket(e) => write!(f, "cannot open the trap socket: {e}"),
+            AppError::Listen { addr, error } => write!(f, "cannot listen on {addr}: {error}"),
+            AppError::LocalAddr(e) => e.fmt(f),
+        }
     }
 }
 
-impl std::error::Error for AppError {}
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AppError::Topology(e) => Some(e),
+            AppError::Umad(e) | AppError::UmadHandle { error: e, .. } => Some(e),
+            AppError::Discovery { error, .. } => Some(error),
+            AppError::Usm(e) => Some(e),
+            AppError::Signals(e)
+            | AppError::Start { error: e, .. }
+            | AppError::TrapSocket(e)
+            | AppError::Listen { error: e, .. }
+            | AppError::LocalAddr(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// What a backend provides: the fabric's shape and independent transports
 /// to its PMAs (the sweeper's, the write path's and the sample poller's).
@@ -81,11 +175,15 @@ pub struct Backend {
 /// Discovers the fabric again, on its own handle to it.
 pub trait FabricSource: Send {
     /// The fabric as it is now; returns soon after `cancel` is set.
-    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, String>;
+    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError>;
 
     /// `known` with the port facts (state, width, speed) as they are now:
     /// a light sweep. By default a whole discovery.
-    fn refresh(&mut self, known: &Fabric, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+    fn refresh(
+        &mut self,
+        known: &Fabric,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<Fabric, DiscoverError> {
         let _ = known;
         self.discover(cancel)
     }
@@ -93,7 +191,7 @@ pub trait FabricSource: Send {
 
 /// The simulator's fabric as it is now (links taken down or up).
 impl FabricSource for SimFabric {
-    fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+    fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
         Ok(self.fabric())
     }
 }
@@ -105,23 +203,24 @@ struct SmpDiscovery {
 }
 
 impl FabricSource for SmpDiscovery {
-    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
         let opts = DiscoverOptions {
             cancel: Some(Arc::clone(cancel)),
             ..self.opts.clone()
         };
-        discover_with_stats(&mut self.smp, &opts)
-            .map(|(f, _)| f)
-            .map_err(|e| e.to_string())
+        discover_with_stats(&mut self.smp, &opts).map(|(f, _)| f)
     }
 
-    fn refresh(&mut self, known: &Fabric, cancel: &Arc<AtomicBool>) -> Result<Fabric, String> {
+    fn refresh(
+        &mut self,
+        known: &Fabric,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<Fabric, DiscoverError> {
         let opts = DiscoverOptions {
             cancel: Some(Arc::clone(cancel)),
             ..self.opts.clone()
         };
         crate::fabric::discover::refresh_port_info(&mut self.smp, known, &opts)
-            .map_err(|e| e.to_string())
     }
 }
 
@@ -146,7 +245,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
     match cfg.fabric.backend {
         FabricBackend::Umad if cfg.doca.enabled => {
             let mut b = open_umad(cfg, cancel)?;
-            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::new)?;
+            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::Doca)?;
             // The local adapter is in the discovered fabric; a node that
             // is not (a port without a link) is served by DOCA alone.
             for n in std::mem::take(&mut doca.nodes) {
@@ -163,7 +262,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
         FabricBackend::Sim => {}
     }
     let fabric = match cfg.topology_path() {
-        Some(p) => topology::load(&p).map_err(|e| AppError::config(e.to_string()))?,
+        Some(p) => topology::load(&p).map_err(AppError::Topology)?,
         None => topology::default_fabric(),
     };
     let sim = SimFabric::new(fabric, sim_options(cfg));
@@ -185,8 +284,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         retries: 0,
         serve_perf_mgt: false,
     };
-    let sweep =
-        UmadTransport::open(&ucfg).map_err(|e| AppError::new(format!("umad backend: {e}")))?;
+    let sweep = UmadTransport::open(&ucfg).map_err(AppError::Umad)?;
     let local = sweep.local_port().clone();
     let dopts = DiscoverOptions {
         window: cfg.mad.window,
@@ -199,16 +297,14 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         let mut smp = sweep.smp_handle();
         match discover_with_stats(&mut smp, &dopts) {
             Ok(r) => r,
-            Err(DiscoverError::Cancelled) => {
-                return Err(AppError::new("umad backend: start-up cancelled"));
-            }
-            Err(e) => {
-                return Err(AppError::new(format!(
-                    "umad backend: {} port {}/{}: {e}",
-                    Escaped(&local.device),
-                    Escaped(&local.ca),
-                    local.port
-                )));
+            Err(DiscoverError::Cancelled) => return Err(AppError::Cancelled),
+            Err(error) => {
+                return Err(AppError::Discovery {
+                    device: local.device.clone(),
+                    ca: local.ca.clone(),
+                    port: local.port,
+                    error,
+                });
             }
         }
     };
@@ -234,11 +330,9 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         "fabric discovered"
     );
     if with_lid == 0 {
-        return Err(AppError::new(format!(
-            "umad backend: {} nodes found but none has a LID: no subnet manager has \
-             configured the fabric (run opensm, or `opensm -o` once)",
-            fabric.nodes.len()
-        )));
+        return Err(AppError::NoLids {
+            nodes: fabric.nodes.len(),
+        });
     }
     if with_lid < fabric.nodes.len() {
         tracing::warn!(
@@ -246,10 +340,10 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             "some nodes have no LID and cannot be swept"
         );
     }
-    let handle = |what: &str| {
+    let handle = |what| {
         sweep
             .pm_handle()
-            .map_err(|e| AppError::new(format!("umad backend: {what} handle: {e}")))
+            .map_err(|error| AppError::UmadHandle { what, error })
     };
     let write = handle("write")?;
     let poll = handle("sample poller")?;
@@ -274,7 +368,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
 /// alone. There is no MAD transport: the sweeper sends nothing and a SET
 /// fails cleanly.
 pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
-    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::new)?;
+    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::Doca)?;
     let mut fabric = Fabric {
         nodes: std::mem::take(&mut doca.nodes),
     };
@@ -393,8 +487,7 @@ impl Shutdown {
     pub fn on_signals() -> Result<Shutdown, AppError> {
         let s = Shutdown::new();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, Arc::clone(&s.0))
-                .map_err(|e| AppError::new(format!("cannot install signal handler: {e}")))?;
+            signal_hook::flag::register(sig, Arc::clone(&s.0)).map_err(AppError::Signals)?;
         }
         Ok(s)
     }
@@ -429,7 +522,7 @@ struct SnmpEngine {
 impl SnmpEngine {
     fn usm(&self) -> Result<crate::snmp::usm::Usm, AppError> {
         crate::snmp::usm::Usm::new(self.id.clone(), self.boots, self.users.clone())
-            .map_err(|e| AppError::new(format!("cannot start the SNMPv3 engine: {e}")))
+            .map_err(AppError::Usm)
     }
 }
 
@@ -437,9 +530,10 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
     use crate::snmp::engine_file;
     let configured = cfg.snmp.engine_id.as_ref();
     let st = match &cfg.snmp.engine_file {
-        Some(path) => engine_file::load_and_advance(path, configured)
-            .map_err(|e| AppError::config(format!("snmp.engine_file: {e}")))?,
-        None => engine_file::without_file(configured).map_err(AppError::new)?,
+        Some(path) => {
+            engine_file::load_and_advance(path, configured).map_err(AppError::EngineFile)?
+        }
+        None => engine_file::without_file(configured).map_err(AppError::EngineId)?,
     };
     if let (Some(why), Some(path)) = (&st.note, &cfg.snmp.engine_file) {
         warn!(
@@ -455,7 +549,7 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         .iter()
         .map(|u| u.user(&engine))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(AppError::config)?;
+        .map_err(AppError::User)?;
     info!(
         "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
         users.len()
@@ -656,7 +750,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
     let poller = controller
         .spawn_poller(running.shutdown.flag())
-        .map_err(|e| AppError::new(format!("cannot start the sample poller: {e}")))?;
+        .map_err(AppError::start("the sample poller"))?;
     running.threads.push(("sample poller", poller));
     if let Some(doca) = doca {
         let missing = state.lock().set_doca_ports(&doca.ports);
@@ -666,13 +760,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let t = doca
             .sampler
             .spawn(state.clone(), Arc::clone(&cache), running.shutdown.flag())
-            .map_err(|e| AppError::new(format!("cannot start the DOCA sampler: {e}")))?;
+            .map_err(AppError::start("the DOCA sampler"))?;
         running.threads.push(("doca sampler", t));
     }
     let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
     if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
         let t = spawn_rediscovery(source, state, rediscover, portinfo, running.shutdown.flag())
-            .map_err(|e| AppError::new(format!("cannot start rediscovery: {e}")))?;
+            .map_err(AppError::start("rediscovery"))?;
         running.threads.push(("rediscovery", t));
     }
 
@@ -706,7 +800,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
         Some(
             Session::spawn(scfg, Arc::clone(&view))
-                .map_err(|e| AppError::new(format!("cannot start the AgentX session: {e}")))?,
+                .map_err(AppError::start("the AgentX session"))?,
         )
     } else {
         None
@@ -725,18 +819,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let sink: Option<Box<dyn Sink>> = match &running.session {
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
             None if !cfg.notify.sinks.is_empty() => {
-                let mut t =
-                    TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
-                        .map_err(|e| AppError::new(format!("cannot open the trap socket: {e}")))?;
+                let mut t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
+                    .map_err(AppError::TrapSocket)?;
                 match (&cfg.notify.user, &engine) {
                     (Some(user), Some(e)) => {
                         let index = e.users.iter().position(|u| u.name() == user.as_bytes());
-                        let index = index.ok_or_else(|| {
-                            AppError::config(format!(
-                                "notify.user `{}` is no [[snmp.user]]",
-                                Escaped(user)
-                            ))
-                        })?;
+                        let index = index.ok_or_else(|| AppError::NotifyUser(user.clone()))?;
                         t = t.with_v3(e.usm()?, index, e.booted);
                         info!(sinks = ?cfg.notify.sinks, "SNMPv3 traps of user {} go straight to the sinks", Escaped(user));
                     }
@@ -756,7 +844,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     }
     let sweep_thread = sweeper
         .spawn(running.shutdown.flag())
-        .map_err(|e| AppError::new(format!("cannot start the sweeper: {e}")))?;
+        .map_err(AppError::start("the sweeper"))?;
     running.threads.push(("sweeper", sweep_thread));
 
     let responder = if let Some(addr) = cfg.snmp.listen {
@@ -764,12 +852,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             access: cfg.snmp_access(),
         };
         let mut r = Responder::bind(addr, config, Arc::clone(&view))
-            .map_err(|e| AppError::new(format!("cannot listen on {addr}: {e}")))?
+            .map_err(|error| AppError::Listen { addr, error })?
             .with_counters(endpoint_counters);
         if let Some(e) = &engine {
             r = r.with_usm(e.usm()?, e.booted);
         }
-        let local = r.local_addr().map_err(|e| AppError::new(e.to_string()))?;
+        let local = r.local_addr().map_err(AppError::LocalAddr)?;
         let rules = r.config().access.rules().len();
         info!(
             "SNMP responder on {local} with {rules} access rule(s); the first: {}",
@@ -782,10 +870,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                     .unwrap_or_default()
             )
         );
-        Some(
-            r.spawn()
-                .map_err(|e| AppError::new(format!("cannot start the SNMP responder: {e}")))?,
-        )
+        Some(r.spawn().map_err(AppError::start("the SNMP responder"))?)
     } else {
         None
     };
@@ -880,6 +965,57 @@ mod tests {
         (backend, token)
     }
 
+    /// A wrong file the configuration names is the configuration's failure
+    /// (exit status 2, as `check-config`); the fabric's and the system's
+    /// are not (exit status 1). Each reads as it did as a plain line.
+    #[test]
+    fn start_up_errors_say_whose_failure_they_are() {
+        let io = || std::io::Error::from_raw_os_error(libc::EADDRINUSE);
+        let topology = topology::parse("bogus line\n").unwrap_err();
+        let config = [
+            AppError::Topology(topology),
+            AppError::EngineFile("cannot read".into()),
+            AppError::User("no key".into()),
+            AppError::NotifyUser("ops".into()),
+        ];
+        assert!(config.iter().all(AppError::is_config));
+        let system = [
+            AppError::Doca("no library".into()),
+            AppError::Umad(OpenError::ZeroTimeout),
+            AppError::Cancelled,
+            AppError::NoLids { nodes: 3 },
+            AppError::Signals(io()),
+            AppError::Start {
+                part: "the sweeper",
+                error: io(),
+            },
+            AppError::Discovery {
+                device: "/dev/infiniband/umad0".into(),
+                ca: "mlx5_0".into(),
+                port: 1,
+                error: DiscoverError::Cancelled,
+            },
+        ];
+        assert!(!system.iter().any(AppError::is_config));
+        assert_eq!(
+            system[4].to_string(),
+            format!("cannot install signal handler: {}", io())
+        );
+        assert_eq!(
+            system[6].to_string(),
+            "umad backend: /dev/infiniband/umad0 port mlx5_0/1: discovery: cancelled"
+        );
+        assert_eq!(
+            AppError::NotifyUser("a\u{1b}b".into()).to_string(),
+            format!("notify.user `{}` is no [[snmp.user]]", Escaped("a\u{1b}b"))
+        );
+        let handle = AppError::UmadHandle {
+            what: "write",
+            error: OpenError::ZeroTimeout,
+        };
+        assert!(std::error::Error::source(&handle).is_some());
+    }
+
     /// The responder cannot bind after the sweeper, the sample poller and
     /// the AgentX session started: the start fails and none of them keeps
     /// running. The session's view writes through the controller, so every
@@ -894,7 +1030,12 @@ mod tests {
         cfg.snmp.listen = Some(taken.local_addr().unwrap());
         let (backend, token) = tracked_backend();
         let e = start(&cfg, backend).err().expect("the port is taken");
-        assert!(e.message.contains("cannot listen"), "{e}");
+        assert!(matches!(e, AppError::Listen { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with("cannot listen on 127.0.0.1:"),
+            "{e}"
+        );
+        assert!(!e.is_config());
         assert_eq!(
             Arc::strong_count(&token),
             1,

@@ -221,7 +221,11 @@ fn main() -> ExitCode {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("ibpm-agentx: {e}");
-                    if e.config { EXIT_CONFIG } else { EXIT_FAILED }
+                    if e.is_config() {
+                        EXIT_CONFIG
+                    } else {
+                        EXIT_FAILED
+                    }
                 }
             };
             exit_now(code)

@@ -185,6 +185,18 @@ struct PortBuild {
     fec: Option<u16>,
 }
 
+impl PortBuild {
+    /// A port known by its GUID, nothing read of it yet.
+    fn new(guid: u64) -> PortBuild {
+        PortBuild {
+            guid,
+            info: None,
+            remote: None,
+            fec: None,
+        }
+    }
+}
+
 struct NodeBuild {
     info: NodeInfo,
     desc: Option<String>,
@@ -285,17 +297,7 @@ pub fn refresh_port_info(
             .ports
             .iter()
             .filter(|p| p.num != 0)
-            .map(|p| {
-                (
-                    p.num,
-                    PortBuild {
-                        guid: p.guid.0,
-                        info: None,
-                        remote: None,
-                        fec: None,
-                    },
-                )
-            })
+            .map(|p| (p.num, PortBuild::new(p.guid.0)))
             .collect();
         w.nodes.push(NodeBuild {
             info: NodeInfo {
@@ -626,15 +628,7 @@ impl Walk {
                 let n = &mut self.nodes[idx];
                 if !n.is_switch() && !n.ports.contains_key(&in_port) && in_port != 0 {
                     // Another port of a known CA: learn its state and LID.
-                    n.ports.insert(
-                        in_port,
-                        PortBuild {
-                            guid: ni.port_guid,
-                            info: None,
-                            remote: None,
-                            fec: None,
-                        },
-                    );
+                    n.ports.insert(in_port, PortBuild::new(ni.port_guid));
                     // PortInfo's attribute modifier picks the CA port, so
                     // the node's first route reaches this port's record too.
                     self.ask(Query::PortInfo {
@@ -649,26 +643,10 @@ impl Walk {
                 let mut ports = BTreeMap::new();
                 if ni.node_type == 2 {
                     for p in 1..=ni.num_ports {
-                        ports.insert(
-                            p,
-                            PortBuild {
-                                guid: ni.node_guid,
-                                info: None,
-                                remote: None,
-                                fec: None,
-                            },
-                        );
+                        ports.insert(p, PortBuild::new(ni.node_guid));
                     }
                 } else if in_port != 0 {
-                    ports.insert(
-                        in_port,
-                        PortBuild {
-                            guid: ni.port_guid,
-                            info: None,
-                            remote: None,
-                            fec: None,
-                        },
-                    );
+                    ports.insert(in_port, PortBuild::new(ni.port_guid));
                 }
                 self.nodes.push(NodeBuild {
                     info: ni,
