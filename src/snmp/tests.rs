@@ -613,27 +613,31 @@ fn set_runs_the_two_phase_protocol() {
     assert_eq!(m.phases(), ["test", "commit", "cleanup"]);
     assert_eq!(m.calls.lock().unwrap()[0].1, echoed);
 
-    let m = MapMib {
-        fail_test: Some(SetError {
-            status: ErrorStatus::WrongType,
-            index: 3,
-        }),
-        ..mib()
-    };
-    let (_, _, st, idx, _) = run(&m);
-    assert_eq!((st, idx), (ErrorStatus::WrongType as u32, 3));
-    assert_eq!(m.phases(), ["test", "cleanup"]);
-
-    let m = MapMib {
-        fail_commit: Some(SetError {
-            status: ErrorStatus::CommitFailed,
-            index: 2,
-        }),
-        ..mib()
-    };
-    let (_, _, st, idx, _) = run(&m);
-    assert_eq!((st, idx), (ErrorStatus::CommitFailed as u32, 2));
-    assert_eq!(m.phases(), ["test", "commit", "undo", "cleanup"]);
+    // A failed test is cleaned up; a failed commit undone, then cleaned up.
+    let err = |status, index| Some(SetError { status, index });
+    let failing = [
+        (
+            err(ErrorStatus::WrongType, 3),
+            None,
+            &["test", "cleanup"][..],
+        ),
+        (
+            None,
+            err(ErrorStatus::CommitFailed, 2),
+            &["test", "commit", "undo", "cleanup"],
+        ),
+    ];
+    for (fail_test, fail_commit, phases) in failing {
+        let m = MapMib {
+            fail_test,
+            fail_commit,
+            ..mib()
+        };
+        let (_, _, st, idx, _) = run(&m);
+        let e = fail_test.or(fail_commit).unwrap();
+        assert_eq!((st, idx), (e.status as u32, u32::from(e.index)));
+        assert_eq!(m.phases(), phases);
+    }
 
     // v1 sees the v1 code for a v2 error
     let m = MapMib {
