@@ -575,6 +575,32 @@ mod tests {
         }
     }
 
+    /// Every writable column's SET rule fits what it shows, so the SET
+    /// pipeline can plan it; the read-only columns have none.
+    #[test]
+    fn set_rules_fit_their_columns() {
+        use super::super::schema::{Access, SetRule};
+        let mut writable = 0;
+        for c in COLUMNS.iter() {
+            let Access::ReadWrite(rule) = c.access else {
+                continue;
+            };
+            writable += 1;
+            let fits = match rule {
+                SetRule::PortSelect => c.source == S::PortSelect,
+                SetRule::ClearCounter => matches!(c.source, S::Counter(_)),
+                SetRule::ClearMask => c.source == S::PortClear,
+                SetRule::SampleControl => matches!(c.source, S::Ctl(_) | S::CtlSelect(_)),
+                SetRule::SamplePortSelect => c.source == S::Ctl(C::PortSelect),
+            };
+            assert!(fits, "{}: {rule:?} on {:?}", c.name, c.source);
+        }
+        // pmPortCountersPortSelect and its 16 counters, pmPortClearCounters,
+        // and PortSamplesControl's OpCode, PortSelect, SampleStart,
+        // SampleInterval, Tag and 15 CounterSelects.
+        assert_eq!(writable, 17 + 1 + 20);
+    }
+
     #[test]
     fn every_column_belongs_to_a_declared_table() {
         for w in TABLES.windows(2) {
