@@ -140,6 +140,7 @@ fn one_source_gets_at_most_its_burst_and_rate() {
     let mut answers = 0u32;
     for i in 0..400u32 {
         s.send_to(&message(0xa0, 1000 + i, 0, 0), &a.addr).unwrap();
+        // Requests spread over time, as a source asking steadily sends them.
         std::thread::sleep(Duration::from_millis(1));
         while s.recv(&mut buf).is_ok() {
             answers += 1;
