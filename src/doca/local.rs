@@ -3,6 +3,7 @@
 //! address and ports, and which local port of a DOCA device is which
 //! (node GUID, port). The root is configurable so tests can build a tree.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::ib::{Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
@@ -24,10 +25,75 @@ fn class_dir(sysfs: &Path) -> PathBuf {
     sysfs.join("class/infiniband")
 }
 
-fn read(p: &Path) -> Result<String, String> {
+/// Why a device's sysfs entry cannot be used.
+#[derive(Debug)]
+pub enum DevError {
+    /// A file cannot be read.
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// `node_guid` holds no GUID (why, as the GUID parser says).
+    NodeGuid { dev: String, reason: String },
+}
+
+impl fmt::Display for DevError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DevError::Read { path, error } => write!(f, "cannot read {}: {error}", path.display()),
+            DevError::NodeGuid { dev, reason } => write!(f, "{dev}: node_guid: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for DevError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DevError::Read { error, .. } => Some(error),
+            DevError::NodeGuid { .. } => None,
+        }
+    }
+}
+
+/// Why a device's firmware cannot run DOCA telemetry diag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FirmwareError {
+    /// The version is not `MAJOR.MINOR.SUB`.
+    NotAVersion(String),
+    /// The family (the first number) is none of the devices that can.
+    Family(String),
+    /// The family can, from `family.43.1000` on.
+    TooOld { fw: String, family: u32 },
+}
+
+impl fmt::Display for FirmwareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FirmwareError::NotAVersion(fw) => {
+                write!(f, "firmware version `{fw}` is not MAJOR.MINOR.SUB")
+            }
+            FirmwareError::Family(fw) => write!(
+                f,
+                "firmware {fw} is not a ConnectX-7, BlueField-3 or ConnectX-8 (or later) device's \
+                 (DOCA telemetry diag needs one of those)"
+            ),
+            FirmwareError::TooOld { fw, family } => write!(
+                f,
+                "firmware {fw} is too old for DOCA telemetry diag: it needs {family}.43.1000 or newer"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FirmwareError {}
+
+fn read(p: &Path) -> Result<String, DevError> {
     std::fs::read_to_string(p)
         .map(|s| s.trim().to_string())
-        .map_err(|e| format!("cannot read {}: {e}", p.display()))
+        .map_err(|error| DevError::Read {
+            path: p.to_path_buf(),
+            error,
+        })
 }
 
 /// The InfiniBand devices sysfs lists, by name.
@@ -44,11 +110,15 @@ pub fn list(sysfs: &Path) -> Vec<String> {
 }
 
 /// Read device `name` from sysfs.
-pub fn read_dev(sysfs: &Path, name: &str) -> Result<IbDev, String> {
+pub fn read_dev(sysfs: &Path, name: &str) -> Result<IbDev, DevError> {
     let dir = class_dir(sysfs).join(name);
-    let node_guid: Guid = read(&dir.join("node_guid"))?
-        .parse()
-        .map_err(|e| format!("{name}: node_guid: {e}"))?;
+    let node_guid: Guid =
+        read(&dir.join("node_guid"))?
+            .parse()
+            .map_err(|reason| DevError::NodeGuid {
+                dev: name.to_string(),
+                reason,
+            })?;
     let sys_guid = read(&dir.join("sys_image_guid"))
         .ok()
         .and_then(|s| s.parse().ok())
@@ -141,21 +211,19 @@ pub fn pci_slot(pci: &str) -> Option<(&str, u8)> {
 /// Whether the firmware version (`28.43.1000`) can run telemetry diag:
 /// the guide asks for 28/32/40.43.1000 or newer on ConnectX-7,
 /// BlueField-3 and ConnectX-8 (the first number names the family).
-pub fn check_firmware(fw: &str) -> Result<(), String> {
+pub fn check_firmware(fw: &str) -> Result<(), FirmwareError> {
     let parts: Vec<u32> = fw.split('.').filter_map(|p| p.parse().ok()).collect();
     let [family, minor, sub] = parts[..] else {
-        return Err(format!("firmware version `{fw}` is not MAJOR.MINOR.SUB"));
+        return Err(FirmwareError::NotAVersion(fw.to_string()));
     };
     if family < 28 || matches!(family, 29..=31 | 33..=39) {
-        return Err(format!(
-            "firmware {fw} is not a ConnectX-7, BlueField-3 or ConnectX-8 (or later) device's \
-             (DOCA telemetry diag needs one of those)"
-        ));
+        return Err(FirmwareError::Family(fw.to_string()));
     }
     if matches!(family, 28 | 32 | 40) && (minor, sub) < (43, 1000) {
-        return Err(format!(
-            "firmware {fw} is too old for DOCA telemetry diag: it needs {family}.43.1000 or newer"
-        ));
+        return Err(FirmwareError::TooOld {
+            fw: fw.to_string(),
+            family,
+        });
     }
     Ok(())
 }
@@ -217,18 +285,21 @@ mod tests {
             assert_eq!(check_firmware(ok), Ok(()), "{ok}");
         }
         let e = check_firmware("28.42.1000").unwrap_err();
-        assert!(e.contains("too old") && e.contains("28.43.1000"), "{e}");
-        assert!(
-            check_firmware("32.43.0999")
-                .unwrap_err()
-                .contains("too old")
+        assert_eq!(
+            e.to_string(),
+            "firmware 28.42.1000 is too old for DOCA telemetry diag: it needs 28.43.1000 or newer"
         );
-        assert!(
-            check_firmware("22.39.1002")
-                .unwrap_err()
-                .contains("ConnectX-7")
+        assert!(matches!(
+            check_firmware("32.43.0999"),
+            Err(FirmwareError::TooOld { family: 32, .. })
+        ));
+        let e = check_firmware("22.39.1002").unwrap_err();
+        assert_eq!(e, FirmwareError::Family("22.39.1002".into()));
+        assert!(e.to_string().contains("ConnectX-7"), "{e}");
+        assert_eq!(
+            check_firmware(""),
+            Err(FirmwareError::NotAVersion(String::new()))
         );
-        assert!(check_firmware("").is_err());
     }
 
     #[test]

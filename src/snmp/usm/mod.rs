@@ -86,7 +86,7 @@ use rasn_smi::v2::{ApplicationSyntax, ObjectSyntax};
 use rasn_snmp::v2::{Pdu, Pdus, Report, VarBind, VarBindValue};
 use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
 
-pub use user::{ENGINE_ID_ENTERPRISE, EngineId, User, UserError};
+pub use user::{ENGINE_ID_ENTERPRISE, EngineId, EngineIdError, User, UserError};
 
 pub use crypto::{
     AUTH_PROTOCOLS, AuthProtocol, KeyError, PrivProtocol, ProtocolError, localize, parse_hex,

@@ -9,6 +9,33 @@ use super::crypto::{self, AuthProtocol, KeyError, PrivProtocol, localize, passwo
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EngineId(Vec<u8>);
 
+/// Why octets or text are no snmpEngineID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineIdError {
+    /// Not 5 to 32 octets (how many there were).
+    Length(usize),
+    /// The text is no hex string.
+    Hex { text: String, error: KeyError },
+}
+
+impl fmt::Display for EngineIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineIdError::Length(n) => write!(f, "an snmpEngineID has 5 to 32 octets, not {n}"),
+            EngineIdError::Hex { text, error } => write!(f, "engine ID {text:?}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineIdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineIdError::Hex { error, .. } => Some(error),
+            EngineIdError::Length(_) => None,
+        }
+    }
+}
+
 /// The enterprise number in a generated engine ID. The project has no IANA
 /// Private Enterprise Number of its own and borrows nobody's (net-snmp's
 /// 8072 belongs to net-snmp); 0 is IANA's "Reserved" entry, assigned to no
@@ -25,19 +52,19 @@ const ENGINE_ID_RANDOM: usize = 8;
 
 impl EngineId {
     /// An engine ID given as octets (5..=32, RFC 3411 §5).
-    pub fn new(octets: Vec<u8>) -> Result<EngineId, String> {
+    pub fn new(octets: Vec<u8>) -> Result<EngineId, EngineIdError> {
         if !(5..=32).contains(&octets.len()) {
-            return Err(format!(
-                "an snmpEngineID has 5 to 32 octets, not {}",
-                octets.len()
-            ));
+            return Err(EngineIdError::Length(octets.len()));
         }
         Ok(EngineId(octets))
     }
 
     /// An engine ID from hex (as net-snmp prints it, `0x` prefix optional).
-    pub fn from_hex(text: &str) -> Result<EngineId, String> {
-        let octets = crypto::parse_hex(text).map_err(|e| format!("engine ID {text:?}: {e}"))?;
+    pub fn from_hex(text: &str) -> Result<EngineId, EngineIdError> {
+        let octets = crypto::parse_hex(text).map_err(|error| EngineIdError::Hex {
+            text: text.to_string(),
+            error,
+        })?;
         EngineId::new(octets)
     }
 
