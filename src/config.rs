@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, de};
 use crate::agentx::AgentxAddr;
 use crate::fabric::control::ControlConfig;
 use crate::fabric::engine::EngineConfig;
-use crate::fabric::state::SweepConfig;
+use crate::fabric::settings::SweepConfig;
 use crate::ib::{Escaped, Fabric, NodeType, topology};
 use crate::mib::Oid;
 use crate::notify::NotifyConfig;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use ibpm_agentx::fabric::state::SweepConfig;
+use ibpm_agentx::fabric::settings::SweepConfig;
 use ibpm_agentx::rig::{AgentRig, RigOptions};
 
 #[test]

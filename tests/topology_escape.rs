@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use ibpm_agentx::fabric::engine::EngineConfig;
-use ibpm_agentx::fabric::state::SweepConfig;
+use ibpm_agentx::fabric::settings::SweepConfig;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::rig::{AgentRig, RigOptions};
 

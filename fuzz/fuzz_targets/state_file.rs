@@ -4,7 +4,8 @@
 #![no_main]
 
 use ibpm_agentx::fabric::persist;
-use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
+use ibpm_agentx::fabric::settings::SweepConfig;
+use ibpm_agentx::fabric::state::SharedState;
 use ibpm_agentx::ib::topology;
 use libfuzzer_sys::fuzz_target;
 

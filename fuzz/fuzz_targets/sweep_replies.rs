@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use ibpm_agentx::fabric::cache::Cache;
 use ibpm_agentx::fabric::engine::{Engine, EngineConfig};
-use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
+use ibpm_agentx::fabric::settings::SweepConfig;
+use ibpm_agentx::fabric::state::SharedState;
 use ibpm_agentx::fabric::sweep::Sweeper;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::mib::view::MibView;

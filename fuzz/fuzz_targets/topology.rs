@@ -2,7 +2,8 @@
 //! and a parsed fabric must be usable by the simulation and the sweeper.
 #![no_main]
 
-use ibpm_agentx::fabric::state::{SharedState, SweepConfig};
+use ibpm_agentx::fabric::settings::SweepConfig;
+use ibpm_agentx::fabric::state::SharedState;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::sim::{SimFabric, SimOptions};
 use libfuzzer_sys::fuzz_target;

@@ -325,7 +325,8 @@ impl DocaSampler {
                     }
                 }
                 for (g, p, vals) in per_port {
-                    if let Some(ni) = st.apply_doca(g, p, &vals, bits, gap && k == 0)
+                    if let Some(ni) =
+                        st.apply_doca(g, p, &vals, bits, gap && k == 0, Instant::now())
                         && !touched.contains(&ni)
                     {
                         touched.push(ni);

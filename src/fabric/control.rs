@@ -251,7 +251,12 @@ impl Controller {
                         // The Set's reply shows the port after the clear.
                         Some(pi) => {
                             st.mark_agent_clear(ni, pi);
-                            st.apply(Slot::Counters(ni, pi), outcome, sent, &mut answered)
+                            st.apply(
+                                Slot::Counters(ni, pi),
+                                outcome,
+                                (sent, Instant::now()),
+                                &mut answered,
+                            )
                         }
                         None => {
                             let ports = st.fabric().nodes[ni].ports.len();
@@ -272,7 +277,12 @@ impl Controller {
                     },
                     WriteOp::SamplesControl { .. } => {
                         st.mark_samples_written(ni, sent);
-                        st.apply(Slot::SamplesControl(ni), outcome, sent, &mut answered);
+                        st.apply(
+                            Slot::SamplesControl(ni),
+                            outcome,
+                            (sent, Instant::now()),
+                            &mut answered,
+                        );
                         if let Some(to) = st.pma(ni, Some(0)) {
                             for (attr_id, slot) in st.sample_results(ni) {
                                 readback.push(get(to, attr_id, [0; 192]));
@@ -293,7 +303,7 @@ impl Controller {
             engine.run(&readback, |i, o| {
                 let mut st = state.lock();
                 let mut answered = vec![false; st.fabric().nodes.len()];
-                st.apply(readback_slots[i], o, sent, &mut answered);
+                st.apply(readback_slots[i], o, (sent, Instant::now()), &mut answered);
             });
         }
         drop(engine);
@@ -339,7 +349,9 @@ impl Controller {
         {
             let state = &self.state;
             engine.run(&reqs, |i, o| {
-                state.lock().apply(slots[i], o, sent, &mut answered)
+                state
+                    .lock()
+                    .apply(slots[i], o, (sent, Instant::now()), &mut answered)
             });
         }
         let snap_done: Vec<usize> = {

@@ -7,15 +7,17 @@
 //! node cannot bring back the value from before the write.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use tracing::{debug, info, warn};
 
 use super::cache::{Cache, Snapshot, SweepFigures};
 use super::engine::MadOutcome;
+use super::fold;
 use super::hc;
 use super::persist::SavedPort;
-use super::record::{DataSource, DocaPort, NodeRecord, PortRecord, Readings, Stamp};
+use super::record::{DataSource, NodeRecord, PortRecord, Readings, Stamp};
+use super::settings::SweepConfig;
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
@@ -35,44 +37,6 @@ use crate::transport::MadAddr;
 /// takes 2 - 6 ms, and so does the heap trim the sweeper makes after it:
 /// about 32 of each a sweep).
 const PUBLISH_AFTER_PORTS: usize = 4096;
-
-#[derive(Clone, Debug)]
-pub struct SweepConfig {
-    /// Time from the start of one sweep to the start of the next.
-    pub interval: Duration,
-    /// Consecutive failed sweeps after which a node is marked unreachable.
-    pub unreachable_after: u32,
-    /// Keep an unreachable node's rows (with their last values) or drop them.
-    pub keep_unreachable: bool,
-    /// Read the optional attributes [`OPTIONAL_ATTRS`] where nodes answer.
-    pub optional_attributes: bool,
-    /// Read them on every this many sweeps (the first sweep, then every
-    /// `optional_every`-th); their readings are kept in between.
-    pub optional_every: u32,
-    /// Clear PortCounters fields past 75% of their range.
-    pub clear_near_overflow: bool,
-    /// Log one line every this many sweeps saying the sweeps are healthy
-    /// (0: never).
-    pub health_every: u32,
-    /// Send PM MADs (false: the doca backend alone, which has no MAD
-    /// transport; sweeps then only count and publish).
-    pub mads: bool,
-}
-
-impl Default for SweepConfig {
-    fn default() -> Self {
-        SweepConfig {
-            interval: Duration::from_secs(10),
-            unreachable_after: 3,
-            keep_unreachable: true,
-            optional_attributes: true,
-            optional_every: 1,
-            clear_near_overflow: false,
-            health_every: 60,
-            mads: true,
-        }
-    }
-}
 
 /// One bit per [`OPTIONAL_ATTRS`] entry.
 type AttrMask = u32;
@@ -148,27 +112,6 @@ impl KindState {
 /// interval. Nothing is logged again for a node that still does not
 /// answer.
 pub const RETRY_UNANSWERED_SWEEPS: u64 = 360;
-
-/// The slots a DOCA-served port takes from DOCA, not from PM MADs.
-fn doca_skip(pr: &PortRecord) -> u32 {
-    if pr.sweep.doca.is_some() {
-        super::doca_ids::DOCA_SLOTS
-    } else {
-        0
-    }
-}
-
-/// The additional counters' slots a reading of PortCountersExtended
-/// (`pcx`) or of PortCounters does not feed on a node with `wide`
-/// counters: PortCountersExtended feeds them where the node fills them,
-/// PortCounters everywhere else.
-fn additional_skip(wide: WideCounters, pcx: bool) -> u32 {
-    if (wide == WideCounters::All) == pcx {
-        0
-    } else {
-        hc::PCX_ADDITIONAL_SLOTS
-    }
-}
 
 pub(crate) struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
@@ -677,8 +620,15 @@ impl FabricState {
     }
 
     /// Fold one reply into the state. `sent` is when the request (or its
-    /// batch) was sent; `answered` records that the node answered.
-    pub fn apply(&mut self, slot: Slot, outcome: MadOutcome, sent: Instant, answered: &mut [bool]) {
+    /// batch) was sent, `now` when its outcome came; `answered` records
+    /// that the node answered.
+    pub fn apply(
+        &mut self,
+        slot: Slot,
+        outcome: MadOutcome,
+        (sent, now): (Instant, Instant),
+        answered: &mut [bool],
+    ) {
         let ni = slot.node();
         let guid = self.fabric.nodes[ni].guid;
         let s = &mut self.nodes[ni];
@@ -753,7 +703,10 @@ impl FabricState {
         };
         let sent_at = Stamp::from(sent);
         let newer = |held: Option<Stamp>| held.is_none_or(|h| sent_at >= h);
-        let min_secs = hc::rate_min_secs(self.cfg.interval);
+        let at = fold::At {
+            now,
+            min_secs: hc::rate_min_secs(self.cfg.interval),
+        };
         let copies = &mut self.copies;
         match slot {
             Slot::Cpi(_) => {
@@ -765,49 +718,17 @@ impl FabricState {
                 let wide = s
                     .cpi()
                     .map_or(WideCounters::None, ClassPortInfo::wide_counters);
-                let use_pcx = wide != WideCounters::None;
                 if !s
                     .rec
                     .ports
                     .get(pi)
-                    .is_some_and(|pr| newer(pr.sweep.counters_at))
+                    .is_some_and(|pr| fold::counters_newer(pr, sent))
                 {
                     return;
                 }
-                let Some(pr) = s.port(pi, copies) else {
-                    return;
-                };
-                let cur = PortCounters::decode(&data);
-                let now = Instant::now();
-                if pr.sweep.hc_from_pcx.is_some_and(|was| was != use_pcx) {
-                    // The data and packet counters change source: their
-                    // totals lose what happened in between.
-                    pr.discontinuity = Some(now.into());
+                if let Some(pr) = s.port(pi, copies) {
+                    fold::counters(pr, &PortCounters::decode(&data), wide, sent, at);
                 }
-                pr.sweep.hc_from_pcx = Some(use_pcx);
-                let skip = doca_skip(pr) | additional_skip(wide, false);
-                let first = pr.counters().is_none();
-                let cleared = pr.counters().is_some_and(|p| hc::pc_went_down(p, &cur));
-                let before = pr.hc.all_shown();
-                let went_down = hc::fold_pc(&mut pr.hc, &cur, use_pcx, skip);
-                if let Some(at) = pr.read_at {
-                    let secs = now.saturating_duration_since(at.instant()).as_secs_f64();
-                    pr.rates.update(
-                        &before,
-                        &pr.hc,
-                        hc::pc_slots(use_pcx, skip),
-                        (secs, min_secs),
-                    );
-                }
-                if cleared && !pr.sweep.agent_clear {
-                    pr.external_resets = pr.external_resets.wrapping_add(1);
-                }
-                pr.sweep.agent_clear = false;
-                if went_down || first {
-                    pr.discontinuity = Some(now.into());
-                }
-                pr.sweep.counters_at = Some(sent.into());
-                pr.read_at = Some(now.into());
             }
             Slot::Extended(_, pi) => {
                 // A reply that comes after ClassPortInfo was marked stale
@@ -818,23 +739,7 @@ impl FabricState {
                     .as_deref()
                     .map_or(WideCounters::DataAndPackets, ClassPortInfo::wide_counters);
                 if let Some(pr) = s.port(pi, copies) {
-                    let cur = PortCountersExtended::decode(&data);
-                    let skip = doca_skip(pr) | additional_skip(wide, true);
-                    let now = Instant::now();
-                    let before = pr.hc.all_shown();
-                    if hc::fold_pcx(&mut pr.hc, &cur, skip) {
-                        pr.discontinuity = Some(now.into());
-                        if !pr.sweep.agent_clear_ext {
-                            pr.external_resets = pr.external_resets.wrapping_add(1);
-                        }
-                    }
-                    if let Some(at) = pr.sweep.pcx_read_at {
-                        let secs = now.saturating_duration_since(at.instant()).as_secs_f64();
-                        pr.rates
-                            .update(&before, &pr.hc, hc::PCX_SLOTS & !skip, (secs, min_secs));
-                    }
-                    pr.sweep.pcx_read_at = Some(now.into());
-                    pr.sweep.agent_clear_ext = false;
+                    fold::extended(pr, &PortCountersExtended::decode(&data), wide, at);
                 }
             }
             Slot::SamplesControl(_) => {
@@ -898,12 +803,7 @@ impl FabricState {
             s.doca = true;
             s.dirty = true;
             if let Some(pr) = s.port(pi, &mut self.copies) {
-                pr.sweep.doca.get_or_insert_with(|| {
-                    Box::new(DocaPort {
-                        prev: [None; super::doca_ids::DATA_IDS.len()],
-                        rate_mark: None,
-                    })
-                });
+                fold::serve_by_doca(pr);
             }
         }
         missing
@@ -911,8 +811,9 @@ impl FabricState {
 
     /// Fold one DOCA sample of a port: `values` are (index into
     /// [`super::doca_ids::DATA_IDS`], value) of `bits`-wide values; `gap`: the
-    /// device dropped samples before this one. Returns the node's index
-    /// (to publish it), or None when the port is not DOCA-served.
+    /// device dropped samples before this one; `now`: when it came.
+    /// Returns the node's index (to publish it), or None when the port is
+    /// not DOCA-served.
     pub fn apply_doca(
         &mut self,
         guid: crate::ib::Guid,
@@ -920,6 +821,7 @@ impl FabricState {
         values: &[(usize, u64)],
         bits: u32,
         gap: bool,
+        now: Instant,
     ) -> Option<usize> {
         let ni = self.node_index(guid)?;
         let pi = self.fabric.nodes[ni]
@@ -927,39 +829,11 @@ impl FabricState {
             .iter()
             .position(|p| p.num == num)?;
         let s = &mut self.nodes[ni];
-        s.rec.ports.get(pi)?.sweep.doca.as_ref()?;
+        if !fold::doca_served(s.rec.ports.get(pi)?) {
+            return None;
+        }
         let pr = s.port(pi, &mut self.copies)?;
-        let d = pr.sweep.doca.as_mut()?;
-        let now = Instant::now();
-        let mut disc = false;
-        for &(i, v) in values {
-            let Some(id) = super::doca_ids::DATA_IDS.get(i) else {
-                continue;
-            };
-            let first = d.prev[i].is_none();
-            disc |= hc::fold_octets(&mut pr.hc, id.slot, d.prev[i], v, bits) || first;
-            d.prev[i] = Some(v);
-        }
-        // A 32-bit value may have wrapped more than once in a gap.
-        if disc || (gap && bits < 64) {
-            pr.discontinuity = Some(now.into());
-        }
-        match d.rate_mark {
-            Some((at, _))
-                if now.saturating_duration_since(at).as_secs_f64() < hc::RATE_MIN_SECS => {}
-            Some((at, before)) => {
-                let secs = now.saturating_duration_since(at).as_secs_f64();
-                pr.rates.update(
-                    &before,
-                    &pr.hc,
-                    super::doca_ids::DOCA_SLOTS,
-                    (secs, hc::RATE_MIN_SECS),
-                );
-                d.rate_mark = Some((now, pr.hc.all_shown()));
-            }
-            None => d.rate_mark = Some((now, pr.hc.all_shown())),
-        }
-        pr.read_at = Some(now.into());
+        fold::doca(pr, values, bits, gap, now);
         s.seen = true;
         s.doca_fresh = true;
         Some(ni)
@@ -980,8 +854,7 @@ impl FabricState {
             .get_mut(ni)
             .and_then(|n| n.port(pi, &mut self.copies))
         {
-            pr.sweep.agent_clear = true;
-            pr.sweep.agent_clear_ext = true;
+            fold::agent_clear(pr);
         }
     }
 
@@ -1202,7 +1075,7 @@ impl FabricState {
         let mut out = Vec::new();
         for s in &self.nodes {
             for pr in &s.rec.ports {
-                if pr.counters().is_none() || pr.sweep.doca.is_some() {
+                if pr.counters().is_none() || fold::doca_served(pr) {
                     continue;
                 }
                 let (valid, raw, totals) = pr.hc.export();
@@ -1239,11 +1112,10 @@ impl FabricState {
             let Some(pr) = self.nodes[ni].port(pi, &mut self.copies) else {
                 continue;
             };
-            if pr.counters().is_some() || pr.sweep.doca.is_some() {
+            if pr.counters().is_some() || fold::doca_served(pr) {
                 continue;
             }
-            pr.hc.restore(sp.from_pcx, sp.valid, &sp.raw, &sp.totals);
-            pr.sweep.hc_from_pcx = Some(sp.from_pcx);
+            fold::restore(pr, sp);
             matched += 1;
         }
         matched

@@ -40,8 +40,6 @@ use crate::pm::port_counters::COUNTERS;
 use crate::pm::{PortCounters, PortCountersExtended};
 use crate::transport::{MadAddr, TransportError};
 
-pub use super::state::SweepConfig;
-
 /// What one sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepStats {
@@ -726,7 +724,7 @@ impl Sweeper {
                     timeouts += 1;
                 }
             }
-            st.apply(slot, outcome, sent, answered);
+            st.apply(slot, outcome, (sent, Instant::now()), answered);
             // Records the sweep copied replace the published ones as it
             // goes: the memory of two versions stays bounded, and the pages
             // of the records replaced go back at once rather than when the
@@ -822,6 +820,7 @@ impl Sweeper {
 mod tests {
     use super::*;
     use crate::fabric::engine::EngineConfig;
+    use crate::fabric::settings::SweepConfig;
     use crate::ib::NodeType;
     use crate::pm::mad;
     use crate::rig::{self, AgentRig, RigOptions};
@@ -1301,7 +1300,7 @@ mod tests {
         for _ in 0..2 {
             sw.state()
                 .lock()
-                .apply_doca(local, 1, &values, 64, false)
+                .apply_doca(local, 1, &values, 64, false, Instant::now())
                 .unwrap();
             sw.sweep_once();
             clock.advance(Duration::from_secs(1));
@@ -1949,6 +1948,7 @@ mod tests {
 mod wide_error_tests {
     use super::*;
     use crate::fabric::hc::{XMIT_WAIT, slot};
+    use crate::fabric::settings::SweepConfig;
     use crate::ib::NodeType;
     use crate::pm::mad;
     use crate::rig::{self, AgentRig, RigOptions};

@@ -1,0 +1,355 @@
+//! Folding one reading of a port into its record: the 64-bit totals, the
+//! rates, the discontinuity stamp and the resets. Pure: no clock, no lock,
+//! no log; the time the reading's request was sent and the time it is
+//! folded in are arguments.
+
+use std::time::Instant;
+
+use super::doca_ids::{DATA_IDS, DOCA_SLOTS};
+use super::hc;
+use super::persist::SavedPort;
+use super::record::{DocaPort, PortRecord, Stamp};
+use crate::pm::class_port_info::WideCounters;
+use crate::pm::{PortCounters, PortCountersExtended};
+
+/// When a reading is folded in, and the shortest span a rate is made over
+/// ([`hc::rate_min_secs`] of the sweep interval).
+#[derive(Clone, Copy, Debug)]
+pub struct At {
+    pub now: Instant,
+    pub min_secs: f64,
+}
+
+/// A PortCounters reading whose request was sent at `sent` is not older
+/// than the one the port holds (a reading in flight while a write changed
+/// the port is dropped).
+pub fn counters_newer(pr: &PortRecord, sent: Instant) -> bool {
+    pr.sweep
+        .counters_at
+        .is_none_or(|held| Stamp::from(sent) >= held)
+}
+
+/// The slots a DOCA-served port takes from DOCA, not from PM MADs.
+fn doca_skip(pr: &PortRecord) -> u32 {
+    if pr.sweep.doca.is_some() {
+        DOCA_SLOTS
+    } else {
+        0
+    }
+}
+
+/// The additional counters' slots a reading of PortCountersExtended
+/// (`pcx`) or of PortCounters does not feed on a node with `wide`
+/// counters: PortCountersExtended feeds them where the node fills them,
+/// PortCounters everywhere else.
+fn additional_skip(wide: WideCounters, pcx: bool) -> u32 {
+    if (wide == WideCounters::All) == pcx {
+        0
+    } else {
+        hc::PCX_ADDITIONAL_SLOTS
+    }
+}
+
+/// Fold a PortCounters reading (its request sent at `sent`) of a port on
+/// a node with `wide` counters (from its ClassPortInfo). Check
+/// [`counters_newer`] first.
+pub fn counters(
+    pr: &mut PortRecord,
+    cur: &PortCounters,
+    wide: WideCounters,
+    sent: Instant,
+    at: At,
+) {
+    let use_pcx = wide != WideCounters::None;
+    let now = at.now;
+    if pr.sweep.hc_from_pcx.is_some_and(|was| was != use_pcx) {
+        // The data and packet counters change source: their totals lose
+        // what happened in between.
+        pr.discontinuity = Some(now.into());
+    }
+    pr.sweep.hc_from_pcx = Some(use_pcx);
+    let skip = doca_skip(pr) | additional_skip(wide, false);
+    let first = pr.counters().is_none();
+    let cleared = pr.counters().is_some_and(|p| hc::pc_went_down(p, cur));
+    let before = pr.hc.all_shown();
+    let went_down = hc::fold_pc(&mut pr.hc, cur, use_pcx, skip);
+    if let Some(last) = pr.read_at {
+        let secs = now.saturating_duration_since(last.instant()).as_secs_f64();
+        pr.rates.update(
+            &before,
+            &pr.hc,
+            hc::pc_slots(use_pcx, skip),
+            (secs, at.min_secs),
+        );
+    }
+    if cleared && !pr.sweep.agent_clear {
+        pr.external_resets = pr.external_resets.wrapping_add(1);
+    }
+    pr.sweep.agent_clear = false;
+    if went_down || first {
+        pr.discontinuity = Some(now.into());
+    }
+    pr.sweep.counters_at = Some(sent.into());
+    pr.read_at = Some(now.into());
+}
+
+/// Fold a PortCountersExtended reading of a port on a node with `wide`
+/// counters.
+pub fn extended(pr: &mut PortRecord, cur: &PortCountersExtended, wide: WideCounters, at: At) {
+    let skip = doca_skip(pr) | additional_skip(wide, true);
+    let now = at.now;
+    let before = pr.hc.all_shown();
+    if hc::fold_pcx(&mut pr.hc, cur, skip) {
+        pr.discontinuity = Some(now.into());
+        if !pr.sweep.agent_clear_ext {
+            pr.external_resets = pr.external_resets.wrapping_add(1);
+        }
+    }
+    if let Some(last) = pr.sweep.pcx_read_at {
+        let secs = now.saturating_duration_since(last.instant()).as_secs_f64();
+        pr.rates
+            .update(&before, &pr.hc, hc::PCX_SLOTS & !skip, (secs, at.min_secs));
+    }
+    pr.sweep.pcx_read_at = Some(now.into());
+    pr.sweep.agent_clear_ext = false;
+}
+
+/// This agent is clearing the port's counters: the next reading of them
+/// going down is no reset by someone else.
+pub fn agent_clear(pr: &mut PortRecord) {
+    pr.sweep.agent_clear = true;
+    pr.sweep.agent_clear_ext = true;
+}
+
+/// Serve the port's [`DOCA_SLOTS`] from DOCA telemetry diag from now on.
+pub fn serve_by_doca(pr: &mut PortRecord) {
+    pr.sweep.doca.get_or_insert_with(|| {
+        Box::new(DocaPort {
+            prev: [None; DATA_IDS.len()],
+            rate_mark: None,
+        })
+    });
+}
+
+/// The port is served by DOCA telemetry diag.
+pub fn doca_served(pr: &PortRecord) -> bool {
+    pr.sweep.doca.is_some()
+}
+
+/// Fold one DOCA sample of a port: `values` are (index into [`DATA_IDS`],
+/// value) of `bits`-wide values; `gap`: the device dropped samples before
+/// this one. Returns false (and changes nothing) when the port is not
+/// DOCA-served.
+pub fn doca(
+    pr: &mut PortRecord,
+    values: &[(usize, u64)],
+    bits: u32,
+    gap: bool,
+    now: Instant,
+) -> bool {
+    let Some(d) = pr.sweep.doca.as_mut() else {
+        return false;
+    };
+    let mut disc = false;
+    for &(i, v) in values {
+        let Some(id) = DATA_IDS.get(i) else {
+            continue;
+        };
+        let first = d.prev[i].is_none();
+        disc |= hc::fold_octets(&mut pr.hc, id.slot, d.prev[i], v, bits) || first;
+        d.prev[i] = Some(v);
+    }
+    // A 32-bit value may have wrapped more than once in a gap.
+    if disc || (gap && bits < 64) {
+        pr.discontinuity = Some(now.into());
+    }
+    match d.rate_mark {
+        Some((mark, _))
+            if now.saturating_duration_since(mark).as_secs_f64() < hc::RATE_MIN_SECS => {}
+        Some((mark, before)) => {
+            let secs = now.saturating_duration_since(mark).as_secs_f64();
+            pr.rates
+                .update(&before, &pr.hc, DOCA_SLOTS, (secs, hc::RATE_MIN_SECS));
+            d.rate_mark = Some((now, pr.hc.all_shown()));
+        }
+        None => d.rate_mark = Some((now, pr.hc.all_shown())),
+    }
+    pr.read_at = Some(now.into());
+    true
+}
+
+/// Take up a port's saved totals: the saved raw readings stand for the
+/// last reading.
+pub fn restore(pr: &mut PortRecord, saved: &SavedPort) {
+    pr.hc
+        .restore(saved.from_pcx, saved.valid, &saved.raw, &saved.totals);
+    pr.sweep.hc_from_pcx = Some(saved.from_pcx);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::hc::{IN_OCTETS, OUT_OCTETS, OUT_PKTS, slot};
+    use crate::ib::Port;
+    use std::time::Duration;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn port() -> PortRecord {
+        PortRecord::new(Port {
+            num: 1,
+            ..Default::default()
+        })
+    }
+
+    fn pc(xmit_data: u32, symbol_errors: u16) -> PortCounters {
+        PortCounters {
+            port_select: 1,
+            xmit_data,
+            symbol_errors,
+            ..Default::default()
+        }
+    }
+
+    fn at(now: Instant) -> At {
+        At { now, min_secs: 1.0 }
+    }
+
+    /// The rate of slot `k`, to a thousandth (times are kept to the
+    /// microsecond).
+    fn rate(p: &PortRecord, k: usize) -> Option<f64> {
+        p.rates.get(k).map(|r| (r * 1000.0).round() / 1000.0)
+    }
+
+    /// The first reading starts the totals and marks a discontinuity;
+    /// the next ones add what moved and make rates over the virtual time
+    /// between them; a reading asked before the held one is older.
+    #[test]
+    fn counters_fold_into_totals_and_rates_over_the_time_passed_in() {
+        let t0 = Instant::now();
+        let mut p = port();
+        assert!(counters_newer(&p, t0));
+        counters(&mut p, &pc(100, 0), WideCounters::None, t0, at(t0));
+        assert_eq!(p.discontinuity, Some(t0.into()));
+        assert_eq!(p.read_at, Some(t0.into()));
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(400), "words of 4 octets");
+        assert_eq!(rate(&p, OUT_OCTETS), None, "one reading: no rate");
+
+        let t1 = t0 + 10 * S;
+        counters(&mut p, &pc(1100, 2), WideCounters::None, t1, at(t1));
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(4400));
+        assert_eq!(p.hc.shown(slot("SymbolErrors")), Some(2));
+        assert_eq!(rate(&p, OUT_OCTETS), Some(400.0), "4000 octets in 10 s");
+        assert_eq!(p.discontinuity, Some(t0.into()), "nothing lost");
+        assert_eq!(p.external_resets, 0);
+
+        // A reply to a request sent before the held reading's.
+        assert!(!counters_newer(&p, t0 + 5 * S));
+        assert!(counters_newer(&p, t1));
+    }
+
+    /// Counters going down without this agent's clear are a reset by
+    /// someone else and a discontinuity; after this agent's own clear
+    /// they are neither counted nor lost.
+    #[test]
+    fn a_clear_by_the_agent_is_no_reset_and_one_by_someone_else_is() {
+        let t0 = Instant::now();
+        let mut p = port();
+        counters(&mut p, &pc(1000, 50), WideCounters::None, t0, at(t0));
+        let t1 = t0 + 10 * S;
+        agent_clear(&mut p);
+        counters(&mut p, &pc(10, 0), WideCounters::None, t1, at(t1));
+        assert_eq!(p.external_resets, 0);
+        assert_eq!(p.hc.shown(slot("SymbolErrors")), Some(50), "kept");
+
+        let t2 = t1 + 10 * S;
+        counters(&mut p, &pc(5, 0), WideCounters::None, t2, at(t2));
+        assert_eq!(p.external_resets, 1);
+        assert_eq!(p.discontinuity, Some(t2.into()));
+        // The next clear of its own is expected once only.
+        let t3 = t2 + 10 * S;
+        counters(&mut p, &pc(500, 0), WideCounters::None, t3, at(t3));
+        assert_eq!(p.external_resets, 1);
+    }
+
+    /// Data and packets move from PortCounters to PortCountersExtended
+    /// when the node says it has them: the change of source is a
+    /// discontinuity, and the extended counters make the rates.
+    #[test]
+    fn a_change_of_source_is_a_discontinuity_and_extended_counters_make_rates() {
+        let t0 = Instant::now();
+        let mut p = port();
+        counters(&mut p, &pc(100, 0), WideCounters::None, t0, at(t0));
+        let t1 = t0 + 10 * S;
+        counters(
+            &mut p,
+            &pc(200, 0),
+            WideCounters::DataAndPackets,
+            t1,
+            at(t1),
+        );
+        assert_eq!(p.discontinuity, Some(t1.into()));
+        let pcx = |data: u64, pkts: u64| PortCountersExtended {
+            port_select: 1,
+            xmit_data: data,
+            xmit_pkts: pkts,
+            ..Default::default()
+        };
+        extended(
+            &mut p,
+            &pcx(1 << 40, 10),
+            WideCounters::DataAndPackets,
+            at(t1),
+        );
+        // The first extended reading is where its totals go on from.
+        let base = p.hc.shown(OUT_OCTETS).unwrap();
+        let t2 = t1 + 20 * S;
+        extended(
+            &mut p,
+            &pcx((1 << 40) + 500, 30),
+            WideCounters::DataAndPackets,
+            at(t2),
+        );
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(base + 2000));
+        assert_eq!(rate(&p, OUT_OCTETS), Some(100.0), "2000 octets in 20 s");
+        assert_eq!(rate(&p, OUT_PKTS), Some(1.0));
+        // Going down: someone else cleared them.
+        let t3 = t2 + 20 * S;
+        extended(&mut p, &pcx(7, 1), WideCounters::DataAndPackets, at(t3));
+        assert_eq!((p.external_resets, p.discontinuity), (1, Some(t3.into())));
+    }
+
+    /// DOCA samples feed their slots, make rates no closer than a second
+    /// apart, and a port not served by DOCA takes none.
+    #[test]
+    fn doca_samples_feed_their_slots_with_rates_a_second_apart_at_least() {
+        let t0 = Instant::now();
+        let mut p = port();
+        assert!(!doca(&mut p, &[(0, 5)], 64, false, t0), "not DOCA-served");
+        assert_eq!(p.hc.shown(OUT_OCTETS), None);
+        serve_by_doca(&mut p);
+        assert!(doca_served(&p));
+        let tx = DATA_IDS.iter().position(|d| d.slot == OUT_OCTETS).unwrap();
+        let rx = DATA_IDS.iter().position(|d| d.slot == IN_OCTETS).unwrap();
+        assert!(doca(&mut p, &[(tx, 1000), (rx, 10)], 64, false, t0));
+        assert_eq!(p.discontinuity, Some(t0.into()), "the first value");
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(1000), "bytes as they are");
+        // 100 ms later: counted, no rate yet.
+        let t1 = t0 + S / 10;
+        assert!(doca(&mut p, &[(tx, 1100), (rx, 20)], 64, false, t1));
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(1100));
+        assert_eq!(rate(&p, OUT_OCTETS), None);
+        let t2 = t0 + 2 * S;
+        assert!(doca(&mut p, &[(tx, 3000), (rx, 30)], 64, false, t2));
+        assert_eq!(rate(&p, OUT_OCTETS), Some(1000.0));
+        assert_eq!(p.read_at, Some(t2.into()));
+        assert_eq!(p.discontinuity, Some(t0.into()));
+        // A gap in 32-bit samples may hide wraps.
+        let t3 = t2 + S;
+        assert!(doca(&mut p, &[(tx, 3100)], 32, true, t3));
+        assert_eq!(p.discontinuity, Some(t3.into()));
+        // PortCounters no longer feed the DOCA slots.
+        counters(&mut p, &pc(1, 0), WideCounters::None, t3, at(t3));
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(3100));
+    }
+}
