@@ -25,6 +25,7 @@ use crate::notify::send::Notifier;
 use crate::notify::send::{AgentxSink, Sink, TrapSink};
 use crate::service::{self, SystemdNotifier};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+use crate::snmp::engine_file::EngineFileError;
 use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
 use crate::transport::OpenError;
 use crate::transport::umad::{UmadConfig, UmadTransport};
@@ -36,7 +37,7 @@ pub enum AppError {
     /// The topology file the configuration names is wrong.
     Topology(TopologyError),
     /// `snmp.engine_file` cannot be used.
-    EngineFile(String),
+    EngineFile(EngineFileError),
     /// An `[[snmp.user]]` cannot be made for the engine.
     User(String),
     /// `notify.user` names no `[[snmp.user]]`.
@@ -62,7 +63,7 @@ pub enum AppError {
     /// The fabric has nodes but no subnet manager gave them LIDs.
     NoLids { nodes: usize },
     /// No SNMPv3 engine ID could be generated.
-    EngineId(String),
+    EngineId(EngineFileError),
     /// The SNMPv3 engine's random salt could not be drawn.
     Usm(getrandom::Error),
     /// The signal handlers cannot be installed.
@@ -106,7 +107,8 @@ impl std::fmt::Display for AppError {
         match self {
             AppError::Topology(e) => e.fmt(f),
             AppError::EngineFile(e) => write!(f, "snmp.engine_file: {e}"),
-            AppError::User(e) | AppError::Doca(e) | AppError::EngineId(e) => f.write_str(e),
+            AppError::User(e) | AppError::Doca(e) => f.write_str(e),
+            AppError::EngineId(e) => e.fmt(f),
             AppError::NotifyUser(u) => {
                 write!(f, "notify.user `{}` is no [[snmp.user]]", Escaped(u))
             }
@@ -145,6 +147,7 @@ impl std::error::Error for AppError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             AppError::Topology(e) => Some(e),
+            AppError::EngineFile(e) | AppError::EngineId(e) => Some(e),
             AppError::Umad(e) | AppError::UmadHandle { error: e, .. } => Some(e),
             AppError::Discovery { error, .. } => Some(error),
             AppError::Usm(e) => Some(e),
@@ -539,7 +542,7 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         warn!(
             "snmp.engine_file {}: {}: a new SNMPv3 engine starts (managers discover it again)",
             Escaped(&path.display().to_string()),
-            Escaped(why)
+            Escaped(&why.to_string())
         );
     }
     let (engine, boots) = (st.engine_id, st.boots);
@@ -974,7 +977,7 @@ mod tests {
         let topology = topology::parse("bogus line\n").unwrap_err();
         let config = [
             AppError::Topology(topology),
-            AppError::EngineFile("cannot read".into()),
+            AppError::EngineFile(EngineFileError::Incomplete),
             AppError::User("no key".into()),
             AppError::NotifyUser("ops".into()),
         ];

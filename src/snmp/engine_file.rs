@@ -8,36 +8,88 @@
 //! boots 7
 //! ```
 
-use std::path::Path;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
 
-use super::usm::{ENGINE_MAX, EngineId};
+use super::usm::{ENGINE_MAX, EngineId, EngineIdError};
 use crate::files::{read_untrusted, write_atomic};
 
 /// The largest engine file read.
 const MAX_FILE: u64 = 4096;
 
 /// The engine's identity for this start.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct EngineState {
     pub engine_id: EngineId,
     pub boots: u32,
     /// Why the file could not be used, when it could not (a new engine
     /// then starts: clients discover it as they would a new agent).
-    pub note: Option<String>,
+    pub note: Option<EngineFileError>,
+}
+
+/// Why the engine file's state is not used (a new engine starts), or why
+/// this start's engine cannot be made or kept.
+#[derive(Debug)]
+pub enum EngineFileError {
+    /// The file cannot be read.
+    Read(io::Error),
+    /// It is not UTF-8 text.
+    NotText,
+    /// This line is neither `engine_id HEX` nor `boots N`.
+    BadLine(usize),
+    /// This line's engine ID is wrong.
+    EngineId { line: usize, error: EngineIdError },
+    /// `engine_id` or `boots` is missing.
+    Incomplete,
+    /// No engine ID could be generated.
+    Generate(getrandom::Error),
+    /// The file cannot be written.
+    Write { path: PathBuf, error: io::Error },
+}
+
+impl fmt::Display for EngineFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineFileError::Read(e) => e.fmt(f),
+            EngineFileError::NotText => f.write_str("not UTF-8 text"),
+            EngineFileError::BadLine(n) => {
+                write!(f, "line {n}: not `engine_id HEX` or `boots N`")
+            }
+            EngineFileError::EngineId { line, error } => write!(f, "line {line}: {error}"),
+            EngineFileError::Incomplete => f.write_str("it lacks `engine_id` or `boots`"),
+            EngineFileError::Generate(e) => write!(f, "cannot make an SNMPv3 engine ID: {e}"),
+            EngineFileError::Write { path, error } => {
+                write!(f, "cannot write {}: {error}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for EngineFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineFileError::Read(e) | EngineFileError::Write { error: e, .. } => Some(e),
+            EngineFileError::EngineId { error, .. } => Some(error),
+            EngineFileError::Generate(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// The state the file held, parsed.
-fn parse(text: &str) -> Result<(EngineId, u32), String> {
+fn parse(text: &str) -> Result<(EngineId, u32), EngineFileError> {
     let (mut id, mut boots) = (None, None);
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let bad = || format!("line {}: not `engine_id HEX` or `boots N`", n + 1);
+        let bad = || EngineFileError::BadLine(n + 1);
         match line.split_once(' ') {
             Some(("engine_id", v)) => {
-                id = Some(EngineId::from_hex(v.trim()).map_err(|e| format!("line {}: {e}", n + 1))?)
+                let parsed = EngineId::from_hex(v.trim());
+                id = Some(parsed.map_err(|error| EngineFileError::EngineId { line: n + 1, error })?)
             }
             Some(("boots", v)) => boots = Some(v.trim().parse::<u32>().map_err(|_| bad())?),
             _ => return Err(bad()),
@@ -45,7 +97,7 @@ fn parse(text: &str) -> Result<(EngineId, u32), String> {
     }
     match (id, boots) {
         (Some(i), Some(b)) => Ok((i, b)),
-        _ => Err("it lacks `engine_id` or `boots`".into()),
+        _ => Err(EngineFileError::Incomplete),
     }
 }
 
@@ -55,10 +107,10 @@ fn parse(text: &str) -> Result<(EngineId, u32), String> {
 /// when the configured ID differs or there was none. `generate` makes a new
 /// engine ID.
 pub fn next_state(
-    held: Option<Result<(EngineId, u32), String>>,
+    held: Option<Result<(EngineId, u32), EngineFileError>>,
     configured: Option<&EngineId>,
-    generate: impl FnOnce() -> Result<EngineId, String>,
-) -> Result<EngineState, String> {
+    generate: impl FnOnce() -> Result<EngineId, EngineFileError>,
+) -> Result<EngineState, EngineFileError> {
     let (prev, note) = match held {
         None => (None, None),
         Some(Ok(p)) => (Some(p), None),
@@ -84,27 +136,30 @@ pub fn next_state(
 }
 
 /// A new engine ID from the operating system's random source.
-fn generate() -> Result<EngineId, String> {
-    EngineId::generate().map_err(|e| format!("cannot make an SNMPv3 engine ID: {e}"))
+fn generate() -> Result<EngineId, EngineFileError> {
+    EngineId::generate().map_err(EngineFileError::Generate)
 }
 
 /// This start's state without a file: the configured engine ID or a new
 /// one, at boots 1.
-pub fn without_file(configured: Option<&EngineId>) -> Result<EngineState, String> {
+pub fn without_file(configured: Option<&EngineId>) -> Result<EngineState, EngineFileError> {
     next_state(None, configured, generate)
 }
 
 /// Reads the engine file at `path`, works out this start's state and
 /// writes it back before the endpoint answers anything.
-pub fn load_and_advance(path: &Path, configured: Option<&EngineId>) -> Result<EngineState, String> {
+pub fn load_and_advance(
+    path: &Path,
+    configured: Option<&EngineId>,
+) -> Result<EngineState, EngineFileError> {
     let held = match read_untrusted(path, MAX_FILE) {
         Ok(bytes) => Some(
             String::from_utf8(bytes)
-                .map_err(|_| "not UTF-8 text".to_string())
+                .map_err(|_| EngineFileError::NotText)
                 .and_then(|t| parse(&t)),
         ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(Err(e.to_string())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(EngineFileError::Read(e))),
     };
     let state = next_state(held, configured, generate)?;
     let text = format!(
@@ -113,8 +168,10 @@ pub fn load_and_advance(path: &Path, configured: Option<&EngineId>) -> Result<En
         state.engine_id.to_hex(),
         state.boots
     );
-    write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_atomic(path, text.as_bytes()).map_err(|error| EngineFileError::Write {
+        path: path.to_path_buf(),
+        error,
+    })?;
     Ok(state)
 }
 
@@ -144,14 +201,12 @@ mod tests {
         assert_eq!((s.engine_id, s.boots), (b, 1));
         // No file: a generated one.
         let s = next(None, None);
-        assert_eq!(
-            (s.engine_id, s.boots, s.note),
-            (id("80000000050a0b0c0d"), 1, None)
-        );
+        assert_eq!((s.engine_id, s.boots), (id("80000000050a0b0c0d"), 1));
+        assert!(s.note.is_none());
         // A damaged file: a new engine, and why.
-        let s = next(Some(Err("line 1: x".into())), None);
+        let s = next(Some(Err(EngineFileError::BadLine(1))), None);
         assert_eq!(s.boots, 1);
-        assert_eq!(s.note.as_deref(), Some("line 1: x"));
+        assert!(matches!(s.note, Some(EngineFileError::BadLine(1))));
     }
 
     #[test]
@@ -166,13 +221,22 @@ mod tests {
         let s3 = load_and_advance(&p, Some(&a)).unwrap();
         assert_eq!(s3.boots, 3);
         for (text, why) in [
-            ("engine_id zz\nboots 1\n", "line 1"),
-            ("engine_id 800000000501020304\n", "lacks"),
-            ("boots -1\nengine_id 800000000501020304\n", "line 1"),
-            ("garbage", "line 1"),
+            (
+                "engine_id zz\nboots 1\n",
+                "line 1: engine ID \"zz\": not a hex string",
+            ),
+            (
+                "engine_id 800000000501020304\n",
+                "it lacks `engine_id` or `boots`",
+            ),
+            (
+                "boots -1\nengine_id 800000000501020304\n",
+                "line 1: not `engine_id HEX` or `boots N`",
+            ),
+            ("garbage", "line 1: not `engine_id HEX` or `boots N`"),
         ] {
             std::fs::write(&p, text).unwrap();
-            assert!(parse(text).unwrap_err().contains(why), "{text}");
+            assert_eq!(parse(text).unwrap_err().to_string(), why, "{text}");
             let s = load_and_advance(&p, None).unwrap();
             assert_eq!(s.boots, 1, "{text}");
             assert!(s.note.is_some());
@@ -184,7 +248,7 @@ mod tests {
             Some(
                 read_untrusted(&d, MAX_FILE)
                     .map(|_| (a.clone(), 1))
-                    .map_err(|e| e.to_string()),
+                    .map_err(EngineFileError::Read),
             ),
             None,
             || Ok(a.clone()),
