@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{error, info, warn};
 
 use crate::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
-use crate::config::{Config, FabricBackend};
+use crate::config::{Config, FabricBackend, UserEntryError};
 use crate::fabric::cache::Cache;
 use crate::fabric::control::Controller;
 use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
@@ -39,7 +39,7 @@ pub enum AppError {
     /// `snmp.engine_file` cannot be used.
     EngineFile(EngineFileError),
     /// An `[[snmp.user]]` cannot be made for the engine.
-    User(String),
+    User(UserEntryError),
     /// `notify.user` names no `[[snmp.user]]`.
     NotifyUser(String),
     /// The DOCA backend cannot be opened.
@@ -107,7 +107,8 @@ impl std::fmt::Display for AppError {
         match self {
             AppError::Topology(e) => e.fmt(f),
             AppError::EngineFile(e) => write!(f, "snmp.engine_file: {e}"),
-            AppError::User(e) | AppError::Doca(e) => f.write_str(e),
+            AppError::User(e) => e.fmt(f),
+            AppError::Doca(e) => f.write_str(e),
             AppError::EngineId(e) => e.fmt(f),
             AppError::NotifyUser(u) => {
                 write!(f, "notify.user `{}` is no [[snmp.user]]", Escaped(u))
@@ -148,6 +149,7 @@ impl std::error::Error for AppError {
         match self {
             AppError::Topology(e) => Some(e),
             AppError::EngineFile(e) | AppError::EngineId(e) => Some(e),
+            AppError::User(e) => Some(e),
             AppError::Umad(e) | AppError::UmadHandle { error: e, .. } => Some(e),
             AppError::Discovery { error, .. } => Some(error),
             AppError::Usm(e) => Some(e),
@@ -978,7 +980,10 @@ mod tests {
         let config = [
             AppError::Topology(topology),
             AppError::EngineFile(EngineFileError::Incomplete),
-            AppError::User("no key".into()),
+            AppError::User(crate::config::UserEntryError {
+                name: "ops".into(),
+                error: crate::snmp::usm::UserError::Name,
+            }),
             AppError::NotifyUser("ops".into()),
         ];
         assert!(config.iter().all(AppError::is_config));

@@ -22,7 +22,7 @@ use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
 use crate::snmp::usm::crypto::{MIN_PASSPHRASE, parse_hex};
-use crate::snmp::usm::{AuthProtocol, EngineId, PrivProtocol, User};
+use crate::snmp::usm::{AuthProtocol, EngineId, PrivProtocol, User, UserError};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -151,10 +151,34 @@ pub struct UserEntry {
     pub privacy_key: Option<Vec<u8>>,
 }
 
+/// Why an `[[snmp.user]]` gives no user for the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserEntryError {
+    pub name: String,
+    pub error: UserError,
+}
+
+impl fmt::Display for UserEntryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "snmp.user `{}`: {}",
+            self.name.escape_debug(),
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for UserEntryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
 impl UserEntry {
     /// The user with its keys localized to `engine` (from the passphrases:
     /// 1 MB of hashing each).
-    pub fn user(&self, engine: &EngineId) -> Result<User, String> {
+    pub fn user(&self, engine: &EngineId) -> Result<User, UserEntryError> {
         let r = match &self.auth_key {
             Some(key) => User::from_localized_keys(
                 &self.name,
@@ -168,7 +192,10 @@ impl UserEntry {
                 engine,
             ),
         };
-        r.map_err(|e| format!("snmp.user `{}`: {e}", self.name.escape_debug()))
+        r.map_err(|error| UserEntryError {
+            name: self.name.clone(),
+            error,
+        })
     }
 
     /// The strongest level the user can use.

@@ -327,17 +327,42 @@ fn oid_text(g: Guid, port: Option<u8>) -> String {
     out
 }
 
-fn check(path: &std::path::Path) -> Result<(), String> {
-    let (cfg, _) = Config::check_file(path).map_err(|e| e.to_string())?;
+fn check(path: &std::path::Path) -> Result<(), config::ConfigError> {
+    let (cfg, _) = Config::check_file(path)?;
     for w in cfg.warnings() {
         eprintln!("{}: warning: {}", path.display(), Escaped(&w));
     }
     Ok(())
 }
 
-fn build_config(a: RunArgs) -> Result<Config, String> {
+/// Why the configuration `run` and `query` start from is not usable.
+enum ConfigFailure {
+    /// The file.
+    File(config::ConfigError),
+    /// The file with the command line's flags applied: `section.key`.
+    Flags {
+        section: &'static str,
+        key: &'static str,
+        message: String,
+    },
+}
+
+impl std::fmt::Display for ConfigFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigFailure::File(e) => e.fmt(f),
+            ConfigFailure::Flags {
+                section,
+                key,
+                message,
+            } => write!(f, "{section}.{key}: {}", Escaped(message)),
+        }
+    }
+}
+
+fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     let mut cfg = match &a.config {
-        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        Some(p) => Config::load(p).map_err(ConfigFailure::File)?,
         None => Config::default(),
     };
     if let Some(s) = a.agentx_socket {
@@ -362,7 +387,11 @@ fn build_config(a: RunArgs) -> Result<Config, String> {
         cfg.set.allow = true;
     }
     cfg.validate()
-        .map_err(|(section, key, msg)| format!("{section}.{key}: {}", Escaped(&msg)))?;
+        .map_err(|(section, key, message)| ConfigFailure::Flags {
+            section,
+            key,
+            message,
+        })?;
     Ok(cfg)
 }
 
