@@ -97,6 +97,28 @@ pub const STATE_SAVE_EVERY: Duration = Duration::from_secs(300);
 /// (and the progress logged).
 const FIRST_SWEEP_PROGRESS: Duration = Duration::from_secs(1);
 
+/// A period's ticks: due once `period` has passed since the last one
+/// (pure: the time is passed in).
+struct Every {
+    period: Duration,
+    last: Instant,
+}
+
+impl Every {
+    fn new(period: Duration, now: Instant) -> Every {
+        Every { period, last: now }
+    }
+
+    /// A tick is due at `now`; it starts the next period.
+    fn due(&mut self, now: Instant) -> bool {
+        let due = now.saturating_duration_since(self.last) >= self.period;
+        if due {
+            self.last = now;
+        }
+        due
+    }
+}
+
 /// The CounterSelect and CounterSelect2 bits of the fields of `pc` past 75%
 /// of their range.
 pub fn near_overflow(pc: &PortCounters) -> (u16, u8) {
@@ -698,8 +720,8 @@ impl Sweeper {
         let total = reqs.count();
         let (mut timeouts, mut optional_timeouts) = (0, 0);
         let mut done = 0usize;
-        let mut last_log = Instant::now();
         let sent = Instant::now();
+        let mut progress = Every::new(FIRST_SWEEP_PROGRESS, sent);
         let state = &self.state;
         let cache = &self.cache;
         let transport_error = &mut self.transport_error;
@@ -732,10 +754,9 @@ impl Sweeper {
             if st.publish_if_due(cache, answered).is_some() {
                 crate::heap::trim();
             }
-            if log_progress && last_log.elapsed() >= FIRST_SWEEP_PROGRESS {
+            if log_progress && progress.due(Instant::now()) {
                 // Serve from the first second: the nodes read so far get
                 // their rows now, not when the first sweep ends.
-                last_log = Instant::now();
                 let rows = st.publish_partial(cache, answered);
                 info!(
                     nodes_with_rows = rows,
@@ -1071,51 +1092,68 @@ mod tests {
         assert_eq!(stream.slot(&st, stream.count()), None);
     }
 
-    /// A transport whose replies to the MADs `slow` picks come `delay`
-    /// late (answered by a second simulator transport of their own).
+    /// How [`Slow`] holds a reply.
+    #[derive(Clone, Copy)]
+    enum Hold {
+        /// Until this much later.
+        For(Duration),
+        /// Until the test opens the gate.
+        UntilOpen,
+    }
+
+    /// A transport that holds the replies to the MADs `hold` picks
+    /// (answered by a second simulator transport of their own), in order.
     struct Slow {
         inner: crate::sim::SimTransport,
         slow_t: crate::sim::SimTransport,
-        slow: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> bool,
+        hold: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> Option<Hold>,
         lid: u16,
-        delay: Duration,
-        held: VecDeque<(Instant, Received)>,
+        open: Arc<AtomicBool>,
+        /// Each held reply, with when it goes (None: when the gate opens).
+        held: VecDeque<(Option<Instant>, Received)>,
     }
 
     impl MadTransport for Slow {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
-            if !(self.slow)(to, m, self.lid) {
+            let Some(hold) = (self.hold)(to, m, self.lid) else {
                 return self.inner.send(to, m);
-            }
+            };
             self.slow_t.send(to, m)?;
             if let Some(r) = self.slow_t.recv(Duration::from_millis(100))? {
-                self.held.push_back((Instant::now() + self.delay, r));
+                let until = match hold {
+                    Hold::For(d) => Some(Instant::now() + d),
+                    Hold::UntilOpen => None,
+                };
+                self.held.push_back((until, r));
             }
             Ok(())
         }
         fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
-            if self
-                .held
-                .front()
-                .is_some_and(|(at, _)| *at <= Instant::now())
-            {
+            let now = Instant::now();
+            let goes = |until: &Option<Instant>| match until {
+                Some(at) => *at <= now,
+                None => self.open.load(Ordering::Relaxed),
+            };
+            if self.held.front().is_some_and(|(u, _)| goes(u)) {
                 return Ok(self.held.pop_front().map(|(_, r)| r));
             }
-            let wait = self.held.front().map_or(timeout, |(at, _)| {
-                timeout.min(at.saturating_duration_since(Instant::now()))
+            let wait = self.held.front().map_or(timeout, |(until, _)| match until {
+                Some(at) => timeout.min(at.saturating_duration_since(now)),
+                None => timeout.min(Duration::from_millis(5)),
             });
             self.inner.recv(wait)
         }
     }
 
     /// An agent rig whose sweeps go through [`Slow`], with `lid` handed to
-    /// its choice of MADs.
+    /// its choice of MADs, and the gate of the replies held until it opens.
     fn slow_rig(
-        slow: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> bool,
+        hold: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> Option<Hold>,
         lid: impl Fn(&crate::ib::Fabric) -> u16,
-        delay: Duration,
-    ) -> AgentRig {
-        AgentRig::with_sweep_transport(
+    ) -> (AgentRig, Arc<AtomicBool>) {
+        let open = Arc::new(AtomicBool::new(false));
+        let gate = Arc::clone(&open);
+        let rig = AgentRig::with_sweep_transport(
             RigOptions {
                 engine: EngineConfig {
                     window: 16,
@@ -1128,46 +1166,79 @@ mod tests {
                 Box::new(Slow {
                     inner: t,
                     slow_t: sim.transport(),
-                    slow,
+                    hold,
                     lid: lid(&sim.fabric()),
-                    delay,
+                    open: gate,
                     held: VecDeque::new(),
                 })
             },
-        )
+        );
+        (rig, open)
     }
 
-    /// When the cache first has rows while `sweeper` runs its first sweep:
-    /// (that moment, the nodes with rows then, when the sweep ended, its
-    /// figures).
-    fn first_rows_during(rig: AgentRig) -> (Duration, usize, Duration, SweepStats, usize) {
-        let nodes = rig.fabric().nodes.len();
+    /// What a watcher saw of the cache while the rig's sweeper ran its
+    /// first sweep: whether the sweep had ended when it first saw `want`
+    /// nodes with rows (it then opens the gate), how many it saw then, and
+    /// the sweep's figures. Waits for the rows up to 20 s.
+    fn rows_during_first_sweep(
+        rig: AgentRig,
+        open: Arc<AtomicBool>,
+        want: usize,
+    ) -> (bool, usize, SweepStats) {
         let mut sweeper = rig.sweeper;
         let cache = Arc::clone(&rig.cache);
-        let start = Instant::now();
+        let ended = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&ended);
         let watcher = std::thread::spawn(move || {
+            let start = Instant::now();
             while start.elapsed() < Duration::from_secs(20) {
-                if !cache.load().nodes.is_empty() {
-                    return Some((start.elapsed(), cache.load().nodes.len()));
+                let rows = cache.load().nodes.len();
+                if rows >= want {
+                    let after_the_end = done.load(Ordering::SeqCst);
+                    open.store(true, Ordering::SeqCst);
+                    return Some((after_the_end, rows));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
+            open.store(true, Ordering::SeqCst);
             None
         });
         let st = sweeper.sweep_once();
-        let ended = start.elapsed();
-        let (first_rows, with_rows) = watcher.join().unwrap().expect("rows during the sweep");
-        (first_rows, with_rows, ended, st, nodes)
+        ended.store(true, Ordering::SeqCst);
+        let (after_the_end, rows) = watcher.join().unwrap().expect("rows during the sweep");
+        (after_the_end, rows, st)
     }
 
-    /// During the first sweep the nodes read so far are served: one port's
-    /// PMA answers 1.5 s late (twice: ClassPortInfo, then PortCounters), and
-    /// rows are in the cache long before the sweep ends.
+    /// A tick is due a period after the last one, and starts the next.
+    #[test]
+    fn progress_ticks_come_a_period_apart_on_virtual_time() {
+        let t0 = Instant::now();
+        let mut e = Every::new(FIRST_SWEEP_PROGRESS, t0);
+        assert!(!e.due(t0));
+        assert!(!e.due(t0 + Duration::from_millis(999)));
+        assert!(e.due(t0 + Duration::from_millis(1000)));
+        assert!(!e.due(t0 + Duration::from_millis(1500)));
+        assert!(e.due(t0 + Duration::from_millis(2100)));
+        assert!(!e.due(t0 + Duration::from_millis(3000)));
+        assert!(e.due(t0 + Duration::from_millis(3100)));
+    }
+
+    /// During the first sweep the nodes read so far are served: one
+    /// port's PMA answers ClassPortInfo 1.5 s late and holds every other
+    /// reply until the watcher has seen rows; the others have rows while
+    /// the sweep still waits for it.
     #[test]
     fn the_first_sweep_serves_nodes_as_they_are_read() {
-        let delay = Duration::from_millis(1500);
-        let rig = slow_rig(
-            |to, _, lid| to.lid == lid,
+        let (rig, open) = slow_rig(
+            |to, m, lid| {
+                // The attribute ID is at bytes 16 and 17 of the MAD.
+                let cpi = u16::from_be_bytes([m[16], m[17]]) == attr::CLASS_PORT_INFO;
+                (to.lid == lid).then_some(if cpi {
+                    Hold::For(Duration::from_millis(1500))
+                } else {
+                    Hold::UntilOpen
+                })
+            },
             |f| {
                 f.nodes
                     .iter()
@@ -1176,47 +1247,33 @@ mod tests {
                     .ports[0]
                     .lid
             },
-            delay,
         );
-        let (first_rows, with_rows, ended, st, nodes) = first_rows_during(rig);
-        assert_eq!(st.answered, nodes, "the slow node answers too");
-        assert!(
-            ended >= delay * 2,
-            "the slow PMA holds the sweep: {ended:?}"
-        );
-        assert!(
-            first_rows + Duration::from_millis(500) < ended,
-            "rows at {first_rows:?}, sweep end at {ended:?}"
-        );
-        // Published at the first outcome a second in: the ClassPortInfo
-        // batch, whose last reply is the slow node's.
+        let nodes = rig.fabric().nodes.len();
+        let (after_the_end, with_rows, st) = rows_during_first_sweep(rig, open, nodes - 1);
+        assert!(!after_the_end, "rows only once the sweep ended");
         assert!(with_rows >= nodes - 1, "{with_rows} of {nodes} nodes");
+        assert_eq!(st.answered, nodes, "the slow node answers too");
     }
 
     /// Every node has rows once its ClassPortInfo is read, before its
-    /// counters are: here every PortCounters reply comes 0.3 s late (16 in
-    /// flight: the counters take seconds), and the rows are there at once,
-    /// not at the first progress publication a second in.
+    /// counters are: every reply but ClassPortInfo's is held until the
+    /// watcher has seen rows for every node (so no later outcome can be
+    /// what published them).
     #[test]
     fn the_first_sweep_serves_every_node_once_class_port_info_is_read() {
-        let delay = Duration::from_millis(300);
-        // The attribute ID is at bytes 16 and 17 of the MAD.
-        let rig = slow_rig(
-            |_, m, _| u16::from_be_bytes([m[16], m[17]]) == attr::PORT_COUNTERS,
+        let (rig, open) = slow_rig(
+            |_, m, _| {
+                (u16::from_be_bytes([m[16], m[17]]) != attr::CLASS_PORT_INFO)
+                    .then_some(Hold::UntilOpen)
+            },
             |_| 0,
-            delay,
         );
-        let (first_rows, with_rows, ended, st, nodes) = first_rows_during(rig);
-        assert_eq!(st.answered, nodes);
-        assert!(
-            ended >= Duration::from_secs(1),
-            "the counters hold the sweep: {ended:?}"
-        );
+        let nodes = rig.fabric().nodes.len();
+        let (after_the_end, with_rows, st) = rows_during_first_sweep(rig, open, nodes);
+        assert!(!after_the_end, "rows only once the sweep ended");
         assert_eq!(with_rows, nodes, "every node at once");
-        assert!(
-            first_rows < Duration::from_millis(700),
-            "rows at {first_rows:?}, sweep end at {ended:?}"
-        );
+        assert_eq!(st.answered, nodes);
+        assert_eq!(st.timeouts, 0, "every held reply came");
     }
 
     #[test]
