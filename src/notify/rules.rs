@@ -102,17 +102,48 @@ pub fn thresholds() -> &'static [ThresholdDef] {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterName(pub usize);
 
+/// A word of a notification rule that names nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleWordError {
+    /// No counter has this name.
+    UnknownCounter(String),
+    /// An empty node pattern.
+    EmptyPattern,
+    /// `0x...` that is no GUID.
+    NotAGuid(String),
+}
+
+impl fmt::Display for RuleWordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleWordError::UnknownCounter(s) => {
+                write!(f, "unknown counter `{s}` (known: ")?;
+                for (i, d) in thresholds().iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(d.name)?;
+                }
+                f.write_str(")")
+            }
+            RuleWordError::EmptyPattern => f.write_str("empty node pattern"),
+            RuleWordError::NotAGuid(s) => {
+                write!(f, "`{s}` is not a GUID (0x and up to 16 hex digits)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RuleWordError {}
+
 impl FromStr for CounterName {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = RuleWordError;
+    fn from_str(s: &str) -> Result<Self, RuleWordError> {
         thresholds()
             .iter()
             .position(|d| d.name == s)
             .map(CounterName)
-            .ok_or_else(|| {
-                let known: Vec<&str> = thresholds().iter().map(|d| d.name).collect();
-                format!("unknown counter `{s}` (known: {})", known.join(", "))
-            })
+            .ok_or_else(|| RuleWordError::UnknownCounter(s.to_string()))
     }
 }
 
@@ -125,15 +156,15 @@ pub enum NodeMatch {
 }
 
 impl FromStr for NodeMatch {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = RuleWordError;
+    fn from_str(s: &str) -> Result<Self, RuleWordError> {
         if s.is_empty() {
-            return Err("empty node pattern".into());
+            return Err(RuleWordError::EmptyPattern);
         }
         if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
             return u64::from_str_radix(hex, 16)
                 .map(|g| NodeMatch::Guid(Guid(g)))
-                .map_err(|_| format!("`{s}` is not a GUID (0x and up to 16 hex digits)"));
+                .map_err(|_| RuleWordError::NotAGuid(s.to_string()));
         }
         Ok(NodeMatch::Pattern(s.to_string()))
     }
@@ -271,12 +302,14 @@ mod tests {
         assert_eq!(t.len(), ERROR_THRESHOLDS.len() + 2);
         let sym = "SymbolErrors".parse::<CounterName>().unwrap();
         assert_eq!(t[sym.0].rising, 10);
+        let e = "Bogus".parse::<CounterName>().unwrap_err();
+        assert_eq!(e, RuleWordError::UnknownCounter("Bogus".into()));
         assert!(
-            "Bogus"
-                .parse::<CounterName>()
-                .unwrap_err()
-                .contains("XmitWait")
+            e.to_string()
+                .starts_with("unknown counter `Bogus` (known: SymbolErrors, "),
+            "{e}"
         );
+        assert!(e.to_string().contains("XmitWait"), "{e}");
     }
 
     #[test]
@@ -296,7 +329,11 @@ mod tests {
             "0x200000".parse::<NodeMatch>(),
             Ok(NodeMatch::Guid(Guid(0x200000)))
         );
-        assert!("0xzz".parse::<NodeMatch>().is_err());
+        assert_eq!(
+            "0xzz".parse::<NodeMatch>(),
+            Err(RuleWordError::NotAGuid("0xzz".into()))
+        );
+        assert_eq!("".parse::<NodeMatch>(), Err(RuleWordError::EmptyPattern));
     }
 
     #[test]
