@@ -805,28 +805,74 @@ fn read_untrusted_text(path: &Path, max: u64) -> std::io::Result<String> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
-pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, String> {
+/// A value of the configuration (or of a flag) that is not what its key
+/// takes: the text given, shown in the message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueError {
+    /// Not `HOST:PORT`.
+    NotAnAddress(String),
+    /// Not a number of seconds.
+    NotSeconds(String),
+    /// A sweep interval outside 0.1 to 86400 seconds.
+    IntervalRange(f64),
+    /// Neither a numeric OID nor an IB-PM-MIB name.
+    NoSuchObject(String),
+    /// Not a log filter.
+    NotALogFilter(String),
+    /// A directive of a log filter that sets no level.
+    NoLevel(String),
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueError::NotAnAddress(s) => {
+                write!(f, "`{s}` is not HOST:PORT (an IP address and a port)")
+            }
+            ValueError::NotSeconds(s) => write!(f, "`{s}` is not a number of seconds"),
+            ValueError::IntervalRange(secs) => {
+                write!(f, "{secs} is out of range (0.1 to 86400 seconds)")
+            }
+            ValueError::NoSuchObject(s) => write!(
+                f,
+                "`{}` is neither a numeric OID nor the name of an IB-PM-MIB table, column or scalar",
+                s.escape_debug()
+            ),
+            ValueError::NotALogFilter(s) => {
+                write!(f, "`{s}` is not a log filter (try info, debug, warn)")
+            }
+            ValueError::NoLevel(d) => write!(
+                f,
+                "`{d}` sets no level: use error, warn, info, debug, trace or off, or TARGET=LEVEL"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
+
+pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, ValueError> {
     if s.is_empty() {
         return Ok(None);
     }
     s.parse()
         .map(Some)
-        .map_err(|_| format!("`{s}` is not HOST:PORT (an IP address and a port)"))
+        .map_err(|_| ValueError::NotAnAddress(s.to_string()))
 }
 
 /// `fabric.sweep_interval`: seconds, 0.1 to 86400.
-pub fn parse_sweep_interval(secs: f64) -> Result<Duration, String> {
+pub fn parse_sweep_interval(secs: f64) -> Result<Duration, ValueError> {
     Duration::try_from_secs_f64(secs)
         .ok()
         .filter(|d| SWEEP_INTERVAL.contains(d))
-        .ok_or_else(|| format!("{secs} is out of range (0.1 to 86400 seconds)"))
+        .ok_or(ValueError::IntervalRange(secs))
 }
 
 /// `--sweep-interval SECONDS` on the command line.
-pub fn sweep_interval_arg(s: &str) -> Result<Duration, String> {
+pub fn sweep_interval_arg(s: &str) -> Result<Duration, ValueError> {
     let secs: f64 = s
         .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+        .map_err(|_| ValueError::NotSeconds(s.to_string()))?;
     parse_sweep_interval(secs)
 }
 
@@ -913,7 +959,7 @@ fn subtrees<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Oid>, D::Error> {
 /// A subtree of an access rule: a numeric OID (`1.3.6.1.3.117.1.7`, a
 /// leading dot allowed) or the name of an IB-PM-MIB table, column or scalar
 /// (`pmPortCounters64Table`).
-pub fn parse_subtree(s: &str) -> Result<Oid, String> {
+pub fn parse_subtree(s: &str) -> Result<Oid, ValueError> {
     let t = s.strip_prefix('.').unwrap_or(s);
     if let Ok(o) = t.parse::<Oid>() {
         return Ok(o);
@@ -928,10 +974,7 @@ pub fn parse_subtree(s: &str) -> Result<Oid, String> {
     if let Some(c) = crate::mib::tables::COLUMNS.iter().find(|c| c.name == name) {
         return Ok(Oid::new(&c.oid()));
     }
-    Err(format!(
-        "`{}` is neither a numeric OID nor the name of an IB-PM-MIB table, column or scalar",
-        s.escape_debug()
-    ))
+    Err(ValueError::NoSuchObject(s.to_string()))
 }
 
 fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
@@ -1199,7 +1242,7 @@ impl Config {
                 format!("{} is more than 20", self.mad.retries),
             ));
         }
-        check_log_level(&self.log.level).map_err(|m| ("log", "level", m))?;
+        check_log_level(&self.log.level).map_err(|m| ("log", "level", m.to_string()))?;
         if self.doca.output_format > 2 {
             return Err((
                 "doca",
@@ -1505,21 +1548,16 @@ impl Config {
 /// [`log_filter`]) in which every directive sets a level. A bare word that
 /// is not a level (`loud`) parses as "everything from target `loud`",
 /// which logs nothing the agent writes.
-pub fn check_log_level(directives: &str) -> Result<(), String> {
+pub fn check_log_level(directives: &str) -> Result<(), ValueError> {
     if log_filter(directives).is_none() {
-        return Err(format!(
-            "`{directives}` is not a log filter (try info, debug, warn)"
-        ));
+        return Err(ValueError::NotALogFilter(directives.to_string()));
     }
     for d in split_directives(directives) {
         let d = d.trim();
         if d.is_empty() || is_level(d) || has_level(d) {
             continue;
         }
-        return Err(format!(
-            "`{d}` sets no level: use error, warn, info, debug, trace or off, \
-             or TARGET=LEVEL"
-        ));
+        return Err(ValueError::NoLevel(d.to_string()));
     }
     Ok(())
 }
@@ -1929,6 +1967,18 @@ mod tests {
         for bad in ["-1", "NaN", "1e300", "0.01", "often"] {
             assert!(sweep_interval_arg(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            sweep_interval_arg("x"),
+            Err(ValueError::NotSeconds("x".into()))
+        );
+        assert_eq!(
+            sweep_interval_arg("0.01").unwrap_err().to_string(),
+            "0.01 is out of range (0.1 to 86400 seconds)"
+        );
+        assert_eq!(
+            check_log_level("agent").unwrap_err(),
+            ValueError::NoLevel("agent".into())
+        );
         assert_eq!(sweep_interval_arg("0.5"), Ok(Duration::from_millis(500)));
         // Whole seconds may be written as an integer.
         let c = Config::parse("[fabric]\nsweep_interval = 2\n", "c.toml").unwrap();
