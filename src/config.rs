@@ -1124,13 +1124,17 @@ impl Config {
                 message: plain_words(e.message().trim()).replace('\n', " "),
             }
         })?;
-        for (i, t) in cfg.notify.threshold.iter().enumerate() {
-            t.check().map_err(|(key, message)| ConfigError {
+        // An error in the `i`th `[[table]]`, at its key's line.
+        let in_table = |table: &'static str, i: usize| {
+            move |(key, message): (&str, String)| ConfigError {
                 file: file.to_string(),
-                line: nth_table_key_line(text, "notify.threshold", i, key),
-                key: Some(format!("notify.threshold.{key}")),
+                line: nth_table_key_line(text, table, i, key),
+                key: Some(format!("{table}.{key}")),
                 message,
-            })?;
+            }
+        };
+        for (i, t) in cfg.notify.threshold.iter().enumerate() {
+            t.check().map_err(in_table("notify.threshold", i))?;
         }
         for (i, u) in cfg.snmp.user.iter().enumerate() {
             let dup = cfg.snmp.user[..i].iter().any(|o| o.name == u.name);
@@ -1142,21 +1146,11 @@ impl Config {
             } else {
                 u.check()
             };
-            r.map_err(|(key, message)| ConfigError {
-                file: file.to_string(),
-                line: nth_table_key_line(text, "snmp.user", i, key),
-                key: Some(format!("snmp.user.{key}")),
-                message,
-            })?;
+            r.map_err(in_table("snmp.user", i))?;
         }
         for (i, a) in cfg.snmp.access.iter().enumerate() {
             a.check(&cfg.snmp.user)
-                .map_err(|(key, message)| ConfigError {
-                    file: file.to_string(),
-                    line: nth_table_key_line(text, "snmp.access", i, key),
-                    key: Some(format!("snmp.access.{key}")),
-                    message,
-                })?;
+                .map_err(in_table("snmp.access", i))?;
         }
         cfg.validate()
             .map_err(|(section, key, message)| ConfigError {
