@@ -10,6 +10,7 @@ pub mod fold;
 pub mod hc;
 pub mod mads;
 pub mod persist;
+pub mod plan;
 pub mod record;
 pub mod settings;
 pub mod state;
