@@ -78,7 +78,12 @@ fn code(text: &str) -> String {
         if t.starts_with("#[cfg(test)]") {
             // The next item: a test module with a body is skipped whole.
             let Some(next) = lines.peek() else { break };
-            if next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{') {
+            let item = next.trim_start();
+            let item = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .find_map(|v| item.strip_prefix(v))
+                .unwrap_or(item);
+            if item.starts_with("mod ") && next.trim_end().ends_with('{') {
                 let mut depth = 0i32;
                 for l in lines.by_ref() {
                     depth += l.matches('{').count() as i32 - l.matches('}').count() as i32;
@@ -153,7 +158,8 @@ fn no_module_uses_one_listed_after_it() {
 #[test]
 fn the_check_sees_code_and_skips_comments_and_tests() {
     let text = "use crate::ib::Guid;\n// crate::app in a comment\nfn f() { crate::snmp::x(); }\n\
-                #[cfg(test)]\nmod tests {\n    use crate::rig;\n    fn g() { if true { } }\n}\n";
+                #[cfg(test)]\nmod tests {\n    use crate::rig;\n    fn g() { if true { } }\n}\n\
+                #[cfg(test)]\npub(crate) mod shared {\n    use crate::app;\n}\n";
     let c = code(text);
     assert!(c.contains("crate::snmp::x"));
     assert!(!c.contains("crate::app"));
