@@ -14,5 +14,6 @@ pub mod plan;
 pub mod record;
 pub mod settings;
 pub mod state;
+pub mod strikes;
 pub mod sweep;
 pub mod window;

@@ -18,6 +18,10 @@ use super::hc;
 use super::persist::SavedPort;
 use super::record::{DataSource, NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
+use super::strikes::{
+    AttrMask, KIND_VERDICT, KindKey, KindState, RETRY_UNANSWERED_SWEEPS, STRIKES, attr_list,
+    strike_missed,
+};
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::WideCounters;
 use crate::pm::mad::status::REDIRECT as STATUS_REDIRECT;
@@ -37,81 +41,6 @@ use crate::transport::MadAddr;
 /// takes 2 - 6 ms, and so does the heap trim the sweeper makes after it:
 /// about 32 of each a sweep).
 const PUBLISH_AFTER_PORTS: usize = 4096;
-
-/// One bit per [`OPTIONAL_ATTRS`] entry.
-type AttrMask = u32;
-
-/// The attribute IDs of a mask, for a log line (`0x0018,0x001b`).
-fn attr_list(mask: AttrMask) -> String {
-    OPTIONAL_ATTRS
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| mask & (1 << k) != 0)
-        .map(|(_, a)| format!("{a:#06x}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-const _: () = assert!(OPTIONAL_ATTRS.len() <= AttrMask::BITS as usize);
-
-/// Sweeps in a row in which a node answers other MADs but not an
-/// attribute before the sweeper stops asking it for that attribute.
-const STRIKES: u8 = 2;
-
-/// Nodes of one kind that leave an optional attribute unanswered, while
-/// no node of the kind answered it, before the sweeper stops asking the
-/// other nodes of that kind for it (each is still asked itself once every
-/// [`RETRY_UNANSWERED_SWEEPS`], at a sweep of its own).
-pub const KIND_VERDICT: u8 = 2;
-
-/// A kind of node: the same node type, vendor and device (most likely
-/// the same firmware), which answers the same optional attributes.
-pub type KindKey = (crate::ib::NodeType, u32, u16);
-
-/// What the nodes of one kind showed of the optional attributes and the
-/// sample mechanism. A node asks an attribute that neither it nor its kind
-/// answered yet of one port (a probe) before all of them; an attribute
-/// [`KIND_VERDICT`] nodes of the kind left unanswered, and none answered,
-/// is not asked of the others but once an hour each. The sample results
-/// are asked of a node once it or its kind answered PortSamplesControl
-/// (the sample mechanism has no kind verdict: one request a node and sweep
-/// until the node's own strikes).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct KindState {
-    /// Bit k: a node of this kind answered `OPTIONAL_ATTRS[k]`.
-    pub(crate) answered: AttrMask,
-    /// Per attribute: nodes of this kind that left it unanswered.
-    unanswered: [u8; OPTIONAL_ATTRS.len()],
-    /// Bit k: `OPTIONAL_ATTRS[k]` is not asked of nodes of this kind.
-    pub(crate) unsupported: AttrMask,
-    /// Bits of `unsupported` already said in the log.
-    reported: AttrMask,
-    /// A node of this kind answered PortSamplesControl.
-    pub(crate) samples_answered: bool,
-}
-
-impl KindState {
-    /// A node of this kind left optional attribute `k` unanswered.
-    fn optional_unanswered(&mut self, k: usize) {
-        if self.answered & (1 << k) == 0 {
-            self.unanswered[k] = self.unanswered[k].saturating_add(1);
-            if self.unanswered[k] >= KIND_VERDICT {
-                self.unsupported |= 1 << k;
-            }
-        }
-    }
-
-    /// A node of this kind answered optional attribute `k`.
-    fn optional_answered(&mut self, k: usize) {
-        self.answered |= 1 << k;
-        self.unsupported &= !(1 << k);
-    }
-}
-
-/// Every this many sweeps, attributes a node did not answer are asked
-/// again once (a firmware upgrade may add them); one hour at the default
-/// interval. Nothing is logged again for a node that still does not
-/// answer.
-pub const RETRY_UNANSWERED_SWEEPS: u64 = 360;
 
 pub(crate) struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
@@ -902,15 +831,13 @@ impl FabricState {
             }
             let missed = std::mem::take(&mut s.optional_missed);
             if *ok && missed != 0 {
+                let out = strike_missed(&mut s.optional_strikes, missed);
                 for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
-                    if missed & (1 << k) != 0 {
-                        s.optional_strikes[k] += 1;
-                        if s.optional_strikes[k] >= STRIKES {
-                            debug!(node = %node.guid, attr, "no answer to an optional attribute: asking again rarely");
-                            s.optional_unsupported |= 1 << k;
-                        }
+                    if out & (1 << k) != 0 {
+                        debug!(node = %node.guid, attr, "no answer to an optional attribute: asking again rarely");
                     }
                 }
+                s.optional_unsupported |= out;
             }
             // What the node's kind left unanswered is said once for the kind.
             let kind_unsupported = self.kinds[s.kind as usize].1.unsupported;

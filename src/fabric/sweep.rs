@@ -32,7 +32,8 @@ use super::cache::Cache;
 use super::control::Controller;
 use super::engine::{Engine, MadOutcome, MadRequest, Request, Requests};
 use super::plan::{self, PmGet, SlotStream, Slots};
-use super::state::{PackedSlot, RETRY_UNANSWERED_SWEEPS, SharedState, Slot};
+use super::state::{PackedSlot, SharedState, Slot};
+use super::strikes::RETRY_UNANSWERED_SWEEPS;
 use crate::transport::{MadAddr, TransportError};
 
 /// What one sweep did.
