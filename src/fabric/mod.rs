@@ -9,6 +9,7 @@ pub mod engine;
 pub mod fold;
 pub mod hc;
 pub mod mads;
+pub mod merge;
 pub mod persist;
 pub mod plan;
 pub mod record;

@@ -83,9 +83,9 @@ pub(crate) struct NodeState {
     /// The node's record, shared with the published snapshot: its ports
     /// are updated in place (copied first when the snapshot shares it);
     /// the node's own fields are brought up to date when it is published.
-    rec: Arc<NodeRecord>,
+    pub(super) rec: Arc<NodeRecord>,
     /// A field the record takes from this state changed since.
-    dirty: bool,
+    pub(super) dirty: bool,
 }
 
 /// Which reading a reply is.
@@ -203,17 +203,8 @@ pub struct FabricState {
     pub(crate) kinds: Vec<(KindKey, KindState)>,
 }
 
-/// What a merge of a newly discovered fabric changed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MergeReport {
-    pub nodes: usize,
-    pub added: usize,
-    /// Ports whose state, width, speed, LID or peer changed.
-    pub ports_changed: usize,
-}
-
 impl NodeState {
-    fn new(node: &Node) -> NodeState {
+    pub(super) fn new(node: &Node) -> NodeState {
         NodeState {
             redirect: None,
             cpi_stale: true,
@@ -274,7 +265,7 @@ impl NodeState {
 
 /// A node's record with the ports of `old` that it still has (matched by
 /// number) and new ones for the rest, all with the node's link facts.
-fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
+pub(super) fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
     NodeRecord {
         guid: node.guid,
         sys_guid: node.sys_guid,
@@ -354,7 +345,7 @@ impl FabricState {
 
     /// Give every node the index of its kind (kinds already known keep
     /// what they learned).
-    fn assign_kinds(&mut self) {
+    pub(super) fn assign_kinds(&mut self) {
         let mut index: std::collections::HashMap<KindKey, u32> = self
             .kinds
             .iter()
@@ -443,91 +434,6 @@ impl FabricState {
     /// its next sweep.
     pub fn offer(&mut self, fabric: Fabric) {
         self.pending = Some(fabric);
-    }
-
-    /// Merge a newly discovered fabric: nodes found again keep everything
-    /// the agent learned of them (readings, totals, strikes) and take the
-    /// new link facts of their ports; new nodes are added; a node not found
-    /// again is kept (its sweeps decide whether it is reachable). Indices
-    /// of nodes and ports change: call only while no request is in flight.
-    pub fn merge(&mut self, mut new: Fabric) -> MergeReport {
-        new.sort();
-        let mut report = MergeReport::default();
-        let mut old_nodes = std::mem::take(&mut self.fabric.nodes).into_iter();
-        let mut old_states = std::mem::take(&mut self.nodes).into_iter();
-        let mut nodes = Vec::with_capacity(new.nodes.len());
-        let mut states = Vec::with_capacity(new.nodes.len());
-        let mut next_old = old_nodes.next().zip(old_states.next());
-        for n in new.nodes {
-            // Old nodes before this GUID were not found again: keep them.
-            while let Some((o, s)) = next_old.take() {
-                if o.guid < n.guid {
-                    nodes.push(o);
-                    states.push(s);
-                    next_old = old_nodes.next().zip(old_states.next());
-                } else {
-                    next_old = Some((o, s));
-                    break;
-                }
-            }
-            match next_old.take() {
-                Some((o, s)) if o.guid == n.guid && o == n => {
-                    // Nothing changed: the record stays as it is.
-                    nodes.push(n);
-                    states.push(s);
-                    next_old = old_nodes.next().zip(old_states.next());
-                }
-                Some((o, mut s)) if o.guid == n.guid => {
-                    for p in &n.ports {
-                        if o.port(p.num) != Some(p) {
-                            report.ports_changed += 1;
-                        }
-                    }
-                    // The record takes the node's new facts and keeps
-                    // what was read from it.
-                    let mut old = Arc::unwrap_or_clone(std::mem::replace(
-                        &mut s.rec,
-                        Arc::new(new_record(&n, Vec::new())),
-                    ));
-                    let mut rec = new_record(&n, std::mem::take(&mut old.ports));
-                    rec.reachable = old.reachable;
-                    rec.failed_sweeps = old.failed_sweeps;
-                    rec.class_port_info = old.class_port_info;
-                    rec.samples_control = old.samples_control;
-                    rec.samples_result = old.samples_result;
-                    rec.samples_result_ext = old.samples_result_ext;
-                    rec.source = old.source;
-                    s.rec = Arc::new(rec);
-                    s.dirty = true;
-                    // A node whose PMA moved to another LID is asked
-                    // ClassPortInfo again at the new one.
-                    if o.lid != n.lid {
-                        s.cpi_stale = true;
-                        s.redirect = None;
-                    }
-                    nodes.push(n);
-                    states.push(s);
-                    next_old = old_nodes.next().zip(old_states.next());
-                }
-                other => {
-                    next_old = other;
-                    report.added += 1;
-                    states.push(NodeState::new(&n));
-                    nodes.push(n);
-                }
-            }
-        }
-        while let Some((o, s)) = next_old.take() {
-            nodes.push(o);
-            states.push(s);
-            next_old = old_nodes.next().zip(old_states.next());
-        }
-        report.nodes = nodes.len();
-        self.fabric.nodes = nodes;
-        self.nodes = states;
-        self.assign_kinds();
-        self.figures.discovered = Some(Instant::now());
-        report
     }
 
     /// The address of the node's PMA; for a CA, the PMA of the port at index

@@ -207,8 +207,8 @@ impl Sweeper {
             return;
         };
         let report = match &self.controller {
-            Some(c) => c.quiesced(|st| st.merge(fabric)),
-            None => self.state.lock().merge(fabric),
+            Some(c) => c.quiesced(|st| st.merge(fabric, Instant::now())),
+            None => self.state.lock().merge(fabric, Instant::now()),
         };
         if report.added > 0 || report.ports_changed > 0 {
             info!(
