@@ -12,6 +12,7 @@ pub mod mads;
 pub mod merge;
 pub mod persist;
 pub mod plan;
+pub mod publish;
 pub mod record;
 pub mod settings;
 pub mod state;

@@ -7,11 +7,11 @@
 //! node cannot bring back the value from before the write.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use tracing::{debug, info, warn};
 
-use super::cache::{Cache, Snapshot, SweepFigures};
+use super::cache::SweepFigures;
 use super::engine::MadOutcome;
 use super::fold;
 use super::hc;
@@ -40,7 +40,7 @@ use crate::transport::MadAddr;
 /// a bounded share of the ports at most (at 48,000 nodes a publication
 /// takes 2 - 6 ms, and so does the heap trim the sweeper makes after it:
 /// about 32 of each a sweep).
-const PUBLISH_AFTER_PORTS: usize = 4096;
+pub(super) const PUBLISH_AFTER_PORTS: usize = 4096;
 
 pub(crate) struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
@@ -50,7 +50,7 @@ pub(crate) struct NodeState {
     pub(crate) cpi_stale: bool,
     pub(crate) failed_sweeps: u32,
     /// Ever answered anything (a node that never did has no rows).
-    seen: bool,
+    pub(super) seen: bool,
     /// The node does not answer PortSamplesControl/Result: stop asking.
     pub(crate) no_samples: bool,
     /// Sweeps in a row in which the node answered but not PortSamplesControl.
@@ -77,7 +77,7 @@ pub(crate) struct NodeState {
     /// The node's index into [`FabricState::kinds`].
     pub(crate) kind: u32,
     /// Some port is served by DOCA telemetry diag.
-    doca: bool,
+    pub(super) doca: bool,
     /// DOCA delivered a sample since the last sweep ended.
     doca_fresh: bool,
     /// The node's record, shared with the published snapshot: its ports
@@ -194,9 +194,9 @@ pub struct FabricState {
     pub(crate) pending: Option<Fabric>,
     /// Port records in the node records copied since the last
     /// publication.
-    copies: usize,
+    pub(super) copies: usize,
     /// How many make a publication due ([`PUBLISH_AFTER_PORTS`]).
-    copy_budget: usize,
+    pub(super) copy_budget: usize,
     /// The per-node readings, shared between nodes that answer the same.
     pub(crate) readings: Readings,
     /// What each kind of node showed ([`NodeState::kind`] indexes it).
@@ -834,73 +834,6 @@ impl FabricState {
         }
     }
 
-    /// Bring node `ni`'s record up to date with the node's state.
-    fn sync(&mut self, ni: usize) {
-        let s = &mut self.nodes[ni];
-        if !std::mem::take(&mut s.dirty) {
-            return;
-        }
-        let reachable = s.failed_sweeps < self.cfg.unreachable_after;
-        let source = match (s.doca, self.cfg.mads) {
-            (false, _) => DataSource::Pma,
-            (true, false) => DataSource::Doca,
-            (true, true) => DataSource::PmaAndDoca,
-        };
-        let r = &s.rec;
-        if r.reachable == reachable && r.failed_sweeps == s.failed_sweeps && r.source == source {
-            return;
-        }
-        let r = Arc::make_mut(&mut s.rec);
-        r.reachable = reachable;
-        r.failed_sweeps = s.failed_sweeps;
-        r.source = source;
-    }
-
-    /// Node `ni`'s record as the cache should show it (brought up to
-    /// date), or `None` when it has no rows: it never answered, or it is
-    /// unreachable and unreachable nodes are not kept (an unreachable node
-    /// that is kept shows the values it had when last seen).
-    fn record(&mut self, ni: usize) -> Option<Arc<NodeRecord>> {
-        self.sync(ni);
-        let s = &self.nodes[ni];
-        let rows = s.seen && (s.rec.reachable || self.cfg.keep_unreachable);
-        rows.then(|| Arc::clone(&s.rec))
-    }
-
-    /// Publish a whole new snapshot.
-    pub fn publish(&mut self, cache: &Cache) {
-        self.publish_as(cache, self.sweep_no);
-    }
-
-    /// Publish a snapshot of every node with rows, numbered `sweep`;
-    /// returns the number of nodes in it.
-    fn publish_as(&mut self, cache: &Cache, sweep: u64) -> usize {
-        let prev = cache.load();
-        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
-            .filter_map(|ni| self.record(ni))
-            .collect();
-        let rows = nodes.len();
-        self.copies = 0;
-        let ports: usize = self.nodes.iter().map(|s| s.rec.ports.len()).sum();
-        self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
-        // Fabric nodes are ordered by GUID, so the records are too.
-        cache.publish(Snapshot {
-            sweep,
-            taken: Some(SystemTime::now()),
-            interval: self.cfg.interval,
-            nodes,
-            stats: self.figures,
-            reachable: 0,
-            notify: prev.notify,
-            shared_descriptions: Default::default(),
-        });
-        // The replaced snapshot's records are gone (unless a reader still
-        // holds them): readings no node holds any more are forgotten.
-        drop(prev);
-        self.readings.prune();
-        rows
-    }
-
     /// The 64-bit totals of every port read by PM MADs, with the raw
     /// readings that fed them, for the state file (DOCA-served ports start
     /// again after a restart: their readings are not kept).
@@ -952,35 +885,5 @@ impl FabricState {
             matched += 1;
         }
         matched
-    }
-
-    /// During the first sweep: mark the nodes that answered so far as seen
-    /// and publish them (the sweep count stays at the sweeps completed).
-    /// Returns the number of nodes with rows.
-    pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool]) -> usize {
-        for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
-            s.seen = true;
-        }
-        self.publish_as(cache, self.sweep_no.saturating_sub(1))
-    }
-
-    /// Publish node `ni`'s record alone into the current snapshot.
-    pub fn publish_node(&mut self, cache: &Cache, ni: usize) {
-        let record = self.record(ni);
-        cache.patch(self.fabric.nodes[ni].guid, record);
-    }
-
-    /// Port records copied since the last publication, and how many make
-    /// one due.
-    #[cfg(test)]
-    pub(crate) fn copies_pending(&self) -> (usize, usize) {
-        (self.copies, self.copy_budget)
-    }
-
-    /// Publish what the sweep has so far when it has copied enough
-    /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
-    /// rows when it did.
-    pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
-        (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered))
     }
 }

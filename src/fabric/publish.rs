@@ -1,0 +1,151 @@
+//! Publication: the state's node records into the cache, as a whole
+//! snapshot (after a sweep, during the first one as nodes are read, and
+//! once a sweep has copied a share of the fabric's records), or one node's
+//! record patched in (after a write or a DOCA sample).
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::cache::{Cache, Snapshot};
+use super::record::{DataSource, NodeRecord};
+use super::state::{FabricState, PUBLISH_AFTER_PORTS};
+
+impl FabricState {
+    /// Bring node `ni`'s record up to date with the node's state.
+    fn sync(&mut self, ni: usize) {
+        let s = &mut self.nodes[ni];
+        if !std::mem::take(&mut s.dirty) {
+            return;
+        }
+        let reachable = s.failed_sweeps < self.cfg.unreachable_after;
+        let source = match (s.doca, self.cfg.mads) {
+            (false, _) => DataSource::Pma,
+            (true, false) => DataSource::Doca,
+            (true, true) => DataSource::PmaAndDoca,
+        };
+        let r = &s.rec;
+        if r.reachable == reachable && r.failed_sweeps == s.failed_sweeps && r.source == source {
+            return;
+        }
+        let r = Arc::make_mut(&mut s.rec);
+        r.reachable = reachable;
+        r.failed_sweeps = s.failed_sweeps;
+        r.source = source;
+    }
+
+    /// Node `ni`'s record as the cache should show it (brought up to
+    /// date), or `None` when it has no rows: it never answered, or it is
+    /// unreachable and unreachable nodes are not kept (an unreachable node
+    /// that is kept shows the values it had when last seen).
+    fn record(&mut self, ni: usize) -> Option<Arc<NodeRecord>> {
+        self.sync(ni);
+        let s = &self.nodes[ni];
+        let rows = s.seen && (s.rec.reachable || self.cfg.keep_unreachable);
+        rows.then(|| Arc::clone(&s.rec))
+    }
+
+    /// Publish a whole new snapshot.
+    pub fn publish(&mut self, cache: &Cache) {
+        self.publish_as(cache, self.sweep_no);
+    }
+
+    /// Publish a snapshot of every node with rows, numbered `sweep`;
+    /// returns the number of nodes in it.
+    fn publish_as(&mut self, cache: &Cache, sweep: u64) -> usize {
+        let prev = cache.load();
+        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
+            .filter_map(|ni| self.record(ni))
+            .collect();
+        let rows = nodes.len();
+        self.copies = 0;
+        let ports: usize = self.nodes.iter().map(|s| s.rec.ports.len()).sum();
+        self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
+        // Fabric nodes are ordered by GUID, so the records are too.
+        cache.publish(Snapshot {
+            sweep,
+            taken: Some(SystemTime::now()),
+            interval: self.cfg.interval,
+            nodes,
+            stats: self.figures,
+            reachable: 0,
+            notify: prev.notify,
+            shared_descriptions: Default::default(),
+        });
+        // The replaced snapshot's records are gone (unless a reader still
+        // holds them): readings no node holds any more are forgotten.
+        drop(prev);
+        self.readings.prune();
+        rows
+    }
+
+    /// During the first sweep: mark the nodes that answered so far as seen
+    /// and publish them (the sweep count stays at the sweeps completed).
+    /// Returns the number of nodes with rows.
+    pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool]) -> usize {
+        for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
+            s.seen = true;
+        }
+        self.publish_as(cache, self.sweep_no.saturating_sub(1))
+    }
+
+    /// Publish node `ni`'s record alone into the current snapshot.
+    pub fn publish_node(&mut self, cache: &Cache, ni: usize) {
+        let record = self.record(ni);
+        cache.patch(self.fabric.nodes[ni].guid, record);
+    }
+
+    /// Port records copied since the last publication, and how many make
+    /// one due.
+    #[cfg(test)]
+    pub(crate) fn copies_pending(&self) -> (usize, usize) {
+        (self.copies, self.copy_budget)
+    }
+
+    /// Publish what the sweep has so far when it has copied enough
+    /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
+    /// rows when it did.
+    pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
+        (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fabric::cache::Cache;
+    use crate::fabric::settings::SweepConfig;
+    use crate::fabric::state::SharedState;
+
+    const TWO: &str =
+        "Switch\t2 \"sw0\"\n[1]\t\"sw1\"[1]\n\nSwitch\t2 \"sw1\"\n[1]\t\"sw0\"[1]\n\n";
+
+    /// A node has rows once it answered; during the first sweep the nodes
+    /// that answered so far are published under sweep 0; a node that
+    /// stopped answering keeps its rows only with `keep_unreachable`.
+    #[test]
+    fn rows_are_the_nodes_that_answered_and_unreachable_ones_as_configured() {
+        for keep in [true, false] {
+            let cfg = SweepConfig {
+                keep_unreachable: keep,
+                unreachable_after: 1,
+                ..Default::default()
+            };
+            let state = SharedState::new(crate::ib::topology::parse(TWO).unwrap(), cfg);
+            let cache = Cache::new();
+            let mut st = state.lock();
+            st.publish(&cache);
+            assert!(cache.load().nodes.is_empty(), "nothing answered yet");
+            st.sweep_no = 1;
+            assert_eq!(st.publish_partial(&cache, &[true, false]), 1);
+            assert_eq!(cache.load().sweep, 0, "the first sweep is not done");
+            st.end_sweep(&[true, true]);
+            st.publish(&cache);
+            assert_eq!((cache.load().sweep, cache.load().nodes.len()), (1, 2));
+            st.sweep_no = 2;
+            st.end_sweep(&[true, false]);
+            st.publish(&cache);
+            let snap = cache.load();
+            assert_eq!(snap.nodes.len(), if keep { 2 } else { 1 }, "keep {keep}");
+            assert_eq!(snap.reachable, 1);
+        }
+    }
+}
