@@ -1140,13 +1140,15 @@ mod tests {
     fn silent_switch_costs_only_its_deadlines() {
         let mut f = sample();
         f.nodes[2].silent = true;
-        let start = Instant::now();
         let (fab, stats) = discover_with_stats(&mut f, &quick()).unwrap();
         // 0x200 is gone; 0x30 is still reached through its second port.
         let guids: Vec<u64> = fab.nodes.iter().map(|n| n.guid.0).collect();
         assert_eq!(guids, [0x10, 0x30, 0x100]);
         assert!(stats.timeouts >= 2, "{stats:?}");
-        assert!(start.elapsed() < Duration::from_secs(2));
+        assert!(
+            stats.timeouts <= 4,
+            "only the silent switch's requests time out: {stats:?}"
+        );
         let sw = fab.node(Guid(0x100)).unwrap();
         assert_eq!(sw.port(3).unwrap().remote(), None);
     }

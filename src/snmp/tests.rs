@@ -652,7 +652,7 @@ fn set_runs_the_two_phase_protocol() {
 }
 
 #[test]
-fn responder_serves_over_udp_and_shuts_down_quickly() {
+fn responder_serves_over_udp_and_shutdown_frees_its_socket() {
     use std::net::UdpSocket;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
@@ -701,13 +701,10 @@ fn responder_serves_over_udp_and_shuts_down_quickly() {
         (s.in_packets, s.malformed, s.bad_communities, s.out_packets),
         (3, 1, 1, 1)
     );
-    let t = Instant::now();
+    // Shutdown wakes the task at once (no poll interval to wait out) and
+    // returns once it has ended: its socket is closed, the address free.
     h.shutdown();
-    assert!(
-        t.elapsed() < Duration::from_millis(100),
-        "{:?}",
-        t.elapsed()
-    );
+    UdpSocket::bind(addr).expect("the responder's address is free after shutdown");
 }
 
 /// An SNMPv3 discovery probe names no user, and its Report is larger than
