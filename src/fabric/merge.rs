@@ -113,12 +113,11 @@ mod tests {
     use crate::fabric::state::SharedState;
     use std::time::Duration;
 
+    use crate::fabric::state::tests::TWO;
+
     fn fabric(text: &str) -> Fabric {
         crate::ib::topology::parse(text).unwrap()
     }
-
-    const TWO: &str =
-        "Switch\t2 \"sw0\"\n[1]\t\"sw1\"[1]\n\nSwitch\t2 \"sw1\"\n[1]\t\"sw0\"[1]\n\n";
 
     #[test]
     fn a_merge_keeps_known_nodes_adds_new_ones_and_stamps_the_time_passed_in() {

@@ -114,9 +114,7 @@ mod tests {
     use crate::fabric::cache::Cache;
     use crate::fabric::settings::SweepConfig;
     use crate::fabric::state::SharedState;
-
-    const TWO: &str =
-        "Switch\t2 \"sw0\"\n[1]\t\"sw1\"[1]\n\nSwitch\t2 \"sw1\"\n[1]\t\"sw0\"[1]\n\n";
+    use crate::fabric::state::tests::two_switches;
 
     /// A node has rows once it answered; during the first sweep the nodes
     /// that answered so far are published under sweep 0; a node that
@@ -129,7 +127,7 @@ mod tests {
                 unreachable_after: 1,
                 ..Default::default()
             };
-            let state = SharedState::new(crate::ib::topology::parse(TWO).unwrap(), cfg);
+            let state = SharedState::new(two_switches(), cfg);
             let cache = Cache::new();
             let mut st = state.lock();
             st.publish(&cache);

@@ -887,3 +887,182 @@ impl FabricState {
         matched
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::fabric::cache::Cache;
+    use crate::fabric::hc::{OUT_OCTETS, slot};
+    use std::time::Duration;
+
+    /// Two switches of two ports, cabled by port 1 (one kind of node).
+    pub(crate) const TWO: &str =
+        "Switch\t2 \"sw0\"\n[1]\t\"sw1\"[1]\n\nSwitch\t2 \"sw1\"\n[1]\t\"sw0\"[1]\n\n";
+
+    pub(crate) fn two_switches() -> Fabric {
+        crate::ib::topology::parse(TWO).unwrap()
+    }
+
+    const S: Duration = Duration::from_secs(1);
+    const MS: Duration = Duration::from_millis(1);
+
+    fn state(cfg: SweepConfig) -> SharedState {
+        SharedState::new(two_switches(), cfg)
+    }
+
+    fn reply(encode: impl FnOnce(&mut [u8; 192])) -> MadOutcome {
+        let mut data = Box::new([0u8; 192]);
+        encode(&mut data);
+        MadOutcome::Reply { status: 0, data }
+    }
+
+    fn pc(xmit_data: u32) -> MadOutcome {
+        reply(|d| {
+            PortCounters {
+                port_select: 1,
+                xmit_data,
+                symbol_errors: 3,
+                ..Default::default()
+            }
+            .encode(d)
+        })
+    }
+
+    fn cpi(capability_mask: u16) -> MadOutcome {
+        reply(|d| {
+            ClassPortInfo {
+                capability_mask,
+                ..Default::default()
+            }
+            .encode(d)
+        })
+    }
+
+    /// Node `ni`'s port at index `pi`.
+    fn port(st: &FabricState, ni: usize, pi: usize) -> &PortRecord {
+        &st.nodes[ni].rec.ports[pi]
+    }
+
+    /// PortCounters of port index 0 of node 0, its request sent 10 ms
+    /// before `now`.
+    fn read(st: &mut FabricState, xmit_data: u32, now: Instant) -> [bool; 2] {
+        let mut answered = [false; 2];
+        st.apply(
+            Slot::Counters(0, 0),
+            pc(xmit_data),
+            (now - 10 * MS, now),
+            &mut answered,
+        );
+        answered
+    }
+
+    /// A second PortCounters reading adds to the 64-bit totals, makes a
+    /// rate over the virtual time between the readings, and shows in the
+    /// published record; a reply to a request sent before the held
+    /// reading's changes nothing.
+    #[test]
+    fn readings_fold_into_the_totals_and_the_published_record() {
+        let state = state(SweepConfig::default());
+        let cache = Cache::new();
+        let mut st = state.lock();
+        let t0 = Instant::now();
+        assert_eq!(read(&mut st, 100, t0), [true, false]);
+        assert_eq!(port(&st, 0, 0).hc.shown(OUT_OCTETS), Some(400));
+        let t1 = t0 + 10 * S;
+        read(&mut st, 1100, t1);
+        assert_eq!(st.counters(0, 0).map(|c| c.xmit_data), Some(1100));
+        let p = port(&st, 0, 0);
+        assert_eq!(p.hc.shown(OUT_OCTETS), Some(4400));
+        assert_eq!(p.hc.shown(slot("SymbolErrors")), Some(3));
+        assert_eq!(p.rates.get(OUT_OCTETS), Some(400.0), "4000 octets in 10 s");
+        assert_eq!(p.read_at, Some(t1.into()));
+        assert_eq!(p.discontinuity, Some(t0.into()));
+        // In flight since before the held reading: dropped.
+        let mut answered = [false; 2];
+        st.apply(
+            Slot::Counters(0, 0),
+            pc(9000),
+            (t0 + 5 * S, t1 + S),
+            &mut answered,
+        );
+        assert!(answered[0], "still an answer of the node");
+        assert_eq!(port(&st, 0, 0).hc.shown(OUT_OCTETS), Some(4400));
+
+        st.sweep_no = 1;
+        st.end_sweep(&[true, false]);
+        st.publish(&cache);
+        let snap = cache.load();
+        assert_eq!(snap.nodes.len(), 1, "node 1 never answered");
+        let rec = &snap.nodes[0];
+        assert_eq!(rec.guid, st.fabric().nodes[0].guid);
+        assert_eq!(rec.ports[0].hc.shown(OUT_OCTETS), Some(4400));
+        assert!(rec.reachable);
+    }
+
+    /// A node silent in `unreachable_after` sweeps in a row is
+    /// unreachable, forgets its PMA's redirect and ClassPortInfo, and is
+    /// reachable again at its next answer; a DOCA sample counts as an
+    /// answer; a transport failure makes every node unreachable at once.
+    #[test]
+    fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
+        let cfg = SweepConfig {
+            unreachable_after: 3,
+            ..Default::default()
+        };
+        let state = state(cfg);
+        let cache = Cache::new();
+        let mut st = state.lock();
+        let t0 = Instant::now();
+        let mut answered = [false; 2];
+        st.apply(Slot::Cpi(1), cpi(0), (t0, t0 + MS), &mut answered);
+        assert!(st.nodes[1].cpi().is_some());
+        st.end_sweep(&answered);
+        for sweep in 1..=3u32 {
+            let mut answered = [false; 2];
+            let at = t0 + 10 * S * sweep;
+            st.apply(
+                Slot::Counters(1, 0),
+                MadOutcome::Timeout,
+                (at, at + S),
+                &mut answered,
+            );
+            st.apply(Slot::Cpi(0), cpi(0), (at, at + MS), &mut answered);
+            assert_eq!(answered, [true, false]);
+            st.end_sweep(&answered);
+            assert_eq!(st.nodes[1].failed_sweeps, sweep);
+            st.publish(&cache);
+            let snap = cache.load();
+            let rec = snap
+                .nodes
+                .iter()
+                .find(|n| n.guid == st.fabric().nodes[1].guid);
+            assert_eq!(rec.map(|r| r.reachable), Some(sweep < 3), "sweep {sweep}");
+            assert_eq!(st.nodes[1].cpi().is_some(), sweep < 3, "sweep {sweep}");
+        }
+        assert_eq!(cache.load().reachable, 1);
+        // It answers again.
+        st.end_sweep(&[true, true]);
+        assert_eq!(st.nodes[1].failed_sweeps, 0);
+        st.publish(&cache);
+        assert_eq!(cache.load().reachable, 2);
+
+        // A DOCA sample since the last sweep ended is an answer.
+        let guid = st.fabric().nodes[1].guid;
+        st.set_doca_ports(&[(guid, 1)]);
+        let now = t0 + 60 * S;
+        assert_eq!(st.apply_doca(guid, 1, &[(0, 5)], 64, false, now), Some(1));
+        st.end_sweep(&[true, false]);
+        assert_eq!(st.nodes[1].failed_sweeps, 0, "DOCA answered");
+        st.end_sweep(&[true, false]);
+        assert_eq!(st.nodes[1].failed_sweeps, 1, "once per sample");
+
+        st.mark_all_unreachable();
+        st.publish(&cache);
+        assert_eq!(cache.load().reachable, 0);
+        assert!(
+            st.nodes
+                .iter()
+                .all(|n| n.cpi().is_none() && n.failed_sweeps == 3)
+        );
+    }
+}
