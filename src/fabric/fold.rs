@@ -187,7 +187,7 @@ pub fn restore(pr: &mut PortRecord, saved: &SavedPort) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::fabric::hc::{IN_OCTETS, OUT_OCTETS, OUT_PKTS, slot};
     use crate::ib::Port;
@@ -217,7 +217,7 @@ mod tests {
 
     /// The rate of slot `k`, to a thousandth (times are kept to the
     /// microsecond).
-    fn rate(p: &PortRecord, k: usize) -> Option<f64> {
+    pub(crate) fn rate(p: &PortRecord, k: usize) -> Option<f64> {
         p.rates.get(k).map(|r| (r * 1000.0).round() / 1000.0)
     }
 
