@@ -143,6 +143,7 @@ fn main() -> ExitCode {
             optional_attributes: false,
             ..Default::default()
         },
+        Instant::now(),
     );
     let cache = Arc::new(Cache::new());
     let mut sweeper = Sweeper::new(state, Engine::new(Box::new(t), ecfg(args.window)), cache);

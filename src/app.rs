@@ -713,6 +713,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         source,
         doca,
     } = backend;
+    let discovered = Instant::now();
     let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
     info!(
         backend = %cfg.fabric.backend,
@@ -727,7 +728,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     // A sweep in progress ends at the shutdown signal: the stop does not
     // wait for a sweep of a fabric that stopped answering.
     let engine = Engine::new(transport, cfg.engine()).with_cancel(shutdown.flag());
-    let state = SharedState::new(fabric, cfg.sweep());
+    let state = SharedState::new(fabric, cfg.sweep(), discovered);
     let controller = Arc::new(Controller::new(
         state.clone(),
         Arc::clone(&cache),

@@ -149,7 +149,7 @@ impl AgentRig {
             },
         );
         let cache = Arc::new(Cache::new());
-        let state = SharedState::new(sim.fabric(), opts.sweep);
+        let state = SharedState::new(sim.fabric(), opts.sweep, std::time::Instant::now());
         let engine = Engine::new(wrap(&sim, sim.transport()), opts.engine);
         let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
         let controller = Arc::new(Controller::new(

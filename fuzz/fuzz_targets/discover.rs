@@ -64,8 +64,16 @@ fuzz_target!(|data: &[u8]| {
         // A light sweep of what was found, answered from the rest of the
         // input; both must be usable as a fabric.
         if let Ok(fresh) = discover::refresh_port_info(&mut t, &fabric, &opts) {
-            let _ = ibpm_agentx::fabric::state::SharedState::new(fresh, Default::default());
+            let _ = ibpm_agentx::fabric::state::SharedState::new(
+                fresh,
+                Default::default(),
+                std::time::Instant::now(),
+            );
         }
-        let _ = ibpm_agentx::fabric::state::SharedState::new(fabric, Default::default());
+        let _ = ibpm_agentx::fabric::state::SharedState::new(
+            fabric,
+            Default::default(),
+            std::time::Instant::now(),
+        );
     }
 });

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(ports) = persist::decode(data) {
         assert_eq!(persist::encode(&ports), data);
         let fabric = topology::default_fabric();
-        let _ = SharedState::new(fabric, SweepConfig::default())
+        let _ = SharedState::new(fabric, SweepConfig::default(), std::time::Instant::now())
             .lock()
             .restore_totals(&ports);
     }

@@ -49,7 +49,7 @@ fn answer(req: &[u8; MAD_SIZE], b: &mut Bytes) -> Option<(i32, [u8; MAD_SIZE])> 
 fuzz_target!(|data: &[u8]| {
     let fabric = topology::default_fabric();
     let cache = Arc::new(Cache::new());
-    let state = SharedState::new(fabric, SweepConfig::default());
+    let state = SharedState::new(fabric, SweepConfig::default(), std::time::Instant::now());
     let engine = Engine::new(
         Box::new(FuzzTransport::new(data, answer)),
         EngineConfig {

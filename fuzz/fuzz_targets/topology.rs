@@ -14,6 +14,6 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(fabric) = topology::parse(text) {
         let _ = SimFabric::new(fabric.clone(), SimOptions::default());
-        let _ = SharedState::new(fabric, SweepConfig::default());
+        let _ = SharedState::new(fabric, SweepConfig::default(), std::time::Instant::now());
     }
 });

@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_merge_keeps_known_nodes_adds_new_ones_and_stamps_the_time_passed_in() {
-        let state = SharedState::new(fabric(TWO), SweepConfig::default());
+        let state = SharedState::new(fabric(TWO), SweepConfig::default(), Instant::now());
         let mut st = state.lock();
         let t = Instant::now() + Duration::from_secs(3600);
         // The same fabric: nothing changes.

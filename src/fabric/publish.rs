@@ -127,7 +127,7 @@ mod tests {
                 unreachable_after: 1,
                 ..Default::default()
             };
-            let state = SharedState::new(two_switches(), cfg);
+            let state = SharedState::new(two_switches(), cfg, std::time::Instant::now());
             let cache = Cache::new();
             let mut st = state.lock();
             st.publish(&cache);

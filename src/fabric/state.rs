@@ -302,7 +302,8 @@ pub(super) fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
 pub struct SharedState(Arc<Mutex<FabricState>>);
 
 impl SharedState {
-    pub fn new(mut fabric: Fabric, cfg: SweepConfig) -> Self {
+    /// The state of `fabric`, discovered at `discovered`.
+    pub fn new(mut fabric: Fabric, cfg: SweepConfig, discovered: Instant) -> Self {
         fabric.sort();
         let nodes = fabric.nodes.iter().map(NodeState::new).collect();
         let mut st = FabricState {
@@ -311,7 +312,7 @@ impl SharedState {
             nodes,
             sweep_no: 0,
             figures: SweepFigures {
-                discovered: Some(Instant::now()),
+                discovered: Some(discovered),
                 ..Default::default()
             },
             pending: None,
@@ -911,7 +912,7 @@ pub(crate) mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     fn state(cfg: SweepConfig) -> SharedState {
-        SharedState::new(two_switches(), cfg)
+        SharedState::new(two_switches(), cfg, Instant::now())
     }
 
     fn reply(encode: impl FnOnce(&mut [u8; 192])) -> MadOutcome {
@@ -970,10 +971,11 @@ pub(crate) mod tests {
     /// reading's changes nothing.
     #[test]
     fn readings_fold_into_the_totals_and_the_published_record() {
-        let state = state(SweepConfig::default());
+        let t0 = Instant::now();
+        let discovered = t0 - 5 * S;
+        let state = SharedState::new(two_switches(), SweepConfig::default(), discovered);
         let cache = Cache::new();
         let mut st = state.lock();
-        let t0 = Instant::now();
         assert_eq!(read(&mut st, 100, t0), [true, false]);
         assert_eq!(port(&st, 0, 0).hc.shown(OUT_OCTETS), Some(400));
         let t1 = t0 + 10 * S;
@@ -1001,6 +1003,7 @@ pub(crate) mod tests {
         st.publish(&cache);
         let snap = cache.load();
         assert_eq!(snap.nodes.len(), 1, "node 1 never answered");
+        assert_eq!(snap.stats.discovered, Some(discovered));
         let rec = &snap.nodes[0];
         assert_eq!(rec.guid, st.fabric().nodes[0].guid);
         assert_eq!(rec.ports[0].hc.shown(OUT_OCTETS), Some(4400));
@@ -1089,7 +1092,7 @@ pub(crate) mod tests {
     fn error_statuses_mark_what_a_node_lacks_and_a_redirect_moves_its_pma() {
         let mut fabric = two_switches();
         fabric.nodes[0].lid = 5;
-        let state = SharedState::new(fabric, SweepConfig::default());
+        let state = SharedState::new(fabric, SweepConfig::default(), Instant::now());
         let mut st = state.lock();
         let t0 = Instant::now();
         let times = (t0, t0 + MS);
