@@ -243,7 +243,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
         let every_port = if plan {
             !0
         } else {
-            s.optional_answered | kind.answered
+            s.health.optional_answered | kind.answered
         };
         for (i, pi) in ports().enumerate() {
             for k in (0..OPTIONAL_ATTRS.len())
@@ -253,9 +253,10 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
             }
         }
     }
-    if !s.no_samples && st.pma(ni, Some(0)).is_some() {
+    if !s.health.no_samples && st.pma(ni, Some(0)).is_some() {
         out.push(Slot::SamplesControl(ni).into());
-        if plan || s.samples_answered || kind.samples_answered || !s.samples_silent() {
+        if plan || s.health.samples_answered || kind.samples_answered || !s.health.samples_silent()
+        {
             out.extend(
                 st.sample_results(ni)
                     .map(|(_, slot)| PackedSlot::from(slot)),
@@ -378,8 +379,8 @@ pub(crate) mod tests {
         let (second, m) = (stream.plan[1].0 as usize, stream.plan[1].1 as usize);
         // Between the plan and the making, the first node's samples go
         // (as a SET may do) and the second node's come back.
-        assert!(!st.nodes[first].no_samples);
-        st.nodes[first].no_samples = true;
+        assert!(!st.nodes[first].health.no_samples);
+        st.nodes[first].health.no_samples = true;
         let mut fewer = Vec::new();
         node_slots(&st, first, true, false, &mut fewer);
         assert!(fewer.len() < n);

@@ -19,8 +19,7 @@ use super::persist::SavedPort;
 use super::record::{DataSource, NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
 use super::strikes::{
-    AttrMask, KIND_VERDICT, KindKey, KindState, RETRY_UNANSWERED_SWEEPS, STRIKES, attr_list,
-    strike_missed,
+    AttrMask, KIND_VERDICT, KindKey, KindState, NodeHealth, RETRY_UNANSWERED_SWEEPS, attr_list,
 };
 use crate::ib::{Fabric, Node};
 use crate::pm::class_port_info::WideCounters;
@@ -51,29 +50,13 @@ pub(crate) struct NodeState {
     pub(crate) failed_sweeps: u32,
     /// Ever answered anything (a node that never did has no rows).
     pub(super) seen: bool,
-    /// The node does not answer PortSamplesControl/Result: stop asking.
-    pub(crate) no_samples: bool,
-    /// Sweeps in a row in which the node answered but not PortSamplesControl.
-    samples_strikes: u8,
-    /// PortSamplesControl went unanswered in the current sweep.
-    samples_missed: bool,
-    /// The node does not answer PortSamplesResultExtended: stop asking
-    /// (until the rare retry).
-    no_result_ext: bool,
+    /// What it answers of the sample mechanism and the optional
+    /// attributes, and what not.
+    pub(crate) health: NodeHealth,
     samples_at: Option<Stamp>,
-    /// Bit k: the node does not answer `OPTIONAL_ATTRS[k]`; stop asking.
-    pub(crate) optional_unsupported: AttrMask,
-    /// Bit k: `OPTIONAL_ATTRS[k]` went unanswered in the current sweep.
-    optional_missed: AttrMask,
-    optional_strikes: [u8; OPTIONAL_ATTRS.len()],
-    /// Bits of `optional_unsupported` already said in the log.
+    /// Bits of the health's `optional_unsupported` already said in the
+    /// log.
     optional_reported: AttrMask,
-    /// Bit k: the node answered `OPTIONAL_ATTRS[k]` (asked of every port
-    /// from then on; before, of one port).
-    pub(crate) optional_answered: AttrMask,
-    /// The node answered PortSamplesControl (its sample results are
-    /// asked from then on; before, PortSamplesControl alone).
-    pub(crate) samples_answered: bool,
     /// The node's index into [`FabricState::kinds`].
     pub(crate) kind: u32,
     /// Some port is served by DOCA telemetry diag.
@@ -210,17 +193,9 @@ impl NodeState {
             cpi_stale: true,
             failed_sweeps: 0,
             seen: false,
-            no_samples: false,
-            samples_strikes: 0,
-            samples_missed: false,
-            no_result_ext: false,
+            health: NodeHealth::default(),
             samples_at: None,
-            optional_unsupported: 0,
-            optional_missed: 0,
-            optional_strikes: [0; OPTIONAL_ATTRS.len()],
             optional_reported: 0,
-            optional_answered: 0,
-            samples_answered: false,
             kind: 0,
             doca: false,
             doca_fresh: false,
@@ -236,12 +211,6 @@ impl NodeState {
             return None;
         }
         self.rec.class_port_info.as_deref()
-    }
-
-    /// The node left PortSamplesControl unanswered in a sweep (and has
-    /// not answered it since).
-    pub(crate) fn samples_silent(&self) -> bool {
-        self.samples_strikes > 0 && !self.samples_answered
     }
 
     /// The node's record, to change (copied first when the published
@@ -383,9 +352,9 @@ impl FabricState {
         let kind = if self.self_check(ni) {
             0
         } else {
-            self.kind(ni).unsupported & !s.optional_answered
+            self.kind(ni).unsupported & !s.health.optional_answered
         };
-        s.optional_unsupported | kind
+        s.health.optional_unsupported | kind
     }
 
     /// The request of `slot` asks whether the node has something it has
@@ -396,9 +365,10 @@ impl FabricState {
     pub fn is_probe(&self, slot: Slot) -> bool {
         match slot {
             Slot::Optional(..) | Slot::SamplesResultExt(_) => true,
-            Slot::SamplesControl(ni) | Slot::SamplesResult(ni) => {
-                self.nodes.get(ni).is_some_and(|s| !s.samples_answered)
-            }
+            Slot::SamplesControl(ni) | Slot::SamplesResult(ni) => self
+                .nodes
+                .get(ni)
+                .is_some_and(|s| !s.health.samples_answered),
             _ => false,
         }
     }
@@ -407,11 +377,7 @@ impl FabricState {
     /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
     pub fn retry_unanswered(&mut self) {
         for s in &mut self.nodes {
-            s.optional_unsupported = 0;
-            s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
-            s.no_samples = false;
-            s.samples_strikes = 0;
-            s.no_result_ext = false;
+            s.health.retry();
         }
     }
 
@@ -421,7 +387,7 @@ impl FabricState {
     /// answer it.
     pub fn sample_results(&self, ni: usize) -> impl Iterator<Item = (u16, Slot)> {
         let ext = self.nodes.get(ni).is_some_and(|s| {
-            !s.no_result_ext
+            !s.health.no_result_ext
                 && s.cpi().is_some_and(|c| {
                     c.capability_mask & crate::pm::class_port_info::CAP_EXT_WIDTH != 0
                 })
@@ -496,22 +462,16 @@ impl FabricState {
             }
             MadOutcome::Status(st) => {
                 answered[ni] = true;
-                if let Slot::SamplesResultExt(_) = slot {
-                    s.no_result_ext = true;
-                } else if matches!(slot, Slot::SamplesControl(_) | Slot::SamplesResult(_))
-                    && !s.no_samples
-                {
-                    debug!(node = %guid, status = st, "no PortSamplesControl/Result");
-                    s.no_samples = true;
-                }
-                if let Slot::Optional(_, _, k) = slot
-                    && s.optional_unsupported & (1 << k) == 0
-                {
-                    debug!(node = %guid, status = st, attr = OPTIONAL_ATTRS[k], "optional attribute not supported");
-                    s.optional_unsupported |= 1 << k;
-                    if s.optional_answered & (1 << k) == 0 {
-                        kind.optional_unanswered(k);
+                let h = &mut s.health;
+                match slot {
+                    Slot::SamplesResultExt(_) => h.no_result_ext = true,
+                    Slot::SamplesControl(_) | Slot::SamplesResult(_) if h.samples_unsupported() => {
+                        debug!(node = %guid, status = st, "no PortSamplesControl/Result");
                     }
+                    Slot::Optional(_, _, k) if h.optional_unsupported(k, kind) => {
+                        debug!(node = %guid, status = st, attr = OPTIONAL_ATTRS[k], "optional attribute not supported");
+                    }
+                    _ => {}
                 }
                 return;
             }
@@ -521,17 +481,11 @@ impl FabricState {
                 // node's kind, once per node and sweep.
                 let alive = answered[ni];
                 match slot {
-                    Slot::SamplesControl(_) => s.samples_missed = true,
+                    Slot::SamplesControl(_) => s.health.samples_missed(),
                     // Asked only of nodes that answer the sample mechanism:
                     // silence is as good as "unsupported".
-                    Slot::SamplesResultExt(_) => s.no_result_ext = true,
-                    Slot::Optional(_, _, k) => {
-                        let first = s.optional_missed & (1 << k) == 0;
-                        s.optional_missed |= 1 << k;
-                        if alive && first && s.optional_answered & (1 << k) == 0 {
-                            kind.optional_unanswered(k);
-                        }
-                    }
+                    Slot::SamplesResultExt(_) => s.health.no_result_ext = true,
+                    Slot::Optional(_, _, k) => s.health.optional_missed(k, alive, kind),
                     _ => {}
                 }
                 return;
@@ -579,9 +533,7 @@ impl FabricState {
                 }
             }
             Slot::SamplesControl(_) => {
-                s.samples_strikes = 0;
-                s.samples_answered = true;
-                kind.samples_answered = true;
+                s.health.samples_answer(kind);
                 if newer(s.samples_at) {
                     s.rec_mut(copies).samples_control =
                         Some(readings.control.intern(PortSamplesControl::decode(&data)));
@@ -603,9 +555,7 @@ impl FabricState {
                 }
             }
             Slot::Optional(_, pi, k) => {
-                s.optional_strikes[k] = 0;
-                s.optional_answered |= 1 << k;
-                kind.optional_answered(k);
+                s.health.optional_answer(k, kind);
                 if let Some(pr) = s.port(pi, copies) {
                     pr.optional.set(k, &data);
                 }
@@ -729,27 +679,20 @@ impl FabricState {
             let node = &self.fabric.nodes[ni];
             let s = &mut self.nodes[ni];
             let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
-            if std::mem::take(&mut s.samples_missed) && *ok {
-                s.samples_strikes = s.samples_strikes.saturating_add(1);
-                if s.samples_strikes >= STRIKES {
-                    debug!(node = %node.guid, "no answer to PortSamplesControl: asking again rarely");
-                    s.no_samples = true;
-                }
+            let (samples_out, out) = s.health.end_sweep(*ok);
+            if samples_out {
+                debug!(node = %node.guid, "no answer to PortSamplesControl: asking again rarely");
             }
-            let missed = std::mem::take(&mut s.optional_missed);
-            if *ok && missed != 0 {
-                let out = strike_missed(&mut s.optional_strikes, missed);
-                for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
-                    if out & (1 << k) != 0 {
-                        debug!(node = %node.guid, attr, "no answer to an optional attribute: asking again rarely");
-                    }
+            for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
+                if out & (1 << k) != 0 {
+                    debug!(node = %node.guid, attr, "no answer to an optional attribute: asking again rarely");
                 }
-                s.optional_unsupported |= out;
             }
             // What the node's kind left unanswered is said once for the kind.
             let kind_unsupported = self.kinds[s.kind as usize].1.unsupported;
-            s.optional_reported |= s.optional_unsupported & kind_unsupported;
-            let new_unsupported = s.optional_unsupported & !s.optional_reported;
+            let unsupported = s.health.optional_unsupported;
+            s.optional_reported |= unsupported & kind_unsupported;
+            let new_unsupported = unsupported & !s.optional_reported;
             if new_unsupported != 0 {
                 debug!(
                     node = %node.guid,
@@ -786,14 +729,8 @@ impl FabricState {
                     // Ask ClassPortInfo again when it comes back.
                     s.cpi_stale = true;
                     s.redirect = None;
-                    s.no_samples = false;
-                    s.samples_strikes = 0;
-                    s.no_result_ext = false;
-                    s.optional_unsupported = 0;
-                    s.optional_strikes = [0; OPTIONAL_ATTRS.len()];
+                    s.health = NodeHealth::default();
                     s.optional_reported = 0;
-                    s.optional_answered = 0;
-                    s.samples_answered = false;
                 }
             }
         }
@@ -896,6 +833,7 @@ pub(crate) mod tests {
     use crate::fabric::doca_ids::DATA_IDS;
     use crate::fabric::fold::tests::rate;
     use crate::fabric::hc::{IN_OCTETS, OUT_OCTETS, slot};
+    use crate::fabric::strikes::STRIKES;
     use crate::pm::class_port_info::CAP_EXT_WIDTH;
     use crate::pm::mad::attr;
     use std::time::Duration;
@@ -1114,13 +1052,13 @@ pub(crate) mod tests {
         assert_eq!(results(&st), [attr::PORT_SAMPLES_RESULT]);
         assert!(st.is_probe(Slot::SamplesControl(0)), "not answered yet");
         st.apply(Slot::SamplesControl(0), bad(), times, &mut answered);
-        assert!(st.nodes[0].no_samples);
+        assert!(st.nodes[0].health.no_samples);
         assert_eq!(answered, [true, false], "an error status is an answer");
 
         // An optional attribute: the node's, then its kind's.
         let k = 1;
         st.apply(Slot::Optional(0, 0, k), bad(), times, &mut answered);
-        assert_eq!(st.nodes[0].optional_unsupported, 1 << k);
+        assert_eq!(st.nodes[0].health.optional_unsupported, 1 << k);
         assert_eq!(st.kind(1).unsupported, 0, "one node is no verdict");
         st.apply(Slot::Optional(1, 0, k), bad(), times, &mut answered);
         assert_eq!(st.kind(1).unsupported, 1 << k);
@@ -1129,8 +1067,8 @@ pub(crate) mod tests {
         // The rare retry asks the nodes again; the kind's verdict stands
         // but on each node's own sweep.
         st.retry_unanswered();
-        assert!(!st.nodes[0].no_samples);
-        assert_eq!(st.nodes[0].optional_unsupported, 0);
+        assert!(!st.nodes[0].health.no_samples);
+        assert_eq!(st.nodes[0].health.optional_unsupported, 0);
         for ni in 0..2 {
             let own = st.self_check(ni);
             assert_eq!(own, ni == 0, "sweep 0 is node 0's own");
@@ -1194,10 +1132,10 @@ pub(crate) mod tests {
             st.apply(Slot::Cpi(0), cpi(0), (at, at + MS), &mut answered);
             st.end_sweep(&answered);
             let out = sweep == u32::from(STRIKES);
-            assert_eq!(st.nodes[0].no_samples, out, "sweep {sweep}");
-            assert!(st.nodes[0].samples_silent());
-            assert_eq!(st.nodes[0].optional_unsupported, u32::from(out) << k);
-            assert!(!st.nodes[1].no_samples && st.nodes[1].optional_unsupported == 0);
+            assert_eq!(st.nodes[0].health.no_samples, out, "sweep {sweep}");
+            assert!(st.nodes[0].health.samples_silent());
+            assert_eq!(st.nodes[0].health.optional_unsupported, u32::from(out) << k);
+            assert!(!st.nodes[1].health.no_samples && st.nodes[1].health.optional_unsupported == 0);
         }
         assert_eq!(st.kind(0).unsupported, 0, "one node is no verdict");
 
@@ -1229,9 +1167,9 @@ pub(crate) mod tests {
             silent(&mut st, 0, k, at, &mut answered);
             st.end_sweep(&answered);
         }
-        assert!(!st.nodes[0].no_samples);
-        assert_eq!(st.nodes[0].optional_unsupported, 0);
-        assert_eq!(st.nodes[0].optional_answered, 1 << k);
+        assert!(!st.nodes[0].health.no_samples);
+        assert_eq!(st.nodes[0].health.optional_unsupported, 0);
+        assert_eq!(st.nodes[0].health.optional_answered, 1 << k);
         assert_eq!(st.kind(0).answered, 1 << k);
     }
 

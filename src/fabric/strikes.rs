@@ -96,6 +96,127 @@ pub fn strike_missed(strikes: &mut [u8; OPTIONAL_ATTRS.len()], missed: AttrMask)
     out
 }
 
+/// What one node showed of the sample mechanism and the optional
+/// attributes: what it answers, what it does not (by an error status, or
+/// by silence while it answers other MADs, counted in strikes over
+/// sweeps).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NodeHealth {
+    /// The node does not answer PortSamplesControl/Result: stop asking.
+    pub(crate) no_samples: bool,
+    /// Sweeps in a row in which the node answered but not PortSamplesControl.
+    samples_strikes: u8,
+    /// PortSamplesControl went unanswered in the current sweep.
+    samples_missed: bool,
+    /// The node does not answer PortSamplesResultExtended: stop asking
+    /// (until the rare retry).
+    pub(crate) no_result_ext: bool,
+    /// Bit k: the node does not answer `OPTIONAL_ATTRS[k]`; stop asking.
+    pub(crate) optional_unsupported: AttrMask,
+    /// Bit k: `OPTIONAL_ATTRS[k]` went unanswered in the current sweep.
+    optional_missed: AttrMask,
+    optional_strikes: [u8; OPTIONAL_ATTRS.len()],
+    /// Bit k: the node answered `OPTIONAL_ATTRS[k]` (asked of every port
+    /// from then on; before, of one port).
+    pub(crate) optional_answered: AttrMask,
+    /// The node answered PortSamplesControl (its sample results are
+    /// asked from then on; before, PortSamplesControl alone).
+    pub(crate) samples_answered: bool,
+}
+
+impl NodeHealth {
+    /// The node left PortSamplesControl unanswered in a sweep (and has
+    /// not answered it since).
+    pub fn samples_silent(&self) -> bool {
+        self.samples_strikes > 0 && !self.samples_answered
+    }
+
+    /// An error status to PortSamplesControl or PortSamplesResult; true
+    /// when it is news.
+    pub fn samples_unsupported(&mut self) -> bool {
+        !std::mem::replace(&mut self.no_samples, true)
+    }
+
+    /// An error status to optional attribute `k` (evidence for the
+    /// node's `kind` unless the node answered it before); true when it is
+    /// news.
+    pub fn optional_unsupported(&mut self, k: usize, kind: &mut KindState) -> bool {
+        if self.optional_unsupported & (1 << k) != 0 {
+            return false;
+        }
+        self.optional_unsupported |= 1 << k;
+        if self.optional_answered & (1 << k) == 0 {
+            kind.optional_unanswered(k);
+        }
+        true
+    }
+
+    /// PortSamplesControl went unanswered.
+    pub fn samples_missed(&mut self) {
+        self.samples_missed = true;
+    }
+
+    /// Optional attribute `k` went unanswered; the node answered other
+    /// MADs in this sweep so far when `alive`: then the first silence of
+    /// the sweep is evidence for its `kind`, unless the node answered the
+    /// attribute before.
+    pub fn optional_missed(&mut self, k: usize, alive: bool, kind: &mut KindState) {
+        let first = self.optional_missed & (1 << k) == 0;
+        self.optional_missed |= 1 << k;
+        if alive && first && self.optional_answered & (1 << k) == 0 {
+            kind.optional_unanswered(k);
+        }
+    }
+
+    /// The node answered PortSamplesControl.
+    pub fn samples_answer(&mut self, kind: &mut KindState) {
+        self.samples_strikes = 0;
+        self.samples_answered = true;
+        kind.samples_answered = true;
+    }
+
+    /// The node answered optional attribute `k`.
+    pub fn optional_answer(&mut self, k: usize, kind: &mut KindState) {
+        self.optional_strikes[k] = 0;
+        self.optional_answered |= 1 << k;
+        kind.optional_answered(k);
+    }
+
+    /// The end of a sweep in which the node answered (`ok`) or not: what
+    /// it left unanswered while answering is one strike. Returns whether
+    /// the sample mechanism is struck out and the optional attributes
+    /// struck out now.
+    pub fn end_sweep(&mut self, ok: bool) -> (bool, AttrMask) {
+        let mut samples_out = false;
+        if std::mem::take(&mut self.samples_missed) && ok {
+            self.samples_strikes = self.samples_strikes.saturating_add(1);
+            if self.samples_strikes >= STRIKES {
+                self.no_samples = true;
+                samples_out = true;
+            }
+        }
+        let missed = std::mem::take(&mut self.optional_missed);
+        let mut out = 0;
+        if ok && missed != 0 {
+            out = strike_missed(&mut self.optional_strikes, missed);
+            self.optional_unsupported |= out;
+        }
+        (samples_out, out)
+    }
+
+    /// Ask again, once, what the node did not answer
+    /// ([`RETRY_UNANSWERED_SWEEPS`]); what it answered stays known.
+    pub fn retry(&mut self) {
+        *self = NodeHealth {
+            optional_answered: self.optional_answered,
+            samples_answered: self.samples_answered,
+            samples_missed: self.samples_missed,
+            optional_missed: self.optional_missed,
+            ..NodeHealth::default()
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +251,45 @@ mod tests {
             attr_list(0b101),
             format!("{:#06x},{:#06x}", OPTIONAL_ATTRS[0], OPTIONAL_ATTRS[2])
         );
+    }
+
+    /// A node's silence strikes only in sweeps it answered; an answer
+    /// takes the strikes back; the retry forgets what it does not answer
+    /// and keeps what it answered.
+    #[test]
+    fn a_node_strikes_out_in_sweeps_it_answered_and_an_answer_starts_again() {
+        let mut kind = KindState::default();
+        let mut h = NodeHealth::default();
+        h.samples_missed();
+        h.optional_missed(4, true, &mut kind);
+        assert_eq!(h.end_sweep(false), (false, 0), "a silent node: no strike");
+        for sweep in 1..=STRIKES {
+            h.samples_missed();
+            h.optional_missed(4, true, &mut kind);
+            let out = sweep == STRIKES;
+            assert_eq!(
+                h.end_sweep(true),
+                (out, u32::from(out) << 4),
+                "sweep {sweep}"
+            );
+        }
+        assert!(h.no_samples && h.samples_silent());
+        assert_eq!(h.optional_unsupported, 1 << 4);
+
+        h.retry();
+        assert!(!h.no_samples && h.optional_unsupported == 0);
+        h.samples_missed();
+        h.optional_missed(4, true, &mut kind);
+        h.end_sweep(true);
+        h.samples_answer(&mut kind);
+        h.optional_answer(4, &mut kind);
+        for _ in 1..STRIKES {
+            h.samples_missed();
+            h.optional_missed(4, true, &mut kind);
+            assert_eq!(h.end_sweep(true), (false, 0));
+        }
+        h.retry();
+        assert!(h.samples_answered && kind.samples_answered);
+        assert_eq!((h.optional_answered, kind.answered), (1 << 4, 1 << 4));
     }
 }
