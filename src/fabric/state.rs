@@ -463,15 +463,22 @@ impl FabricState {
             MadOutcome::Status(st) => {
                 answered[ni] = true;
                 let h = &mut s.health;
-                match slot {
-                    Slot::SamplesResultExt(_) => h.no_result_ext = true,
-                    Slot::SamplesControl(_) | Slot::SamplesResult(_) if h.samples_unsupported() => {
-                        debug!(node = %guid, status = st, "no PortSamplesControl/Result");
+                // The attribute the node refuses, when this is the first refusal.
+                let news = match slot {
+                    Slot::SamplesResultExt(_) => {
+                        h.no_result_ext = true;
+                        None
                     }
-                    Slot::Optional(_, _, k) if h.optional_unsupported(k, kind) => {
-                        debug!(node = %guid, status = st, attr = OPTIONAL_ATTRS[k], "optional attribute not supported");
-                    }
-                    _ => {}
+                    Slot::SamplesControl(_) | Slot::SamplesResult(_) => h
+                        .samples_unsupported()
+                        .then_some("PortSamplesControl/Result"),
+                    Slot::Optional(_, _, k) => h
+                        .optional_unsupported(k, kind)
+                        .then_some("an optional attribute"),
+                    _ => None,
+                };
+                if let Some(what) = news {
+                    debug!(node = %guid, status = st, attr = slot.attr_id(), "{what} not supported");
                 }
                 return;
             }
