@@ -113,26 +113,6 @@ impl IndexScheme {
         }
     }
 
-    /// The rows of `node` in this scheme, in index order.
-    pub fn rows(self, node: &NodeRecord) -> impl Iterator<Item = RowIndex> + '_ {
-        let (one, ports, lanes) = match self {
-            IndexScheme::NodeGuid => (true, &node.ports[..0], 0),
-            IndexScheme::NodeGuidPort => (false, &node.ports[..], 1),
-            IndexScheme::NodeGuidPortLane => (false, &node.ports[..], LANES),
-            IndexScheme::Scalar => (false, &node.ports[..0], 0),
-        };
-        let guid = node.guid;
-        std::iter::once(RowIndex::node(guid))
-            .filter(move |_| one)
-            .chain(ports.iter().flat_map(move |p| {
-                (0..lanes).map(move |lane| RowIndex {
-                    guid,
-                    port: p.num(),
-                    lane,
-                })
-            }))
-    }
-
     /// The lanes of a port's rows: 1 per port, [`LANES`] in the per-VL,
     /// per-SL and per-lane tables.
     pub fn lanes(self) -> u8 {

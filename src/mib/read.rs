@@ -180,13 +180,17 @@ fn guid_value(g: Guid) -> Value {
 }
 
 fn text_value(s: &str) -> Value {
-    // NodeDescription is at most 64 octets on the wire; a longer text from
-    // a topology file is cut at a character boundary.
+    Value::OctetString(clip(s).as_bytes().to_vec())
+}
+
+/// NodeDescription is at most 64 octets on the wire; a longer text from a
+/// topology file is cut at a character boundary.
+fn clip(s: &str) -> &str {
     let mut end = s.len().min(64);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    Value::OctetString(s.as_bytes()[..end].to_vec())
+    &s[..end]
 }
 
 /// The newest reading of any of the node's ports.
@@ -276,10 +280,7 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
 /// another node shares (`MT4123 ConnectX6 Mellanox Technologies
 /// 0x0002c90300a1b2c3/1`) and in place of an empty one.
 pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
-    let Value::OctetString(d) = text_value(node.description.trim()) else {
-        unreachable!("text_value makes an OCTET STRING")
-    };
-    let d = String::from_utf8_lossy(&d);
+    let d = clip(node.description.trim());
     if d.is_empty() {
         format!("{}/{port}", node.guid)
     } else if snap.description_is_shared(&node.description) {

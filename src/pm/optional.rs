@@ -509,9 +509,21 @@ pub const OPTIONAL_ATTRS: [u16; OPTIONAL.len()] = {
     ids
 };
 
+/// The position of optional attribute `attr_id` in [`OPTIONAL`].
+pub const fn index_of(attr_id: u16) -> Option<usize> {
+    let mut k = 0;
+    while k < OPTIONAL.len() {
+        if OPTIONAL[k].id == attr_id {
+            return Some(k);
+        }
+        k += 1;
+    }
+    None
+}
+
 /// The declaration of optional attribute `attr_id`.
 pub fn optional(attr_id: u16) -> Option<&'static OptionalAttr> {
-    OPTIONAL.iter().find(|a| a.id == attr_id)
+    index_of(attr_id).map(|k| &OPTIONAL[k])
 }
 
 /// The data area of a Get of optional attribute `attr_id` for `port`: the
@@ -609,14 +621,10 @@ pm_attr! {
 /// (PortExtendedSpeedsCounters included: its port totals; its per-lane
 /// counters are [`LANE_ATTRS`]); empty for the others.
 pub const fn fields_of(attr_id: u16) -> &'static [super::Field] {
-    let mut i = 0;
-    while i < OPTIONAL.len() {
-        if OPTIONAL[i].id == attr_id {
-            return OPTIONAL[i].fields;
-        }
-        i += 1;
+    match index_of(attr_id) {
+        Some(k) => OPTIONAL[k].fields,
+        None => &[],
     }
-    &[]
 }
 
 /// The counter fields of a layout: every field after CounterSelect (the
@@ -637,13 +645,9 @@ pub const fn counter_fields(fields: &'static [super::Field]) -> &'static [super:
 /// before and what is reserved after left out. `(0, 0)` for an attribute
 /// with neither.
 pub const fn counter_bytes(attr_id: u16) -> (usize, usize) {
-    let mut k = 0;
-    while k < OPTIONAL.len() && OPTIONAL[k].id != attr_id {
-        k += 1;
-    }
-    if k == OPTIONAL.len() {
+    let Some(k) = index_of(attr_id) else {
         return (0, 0);
-    }
+    };
     let (mut lo, mut hi) = (usize::MAX, 0);
     let fields = counter_fields(OPTIONAL[k].fields);
     let mut i = 0;
