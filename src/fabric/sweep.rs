@@ -74,8 +74,6 @@ pub struct Sweeper {
     cache: Arc<Cache>,
     /// Set while the transport is down: the wait before the next reopen.
     reopen_backoff: Option<Duration>,
-    /// The first transport failure of the current batch.
-    transport_error: Option<TransportError>,
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
@@ -144,7 +142,6 @@ impl Sweeper {
             cache,
             interval,
             reopen_backoff: None,
-            transport_error: None,
             controller: None,
             state_file: None,
             after_publish: None,
@@ -285,10 +282,7 @@ impl Sweeper {
             optional_timeouts += st.2;
         }
         if self.engine.transport_failed() {
-            let error = self
-                .transport_error
-                .take()
-                .or_else(|| self.engine.failure().cloned());
+            let error = self.engine.failure().cloned();
             {
                 let mut st = self.state.lock();
                 st.mark_all_unreachable();
@@ -437,13 +431,7 @@ impl Sweeper {
         let mut progress = Every::new(FIRST_SWEEP_PROGRESS, sent);
         let state = &self.state;
         let cache = &self.cache;
-        let transport_error = &mut self.transport_error;
         let stats = self.engine.run_requests(reqs, |i, outcome| {
-            if let MadOutcome::Failed(e) = &outcome
-                && transport_error.is_none()
-            {
-                *transport_error = Some(e.clone());
-            }
             done += 1;
             let mut st = state.lock();
             let slot = slots.slot(&st, i);
@@ -459,15 +447,15 @@ impl Sweeper {
                     timeouts += 1;
                 }
             }
-            st.apply(slot, outcome, (sent, Instant::now()), answered);
+            let now = Instant::now();
+            st.apply(slot, outcome, (sent, now), answered);
             // Records the sweep copied replace the published ones as it
             // goes: the memory of two versions stays bounded, and the pages
             // of the records replaced go back at once rather than when the
-            // sweep ends.
-            if st.publish_if_due(cache, answered).is_some() {
-                crate::heap::trim();
-            }
-            if log_progress && progress.due(Instant::now()) {
+            // sweep ends (after the state's lock is let go: the write path
+            // and the DOCA sampler do not wait on the trim).
+            let published = st.publish_if_due(cache, answered).is_some();
+            if log_progress && progress.due(now) {
                 // Serve from the first second: the nodes read so far get
                 // their rows now, not when the first sweep ends.
                 let rows = st.publish_partial(cache, answered);
@@ -476,10 +464,11 @@ impl Sweeper {
                     "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
                 );
             }
+            drop(st);
+            if published {
+                crate::heap::trim();
+            }
         });
-        if !self.engine.transport_failed() {
-            self.transport_error = None;
-        }
         (stats.sent, timeouts, optional_timeouts)
     }
 
