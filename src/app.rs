@@ -829,9 +829,10 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                     .map_err(AppError::TrapSocket)?;
                 match (&cfg.notify.user, &engine) {
                     (Some(user), Some(e)) => {
-                        let index = e.users.iter().position(|u| u.name() == user.as_bytes());
+                        let usm = e.usm()?;
+                        let index = usm.user_index(user);
                         let index = index.ok_or_else(|| AppError::NotifyUser(user.clone()))?;
-                        t = t.with_v3(e.usm()?, index, e.booted);
+                        t = t.with_v3(usm, index, e.booted);
                         info!(sinks = ?cfg.notify.sinks, "SNMPv3 traps of user {} go straight to the sinks", Escaped(user));
                     }
                     _ => info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks"),

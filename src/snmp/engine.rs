@@ -193,9 +193,6 @@ impl Processor {
         if !guard_allows(&mut self.guards, i, from, now) {
             return Outcome::RateLimited;
         }
-        if version == Version::V1 && matches!(msg.data, Pdus::GetBulkRequest(_)) {
-            return Outcome::Ignored("GetBulk in an SNMPv1 message");
-        }
         let version_num: i64 = match version {
             Version::V1 => 0,
             Version::V2 => 1,
@@ -203,7 +200,7 @@ impl Processor {
         let local = self
             .usm
             .as_ref()
-            .map(|(usm, booted)| LocalObjects::of(usm, engine_time(now, *booted), MAX_UDP_PAYLOAD));
+            .map(|(usm, booted)| LocalObjects::of(usm, engine_time(now, *booted)));
         let max_pdu = max_pdu_within(
             rule.max_response_octets,
             int_size(version_num) + tlv(community.len()),
@@ -282,7 +279,7 @@ impl Processor {
             .max_response_octets
             .min(usize::try_from(ctx.max_size).unwrap_or(usize::MAX));
         let max_pdu = max_message.saturating_sub(usm.overhead(&ctx));
-        let local = LocalObjects::of(usm, time, MAX_UDP_PAYLOAD);
+        let local = LocalObjects::of(usm, time);
         let mib = WithLocal {
             inner: handler,
             local: Some(&local),

@@ -20,15 +20,15 @@ pub struct LocalObjects {
 }
 
 impl LocalObjects {
-    /// What `usm` says at `engine_time`, with `max_message` the largest
-    /// message the endpoint sends.
-    pub fn of(usm: &Usm, engine_time: u32, max_message: usize) -> LocalObjects {
+    /// What `usm` says at `engine_time` (snmpEngineMaxMessageSize is the
+    /// msgMaxSize it announces).
+    pub fn of(usm: &Usm, engine_time: u32) -> LocalObjects {
         let int = |v: u32| Value::Integer(i32::try_from(v).unwrap_or(i32::MAX));
         let engine = [
             Value::OctetString(usm.engine_id().as_bytes().to_vec()),
             int(usm.boots()),
             int(engine_time),
-            Value::Integer(i32::try_from(max_message).unwrap_or(i32::MAX)),
+            int(usm.max_message_size()),
         ];
         let mut objects: Vec<(Oid, Value)> = ENGINE.iter().cloned().zip(engine).collect();
         objects.extend(
@@ -117,8 +117,10 @@ mod tests {
 
     #[test]
     fn a_walk_merges_the_local_objects_in_order() {
-        let usm = Usm::new(EngineId::from_hex("8000000001020304").unwrap(), 5, vec![]).unwrap();
-        let local = LocalObjects::of(&usm, 42, 1472);
+        let usm = Usm::new(EngineId::from_hex("8000000001020304").unwrap(), 5, vec![])
+            .unwrap()
+            .with_max_message_size(1472);
+        let local = LocalObjects::of(&usm, 42);
         let h = WithLocal {
             inner: &Two,
             local: Some(&local),
