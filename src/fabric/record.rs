@@ -145,7 +145,7 @@ impl OptionalReadings {
         let k = self.index(attr_id)?;
         let b = self.0.as_ref()?;
         let lens = &b[4..OPT_HEAD];
-        let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        let at = offset(lens, k);
         Some((b.get(at..at + usize::from(lens[k]))?, SPANS[k].0))
     }
 
@@ -218,7 +218,7 @@ impl OptionalReadings {
         let data = &data[SPANS[k].0..SPANS[k].1];
         let n = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         let (held, lens) = (self.held(), self.lens());
-        let at = OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>();
+        let at = offset(&lens, k);
         if held & (1 << k) != 0
             && usize::from(lens[k]) == n
             && let Some(b) = &mut self.0
@@ -228,11 +228,8 @@ impl OptionalReadings {
         }
         // Another length: the readings are laid out again.
         let old = self.0.take();
-        let old_at = |j: usize| OPT_HEAD + lens[..j].iter().map(|&l| usize::from(l)).sum::<usize>();
-        let mut v = Vec::with_capacity(
-            OPT_HEAD + lens.iter().map(|&l| usize::from(l)).sum::<usize>() + n
-                - usize::from(lens[k]),
-        );
+        let old_at = |j: usize| offset(&lens, j);
+        let mut v = Vec::with_capacity(offset(&lens, lens.len()) + n - usize::from(lens[k]));
         v.extend_from_slice(&(held | 1 << k).to_le_bytes());
         let mut new_lens = lens;
         new_lens[k] = n as u8;
@@ -395,6 +392,12 @@ pub struct PortMemo {
 pub(super) struct DocaPort {
     pub(super) prev: [Option<u64>; super::doca_ids::DATA_IDS.len()],
     pub(super) rate_mark: Option<(Instant, [Option<u64>; HC_SLOTS])>,
+}
+
+/// Where the reading of attribute `k` starts in a readings buffer whose
+/// readings have the lengths `lens`.
+fn offset(lens: &[u8], k: usize) -> usize {
+    OPT_HEAD + lens[..k].iter().map(|&l| usize::from(l)).sum::<usize>()
 }
 
 #[cfg(test)]

@@ -313,6 +313,16 @@ impl FabricState {
             .ok()
     }
 
+    /// The indexes of port `num` of node `guid`: (node, port).
+    pub fn port_index(&self, guid: crate::ib::Guid, num: u8) -> Option<(usize, usize)> {
+        let ni = self.node_index(guid)?;
+        let pi = self.fabric.nodes[ni]
+            .ports
+            .iter()
+            .position(|p| p.num == num)?;
+        Some((ni, pi))
+    }
+
     /// Give every node the index of its kind (kinds already known keep
     /// what they learned).
     pub(super) fn assign_kinds(&mut self) {
@@ -580,15 +590,7 @@ impl FabricState {
     ) -> Vec<(crate::ib::Guid, u8)> {
         let mut missing = Vec::new();
         for &(guid, num) in ports {
-            let Some(ni) = self.node_index(guid) else {
-                missing.push((guid, num));
-                continue;
-            };
-            let Some(pi) = self.fabric.nodes[ni]
-                .ports
-                .iter()
-                .position(|p| p.num == num)
-            else {
+            let Some((ni, pi)) = self.port_index(guid, num) else {
                 missing.push((guid, num));
                 continue;
             };
@@ -616,11 +618,7 @@ impl FabricState {
         gap: bool,
         now: Instant,
     ) -> Option<usize> {
-        let ni = self.node_index(guid)?;
-        let pi = self.fabric.nodes[ni]
-            .ports
-            .iter()
-            .position(|p| p.num == num)?;
+        let (ni, pi) = self.port_index(guid, num)?;
         let s = &mut self.nodes[ni];
         if !fold::doca_served(s.rec.ports.get(pi)?) {
             return None;
@@ -810,14 +808,7 @@ impl FabricState {
     pub fn restore_totals(&mut self, saved: &[SavedPort]) -> usize {
         let mut matched = 0;
         for sp in saved {
-            let Some(ni) = self.node_index(sp.guid) else {
-                continue;
-            };
-            let Some(pi) = self.fabric.nodes[ni]
-                .ports
-                .iter()
-                .position(|p| p.num == sp.port)
-            else {
+            let Some((ni, pi)) = self.port_index(sp.guid, sp.port) else {
                 continue;
             };
             let Some(pr) = self.nodes[ni].port(pi, &mut self.copies) else {
