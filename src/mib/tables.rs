@@ -602,12 +602,10 @@ mod tests {
     }
 
     #[test]
-    fn every_column_belongs_to_a_declared_table() {
+    fn tables_sorted_and_index_schemes_encode_and_parse() {
+        // TABLES is sorted by number when it is built (a const sort).
         for w in TABLES.windows(2) {
             assert!(w[0].number < w[1].number);
-        }
-        for c in COLUMNS.iter() {
-            assert!(table(c.table).is_some(), "{} has no table", c.name);
         }
         let g = Guid(0x0002_c903_0000_1234);
         let row = RowIndex::node(g);
