@@ -1776,7 +1776,7 @@ mod tests {
 
     #[test]
     fn shipped_example_is_the_defaults() {
-        let text = include_str!("../config/ibpm-agentx.toml");
+        let text = include_str!("../../config/ibpm-agentx.toml");
         assert_eq!(
             Config::parse(text, "ibpm-agentx.toml").unwrap(),
             Config::default()
