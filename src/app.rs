@@ -82,6 +82,8 @@ pub enum AppError {
     },
     /// The responder's socket has no local address.
     LocalAddr(std::io::Error),
+    /// `metrics.web_config` cannot be used.
+    WebConfig(crate::config::ConfigError),
 }
 
 impl AppError {
@@ -94,6 +96,7 @@ impl AppError {
                 | AppError::EngineFile(_)
                 | AppError::User(_)
                 | AppError::NotifyUser(_)
+                | AppError::WebConfig(_)
         )
     }
 
@@ -140,6 +143,7 @@ impl std::fmt::Display for AppError {
             AppError::TrapSocket(e) => write!(f, "cannot open the trap socket: {e}"),
             AppError::Listen { addr, error } => write!(f, "cannot listen on {addr}: {error}"),
             AppError::LocalAddr(e) => e.fmt(f),
+            AppError::WebConfig(e) => e.fmt(f),
         }
     }
 }
@@ -637,6 +641,7 @@ pub struct Running {
     threads: Vec<(&'static str, JoinHandle<()>)>,
     session: Option<SessionHandle>,
     responder: Option<ResponderHandle>,
+    metrics: Option<crate::metrics::MetricsHandle>,
     cache: Arc<Cache>,
 }
 
@@ -649,6 +654,11 @@ impl Running {
     /// The AgentX session, when one was configured.
     pub fn session(&self) -> Option<&SessionHandle> {
         self.session.as_ref()
+    }
+
+    /// The metrics endpoint, when one was configured.
+    pub fn metrics(&self) -> Option<&crate::metrics::MetricsHandle> {
+        self.metrics.as_ref()
     }
 
     /// The signal that stops this agent.
@@ -687,6 +697,9 @@ impl Drop for Running {
         }
         if let Some(r) = self.responder.take() {
             r.shutdown();
+        }
+        if let Some(m) = self.metrics.take() {
+            m.shutdown();
         }
         for (name, t) in self.threads.drain(..) {
             if t.join().is_err() {
@@ -752,6 +765,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         threads: Vec::new(),
         session: None,
         responder: None,
+        metrics: None,
         cache: Arc::clone(&cache),
     };
     let poller = controller
@@ -860,7 +874,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         };
         let mut r = Responder::bind(addr, config, Arc::clone(&view))
             .map_err(|error| AppError::Listen { addr, error })?
-            .with_counters(endpoint_counters);
+            .with_counters(Arc::clone(&endpoint_counters));
         if let Some(e) = &engine {
             r = r.with_usm(e.usm()?, e.booted);
         }
@@ -883,6 +897,23 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     };
 
     running.responder = responder;
+    if let Some(settings) = cfg.metrics.settings() {
+        let web = cfg
+            .metrics
+            .web()
+            .map_err(AppError::WebConfig)?
+            .unwrap_or_default();
+        let addr = settings.listen;
+        let handle = crate::metrics::serve(
+            settings,
+            web,
+            Arc::clone(&cache),
+            endpoint_counters,
+            Arc::default(),
+        )
+        .map_err(|error| AppError::Listen { addr, error })?;
+        running.metrics = Some(handle);
+    }
     Ok(running)
 }
 

@@ -41,6 +41,7 @@ pub mod fabric;
 pub mod files;
 pub mod heap;
 pub mod ib;
+pub mod metrics;
 pub mod mib;
 pub mod notify;
 #[macro_use]

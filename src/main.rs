@@ -105,6 +105,9 @@ struct RunArgs {
     /// Serve SNMP (v1, v2c, v3) on HOST:PORT with the agent's own endpoint.
     #[arg(long, value_name = "HOST:PORT")]
     snmp_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics on HOST:PORT (the [metrics] section says to whom and how).
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_listen: Option<SocketAddr>,
     /// Accept SNMP SETs.
     #[arg(long)]
     allow_set: bool,
@@ -174,6 +177,7 @@ fn main() -> ExitCode {
                 topology,
                 sweep_interval: None,
                 snmp_listen: None,
+                metrics_listen: None,
                 allow_set: false,
             };
             let cfg = match build_config(run_args) {
@@ -382,6 +386,9 @@ fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     }
     if let Some(l) = a.snmp_listen {
         cfg.snmp.listen = Some(l);
+    }
+    if let Some(l) = a.metrics_listen {
+        cfg.metrics.listen = Some(l);
     }
     if a.allow_set {
         cfg.set.allow = true;

@@ -27,6 +27,7 @@ const ORDER: &[&str] = &[
     "agentx",
     "snmp",
     "notify",
+    "metrics",
     "config",
     "doca::sampler",
     "app",

@@ -12,6 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
+mod metrics;
+pub use metrics::MetricsSection;
+
 use crate::agentx::AgentxAddr;
 use crate::fabric::control::ControlConfig;
 use crate::fabric::engine::EngineConfig;
@@ -38,6 +41,7 @@ pub struct Config {
     pub set: SetConfig,
     pub log: LogConfig,
     pub notify: NotifySection,
+    pub metrics: MetricsSection,
     /// The file it was loaded from may be read by users other than its
     /// owner and group (`check-config` warns when it holds secrets).
     #[serde(skip)]
@@ -1078,6 +1082,8 @@ impl Config {
                 *p = dir.join(&*p);
             }
         }
+        cfg.metrics.resolve(dir);
+        cfg.metrics.web()?;
         if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
             && let Err(e) = topology::check_readable(t)
         {
@@ -1152,7 +1158,10 @@ impl Config {
             a.check(&cfg.snmp.user)
                 .map_err(in_table("snmp.access", i))?;
         }
-        cfg.validate()
+        cfg.metrics
+            .check()
+            .map_err(|(key, message)| ("metrics", key, message))
+            .and_then(|()| cfg.validate())
             .map_err(|(section, key, message)| ConfigError {
                 file: file.to_string(),
                 line: find_key_line(text, section, key),
@@ -1343,7 +1352,7 @@ impl Config {
 
     /// What is valid but probably not meant (`check-config` prints these).
     pub fn warnings(&self) -> Vec<String> {
-        let mut w = Vec::new();
+        let mut w = self.metrics.warnings();
         if let Some(a) = self.snmp.listen {
             let rules = self.snmp_access();
             let beyond = rules

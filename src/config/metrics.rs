@@ -1,0 +1,203 @@
+//! The `[metrics]` section: the Prometheus endpoint, off while `listen` is
+//! empty. Its web configuration file (TLS, basic auth) is read and checked
+//! when the configuration is loaded, so `check-config` and `run` refuse
+//! the same file with the same line.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer};
+
+use super::ConfigError;
+use crate::metrics::web::WebConfig;
+use crate::metrics::{Collector, Collectors, MetricsSettings};
+use crate::snmp::access::Network;
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// host:port of the endpoint; `None`: off.
+    #[serde(deserialize_with = "super::listen")]
+    pub listen: Option<SocketAddr>,
+    /// Clients outside these networks get 403.
+    #[serde(deserialize_with = "super::networks")]
+    pub sources: Vec<Network>,
+    /// exporter-toolkit's web configuration file (TLS, basic auth);
+    /// relative to the configuration file's directory.
+    #[serde(deserialize_with = "super::path")]
+    pub web_config: Option<PathBuf>,
+    /// The path of the exposition.
+    pub path: String,
+    /// The collectors a scrape without `collect[]` gets.
+    #[serde(deserialize_with = "collectors")]
+    pub collectors: Collectors,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            listen: None,
+            sources: Network::loopback(),
+            web_config: None,
+            path: "/metrics".into(),
+            collectors: Collectors::defaults(),
+        }
+    }
+}
+
+fn collectors<'de, D: Deserializer<'de>>(d: D) -> Result<Collectors, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| {
+            Collector::from_name(s).ok_or_else(|| {
+                let known: Vec<&str> = Collector::ALL.iter().map(|c| c.name()).collect();
+                serde::de::Error::custom(format!(
+                    "unknown collector `{}` (known: {})",
+                    s.escape_debug(),
+                    known.join(", ")
+                ))
+            })
+        })
+        .collect()
+}
+
+impl MetricsSection {
+    /// The checks the types alone do not make: (key, message).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let p = &self.path;
+        if !p.starts_with('/')
+            || p == "/"
+            || p.contains(['?', '#'])
+            || p.chars().any(|c| c.is_control() || c == ' ')
+        {
+            return Err((
+                "path",
+                format!(
+                    "`{}` is not a path below / (like /metrics)",
+                    p.escape_debug()
+                ),
+            ));
+        }
+        if self.listen.is_some() && self.sources.is_empty() {
+            return Err(("sources", "lists no network: nobody could scrape".into()));
+        }
+        Ok(())
+    }
+
+    /// Reads and checks the web configuration file, if any.
+    pub fn web(&self) -> Result<Option<WebConfig>, ConfigError> {
+        let Some(path) = &self.web_config else {
+            return Ok(None);
+        };
+        WebConfig::load(path).map(Some).map_err(|e| ConfigError {
+            file: e.file.display().to_string(),
+            line: e.line,
+            key: e.key,
+            message: format!(
+                "{} (the web configuration file of metrics.web_config)",
+                e.reason
+            ),
+        })
+    }
+
+    /// Makes a relative `web_config` relative to `dir`.
+    pub(super) fn resolve(&mut self, dir: &Path) {
+        if let Some(p) = &mut self.web_config
+            && p.is_relative()
+        {
+            *p = dir.join(&*p);
+        }
+    }
+
+    /// What the endpoint serves, when it is on.
+    pub fn settings(&self) -> Option<MetricsSettings> {
+        Some(MetricsSettings {
+            listen: self.listen?,
+            sources: self.sources.clone(),
+            path: self.path.clone(),
+            web_config: self.web_config.clone(),
+            collectors: self.collectors,
+        })
+    }
+
+    /// Warnings: a listen beyond loopback open to sources beyond loopback
+    /// without TLS or basic auth.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(a) = self.listen {
+            let beyond = self.sources.iter().any(|n| !n.is_loopback());
+            if !a.ip().is_loopback() && !beyond {
+                w.push(format!(
+                    "metrics.listen: the endpoint listens on {a}, but metrics.sources lets only \
+                     loopback scrape it"
+                ));
+            }
+            if beyond && self.web_config.is_none() {
+                w.push(
+                    "metrics.sources: scrapers beyond loopback read the fabric over plain HTTP \
+                     without authentication (metrics.web_config sets TLS and basic auth)"
+                        .into(),
+                );
+            }
+        }
+        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+
+    #[test]
+    fn the_section_is_typed_and_checked() {
+        let c = Config::parse(
+            "[metrics]\nlisten = \"127.0.0.1:9683\"\nsources = [\"10.0.0.0/8\", \"fd00::/8\"]\ncollectors = [\"errors\", \"vl\"]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let s = c.metrics.settings().unwrap();
+        assert_eq!(s.listen.port(), 9683);
+        assert_eq!(s.sources.len(), 2);
+        assert_eq!(s.collectors.names().collect::<Vec<_>>(), ["errors", "vl"]);
+        assert_eq!(s.path, "/metrics");
+        assert!(
+            Config::parse("", "t.toml")
+                .unwrap()
+                .metrics
+                .settings()
+                .is_none()
+        );
+        let e = Config::parse("[metrics]\n\ncollectors = [\"cpu\"]\n", "t.toml").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(3), Some("metrics.collectors"))
+        );
+        assert!(e.message.contains("unknown collector `cpu`"), "{e}");
+        let e = Config::parse("[metrics]\npath = \"metrics\"\n", "t.toml").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("metrics.path")));
+        let e = Config::parse("[metrics]\nsources = [\"10.0.0.0/33\"]\n", "t.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("metrics.sources"));
+    }
+
+    #[test]
+    fn a_bad_web_config_names_its_file_line_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("web.yml"),
+            "basic_auth_users:\n  alice: x\n",
+        )
+        .unwrap();
+        let cfg = dir.path().join("agent.toml");
+        std::fs::write(
+            &cfg,
+            "[metrics]\nlisten = \"127.0.0.1:0\"\nweb_config = \"web.yml\"\n",
+        )
+        .unwrap();
+        let e = Config::load(&cfg).unwrap_err();
+        assert!(e.file.ends_with("web.yml"), "{e}");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("basic_auth_users.alice"))
+        );
+    }
+}

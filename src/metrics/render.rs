@@ -1,0 +1,509 @@
+//! The exposition of a snapshot, pure: a scrape writes every family the
+//! asked collectors hold, one family at a time (both formats group a
+//! family's samples), into any writer. The HTTP edge hands it a writer that
+//! sends each 64 KiB as it fills, so the body is never built whole.
+
+use std::io::{self, Write};
+
+use super::HttpCounters;
+use super::families::{Collector, Collectors, FAMILIES, Family, Kind, Scale};
+use crate::fabric::cache::Snapshot;
+use crate::fabric::record::{NodeRecord, PortRecord};
+use crate::ib::{Guid, LinkSpeed, NodeType};
+use crate::mib::EndpointCounters;
+use crate::mib::Value;
+use crate::mib::index::{IndexScheme, RowIndex};
+use crate::mib::read::{Row, read_at};
+use crate::mib::tables::COLUMNS;
+
+/// The exposition format of a scrape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format 0.0.4.
+    Text,
+    /// OpenMetrics 1.0.
+    OpenMetrics,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// The format an Accept header prefers: OpenMetrics when it asks for
+    /// `application/openmetrics-text` at a quality no lower than the text
+    /// format's (Prometheus asks for both, OpenMetrics first), else text.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Text;
+        };
+        let (mut om, mut text) = (0.0f32, 0.0f32);
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let mut q = 1.0f32;
+            let mut version = None;
+            for p in parts {
+                if let Some((k, v)) = p.split_once('=') {
+                    match k.trim().to_ascii_lowercase().as_str() {
+                        "q" => q = v.trim().parse().unwrap_or(0.0),
+                        "version" => version = Some(v.trim().to_string()),
+                        _ => {}
+                    }
+                }
+            }
+            let q = if q.is_finite() {
+                q.clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            match media.as_str() {
+                "application/openmetrics-text"
+                    if version
+                        .as_deref()
+                        .is_none_or(|v| v == "1.0.0" || v == "0.0.1") =>
+                {
+                    om = om.max(q)
+                }
+                "text/plain" | "*/*" | "text/*" => text = text.max(q),
+                _ => {}
+            }
+        }
+        if om > 0.0 && om >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// What one scrape renders.
+pub struct Scrape<'a> {
+    pub snap: &'a Snapshot,
+    pub endpoint: &'a EndpointCounters,
+    pub http: &'a HttpCounters,
+    pub format: Format,
+    pub collectors: Collectors,
+    /// The Unix time of the snapshot's publication, in seconds.
+    pub taken_unix: Option<f64>,
+}
+
+/// Writes the exposition of `s` to `out`.
+pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
+    let mut w = Out {
+        out,
+        format: s.format,
+        line: Vec::with_capacity(256),
+    };
+    if s.collectors.has(Collector::Node) {
+        node_families(s, &mut w)?;
+    }
+    if s.collectors.has(Collector::Port) {
+        port_info(s, &mut w)?;
+    }
+    for f in FAMILIES.iter().filter(|f| s.collectors.has(f.collector)) {
+        if f.collector == Collector::Agent {
+            agent_family(s, f, &mut w)?;
+        } else {
+            port_family(s, f, &mut w)?;
+        }
+    }
+    if s.collectors.has(Collector::Agent) {
+        agent_extras(s, &mut w)?;
+    }
+    if s.format == Format::OpenMetrics {
+        w.out.write_all(b"# EOF\n")?;
+    }
+    Ok(())
+}
+
+/// The writer and the line being built.
+struct Out<'w, W: Write> {
+    out: &'w mut W,
+    format: Format,
+    line: Vec<u8>,
+}
+
+impl<W: Write> Out<'_, W> {
+    /// `# HELP` and `# TYPE` of a family named `name` (without `_total`).
+    fn header(&mut self, name: &str, kind: HeaderKind, help: &str) -> io::Result<()> {
+        let (suffix, ty) = match (self.format, kind) {
+            (Format::Text, HeaderKind::Counter) => ("_total", "counter"),
+            (Format::OpenMetrics, HeaderKind::Counter) => ("", "counter"),
+            (_, HeaderKind::Gauge) => ("", "gauge"),
+            (Format::Text, HeaderKind::Info) => ("_info", "gauge"),
+            (Format::OpenMetrics, HeaderKind::Info) => ("", "info"),
+        };
+        let l = &mut self.line;
+        l.clear();
+        let _ = write!(l, "# HELP {name}{suffix} ");
+        for b in help.bytes() {
+            match b {
+                b'\\' => l.extend_from_slice(b"\\\\"),
+                b'\n' => l.extend_from_slice(b"\\n"),
+                _ => l.push(b),
+            }
+        }
+        let _ = writeln!(l, "\n# TYPE {name}{suffix} {ty}");
+        self.out.write_all(&self.line)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum HeaderKind {
+    Counter,
+    Gauge,
+    Info,
+}
+
+/// The sample name's suffix of a family of `kind`.
+fn sample_suffix(kind: HeaderKind) -> &'static str {
+    match kind {
+        HeaderKind::Counter => "_total",
+        HeaderKind::Gauge => "",
+        HeaderKind::Info => "_info",
+    }
+}
+
+/// Appends `"0x" + 16 hex digits`.
+fn push_guid(l: &mut Vec<u8>, g: Guid) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    l.extend_from_slice(b"0x");
+    for i in (0..16).rev() {
+        l.push(HEX[((g.0 >> (i * 4)) & 0xF) as usize]);
+    }
+}
+
+fn push_u64(l: &mut Vec<u8>, v: u64) {
+    l.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends a label value, escaped.
+fn push_escaped(l: &mut Vec<u8>, v: &[u8]) {
+    for &b in v {
+        match b {
+            b'\\' => l.extend_from_slice(b"\\\\"),
+            b'"' => l.extend_from_slice(b"\\\""),
+            b'\n' => l.extend_from_slice(b"\\n"),
+            _ => l.push(b),
+        }
+    }
+}
+
+/// Appends `,name="value"` (or `name="value"` first).
+fn push_label(l: &mut Vec<u8>, first: bool, name: &str, value: &[u8]) {
+    if !first {
+        l.push(b',');
+    }
+    l.extend_from_slice(name.as_bytes());
+    l.extend_from_slice(b"=\"");
+    push_escaped(l, value);
+    l.push(b'"');
+}
+
+/// Appends `{node_guid="0x…",port="N"` (the brace left open).
+fn push_port_labels(l: &mut Vec<u8>, guid: Guid, port: u8) {
+    l.extend_from_slice(b"{node_guid=\"");
+    push_guid(l, guid);
+    l.extend_from_slice(b"\",port=\"");
+    push_u64(l, port.into());
+    l.push(b'"');
+}
+
+/// The sample value of a MIB value under `scale`.
+fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
+    let raw = match *v {
+        Value::Counter64(x) => x,
+        Value::Gauge32(x) | Value::Counter32(x) | Value::TimeTicks(x) => x.into(),
+        Value::Integer(x) => {
+            if x < 0 {
+                let _ = write!(l, "{x}");
+                return true;
+            }
+            x as u64
+        }
+        _ => return false,
+    };
+    match scale {
+        Scale::One => push_u64(l, raw),
+        Scale::Times(k) => push_u64(l, raw.saturating_mul(k)),
+        Scale::MillisToSeconds => {
+            let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
+        }
+        Scale::LaneBytesPerSecond => {
+            let rate = u32::try_from(raw)
+                .ok()
+                .and_then(LinkSpeed::from_mib)
+                .map_or(0, |s| s.lane_mbps() * 125_000);
+            push_u64(l, rate);
+        }
+    }
+    true
+}
+
+/// A row of `node`'s port `port` (or of the node, `port` None).
+fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) -> Row<'a> {
+    Row {
+        snap: s.snap,
+        endpoint: s.endpoint,
+        node: Some(node),
+        port,
+        index: RowIndex::port(node.guid, port.map_or(0, |p| p.num())),
+        port_select: 0,
+    }
+}
+
+/// The nodes whose port series a scrape shows: those that answered. An
+/// unreachable node keeps only its info and `infiniband_node_up 0`.
+fn answering<'a>(s: &'a Scrape) -> impl Iterator<Item = &'a NodeRecord> {
+    s.snap.nodes.iter().map(|n| &**n).filter(|n| n.reachable)
+}
+
+fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
+    let t = f.table;
+    let kind = match f.kind {
+        Kind::Counter => HeaderKind::Counter,
+        Kind::Gauge => HeaderKind::Gauge,
+    };
+    let lanes = if t.index == IndexScheme::NodeGuidPortLane {
+        t.index.lanes()
+    } else {
+        1
+    };
+    let mut started = false;
+    for node in answering(s).filter(|n| (t.present)(n)) {
+        for port in &node.ports {
+            let mut r = row(s, node, Some(port));
+            for lane in 0..lanes {
+                r.index.lane = lane;
+                let Some(v) = read_at(f.column, t, &r) else {
+                    continue;
+                };
+                if !started {
+                    w.header(&f.name, kind, &f.help)?;
+                    started = true;
+                }
+                let l = &mut w.line;
+                l.clear();
+                l.extend_from_slice(f.name.as_bytes());
+                l.extend_from_slice(sample_suffix(kind).as_bytes());
+                push_port_labels(l, node.guid, port.num());
+                if let Some(label) = f.lane {
+                    l.push(b',');
+                    l.extend_from_slice(label.as_bytes());
+                    l.extend_from_slice(b"=\"");
+                    push_u64(l, lane.into());
+                    l.push(b'"');
+                }
+                l.extend_from_slice(b"} ");
+                if push_value(l, &v, f.scale) {
+                    l.push(b'\n');
+                    w.out.write_all(l)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn node_type(t: NodeType) -> &'static [u8] {
+    match t {
+        NodeType::Ca => b"ca",
+        NodeType::Switch => b"switch",
+        NodeType::Router => b"router",
+    }
+}
+
+fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    w.header(
+        "infiniband_node",
+        HeaderKind::Info,
+        "A node of the fabric: its description, type, vendor and device IDs and LID.",
+    )?;
+    for n in s.snap.nodes.iter() {
+        let l = &mut w.line;
+        l.clear();
+        l.extend_from_slice(b"infiniband_node_info{node_guid=\"");
+        push_guid(l, n.guid);
+        l.push(b'"');
+        push_label(l, false, "node_desc", n.description.as_bytes());
+        push_label(l, false, "node_type", node_type(n.node_type));
+        push_label(
+            l,
+            false,
+            "vendor_id",
+            format!("0x{:06x}", n.vendor_id).as_bytes(),
+        );
+        push_label(
+            l,
+            false,
+            "device_id",
+            format!("0x{:04x}", n.device_id).as_bytes(),
+        );
+        push_label(
+            l,
+            false,
+            "lid",
+            itoa::Buffer::new().format(n.lid).as_bytes(),
+        );
+        l.extend_from_slice(b"} 1\n");
+        w.out.write_all(l)?;
+    }
+    w.header(
+        "infiniband_node_up",
+        HeaderKind::Gauge,
+        "1 when the node answered within the configured sweeps, 0 when it is unreachable.",
+    )?;
+    for n in s.snap.nodes.iter() {
+        let l = &mut w.line;
+        l.clear();
+        l.extend_from_slice(b"infiniband_node_up{node_guid=\"");
+        push_guid(l, n.guid);
+        l.extend_from_slice(if n.reachable { b"\"} 1\n" } else { b"\"} 0\n" });
+        w.out.write_all(l)?;
+    }
+    Ok(())
+}
+
+fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    let name_col = COLUMNS.iter().find(|c| c.name == "pmPortName");
+    let name_table = name_col.and_then(|c| crate::mib::tables::table(c.table));
+    w.header(
+        "infiniband_port",
+        HeaderKind::Info,
+        "A port: its name, GUID, link peer, width, speed and state.",
+    )?;
+    for node in answering(s) {
+        for p in &node.ports {
+            let name = match (name_col, name_table) {
+                (Some(c), Some(t)) => match read_at(c, t, &row(s, node, Some(p))) {
+                    Some(Value::OctetString(b)) => b,
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            };
+            let link = &p.link;
+            let l = &mut w.line;
+            l.clear();
+            l.extend_from_slice(b"infiniband_port_info");
+            push_port_labels(l, node.guid, p.num());
+            push_label(l, false, "name", &name);
+            l.extend_from_slice(b",port_guid=\"");
+            push_guid(l, link.guid);
+            l.push(b'"');
+            match link.remote() {
+                Some((g, n)) => {
+                    l.extend_from_slice(b",peer_node_guid=\"");
+                    push_guid(l, g);
+                    l.extend_from_slice(b"\",peer_port=\"");
+                    push_u64(l, n.into());
+                    l.push(b'"');
+                }
+                None => l.extend_from_slice(b",peer_node_guid=\"\",peer_port=\"\""),
+            }
+            let width = link.width.map_or("", |x| x.name());
+            let speed = link.speed.map_or("", |x| x.name());
+            let state = link.state.map_or("", |x| x.name());
+            push_label(l, false, "link_width", width.as_bytes());
+            push_label(l, false, "link_speed", speed.as_bytes());
+            push_label(l, false, "state", state.as_bytes());
+            l.extend_from_slice(b"} 1\n");
+            w.out.write_all(l)?;
+        }
+    }
+    Ok(())
+}
+
+fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
+    let r = Row {
+        snap: s.snap,
+        endpoint: s.endpoint,
+        node: None,
+        port: None,
+        index: RowIndex::node(Guid(0)),
+        port_select: 0,
+    };
+    let Some(v) = read_at(f.column, f.table, &r) else {
+        return Ok(());
+    };
+    let kind = match f.kind {
+        Kind::Counter => HeaderKind::Counter,
+        Kind::Gauge => HeaderKind::Gauge,
+    };
+    w.header(&f.name, kind, &f.help)?;
+    let l = &mut w.line;
+    l.clear();
+    l.extend_from_slice(f.name.as_bytes());
+    l.extend_from_slice(sample_suffix(kind).as_bytes());
+    l.push(b' ');
+    if push_value(l, &v, f.scale) {
+        l.push(b'\n');
+        w.out.write_all(l)?;
+    }
+    Ok(())
+}
+
+/// The agent's figures that are no MIB column: its build, the time of the
+/// snapshot, the sweep interval and the metrics endpoint's own counters.
+fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    w.header(
+        "infiniband_agent_build",
+        HeaderKind::Info,
+        "The agent's version.",
+    )?;
+    writeln!(
+        w.out,
+        "infiniband_agent_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    )?;
+    if let Some(t) = s.taken_unix {
+        w.header(
+            "infiniband_agent_last_publication_timestamp_seconds",
+            HeaderKind::Gauge,
+            "When the snapshot this scrape shows was published (Unix time).",
+        )?;
+        writeln!(
+            w.out,
+            "infiniband_agent_last_publication_timestamp_seconds {t:.3}"
+        )?;
+    }
+    w.header(
+        "infiniband_agent_sweep_interval_seconds",
+        HeaderKind::Gauge,
+        "The configured time from one sweep's start to the next.",
+    )?;
+    writeln!(
+        w.out,
+        "infiniband_agent_sweep_interval_seconds {:.3}",
+        s.snap.interval.as_secs_f64()
+    )?;
+    let h = s.http.figures();
+    w.header(
+        "infiniband_agent_metrics_requests",
+        HeaderKind::Counter,
+        "HTTP requests the metrics endpoint answered with metrics.",
+    )?;
+    writeln!(
+        w.out,
+        "infiniband_agent_metrics_requests_total {}",
+        h.scrapes
+    )?;
+    w.header(
+        "infiniband_agent_metrics_refused",
+        HeaderKind::Counter,
+        "HTTP requests and connections the metrics endpoint refused, by reason.",
+    )?;
+    for (reason, n) in h.refusals() {
+        writeln!(
+            w.out,
+            "infiniband_agent_metrics_refused_total{{reason=\"{reason}\"}} {n}"
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
