@@ -47,7 +47,7 @@ const MAX_AUTH_CHECKS: usize = 2;
 /// The request head, at most (hyper answers 431 beyond it).
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Time to send a whole request head.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time for a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection's whole life (keep-alive included).

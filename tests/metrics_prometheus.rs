@@ -1,0 +1,382 @@
+//! The metrics endpoint with the real Prometheus tools: a Prometheus 2.42
+//! server scrapes the agent (OpenMetrics, gzip), stores one series per
+//! linked port and counter, each transmitted-bytes series equal to
+//! pmPortHCOutOctets of the same port through SNMP from the same sweep (the
+//! simulator's counters stand still without traffic); `promtool check
+//! metrics` finds nothing to say of the text format.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{ChildGuard, SnmpTool, free_udp_port, poll, run_agent, wait_sweeps};
+use ibpm_agentx::metrics::Collector;
+use ibpm_agentx::metrics::families::{FAMILIES, Kind};
+
+fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A GET of `path` on 127.0.0.1:`port` with extra header lines: the status
+/// and the body.
+fn get(port: u16, path: &str, headers: &str) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{headers}\r\n"
+    )
+    .unwrap();
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).unwrap();
+    let end = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&resp[..end]).to_string();
+    let status = head[9..12].parse().unwrap();
+    let body = resp[end + 4..].to_vec();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(&body)
+    } else {
+        body
+    };
+    (status, body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b.windows(2).position(|w| w == b"\r\n").unwrap();
+        let n = usize::from_str_radix(std::str::from_utf8(&b[..eol]).unwrap().trim(), 16).unwrap();
+        b = &b[eol + 2..];
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[..n]);
+        b = &b[n + 2..];
+    }
+}
+
+fn agent_config(dir: &Path, snmp: &str, metrics: u16) -> PathBuf {
+    let p = dir.join("agent.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n\
+             [snmp]\nlisten = \"{snmp}\"\n\
+             [metrics]\nlisten = \"127.0.0.1:{metrics}\"\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// Prometheus on a loopback port, scraping `target` every second.
+struct Prometheus {
+    _guard: ChildGuard,
+    port: u16,
+}
+
+impl Prometheus {
+    fn start(dir: &Path, target: &str) -> Prometheus {
+        let port = free_tcp_port();
+        let conf = dir.join("prometheus.yml");
+        std::fs::write(
+            &conf,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+                 scrape_configs:\n  - job_name: infiniband\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", conf.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("prometheus.log")).unwrap())
+            .spawn()
+            .expect("run prometheus (Debian's prometheus package)");
+        Prometheus {
+            _guard: ChildGuard::new("prometheus", child),
+            port,
+        }
+    }
+
+    /// The vector result of an instant query: (labels, value) per series.
+    fn query(&self, q: &str) -> Option<Vec<(BTreeMap<String, String>, String)>> {
+        let enc: String = q
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        drop(s);
+        let (status, body) = get(self.port, &format!("/api/v1/query?query={enc}"), "");
+        if status != 200 {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        let result = v["data"]["result"].as_array()?;
+        Some(
+            result
+                .iter()
+                .map(|r| {
+                    let labels = r["metric"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                        .collect();
+                    (labels, r["value"][1].as_str().unwrap().to_string())
+                })
+                .collect(),
+        )
+    }
+}
+
+/// (node GUID in lower-case hex, port) -> value of a per-port column,
+/// walked through the agent's SNMP endpoint.
+fn walk(target: &str, column: &str) -> BTreeMap<(String, String), String> {
+    let out = SnmpTool::new("snmpbulkwalk")
+        .args([
+            "-v2c", "-c", "public", "-On", "-Oqn", "-Cr50", target, column,
+        ])
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut m = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (oid, value) = line.split_once(' ').unwrap();
+        let arcs: Vec<u32> = oid
+            .trim_start_matches('.')
+            .split('.')
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let idx = &arcs[arcs.len() - 9..];
+        let guid: String = idx[..8].iter().map(|b| format!("{b:02x}")).collect();
+        m.insert((format!("0x{guid}"), idx[8].to_string()), value.to_string());
+    }
+    m
+}
+
+#[test]
+fn prometheus_scrapes_the_sweep_the_mib_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let snmp = format!("127.0.0.1:{}", free_udp_port());
+    let mport = free_tcp_port();
+    let cfg = agent_config(dir.path(), &snmp, mport);
+    let log = dir.path().join("agent.log");
+    let mut agent = run_agent(&cfg, &log);
+    let agent_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, agent_log);
+
+    // The text format passes promtool's lint.
+    let (status, text) = get(mport, "/metrics", "");
+    assert_eq!(status, 200);
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    lint.stdin.take().unwrap().write_all(&text).unwrap();
+    let out = lint.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let prom = Prometheus::start(dir.path(), &format!("127.0.0.1:{mport}"));
+    let up = poll(Duration::from_secs(60), Duration::from_millis(250), || {
+        prom.query("up{job=\"infiniband\"}")
+            .and_then(|r| r.first().map(|s| s.1.clone()))
+            .filter(|v| v == "1")
+    });
+    assert!(
+        up.is_some(),
+        "Prometheus never saw the agent up: {}\n{}",
+        std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default(),
+        agent_log()
+    );
+    let duration = prom
+        .query("scrape_duration_seconds{job=\"infiniband\"}")
+        .unwrap();
+    println!("scrape_duration_seconds: {}", duration[0].1);
+
+    // One series per linked port and counter: pmPortCounters64Table's
+    // cells (its discontinuity column aside) are the traffic and error
+    // families' series.
+    let octets = walk(&snmp, "1.3.6.1.3.117.1.7.1.1");
+    let cells = SnmpTool::new("snmpbulkwalk")
+        .args([
+            "-v2c",
+            "-c",
+            "public",
+            "-On",
+            "-Oqn",
+            "-Cr50",
+            &snmp,
+            "1.3.6.1.3.117.1.7",
+        ])
+        .timeout(Duration::from_secs(60))
+        .run();
+    let cells = String::from_utf8_lossy(&cells.stdout)
+        .lines()
+        .filter(|l| !l.starts_with(".1.3.6.1.3.117.1.7.1.22."))
+        .count();
+    let names: Vec<String> = FAMILIES
+        .iter()
+        .filter(|f| matches!(f.collector, Collector::Traffic | Collector::Errors))
+        .map(|f| {
+            assert_eq!(f.kind, Kind::Counter);
+            format!("{}_total", f.name)
+        })
+        .collect();
+    let q = format!(
+        "count({{job=\"infiniband\",__name__=~\"{}\"}})",
+        names.join("|")
+    );
+    let stored = poll(Duration::from_secs(20), Duration::from_millis(250), || {
+        prom.query(&q).and_then(|r| r.first().map(|s| s.1.clone()))
+    })
+    .expect("series stored");
+    assert_eq!(
+        stored,
+        cells.to_string(),
+        "series of the counters, against the MIB's cells"
+    );
+    assert!(octets.len() > 10);
+
+    // Each port's transmitted bytes are pmPortHCOutOctets of the same sweep.
+    let tx = prom
+        .query("infiniband_port_transmit_data_bytes_total{job=\"infiniband\"}")
+        .unwrap();
+    assert_eq!(tx.len(), octets.len());
+    for (labels, value) in &tx {
+        let key = (labels["node_guid"].clone(), labels["port"].clone());
+        assert_eq!(
+            labels.len(),
+            5,
+            "{labels:?}: __name__, instance, job, node_guid, port"
+        );
+        assert_eq!(value, &octets[&key], "{key:?}");
+    }
+    // The info series carry the names.
+    let names = walk(&snmp, "1.3.6.1.3.117.1.6.1.15");
+    let info = prom
+        .query("infiniband_port_info{job=\"infiniband\"}")
+        .unwrap();
+    assert_eq!(info.len(), names.len());
+    for (labels, _) in &info {
+        let key = (labels["node_guid"].clone(), labels["port"].clone());
+        assert_eq!(format!("\"{}\"", labels["name"]), names[&key]);
+    }
+    let nodes = prom
+        .query("sum(infiniband_node_up{job=\"infiniband\"})")
+        .unwrap();
+    let reachable = SnmpTool::new("snmpget")
+        .args([
+            "-v2c",
+            "-c",
+            "public",
+            "-Oqv",
+            &snmp,
+            "1.3.6.1.3.117.1.9.8.0",
+        ])
+        .run();
+    assert_eq!(
+        nodes[0].1,
+        String::from_utf8_lossy(&reachable.stdout).trim()
+    );
+}
+
+#[test]
+fn formats_gzip_and_collectors_per_scrape() {
+    let dir = tempfile::tempdir().unwrap();
+    let snmp = format!("127.0.0.1:{}", free_udp_port());
+    let mport = free_tcp_port();
+    let cfg = agent_config(dir.path(), &snmp, mport);
+    let log = dir.path().join("agent.log");
+    let mut agent = run_agent(&cfg, &log);
+    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, || {
+        std::fs::read_to_string(&log).unwrap_or_default()
+    });
+    let (_, text) = get(mport, "/metrics", "");
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("# TYPE infiniband_port_symbol_errors_total counter\n"));
+    assert!(!text.contains("# EOF"));
+    assert!(
+        !text.contains("infiniband_port_vl_op_packets_total"),
+        "per-VL counters are off by default"
+    );
+
+    let (_, om) = get(
+        mport,
+        "/metrics",
+        "Accept: application/openmetrics-text; version=1.0.0\r\n",
+    );
+    let om = String::from_utf8(om).unwrap();
+    assert!(om.ends_with("# EOF\n"));
+    assert!(om.contains("# TYPE infiniband_port_symbol_errors counter\n"));
+    assert!(om.contains("# TYPE infiniband_node info\n"));
+    assert!(om.contains("\ninfiniband_port_symbol_errors_total{"));
+
+    let (status, gz) = get(mport, "/metrics", "Accept-Encoding: gzip\r\n");
+    assert_eq!(status, 200);
+    let mut plain = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut plain)
+        .unwrap();
+    assert!(plain.contains("infiniband_port_transmit_data_bytes_total{"));
+    assert!(
+        gz.len() * 4 < plain.len(),
+        "{} gzipped of {}",
+        gz.len(),
+        plain.len()
+    );
+
+    let (status, errors) = get(mport, "/metrics?collect%5B%5D=errors&collect[]=vl", "");
+    assert_eq!(status, 200);
+    let errors = String::from_utf8(errors).unwrap();
+    assert!(errors.contains("infiniband_port_symbol_errors_total{"));
+    assert!(errors.contains("infiniband_port_vl_op_packets_total{node_guid="));
+    assert!(errors.contains(",vl=\"0\"}"));
+    assert!(!errors.contains("infiniband_port_transmit_data_bytes_total"));
+    assert!(!errors.contains("infiniband_node_info"));
+    let (status, body) = get(mport, "/metrics?collect[]=cpu", "");
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    let (status, index) = get(mport, "/", "");
+    assert_eq!(status, 200);
+    assert!(
+        String::from_utf8(index)
+            .unwrap()
+            .contains("<a href=\"/metrics\">")
+    );
+    assert_eq!(get(mport, "/other", "").0, 404);
+}
