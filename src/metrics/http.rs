@@ -40,6 +40,9 @@ use crate::runtime::EdgeRuntime;
 /// Connections served at once; more are answered 503 (or, over TLS,
 /// closed) at once.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Connections from one source address at once: a client that holds idle
+/// connections does not lock the others out.
+pub const MAX_CONNECTIONS_PER_SOURCE: usize = 16;
 /// Renders at once (each holds a blocking thread and a snapshot).
 pub const MAX_RENDERS: usize = 4;
 /// bcrypt checks at once.
@@ -319,6 +322,7 @@ async fn accept_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let per_source: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -335,7 +339,11 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+        let slot = SourceSlot::take(&per_source, peer.ip());
+        let permit = slot
+            .as_ref()
+            .and_then(|_| Arc::clone(&connections).try_acquire_owned().ok());
+        let (Some(slot), Some(permit)) = (slot, permit) else {
             shared.refuse(Refusal::Busy, peer, "too many connections");
             if tls.is_none() {
                 let _ = stream.try_write(
@@ -347,7 +355,7 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let (shared, tls, stop) = (Arc::clone(&shared), tls.clone(), stop.clone());
         tasks.spawn(async move {
-            let _permit = permit;
+            let _held = (permit, slot);
             let allowed = shared
                 .settings
                 .sources
@@ -379,6 +387,40 @@ async fn accept_loop(
         });
     }
     tasks.shutdown().await;
+}
+
+/// One of a source's [`MAX_CONNECTIONS_PER_SOURCE`], given back when
+/// dropped.
+struct SourceSlot {
+    map: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl SourceSlot {
+    fn take(map: &Arc<Mutex<HashMap<IpAddr, usize>>>, ip: IpAddr) -> Option<SourceSlot> {
+        let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= MAX_CONNECTIONS_PER_SOURCE {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            map: Arc::clone(map),
+            ip,
+        })
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
 }
 
 async fn serve_connection<I>(

@@ -1,0 +1,367 @@
+//! The metrics endpoint's doors: a web configuration with TLS, client
+//! certificates and basic auth read by curl (200 with the CA, the client
+//! certificate and the right user; 401 with a wrong password; 403 from an
+//! unlisted source), and bounded answers to what a hostile client sends
+//! (malformed requests, an over-long head, a client that sends its head
+//! too slowly, 1,000 connections at once) while the agent keeps sweeping
+//! and serving SNMP.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{free_udp_port, run_agent, sweeps, wait_more_sweeps, wait_sweeps};
+
+fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate.
+fn make_pki(dir: &Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=ibpm test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ];
+    ca.extend(ec);
+    openssl(dir, &ca);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for who in ["server", "client"] {
+        let (key, csr, pem, ext) = (
+            format!("{who}.key"),
+            format!("{who}.csr"),
+            format!("{who}.pem"),
+            format!("{who}.ext"),
+        );
+        let mut req = vec![
+            "req",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+        ];
+        req.extend(ec);
+        openssl(dir, &req);
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-days",
+                "2",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &pem,
+                "-extfile",
+                &ext,
+            ],
+        );
+    }
+}
+
+/// curl's HTTP status for `url` with `args` (000 when no HTTP answer).
+fn curl(url: &str, args: &[&str]) -> String {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "20",
+        ])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("run curl");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn tls_client_certificates_basic_auth_and_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_pki(d);
+    let hash = bcrypt::hash("s3cret pass", 4).unwrap();
+    std::fs::write(
+        d.join("web.yml"),
+        format!(
+            "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  \
+             client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n\
+             basic_auth_users:\n  prometheus: {hash}\n"
+        ),
+    )
+    .unwrap();
+    let snmp = format!("127.0.0.1:{}", free_udp_port());
+    let port = free_tcp_port();
+    let cfg = d.join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[snmp]\nlisten = \"{snmp}\"\n\
+             [metrics]\nlisten = \"127.0.0.1:{port}\"\nsources = [\"127.0.0.2/32\"]\nweb_config = \"web.yml\"\n"
+        ),
+    )
+    .unwrap();
+    let log = d.join("agent.log");
+    let mut agent = run_agent(&cfg, &log);
+    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, || {
+        std::fs::read_to_string(&log).unwrap_or_default()
+    });
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let ca = format!("{}", d.join("ca.pem").display());
+    let cert = format!("{}", d.join("client.pem").display());
+    let key = format!("{}", d.join("client.key").display());
+    let tls = ["--cacert", &ca, "--cert", &cert, "--key", &key];
+    let from_listed = ["--interface", "127.0.0.2"];
+    let with = |extra: &[&str]| {
+        let mut a: Vec<&str> = tls.to_vec();
+        a.extend_from_slice(extra);
+        curl(&url, &a)
+    };
+    assert_eq!(
+        with(&[&from_listed[..], &["-u", "prometheus:s3cret pass"]].concat()),
+        "200"
+    );
+    assert_eq!(
+        with(&[&from_listed[..], &["-u", "prometheus:wrong"]].concat()),
+        "401"
+    );
+    assert_eq!(
+        with(&[&from_listed[..], &["-u", "nobody:s3cret pass"]].concat()),
+        "401"
+    );
+    assert_eq!(with(&from_listed), "401");
+    assert_eq!(
+        with(&["-u", "prometheus:s3cret pass"]),
+        "403",
+        "127.0.0.1 is not listed"
+    );
+    // No client certificate, or no TLS: no HTTP answer at all.
+    let no_cert = curl(
+        &url,
+        &[
+            "--cacert",
+            &ca,
+            "--interface",
+            "127.0.0.2",
+            "-u",
+            "prometheus:s3cret pass",
+        ],
+    );
+    assert_eq!(no_cert, "000");
+    assert_eq!(
+        curl(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            &["--interface", "127.0.0.2"]
+        ),
+        "000"
+    );
+    // The refusals are counted.
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "--interface",
+            "127.0.0.2",
+            "-u",
+            "prometheus:s3cret pass",
+        ])
+        .args(tls)
+        .arg(format!("{url}?collect[]=agent"))
+        .output()
+        .unwrap();
+    let body = String::from_utf8_lossy(&out.stdout);
+    for (reason, at_least) in [("auth", 3), ("source", 1), ("tls", 2)] {
+        let line = body
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "infiniband_agent_metrics_refused_total{{reason=\"{reason}\"}}"
+                ))
+            })
+            .unwrap_or_else(|| panic!("{reason} in {body}"));
+        let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(n >= at_least, "{line}");
+    }
+}
+
+/// Sends `bytes` and reads the answer until the server closes (or 15 s).
+fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).to_string()
+}
+
+fn raise_fd_limit(n: u64) {
+    // SAFETY: getrlimit/setrlimit write and read a plain rlimit struct
+    // owned here.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < n {
+            r.rlim_cur = n.min(r.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+#[test]
+fn hostile_clients_get_bounded_answers_and_the_agent_goes_on() {
+    raise_fd_limit(4096);
+    let dir = tempfile::tempdir().unwrap();
+    let snmp = format!("127.0.0.1:{}", free_udp_port());
+    let port = free_tcp_port();
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 0.5\n[snmp]\nlisten = \"{snmp}\"\n\
+             [metrics]\nlisten = \"127.0.0.1:{port}\"\nsources = [\"127.0.0.0/8\"]\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("agent.log");
+    let mut agent = run_agent(&cfg, &log);
+    let agent_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, agent_log);
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+
+    // Malformed requests get 400, an over-long head 431.
+    assert!(exchange(addr, b"GARBAGE\r\n\r\n").starts_with("HTTP/1.1 400"));
+    assert!(exchange(addr, b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n").starts_with("HTTP/1.1 400"));
+    let long = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Long: {}\r\n\r\n",
+        "a".repeat(64 * 1024)
+    );
+    assert!(exchange(addr, long.as_bytes()).starts_with("HTTP/1.1 431"));
+    assert!(
+        exchange(
+            addr,
+            b"POST /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        )
+        .starts_with("HTTP/1.1 405")
+    );
+
+    // A head sent too slowly: the connection is closed within the bound.
+    let start = Instant::now();
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    let mut buf = Vec::new();
+    let _ = slow.read_to_end(&mut buf);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(10), "closed after {took:?}");
+    println!(
+        "a slow head was cut after {took:?}: {:?}",
+        String::from_utf8_lossy(&buf)
+    );
+
+    // 1,000 connections at once from one address: at most the per-source
+    // share is held, the rest answered 503 at once.
+    let mut conns = Vec::new();
+    for _ in 0..1000 {
+        match TcpStream::connect(addr) {
+            Ok(c) => conns.push(c),
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut refused = 0;
+    for c in &mut conns {
+        c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut b = [0u8; 64];
+        if let Ok(n) = c.read(&mut b)
+            && b[..n].starts_with(b"HTTP/1.1 503")
+        {
+            refused += 1;
+        }
+    }
+    println!("{refused} of 1000 connections answered 503 at once");
+    assert!(refused >= 1000 - 16, "{refused} answered 503");
+    // Meanwhile another source scrapes, SNMP answers and the sweeps go on.
+    let before = sweeps(&snmp).unwrap();
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--interface",
+            "127.0.0.2",
+            "--max-time",
+            "10",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/metrics"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    wait_more_sweeps(&snmp, 2, Duration::from_secs(20), &mut agent, agent_log);
+    assert!(sweeps(&snmp).unwrap() >= before + 2);
+    drop(conns);
+    assert!(agent.running(), "{}", agent_log());
+    let log = agent_log();
+    let refusals = log
+        .lines()
+        .filter(|l| l.contains("metrics: refused"))
+        .count();
+    assert!(
+        refusals <= 10,
+        "refusals are logged at most every 10 s per reason:\n{log}"
+    );
+}
