@@ -1,0 +1,186 @@
+//! What ships beside the metrics endpoint (packaging/prometheus), checked
+//! with promtool: the example Prometheus configuration, the alerting rules
+//! and their unit tests, and every PromQL expression of the Grafana
+//! dashboard. Every metric they name is one a running agent serves.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{free_udp_port, run_agent, wait_sweeps};
+use ibpm_agentx::metrics::Collector;
+
+fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+fn promtool(args: &[&str]) {
+    let out = Command::new("promtool")
+        .args(args)
+        .output()
+        .expect("run promtool (Debian's prometheus package)");
+    assert!(
+        out.status.success(),
+        "promtool {args:?}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every PromQL expression of the dashboard, its variables replaced by
+/// values, and the selectors of its variables' `label_values` queries.
+fn dashboard_exprs() -> Vec<String> {
+    let text =
+        std::fs::read_to_string(repo("packaging/prometheus/grafana-dashboard.json")).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let mut out = Vec::new();
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr", serde_json::Value::String(e)) => out.push(e.clone()),
+                        ("query", serde_json::Value::String(q))
+                            if q.starts_with("label_values(") =>
+                        {
+                            let inner = &q["label_values(".len()..q.rfind(',').unwrap()];
+                            out.push(inner.to_string());
+                        }
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    walk(&d, &mut out);
+    out.into_iter()
+        .map(|e| {
+            e.replace("$__rate_interval", "5m")
+                .replace("$node_guid", "0x0002c90300000001")
+                .replace("$node", "leaf1")
+                .replace("$port", "1")
+        })
+        .collect()
+}
+
+#[test]
+fn shipped_rules_configuration_and_dashboard_pass_promtool() {
+    let dir = repo("packaging/prometheus");
+    let p = |f: &str| dir.join(f).display().to_string();
+    promtool(&["check", "config", &p("prometheus.yml")]);
+    promtool(&["check", "rules", &p("ibpm-agentx.rules.yml")]);
+    promtool(&["test", "rules", &p("ibpm-agentx.rules.test.yml")]);
+
+    let exprs = dashboard_exprs();
+    assert!(exprs.len() >= 20, "{exprs:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let rules = tmp.path().join("dashboard.rules.yml");
+    let mut f = std::fs::File::create(&rules).unwrap();
+    writeln!(f, "groups:\n  - name: dashboard\n    rules:").unwrap();
+    for (i, e) in exprs.iter().enumerate() {
+        writeln!(
+            f,
+            "      - record: dashboard:expr{i}\n        expr: {}",
+            serde_json::to_string(e).unwrap()
+        )
+        .unwrap();
+    }
+    drop(f);
+    promtool(&["check", "rules", &rules.display().to_string()]);
+}
+
+/// The metric names (`infiniband_...`) a text names.
+fn names_in(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("infiniband_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let name = &tail[..end];
+        // A job name or a file name is not a metric.
+        if !rest[..at].ends_with('"') && !rest[..at].ends_with("job=") {
+            out.insert(name.to_string());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+#[test]
+fn every_metric_the_rules_and_dashboard_name_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let snmp = format!("127.0.0.1:{}", free_udp_port());
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[snmp]\nlisten = \"{snmp}\"\n\
+             [metrics]\nlisten = \"127.0.0.1:{port}\"\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("agent.log");
+    let mut agent = run_agent(&cfg, &log);
+    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, || {
+        std::fs::read_to_string(&log).unwrap_or_default()
+    });
+    let all: Vec<String> = Collector::ALL
+        .iter()
+        .map(|c| format!("collect[]={}", c.name()))
+        .collect();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET /metrics?{} HTTP/1.0\r\nHost: x\r\n\r\n",
+        all.join("&")
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    let served: BTreeSet<String> = body
+        .lines()
+        .filter(|l| l.starts_with("infiniband_"))
+        .map(|l| l[..l.find(['{', ' ']).unwrap()].to_string())
+        .collect();
+    assert!(served.len() > 50, "{served:?}");
+    let rules =
+        std::fs::read_to_string(repo("packaging/prometheus/ibpm-agentx.rules.yml")).unwrap();
+    let mut named = names_in(&rules);
+    for e in dashboard_exprs() {
+        named.extend(names_in(&e));
+    }
+    // A regex of names in a selector names each of them.
+    for e in dashboard_exprs().iter().chain([&rules]) {
+        for part in e.split("__name__=~\"").skip(1) {
+            let re = &part[..part.find('"').unwrap()];
+            if let Some(alts) = re.strip_prefix("infiniband_port_(") {
+                let (alts, suffix) = alts.split_once(')').unwrap();
+                for a in alts.split('|') {
+                    named.insert(format!("infiniband_port_{a}{suffix}"));
+                }
+            }
+        }
+    }
+    named.retain(|n| !n.ends_with('_'));
+    assert!(named.len() > 15, "{named:?}");
+    for n in &named {
+        assert!(
+            served.contains(n),
+            "{n} is named by the shipped rules or dashboard but not served"
+        );
+    }
+}
