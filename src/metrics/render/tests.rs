@@ -1,1 +1,191 @@
+use std::sync::Arc;
 
+use super::*;
+use crate::mib::read::read;
+use crate::mib::tables::COLUMNS;
+use crate::rig::{AgentRig, RigOptions};
+
+fn scrape_of(snap: &Snapshot, format: Format, collectors: Collectors) -> String {
+    let endpoint = EndpointCounters::default();
+    let http = HttpCounters::default();
+    let s = Scrape {
+        snap,
+        endpoint: &endpoint,
+        http: &http,
+        format,
+        collectors,
+        taken_unix: Some(1_700_000_000.25),
+    };
+    let mut out = Vec::new();
+    render(&s, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The value of `name{node_guid="…",port="N"}` in an exposition.
+fn sample(text: &str, name: &str, guid: Guid, port: u8) -> Option<u64> {
+    let head = format!("{name}{{node_guid=\"0x{:016x}\",port=\"{port}\"}} ", guid.0);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&head))
+        .map(|v| v.parse().unwrap())
+}
+
+#[test]
+fn each_sample_is_the_mib_value_of_the_same_snapshot() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let snap = rig.cache.load();
+    let text = scrape_of(&snap, Format::Text, Collectors::defaults());
+    let endpoint = EndpointCounters::default();
+    let mut checked = 0;
+    for f in FAMILIES
+        .iter()
+        .filter(|f| f.lane.is_none() && f.table.per_port())
+    {
+        let col = COLUMNS.iter().find(|c| std::ptr::eq(*c, f.column)).unwrap();
+        let name = match f.kind {
+            Kind::Counter => format!("{}_total", f.name),
+            Kind::Gauge => f.name.clone(),
+        };
+        for node in snap.nodes.iter() {
+            for p in &node.ports {
+                let want = read(
+                    col,
+                    &snap,
+                    &endpoint,
+                    Some(node),
+                    RowIndex::port(node.guid, p.num()),
+                    0,
+                );
+                let got = sample(&text, &name, node.guid, p.num());
+                match (want, got, Collectors::defaults().has(f.collector)) {
+                    (Some(v), Some(g), true) => {
+                        let mut l = Vec::new();
+                        assert!(push_value(&mut l, &v, f.scale));
+                        assert_eq!(String::from_utf8(l).unwrap(), g.to_string(), "{name}");
+                        checked += 1;
+                    }
+                    (None, None, _) | (_, None, false) => {}
+                    (w, g, on) => panic!(
+                        "{name} {:?}/{}: MIB {w:?}, scrape {g:?} (collector on: {on})",
+                        node.guid,
+                        p.num()
+                    ),
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+    // Data in bytes: the 64-bit total is already in octets.
+    let n = &snap.nodes[0];
+    let p = &n.ports[0];
+    assert_eq!(
+        sample(
+            &text,
+            "infiniband_port_transmit_data_bytes_total",
+            n.guid,
+            p.num()
+        ),
+        p.hc.shown(crate::fabric::hc::OUT_OCTETS)
+    );
+}
+
+#[test]
+fn an_unreachable_nodes_counters_leave_and_its_info_stays() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let mut snap = Snapshot::clone(&rig.cache.load());
+    let gone = snap.nodes[0].guid;
+    Arc::make_mut(&mut snap.nodes[0]).reachable = false;
+    let text = scrape_of(&snap, Format::Text, Collectors::defaults());
+    let g = format!("node_guid=\"0x{:016x}\"", gone.0);
+    let own = format!("{{{g}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(&own)).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("infiniband_node_info{"));
+    assert_eq!(lines[1], format!("infiniband_node_up{{{g}}} 0"));
+    let other = snap.nodes[1].guid;
+    assert!(text.contains(&format!(
+        "infiniband_node_up{{node_guid=\"0x{:016x}\"}} 1",
+        other.0
+    )));
+}
+
+#[test]
+fn openmetrics_names_counters_and_infos_and_ends_with_eof() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let snap = rig.cache.load();
+    let om = scrape_of(&snap, Format::OpenMetrics, Collectors::defaults());
+    assert!(om.ends_with("# EOF\n"));
+    assert_eq!(om.matches("# EOF").count(), 1);
+    assert!(om.contains("# TYPE infiniband_port_receive_data_bytes counter\n"));
+    assert!(om.contains("# TYPE infiniband_node info\n"));
+    assert!(om.contains("# TYPE infiniband_agent_sweeps counter\n"));
+    assert!(om.contains("\ninfiniband_agent_sweeps_total 1\n"));
+    let text = scrape_of(&snap, Format::Text, Collectors::defaults());
+    assert!(text.contains("# TYPE infiniband_port_receive_data_bytes_total counter\n"));
+    assert!(text.contains("# TYPE infiniband_node_info gauge\n"));
+    assert!(!text.contains("# EOF"));
+    assert!(text.contains("infiniband_agent_last_publication_timestamp_seconds 1700000000.250\n"));
+    // The same samples in both.
+    let samples = |t: &str| t.lines().filter(|l| !l.starts_with('#')).count();
+    assert_eq!(samples(&om), samples(&text));
+    // Every family's samples follow its header, once.
+    for t in [&om, &text] {
+        let mut seen = std::collections::HashSet::new();
+        let mut current = String::new();
+        for l in t.lines() {
+            if let Some(rest) = l.strip_prefix("# TYPE ") {
+                current = rest.split(' ').next().unwrap().to_string();
+                assert!(seen.insert(current.clone()), "{current} twice");
+            } else if !l.starts_with('#') {
+                assert!(l.starts_with(&current), "{l} after # TYPE {current}");
+            }
+        }
+    }
+}
+
+#[test]
+fn collectors_choose_the_families_and_labels_are_escaped() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let mut snap = Snapshot::clone(&rig.cache.load());
+    Arc::make_mut(&mut snap.nodes[0]).description = "a \"quoted\" \\ name\nwith a newline".into();
+    let only_errors = Collectors::NONE.with(Collector::Errors);
+    let errors = scrape_of(&snap, Format::Text, only_errors);
+    assert!(errors.contains("infiniband_port_symbol_errors_total{"));
+    assert!(!errors.contains("transmit_data_bytes"));
+    assert!(!errors.contains("infiniband_node_info"));
+    assert!(!errors.contains("infiniband_agent_"));
+    let nodes = scrape_of(&snap, Format::Text, Collectors::NONE.with(Collector::Node));
+    assert!(
+        nodes.contains(r#"node_desc="a \"quoted\" \\ name\nwith a newline""#),
+        "{nodes}"
+    );
+    assert!(scrape_of(&snap, Format::Text, Collectors::NONE).is_empty());
+    let vl = scrape_of(&snap, Format::Text, Collectors::NONE.with(Collector::Vl));
+    assert!(vl.contains(",vl=\"0\"} "), "{}", &vl[..vl.len().min(2000)]);
+}
+
+#[test]
+fn accept_headers_choose_the_format() {
+    let prometheus_2_42 = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    assert_eq!(
+        Format::negotiate(Some(prometheus_2_42)),
+        Format::OpenMetrics
+    );
+    assert_eq!(Format::negotiate(None), Format::Text);
+    assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
+    assert_eq!(
+        Format::negotiate(Some("text/plain;version=0.0.4")),
+        Format::Text
+    );
+    assert_eq!(
+        Format::negotiate(Some("text/plain;q=1,application/openmetrics-text;q=0.5")),
+        Format::Text
+    );
+    assert_eq!(
+        Format::negotiate(Some("application/openmetrics-text;version=2.0.0")),
+        Format::Text
+    );
+    assert_eq!(
+        Format::negotiate(Some("application/openmetrics-text;q=nan")),
+        Format::Text
+    );
+}
