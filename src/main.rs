@@ -126,8 +126,17 @@ or an SNMPv3 user, the source networks (CIDR, IPv4 and IPv6; default loopback), 
 sees, whether it may write and the largest response; a source no rule lists gets no answer. \
 [[snmp.user]] entries give SNMPv3 users with passphrases or localized keys; snmp.engine_file keeps \
 snmpEngineID and snmpEngineBoots. A Prometheus snmp_exporter module for the per-port tables \
-(generator.yml and the snmp.yml it makes) is shipped with the documentation. The configuration \
-file documents every key (/etc/ibpm-agentx.toml).";
+(generator.yml and the snmp.yml it makes) is shipped with the documentation.
+
+The metrics endpoint ([metrics] listen, or --metrics-listen) serves the same snapshot as \
+Prometheus metrics over HTTP: the text format 0.0.4 or OpenMetrics 1.0 as the scraper's Accept \
+header asks, gzipped when it accepts gzip, at [metrics] path (default /metrics). [metrics] \
+sources lists who may scrape (CIDR, IPv4 and IPv6; default loopback; others get 403); \
+[metrics] web_config names the web configuration file of Prometheus exporters (TLS, client \
+certificates, basic auth with bcrypt hashes); [metrics] collectors chooses what a scrape gets, \
+and a scrape may ask for collectors with ?collect[]=NAME. A Prometheus configuration, alerting \
+rules and a Grafana dashboard are shipped with the documentation. The configuration file \
+documents every key (/etc/ibpm-agentx.toml).";
 
 /// Exit status, one per kind of failure, the same for every command.
 const EXIT_STATUS: &str = "Exit status: 0 success; 1 the agent or the fabric failed (a backend \

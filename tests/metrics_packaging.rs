@@ -184,3 +184,18 @@ fn every_metric_the_rules_and_dashboard_name_is_served() {
         );
     }
 }
+
+/// docs/metrics.md lists every family under its sample name.
+#[test]
+fn the_metric_list_in_the_docs_is_complete() {
+    use ibpm_agentx::metrics::families::{FAMILIES, Kind};
+    let doc = std::fs::read_to_string(repo("docs/metrics.md")).unwrap();
+    for f in FAMILIES.iter() {
+        let name = match f.kind {
+            Kind::Counter => format!("{}_total", f.name),
+            Kind::Gauge => f.name.clone(),
+        };
+        let row = format!("| `{name}` | {} | `{}`", f.collector.name(), f.column.name);
+        assert!(doc.contains(&row), "docs/metrics.md has no row {row}");
+    }
+}

@@ -728,7 +728,7 @@ async fn route(
             rt,
         };
         let result = if gzip {
-            let mut z = flate2::write::GzEncoder::new(&mut sink, flate2::Compression::fast());
+            let mut z = gzip_writer(&mut sink);
             render(&scrape, &mut z).and_then(|()| z.finish().map(|_| ()))
         } else {
             render(&scrape, &mut sink)
@@ -743,6 +743,38 @@ async fn route(
     });
     *r.body_mut() = Body::Stream(rx);
     r
+}
+
+/// gzip at its fastest level, fed in [`CHUNK`]s (the renderer writes a
+/// line at a time; deflate works best on large inputs).
+pub struct GzipWriter<W: Write>(io::BufWriter<flate2::write::GzEncoder<W>>);
+
+pub fn gzip_writer<W: Write>(w: W) -> GzipWriter<W> {
+    GzipWriter(io::BufWriter::with_capacity(
+        CHUNK,
+        flate2::write::GzEncoder::new(w, flate2::Compression::fast()),
+    ))
+}
+
+impl<W: Write> GzipWriter<W> {
+    /// Writes the rest and the gzip trailer.
+    pub fn finish(self) -> io::Result<W> {
+        self.0.into_inner().map_err(|e| e.into_error())?.finish()
+    }
+}
+
+impl<W: Write> Write for GzipWriter<W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.write(b)
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        self.0.write_all(b)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// A writer that sends what it is given in [`CHUNK`]s to the body.
