@@ -704,6 +704,7 @@ async fn route(
         return r;
     };
     permit.forget();
+    let permit = RenderPermit(Arc::clone(sh));
     HttpCounters::bump(&sh.counters.scrapes);
     let (tx, rx) = mpsc::channel(2);
     let sh2 = Arc::clone(sh);
@@ -739,10 +740,20 @@ async fn route(
             let _ = tx.blocking_send(Err(e));
         }
         drop(snap);
-        sh2.renders.add_permits(1);
+        drop(permit);
     });
     *r.body_mut() = Body::Stream(rx);
     r
+}
+
+/// A render's share of [`MAX_RENDERS`], given back when dropped (a render
+/// that ends early or panics gives it back too).
+struct RenderPermit(Arc<Shared>);
+
+impl Drop for RenderPermit {
+    fn drop(&mut self) {
+        self.0.renders.add_permits(1);
+    }
 }
 
 /// gzip at its fastest level, fed in [`CHUNK`]s (the renderer writes a
