@@ -524,7 +524,7 @@ pub fn accepts_gzip(h: Option<&str>) -> bool {
 }
 
 /// The user and password of a Basic Authorization header.
-fn basic_credentials(h: &HeaderValue) -> Option<(String, Vec<u8>)> {
+pub fn basic_credentials(h: &HeaderValue) -> Option<(String, Vec<u8>)> {
     let v = h.to_str().ok()?;
     let (scheme, b64) = v.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
