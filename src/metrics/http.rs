@@ -49,7 +49,8 @@ pub const MAX_RENDERS: usize = 4;
 const MAX_AUTH_CHECKS: usize = 2;
 /// The request head, at most (hyper answers 431 beyond it).
 pub const MAX_HEAD: usize = 16 * 1024;
-/// Time to send a whole request head.
+/// Time to send a whole request head, and the longest a kept-alive
+/// connection waits for the next one.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time for a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -433,8 +434,13 @@ async fn serve_connection<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let sh = Arc::clone(shared);
+    // Requests served: a head timeout after one is the keep-alive's end
+    // (hyper's head timer also runs while a kept-alive connection idles).
+    let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = Arc::clone(&served);
     let svc = service_fn(move |req| {
         let sh = Arc::clone(&sh);
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         async move { Ok::<_, Infallible>(handle(req, peer, allowed, sh).await) }
     });
     let conn = http1::Builder::new()
@@ -447,7 +453,8 @@ async fn serve_connection<I>(
     tokio::select! {
         r = conn.as_mut() => {
             if let Err(e) = r {
-                if e.is_timeout() {
+                let idle = served.load(std::sync::atomic::Ordering::Relaxed) > 0;
+                if e.is_timeout() && !idle {
                     shared.refuse(Refusal::Timeout, peer, "request head too slow");
                 } else if e.is_parse() || e.is_parse_status() {
                     shared.refuse(Refusal::BadRequest, peer, &format!("malformed request: {e}"));
