@@ -62,8 +62,6 @@ pub enum AppError {
     Cancelled,
     /// The fabric has nodes but no subnet manager gave them LIDs.
     NoLids { nodes: usize },
-    /// No SNMPv3 engine ID could be generated.
-    EngineId(EngineFileError),
     /// The SNMPv3 engine's random salt could not be drawn.
     Usm(getrandom::Error),
     /// The signal handlers cannot be installed.
@@ -91,7 +89,7 @@ impl AppError {
         matches!(
             self,
             AppError::Topology(_)
-                | AppError::EngineFile(_)
+                | AppError::EngineFile(EngineFileError::Unusable { .. } | EngineFileError::NoFile)
                 | AppError::User(_)
                 | AppError::NotifyUser(_)
         )
@@ -106,10 +104,11 @@ impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AppError::Topology(e) => e.fmt(f),
+            AppError::EngineFile(e @ EngineFileError::NoFile) => write!(f, "snmp.engine_id {e}"),
+            AppError::EngineFile(e @ EngineFileError::Generate(_)) => e.fmt(f),
             AppError::EngineFile(e) => write!(f, "snmp.engine_file: {e}"),
             AppError::User(e) => e.fmt(f),
             AppError::Doca(e) => f.write_str(e),
-            AppError::EngineId(e) => e.fmt(f),
             AppError::NotifyUser(u) => {
                 write!(f, "notify.user `{}` is no [[snmp.user]]", Escaped(u))
             }
@@ -148,7 +147,7 @@ impl std::error::Error for AppError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             AppError::Topology(e) => Some(e),
-            AppError::EngineFile(e) | AppError::EngineId(e) => Some(e),
+            AppError::EngineFile(e) => Some(e),
             AppError::User(e) => Some(e),
             AppError::Umad(e) | AppError::UmadHandle { error: e, .. } => Some(e),
             AppError::Discovery { error, .. } => Some(error),
@@ -538,15 +537,8 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         Some(path) => {
             engine_file::load_and_advance(path, configured).map_err(AppError::EngineFile)?
         }
-        None => engine_file::without_file(configured).map_err(AppError::EngineId)?,
+        None => engine_file::without_file(configured).map_err(AppError::EngineFile)?,
     };
-    if let (Some(why), Some(path)) = (&st.note, &cfg.snmp.engine_file) {
-        warn!(
-            "snmp.engine_file {}: {}: a new SNMPv3 engine starts (managers discover it again)",
-            Escaped(&path.display().to_string()),
-            Escaped(&why.to_string())
-        );
-    }
     let (engine, boots) = (st.engine_id, st.boots);
     let users = cfg
         .snmp
@@ -981,7 +973,11 @@ mod tests {
         let topology = topology::parse("bogus line\n").unwrap_err();
         let config = [
             AppError::Topology(topology),
-            AppError::EngineFile(EngineFileError::Incomplete),
+            AppError::EngineFile(EngineFileError::NoFile),
+            AppError::EngineFile(EngineFileError::Unusable {
+                path: "/var/lib/ibpm-agentx/snmp-engine".into(),
+                why: crate::snmp::engine_file::FileProblem::Incomplete,
+            }),
             AppError::User(crate::config::UserEntryError {
                 name: "ops".into(),
                 error: crate::snmp::usm::UserError::Name,

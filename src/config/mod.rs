@@ -764,6 +764,15 @@ impl Config {
             })?),
             _ => None,
         };
+        cfg.check_engine_file().map_err(|message| {
+            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
+            ConfigError {
+                file: path.display().to_string(),
+                line: find_key_line(&text, "snmp", "engine_file"),
+                key: Some("snmp.engine_file".into()),
+                message,
+            }
+        })?;
         Ok((cfg, fabric))
     }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer};
 use super::{Config, ValueError, listen, non_empty, path, some_from_str};
 use crate::mib::Oid;
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
+use crate::snmp::engine_file::{self, NO_FILE};
 use crate::snmp::usm::crypto::{MIN_PASSPHRASE, parse_hex};
 use crate::snmp::usm::{AuthProtocol, EngineId, PrivProtocol, User, UserError};
 
@@ -373,11 +374,27 @@ impl SnmpConfig {
                 "is the same as snmp.community: every reader could write".into(),
             ));
         }
+        if self.engine_id.is_some() && self.engine_file.is_none() {
+            return Err(("snmp", "engine_id", NO_FILE.into()));
+        }
         Ok(())
     }
 }
 
 impl Config {
+    /// The engine file `run` reads, checked as `run` checks it (without
+    /// writing it): the message `run` refuses it with.
+    pub(super) fn check_engine_file(&self) -> Result<(), String> {
+        match &self.snmp.engine_file {
+            Some(p) if !self.snmp.user.is_empty() => {
+                engine_file::check(p, self.snmp.engine_id.as_ref())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// What is valid in `[snmp]` but probably not meant.
     pub(super) fn snmp_warnings(&self, w: &mut Vec<String>) {
         if let Some(a) = self.snmp.listen {
@@ -415,8 +432,9 @@ impl Config {
         }
         if !self.snmp.user.is_empty() && self.snmp.engine_file.is_none() {
             w.push(
-                "snmp.engine_file is not set: snmpEngineBoots starts at 1 at every start (set \
-                 snmp.engine_id too, or managers see a new engine each time)"
+                "snmp.engine_file is not set: a new random SNMPv3 engine ID at every start \
+                 (managers discover it again each time, and keys localized to it must be \
+                 localized again)"
                     .into(),
             );
         }
