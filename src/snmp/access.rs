@@ -227,7 +227,8 @@ pub struct Rule {
 }
 
 impl Rule {
-    fn allows_source(&self, ip: IpAddr) -> bool {
+    /// Whether the rule lists `ip` among its sources.
+    pub fn allows_source(&self, ip: IpAddr) -> bool {
         self.sources.iter().any(|n| n.contains(ip))
     }
 }

@@ -755,3 +755,161 @@ fn discovery_reports_go_only_to_sources_a_user_rule_lists() {
         Outcome::Report(super::usm::ReportKind::UnknownEngineId, _)
     ));
 }
+
+/// A noAuthNoPriv SNMPv3 GetRequest of `user` to `engine` (reportable).
+fn v3_plain_get(engine: &[u8], user: &str, varbinds: Vec<v2::VarBind>) -> Vec<u8> {
+    use rasn::types::Integer;
+    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
+    let sec = USMSecurityParameters {
+        authoritative_engine_id: engine.to_vec().into(),
+        authoritative_engine_boots: Integer::from(1),
+        authoritative_engine_time: Integer::from(0),
+        user_name: user.as_bytes().to_vec().into(),
+        authentication_parameters: Vec::new().into(),
+        privacy_parameters: Vec::new().into(),
+    };
+    let msg = rasn_snmp::v3::Message {
+        version: Integer::from(3),
+        global_data: HeaderData {
+            message_id: Integer::from(77),
+            max_size: Integer::from(65507),
+            flags: vec![0x04].into(),
+            security_model: Integer::from(3),
+        },
+        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
+        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
+            engine_id: engine.to_vec().into(),
+            name: Vec::new().into(),
+            data: Pdus::GetRequest(v2::GetRequest(pdu(9, varbinds))),
+        }),
+    };
+    rasn::ber::encode(&msg).unwrap()
+}
+
+/// A processor with user `nms` (authPriv keys) whose one rule, from
+/// loopback, asks for authPriv and carries `guard`.
+fn v3_processor(guard: Option<super::access::RateGuard>, now: std::time::Instant) -> Processor {
+    use super::access::{AccessTable, Level, Principal, Rule, Subtrees};
+    use super::usm::{AuthProtocol, EngineId, PrivProtocol, User, Usm};
+    let engine = EngineId::from_hex("8000000005a1a2a3a4").unwrap();
+    let pass = "processor-test-passphrase";
+    let user = User::from_passphrases(
+        "nms",
+        Some((AuthProtocol::Sha256, pass)),
+        Some((PrivProtocol::Aes128, pass)),
+        &engine,
+    )
+    .unwrap();
+    let config = ResponderConfig {
+        access: AccessTable::new(vec![Rule {
+            principal: Principal::User {
+                name: b"nms".to_vec(),
+                level: Level::AuthPriv,
+            },
+            sources: vec!["127.0.0.1".parse().unwrap()],
+            view: Subtrees::all(),
+            write: false,
+            max_response_octets: 1472,
+            rate: guard,
+        }]),
+    };
+    let usm = Usm::new(engine, 1, vec![user]).unwrap();
+    Processor::new(config).with_usm(usm, now)
+}
+
+/// Reports are charged to the rate guard before they are built: a flood of
+/// discovery probes, requests of unknown users and requests for another
+/// engine from a listed source draws at most burst + rate x time answers.
+#[test]
+fn reports_are_charged_to_the_rate_guard() {
+    use super::access::RateGuard;
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let mut p = v3_processor(Some(RateGuard { rate: 10, burst: 5 }), t0);
+    let m = mib();
+    let fixture = |name: &str| {
+        std::fs::read(format!(
+            "{}/tests/fixtures/usm/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let engine = super::usm::EngineId::from_hex("8000000005a1a2a3a4")
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    let probes = [
+        fixture("discovery.bin"),
+        fixture("sha256-authpriv.bin"),
+        v3_plain_get(&engine, "nobody", Vec::new()),
+    ];
+    let from: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    // 3,000 datagrams over 2 s.
+    let (mut answered, mut limited) = (0, 0);
+    for i in 0..3000u64 {
+        let now = t0 + Duration::from_micros(i * 2_000_000 / 3000);
+        match p.process(&probes[i as usize % 3], from, now, &m) {
+            Outcome::Report(..) => answered += 1,
+            Outcome::RateLimited => limited += 1,
+            o => panic!("{o:?}"),
+        }
+    }
+    assert!(answered <= 5 + 10 * 2, "{answered} answered");
+    assert!(answered >= 5 + 10 * 2 - 1, "{answered} answered");
+    assert_eq!(answered + limited, 3000);
+    // The USM counted every one.
+    let stats = p.usm_stats().unwrap();
+    assert_eq!(
+        stats.unknown_engine_ids as u64 + stats.unknown_user_names as u64,
+        3000
+    );
+}
+
+/// The authorizationError answer (a known user below its rule's level)
+/// fits the rule's max_response_octets, whatever the request carries, and
+/// is charged to the guard.
+#[test]
+fn authorization_errors_fit_the_rule_and_are_charged() {
+    use super::access::RateGuard;
+    use std::time::Instant;
+    let t0 = Instant::now();
+    let m = mib();
+    let engine = super::usm::EngineId::from_hex("8000000005a1a2a3a4")
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    let from: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    // 3,000 varbinds: about 60,000 octets in.
+    let names: Vec<Oid> = (0..3000u32)
+        .map(|i| oid(&[1, 3, 6, 1, 4, 1, 99999, 1, 2, 3, 4, 5, i]))
+        .collect();
+    let big = v3_plain_get(&engine, "nms", null_vbs(&names));
+    assert!(big.len() > 50_000, "{}", big.len());
+    let small = v3_plain_get(&engine, "nms", null_vbs(&names[..1]));
+    let mut p = v3_processor(None, t0);
+    for (req, want_vbs) in [(&big, 0), (&small, 1)] {
+        let Outcome::Reply(r) = p.process(req, from, t0, &m) else {
+            panic!("no answer")
+        };
+        assert!(r.len() <= 1472, "{} octets", r.len());
+        let msg: rasn_snmp::v3::Message = rasn::ber::decode(&r).unwrap();
+        let rasn_snmp::v3::ScopedPduData::CleartextPdu(s) = msg.scoped_data else {
+            panic!("encrypted")
+        };
+        let Pdus::Response(v2::Response(pdu)) = s.data else {
+            panic!("{:?}", s.data)
+        };
+        let status = if want_vbs == 0 {
+            ErrorStatus::TooBig
+        } else {
+            ErrorStatus::AuthorizationError
+        };
+        assert_eq!(pdu.error_status, status as u32);
+        assert_eq!(pdu.variable_bindings.len(), want_vbs);
+    }
+    let mut p = v3_processor(Some(RateGuard { rate: 1, burst: 3 }), t0);
+    let answers = (0..100)
+        .filter(|_| matches!(p.process(&small, from, t0, &m), Outcome::Reply(_)))
+        .count();
+    assert_eq!(answers, 3);
+}

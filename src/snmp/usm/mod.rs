@@ -270,6 +270,8 @@ pub enum DropReason {
     Unreported(ReportKind),
     /// A Response, Report or Trap: nothing this agent waits for.
     NotARequest,
+    /// A Report the caller's guard did not let be built (counted, not sent).
+    Refused(ReportKind),
 }
 
 /// What an incoming datagram became.
@@ -419,8 +421,21 @@ impl Usm {
     }
 
     /// Processes one received datagram at `engine_time` (seconds since this
-    /// engine's boot; clamped to 2^31-1).
+    /// engine's boot; clamped to 2^31-1), answering every reportable error
+    /// with a Report.
     pub fn incoming(&mut self, bytes: &[u8], engine_time: u32) -> Incoming {
+        self.incoming_guarded(bytes, engine_time, &mut |_| true)
+    }
+
+    /// [`Usm::incoming`], asking `permit` before a Report is built (a
+    /// rate guard): refused, it is counted but neither built nor sent
+    /// ([`DropReason::Refused`]).
+    pub fn incoming_guarded(
+        &mut self,
+        bytes: &[u8],
+        engine_time: u32,
+        permit: &mut dyn FnMut(ReportKind) -> bool,
+    ) -> Incoming {
         let now = engine_time.min(ENGINE_MAX);
         let Ok(msg) = rasn::ber::decode::<Message>(bytes) else {
             // A v1/v2c message does not decode as a v3 one; say so.
@@ -481,6 +496,7 @@ impl Usm {
         };
         let report = Reporter {
             msg_id,
+            max_size,
             reportable,
             user_name: &sec.user_name,
             request_id: clear_request_id,
@@ -489,15 +505,15 @@ impl Usm {
 
         // RFC 3414 3.2 step 3: we are authoritative for every request.
         if sec.authoritative_engine_id[..] != *self.engine_id.as_bytes() {
-            return self.report(&report, ReportKind::UnknownEngineId, None);
+            return self.report(permit, &report, ReportKind::UnknownEngineId, None);
         }
         // Step 4: the user.
         let Some(&user_ix) = self.by_name.get(&sec.user_name[..]) else {
-            return self.report(&report, ReportKind::UnknownUserName, None);
+            return self.report(permit, &report, ReportKind::UnknownUserName, None);
         };
         // Step 5: a level the user's keys allow.
         if level > self.users[user_ix].max_level() {
-            return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+            return self.report(permit, &report, ReportKind::UnsupportedSecLevel, None);
         }
         // Step 6: the digest.
         if level >= SecurityLevel::AuthNoPriv {
@@ -505,7 +521,7 @@ impl Usm {
                 return self.malformed();
             };
             let Some((proto, key)) = self.users[user_ix].auth.as_ref() else {
-                return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+                return self.report(permit, &report, ReportKind::UnsupportedSecLevel, None);
             };
             let zeros = [0u8; 48];
             let tag = &bytes[range.clone()];
@@ -522,32 +538,32 @@ impl Usm {
                     tag,
                 );
             if !ok {
-                return self.report(&report, ReportKind::WrongDigest, None);
+                return self.report(permit, &report, ReportKind::WrongDigest, None);
             }
             // Step 7: timeliness, for an authoritative receiver.
             if self.boots == ENGINE_MAX
                 || msg_boots != self.boots
                 || msg_time.abs_diff(now) > TIME_WINDOW
             {
-                return self.report(&report, ReportKind::NotInTimeWindow, Some(user_ix));
+                return self.report(permit, &report, ReportKind::NotInTimeWindow, Some(user_ix));
             }
         }
         // Step 8: privacy.
         let scoped = if level == SecurityLevel::AuthPriv {
             let ScopedPduData::EncryptedPdu(cipher) = &msg.scoped_data else {
-                return self.report(&report, ReportKind::DecryptionError, None);
+                return self.report(permit, &report, ReportKind::DecryptionError, None);
             };
             let Ok(salt) = <[u8; 8]>::try_from(&sec.privacy_parameters[..]) else {
-                return self.report(&report, ReportKind::DecryptionError, None);
+                return self.report(permit, &report, ReportKind::DecryptionError, None);
             };
             let Some((_, key)) = self.users[user_ix].privacy.as_ref() else {
-                return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+                return self.report(permit, &report, ReportKind::UnsupportedSecLevel, None);
             };
             let mut plain = cipher.to_vec();
             crypto::aes_decrypt(key, msg_boots, msg_time, &salt, &mut plain);
             match rasn::ber::decode::<ScopedPdu>(&plain) {
                 Ok(s) => s,
-                Err(_) => return self.report(&report, ReportKind::DecryptionError, None),
+                Err(_) => return self.report(permit, &report, ReportKind::DecryptionError, None),
             }
         } else {
             match msg.scoped_data {
@@ -591,25 +607,39 @@ impl Usm {
                 request_id: request_id(&data),
                 ..report
             };
-            return self.report_at(&report, ReportKind::UnknownPduHandler, Some(user_ix), level);
+            return self.report_at(
+                permit,
+                &report,
+                ReportKind::UnknownPduHandler,
+                Some(user_ix),
+                level,
+            );
         }
         Incoming::Request(ctx, data)
     }
 
     /// Counts `kind` and, when reportable, a Report: unauthenticated, or
     /// authNoPriv with `user`'s key (a time-window Report).
-    fn report(&mut self, r: &Reporter<'_>, kind: ReportKind, user: Option<usize>) -> Incoming {
+    fn report(
+        &mut self,
+        permit: &mut dyn FnMut(ReportKind) -> bool,
+        r: &Reporter<'_>,
+        kind: ReportKind,
+        user: Option<usize>,
+    ) -> Incoming {
         let level = match user {
             Some(_) => SecurityLevel::AuthNoPriv,
             None => SecurityLevel::NoAuthNoPriv,
         };
-        self.report_at(r, kind, user, level)
+        self.report_at(permit, r, kind, user, level)
     }
 
-    /// Counts `kind` and, when reportable, a Report at `level` (RFC 3412
-    /// 7.1: contextEngineID ours, the default context, reportableFlag clear).
+    /// Counts `kind` and, when reportable and `permit` lets it, a Report
+    /// at `level` (RFC 3412 7.1: contextEngineID ours, the default context,
+    /// reportableFlag clear) within the request's msgMaxSize.
     fn report_at(
         &mut self,
+        permit: &mut dyn FnMut(ReportKind) -> bool,
         r: &Reporter<'_>,
         kind: ReportKind,
         user: Option<usize>,
@@ -620,6 +650,9 @@ impl Usm {
         let value = *c;
         if !r.reportable {
             return Incoming::Drop(DropReason::Unreported(kind));
+        }
+        if !permit(kind) {
+            return Incoming::Drop(DropReason::Refused(kind));
         }
         let pdus = report_pdu(r.request_id, kind, value);
         let engine = self.engine_id.as_bytes().to_vec();
@@ -633,8 +666,8 @@ impl Usm {
             ctx_name: &[],
         };
         match self.encode(&header, pdus, r.now) {
-            Some(bytes) => Incoming::Report(kind, bytes),
-            None => Incoming::Drop(DropReason::Unreported(kind)),
+            Some(bytes) if bytes.len() <= r.max_size as usize => Incoming::Report(kind, bytes),
+            _ => Incoming::Drop(DropReason::Unreported(kind)),
         }
     }
 
@@ -799,6 +832,8 @@ struct Header<'a> {
 #[derive(Clone, Copy)]
 struct Reporter<'a> {
     msg_id: i32,
+    /// The request's msgMaxSize.
+    max_size: u32,
     reportable: bool,
     user_name: &'a [u8],
     request_id: i32,
