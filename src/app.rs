@@ -514,20 +514,12 @@ impl Shutdown {
 /// Run until SIGINT/SIGTERM.
 /// The agent's SNMPv3 engine: its ID (configured, kept in the engine file,
 /// or generated), its boots (raised in the engine file), and the users
-/// with their keys localized to it. Made once per start, for the endpoint
-/// and the trap sender alike.
+/// with their keys localized to it. Made once per start: the endpoint and
+/// the trap sender hold the same engine (one key store, one set of
+/// usmStats).
 struct SnmpEngine {
-    id: crate::snmp::usm::EngineId,
-    boots: u32,
-    users: Vec<crate::snmp::usm::User>,
+    usm: crate::snmp::usm::Usm,
     booted: std::time::Instant,
-}
-
-impl SnmpEngine {
-    fn usm(&self) -> Result<crate::snmp::usm::Usm, AppError> {
-        crate::snmp::usm::Usm::new(self.id.clone(), self.boots, self.users.clone())
-            .map_err(AppError::Usm)
-    }
 }
 
 fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
@@ -551,15 +543,14 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
         users.len()
     );
+    let usm = crate::snmp::usm::Usm::new(engine, boots, users).map_err(AppError::Usm)?;
     Ok(SnmpEngine {
-        id: engine,
-        boots,
-        users,
+        usm,
         booted: std::time::Instant::now(),
     })
 }
 
-pub fn run(cfg: Config) -> Result<(), AppError> {
+pub fn run(mut cfg: Config) -> Result<(), AppError> {
     let shutdown = Shutdown::on_signals()?;
     let backend = match open_backend(&cfg, &shutdown) {
         Err(_) if shutdown.is_triggered() => {
@@ -569,6 +560,9 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         r => r?,
     };
     let running = start_with(&cfg, backend, shutdown.clone())?;
+    // The users' keys are localized and the access rules made: the
+    // passphrases, keys and communities of the file go.
+    cfg.snmp.forget_secrets();
     let notifier = match SystemdNotifier::from_env() {
         Some(Ok(n)) => Some(n),
         Some(Err(e)) => {
@@ -821,7 +815,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                     .map_err(AppError::TrapSocket)?;
                 match (&cfg.notify.user, &engine) {
                     (Some(user), Some(e)) => {
-                        let usm = e.usm()?;
+                        let usm = e.usm.clone();
                         let index = usm.user_index(user);
                         let index = index.ok_or_else(|| AppError::NotifyUser(user.clone()))?;
                         t = t.with_v3(usm, index, e.booted);
@@ -854,7 +848,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             .map_err(|error| AppError::Listen { addr, error })?
             .with_counters(endpoint_counters);
         if let Some(e) = &engine {
-            r = r.with_usm(e.usm()?, e.booted);
+            r = r.with_usm(e.usm.clone(), e.booted);
         }
         let local = r.local_addr().map_err(AppError::LocalAddr)?;
         let rules = r.config().access.rules().len();

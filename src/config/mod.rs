@@ -713,12 +713,15 @@ impl Config {
     /// topology file must be readable.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
-        let text = read_untrusted_text(path, MAX_CONFIG_FILE).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: None,
-            key: None,
-            message: format!("cannot read: {e}"),
-        })?;
+        // The text holds the file's secrets: wiped when dropped.
+        let text = read_untrusted_text(path, MAX_CONFIG_FILE)
+            .map(zeroize::Zeroizing::new)
+            .map_err(|e| ConfigError {
+                file: file.clone(),
+                line: None,
+                key: None,
+                message: format!("cannot read: {e}"),
+            })?;
         let mut cfg = Config::parse(&text, &file)?;
         {
             use std::os::unix::fs::PermissionsExt;

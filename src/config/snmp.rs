@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer};
+use zeroize::Zeroizing;
 
 use super::{Config, ValueError, listen, non_empty, path, some_from_str};
 use crate::mib::Oid;
@@ -22,11 +23,11 @@ pub struct SnmpConfig {
     /// string in the file) = off.
     #[serde(deserialize_with = "listen")]
     pub listen: Option<SocketAddr>,
-    pub community: String,
+    pub community: Secret,
     /// Community that may SET through the responder (with `set.allow`);
     /// `None` (an empty string in the file): the responder is read-only.
-    #[serde(deserialize_with = "non_empty")]
-    pub write_community: Option<String>,
+    #[serde(deserialize_with = "non_empty_secret")]
+    pub write_community: Option<Secret>,
     /// Largest response the responder sends, in octets (484 to 65507):
     /// GetBulk answers leave off the repetitions that do not fit.
     pub max_response_octets: usize,
@@ -57,8 +58,8 @@ pub struct SnmpConfig {
 #[serde(deny_unknown_fields)]
 pub struct AccessEntry {
     /// An SNMPv1/v2c community ...
-    #[serde(default, deserialize_with = "non_empty")]
-    pub community: Option<String>,
+    #[serde(default, deserialize_with = "non_empty_secret")]
+    pub community: Option<Secret>,
     /// ... or an SNMPv3 user of `[[snmp.user]]`.
     #[serde(default, deserialize_with = "non_empty")]
     pub user: Option<String>,
@@ -91,17 +92,17 @@ pub struct UserEntry {
     /// absent: noAuthNoPriv.
     #[serde(default, deserialize_with = "some_from_str")]
     pub auth: Option<AuthProtocol>,
-    pub auth_passphrase: Option<String>,
+    pub auth_passphrase: Option<Secret>,
     /// The key localized to this agent's engine ID, in hex (instead of the
     /// passphrase).
     #[serde(default, deserialize_with = "hex_key")]
-    pub auth_key: Option<Vec<u8>>,
+    pub auth_key: Option<Secret>,
     /// "AES" (AES-128-CFB); absent: no privacy.
     #[serde(default, deserialize_with = "some_from_str")]
     pub privacy: Option<PrivProtocol>,
-    pub privacy_passphrase: Option<String>,
+    pub privacy_passphrase: Option<Secret>,
     #[serde(default, deserialize_with = "hex_key")]
-    pub privacy_key: Option<Vec<u8>>,
+    pub privacy_key: Option<Secret>,
 }
 
 /// Why an `[[snmp.user]]` gives no user for the engine.
@@ -132,16 +133,20 @@ impl UserEntry {
     /// The user with its keys localized to `engine` (from the passphrases:
     /// 1 MB of hashing each).
     pub fn user(&self, engine: &EngineId) -> Result<User, UserEntryError> {
+        // The keys are copied into the user, which wipes them when it goes.
         let r = match &self.auth_key {
             Some(key) => User::from_localized_keys(
                 &self.name,
-                self.auth.map(|a| (a, key.clone())),
-                self.privacy.zip(self.privacy_key.clone()),
+                self.auth.map(|a| (a, key.expose().to_vec())),
+                self.privacy
+                    .zip(self.privacy_key.as_ref().map(|k| k.expose().to_vec())),
             ),
             None => User::from_passphrases(
                 &self.name,
-                self.auth.zip(self.auth_passphrase.as_deref()),
-                self.privacy.zip(self.privacy_passphrase.as_deref()),
+                self.auth
+                    .zip(self.auth_passphrase.as_ref().map(Secret::text)),
+                self.privacy
+                    .zip(self.privacy_passphrase.as_ref().map(Secret::text)),
                 engine,
             ),
         };
@@ -168,7 +173,7 @@ impl UserEntry {
                 "must be 1 to 32 characters (RFC 3414 usmUserName)".into(),
             ));
         }
-        let pair = |proto: bool, pass: &Option<String>, key: bool, what: &'static str| match (
+        let pair = |proto: bool, pass: &Option<Secret>, key: bool, what: &'static str| match (
             proto, pass, key,
         ) {
             (false, None, false) => Ok(()),
@@ -184,7 +189,7 @@ impl UserEntry {
                 what,
                 format!("give `{what}_passphrase` or `{what}_key`, not both"),
             )),
-            (true, Some(p), false) if p.chars().count() < MIN_PASSPHRASE => Err((
+            (true, Some(p), false) if p.text().chars().count() < MIN_PASSPHRASE => Err((
                 what,
                 format!(
                     "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
@@ -208,6 +213,32 @@ impl UserEntry {
             return Err((
                 "privacy",
                 "privacy needs authentication: set `auth` too".into(),
+            ));
+        }
+        // A localized key has the length the engine takes (as `run` checks
+        // it when it makes the user).
+        if let (Some(proto), Some(key)) = (self.auth, &self.auth_key)
+            && key.expose().len() != proto.key_len()
+        {
+            return Err((
+                "auth_key",
+                format!(
+                    "has {} octets; a {proto} key has {}",
+                    key.expose().len(),
+                    proto.key_len()
+                ),
+            ));
+        }
+        if let (Some(proto), Some(key)) = (self.privacy, &self.privacy_key)
+            && key.expose().len() < proto.key_len()
+        {
+            return Err((
+                "privacy_key",
+                format!(
+                    "has {} octets; an {proto} key has at least {}",
+                    key.expose().len(),
+                    proto.key_len()
+                ),
             ));
         }
         // Localized keys belong to one engine ID, passphrases to any: a
@@ -295,7 +326,7 @@ impl Default for SnmpConfig {
     fn default() -> Self {
         SnmpConfig {
             listen: None,
-            community: "public".into(),
+            community: Secret::from("public"),
             write_community: None,
             max_response_octets: 1472,
             rate_limit: 0,
@@ -354,7 +385,7 @@ impl SnmpConfig {
         }
         if !self.access.is_empty()
             && let Some(key) = [
-                ("community", self.community != "public"),
+                ("community", self.community != Secret::from("public")),
                 ("write_community", self.write_community.is_some()),
             ]
             .into_iter()
@@ -410,18 +441,20 @@ impl Config {
                 ));
             }
             if beyond
-                && let Some(r) = rules.rules().iter().find(|r| {
+                && let Some((i, r)) = rules.rules().iter().enumerate().find(|(_, r)| {
                     matches!(r.principal, Principal::Community(_))
                         && r.sources.iter().any(|n| !n.is_loopback())
                 })
             {
-                let Principal::Community(c) = &r.principal else {
-                    unreachable!("matched a community rule")
+                // The community itself is never printed.
+                let which = if self.snmp.access.is_empty() {
+                    "snmp.community".to_string()
+                } else {
+                    format!("[[snmp.access]] rule {}", i + 1)
                 };
                 w.push(format!(
-                    "snmp.access: community `{}` is accepted from {}: SNMPv1/v2c sends it in \
-                     clear text (an SNMPv3 user with authPriv does not)",
-                    String::from_utf8_lossy(c).escape_debug(),
+                    "snmp.access: the community of {which} is accepted from {}: SNMPv1/v2c \
+                     sends it in clear text (an SNMPv3 user with authPriv does not)",
                     r.sources
                         .iter()
                         .map(|n| n.to_string())
@@ -478,7 +511,7 @@ impl Config {
             let mut rules = Vec::new();
             if let Some(w) = &snmp.write_community {
                 rules.push(rule(
-                    Principal::Community(w.clone().into_bytes()),
+                    Principal::Community(w.expose().to_vec()),
                     Network::loopback(),
                     Subtrees::all(),
                     true,
@@ -487,7 +520,7 @@ impl Config {
                 ));
             }
             rules.push(rule(
-                Principal::Community(snmp.community.clone().into_bytes()),
+                Principal::Community(snmp.community.expose().to_vec()),
                 Network::loopback(),
                 Subtrees::all(),
                 false,
@@ -501,7 +534,7 @@ impl Config {
             .iter()
             .map(|a| {
                 let principal = match (&a.community, &a.user) {
-                    (Some(c), _) => Principal::Community(c.clone().into_bytes()),
+                    (Some(c), _) => Principal::Community(c.expose().to_vec()),
                     (None, u) => {
                         let name = u.clone().unwrap_or_default();
                         let level = a.level.unwrap_or_else(|| {
@@ -531,9 +564,73 @@ impl Config {
 }
 
 /// A key in hex (`0x` optional), as `[[snmp.user]]` takes localized keys.
-fn hex_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_hex(&s).map(Some).map_err(serde::de::Error::custom)
+fn hex_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
+    let s = Secret::deserialize(d)?;
+    parse_hex(s.text())
+        .map(|k| Some(Secret(Zeroizing::new(k))))
+        .map_err(serde::de::Error::custom)
+}
+
+/// A secret of `[snmp]`, or `None` for an empty string.
+fn non_empty_secret<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
+    let s = Secret::deserialize(d)?;
+    Ok((!s.expose().is_empty()).then_some(s))
+}
+
+/// A secret of the configuration: a community, a passphrase, a key. Wiped
+/// when dropped; its `Debug` prints nothing of it, and no message does.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(Zeroizing<Vec<u8>>);
+
+impl Secret {
+    /// The octets, for the one place that uses them.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The text (a secret is read from a TOML string: UTF-8).
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(s: &str) -> Secret {
+        Secret(Zeroizing::new(s.as_bytes().to_vec()))
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Secret, D::Error> {
+        // The String the TOML parser hands over is wiped once copied.
+        let s = Zeroizing::new(String::deserialize(d)?);
+        Ok(Secret(Zeroizing::new(s.as_bytes().to_vec())))
+    }
+}
+
+impl SnmpConfig {
+    /// Drops (and wipes) the passphrases, keys and communities: once the
+    /// users' keys are localized and the access rules made, the agent
+    /// keeps no other copy.
+    pub fn forget_secrets(&mut self) {
+        self.community = Secret::default();
+        self.write_community = None;
+        for a in &mut self.access {
+            a.community = None;
+        }
+        for u in &mut self.user {
+            u.auth_passphrase = None;
+            u.privacy_passphrase = None;
+            u.auth_key = None;
+            u.privacy_key = None;
+        }
+    }
 }
 
 fn engine_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EngineId>, D::Error> {

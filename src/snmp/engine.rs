@@ -179,7 +179,11 @@ impl Processor {
     /// An SNMPv1 or SNMPv2c message.
     fn community(&mut self, d: Datagram, handler: &dyn MibHandler) -> Outcome {
         let Datagram { bytes, from, now } = d;
-        let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
+        let bytes = match super::ber::normalize(bytes, false) {
+            Ok(b) => b,
+            Err(e) => return Outcome::Malformed(e.to_string()),
+        };
+        let msg: Message<Pdus> = match rasn::ber::decode(&bytes) {
             Ok(m) => m,
             Err(e) => return Outcome::Malformed(e.to_string()),
         };

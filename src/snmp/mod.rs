@@ -56,6 +56,7 @@ macro_rules! delegate_writes {
 }
 
 pub mod access;
+pub(crate) mod ber;
 pub(crate) mod codec;
 mod engine;
 pub mod engine_file;

@@ -913,3 +913,58 @@ fn authorization_errors_fit_the_rule_and_are_charged() {
         .count();
     assert_eq!(answers, 3);
 }
+
+/// RFC 3416 4.2.3: a negative non-repeaters or max-repetitions is treated
+/// as 0 (the request is answered, not dropped as undecodable).
+#[test]
+fn negative_get_bulk_fields_count_as_zero() {
+    let m = mib();
+    let (c1, c2) = (oid(&[2, 1]), oid(&[2, 2]));
+    // Encoded with one-octet markers, then made negative in place.
+    let patch = |mut b: Vec<u8>, from: u8, to: u8| {
+        let at = b
+            .windows(3)
+            .position(|w| w == [0x02, 0x01, from])
+            .expect("the marker");
+        b[at + 2] = to;
+        b
+    };
+    let req = patch(bulk(5, 0x55, 3, &[c1.clone(), c2.clone()]), 0x55, 0xff);
+    let (_, rid, st, _, vbs) = ask(&req, &m);
+    assert_eq!((rid, st), (5, 0));
+    let mut want = Vec::new();
+    let (a, b) = (after(&m, &c1, 3), after(&m, &c2, 3));
+    for r in 0..3 {
+        want.push(a[r].clone());
+        want.push(b[r].clone());
+    }
+    assert_eq!(vbs, want, "non-repeaters -1 reads as 0");
+    let req = patch(bulk(6, 1, 0x66, &[c1.clone(), c2.clone()]), 0x66, 0x80);
+    let (_, rid, st, _, vbs) = ask(&req, &m);
+    assert_eq!((rid, st), (6, 0));
+    assert_eq!(vbs, after(&m, &c1, 1), "max-repetitions -128 reads as 0");
+}
+
+/// A datagram that carries more than the message is not answered; nor is
+/// one with an indefinite length.
+#[test]
+fn trailing_octets_and_indefinite_lengths_are_refused() {
+    let m = mib();
+    let mut req = message(
+        1,
+        "public",
+        Pdus::GetRequest(v2::GetRequest(pdu(3, null_vbs(&[oid(&[1, 1])])))),
+    );
+    assert!(matches!(process(&req, &cfg(), &m), Outcome::Reply(_)));
+    req.push(0);
+    assert!(matches!(process(&req, &cfg(), &m), Outcome::Malformed(_)));
+    // The same message with the outer length indefinite (and its end-of-
+    // contents octets).
+    let mut indefinite = req[..req.len() - 1].to_vec();
+    indefinite[1] = 0x80;
+    indefinite.extend_from_slice(&[0, 0]);
+    assert!(matches!(
+        process(&indefinite, &cfg(), &m),
+        Outcome::Malformed(_)
+    ));
+}
