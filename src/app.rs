@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
@@ -573,6 +573,7 @@ pub fn run(mut cfg: Config) -> Result<(), AppError> {
     };
     let ping_every = service::watchdog_ping_interval();
     let (mut ready, mut last_ping) = (false, None::<Instant>);
+    let mut watch = service::SweeperWatch::new(0, Instant::now());
     while !shutdown.is_triggered() {
         if let Some(n) = &notifier {
             let snap = running.cache().load();
@@ -588,7 +589,7 @@ pub fn run(mut cfg: Config) -> Result<(), AppError> {
             if ready
                 && let Some(every) = ping_every
                 && last_ping.is_none_or(|t| t.elapsed() >= every)
-                && service::sweeper_alive(snap.taken, SystemTime::now(), snap.interval)
+                && watch.alive(snap.sweep, snap.interval, Instant::now())
             {
                 let _ = n.send("WATCHDOG=1");
                 last_ping = Some(Instant::now());
