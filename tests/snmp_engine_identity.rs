@@ -166,3 +166,105 @@ fn check_config_reads_a_good_engine_file_without_writing_it() {
             .contains("boots 41\n")
     );
 }
+
+/// A localized key of the wrong length: refused by check-config and run
+/// with the same words (run used to refuse it only when it made the user).
+#[test]
+fn a_key_of_the_wrong_length_is_refused_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[fabric]\nsweep_interval = 3600\n[snmp]\nlisten = \"127.0.0.1:0\"\n\
+             engine_file = \"engine\"\n[[snmp.user]]\nname = \"k\"\nauth = \"SHA-256\"\n\
+             auth_key = \"{}\"\n",
+            "ab".repeat(31)
+        ),
+    )
+    .unwrap();
+    let (code, err) = check(&conf);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("key `snmp.user.auth_key`"), "{err}");
+    let (code, run_err) = run(&conf);
+    assert_eq!(code, 2, "{run_err}");
+    assert_eq!(run_err.trim(), format!("ibpm-agentx: {}", err.trim()));
+    assert!(
+        !dir.path().join("engine").exists(),
+        "refused before the engine"
+    );
+}
+
+/// The raised boots survives a power loss: the engine file is synced, then
+/// renamed into place, then its directory is synced (seen with strace).
+#[test]
+fn the_engine_file_and_its_directory_are_synced() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("strace is not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The agent writes its engine file, then cannot listen (the port is
+    // taken) and exits by itself.
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[snmp]\n\
+             listen = \"{}\"\nengine_file = \"engine\"\n{USER}",
+            taken.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    let trace = dir.path().join("trace");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=openat,fsync,rename,renameat,renameat2",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_ibpm-agentx"))
+        .args(["run", "--config", conf.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(dir.path().join("engine").exists());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let engine = dir.path().join("engine").display().to_string();
+    let dir_name = dir.path().display().to_string();
+    let fd_of = |l: &str| l.rsplit("= ").next().map(|f| f.trim().to_string());
+    let tmp_open = lines
+        .iter()
+        .position(|l| l.contains("openat(") && l.contains(&format!("{engine}.tmp\"")))
+        .unwrap_or_else(|| panic!("{text}"));
+    let tmp_fd = fd_of(lines[tmp_open]).unwrap();
+    let rename = lines
+        .iter()
+        .position(|l| l.contains("rename") && l.contains(&format!("\"{engine}\"")))
+        .unwrap_or_else(|| panic!("{text}"));
+    let synced = |from: usize, to: usize, fd: &str| {
+        lines[from..to]
+            .iter()
+            .any(|l| l.contains(&format!("fsync({fd})")))
+    };
+    assert!(
+        synced(tmp_open, rename, &tmp_fd),
+        "the file before the rename:\n{text}"
+    );
+    let dir_open = lines[rename..]
+        .iter()
+        .position(|l| l.contains("openat(") && l.contains(&format!("\"{dir_name}\"")))
+        .map(|i| i + rename)
+        .unwrap_or_else(|| panic!("the directory is opened after the rename:\n{text}"));
+    let dir_fd = fd_of(lines[dir_open]).unwrap();
+    assert!(
+        synced(dir_open, lines.len(), &dir_fd),
+        "the directory after the rename:\n{text}"
+    );
+}

@@ -440,6 +440,23 @@ impl Config {
                      rule lets a source beyond loopback ask: it answers this host only"
                 ));
             }
+            // A rule that lets sources beyond loopback in without a guard:
+            // a source that spoofs an address of its networks draws answers
+            // (a GetBulk's up to max_response_octets, a Report) without bound.
+            if !a.ip().is_loopback() {
+                for (i, r) in rules.rules().iter().enumerate() {
+                    if r.rate.is_none() && r.sources.iter().any(|n| !n.is_loopback()) {
+                        w.push(format!(
+                            "snmp.access: [[snmp.access]] rule {} lets sources beyond loopback \
+                             ask without a rate guard: a spoofed source of its networks draws \
+                             answers of up to {} octets without bound (set rate_limit and \
+                             rate_burst)",
+                            i + 1,
+                            r.max_response_octets
+                        ));
+                    }
+                }
+            }
             if beyond
                 && let Some((i, r)) = rules.rules().iter().enumerate().find(|(_, r)| {
                     matches!(r.principal, Principal::Community(_))
@@ -893,8 +910,46 @@ mod tests {
         )
         .unwrap();
         let w = c.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("rule 1 lets sources beyond loopback"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("without a rate guard"), "{w:?}");
+        assert!(w[1].contains("clear text"), "{w:?}");
+        // With a guard, only the clear text is said.
+        let c = Config::parse(
+            "[snmp]\nlisten = \"0.0.0.0:1161\"\n[[snmp.access]]\ncommunity = \"x\"\n\
+             sources = [\"10.0.0.0/8\"]\nrate_limit = 50\nrate_burst = 10\n",
+            "c.toml",
+        )
+        .unwrap();
+        let w = c.warnings();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("clear text"), "{w:?}");
+        // Listening on loopback only, no source beyond it can ask.
+        let c = Config::parse(
+            "[snmp]\nlisten = \"127.0.0.1:1161\"\n[[snmp.access]]\ncommunity = \"x\"\n\
+             sources = [\"10.0.0.0/8\"]\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert!(!c.warnings().iter().any(|l| l.contains("rate guard")));
+    }
+
+    #[test]
+    fn a_localized_key_of_the_wrong_length_is_refused() {
+        let e = Config::parse(
+            &format!(
+                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA-256\"\nauth_key = \"{}\"\n",
+                "ab".repeat(31)
+            ),
+            "c.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("snmp.user.auth_key"), "{e}");
+        assert!(e.message.contains("has 31 octets"), "{e}");
+        assert!(!e.to_string().contains("abab"), "{e}");
     }
 
     #[test]
