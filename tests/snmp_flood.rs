@@ -225,6 +225,36 @@ fn a_flood_from_a_listed_source_draws_at_most_burst_plus_rate_times_time() {
     );
     assert!(total.2 >= BURST, "the burst is answered");
     assert!(limited >= received.saturating_sub(total.2 + 3), "{limited}");
+    // The largest answer a listed community draws: a GetBulk of
+    // max-repetitions 10,000 (the rule's cap is 1472 octets).
+    let mut bulk = Vec::new();
+    {
+        let vb = [
+            0x30, 0x0c, 0x06, 0x08, 0x2b, 6, 1, 3, 0x75, 1, 6, 1, 0x05, 0x00,
+        ];
+        let mut pdu = vec![0x02, 0x01, 0x01, 0x02, 0x01, 0x00, 0x02, 0x02, 0x27, 0x10];
+        pdu.extend_from_slice(&[0x30, vb.len() as u8]);
+        pdu.extend_from_slice(&vb);
+        let mut inner = vec![0x02, 0x01, 0x01, 0x04, 0x06];
+        inner.extend_from_slice(b"public");
+        inner.push(0xa5);
+        inner.push(pdu.len() as u8);
+        inner.extend_from_slice(&pdu);
+        bulk.push(0x30);
+        bulk.push(inner.len() as u8);
+        bulk.extend_from_slice(&inner);
+    }
+    sock.set_nonblocking(false).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    sock.send(&bulk).unwrap();
+    let n = sock.recv(&mut buf).unwrap();
+    println!(
+        "a GetBulk of {} octets (max-repetitions 10,000) through a community rule: {n} octets \
+         ({:.1}x)",
+        bulk.len(),
+        n as f64 / bulk.len() as f64
+    );
+    assert!(n <= 1472, "{n}");
     // The log holds throttled lines only, not one per datagram.
     let text = std::fs::read_to_string(&log).unwrap();
     let lines = text.lines().filter(|l| l.contains("snmp:")).count();

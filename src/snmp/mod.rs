@@ -8,8 +8,10 @@
 //!   the subtrees it sees, and whether it may write. A datagram from a
 //!   source no rule lists is dropped before it is decoded (`unlisted`); a
 //!   community no rule gives to the source is dropped too
-//!   (`bad_communities`). Neither gets an answer, so the endpoint reflects
-//!   nothing to a spoofed source.
+//!   (`bad_communities`). Neither gets an answer: no address outside the
+//!   listed networks draws anything. An address inside them can be spoofed;
+//!   what it draws is bounded by the rule's rate guard and
+//!   `max_response_octets` (docs/security.md).
 //! - Undecodable datagrams are dropped, counted (`malformed`) and logged at
 //!   debug level; nothing from the network can panic the responder.
 //! - GetNext/GetBulk walk the rule's view; the end of it is `endOfMibView`
@@ -19,10 +21,13 @@
 //!   repetitions that do not fit are left off; `tooBig` only when the
 //!   non-repeaters alone do not fit.
 //! - A rule may carry a rate guard (requests per second per source after a
-//!   first burst, [`rate`]); requests over it are dropped, counted
-//!   (`rate_limited`) and logged at most every 10 s with their number.
-//!   Without one, every request is answered: a poller with one request
-//!   outstanding is never dropped.
+//!   first burst, [`rate`]); every answer is charged to it before it is
+//!   built (SNMPv3 Reports and authorizationError included), and requests
+//!   over it are dropped, counted (`rate_limited`) and logged at most every
+//!   10 s with their number. Without one, every request is answered: a
+//!   poller with one request outstanding is never dropped.
+//! - No datagram writes a log line but through a throttle ([`DropLog`]):
+//!   one line every 10 s per kind of event, with the count.
 //! - Set: through a rule that may write, the handler's `test_set` /
 //!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run
 //!   in that order, `cleanup_set` always last. Otherwise a Set is answered
