@@ -812,8 +812,11 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let sink: Option<Box<dyn Sink>> = match &running.session {
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
             None if !cfg.notify.sinks.is_empty() => {
-                let mut t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
-                    .map_err(AppError::TrapSocket)?;
+                let mut t = TrapSink::new(
+                    cfg.notify.sinks.clone(),
+                    cfg.notify.community.text().to_string(),
+                )
+                .map_err(AppError::TrapSocket)?;
                 match (&cfg.notify.user, &engine) {
                     (Some(user), Some(e)) => {
                         let usm = e.usm.clone();

@@ -22,6 +22,7 @@ const RO: &str = "ro-community-Q7x";
 const RW: &str = "rw-community-Z9k";
 const AUTH: &str = "auth-passphrase-W3m";
 const PRIV: &str = "priv-passphrase-V8n";
+const TRAPS: &str = "trap-community-K4p";
 /// A localized SHA-256 key given in hex (32 octets) and a privacy key.
 const AUTH_KEY: &str = "5c7b1e1f0e39a3c6c2d6e75b1f6ea1b8a1f3c4d5e6f708192a3b4c5d6e7f8091";
 const PRIV_KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
@@ -39,6 +40,7 @@ fn secrets() -> Vec<String> {
         RW.to_string(),
         AUTH.to_string(),
         PRIV.to_string(),
+        TRAPS.to_string(),
         AUTH_KEY.to_string(),
         PRIV_KEY.to_string(),
         AUTH_KEY.to_uppercase(),
@@ -76,6 +78,8 @@ enabled = false
 allow = true
 [log]
 level = "trace"
+[notify]
+community = "{TRAPS}"
 [fabric]
 sweep_interval = 3600
 [sim]

@@ -22,7 +22,7 @@ use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
 
 mod snmp;
 
-pub use snmp::{AccessEntry, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
+pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -352,8 +352,8 @@ pub struct NotifySection {
     /// trap receivers, `IP:PORT` each.
     #[serde(deserialize_with = "sinks")]
     pub sinks: Vec<SocketAddr>,
-    /// The community of those traps.
-    pub community: String,
+    /// The community of those traps (a secret: never printed).
+    pub community: Secret,
     /// Send them as SNMPv3 traps of this `[[snmp.user]]` instead (at the
     /// strongest level its keys allow; this agent is the authoritative
     /// engine); `None` (an empty string): SNMPv2c.
@@ -372,7 +372,7 @@ impl Default for NotifySection {
             limit_per_sweep: n.limit_per_sweep,
             queue: crate::agentx::SessionConfig::default().notify_queue,
             sinks: Vec::new(),
-            community: "public".into(),
+            community: Secret::from("public"),
             user: None,
             threshold: Vec::new(),
         }
