@@ -968,3 +968,84 @@ fn trailing_octets_and_indefinite_lengths_are_refused() {
         Outcome::Malformed(_)
     ));
 }
+
+/// Over SNMPv3 too, a GetBulk's negative fields read as 0: the request is
+/// answered, not refused as undecodable (or reported as a decryption
+/// error).
+#[test]
+fn negative_get_bulk_fields_count_as_zero_over_v3() {
+    use super::access::{AccessTable, Level, Principal, Rule, Subtrees};
+    use super::usm::{EngineId, User, Usm};
+    use rasn::types::Integer;
+    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
+    let engine = EngineId::from_hex("8000000005a1a2a3a4").unwrap();
+    let anon = User::from_passphrases("anon", None, None, &engine).unwrap();
+    let config = ResponderConfig {
+        access: AccessTable::new(vec![Rule {
+            principal: Principal::User {
+                name: b"anon".to_vec(),
+                level: Level::NoAuthNoPriv,
+            },
+            sources: vec!["127.0.0.1".parse().unwrap()],
+            view: Subtrees::all(),
+            write: false,
+            max_response_octets: 1472,
+            rate: None,
+        }]),
+    };
+    let now = std::time::Instant::now();
+    let mut p =
+        Processor::new(config).with_usm(Usm::new(engine.clone(), 1, vec![anon]).unwrap(), now);
+    let sec = USMSecurityParameters {
+        authoritative_engine_id: engine.as_bytes().to_vec().into(),
+        authoritative_engine_boots: Integer::from(1),
+        authoritative_engine_time: Integer::from(0),
+        user_name: b"anon".to_vec().into(),
+        authentication_parameters: Vec::new().into(),
+        privacy_parameters: Vec::new().into(),
+    };
+    let c1 = oid(&[2, 1]);
+    let msg = rasn_snmp::v3::Message {
+        version: Integer::from(3),
+        global_data: HeaderData {
+            message_id: Integer::from(77),
+            max_size: Integer::from(65507),
+            flags: vec![0x04].into(),
+            security_model: Integer::from(3),
+        },
+        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
+        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
+            engine_id: engine.as_bytes().to_vec().into(),
+            name: Vec::new().into(),
+            data: Pdus::GetBulkRequest(v2::GetBulkRequest(BulkPdu {
+                request_id: 9,
+                non_repeaters: 0x55,
+                max_repetitions: 2,
+                variable_bindings: null_vbs(std::slice::from_ref(&c1)),
+            })),
+        }),
+    };
+    let mut bytes = rasn::ber::encode(&msg).unwrap();
+    let at = bytes
+        .windows(3)
+        .position(|w| w == [0x02, 0x01, 0x55])
+        .unwrap();
+    bytes[at + 2] = 0xff;
+    let m = mib();
+    let Outcome::Reply(r) = p.process(&bytes, "127.0.0.1".parse().unwrap(), now, &m) else {
+        panic!("not answered")
+    };
+    let msg: rasn_snmp::v3::Message = rasn::ber::decode(&r).unwrap();
+    let ScopedPduData::CleartextPdu(s) = msg.scoped_data else {
+        panic!()
+    };
+    let Pdus::Response(v2::Response(pdu)) = s.data else {
+        panic!("{:?}", s.data)
+    };
+    assert_eq!(pdu.error_status, 0);
+    assert_eq!(
+        pdu.variable_bindings.len(),
+        2,
+        "two repetitions of one column"
+    );
+}
