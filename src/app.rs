@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
@@ -62,8 +62,6 @@ pub enum AppError {
     Cancelled,
     /// The fabric has nodes but no subnet manager gave them LIDs.
     NoLids { nodes: usize },
-    /// No SNMPv3 engine ID could be generated.
-    EngineId(EngineFileError),
     /// The SNMPv3 engine's random salt could not be drawn.
     Usm(getrandom::Error),
     /// The signal handlers cannot be installed.
@@ -93,7 +91,7 @@ impl AppError {
         matches!(
             self,
             AppError::Topology(_)
-                | AppError::EngineFile(_)
+                | AppError::EngineFile(EngineFileError::Unusable { .. } | EngineFileError::NoFile)
                 | AppError::User(_)
                 | AppError::NotifyUser(_)
                 | AppError::WebConfig(_)
@@ -109,10 +107,11 @@ impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AppError::Topology(e) => e.fmt(f),
+            AppError::EngineFile(e @ EngineFileError::NoFile) => write!(f, "snmp.engine_id {e}"),
+            AppError::EngineFile(e @ EngineFileError::Generate(_)) => e.fmt(f),
             AppError::EngineFile(e) => write!(f, "snmp.engine_file: {e}"),
             AppError::User(e) => e.fmt(f),
             AppError::Doca(e) => f.write_str(e),
-            AppError::EngineId(e) => e.fmt(f),
             AppError::NotifyUser(u) => {
                 write!(f, "notify.user `{}` is no [[snmp.user]]", Escaped(u))
             }
@@ -152,7 +151,7 @@ impl std::error::Error for AppError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             AppError::Topology(e) => Some(e),
-            AppError::EngineFile(e) | AppError::EngineId(e) => Some(e),
+            AppError::EngineFile(e) => Some(e),
             AppError::User(e) => Some(e),
             AppError::Umad(e) | AppError::UmadHandle { error: e, .. } => Some(e),
             AppError::Discovery { error, .. } => Some(error),
@@ -519,20 +518,12 @@ impl Shutdown {
 /// Run until SIGINT/SIGTERM.
 /// The agent's SNMPv3 engine: its ID (configured, kept in the engine file,
 /// or generated), its boots (raised in the engine file), and the users
-/// with their keys localized to it. Made once per start, for the endpoint
-/// and the trap sender alike.
+/// with their keys localized to it. Made once per start: the endpoint and
+/// the trap sender hold the same engine (one key store, one set of
+/// usmStats).
 struct SnmpEngine {
-    id: crate::snmp::usm::EngineId,
-    boots: u32,
-    users: Vec<crate::snmp::usm::User>,
+    usm: crate::snmp::usm::Usm,
     booted: std::time::Instant,
-}
-
-impl SnmpEngine {
-    fn usm(&self) -> Result<crate::snmp::usm::Usm, AppError> {
-        crate::snmp::usm::Usm::new(self.id.clone(), self.boots, self.users.clone())
-            .map_err(AppError::Usm)
-    }
 }
 
 fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
@@ -542,15 +533,8 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         Some(path) => {
             engine_file::load_and_advance(path, configured).map_err(AppError::EngineFile)?
         }
-        None => engine_file::without_file(configured).map_err(AppError::EngineId)?,
+        None => engine_file::without_file(configured).map_err(AppError::EngineFile)?,
     };
-    if let (Some(why), Some(path)) = (&st.note, &cfg.snmp.engine_file) {
-        warn!(
-            "snmp.engine_file {}: {}: a new SNMPv3 engine starts (managers discover it again)",
-            Escaped(&path.display().to_string()),
-            Escaped(&why.to_string())
-        );
-    }
     let (engine, boots) = (st.engine_id, st.boots);
     let users = cfg
         .snmp
@@ -563,15 +547,14 @@ fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
         users.len()
     );
+    let usm = crate::snmp::usm::Usm::new(engine, boots, users).map_err(AppError::Usm)?;
     Ok(SnmpEngine {
-        id: engine,
-        boots,
-        users,
+        usm,
         booted: std::time::Instant::now(),
     })
 }
 
-pub fn run(cfg: Config) -> Result<(), AppError> {
+pub fn run(mut cfg: Config) -> Result<(), AppError> {
     let shutdown = Shutdown::on_signals()?;
     let backend = match open_backend(&cfg, &shutdown) {
         Err(_) if shutdown.is_triggered() => {
@@ -581,6 +564,9 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
         r => r?,
     };
     let running = start_with(&cfg, backend, shutdown.clone())?;
+    // The users' keys are localized and the access rules made: the
+    // passphrases, keys and communities of the file go.
+    cfg.snmp.forget_secrets();
     let notifier = match SystemdNotifier::from_env() {
         Some(Ok(n)) => Some(n),
         Some(Err(e)) => {
@@ -591,6 +577,7 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
     };
     let ping_every = service::watchdog_ping_interval();
     let (mut ready, mut last_ping) = (false, None::<Instant>);
+    let mut watch = service::SweeperWatch::new(0, Instant::now());
     while !shutdown.is_triggered() {
         if let Some(n) = &notifier {
             let snap = running.cache().load();
@@ -606,7 +593,7 @@ pub fn run(cfg: Config) -> Result<(), AppError> {
             if ready
                 && let Some(every) = ping_every
                 && last_ping.is_none_or(|t| t.elapsed() >= every)
-                && service::sweeper_alive(snap.taken, SystemTime::now(), snap.interval)
+                && watch.alive(snap.sweep, snap.interval, Instant::now())
             {
                 let _ = n.send("WATCHDOG=1");
                 last_ping = Some(Instant::now());
@@ -839,11 +826,14 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let sink: Option<Box<dyn Sink>> = match &running.session {
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
             None if !cfg.notify.sinks.is_empty() => {
-                let mut t = TrapSink::new(cfg.notify.sinks.clone(), cfg.notify.community.clone())
-                    .map_err(AppError::TrapSocket)?;
+                let mut t = TrapSink::new(
+                    cfg.notify.sinks.clone(),
+                    cfg.notify.community.text().to_string(),
+                )
+                .map_err(AppError::TrapSocket)?;
                 match (&cfg.notify.user, &engine) {
                     (Some(user), Some(e)) => {
-                        let usm = e.usm()?;
+                        let usm = e.usm.clone();
                         let index = usm.user_index(user);
                         let index = index.ok_or_else(|| AppError::NotifyUser(user.clone()))?;
                         t = t.with_v3(usm, index, e.booted);
@@ -876,7 +866,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             .map_err(|error| AppError::Listen { addr, error })?
             .with_counters(Arc::clone(&endpoint_counters));
         if let Some(e) = &engine {
-            r = r.with_usm(e.usm()?, e.booted);
+            r = r.with_usm(e.usm.clone(), e.booted);
         }
         let local = r.local_addr().map_err(AppError::LocalAddr)?;
         let rules = r.config().access.rules().len();
@@ -1012,7 +1002,11 @@ mod tests {
         let topology = topology::parse("bogus line\n").unwrap_err();
         let config = [
             AppError::Topology(topology),
-            AppError::EngineFile(EngineFileError::Incomplete),
+            AppError::EngineFile(EngineFileError::NoFile),
+            AppError::EngineFile(EngineFileError::Unusable {
+                path: "/var/lib/ibpm-agentx/snmp-engine".into(),
+                why: crate::snmp::engine_file::FileProblem::Incomplete,
+            }),
             AppError::User(crate::config::UserEntryError {
                 name: "ops".into(),
                 error: crate::snmp::usm::UserError::Name,

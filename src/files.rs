@@ -37,8 +37,10 @@ pub fn read_untrusted(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it (mode
-/// 0600), synced, then renamed over it.
+/// Write `bytes` to `path` atomically and durably: a temporary file beside
+/// it (mode 0600), synced, renamed over it, then its directory synced (the
+/// rename is in the directory: without that, a power loss may bring back
+/// the old file).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
@@ -62,5 +64,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         f.write_all(bytes)?;
         f.sync_all()?;
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    sync_dir(path)
+}
+
+/// fsync of the directory that holds `path`.
+fn sync_dir(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)?.sync_all()
 }

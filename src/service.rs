@@ -6,7 +6,7 @@
 
 use std::io;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant};
 
 /// The notification socket systemd named in `NOTIFY_SOCKET`.
 pub struct SystemdNotifier {
@@ -67,15 +67,32 @@ pub fn watchdog_ping_interval() -> Option<Duration> {
     (usec > 0).then(|| Duration::from_micros(usec / 2))
 }
 
-/// Whether the sweeper is alive: its latest snapshot (taken at `taken`) is
-/// no older than three sweep intervals and a minute (a sweep of a large
-/// fabric, a transport being reopened).
-pub fn sweeper_alive(taken: Option<SystemTime>, now: SystemTime, interval: Duration) -> bool {
-    let Some(t) = taken else {
-        return false;
-    };
-    let age = now.duration_since(t).unwrap_or_default();
-    age <= interval.saturating_mul(3) + Duration::from_secs(60)
+/// Whether the sweeper is alive, judged on the monotonic clock (a step of
+/// the wall clock neither withholds nor fakes a watchdog ping): the sweep
+/// number has moved within three sweep intervals and a minute (a sweep of a
+/// large fabric, a transport being reopened).
+#[derive(Debug)]
+pub struct SweeperWatch {
+    sweep: u64,
+    since: Instant,
+}
+
+impl SweeperWatch {
+    /// Watching from `now`, the sweeper at sweep `sweep`.
+    pub fn new(sweep: u64, now: Instant) -> SweeperWatch {
+        SweeperWatch { sweep, since: now }
+    }
+
+    /// Whether the sweeper, now at sweep `sweep` with `interval` between
+    /// sweeps, is alive at `now`.
+    pub fn alive(&mut self, sweep: u64, interval: Duration, now: Instant) -> bool {
+        if sweep != self.sweep {
+            self.sweep = sweep;
+            self.since = now;
+        }
+        now.saturating_duration_since(self.since)
+            <= interval.saturating_mul(3) + Duration::from_secs(60)
+    }
 }
 
 #[cfg(test)]
@@ -83,14 +100,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_sweeper_is_alive_while_snapshots_are_fresh() {
-        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    fn the_sweeper_is_alive_while_its_sweeps_move() {
+        let t0 = Instant::now();
         let i = Duration::from_secs(10);
-        assert!(!sweeper_alive(None, t0, i));
-        assert!(sweeper_alive(Some(t0), t0 + Duration::from_secs(89), i));
-        assert!(!sweeper_alive(Some(t0), t0 + Duration::from_secs(91), i));
-        // A clock that went back is not a dead sweeper.
-        assert!(sweeper_alive(Some(t0), t0 - Duration::from_secs(5), i));
+        let mut w = SweeperWatch::new(1, t0);
+        assert!(w.alive(1, i, t0 + Duration::from_secs(89)));
+        assert!(w.alive(1, i, t0 + Duration::from_secs(90)));
+        assert!(!w.alive(1, i, t0 + Duration::from_secs(91)));
+        // A new sweep: alive again, for as long.
+        assert!(w.alive(2, i, t0 + Duration::from_secs(100)));
+        assert!(w.alive(2, i, t0 + Duration::from_secs(190)));
+        assert!(!w.alive(2, i, t0 + Duration::from_secs(191)));
+        // Time is only ever the monotonic clock's: a `now` before the last
+        // change (no such clock goes back) is not a dead sweeper.
+        assert!(w.alive(2, i, t0));
     }
 
     #[test]

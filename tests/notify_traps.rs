@@ -437,10 +437,16 @@ fn without_agentx_traps_go_to_the_sinks_as_snmpv3() {
         "createUser -e 0x{engine} traps SHA-256 {pass} AES {pass}\nformat2 [%P] %v\\n"
     ))
     .expect("snmptrapd");
+    // The engine's boots are kept beside its ID (an ID without a file is
+    // refused).
+    let dir = tempfile::tempdir().unwrap();
+    let engine_file = dir.path().join("engine");
     let text = format!(
         "[agentx]\nenabled = false\n[snmp]\nengine_id = \"{engine}\"\n\
+         engine_file = \"{}\"\n\
          [[snmp.user]]\nname = \"traps\"\nauth = \"SHA-256\"\nauth_passphrase = \"{pass}\"\n\
          privacy = \"AES\"\nprivacy_passphrase = \"{pass}\"\n{}",
+        engine_file.display(),
         BASE.replace(
             "[notify]\n",
             &format!(

@@ -20,7 +20,7 @@ pub struct MetricsSection {
     #[serde(deserialize_with = "super::listen")]
     pub listen: Option<SocketAddr>,
     /// Clients outside these networks get 403.
-    #[serde(deserialize_with = "super::networks")]
+    #[serde(deserialize_with = "super::snmp::networks")]
     pub sources: Vec<Network>,
     /// exporter-toolkit's web configuration file (TLS, basic auth);
     /// relative to the configuration file's directory.

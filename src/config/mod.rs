@@ -20,12 +20,12 @@ use crate::fabric::control::ControlConfig;
 use crate::fabric::engine::EngineConfig;
 use crate::fabric::settings::SweepConfig;
 use crate::ib::{Escaped, Fabric, NodeType, topology};
-use crate::mib::Oid;
 use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
-use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
-use crate::snmp::usm::crypto::{MIN_PASSPHRASE, parse_hex};
-use crate::snmp::usm::{AuthProtocol, EngineId, PrivProtocol, User, UserError};
+
+mod snmp;
+
+pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -64,282 +64,6 @@ pub struct AgentxConfig {
     /// Upper bound of the reconnect backoff (whole seconds in the file).
     #[serde(deserialize_with = "seconds")]
     pub reconnect_max: Duration,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct SnmpConfig {
-    /// `HOST:PORT` of the built-in SNMPv2c responder; `None` (an empty
-    /// string in the file) = off.
-    #[serde(deserialize_with = "listen")]
-    pub listen: Option<SocketAddr>,
-    pub community: String,
-    /// Community that may SET through the responder (with `set.allow`);
-    /// `None` (an empty string in the file): the responder is read-only.
-    #[serde(deserialize_with = "non_empty")]
-    pub write_community: Option<String>,
-    /// Largest response the responder sends, in octets (484 to 65507):
-    /// GetBulk answers leave off the repetitions that do not fit.
-    pub max_response_octets: usize,
-    /// Default rate guard of every access rule: requests per second
-    /// answered per source address (0 = none: every request is answered).
-    pub rate_limit: u32,
-    /// Requests one source address may send at once before `rate_limit`
-    /// applies.
-    pub rate_burst: u32,
-    /// `[[snmp.access]]`: who may ask what, first match wins. Without any:
-    /// `community` read-only and `write_community` from loopback.
-    pub access: Vec<AccessEntry>,
-    /// `[[snmp.user]]`: SNMPv3 users.
-    pub user: Vec<UserEntry>,
-    /// snmpEngineID in hex (5 to 32 octets); `None`: the one kept in
-    /// `engine_file`, or a new one.
-    #[serde(deserialize_with = "engine_id")]
-    pub engine_id: Option<EngineId>,
-    /// Where snmpEngineID and snmpEngineBoots are kept across restarts;
-    /// `None`: nowhere (a new engine ID each start).
-    #[serde(deserialize_with = "path")]
-    pub engine_file: Option<PathBuf>,
-}
-
-/// One `[[snmp.access]]` rule (checked by [`Config::parse`], so that an
-/// error names the rule's own line).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct AccessEntry {
-    /// An SNMPv1/v2c community ...
-    #[serde(default, deserialize_with = "non_empty")]
-    pub community: Option<String>,
-    /// ... or an SNMPv3 user of `[[snmp.user]]`.
-    #[serde(default, deserialize_with = "non_empty")]
-    pub user: Option<String>,
-    /// Source networks (CIDR); default: loopback only.
-    #[serde(default = "Network::loopback", deserialize_with = "networks")]
-    pub sources: Vec<Network>,
-    /// Subtrees the rule sees (numeric OIDs or IB-PM-MIB table and column
-    /// names); default: everything the agent serves.
-    #[serde(default, deserialize_with = "subtrees")]
-    pub subtrees: Vec<Oid>,
-    /// May Set (with `set.allow`).
-    #[serde(default)]
-    pub write: bool,
-    /// Largest response (484 to 65507); default: `snmp.max_response_octets`.
-    pub max_response_octets: Option<usize>,
-    /// Least SNMPv3 security level; default: the strongest the user has.
-    #[serde(default, deserialize_with = "some_from_str")]
-    pub level: Option<Level>,
-    /// Rate guard; default: `snmp.rate_limit` / `snmp.rate_burst`.
-    pub rate_limit: Option<u32>,
-    pub rate_burst: Option<u32>,
-}
-
-/// One `[[snmp.user]]`: an SNMPv3 user with passphrases or localized keys.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct UserEntry {
-    pub name: String,
-    /// "SHA" (HMAC-SHA-96), "SHA-224", "SHA-256", "SHA-384", "SHA-512";
-    /// absent: noAuthNoPriv.
-    #[serde(default, deserialize_with = "some_from_str")]
-    pub auth: Option<AuthProtocol>,
-    pub auth_passphrase: Option<String>,
-    /// The key localized to this agent's engine ID, in hex (instead of the
-    /// passphrase).
-    #[serde(default, deserialize_with = "hex_key")]
-    pub auth_key: Option<Vec<u8>>,
-    /// "AES" (AES-128-CFB); absent: no privacy.
-    #[serde(default, deserialize_with = "some_from_str")]
-    pub privacy: Option<PrivProtocol>,
-    pub privacy_passphrase: Option<String>,
-    #[serde(default, deserialize_with = "hex_key")]
-    pub privacy_key: Option<Vec<u8>>,
-}
-
-/// Why an `[[snmp.user]]` gives no user for the engine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UserEntryError {
-    pub name: String,
-    pub error: UserError,
-}
-
-impl fmt::Display for UserEntryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "snmp.user `{}`: {}",
-            self.name.escape_debug(),
-            self.error
-        )
-    }
-}
-
-impl std::error::Error for UserEntryError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-impl UserEntry {
-    /// The user with its keys localized to `engine` (from the passphrases:
-    /// 1 MB of hashing each).
-    pub fn user(&self, engine: &EngineId) -> Result<User, UserEntryError> {
-        let r = match &self.auth_key {
-            Some(key) => User::from_localized_keys(
-                &self.name,
-                self.auth.map(|a| (a, key.clone())),
-                self.privacy.zip(self.privacy_key.clone()),
-            ),
-            None => User::from_passphrases(
-                &self.name,
-                self.auth.zip(self.auth_passphrase.as_deref()),
-                self.privacy.zip(self.privacy_passphrase.as_deref()),
-                engine,
-            ),
-        };
-        r.map_err(|error| UserEntryError {
-            name: self.name.clone(),
-            error,
-        })
-    }
-
-    /// The strongest level the user can use.
-    pub fn level(&self) -> Level {
-        match (&self.auth, &self.privacy) {
-            (None, _) => Level::NoAuthNoPriv,
-            (Some(_), None) => Level::AuthNoPriv,
-            (Some(_), Some(_)) => Level::AuthPriv,
-        }
-    }
-
-    /// What is wrong with the user: (key, message).
-    fn check(&self) -> Result<(), (&'static str, String)> {
-        if self.name.is_empty() || self.name.len() > 32 {
-            return Err((
-                "name",
-                "must be 1 to 32 characters (RFC 3414 usmUserName)".into(),
-            ));
-        }
-        let pair = |proto: bool, pass: &Option<String>, key: bool, what: &'static str| match (
-            proto, pass, key,
-        ) {
-            (false, None, false) => Ok(()),
-            (false, _, _) => Err((
-                what,
-                format!("a passphrase or key is given, but no `{what}` protocol"),
-            )),
-            (true, None, false) => Err((
-                what,
-                format!("`{what}` needs `{what}_passphrase` or `{what}_key`"),
-            )),
-            (true, Some(_), true) => Err((
-                what,
-                format!("give `{what}_passphrase` or `{what}_key`, not both"),
-            )),
-            (true, Some(p), false) if p.chars().count() < MIN_PASSPHRASE => Err((
-                what,
-                format!(
-                    "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
-                ),
-            )),
-            _ => Ok(()),
-        };
-        pair(
-            self.auth.is_some(),
-            &self.auth_passphrase,
-            self.auth_key.is_some(),
-            "auth",
-        )?;
-        pair(
-            self.privacy.is_some(),
-            &self.privacy_passphrase,
-            self.privacy_key.is_some(),
-            "privacy",
-        )?;
-        if self.privacy.is_some() && self.auth.is_none() {
-            return Err((
-                "privacy",
-                "privacy needs authentication: set `auth` too".into(),
-            ));
-        }
-        // Localized keys belong to one engine ID, passphrases to any: a
-        // user has both of one kind.
-        if self.privacy.is_some() && self.auth_key.is_some() != self.privacy_key.is_some() {
-            return Err((
-                "privacy",
-                "give both keys (`auth_key`, `privacy_key`) or both passphrases".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl AccessEntry {
-    /// What is wrong with the rule: (key, message).
-    fn check(&self, users: &[UserEntry]) -> Result<(), (&'static str, String)> {
-        match (&self.community, &self.user) {
-            (Some(_), Some(_)) => {
-                return Err((
-                    "user",
-                    "a rule names a community or a user, not both".into(),
-                ));
-            }
-            (None, None) => {
-                return Err((
-                    "community",
-                    "the rule names neither a `community` nor a `user`".into(),
-                ));
-            }
-            (Some(_), None) => {
-                if self.level.is_some() {
-                    return Err((
-                        "level",
-                        "a security level applies to a `user` rule only".into(),
-                    ));
-                }
-            }
-            (None, Some(u)) => {
-                let Some(entry) = users.iter().find(|e| &e.name == u) else {
-                    return Err((
-                        "user",
-                        format!("`{}` is no [[snmp.user]]", u.escape_debug()),
-                    ));
-                };
-                if let Some(l) = self.level
-                    && l > entry.level()
-                {
-                    return Err((
-                        "level",
-                        format!(
-                            "{l} is more than user `{}` can use ({})",
-                            u.escape_debug(),
-                            entry.level()
-                        ),
-                    ));
-                }
-            }
-        }
-        if self.sources.is_empty() {
-            return Err((
-                "sources",
-                "lists no network: the rule would match nothing".into(),
-            ));
-        }
-        if let Some(m) = self.max_response_octets
-            && !(484..=65507).contains(&m)
-        {
-            return Err((
-                "max_response_octets",
-                format!("{m} is out of range (484 to 65507)"),
-            ));
-        }
-        if self.rate_limit.is_some_and(|r| r > 0) && self.rate_burst == Some(0) {
-            return Err((
-                "rate_burst",
-                "must be at least 1 when rate_limit is set".into(),
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// A key whose value is one of a few words: the enum, its parse from the
@@ -632,8 +356,8 @@ pub struct NotifySection {
     /// trap receivers, `IP:PORT` each.
     #[serde(deserialize_with = "sinks")]
     pub sinks: Vec<SocketAddr>,
-    /// The community of those traps.
-    pub community: String,
+    /// The community of those traps (a secret: never printed).
+    pub community: Secret,
     /// Send them as SNMPv3 traps of this `[[snmp.user]]` instead (at the
     /// strongest level its keys allow; this agent is the authoritative
     /// engine); `None` (an empty string): SNMPv2c.
@@ -652,7 +376,7 @@ impl Default for NotifySection {
             limit_per_sweep: n.limit_per_sweep,
             queue: crate::agentx::SessionConfig::default().notify_queue,
             sinks: Vec::new(),
-            community: "public".into(),
+            community: Secret::from("public"),
             user: None,
             threshold: Vec::new(),
         }
@@ -731,23 +455,6 @@ impl Default for AgentxConfig {
             priority: 127,
             ping_interval: Duration::from_secs(15),
             reconnect_max: Duration::from_secs(5),
-        }
-    }
-}
-
-impl Default for SnmpConfig {
-    fn default() -> Self {
-        SnmpConfig {
-            listen: None,
-            community: "public".into(),
-            write_community: None,
-            max_response_octets: 1472,
-            rate_limit: 0,
-            rate_burst: 100,
-            access: Vec::new(),
-            user: Vec::new(),
-            engine_id: None,
-            engine_file: None,
         }
     }
 }
@@ -930,57 +637,6 @@ fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Erro
     parse_listen(&String::deserialize(d)?).map_err(de::Error::custom)
 }
 
-/// A key in hex (`0x` optional), as `[[snmp.user]]` takes localized keys.
-fn hex_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_hex(&s).map(Some).map_err(serde::de::Error::custom)
-}
-
-fn engine_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EngineId>, D::Error> {
-    let s = String::deserialize(d)?;
-    if s.is_empty() {
-        return Ok(None);
-    }
-    EngineId::from_hex(&s)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
-}
-
-fn networks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Network>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| s.parse().map_err(serde::de::Error::custom))
-        .collect()
-}
-
-fn subtrees<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Oid>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| parse_subtree(s).map_err(serde::de::Error::custom))
-        .collect()
-}
-
-/// A subtree of an access rule: a numeric OID (`1.3.6.1.3.117.1.7`, a
-/// leading dot allowed) or the name of an IB-PM-MIB table, column or scalar
-/// (`pmPortCounters64Table`).
-pub fn parse_subtree(s: &str) -> Result<Oid, ValueError> {
-    let t = s.strip_prefix('.').unwrap_or(s);
-    if let Ok(o) = t.parse::<Oid>() {
-        return Ok(o);
-    }
-    let name = t.rsplit("::").next().unwrap_or(t);
-    if name == "ibPmMIB" {
-        return Ok(Oid::new(&crate::mib::schema::PM_ROOT));
-    }
-    if let Some(tb) = crate::mib::tables::TABLES.iter().find(|tb| tb.name == name) {
-        return Ok(Oid::new(&crate::mib::schema::PM_OBJECTS).child(&[tb.number]));
-    }
-    if let Some(c) = crate::mib::tables::COLUMNS.iter().find(|c| c.name == name) {
-        return Ok(Oid::new(&c.oid()));
-    }
-    Err(ValueError::NoSuchObject(s.to_string()))
-}
-
 fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
     let s = String::deserialize(d)?;
     Ok((!s.is_empty()).then(|| PathBuf::from(s)))
@@ -1061,12 +717,15 @@ impl Config {
     /// topology file must be readable.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
-        let text = read_untrusted_text(path, MAX_CONFIG_FILE).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: None,
-            key: None,
-            message: format!("cannot read: {e}"),
-        })?;
+        // The text holds the file's secrets: wiped when dropped.
+        let text = read_untrusted_text(path, MAX_CONFIG_FILE)
+            .map(zeroize::Zeroizing::new)
+            .map_err(|e| ConfigError {
+                file: file.clone(),
+                line: None,
+                key: None,
+                message: format!("cannot read: {e}"),
+            })?;
         let mut cfg = Config::parse(&text, &file)?;
         {
             use std::os::unix::fs::PermissionsExt;
@@ -1114,6 +773,15 @@ impl Config {
             })?),
             _ => None,
         };
+        cfg.check_engine_file().map_err(|message| {
+            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
+            ConfigError {
+                file: path.display().to_string(),
+                line: find_key_line(&text, "snmp", "engine_file"),
+                key: Some("snmp.engine_file".into()),
+                message,
+            }
+        })?;
         Ok((cfg, fabric))
     }
 
@@ -1142,22 +810,9 @@ impl Config {
         for (i, t) in cfg.notify.threshold.iter().enumerate() {
             t.check().map_err(in_table("notify.threshold", i))?;
         }
-        for (i, u) in cfg.snmp.user.iter().enumerate() {
-            let dup = cfg.snmp.user[..i].iter().any(|o| o.name == u.name);
-            let r = if dup {
-                Err((
-                    "name",
-                    format!("user `{}` is declared twice", u.name.escape_debug()),
-                ))
-            } else {
-                u.check()
-            };
-            r.map_err(in_table("snmp.user", i))?;
-        }
-        for (i, a) in cfg.snmp.access.iter().enumerate() {
-            a.check(&cfg.snmp.user)
-                .map_err(in_table("snmp.access", i))?;
-        }
+        cfg.snmp
+            .check_entries()
+            .map_err(|(table, i, e)| in_table(table, i)(e))?;
         cfg.metrics
             .check()
             .map_err(|(key, message)| ("metrics", key, message))
@@ -1282,23 +937,7 @@ impl Config {
                 "DOCA serves local adapters: use it with backend \"umad\" or \"doca\", not the simulator".into(),
             ));
         }
-        if !(484..=65507).contains(&self.snmp.max_response_octets) {
-            return Err((
-                "snmp",
-                "max_response_octets",
-                format!(
-                    "{} is out of range (484 to 65507)",
-                    self.snmp.max_response_octets
-                ),
-            ));
-        }
-        if self.snmp.rate_limit > 0 && self.snmp.rate_burst == 0 {
-            return Err((
-                "snmp",
-                "rate_burst",
-                "must be at least 1 when snmp.rate_limit is set".into(),
-            ));
-        }
+        self.snmp.validate()?;
         if !(Duration::from_secs(1)..=day).contains(&self.notify.window) {
             return Err((
                 "notify",
@@ -1316,21 +955,6 @@ impl Config {
                 format!("{} is out of range (1 to 100000)", self.notify.queue),
             ));
         }
-        if !self.snmp.access.is_empty()
-            && let Some(key) = [
-                ("community", self.snmp.community != "public"),
-                ("write_community", self.snmp.write_community.is_some()),
-            ]
-            .into_iter()
-            .find_map(|(k, set)| set.then_some(k))
-        {
-            return Err((
-                "snmp",
-                key,
-                "is ignored where [[snmp.access]] rules are given: name the community in a rule"
-                    .into(),
-            ));
-        }
         if let Some(u) = &self.notify.user
             && !self.snmp.user.iter().any(|e| &e.name == u)
         {
@@ -1340,149 +964,14 @@ impl Config {
                 format!("`{}` is no [[snmp.user]]", u.escape_debug()),
             ));
         }
-        if self.snmp.write_community.as_ref() == Some(&self.snmp.community) {
-            return Err((
-                "snmp",
-                "write_community",
-                "is the same as snmp.community: every reader could write".into(),
-            ));
-        }
         Ok(())
     }
 
     /// What is valid but probably not meant (`check-config` prints these).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = self.metrics.warnings();
-        if let Some(a) = self.snmp.listen {
-            let rules = self.snmp_access();
-            let beyond = rules
-                .rules()
-                .iter()
-                .any(|r| r.sources.iter().any(|n| !n.is_loopback()));
-            if !a.ip().is_loopback() && !beyond {
-                w.push(format!(
-                    "snmp.listen: the built-in responder listens on {a}, but no [[snmp.access]] \
-                     rule lets a source beyond loopback ask: it answers this host only"
-                ));
-            }
-            if beyond
-                && let Some(r) = rules.rules().iter().find(|r| {
-                    matches!(r.principal, Principal::Community(_))
-                        && r.sources.iter().any(|n| !n.is_loopback())
-                })
-            {
-                let Principal::Community(c) = &r.principal else {
-                    unreachable!("matched a community rule")
-                };
-                w.push(format!(
-                    "snmp.access: community `{}` is accepted from {}: SNMPv1/v2c sends it in \
-                     clear text (an SNMPv3 user with authPriv does not)",
-                    String::from_utf8_lossy(c).escape_debug(),
-                    r.sources
-                        .iter()
-                        .map(|n| n.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
-        if !self.snmp.user.is_empty() && self.snmp.engine_file.is_none() {
-            w.push(
-                "snmp.engine_file is not set: snmpEngineBoots starts at 1 at every start (set \
-                 snmp.engine_id too, or managers see a new engine each time)"
-                    .into(),
-            );
-        }
-        if self.secrets_readable_by_others
-            && self.snmp.user.iter().any(|u| {
-                u.auth_passphrase.is_some()
-                    || u.privacy_passphrase.is_some()
-                    || u.auth_key.is_some()
-                    || u.privacy_key.is_some()
-            })
-        {
-            w.push(
-                "snmp.user: the file holds SNMPv3 passphrases or keys and other users may read it \
-                 (chmod 640 or 600)"
-                    .into(),
-            );
-        }
+        self.snmp_warnings(&mut w);
         w
-    }
-
-    /// The built-in responder's access rules: `[[snmp.access]]` in the
-    /// file's order, or, without any, `snmp.community` read-only (and
-    /// `snmp.write_community` with write) from loopback.
-    pub fn snmp_access(&self) -> AccessTable {
-        let snmp = &self.snmp;
-        let guard = |rate: Option<u32>, burst: Option<u32>| {
-            let rate = rate.unwrap_or(snmp.rate_limit);
-            (rate > 0).then(|| RateGuard {
-                rate,
-                burst: burst.unwrap_or(snmp.rate_burst).max(1),
-            })
-        };
-        let rule = |principal, sources, view, write, max: Option<usize>, rate| Rule {
-            principal,
-            sources,
-            view,
-            write,
-            max_response_octets: max.unwrap_or(snmp.max_response_octets),
-            rate,
-        };
-        if snmp.access.is_empty() {
-            let mut rules = Vec::new();
-            if let Some(w) = &snmp.write_community {
-                rules.push(rule(
-                    Principal::Community(w.clone().into_bytes()),
-                    Network::loopback(),
-                    Subtrees::all(),
-                    true,
-                    None,
-                    guard(None, None),
-                ));
-            }
-            rules.push(rule(
-                Principal::Community(snmp.community.clone().into_bytes()),
-                Network::loopback(),
-                Subtrees::all(),
-                false,
-                None,
-                guard(None, None),
-            ));
-            return AccessTable::new(rules);
-        }
-        let rules = snmp
-            .access
-            .iter()
-            .map(|a| {
-                let principal = match (&a.community, &a.user) {
-                    (Some(c), _) => Principal::Community(c.clone().into_bytes()),
-                    (None, u) => {
-                        let name = u.clone().unwrap_or_default();
-                        let level = a.level.unwrap_or_else(|| {
-                            snmp.user
-                                .iter()
-                                .find(|e| e.name == name)
-                                .map_or(Level::AuthPriv, UserEntry::level)
-                        });
-                        Principal::User {
-                            name: name.into_bytes(),
-                            level,
-                        }
-                    }
-                };
-                rule(
-                    principal,
-                    a.sources.clone(),
-                    Subtrees::new(a.subtrees.clone()),
-                    a.write,
-                    a.max_response_octets,
-                    guard(a.rate_limit, a.rate_burst),
-                )
-            })
-            .collect();
-        AccessTable::new(rules)
     }
 
     pub fn sweep_interval(&self) -> Duration {
@@ -2122,240 +1611,5 @@ mod tests {
         let shown = e.to_string();
         assert!(shown.contains(r"unknown backend `\u{1b}[2Jx`"), "{shown}");
         assert!(!shown.contains('\u{1b}'), "{shown:?}");
-    }
-
-    #[test]
-    fn a_write_community_equal_to_the_read_community_is_refused() {
-        let e = Config::parse(
-            "[snmp]\ncommunity = \"x\"\nwrite_community = \"x\"\n",
-            "c.toml",
-        )
-        .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("snmp.write_community"));
-        assert_eq!(e.line, Some(3));
-        Config::parse("[snmp]\nwrite_community = \"private\"\n", "c.toml").unwrap();
-    }
-
-    #[test]
-    fn a_responder_beyond_loopback_is_a_warning() {
-        let c = Config::parse("[snmp]\nlisten = \"0.0.0.0:1161\"\n", "c.toml").unwrap();
-        assert_eq!(c.warnings().len(), 1, "{:?}", c.warnings());
-        assert!(c.warnings()[0].starts_with("snmp.listen: "));
-        let c = Config::parse("[snmp]\nlisten = \"[::1]:1161\"\n", "c.toml").unwrap();
-        assert!(c.warnings().is_empty());
-        assert!(Config::default().warnings().is_empty());
-    }
-
-    #[test]
-    fn without_access_rules_the_communities_answer_loopback_only() {
-        let c = Config::parse("[snmp]\nwrite_community = \"rw\"\n", "c.toml").unwrap();
-        let t = c.snmp_access();
-        let lo: std::net::IpAddr = "127.0.0.1".parse().unwrap();
-        let far: std::net::IpAddr = "10.0.0.1".parse().unwrap();
-        assert!(!t.for_community(lo, b"public").unwrap().1.write);
-        assert!(t.for_community(lo, b"rw").unwrap().1.write);
-        assert!(t.for_community(far, b"public").is_none());
-        assert!(!t.source_allowed(far));
-        assert!(
-            t.rules()
-                .iter()
-                .all(|r| r.rate.is_none() && r.max_response_octets == 1472)
-        );
-    }
-
-    #[test]
-    fn access_rules_parse_in_order_with_their_defaults() {
-        let text = "[snmp]\nmax_response_octets = 1400\nrate_limit = 50\n\
-            [[snmp.user]]\nname = \"nms\"\nauth = \"SHA-256\"\nauth_passphrase = \"maplesyrup\"\n\
-            privacy = \"AES\"\nprivacy_passphrase = \"maplesyrup\"\n\
-            [[snmp.access]]\nuser = \"nms\"\nsources = [\"10.0.0.0/8\", \"fd00::/8\"]\n\
-            subtrees = [\"pmPortCounters64Table\", \".1.3.6.1.3.117.1.6\", \"IB-PM-MIB::pmAgentSweeps\"]\n\
-            max_response_octets = 65507\nrate_limit = 0\n\
-            [[snmp.access]]\ncommunity = \"ro\"\n";
-        let c = Config::parse(text, "c.toml").unwrap();
-        let t = c.snmp_access();
-        let r = &t.rules()[0];
-        assert_eq!(
-            r.principal,
-            Principal::User {
-                name: b"nms".to_vec(),
-                level: Level::AuthPriv
-            }
-        );
-        assert_eq!(r.sources.len(), 2);
-        assert_eq!(r.max_response_octets, 65507);
-        assert_eq!(r.rate, None);
-        let roots: Vec<String> = r.view.roots().iter().map(|o| o.to_string()).collect();
-        assert_eq!(
-            roots,
-            [
-                "1.3.6.1.3.117.1.6",
-                "1.3.6.1.3.117.1.7",
-                "1.3.6.1.3.117.1.9.3"
-            ]
-        );
-        let r = &t.rules()[1];
-        assert_eq!(r.principal, Principal::Community(b"ro".to_vec()));
-        assert!(r.sources.iter().all(Network::is_loopback));
-        assert_eq!(r.max_response_octets, 1400);
-        assert_eq!(
-            r.rate,
-            Some(RateGuard {
-                rate: 50,
-                burst: 100
-            })
-        );
-        assert!(r.view.is_all());
-    }
-
-    #[test]
-    fn bad_access_rules_and_users_name_their_line() {
-        for (text, key, line, why) in [
-            (
-                "[[snmp.access]]\ncommunity = \"a\"\nuser = \"b\"\n",
-                "snmp.access.user",
-                3,
-                "not both",
-            ),
-            (
-                "[[snmp.access]]\nwrite = true\n",
-                "snmp.access.community",
-                1,
-                "neither",
-            ),
-            (
-                "[[snmp.access]]\nuser = \"ghost\"\n",
-                "snmp.access.user",
-                2,
-                "no [[snmp.user]]",
-            ),
-            (
-                "[[snmp.access]]\ncommunity = \"a\"\nsources = [\"10.0.0.1/8\"]\n",
-                "snmp.access.sources",
-                3,
-                "beyond its /8",
-            ),
-            (
-                "[[snmp.access]]\ncommunity = \"a\"\nsources = []\n",
-                "snmp.access.sources",
-                3,
-                "lists no network",
-            ),
-            (
-                "[[snmp.access]]\ncommunity = \"a\"\nsubtrees = [\"ifTable\"]\n",
-                "snmp.access.subtrees",
-                3,
-                "neither a numeric OID",
-            ),
-            (
-                "[[snmp.access]]\ncommunity = \"a\"\nlevel = \"authPriv\"\n",
-                "snmp.access.level",
-                3,
-                "`user` rule only",
-            ),
-            (
-                "[[snmp.access]]\ncommunity = \"a\"\nmax_response_octets = 70000\n",
-                "snmp.access.max_response_octets",
-                3,
-                "484 to 65507",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"short\"\n",
-                "snmp.user.auth",
-                3,
-                "at least 8",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nauth = \"MD5\"\nauth_passphrase = \"12345678\"\n",
-                "snmp.user.auth",
-                3,
-                "MD5 is not supported",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_key = \"0xabc\"\n",
-                "snmp.user.auth_key",
-                4,
-                "hex",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_key = \"00112233445566778899aabbccddeeff00112233\"\n\
-                 privacy = \"AES\"\nprivacy_passphrase = \"12345678\"\n",
-                "snmp.user.privacy",
-                5,
-                "both keys",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\n",
-                "snmp.user.auth",
-                3,
-                "needs `auth_passphrase`",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nprivacy = \"AES\"\nprivacy_passphrase = \"12345678\"\n",
-                "snmp.user.privacy",
-                3,
-                "needs authentication",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\n[[snmp.user]]\nname = \"u\"\n",
-                "snmp.user.name",
-                4,
-                "declared twice",
-            ),
-            (
-                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"12345678\"\n[[snmp.access]]\nuser = \"u\"\nlevel = \"authPriv\"\n",
-                "snmp.access.level",
-                7,
-                "more than user",
-            ),
-            (
-                "[snmp]\ncommunity = \"c\"\n[[snmp.access]]\ncommunity = \"a\"\n",
-                "snmp.community",
-                2,
-                "is ignored",
-            ),
-        ] {
-            let (text, line) = if text.starts_with("[snmp]") {
-                (text.to_string(), line)
-            } else {
-                (format!("[snmp]\n{text}"), line + 1)
-            };
-            let e = Config::parse(&text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
-            assert!(e.message.contains(why), "{text}: {e}");
-            assert_eq!(e.line, Some(line), "{text}: {e}");
-        }
-    }
-
-    #[test]
-    fn a_community_from_beyond_loopback_is_a_warning() {
-        let c = Config::parse(
-            "[snmp]\nlisten = \"0.0.0.0:1161\"\n[[snmp.access]]\ncommunity = \"x\"\nsources = [\"10.0.0.0/8\"]\n",
-            "c.toml",
-        )
-        .unwrap();
-        let w = c.warnings();
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("clear text"), "{w:?}");
-    }
-
-    #[test]
-    fn passphrases_in_a_file_others_may_read_are_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("c.toml");
-        std::fs::write(
-            &p,
-            "[snmp]\nengine_file = \"engine\"\n\
-             [[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"12345678\"\n",
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let w = Config::load(&p).unwrap().warnings();
-        assert!(w.iter().any(|l| l.contains("chmod 640")), "{w:?}");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let c = Config::load(&p).unwrap();
-        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
-        assert_eq!(c.snmp.engine_file, Some(dir.path().join("engine")));
     }
 }

@@ -112,6 +112,19 @@ impl FromStr for Network {
                 s.escape_debug()
             ));
         }
+        // An IPv4-mapped network (`::ffff:10.0.0.0/104`) is the IPv4
+        // network: a datagram from 10.1.2.3 reaches an IPv6 socket as
+        // ::ffff:10.1.2.3 and is matched as 10.1.2.3. (Its prefix is 96 or
+        // more: a shorter one has the ffff bits beyond it, refused above.)
+        if let IpAddr::V6(a) = addr
+            && let Some(v4) = a.to_ipv4_mapped()
+            && prefix >= 96
+        {
+            return Ok(Network {
+                addr: IpAddr::V4(v4),
+                prefix: prefix - 96,
+            });
+        }
         Ok(Network { addr, prefix })
     }
 }
@@ -197,12 +210,26 @@ impl FromStr for Level {
 }
 
 /// Whom a rule names.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Principal {
     /// An SNMPv1/v2c community.
     Community(Vec<u8>),
     /// An SNMPv3 user, at this security level or a stronger one.
     User { name: Vec<u8>, level: Level },
+}
+
+/// Names the user; never prints a community.
+impl fmt::Debug for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Principal::Community(_) => f.write_str("Community(..)"),
+            Principal::User { name, level } => f
+                .debug_struct("User")
+                .field("name", &String::from_utf8_lossy(name))
+                .field("level", level)
+                .finish(),
+        }
+    }
 }
 
 /// A rate guard: at most `rate` requests a second from one source address,
@@ -227,7 +254,8 @@ pub struct Rule {
 }
 
 impl Rule {
-    fn allows_source(&self, ip: IpAddr) -> bool {
+    /// Whether the rule lists `ip` among its sources.
+    pub fn allows_source(&self, ip: IpAddr) -> bool {
         self.sources.iter().any(|n| n.contains(ip))
     }
 }
@@ -402,6 +430,15 @@ mod tests {
         assert!(!net("192.0.2.7").contains(ip("192.0.2.8")));
         assert!(net("::1").contains(ip("::1")));
         assert_eq!(net("fd00::/8").to_string(), "fd00::/8");
+        // An IPv4-mapped network is its IPv4 network, whichever way the
+        // datagram arrives.
+        let mapped = net("::ffff:10.0.0.0/104");
+        assert_eq!(mapped, net("10.0.0.0/8"));
+        assert!(mapped.contains(ip("10.1.2.3")));
+        assert!(mapped.contains(ip("::ffff:10.1.2.3")));
+        assert!(!mapped.contains(ip("11.1.2.3")));
+        assert_eq!(net("::ffff:127.0.0.1"), net("127.0.0.1"));
+        assert!(net("::ffff:127.0.0.0/104").is_loopback());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use rasn_snmp::v2::{self, BulkPdu, Pdu, Pdus, VarBindValue};
 use rasn_snmp::v2c::Message;
-use tracing::{debug, warn};
+use tracing::warn;
 
 use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
 use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
@@ -152,6 +152,11 @@ impl Processor {
         self
     }
 
+    /// The USM's counters (usmStats, SNMP-MPD-MIB), with a USM.
+    pub fn usm_stats(&self) -> Option<super::usm::Stats> {
+        self.usm.as_ref().map(|(u, _)| u.stats())
+    }
+
     /// Answers one datagram from `from`, received at `now`.
     pub fn process(
         &mut self,
@@ -174,12 +179,13 @@ impl Processor {
     /// An SNMPv1 or SNMPv2c message.
     fn community(&mut self, d: Datagram, handler: &dyn MibHandler) -> Outcome {
         let Datagram { bytes, from, now } = d;
-        let msg: Message<Pdus> = match rasn::ber::decode(bytes) {
+        let bytes = match super::ber::normalize(bytes, false) {
+            Ok(b) => b,
+            Err(e) => return Outcome::Malformed(e.to_string()),
+        };
+        let msg: Message<Pdus> = match rasn::ber::decode(&bytes) {
             Ok(m) => m,
-            Err(e) => {
-                debug!(len = bytes.len(), error = %e, "snmp: dropping undecodable packet");
-                return Outcome::Malformed(e.to_string());
-            }
+            Err(e) => return Outcome::Malformed(e.to_string()),
         };
         let version = match i64::try_from(&msg.version) {
             Ok(0) => Version::V1,
@@ -217,43 +223,60 @@ impl Processor {
                     data: Pdus::Response(v2::Response(pdu)),
                 };
                 match rasn::ber::encode(&reply) {
-                    Ok(b) => Outcome::Reply(b),
-                    Err(e) => {
-                        warn!(error = %e, "snmp: cannot encode response");
-                        Outcome::TooBig
-                    }
+                    Ok(b) if b.len() <= rule.max_response_octets => Outcome::Reply(b),
+                    _ => Outcome::TooBig,
                 }
             }
             Err(o) => o,
         }
     }
 
-    /// An SNMPv3 message.
+    /// An SNMPv3 message. Every answer is charged to a rate guard before
+    /// it is built: a request's to its rule's; a Report's (the user is not
+    /// known or not verified yet) to every guard of the rules that list the
+    /// source for SNMPv3; an authorizationError's to every guard of the
+    /// rules that name the user from the source. Each answer fits the
+    /// manager's msgMaxSize and the rules' `max_response_octets`.
     fn v3(&mut self, d: Datagram, handler: &dyn MibHandler) -> Outcome {
         let Datagram { bytes, from, now } = d;
-        let Some((usm, booted)) = self.usm.as_mut() else {
+        let Processor {
+            access,
+            guards,
+            usm,
+        } = self;
+        let Some((usm, booted)) = usm.as_mut() else {
             return Outcome::Ignored("an SNMPv3 message, but no [[snmp.user]] is configured");
         };
-        if !self.access.users_allowed(from) {
+        if !access.users_allowed(from) {
             return Outcome::Unlisted;
         }
         let time = engine_time(now, *booted);
-        let (ctx, pdus) = match usm.incoming(bytes, time) {
+        let is_user = |r: &Rule| matches!(r.principal, Principal::User { .. });
+        let mut permit = |_| charge(access, guards, from, now, is_user);
+        let (ctx, pdus) = match usm.incoming_guarded(bytes, time, &mut permit) {
             Incoming::Request(ctx, pdus) => (ctx, pdus),
-            Incoming::Report(kind, b) => return Outcome::Report(kind, b),
+            Incoming::Report(kind, b) => {
+                // A Report is far below 484 octets, the least any rule allows.
+                if b.len() > smallest_response(access, from, is_user) {
+                    return Outcome::TooBig;
+                }
+                return Outcome::Report(kind, b);
+            }
             Incoming::Drop(DropReason::Malformed) => {
                 return Outcome::Malformed("not a decodable SNMPv3 message".into());
             }
             Incoming::Drop(DropReason::NotARequest) => {
                 return Outcome::Ignored("not a request PDU");
             }
+            Incoming::Drop(DropReason::Refused(_)) => return Outcome::RateLimited,
             Incoming::Drop(why) => return Outcome::UsmDrop(why),
         };
         let Some(user) = usm.users().get(ctx.user).map(|u| u.name().to_vec()) else {
             return Outcome::UnknownUser;
         };
-        let Some((i, rule)) = self.access.for_user(from, &user, ctx.level) else {
-            if !self.access.names_user(from, &user) {
+        let manager_max = usize::try_from(ctx.max_size).unwrap_or(usize::MAX);
+        let Some((i, rule)) = access.for_user(from, &user, ctx.level) else {
+            if !access.names_user(from, &user) {
                 return Outcome::UnknownUser;
             }
             // The user may ask from here, but not at this level: as VACM
@@ -261,23 +284,27 @@ impl Processor {
             let Some((request_id, varbinds)) = request_of(&pdus) else {
                 return Outcome::Ignored("not a request PDU");
             };
-            let denied = Pdu {
-                request_id,
-                error_status: ErrorStatus::AuthorizationError as u32,
-                error_index: 0,
-                variable_bindings: varbinds.to_vec(),
+            let names =
+                |r: &Rule| matches!(&r.principal, Principal::User { name, .. } if *name == user);
+            if !charge(access, guards, from, now, names) {
+                return Outcome::RateLimited;
+            }
+            let max_message = smallest_response(access, from, names).min(manager_max);
+            let max_pdu = max_message.saturating_sub(usm.overhead(&ctx));
+            let denied = Answer::error(ErrorStatus::AuthorizationError, 0, varbinds);
+            let Some(a) = fit(denied, Version::V2, max_pdu, request_id, varbinds) else {
+                return Outcome::TooBig;
             };
-            return match usm.response(&ctx, Pdus::Response(v2::Response(denied)), time) {
-                Some(b) => Outcome::Reply(b),
-                None => Outcome::TooBig,
+            let pdu = response_pdu(request_id, a);
+            return match usm.response(&ctx, Pdus::Response(v2::Response(pdu)), time) {
+                Some(b) if b.len() <= max_message => Outcome::Reply(b),
+                _ => Outcome::TooBig,
             };
         };
-        if !guard_allows(&mut self.guards, i, from, now) {
+        if !guard_allows(guards, i, from, now) {
             return Outcome::RateLimited;
         }
-        let max_message = rule
-            .max_response_octets
-            .min(usize::try_from(ctx.max_size).unwrap_or(usize::MAX));
+        let max_message = rule.max_response_octets.min(manager_max);
         let max_pdu = max_message.saturating_sub(usm.overhead(&ctx));
         let local = LocalObjects::of(usm, time);
         let mib = WithLocal {
@@ -287,12 +314,43 @@ impl Processor {
         let grant = Grant::new(rule, &mib, Version::V2, max_pdu);
         match respond(&pdus, &grant) {
             Ok(pdu) => match usm.response(&ctx, Pdus::Response(v2::Response(pdu)), time) {
-                Some(b) => Outcome::Reply(b),
-                None => Outcome::TooBig,
+                Some(b) if b.len() <= max_message => Outcome::Reply(b),
+                _ => Outcome::TooBig,
             },
             Err(o) => o,
         }
     }
+}
+
+/// Charges `from` to the rate guard of every rule `pick` chooses that
+/// lists `from`: whether each let it through (the first that refuses stops
+/// the charging).
+fn charge(
+    access: &AccessTable,
+    guards: &mut [Option<RateLimiter>],
+    from: IpAddr,
+    now: Instant,
+    pick: impl Fn(&Rule) -> bool,
+) -> bool {
+    access
+        .rules()
+        .iter()
+        .zip(guards.iter_mut())
+        .filter(|(r, _)| pick(r) && r.allows_source(from))
+        .all(|(_, g)| g.as_mut().is_none_or(|g| g.allow(from, now)))
+}
+
+/// The smallest `max_response_octets` of the rules `pick` chooses that
+/// list `from` (484 at least).
+fn smallest_response(access: &AccessTable, from: IpAddr, pick: impl Fn(&Rule) -> bool) -> usize {
+    access
+        .rules()
+        .iter()
+        .filter(|r| pick(r) && r.allows_source(from))
+        .map(|r| r.max_response_octets)
+        .min()
+        .unwrap_or(MIN_MESSAGE_SIZE)
+        .max(MIN_MESSAGE_SIZE)
 }
 
 /// A received datagram: its bytes, its source and when it came.
@@ -427,7 +485,14 @@ pub(crate) fn respond(pdus: &Pdus, grant: &Grant) -> Result<Pdu, Outcome> {
             return Err(Outcome::Ignored("not a request PDU"));
         }
     };
-    let a = fit(answer, grant, p.request_id, &p.variable_bindings).ok_or(Outcome::TooBig)?;
+    let a = fit(
+        answer,
+        grant.version,
+        grant.max_pdu,
+        p.request_id,
+        &p.variable_bindings,
+    )
+    .ok_or(Outcome::TooBig)?;
     Ok(response_pdu(p.request_id, a))
 }
 
@@ -440,7 +505,15 @@ fn response_pdu(request_id: i32, a: Answer) -> Pdu {
     }
 }
 
-fn fit(answer: Answer, grant: &Grant, request_id: i32, request: &[v2::VarBind]) -> Option<Answer> {
+/// The answer, or tooBig in its place, within `max_pdu` octets; `None`
+/// when not even tooBig fits.
+fn fit(
+    answer: Answer,
+    version: Version,
+    max_pdu: usize,
+    request_id: i32,
+    request: &[v2::VarBind],
+) -> Option<Answer> {
     let size = |a: &Answer| -> Option<usize> {
         let sum = a
             .varbinds
@@ -449,10 +522,10 @@ fn fit(answer: Answer, grant: &Grant, request_id: i32, request: &[v2::VarBind]) 
             .sum::<Option<usize>>()?;
         Some(pdu_size(request_id, a.status as u32, a.index, sum))
     };
-    if size(&answer)? <= grant.max_pdu {
+    if size(&answer)? <= max_pdu {
         return Some(answer);
     }
-    let too_big = match grant.version {
+    let too_big = match version {
         Version::V2 => Answer {
             status: ErrorStatus::TooBig,
             index: 0,
@@ -460,7 +533,7 @@ fn fit(answer: Answer, grant: &Grant, request_id: i32, request: &[v2::VarBind]) 
         },
         Version::V1 => Answer::error(ErrorStatus::TooBig, 0, request),
     };
-    (size(&too_big)? <= grant.max_pdu).then_some(too_big)
+    (size(&too_big)? <= max_pdu).then_some(too_big)
 }
 
 fn v1_status(s: ErrorStatus) -> ErrorStatus {
@@ -473,10 +546,17 @@ fn v1_status(s: ErrorStatus) -> ErrorStatus {
     }
 }
 
+/// Logs of MIB varbinds BER cannot carry: at most one line every 10 s.
+static UNENCODABLE_LOG: std::sync::Mutex<super::DropLog> =
+    std::sync::Mutex::new(super::DropLog::new());
+
 fn wire_vb(vb: &VarBind) -> Option<v2::VarBind> {
     let w = codec::to_wire_varbind(vb);
-    if w.is_none() {
-        warn!(name = %vb.name, value = ?vb.value, "snmp: the MIB returned a varbind BER cannot carry");
+    if w.is_none()
+        && let Ok(mut log) = UNENCODABLE_LOG.lock()
+        && let Some(n) = log.due(Instant::now())
+    {
+        warn!(name = %vb.name, value = ?vb.value, "snmp: the MIB returned {n} varbind(s) BER cannot carry (answered genErr; logged at most every 10 s)");
     }
     w
 }
@@ -569,7 +649,7 @@ fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
         Ok(walked) => return Some(Answer::ok(walked.varbinds)),
         Err(Unencodable { index }) => Answer::error(ErrorStatus::GenErr, index, reqs),
     };
-    fit(answer, g, b.request_id, reqs)
+    fit(answer, g.version, g.max_pdu, b.request_id, reqs)
 }
 
 fn set(g: &Grant, p: &Pdu) -> Answer {

@@ -8,8 +8,10 @@
 //!   the subtrees it sees, and whether it may write. A datagram from a
 //!   source no rule lists is dropped before it is decoded (`unlisted`); a
 //!   community no rule gives to the source is dropped too
-//!   (`bad_communities`). Neither gets an answer, so the endpoint reflects
-//!   nothing to a spoofed source.
+//!   (`bad_communities`). Neither gets an answer: no address outside the
+//!   listed networks draws anything. An address inside them can be spoofed;
+//!   what it draws is bounded by the rule's rate guard and
+//!   `max_response_octets` (docs/security.md).
 //! - Undecodable datagrams are dropped, counted (`malformed`) and logged at
 //!   debug level; nothing from the network can panic the responder.
 //! - GetNext/GetBulk walk the rule's view; the end of it is `endOfMibView`
@@ -19,10 +21,13 @@
 //!   repetitions that do not fit are left off; `tooBig` only when the
 //!   non-repeaters alone do not fit.
 //! - A rule may carry a rate guard (requests per second per source after a
-//!   first burst, [`rate`]); requests over it are dropped, counted
-//!   (`rate_limited`) and logged at most every 10 s with their number.
-//!   Without one, every request is answered: a poller with one request
-//!   outstanding is never dropped.
+//!   first burst, [`rate`]); every answer is charged to it before it is
+//!   built (SNMPv3 Reports and authorizationError included), and requests
+//!   over it are dropped, counted (`rate_limited`) and logged at most every
+//!   10 s with their number. Without one, every request is answered: a
+//!   poller with one request outstanding is never dropped.
+//! - No datagram writes a log line but through a throttle ([`DropLog`]):
+//!   one line every 10 s per kind of event, with the count.
 //! - Set: through a rule that may write, the handler's `test_set` /
 //!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run
 //!   in that order, `cleanup_set` always last. Otherwise a Set is answered
@@ -56,6 +61,7 @@ macro_rules! delegate_writes {
 }
 
 pub mod access;
+pub(crate) mod ber;
 pub(crate) mod codec;
 mod engine;
 pub mod engine_file;
@@ -173,17 +179,25 @@ impl Responder {
     }
 }
 
-/// Counts drops of one kind and logs them at most every 10 s, with their
-/// number and the last source.
+/// Counts events of one kind and logs them at most every 10 s, with their
+/// number and the last source: no datagram writes a log line but through
+/// one of these.
 #[derive(Default)]
-struct DropLog {
+pub(crate) struct DropLog {
     since_log: u64,
     last_log: Option<Instant>,
 }
 
 impl DropLog {
-    /// Whether to log now; `n` is how many were dropped since the last line.
-    fn due(&mut self, now: Instant) -> Option<u64> {
+    pub(crate) const fn new() -> DropLog {
+        DropLog {
+            since_log: 0,
+            last_log: None,
+        }
+    }
+
+    /// Whether to log now; `n` is how many came since the last line.
+    pub(crate) fn due(&mut self, now: Instant) -> Option<u64> {
         self.since_log += 1;
         if self
             .last_log
@@ -195,6 +209,21 @@ impl DropLog {
             None
         }
     }
+}
+
+/// The throttled logs of a responder, one per kind of event.
+#[derive(Default)]
+struct Logs {
+    unlisted: DropLog,
+    rate: DropLog,
+    user: DropLog,
+    community: DropLog,
+    malformed: DropLog,
+    ignored: DropLog,
+    too_big: DropLog,
+    report: DropLog,
+    usm_drop: DropLog,
+    send: DropLog,
 }
 
 /// A responder on the runtime.
@@ -210,8 +239,7 @@ impl Serving {
             info!(addr = %a, "SNMP responder listening");
         }
         let mut buf = vec![0u8; 65536];
-        let (mut rate_log, mut unlisted_log) = (DropLog::default(), DropLog::default());
-        let mut user_log = DropLog::default();
+        let mut logs = Logs::default();
         loop {
             let received = tokio::select! {
                 r = self.socket.recv_from(&mut buf) => r,
@@ -221,7 +249,9 @@ impl Serving {
                 Ok(r) => r,
                 Err(e) => {
                     // e.g. ECONNREFUSED left over from an earlier send: not fatal.
-                    debug!(error = %e, "snmp: recv failed");
+                    if let Some(n) = logs.send.due(Instant::now()) {
+                        debug!(error = %e, "snmp: {n} receive error(s) (logged at most every 10 s)");
+                    }
                     continue;
                 }
             };
@@ -231,69 +261,98 @@ impl Serving {
             let outcome = self
                 .processor
                 .process(&buf[..len], peer.ip(), now, &handler);
+            let ip = peer.ip();
+            let is_report = matches!(outcome, Outcome::Report(..));
             match outcome {
-                Outcome::Reply(bytes) => match self.socket.send_to(&bytes, peer).await {
-                    Ok(_) => EndpointCounters::bump(&stats.out_packets),
-                    Err(e) => {
-                        EndpointCounters::bump(&stats.send_errors);
-                        warn!(%peer, error = %e, len = bytes.len(), "snmp: cannot send a response");
+                Outcome::Reply(bytes) | Outcome::Report(_, bytes) => {
+                    if is_report && let Some(n) = logs.report.due(now) {
+                        debug!(
+                            "snmp: {n} SNMPv3 Report(s) sent (the last to {ip}; logged at most every 10 s)"
+                        );
                     }
-                },
+                    match self.socket.send_to(&bytes, peer).await {
+                        Ok(_) => EndpointCounters::bump(&stats.out_packets),
+                        Err(e) => {
+                            EndpointCounters::bump(&stats.send_errors);
+                            if let Some(n) = logs.send.due(now) {
+                                warn!(
+                                    "snmp: {n} answer(s) could not be sent (the last, of {} \
+                                     octets to {ip}: {e}; logged at most every 10 s)",
+                                    bytes.len()
+                                );
+                            }
+                        }
+                    }
+                }
                 Outcome::Unlisted => {
                     EndpointCounters::bump(&stats.unlisted);
-                    if let Some(n) = unlisted_log.due(now) {
+                    if let Some(n) = logs.unlisted.due(now) {
                         info!(
                             "snmp: dropped {n} request(s) from sources no access rule lists \
-                             (the last from {}; logged at most every 10 s)",
-                            peer.ip()
+                             (the last from {ip}; logged at most every 10 s)"
                         );
                     }
                 }
                 Outcome::RateLimited => {
                     EndpointCounters::bump(&stats.rate_limited);
-                    if let Some(n) = rate_log.due(now) {
+                    if let Some(n) = logs.rate.due(now) {
                         warn!(
                             "snmp: dropped {n} request(s) over an access rule's rate guard \
-                             (the last from {}; logged at most every 10 s)",
-                            peer.ip()
+                             (the last from {ip}; logged at most every 10 s)"
                         );
                     }
                 }
                 Outcome::BadCommunity => {
-                    if stats.bad_communities.fetch_add(1, Ordering::Relaxed) == 0 {
-                        debug!(%peer, "snmp: dropping a request with a community no rule gives to its source (logged once)");
+                    EndpointCounters::bump(&stats.bad_communities);
+                    if let Some(n) = logs.community.due(now) {
+                        debug!(
+                            "snmp: dropped {n} request(s) with a community no rule gives to \
+                             their source (the last from {ip}; logged at most every 10 s)"
+                        );
                     }
                 }
-                Outcome::Malformed(_) => EndpointCounters::bump(&stats.malformed),
+                Outcome::Malformed(why) => {
+                    EndpointCounters::bump(&stats.malformed);
+                    if let Some(n) = logs.malformed.due(now) {
+                        debug!(
+                            "snmp: dropped {n} undecodable datagram(s) (the last from {ip}, \
+                             {len} octets: {why}; logged at most every 10 s)"
+                        );
+                    }
+                }
                 Outcome::Ignored(why) => {
                     EndpointCounters::bump(&stats.ignored);
-                    debug!(%peer, why, "snmp: ignoring message");
+                    if let Some(n) = logs.ignored.due(now) {
+                        debug!(
+                            "snmp: ignored {n} message(s) (the last from {ip}: {why}; logged at \
+                             most every 10 s)"
+                        );
+                    }
                 }
                 Outcome::TooBig => {
                     EndpointCounters::bump(&stats.silent_drops);
-                    debug!(%peer, "snmp: response too big even as tooBig; dropped");
-                }
-                Outcome::Report(kind, bytes) => {
-                    debug!(%peer, ?kind, "snmp: SNMPv3 Report");
-                    match self.socket.send_to(&bytes, peer).await {
-                        Ok(_) => EndpointCounters::bump(&stats.out_packets),
-                        Err(e) => {
-                            EndpointCounters::bump(&stats.send_errors);
-                            warn!(%peer, error = %e, "snmp: cannot send a Report");
-                        }
+                    if let Some(n) = logs.too_big.due(now) {
+                        debug!(
+                            "snmp: dropped {n} answer(s) too big even as tooBig (the last to \
+                             {ip}; logged at most every 10 s)"
+                        );
                     }
                 }
                 Outcome::UsmDrop(why) => {
                     EndpointCounters::bump(&stats.ignored);
-                    debug!(%peer, ?why, "snmp: SNMPv3 message dropped");
+                    if let Some(n) = logs.usm_drop.due(now) {
+                        debug!(
+                            "snmp: dropped {n} SNMPv3 message(s) (the last from {ip}: {why:?}; \
+                             logged at most every 10 s)"
+                        );
+                    }
                 }
                 Outcome::UnknownUser => {
                     EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(n) = user_log.due(now) {
+                    if let Some(n) = logs.user.due(now) {
                         info!(
                             "snmp: dropped {n} request(s) of SNMPv3 users no access rule lets ask \
-                             from their source (the last from {}; logged at most every 10 s)",
-                            peer.ip()
+                             from their source (the last from {ip}; logged at most every 10 s)"
                         );
                     }
                 }

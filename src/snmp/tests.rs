@@ -755,3 +755,297 @@ fn discovery_reports_go_only_to_sources_a_user_rule_lists() {
         Outcome::Report(super::usm::ReportKind::UnknownEngineId, _)
     ));
 }
+
+/// A noAuthNoPriv SNMPv3 GetRequest of `user` to `engine` (reportable).
+fn v3_plain_get(engine: &[u8], user: &str, varbinds: Vec<v2::VarBind>) -> Vec<u8> {
+    use rasn::types::Integer;
+    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
+    let sec = USMSecurityParameters {
+        authoritative_engine_id: engine.to_vec().into(),
+        authoritative_engine_boots: Integer::from(1),
+        authoritative_engine_time: Integer::from(0),
+        user_name: user.as_bytes().to_vec().into(),
+        authentication_parameters: Vec::new().into(),
+        privacy_parameters: Vec::new().into(),
+    };
+    let msg = rasn_snmp::v3::Message {
+        version: Integer::from(3),
+        global_data: HeaderData {
+            message_id: Integer::from(77),
+            max_size: Integer::from(65507),
+            flags: vec![0x04].into(),
+            security_model: Integer::from(3),
+        },
+        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
+        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
+            engine_id: engine.to_vec().into(),
+            name: Vec::new().into(),
+            data: Pdus::GetRequest(v2::GetRequest(pdu(9, varbinds))),
+        }),
+    };
+    rasn::ber::encode(&msg).unwrap()
+}
+
+/// A processor with user `nms` (authPriv keys) whose one rule, from
+/// loopback, asks for authPriv and carries `guard`.
+fn v3_processor(guard: Option<super::access::RateGuard>, now: std::time::Instant) -> Processor {
+    use super::access::{AccessTable, Level, Principal, Rule, Subtrees};
+    use super::usm::{AuthProtocol, EngineId, PrivProtocol, User, Usm};
+    let engine = EngineId::from_hex("8000000005a1a2a3a4").unwrap();
+    let pass = "processor-test-passphrase";
+    let user = User::from_passphrases(
+        "nms",
+        Some((AuthProtocol::Sha256, pass)),
+        Some((PrivProtocol::Aes128, pass)),
+        &engine,
+    )
+    .unwrap();
+    let config = ResponderConfig {
+        access: AccessTable::new(vec![Rule {
+            principal: Principal::User {
+                name: b"nms".to_vec(),
+                level: Level::AuthPriv,
+            },
+            sources: vec!["127.0.0.1".parse().unwrap()],
+            view: Subtrees::all(),
+            write: false,
+            max_response_octets: 1472,
+            rate: guard,
+        }]),
+    };
+    let usm = Usm::new(engine, 1, vec![user]).unwrap();
+    Processor::new(config).with_usm(usm, now)
+}
+
+/// Reports are charged to the rate guard before they are built: a flood of
+/// discovery probes, requests of unknown users and requests for another
+/// engine from a listed source draws at most burst + rate x time answers.
+#[test]
+fn reports_are_charged_to_the_rate_guard() {
+    use super::access::RateGuard;
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let mut p = v3_processor(Some(RateGuard { rate: 10, burst: 5 }), t0);
+    let m = mib();
+    let fixture = |name: &str| {
+        std::fs::read(format!(
+            "{}/tests/fixtures/usm/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let engine = super::usm::EngineId::from_hex("8000000005a1a2a3a4")
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    let probes = [
+        fixture("discovery.bin"),
+        fixture("sha256-authpriv.bin"),
+        v3_plain_get(&engine, "nobody", Vec::new()),
+    ];
+    let from: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    // 3,000 datagrams over 2 s.
+    let (mut answered, mut limited) = (0, 0);
+    for i in 0..3000u64 {
+        let now = t0 + Duration::from_micros(i * 2_000_000 / 3000);
+        match p.process(&probes[i as usize % 3], from, now, &m) {
+            Outcome::Report(..) => answered += 1,
+            Outcome::RateLimited => limited += 1,
+            o => panic!("{o:?}"),
+        }
+    }
+    assert!(answered <= 5 + 10 * 2, "{answered} answered");
+    assert!(answered >= 5 + 10 * 2 - 1, "{answered} answered");
+    assert_eq!(answered + limited, 3000);
+    // The USM counted every one.
+    let stats = p.usm_stats().unwrap();
+    assert_eq!(
+        stats.unknown_engine_ids as u64 + stats.unknown_user_names as u64,
+        3000
+    );
+}
+
+/// The authorizationError answer (a known user below its rule's level)
+/// fits the rule's max_response_octets, whatever the request carries, and
+/// is charged to the guard.
+#[test]
+fn authorization_errors_fit_the_rule_and_are_charged() {
+    use super::access::RateGuard;
+    use std::time::Instant;
+    let t0 = Instant::now();
+    let m = mib();
+    let engine = super::usm::EngineId::from_hex("8000000005a1a2a3a4")
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    let from: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    // 3,000 varbinds: about 60,000 octets in.
+    let names: Vec<Oid> = (0..3000u32)
+        .map(|i| oid(&[1, 3, 6, 1, 4, 1, 99999, 1, 2, 3, 4, 5, i]))
+        .collect();
+    let big = v3_plain_get(&engine, "nms", null_vbs(&names));
+    assert!(big.len() > 50_000, "{}", big.len());
+    let small = v3_plain_get(&engine, "nms", null_vbs(&names[..1]));
+    let mut p = v3_processor(None, t0);
+    for (req, want_vbs) in [(&big, 0), (&small, 1)] {
+        let Outcome::Reply(r) = p.process(req, from, t0, &m) else {
+            panic!("no answer")
+        };
+        assert!(r.len() <= 1472, "{} octets", r.len());
+        let msg: rasn_snmp::v3::Message = rasn::ber::decode(&r).unwrap();
+        let rasn_snmp::v3::ScopedPduData::CleartextPdu(s) = msg.scoped_data else {
+            panic!("encrypted")
+        };
+        let Pdus::Response(v2::Response(pdu)) = s.data else {
+            panic!("{:?}", s.data)
+        };
+        let status = if want_vbs == 0 {
+            ErrorStatus::TooBig
+        } else {
+            ErrorStatus::AuthorizationError
+        };
+        assert_eq!(pdu.error_status, status as u32);
+        assert_eq!(pdu.variable_bindings.len(), want_vbs);
+    }
+    let mut p = v3_processor(Some(RateGuard { rate: 1, burst: 3 }), t0);
+    let answers = (0..100)
+        .filter(|_| matches!(p.process(&small, from, t0, &m), Outcome::Reply(_)))
+        .count();
+    assert_eq!(answers, 3);
+}
+
+/// RFC 3416 4.2.3: a negative non-repeaters or max-repetitions is treated
+/// as 0 (the request is answered, not dropped as undecodable).
+#[test]
+fn negative_get_bulk_fields_count_as_zero() {
+    let m = mib();
+    let (c1, c2) = (oid(&[2, 1]), oid(&[2, 2]));
+    // Encoded with one-octet markers, then made negative in place.
+    let patch = |mut b: Vec<u8>, from: u8, to: u8| {
+        let at = b
+            .windows(3)
+            .position(|w| w == [0x02, 0x01, from])
+            .expect("the marker");
+        b[at + 2] = to;
+        b
+    };
+    let req = patch(bulk(5, 0x55, 3, &[c1.clone(), c2.clone()]), 0x55, 0xff);
+    let (_, rid, st, _, vbs) = ask(&req, &m);
+    assert_eq!((rid, st), (5, 0));
+    let mut want = Vec::new();
+    let (a, b) = (after(&m, &c1, 3), after(&m, &c2, 3));
+    for r in 0..3 {
+        want.push(a[r].clone());
+        want.push(b[r].clone());
+    }
+    assert_eq!(vbs, want, "non-repeaters -1 reads as 0");
+    let req = patch(bulk(6, 1, 0x66, &[c1.clone(), c2.clone()]), 0x66, 0x80);
+    let (_, rid, st, _, vbs) = ask(&req, &m);
+    assert_eq!((rid, st), (6, 0));
+    assert_eq!(vbs, after(&m, &c1, 1), "max-repetitions -128 reads as 0");
+}
+
+/// A datagram that carries more than the message is not answered; nor is
+/// one with an indefinite length.
+#[test]
+fn trailing_octets_and_indefinite_lengths_are_refused() {
+    let m = mib();
+    let mut req = message(
+        1,
+        "public",
+        Pdus::GetRequest(v2::GetRequest(pdu(3, null_vbs(&[oid(&[1, 1])])))),
+    );
+    assert!(matches!(process(&req, &cfg(), &m), Outcome::Reply(_)));
+    req.push(0);
+    assert!(matches!(process(&req, &cfg(), &m), Outcome::Malformed(_)));
+    // The same message with the outer length indefinite (and its end-of-
+    // contents octets).
+    let mut indefinite = req[..req.len() - 1].to_vec();
+    indefinite[1] = 0x80;
+    indefinite.extend_from_slice(&[0, 0]);
+    assert!(matches!(
+        process(&indefinite, &cfg(), &m),
+        Outcome::Malformed(_)
+    ));
+}
+
+/// Over SNMPv3 too, a GetBulk's negative fields read as 0: the request is
+/// answered, not refused as undecodable (or reported as a decryption
+/// error).
+#[test]
+fn negative_get_bulk_fields_count_as_zero_over_v3() {
+    use super::access::{AccessTable, Level, Principal, Rule, Subtrees};
+    use super::usm::{EngineId, User, Usm};
+    use rasn::types::Integer;
+    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
+    let engine = EngineId::from_hex("8000000005a1a2a3a4").unwrap();
+    let anon = User::from_passphrases("anon", None, None, &engine).unwrap();
+    let config = ResponderConfig {
+        access: AccessTable::new(vec![Rule {
+            principal: Principal::User {
+                name: b"anon".to_vec(),
+                level: Level::NoAuthNoPriv,
+            },
+            sources: vec!["127.0.0.1".parse().unwrap()],
+            view: Subtrees::all(),
+            write: false,
+            max_response_octets: 1472,
+            rate: None,
+        }]),
+    };
+    let now = std::time::Instant::now();
+    let mut p =
+        Processor::new(config).with_usm(Usm::new(engine.clone(), 1, vec![anon]).unwrap(), now);
+    let sec = USMSecurityParameters {
+        authoritative_engine_id: engine.as_bytes().to_vec().into(),
+        authoritative_engine_boots: Integer::from(1),
+        authoritative_engine_time: Integer::from(0),
+        user_name: b"anon".to_vec().into(),
+        authentication_parameters: Vec::new().into(),
+        privacy_parameters: Vec::new().into(),
+    };
+    let c1 = oid(&[2, 1]);
+    let msg = rasn_snmp::v3::Message {
+        version: Integer::from(3),
+        global_data: HeaderData {
+            message_id: Integer::from(77),
+            max_size: Integer::from(65507),
+            flags: vec![0x04].into(),
+            security_model: Integer::from(3),
+        },
+        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
+        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
+            engine_id: engine.as_bytes().to_vec().into(),
+            name: Vec::new().into(),
+            data: Pdus::GetBulkRequest(v2::GetBulkRequest(BulkPdu {
+                request_id: 9,
+                non_repeaters: 0x55,
+                max_repetitions: 2,
+                variable_bindings: null_vbs(std::slice::from_ref(&c1)),
+            })),
+        }),
+    };
+    let mut bytes = rasn::ber::encode(&msg).unwrap();
+    let at = bytes
+        .windows(3)
+        .position(|w| w == [0x02, 0x01, 0x55])
+        .unwrap();
+    bytes[at + 2] = 0xff;
+    let m = mib();
+    let Outcome::Reply(r) = p.process(&bytes, "127.0.0.1".parse().unwrap(), now, &m) else {
+        panic!("not answered")
+    };
+    let msg: rasn_snmp::v3::Message = rasn::ber::decode(&r).unwrap();
+    let ScopedPduData::CleartextPdu(s) = msg.scoped_data else {
+        panic!()
+    };
+    let Pdus::Response(v2::Response(pdu)) = s.data else {
+        panic!("{:?}", s.data)
+    };
+    assert_eq!(pdu.error_status, 0);
+    assert_eq!(
+        pdu.variable_bindings.len(),
+        2,
+        "two repetitions of one column"
+    );
+}

@@ -271,7 +271,9 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, KeyError> {
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
-    let digits: Vec<u8> = t.bytes().filter(|b| *b != b':').collect();
+    // The digits are the key too: wiped when dropped.
+    let digits: zeroize::Zeroizing<Vec<u8>> =
+        zeroize::Zeroizing::new(t.bytes().filter(|b| *b != b':').collect());
     if digits.is_empty() || !digits.len().is_multiple_of(2) {
         return Err(KeyError::NotHex);
     }

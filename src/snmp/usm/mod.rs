@@ -79,6 +79,8 @@ mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use rasn::types::{Integer, ObjectIdentifier, OctetString};
 use rasn_smi::v1::Counter;
@@ -86,7 +88,7 @@ use rasn_smi::v2::{ApplicationSyntax, ObjectSyntax};
 use rasn_snmp::v2::{Pdu, Pdus, Report, VarBind, VarBindValue};
 use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
 
-pub use user::{ENGINE_ID_ENTERPRISE, EngineId, EngineIdError, User, UserError};
+pub use user::{ENGINE_ID_ENTERPRISE, EngineId, EngineIdError, Key, User, UserError};
 
 pub use crypto::{
     AUTH_PROTOCOLS, AuthProtocol, KeyError, PrivProtocol, ProtocolError, localize, parse_hex,
@@ -228,6 +230,44 @@ pub enum ReportKind {
     UnknownPduHandler,
 }
 
+/// [`Stats`] as the engine counts them, shared by everyone who holds it.
+#[derive(Debug, Default)]
+struct Counters {
+    unsupported_sec_levels: AtomicU32,
+    not_in_time_windows: AtomicU32,
+    unknown_user_names: AtomicU32,
+    unknown_engine_ids: AtomicU32,
+    wrong_digests: AtomicU32,
+    decryption_errors: AtomicU32,
+    unknown_security_models: AtomicU32,
+    invalid_msgs: AtomicU32,
+    unknown_pdu_handlers: AtomicU32,
+    asn_parse_errs: AtomicU32,
+}
+
+impl Counters {
+    /// Counts one (Counter32: wraps); the new value.
+    fn bump(c: &AtomicU32) -> u32 {
+        c.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
+    }
+
+    fn snapshot(&self) -> Stats {
+        let l = |c: &AtomicU32| c.load(Ordering::Relaxed);
+        Stats {
+            unsupported_sec_levels: l(&self.unsupported_sec_levels),
+            not_in_time_windows: l(&self.not_in_time_windows),
+            unknown_user_names: l(&self.unknown_user_names),
+            unknown_engine_ids: l(&self.unknown_engine_ids),
+            wrong_digests: l(&self.wrong_digests),
+            decryption_errors: l(&self.decryption_errors),
+            unknown_security_models: l(&self.unknown_security_models),
+            invalid_msgs: l(&self.invalid_msgs),
+            unknown_pdu_handlers: l(&self.unknown_pdu_handlers),
+            asn_parse_errs: l(&self.asn_parse_errs),
+        }
+    }
+}
+
 impl ReportKind {
     /// The counter's OID (its `.0` instance), the Report's one varbind.
     pub fn oid(self) -> &'static [u32; 11] {
@@ -242,15 +282,15 @@ impl ReportKind {
         }
     }
 
-    fn counter(self, s: &mut Stats) -> &mut u32 {
+    fn counter(self, s: &Counters) -> &AtomicU32 {
         match self {
-            ReportKind::UnsupportedSecLevel => &mut s.unsupported_sec_levels,
-            ReportKind::NotInTimeWindow => &mut s.not_in_time_windows,
-            ReportKind::UnknownUserName => &mut s.unknown_user_names,
-            ReportKind::UnknownEngineId => &mut s.unknown_engine_ids,
-            ReportKind::WrongDigest => &mut s.wrong_digests,
-            ReportKind::DecryptionError => &mut s.decryption_errors,
-            ReportKind::UnknownPduHandler => &mut s.unknown_pdu_handlers,
+            ReportKind::UnsupportedSecLevel => &s.unsupported_sec_levels,
+            ReportKind::NotInTimeWindow => &s.not_in_time_windows,
+            ReportKind::UnknownUserName => &s.unknown_user_names,
+            ReportKind::UnknownEngineId => &s.unknown_engine_ids,
+            ReportKind::WrongDigest => &s.wrong_digests,
+            ReportKind::DecryptionError => &s.decryption_errors,
+            ReportKind::UnknownPduHandler => &s.unknown_pdu_handlers,
         }
     }
 }
@@ -270,6 +310,8 @@ pub enum DropReason {
     Unreported(ReportKind),
     /// A Response, Report or Trap: nothing this agent waits for.
     NotARequest,
+    /// A Report the caller's guard did not let be built (counted, not sent).
+    Refused(ReportKind),
 }
 
 /// What an incoming datagram became.
@@ -299,28 +341,37 @@ pub struct RequestCtx {
     pub reportable: bool,
 }
 
-/// The engine: its ID, boots, users and counters.
-pub struct Usm {
+/// The engine: its ID, boots, users and counters. A handle: its clones
+/// share one engine (the endpoint and the trap sender hold the same one,
+/// so usmStats count both, the AES salt never repeats between them). The
+/// users and their localized keys are an immutable key store, made once at
+/// the start; the keys are wiped when the last handle goes.
+#[derive(Clone)]
+pub struct Usm(Arc<Engine>);
+
+/// What a [`Usm`] handle shares.
+struct Engine {
     engine_id: EngineId,
     boots: u32,
     users: Vec<User>,
     by_name: HashMap<Vec<u8>, usize>,
     /// The AES salt (RFC 3826 §3.1.2.1), raised for every encrypted message.
-    salt: u64,
-    /// msgID of the next notification this engine sends.
-    next_msg_id: i32,
-    stats: Stats,
+    salt: AtomicU64,
+    /// msgID of the next notification this engine sends (31 bits).
+    next_msg_id: AtomicU32,
+    stats: Counters,
     /// msgMaxSize in the messages this engine sends.
-    max_size: u32,
+    max_size: AtomicU32,
 }
 
 impl fmt::Debug for Usm {
+    /// Never prints keys (a [`User`] prints its name and protocols).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Usm")
-            .field("engine_id", &self.engine_id)
-            .field("boots", &self.boots)
-            .field("users", &self.users)
-            .field("stats", &self.stats)
+            .field("engine_id", &self.0.engine_id)
+            .field("boots", &self.0.boots)
+            .field("users", &self.0.users)
+            .field("stats", &self.0.stats.snapshot())
             .finish()
     }
 }
@@ -368,61 +419,84 @@ impl Usm {
             .enumerate()
             .map(|(i, u)| (u.name.clone(), i))
             .collect();
-        Usm {
+        Usm(Arc::new(Engine {
             engine_id,
             boots: boots.min(ENGINE_MAX),
             users,
             by_name,
-            salt,
-            next_msg_id: (msg_id & 0x7fff_ffff) as i32,
-            stats: Stats::default(),
-            max_size: MAX_UDP_PAYLOAD as u32,
-        }
+            salt: AtomicU64::new(salt),
+            next_msg_id: AtomicU32::new(msg_id & 0x7fff_ffff),
+            stats: Counters::default(),
+            max_size: AtomicU32::new(MAX_UDP_PAYLOAD as u32),
+        }))
     }
 
     pub fn engine_id(&self) -> &EngineId {
-        &self.engine_id
+        &self.0.engine_id
     }
 
     pub fn boots(&self) -> u32 {
-        self.boots
+        self.0.boots
     }
 
     /// msgMaxSize of the messages this engine sends (snmpEngineMaxMessageSize).
     pub fn max_message_size(&self) -> u32 {
-        self.max_size
+        self.0.max_size.load(Ordering::Relaxed)
     }
 
     /// Announces `octets` (clamped to 484..=65507) as this engine's msgMaxSize.
-    pub fn with_max_message_size(mut self, octets: u32) -> Usm {
-        self.max_size = octets.clamp(MIN_MAX_SIZE, MAX_UDP_PAYLOAD as u32);
+    pub fn with_max_message_size(self, octets: u32) -> Usm {
+        let octets = octets.clamp(MIN_MAX_SIZE, MAX_UDP_PAYLOAD as u32);
+        self.0.max_size.store(octets, Ordering::Relaxed);
         self
     }
 
     pub fn users(&self) -> &[User] {
-        &self.users
+        &self.0.users
     }
 
     /// The index of the user called `name`.
     pub fn user_index(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name.as_bytes()).copied()
+        self.0.by_name.get(name.as_bytes()).copied()
     }
 
     pub fn stats(&self) -> Stats {
-        self.stats
+        self.0.stats.snapshot()
     }
 
     /// Counts a datagram dropped before USM processing (not decodable).
-    fn malformed(&mut self) -> Incoming {
-        self.stats.asn_parse_errs = self.stats.asn_parse_errs.wrapping_add(1);
+    fn malformed(&self) -> Incoming {
+        Counters::bump(&self.0.stats.asn_parse_errs);
         Incoming::Drop(DropReason::Malformed)
     }
 
     /// Processes one received datagram at `engine_time` (seconds since this
-    /// engine's boot; clamped to 2^31-1).
-    pub fn incoming(&mut self, bytes: &[u8], engine_time: u32) -> Incoming {
+    /// engine's boot; clamped to 2^31-1), answering every reportable error
+    /// with a Report.
+    pub fn incoming(&self, bytes: &[u8], engine_time: u32) -> Incoming {
+        self.incoming_guarded(bytes, engine_time, &mut |_| true)
+    }
+
+    /// [`Usm::incoming`], asking `permit` before a Report is built (a
+    /// rate guard): refused, it is counted but neither built nor sent
+    /// ([`DropReason::Refused`]).
+    pub fn incoming_guarded(
+        &self,
+        bytes: &[u8],
+        engine_time: u32,
+        permit: &mut dyn FnMut(ReportKind) -> bool,
+    ) -> Incoming {
         let now = engine_time.min(ENGINE_MAX);
-        let Ok(msg) = rasn::ber::decode::<Message>(bytes) else {
+        // The framing checked (no octets after the message), a cleartext
+        // GetBulk's negative fields read as 0; the digest is checked over
+        // the octets as received.
+        let Ok(framed) = super::ber::normalize(bytes, false) else {
+            return match message_version(bytes) {
+                Some(v) if v != 3 => Incoming::Drop(DropReason::NotV3),
+                _ => self.malformed(),
+            };
+        };
+        let Ok(msg) = rasn::ber::decode::<Message>(&framed) else {
             // A v1/v2c message does not decode as a v3 one; say so.
             return match message_version(bytes) {
                 Some(v) if v != 3 => Incoming::Drop(DropReason::NotV3),
@@ -448,18 +522,18 @@ impl Usm {
             [f] => match SecurityLevel::from_flags(*f) {
                 Some(l) => (*f, l),
                 None => {
-                    self.stats.invalid_msgs = self.stats.invalid_msgs.wrapping_add(1);
+                    Counters::bump(&self.0.stats.invalid_msgs);
                     return Incoming::Drop(DropReason::InvalidFlags);
                 }
             },
             _ => {
-                self.stats.invalid_msgs = self.stats.invalid_msgs.wrapping_add(1);
+                Counters::bump(&self.0.stats.invalid_msgs);
                 return Incoming::Drop(DropReason::InvalidFlags);
             }
         };
         let reportable = flags & FLAG_REPORTABLE != 0;
         if model != USM_MODEL {
-            self.stats.unknown_security_models = self.stats.unknown_security_models.wrapping_add(1);
+            Counters::bump(&self.0.stats.unknown_security_models);
             return Incoming::Drop(DropReason::UnknownSecurityModel);
         }
         let Ok(sec) = rasn::ber::decode::<USMSecurityParameters>(&msg.security_parameters) else {
@@ -481,6 +555,7 @@ impl Usm {
         };
         let report = Reporter {
             msg_id,
+            max_size,
             reportable,
             user_name: &sec.user_name,
             request_id: clear_request_id,
@@ -488,24 +563,24 @@ impl Usm {
         };
 
         // RFC 3414 3.2 step 3: we are authoritative for every request.
-        if sec.authoritative_engine_id[..] != *self.engine_id.as_bytes() {
-            return self.report(&report, ReportKind::UnknownEngineId, None);
+        if sec.authoritative_engine_id[..] != *self.0.engine_id.as_bytes() {
+            return self.report(permit, &report, ReportKind::UnknownEngineId, None);
         }
         // Step 4: the user.
-        let Some(&user_ix) = self.by_name.get(&sec.user_name[..]) else {
-            return self.report(&report, ReportKind::UnknownUserName, None);
+        let Some(&user_ix) = self.0.by_name.get(&sec.user_name[..]) else {
+            return self.report(permit, &report, ReportKind::UnknownUserName, None);
         };
         // Step 5: a level the user's keys allow.
-        if level > self.users[user_ix].max_level() {
-            return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+        if level > self.0.users[user_ix].max_level() {
+            return self.report(permit, &report, ReportKind::UnsupportedSecLevel, None);
         }
         // Step 6: the digest.
         if level >= SecurityLevel::AuthNoPriv {
             let Some(range) = wire::auth_params_range(bytes) else {
                 return self.malformed();
             };
-            let Some((proto, key)) = self.users[user_ix].auth.as_ref() else {
-                return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+            let Some((proto, key)) = self.0.users[user_ix].auth.as_ref() else {
+                return self.report(permit, &report, ReportKind::UnsupportedSecLevel, None);
             };
             let zeros = [0u8; 48];
             let tag = &bytes[range.clone()];
@@ -522,32 +597,38 @@ impl Usm {
                     tag,
                 );
             if !ok {
-                return self.report(&report, ReportKind::WrongDigest, None);
+                return self.report(permit, &report, ReportKind::WrongDigest, None);
             }
             // Step 7: timeliness, for an authoritative receiver.
-            if self.boots == ENGINE_MAX
-                || msg_boots != self.boots
+            if self.0.boots == ENGINE_MAX
+                || msg_boots != self.0.boots
                 || msg_time.abs_diff(now) > TIME_WINDOW
             {
-                return self.report(&report, ReportKind::NotInTimeWindow, Some(user_ix));
+                return self.report(permit, &report, ReportKind::NotInTimeWindow, Some(user_ix));
             }
         }
         // Step 8: privacy.
         let scoped = if level == SecurityLevel::AuthPriv {
             let ScopedPduData::EncryptedPdu(cipher) = &msg.scoped_data else {
-                return self.report(&report, ReportKind::DecryptionError, None);
+                return self.report(permit, &report, ReportKind::DecryptionError, None);
             };
             let Ok(salt) = <[u8; 8]>::try_from(&sec.privacy_parameters[..]) else {
-                return self.report(&report, ReportKind::DecryptionError, None);
+                return self.report(permit, &report, ReportKind::DecryptionError, None);
             };
-            let Some((_, key)) = self.users[user_ix].privacy.as_ref() else {
-                return self.report(&report, ReportKind::UnsupportedSecLevel, None);
+            let Some((_, key)) = self.0.users[user_ix].privacy.as_ref() else {
+                return self.report(permit, &report, ReportKind::UnsupportedSecLevel, None);
             };
             let mut plain = cipher.to_vec();
             crypto::aes_decrypt(key, msg_boots, msg_time, &salt, &mut plain);
+            // RFC 3826 leaves no padding, but a decoder reads the one
+            // ScopedPDU and stops: what follows it is not looked at.
+            let plain = match super::ber::normalize(&plain, true) {
+                Ok(p) => p,
+                Err(_) => return self.report(permit, &report, ReportKind::DecryptionError, None),
+            };
             match rasn::ber::decode::<ScopedPdu>(&plain) {
                 Ok(s) => s,
-                Err(_) => return self.report(&report, ReportKind::DecryptionError, None),
+                Err(_) => return self.report(permit, &report, ReportKind::DecryptionError, None),
             }
         } else {
             match msg.scoped_data {
@@ -585,44 +666,59 @@ impl Usm {
         };
         // RFC 3412 4.2.2.1: no application for another engine's contexts.
         if !ctx.context_engine_id.is_empty()
-            && ctx.context_engine_id[..] != *self.engine_id.as_bytes()
+            && ctx.context_engine_id[..] != *self.0.engine_id.as_bytes()
         {
             let report = Reporter {
                 request_id: request_id(&data),
                 ..report
             };
-            return self.report_at(&report, ReportKind::UnknownPduHandler, Some(user_ix), level);
+            return self.report_at(
+                permit,
+                &report,
+                ReportKind::UnknownPduHandler,
+                Some(user_ix),
+                level,
+            );
         }
         Incoming::Request(ctx, data)
     }
 
     /// Counts `kind` and, when reportable, a Report: unauthenticated, or
     /// authNoPriv with `user`'s key (a time-window Report).
-    fn report(&mut self, r: &Reporter<'_>, kind: ReportKind, user: Option<usize>) -> Incoming {
+    fn report(
+        &self,
+        permit: &mut dyn FnMut(ReportKind) -> bool,
+        r: &Reporter<'_>,
+        kind: ReportKind,
+        user: Option<usize>,
+    ) -> Incoming {
         let level = match user {
             Some(_) => SecurityLevel::AuthNoPriv,
             None => SecurityLevel::NoAuthNoPriv,
         };
-        self.report_at(r, kind, user, level)
+        self.report_at(permit, r, kind, user, level)
     }
 
-    /// Counts `kind` and, when reportable, a Report at `level` (RFC 3412
-    /// 7.1: contextEngineID ours, the default context, reportableFlag clear).
+    /// Counts `kind` and, when reportable and `permit` lets it, a Report
+    /// at `level` (RFC 3412 7.1: contextEngineID ours, the default context,
+    /// reportableFlag clear) within the request's msgMaxSize.
     fn report_at(
-        &mut self,
+        &self,
+        permit: &mut dyn FnMut(ReportKind) -> bool,
         r: &Reporter<'_>,
         kind: ReportKind,
         user: Option<usize>,
         level: SecurityLevel,
     ) -> Incoming {
-        let c = kind.counter(&mut self.stats);
-        *c = c.wrapping_add(1);
-        let value = *c;
+        let value = Counters::bump(kind.counter(&self.0.stats));
         if !r.reportable {
             return Incoming::Drop(DropReason::Unreported(kind));
         }
+        if !permit(kind) {
+            return Incoming::Drop(DropReason::Refused(kind));
+        }
         let pdus = report_pdu(r.request_id, kind, value);
-        let engine = self.engine_id.as_bytes().to_vec();
+        let engine = self.0.engine_id.as_bytes().to_vec();
         let header = Header {
             msg_id: r.msg_id,
             level,
@@ -632,16 +728,16 @@ impl Usm {
             ctx_engine: &engine,
             ctx_name: &[],
         };
-        match self.encode(&header, pdus, r.now) {
-            Some(bytes) => Incoming::Report(kind, bytes),
-            None => Incoming::Drop(DropReason::Unreported(kind)),
+        match self.encode(&header, pdus, self.0.boots, r.now) {
+            Some(bytes) if bytes.len() <= r.max_size as usize => Incoming::Report(kind, bytes),
+            _ => Incoming::Drop(DropReason::Unreported(kind)),
         }
     }
 
     /// The response to a request: `pdus` (a Response PDU) at the request's
     /// level, for its user, `None` only when `ctx` is not from this engine.
-    pub fn response(&mut self, ctx: &RequestCtx, pdus: Pdus, engine_time: u32) -> Option<Vec<u8>> {
-        let user_name = self.users.get(ctx.user)?.name.clone();
+    pub fn response(&self, ctx: &RequestCtx, pdus: Pdus, engine_time: u32) -> Option<Vec<u8>> {
+        let user_name = self.0.users.get(ctx.user)?.name.clone();
         let header = Header {
             msg_id: ctx.msg_id,
             level: ctx.level,
@@ -651,14 +747,14 @@ impl Usm {
             ctx_engine: &ctx.context_engine_id,
             ctx_name: &ctx.context_name,
         };
-        self.encode(&header, pdus, engine_time.min(ENGINE_MAX))
+        self.encode(&header, pdus, self.0.boots, engine_time.min(ENGINE_MAX))
     }
 
     /// Octets a response to `ctx` adds around its PDU's BER encoding, at
     /// most: a response is never longer than this plus the PDU (for a
     /// message under 64 KiB, which a UDP datagram is).
     pub fn overhead(&self, ctx: &RequestCtx) -> usize {
-        let user = self.users.get(ctx.user);
+        let user = self.0.users.get(ctx.user);
         let name = user.map_or(32, |u| u.name.len());
         let (mac, salt) = match ctx.level {
             SecurityLevel::NoAuthNoPriv => (0, 0),
@@ -675,8 +771,8 @@ impl Usm {
         };
         let max_int = int_size(ENGINE_MAX as i64);
         let usm =
-            tlv(self.engine_id.as_bytes().len()) + 2 * max_int + tlv(name) + tlv(mac) + tlv(salt);
-        let header = int_size(ctx.msg_id.into()) + int_size(self.max_size.into()) + 3 + 3;
+            tlv(self.0.engine_id.as_bytes().len()) + 2 * max_int + tlv(name) + tlv(mac) + tlv(salt);
+        let header = int_size(ctx.msg_id.into()) + int_size(self.max_message_size().into()) + 3 + 3;
         let scoped = scoped_overhead(ctx.context_engine_id.len(), ctx.context_name.len());
         // An encrypted scoped PDU is wrapped in an OCTET STRING of its length.
         let wrap = if ctx.level == SecurityLevel::AuthPriv {
@@ -692,18 +788,17 @@ impl Usm {
     /// authoritative one, to `user` at `level` (capped at what the user's
     /// keys allow). `None` when `user` is no index of this engine's users.
     pub fn trap(
-        &mut self,
+        &self,
         user: usize,
         level: SecurityLevel,
         pdus: Pdus,
         engine_time: u32,
     ) -> Option<Vec<u8>> {
-        let u = self.users.get(user)?;
+        let u = self.0.users.get(user)?;
         let level = level.min(u.max_level());
         let name = u.name.clone();
-        let msg_id = self.next_msg_id;
-        self.next_msg_id = if msg_id == i32::MAX { 0 } else { msg_id + 1 };
-        let engine = self.engine_id.as_bytes().to_vec();
+        let msg_id = (self.0.next_msg_id.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff) as i32;
+        let engine = self.0.engine_id.as_bytes().to_vec();
         let header = Header {
             msg_id,
             level,
@@ -713,12 +808,12 @@ impl Usm {
             ctx_engine: &engine,
             ctx_name: &[],
         };
-        self.encode(&header, pdus, engine_time.min(ENGINE_MAX))
+        self.encode(&header, pdus, self.0.boots, engine_time.min(ENGINE_MAX))
     }
 
     /// Encodes, encrypts and signs one message from this (authoritative)
     /// engine.
-    fn encode(&mut self, h: &Header<'_>, pdus: Pdus, now: u32) -> Option<Vec<u8>> {
+    fn encode(&self, h: &Header<'_>, pdus: Pdus, boots: u32, now: u32) -> Option<Vec<u8>> {
         let Header {
             msg_id,
             level,
@@ -731,7 +826,7 @@ impl Usm {
         let extra_flags = if reportable { FLAG_REPORTABLE } else { 0 };
         let u = match level {
             SecurityLevel::NoAuthNoPriv => None,
-            _ => Some(self.users.get(user?)?),
+            _ => Some(self.0.users.get(user?)?),
         };
         let auth = match u {
             Some(u) => Some(u.auth.as_ref()?),
@@ -744,17 +839,16 @@ impl Usm {
         };
         let (scoped_data, priv_params) = if level == SecurityLevel::AuthPriv {
             let (_, key) = u?.privacy.as_ref()?;
-            let salt = self.salt.to_be_bytes();
-            self.salt = self.salt.wrapping_add(1);
+            let salt = self.0.salt.fetch_add(1, Ordering::Relaxed).to_be_bytes();
             let mut plain = rasn::ber::encode(&scoped).ok()?;
-            crypto::aes_encrypt(key, self.boots, now, &salt, &mut plain);
+            crypto::aes_encrypt(key, boots, now, &salt, &mut plain);
             (ScopedPduData::EncryptedPdu(plain.into()), salt.to_vec())
         } else {
             (ScopedPduData::CleartextPdu(scoped), Vec::new())
         };
         let sec = USMSecurityParameters {
-            authoritative_engine_id: OctetString::from(self.engine_id.as_bytes().to_vec()),
-            authoritative_engine_boots: Integer::from(i64::from(self.boots)),
+            authoritative_engine_id: OctetString::from(self.0.engine_id.as_bytes().to_vec()),
+            authoritative_engine_boots: Integer::from(i64::from(boots)),
             authoritative_engine_time: Integer::from(i64::from(now)),
             user_name: OctetString::from(user_name.to_vec()),
             authentication_parameters: vec![0u8; auth.map_or(0, |a| a.0.mac_len())].into(),
@@ -764,7 +858,7 @@ impl Usm {
             version: Integer::from(3),
             global_data: HeaderData {
                 message_id: Integer::from(i64::from(msg_id)),
-                max_size: Integer::from(i64::from(self.max_size)),
+                max_size: Integer::from(i64::from(self.max_message_size())),
                 flags: vec![level.flags() | extra_flags].into(),
                 security_model: Integer::from(USM_MODEL),
             },
@@ -799,6 +893,8 @@ struct Header<'a> {
 #[derive(Clone, Copy)]
 struct Reporter<'a> {
     msg_id: i32,
+    /// The request's msgMaxSize.
+    max_size: u32,
     reportable: bool,
     user_name: &'a [u8],
     request_id: i32,

@@ -121,9 +121,7 @@ fn request(
     pdus: Pdus,
 ) -> Vec<u8> {
     let ix = usm.user_index(user).unwrap();
-    let saved = usm.boots;
-    usm.boots = boots;
-    let engine = usm.engine_id.as_bytes().to_vec();
+    let engine = usm.engine_id().as_bytes().to_vec();
     let name = user.as_bytes().to_vec();
     let header = Header {
         msg_id: 4242,
@@ -134,9 +132,7 @@ fn request(
         ctx_engine: &engine,
         ctx_name: &[],
     };
-    let out = usm.encode(&header, pdus, time).unwrap();
-    usm.boots = saved;
-    out
+    usm.encode(&header, pdus, boots, time).unwrap()
 }
 
 /// What a manager checks in a message from the agent: the digest (when
@@ -202,7 +198,7 @@ fn usm_stat(n: u32) -> Vec<u32> {
 
 #[test]
 fn mib_counters_are_in_oid_order_and_read_the_stats() {
-    let mut usm = agent(1);
+    let usm = agent(1);
     let _ = usm.incoming(fixture("discovery"), 0);
     let c = usm.stats().mib_counters();
     assert!(c.windows(2).all(|w| w[0].0 < w[1].0));
@@ -396,7 +392,7 @@ const SNMPGET_FIXTURES: [(&str, &str, SecurityLevel); 6] = [
 fn snmpget_requests_authenticate_and_decrypt() {
     for (name, user, level) in SNMPGET_FIXTURES {
         // snmpget without discovery sends boots 0, time 0.
-        let mut usm = agent(0);
+        let usm = agent(0);
         match usm.incoming(fixture(name), 100) {
             Incoming::Request(ctx, pdus) => {
                 assert_eq!(ctx.level, level, "{name}");
@@ -456,7 +452,7 @@ fn pysnmp_requests_authenticate_and_decrypt() {
         let msg: Message = rasn::ber::decode(bytes).unwrap();
         let sec: USMSecurityParameters = rasn::ber::decode(&msg.security_parameters).unwrap();
         let time = non_negative(&sec.authoritative_engine_time).unwrap();
-        let mut usm = agent(3);
+        let usm = agent(3);
         match usm.incoming(bytes, time) {
             Incoming::Request(ctx, Pdus::GetRequest(GetRequest(p))) => {
                 assert_eq!(ctx.level, level, "{user}");
@@ -484,7 +480,7 @@ fn snmpget_requests_with_wrong_keys_get_reports() {
         let proto = real.auth_protocol().unwrap();
         let wrong_auth =
             User::from_passphrases(user, Some((proto, "wrong-pass")), None, &e).unwrap();
-        let mut usm = Usm::with_seeds(e.clone(), 0, vec![wrong_auth], 1, 1);
+        let usm = Usm::with_seeds(e.clone(), 0, vec![wrong_auth], 1, 1);
         let got = usm.incoming(fixture(name), 0);
         let wanted = if level == SecurityLevel::AuthPriv {
             ReportKind::UnsupportedSecLevel // a user without privacy keys
@@ -499,11 +495,11 @@ fn snmpget_requests_with_wrong_keys_get_reports() {
         if level == SecurityLevel::AuthPriv {
             let wrong_priv = User::from_localized_keys(
                 user,
-                real.auth.clone(),
+                real.auth.as_ref().map(|(p, k)| (*p, k.to_vec())),
                 Some((PrivProtocol::Aes128, vec![0x55; 16])),
             )
             .unwrap();
-            let mut usm = Usm::with_seeds(e.clone(), 0, vec![wrong_priv], 1, 1);
+            let usm = Usm::with_seeds(e.clone(), 0, vec![wrong_priv], 1, 1);
             let got = usm.incoming(fixture(name), 0);
             assert!(
                 matches!(got, Incoming::Report(ReportKind::DecryptionError, _)),
@@ -518,7 +514,7 @@ fn snmpget_requests_with_wrong_keys_get_reports() {
 /// the usmStatsUnknownEngineIDs Report with our engine ID, boots and time.
 #[test]
 fn discovery_gets_unknown_engine_id_report_with_engine_values() {
-    let mut usm = agent(9);
+    let usm = agent(9);
     let probe = fixture("discovery");
     let probe_msg: Message = rasn::ber::decode(probe).unwrap();
     let Incoming::Report(ReportKind::UnknownEngineId, bytes) = usm.incoming(probe, 4321) else {
@@ -610,9 +606,11 @@ fn unknown_user_and_unsupported_level_get_unauthenticated_reports() {
 
     // auth-only asks for authPriv: the manager's message is built as if
     // the user had privacy keys.
-    let mut manager = agent(1);
-    let ix = manager.user_index("auth-only").unwrap();
-    manager.users[ix].privacy = Some((PrivProtocol::Aes128, vec![1; 16]));
+    let e = engine();
+    let mut users = fixture_users(&e);
+    let ix = users.iter().position(|u| u.name == b"auth-only").unwrap();
+    users[ix].privacy = Some((PrivProtocol::Aes128, Key::new(vec![1; 16])));
+    let mut manager = Usm::with_seeds(e, 1, users, 0x0102_0304_0506_0708, 77);
     let req = request(
         &mut manager,
         "auth-only",
@@ -704,7 +702,7 @@ fn outside_time_window_gets_authenticated_report_with_engine_time() {
         Incoming::Report(ReportKind::NotInTimeWindow, _)
     ));
     // snmpget's fixture (boots 0, time 0) long after boot.
-    let mut usm = agent(0);
+    let usm = agent(0);
     assert!(matches!(
         usm.incoming(fixture("sha256-authpriv"), 151),
         Incoming::Report(ReportKind::NotInTimeWindow, _)
@@ -713,7 +711,7 @@ fn outside_time_window_gets_authenticated_report_with_engine_time() {
 
 #[test]
 fn wrong_context_engine_gets_unknown_pdu_handler_report_at_request_level() {
-    let mut usm = agent(1);
+    let usm = agent(1);
     let u = usm.users()[0].clone();
     let ix = usm.user_index("nms-sha").unwrap();
     let header = Header {
@@ -725,7 +723,7 @@ fn wrong_context_engine_gets_unknown_pdu_handler_report_at_request_level() {
         ctx_engine: b"\x80\x00\x00\x00\x05other",
         ctx_name: &[],
     };
-    let req = usm.encode(&header, get(31), 5).unwrap();
+    let req = usm.encode(&header, get(31), 1, 5).unwrap();
     let Incoming::Report(ReportKind::UnknownPduHandler, bytes) = usm.incoming(&req, 5) else {
         panic!()
     };
@@ -818,7 +816,7 @@ fn v2c_messages_and_unconfirmed_pdus_are_not_requests() {
 /// no changed authenticated message accepted as authenticated.
 #[test]
 fn garbage_and_mutations_never_panic_or_pass() {
-    let mut usm = agent(0);
+    let usm = agent(0);
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut rnd = move || {
         seed ^= seed << 13;
@@ -875,7 +873,7 @@ fn garbage_and_mutations_never_panic_or_pass() {
 #[test]
 fn overhead_bounds_real_encodings() {
     for (user, _, _) in USERS {
-        let mut usm = agent(ENGINE_MAX - 1);
+        let usm = agent(ENGINE_MAX - 1);
         let u = usm.users()[usm.user_index(user).unwrap()].clone();
         for level in LEVELS {
             if level > u.max_level() {
@@ -921,7 +919,7 @@ fn overhead_bounds_real_encodings() {
 
 #[test]
 fn traps_are_authoritative_notifications_at_the_users_level() {
-    let mut usm = agent(2);
+    let usm = agent(2);
     for (user, level, want) in [
         ("nms-256", SecurityLevel::AuthPriv, SecurityLevel::AuthPriv),
         (
@@ -979,7 +977,7 @@ impl Incoming {
 /// With `record`, each datagram received is also written there as N.bin.
 fn serve(
     socket: std::net::UdpSocket,
-    mut usm: Usm,
+    usm: Usm,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     record: Option<&std::path::Path>,
 ) -> Usm {
@@ -1241,7 +1239,7 @@ fn net_snmp_snmptrapd_accepts_traps() {
     };
     let started = wait_for("NET-SNMP version", &mut seen);
 
-    let mut usm = agent(4);
+    let usm = agent(4);
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let cases = [
         ("nms-256", SecurityLevel::AuthPriv, "trap-at-authPriv"),

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::SecurityLevel;
 use super::crypto::{self, AuthProtocol, KeyError, PrivProtocol, localize, password_to_key};
+use zeroize::Zeroizing;
 
 /// An snmpEngineID (RFC 3411 §5): 5 to 32 octets.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -108,12 +109,38 @@ impl fmt::Display for EngineId {
     }
 }
 
-/// A USM user with keys localized to one engine ID.
-#[derive(Clone, PartialEq, Eq)]
+/// A localized key: wiped when dropped, never printed, never copied but by
+/// the crate's own tests.
+#[cfg_attr(test, derive(Clone, PartialEq, Eq))]
+pub struct Key(Zeroizing<Vec<u8>>);
+
+impl Key {
+    pub(super) fn new(octets: Vec<u8>) -> Key {
+        Key(Zeroizing::new(octets))
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({} octets)", self.0.len())
+    }
+}
+
+/// A USM user with keys localized to one engine ID. It has no `Clone`
+/// (but in the crate's own tests): the engine's key store holds the one
+/// copy of each key.
+#[cfg_attr(test, derive(Clone, PartialEq, Eq))]
 pub struct User {
     pub(super) name: Vec<u8>,
-    pub(super) auth: Option<(AuthProtocol, Vec<u8>)>,
-    pub(super) privacy: Option<(PrivProtocol, Vec<u8>)>,
+    pub(super) auth: Option<(AuthProtocol, Key)>,
+    pub(super) privacy: Option<(PrivProtocol, Key)>,
 }
 
 impl fmt::Debug for User {
@@ -163,12 +190,13 @@ impl User {
         privacy: Option<(PrivProtocol, &str)>,
         engine: &EngineId,
     ) -> Result<User, UserError> {
+        // The intermediate keys are wiped as they go.
         let auth_key = match auth {
             Some((proto, pass)) => Some((
                 proto,
                 localize(
                     proto,
-                    &password_to_key(proto, pass).map_err(UserError::Auth)?,
+                    &Zeroizing::new(password_to_key(proto, pass).map_err(UserError::Auth)?),
                     engine.as_bytes(),
                 ),
             )),
@@ -181,7 +209,7 @@ impl User {
                 pp,
                 localize(
                     ap,
-                    &password_to_key(ap, pass).map_err(UserError::Privacy)?,
+                    &Zeroizing::new(password_to_key(ap, pass).map_err(UserError::Privacy)?),
                     engine.as_bytes(),
                 ),
             )),
@@ -192,11 +220,15 @@ impl User {
     /// A user from keys already localized to this engine's ID (as
     /// net-snmp's `createUser -l` takes them). The authentication key has
     /// the hash's length; the privacy key at least the cipher's 16 octets.
+    /// The keys are taken over (and wiped when the user goes, or now when
+    /// they are refused).
     pub fn from_localized_keys(
         name: &str,
         auth: Option<(AuthProtocol, Vec<u8>)>,
         privacy: Option<(PrivProtocol, Vec<u8>)>,
     ) -> Result<User, UserError> {
+        let auth = auth.map(|(p, k)| (p, Key::new(k)));
+        let privacy = privacy.map(|(p, k)| (p, Key::new(k)));
         if name.is_empty() || name.len() > 32 {
             return Err(UserError::Name);
         }
