@@ -1,6 +1,7 @@
 //! The fabric model every layer may import: GUIDs, nodes, ports, links,
 //! and the topology files that describe them.
 
+pub mod ber;
 pub mod link;
 pub mod topology;
 

@@ -40,8 +40,9 @@
 //! that link's width or speed unknown, with one warning naming the line
 //! ([`parse_with_warnings`]; [`load`] and [`parse`] log them).
 //!
-//! `vendid=`, `devid=`, `pdebug=` and `do ...` lines are accepted and have no
-//! effect here; `include`, `module` and `@alias` lines are not supported.
+//! `vendid=` sets the next node's NodeInfo VendorID, `devid=` the DeviceID
+//! of every node after it (as ibsim does); `pdebug=` and `do ...` lines are
+//! accepted and have no effect here; `include`, `module` and `@alias` lines are not supported.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -265,6 +266,9 @@ struct State {
     abs_base: [u64; 3],
     next: [u64; 3],
     sysimgguid: u64,
+    /// NodeInfo VendorID of the next node, DeviceID of every next one.
+    vendid: u32,
+    devid: u16,
     enabled: Enabled,
     nodes: Vec<RawNode>,
     by_name: HashMap<String, usize>,
@@ -301,6 +305,8 @@ pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), T
         abs_base: [0x100000, 0x200000, u64::MAX],
         next: [0x100000, 0x200000, u64::MAX],
         sysimgguid: 0,
+        vendid: 0,
+        devid: 0,
         enabled: Enabled {
             width: W_4X,
             speed: S_SDR,
@@ -356,7 +362,10 @@ pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), T
             "caguid" | "hcaguids" => guid_base(&mut st, lineno, line, NodeType::Ca)?,
             "rtguid" => guid_base(&mut st, lineno, line, NodeType::Router)?,
             "sysimgguid" => st.sysimgguid = assignment(lineno, line)?,
-            "vendid" | "devid" | "pdebug" => {
+            // As ibsim: vendid is the next node's, devid every next one's.
+            "vendid" => st.vendid = assignment(lineno, line)? as u32 & 0xFF_FFFF,
+            "devid" => st.devid = assignment(lineno, line)? as u16,
+            "pdebug" => {
                 assignment(lineno, line)?;
             }
             "width" => {
@@ -581,6 +590,7 @@ fn parse_header(
         guid
     };
     st.sysimgguid = 0;
+    let vendor_id = std::mem::take(&mut st.vendid);
 
     let lid = if t == NodeType::Switch {
         lid_in(&tail).unwrap_or(0)
@@ -606,8 +616,8 @@ fn parse_header(
     st.nodes.push(RawNode {
         name: name.to_string(),
         node: Node {
-            vendor_id: 0,
-            device_id: 0,
+            vendor_id,
+            device_id: st.devid,
             guid: Guid(guid),
             sys_guid: Guid(sys_guid),
             node_type: t,
