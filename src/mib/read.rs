@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::index::{IndexScheme, RowIndex};
 use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
-use super::schema::{AgentCol, Column, NodeCol, PortCol, RateCol, Source, Syntax, Table};
+use super::schema::{AgentCol, Column, LinkCol, NodeCol, PortCol, RateCol, Source, Syntax, Table};
 use super::tables::table;
 use super::{EndpointCounters, Value};
 use crate::fabric::cache::Snapshot;
@@ -131,6 +131,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
         Source::Node(c) => node_value(c, node, snap),
         Source::Port(c) => port_value(c, node, port?, snap),
+        Source::Link(c) => link_value(c, port?, snap)?,
         Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
         Source::HcDiscontinuity => {
             Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
@@ -274,6 +275,40 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
         PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
         PortCol::Name => Value::OctetString(port_name(node, port.num(), snap).into_bytes()),
     }
+}
+
+/// A pmPortLinkTable column: the port's sets, what its link should run
+/// at given the port at its far end, and its symbol BER over the last
+/// two readings (absent until there is a rate).
+fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
+    let l = &port.link;
+    let text = |s: String| Value::OctetString(s.into_bytes());
+    let assess = || {
+        let peer = l
+            .remote()
+            .and_then(|(g, n)| snap.node(g)?.port(n))
+            .map(|p| &p.link);
+        l.assess(peer)
+    };
+    let symbol_ber = || {
+        let per_s = port.rates.get(hc::slot("SymbolErrors"))?;
+        crate::ib::ber::ber(per_s, 1.0, l.width, l.speed)
+    };
+    Some(match c {
+        LinkCol::WidthSupported => text(l.caps.width_supported.to_string()),
+        LinkCol::WidthEnabled => text(l.caps.width_enabled.to_string()),
+        LinkCol::SpeedSupported => text(l.caps.speed_supported.to_string()),
+        LinkCol::SpeedEnabled => text(l.caps.speed_enabled.to_string()),
+        LinkCol::WidthExpected => {
+            Value::Integer(assess().expected_width.map_or(0, |w| w.mib()) as i32)
+        }
+        LinkCol::SpeedExpected => {
+            Value::Integer(assess().expected_speed.map_or(0, |s| s.mib()) as i32)
+        }
+        LinkCol::Degraded => Value::Integer(assess().health.map_or(0, |h| h.mib()) as i32),
+        LinkCol::SymbolBer => text(symbol_ber()?.scientific()),
+        LinkCol::SymbolBerPer1e15 => Value::Gauge32(symbol_ber()?.per_1e15()),
+    })
 }
 
 /// pmPortName: `DESCRIPTION/PORT`, with the node GUID after a description
