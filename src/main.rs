@@ -274,6 +274,7 @@ fn query(
     Ok(ibpm_agentx::query::read(
         backend.sweep,
         cfg.engine(),
+        &backend.fabric,
         n,
         port,
     )?)
