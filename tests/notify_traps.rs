@@ -663,6 +663,19 @@ fn a_symbol_error_rate_crosses_the_ber_threshold() {
     ] {
         assert!(rising[0].contains(want), "{want} in {}", rising[0]);
     }
+    // The simulated RS-FEC corrects two symbols per symbol error: a raw
+    // BER (before FEC) of 2000 / 2e11 = 1.0E-8 from
+    // PortExtendedSpeedsCounters; the effective BER (after FEC) counts
+    // uncorrectable blocks.
+    wait("pmPortRawBer 1.0E-8", Duration::from_secs(10), || {
+        ["9.8E-9", "9.9E-9", "1.0E-8", "1.1E-8"]
+            .contains(&s.get(&cell("pmPortRawBer", cx7, 1)).as_str())
+    });
+    let raw = s.get_num(&cell("pmPortRawBerPer1e15", cx7, 1));
+    assert!((9_000_000..=11_000_000).contains(&raw), "{raw}");
+    let effective = s.get(&cell("pmPortEffectiveBer", cx7, 1));
+    assert!(!effective.is_empty(), "{effective}");
+    eprintln!("raw BER {raw} per 10^15 bits, effective BER {effective}");
     // The errors stop: falling under 100 (10^-13).
     assert!(s.sim.set_symbol_error_rate(cx7, 1, 0.0));
     wait("SymbolBER falling", Duration::from_secs(20), || {

@@ -278,8 +278,8 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
 }
 
 /// A pmPortLinkTable column: the port's sets, what its link should run
-/// at given the port at its far end, and its symbol BER over the last
-/// two readings (absent until there is a rate).
+/// at given the port at its far end, and its symbol, raw and effective
+/// BERs over the last two readings (absent until there is a rate).
 fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
     let l = &port.link;
     let text = |s: String| Value::OctetString(s.into_bytes());
@@ -290,10 +290,11 @@ fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
             .map(|p| &p.link);
         l.assess(peer)
     };
-    let symbol_ber = || {
-        let per_s = port.rates.get(hc::slot("SymbolErrors"))?;
-        crate::ib::ber::ber(per_s, 1.0, l.width, l.speed)
-    };
+    let of = |per_s: Option<f64>| crate::ib::ber::ber(per_s?, 1.0, l.width, l.speed);
+    let symbol_ber = || of(port.rates.get(hc::slot("SymbolErrors")));
+    let fec = port.fec_rates.as_deref();
+    let raw_ber = || of(fec?.corrected_symbols());
+    let effective_ber = || of(fec?.uncorrectable_blocks());
     Some(match c {
         LinkCol::WidthSupported => text(l.caps.width_supported.to_string()),
         LinkCol::WidthEnabled => text(l.caps.width_enabled.to_string()),
@@ -308,6 +309,10 @@ fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
         LinkCol::Degraded => Value::Integer(assess().health.map_or(0, |h| h.mib()) as i32),
         LinkCol::SymbolBer => text(symbol_ber()?.scientific()),
         LinkCol::SymbolBerPer1e15 => Value::Gauge32(symbol_ber()?.per_1e15()),
+        LinkCol::RawBer => text(raw_ber()?.scientific()),
+        LinkCol::RawBerPer1e15 => Value::Gauge32(raw_ber()?.per_1e15()),
+        LinkCol::EffectiveBer => text(effective_ber()?.scientific()),
+        LinkCol::EffectiveBerPer1e15 => Value::Gauge32(effective_ber()?.per_1e15()),
     })
 }
 
@@ -439,8 +444,8 @@ pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersFi
 /// the node's PMA says IsRSFECCountersSupported and the link runs RS-FEC
 /// (perfquery's rule).
 fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
-    node.class_port_info
-        .as_ref()
-        .is_some_and(|c| c.capability_mask & crate::pm::class_port_info::CAP_RSFEC_COUNTERS != 0)
-        && port.link.fec.is_some_and(|f| f.rs_fec())
+    crate::pm::optional::rs_fec_layout(
+        node.class_port_info.as_ref().map(|c| c.capability_mask),
+        port.link.fec,
+    )
 }

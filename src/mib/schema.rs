@@ -218,6 +218,10 @@ pub enum LinkCol {
     Degraded,
     SymbolBer,
     SymbolBerPer1e15,
+    RawBer,
+    RawBerPer1e15,
+    EffectiveBer,
+    EffectiveBerPer1e15,
 }
 
 /// Columns of pmPortRateTable.

@@ -287,6 +287,10 @@ const DECLARED: &[Table] = &[
             col(7, "pmPortLinkDegraded", Enum { max: 4 }, RO, S::Link(L::Degraded)),
             col(8, "pmPortSymbolBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::SymbolBer)),
             col(9, "pmPortSymbolBerPer1e15", G32, RO, S::Link(L::SymbolBerPer1e15)),
+            col(10, "pmPortRawBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::RawBer)),
+            col(11, "pmPortRawBerPer1e15", G32, RO, S::Link(L::RawBerPer1e15)),
+            col(12, "pmPortEffectiveBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::EffectiveBer)),
+            col(13, "pmPortEffectiveBerPer1e15", G32, RO, S::Link(L::EffectiveBerPer1e15)),
         ],
         ..TABLE
     },
