@@ -164,14 +164,23 @@ fn main() -> ExitCode {
                 Some((g, rp)) => format!("\"{g}\",\"remote_port\":{rp}"),
                 None => "null".into(),
             };
+            let peer = p.remote().and_then(|(g, rp)| fabric.node(g)?.port(rp));
+            let a = p.assess(peer);
             println!(
-                "{{\"port\":\"{}\",\"num\":{},\"guid\":\"{}\",\"lid\":{},\"remote\":{remote},\"width\":{},\"speed\":{}}}",
+                "{{\"port\":\"{}\",\"num\":{},\"guid\":\"{}\",\"lid\":{},\"remote\":{remote},\"width\":{},\"speed\":{},\"width_supported\":\"{}\",\"width_enabled\":\"{}\",\"speed_supported\":\"{}\",\"speed_enabled\":\"{}\",\"width_expected\":{},\"speed_expected\":{},\"degraded\":{}}}",
                 n.guid,
                 p.num,
                 p.guid,
                 p.lid,
                 opt_str(p.width.map(|w| w.name())),
-                opt_str(p.speed.map(|s| s.name()))
+                opt_str(p.speed.map(|s| s.name())),
+                p.caps.width_supported,
+                p.caps.width_enabled,
+                p.caps.speed_supported,
+                p.caps.speed_enabled,
+                opt_str(a.expected_width.map(|w| w.name())),
+                opt_str(a.expected_speed.map(|s| s.name())),
+                opt_str(a.health.map(|h| h.name()))
             );
         }
     }

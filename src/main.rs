@@ -42,7 +42,9 @@ enum Cmd {
         what: Generated,
     },
     /// Read one port's counters from the fabric now, as perfquery does
-    /// (PortCounters and PortCountersExtended; data in octets).
+    /// (PortCounters and PortCountersExtended; data in octets), and show
+    /// its link: active, supported, enabled and expected width and speed,
+    /// and whether it is degraded.
     Query {
         /// The node: its GUID (hex), a port GUID (as perfquery -G), a LID,
         /// or its NodeDescription.
@@ -287,6 +289,7 @@ fn query(
     Ok(ibpm_agentx::query::read(
         backend.sweep,
         cfg.engine(),
+        &backend.fabric,
         n,
         port,
     )?)

@@ -212,12 +212,70 @@ pub struct Reading {
     pub lid: u16,
     pub counters: PortCounters,
     pub extended: Option<PortCountersExtended>,
+    /// The port's link as the fabric knows it.
+    pub link: LinkReport,
 }
 
-/// Reads `port` of `node` through `transport`.
+/// A port's link: what it runs at, what it supports and enables, what it
+/// should run at given the far end, and whether it is degraded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkReport {
+    pub port: crate::ib::Port,
+    pub assessment: crate::ib::LinkAssessment,
+}
+
+impl LinkReport {
+    /// Port `port` of `node`, against the port at its far end in `fabric`.
+    pub fn of(fabric: &Fabric, node: &Node, port: u8) -> LinkReport {
+        let Some(p) = node.port(port) else {
+            return LinkReport::default();
+        };
+        let peer = p.remote().and_then(|(g, n)| fabric.node(g)?.port(n));
+        LinkReport {
+            port: *p,
+            assessment: p.assess(peer),
+        }
+    }
+
+    /// (key, value) pairs, values as ibstat and iblinkinfo print them
+    /// (`4x`, `NDR`, `1x,2x,4x`); `?` where not known.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let p = &self.port;
+        let a = &self.assessment;
+        let known = |s: String| if s.is_empty() { "?".to_string() } else { s };
+        let opt = |s: Option<String>| s.unwrap_or_else(|| "?".to_string());
+        vec![
+            ("LinkWidthActive", opt(p.width.map(|w| w.to_string()))),
+            ("LinkSpeedActive", opt(p.speed.map(|s| s.to_string()))),
+            ("RateMbps", opt(p.rate_mbps().map(|r| r.to_string()))),
+            (
+                "LinkWidthSupported",
+                known(p.caps.width_supported.to_string()),
+            ),
+            ("LinkWidthEnabled", known(p.caps.width_enabled.to_string())),
+            (
+                "LinkSpeedSupported",
+                known(p.caps.speed_supported.to_string()),
+            ),
+            ("LinkSpeedEnabled", known(p.caps.speed_enabled.to_string())),
+            (
+                "LinkWidthExpected",
+                opt(a.expected_width.map(|w| w.to_string())),
+            ),
+            (
+                "LinkSpeedExpected",
+                opt(a.expected_speed.map(|s| s.to_string())),
+            ),
+            ("LinkDegraded", opt(a.health.map(|h| h.mib_label()))),
+        ]
+    }
+}
+
+/// Reads `port` of `node` (a node of `fabric`) through `transport`.
 pub fn read(
     transport: Box<dyn MadTransport>,
     cfg: EngineConfig,
+    fabric: &Fabric,
     node: &Node,
     port: u8,
 ) -> Result<Reading, QueryError> {
@@ -267,6 +325,7 @@ pub fn read(
         lid,
         counters: PortCounters::decode(&counters),
         extended: extended.map(|d| PortCountersExtended::decode(&d)),
+        link: LinkReport::of(fabric, node, port),
     })
 }
 
@@ -346,6 +405,10 @@ pub fn text(r: &Reading) -> String {
         let label = format!("{}:", c.label());
         let _ = writeln!(out, "{label:.<44}{}", c.value);
     }
+    out += "# Link:\n";
+    for (k, v) in r.link.fields() {
+        let _ = writeln!(out, "{:.<44}{v}", format!("{k}:"));
+    }
     out
 }
 
@@ -372,6 +435,13 @@ pub fn json(r: &Reading) -> String {
             .collect();
         let _ = write!(out, ",\"{key}\":{{{}}}", fields.join(","));
     }
+    let link: Vec<String> = r
+        .link
+        .fields()
+        .iter()
+        .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+        .collect();
+    let _ = write!(out, ",\"link\":{{{}}}", link.join(","));
     out += "}\n";
     out
 }
@@ -426,7 +496,14 @@ mod tests {
             .iter()
             .find(|n| n.node_type == crate::ib::NodeType::Switch)
             .unwrap();
-        let r = read(Box::new(sim.transport()), EngineConfig::default(), sw, 2).unwrap();
+        let r = read(
+            Box::new(sim.transport()),
+            EngineConfig::default(),
+            &fabric,
+            sw,
+            2,
+        )
+        .unwrap();
         let want = crate::rig::port_counters(&sim, sw.lid, 2);
         assert_eq!(r.counters, want);
         let c = counters(&r);
@@ -441,6 +518,20 @@ mod tests {
         );
         assert!(r.extended.is_some());
         assert!(text(&r).contains("PortRcvPkts:"));
+        // The link: the default fabric's spine links at 4x QDR, enabled
+        // as the topology says (supported is not in a topology file).
+        let t = text(&r);
+        for want in [
+            "LinkWidthActive:............................4x\n",
+            "LinkSpeedActive:............................QDR\n",
+            "LinkSpeedEnabled:...........................SDR,DDR,QDR\n",
+            "LinkWidthSupported:.........................?\n",
+            "LinkSpeedExpected:..........................QDR\n",
+            "LinkDegraded:...............................normal\n",
+        ] {
+            assert!(t.contains(want), "{want} in {t}");
+        }
+        assert!(json(&r).contains("\"link\":{\"LinkWidthActive\":\"4x\""));
         let j = json(&r);
         assert!(
             j.starts_with("{\"guid\":\"0x") && j.ends_with("}}\n"),
@@ -482,6 +573,7 @@ mod tests {
         let mut r = read(
             Box::new(sim.transport()),
             EngineConfig::default(),
+            &fabric,
             ca,
             ca.ports[0].num,
         )

@@ -4,6 +4,7 @@
 //! layouts as the PM attributes (IBTA bit numbering, offsets into the
 //! 64-byte SMP data area).
 
+use crate::ib::link::{LinkCaps, LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, SpeedCodes};
 use crate::pm::layout::Field;
 use crate::pm::mad::{BASE_VERSION, MAD_SIZE, method};
 
@@ -26,6 +27,11 @@ pub const CAP2_PORT_INFO_EXTENDED: u16 = 1 << 1;
 pub const MAX_HOPS: usize = 63;
 /// PortInfo CapabilityMask bit 14: IsExtendedSpeedsSupported.
 pub const CAP_EXT_SPEEDS: u32 = 1 << 14;
+/// PortInfo CapabilityMask2 bit 11: IsExtendedSpeeds2Supported (the
+/// LinkSpeedExt*2 fields, XDR).
+pub const CAP2_EXT_SPEEDS2: u16 = 1 << 11;
+/// Mellanox ExtendedPortInfo, the vendor SMP attribute FDR10 is read from.
+pub const ATTR_MLNX_EXT_PORT_INFO: u16 = 0xFF90;
 /// Size of the SMP data area.
 pub const SMP_DATA_SIZE: usize = 64;
 /// Byte offset of the data area in a directed-route SMP.
@@ -51,14 +57,24 @@ pm_attr! {
         Lid lid: u16 = "LID" @ 128:16;
         CapMask cap_mask: u32 = "CapabilityMask" @ 160:32;
         LocalPort local_port: u8 = "LocalPortNum" @ 224:8;
+        WidthEnabled width_enabled: u8 = "LinkWidthEnabled" @ 232:8;
+        WidthSupported width_supported: u8 = "LinkWidthSupported" @ 240:8;
         WidthActive width_active: u8 = "LinkWidthActive" @ 248:8;
+        SpeedSupported speed_supported: u8 = "LinkSpeedSupported" @ 256:4;
         /// Logical state: 1 Down, 2 Init, 3 Armed, 4 Active.
         State state: u8 = "PortState" @ 260:4;
         PhysState phys_state: u8 = "PortPhysicalState" @ 264:4;
         Lmc lmc: u8 = "LMC" @ 277:3;
         SpeedActive speed_active: u8 = "LinkSpeedActive" @ 280:4;
+        SpeedEnabled speed_enabled: u8 = "LinkSpeedEnabled" @ 284:4;
+        /// XDR (IBTA 1.7; rdma-core libibmad fields.c "LinkSpeedExtActive2").
+        SpeedExtActive2 speed_ext_active2: u8 = "LinkSpeedExtActive2" @ 449:2;
+        SpeedExtSupported2 speed_ext_supported2: u8 = "LinkSpeedExtSupported2" @ 451:2;
+        SpeedExtEnabled2 speed_ext_enabled2: u8 = "LinkSpeedExtEnabled2" @ 453:3;
         CapMask2 cap_mask2: u16 = "CapabilityMask2" @ 480:16;
         SpeedExtActive speed_ext_active: u8 = "LinkSpeedExtActive" @ 496:4;
+        SpeedExtSupported speed_ext_supported: u8 = "LinkSpeedExtSupported" @ 500:4;
+        SpeedExtEnabled speed_ext_enabled: u8 = "LinkSpeedExtEnabled" @ 507:5;
     }
 }
 
@@ -67,6 +83,16 @@ pm_attr! {
     pub struct PortInfoExtended in [u8; SMP_DATA_SIZE], fields PortInfoExtendedField, table PORT_INFO_EXTENDED_FIELDS {
         /// 0 none, 1 FireCode, 2 RS-FEC, 3 low-latency RS-FEC.
         FecModeActive fec_mode_active: u16 = "FECModeActive" @ 32:16;
+    }
+}
+
+pm_attr! {
+    /// Mellanox ExtendedPortInfo (0xFF90): bit 0 of each speed field is
+    /// FDR10 (rdma-core libibmad fields.c, IB_MLNX_EXT_PORT_*).
+    pub struct MlnxExtPortInfo in [u8; SMP_DATA_SIZE], fields MlnxExtPortInfoField, table MLNX_EXT_PORT_INFO_FIELDS {
+        SpeedSupported speed_supported: u8 = "LinkSpeedSupported" @ 56:8;
+        SpeedEnabled speed_enabled: u8 = "LinkSpeedEnabled" @ 88:8;
+        SpeedActive speed_active: u8 = "LinkSpeedActive" @ 120:8;
     }
 }
 
@@ -88,6 +114,103 @@ impl PortInfo {
     /// The link is up far enough to carry SMPs (Init, Armed or Active).
     pub fn link_up(&self) -> bool {
         (2..=4).contains(&self.state)
+    }
+}
+
+/// The device IDs (and Bull's, vendor 0x119f) whose ports answer
+/// Mellanox ExtendedPortInfo: SwitchX, Switch-IB, Quantum, ConnectX-3,
+/// Connect-IB, ConnectX-4 and later (rdma-core libibnetdisc
+/// `is_mlnx_ext_port_info_supported`).
+pub fn has_mlnx_ext_port_info(vendor_id: u32, device_id: u16) -> bool {
+    const BULL: u32 = 0x119f;
+    let d = device_id;
+    matches!(d, 0xc738..=0xc73b | 0xc839 | 0xcb20 | 0xcf08 | 0xcf09 | 0xd2f0 | 0x1003..=0x101b | 0xa2d2)
+        || (vendor_id == BULL
+            && matches!(
+                d,
+                0x1b02 | 0x1b50 | 0x1ba0 | 0x1bd0..=0x1bd5 | 0x1bf0 | 0x1b33 | 0x1b73 | 0x1b40
+                    | 0x1b41 | 0x1b60 | 0x1b61 | 0x1b83 | 0x1b93 | 0x1b94 | 0x1bb4 | 0x1bb5
+                    | 0x1bc4..=0x1bc6
+            ))
+}
+
+/// A port's link facts as its PortInfo states them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortLink {
+    /// Active width and speed (None while the link is down).
+    pub width: Option<LinkWidth>,
+    pub speed: Option<LinkSpeed>,
+    pub caps: LinkCaps,
+}
+
+impl PortInfo {
+    /// The port's widths and speeds. `cap` is the PortInfo whose
+    /// CapabilityMask applies (a switch's port 0, a CA port's own; None:
+    /// not read, and then the speed sets are not known); `mlnx` the
+    /// port's Mellanox ExtendedPortInfo where it was read (FDR10).
+    pub fn link(&self, cap: Option<&PortInfo>, mlnx: Option<&MlnxExtPortInfo>) -> PortLink {
+        let ext = cap.is_some_and(|c| c.cap_mask & CAP_EXT_SPEEDS != 0);
+        let ext2 = ext
+            && cap.is_some_and(|c| {
+                c.cap_mask & CAP_HAS_CAP_MASK2 != 0 && c.cap_mask2 & CAP2_EXT_SPEEDS2 != 0
+            });
+        let codes = |legacy: u8, e: u8, e2: u8, m: Option<u8>| SpeedCodes {
+            legacy,
+            ext: if ext { e } else { 0 },
+            ext2: if ext2 { e2 } else { 0 },
+            mlnx: m.unwrap_or(0) & 1,
+        };
+        let up = self.link_up();
+        let caps = LinkCaps {
+            width_supported: LinkWidths::from_port_info(self.width_supported),
+            width_enabled: LinkWidths::from_port_info(self.width_enabled),
+            speed_supported: if cap.is_some() {
+                LinkSpeeds::from_port_info(codes(
+                    self.speed_supported,
+                    self.speed_ext_supported,
+                    self.speed_ext_supported2,
+                    mlnx.map(|m| m.speed_supported),
+                ))
+            } else {
+                LinkSpeeds::default()
+            },
+            speed_enabled: if cap.is_some() {
+                LinkSpeeds::from_port_info(codes(
+                    self.speed_enabled,
+                    self.speed_ext_enabled,
+                    self.speed_ext_enabled2,
+                    mlnx.map(|m| m.speed_enabled),
+                ))
+            } else {
+                LinkSpeeds::default()
+            },
+        };
+        PortLink {
+            width: up
+                .then(|| LinkWidth::from_code(self.width_active))
+                .flatten(),
+            speed: up
+                .then(|| {
+                    LinkSpeed::active(codes(
+                        self.speed_active,
+                        self.speed_ext_active,
+                        self.speed_ext_active2,
+                        mlnx.map(|m| m.speed_active),
+                    ))
+                })
+                .flatten(),
+            caps,
+        }
+    }
+
+    /// Whether rdma-core would ask this port's Mellanox ExtendedPortInfo
+    /// for FDR10: a device that has it, link up at QDR with no extended
+    /// speed active.
+    pub fn wants_fdr10(&self, vendor_id: u32, device_id: u16) -> bool {
+        has_mlnx_ext_port_info(vendor_id, device_id)
+            && self.phys_state == 5
+            && self.speed_active == 4
+            && self.speed_ext_active == 0
     }
 }
 
@@ -197,5 +320,101 @@ mod tests {
         assert_eq!(SwitchInfo::decode(&d).enhanced_port0, 1);
         d[16] = 0xF7;
         assert_eq!(SwitchInfo::decode(&d).enhanced_port0, 0);
+    }
+
+    /// PortInfo bytes (IBTA 14.2.5.6; byte offsets as libibmad's bit
+    /// offsets / 8) for a port linked at `width` code and the given
+    /// speed nibbles.
+    fn port_info(cap: u32, cap2: u16, widths: (u8, u8, u8), legacy: (u8, u8, u8)) -> [u8; 64] {
+        let mut d = [0u8; 64];
+        d[20..24].copy_from_slice(&cap.to_be_bytes());
+        (d[29], d[30], d[31]) = widths; // enabled, supported, active
+        d[32] = (legacy.0 << 4) | 4; // supported, state Active
+        d[33] = 5 << 4; // LinkUp
+        d[35] = (legacy.2 << 4) | legacy.1; // active, enabled
+        d[60..62].copy_from_slice(&cap2.to_be_bytes());
+        d
+    }
+
+    #[test]
+    fn link_widths_and_speeds_every_generation() {
+        use crate::ib::{LinkSpeed as S, LinkSpeeds, LinkWidth as W, LinkWidths};
+        let ext = CAP_EXT_SPEEDS | CAP_HAS_CAP_MASK2;
+        // A 2x NDR split port of a ConnectX-7: 1x, 2x, 4x; SDR..NDR.
+        let mut d = port_info(ext, 0, (0x13, 0x13, 0x10), (7, 7, 4));
+        d[62] = 0x8F; // ext active NDR, supported FDR..NDR
+        d[63] = 0x0F; // ext enabled FDR..NDR
+        let p = PortInfo::decode(&d);
+        let l = p.link(Some(&p), None);
+        assert_eq!((l.width, l.speed), (Some(W::X2), Some(S::Ndr)));
+        assert_eq!(
+            l.caps.width_supported,
+            LinkWidths::of(&[W::X1, W::X2, W::X4])
+        );
+        assert_eq!(l.caps.width_enabled.to_string(), "1x,2x,4x");
+        assert_eq!(
+            l.caps.speed_supported.to_string(),
+            "SDR,DDR,QDR,FDR,EDR,HDR,NDR"
+        );
+        assert_eq!(l.caps.speed_enabled, l.caps.speed_supported);
+        // XDR: LinkSpeedExt*2, only where CapabilityMask2 says so.
+        d[56] = (1 << 5) | (1 << 3) | 1; // active2, supported2, enabled2
+        let p = PortInfo::decode(&d);
+        assert_eq!(
+            p.link(Some(&p), None).speed,
+            Some(S::Ndr),
+            "no IsExtendedSpeeds2"
+        );
+        d[60..62].copy_from_slice(&CAP2_EXT_SPEEDS2.to_be_bytes());
+        let p = PortInfo::decode(&d);
+        let l = p.link(Some(&p), None);
+        assert_eq!(l.speed, Some(S::Xdr));
+        assert!(l.caps.speed_supported.contains(S::Xdr) && l.caps.speed_enabled.contains(S::Xdr));
+        // LinkSpeedExtEnabled 30: extended speeds disabled.
+        d[63] = 30;
+        let p = PortInfo::decode(&d);
+        assert!(!p.link(Some(&p), None).caps.speed_enabled.contains(S::Ndr));
+        // Without the CapabilityMask (a switch whose port 0 did not
+        // answer) the speed sets are not known and only the legacy
+        // active speed is read.
+        let l = p.link(None, None);
+        assert_eq!(
+            (l.speed, l.caps.speed_supported),
+            (Some(S::Qdr), LinkSpeeds::default())
+        );
+        assert!(l.caps.width_supported.is_known());
+        // A port that does not support extended speeds (ibsim): its
+        // extended fields are not read, whatever they hold.
+        let mut d = port_info(0, 0, (2, 0x1F, 2), (7, 1, 1));
+        d[62] = 0x88;
+        let p = PortInfo::decode(&d);
+        let l = p.link(Some(&p), None);
+        assert_eq!((l.width, l.speed), (Some(W::X4), Some(S::Sdr)));
+        assert_eq!(l.caps.speed_supported.to_string(), "SDR,DDR,QDR");
+        assert_eq!(l.caps.width_supported.to_string(), "1x,2x,4x,8x,12x");
+        // Down: no active width or speed; the sets stay.
+        d[32] = (7 << 4) | 1;
+        let l = PortInfo::decode(&d).link(Some(&p), None);
+        assert_eq!((l.width, l.speed), (None, None));
+        assert!(l.caps.width_enabled.is_known());
+    }
+
+    #[test]
+    fn fdr10_comes_from_mellanox_extended_port_info() {
+        use crate::ib::LinkSpeed as S;
+        let d = port_info(0, 0, (3, 3, 2), (7, 7, 4));
+        let p = PortInfo::decode(&d);
+        assert!(p.wants_fdr10(0x02c9, 0xc738), "SwitchX");
+        assert!(p.wants_fdr10(0x119f, 0x1b02), "Bull SwitchX");
+        assert!(!p.wants_fdr10(0x02c9, 0xd2f2), "not in rdma-core's list");
+        let mut m = [0u8; 64];
+        (m[7], m[11], m[15]) = (1, 1, 1); // supported, enabled, active
+        let x = MlnxExtPortInfo::decode(&m);
+        let l = p.link(Some(&p), Some(&x));
+        assert_eq!(l.speed, Some(S::Fdr10));
+        assert_eq!(l.caps.speed_supported.to_string(), "SDR,DDR,QDR,FDR10");
+        m[15] = 0;
+        let l = p.link(Some(&p), Some(&MlnxExtPortInfo::decode(&m)));
+        assert_eq!(l.speed, Some(S::Qdr));
     }
 }

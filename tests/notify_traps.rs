@@ -40,11 +40,14 @@ impl Drop for Setup {
 
 /// Sweeps every 0.5 s, a node unreachable after 2 missed sweeps, the
 /// fabric rediscovered every second, thresholds over a 1 s window; XmitWait
-/// (which the simulated congested links raise all the time) not watched.
+/// (which the simulated congested links raise all the time) and SymbolBER
+/// (which the simulated noisy links, and every error burst, keep above
+/// 10^-12) not watched unless a test says so.
 const BASE: &str = "[fabric]\nsweep_interval = 0.5\nunreachable_after = 2\n\
                     rediscover_interval = 1\n\
                     [notify]\nwindow = 1\n\
-                    [[notify.threshold]]\ncounter = \"XmitWait\"\nrising = 0\n";
+                    [[notify.threshold]]\ncounter = \"XmitWait\"\nrising = 0\n\
+                    [[notify.threshold]]\ncounter = \"SymbolBER\"\nrising = 0\n";
 
 impl Setup {
     /// snmpd with a v2c and a v1 sink, and the agent on `fabric` with the
@@ -457,4 +460,244 @@ fn without_agentx_traps_go_to_the_sinks_as_snmpv3() {
     );
     let line = node_lost_without_agentx(&trapd, &text);
     assert!(line.contains("SNMP v3, user traps"), "{line}");
+}
+
+/// The topology of every generation (tests/fixtures/topology): Switch-IB
+/// switches with one link at 4x DDR, a 129-port Quantum-2 with split
+/// ports at 2x NDR (one trained at 1x), an X800 at 4x XDR, FDR10.
+fn generations() -> Fabric {
+    topology::load(std::path::Path::new(
+        "tests/fixtures/topology/generations.net",
+    ))
+    .expect("the fixture parses")
+}
+
+/// `column.<node GUID as 8 sub-identifiers>.<port>`.
+fn cell(column: &str, guid: Guid, port: u8) -> String {
+    let sub: Vec<String> = guid.octets().iter().map(|b| b.to_string()).collect();
+    format!("IB-PM-MIB::{column}.{}.{port}", sub.join("."))
+}
+
+/// Each port of the simulator's devices shows what its kind supports, its
+/// active width, speed and rate, what the link should run at, and whether
+/// it is degraded; retraining the 4x DDR link at 4x EDR sends
+/// pmLinkRecovered from both ends, and back at DDR pmLinkDegraded.
+#[test]
+fn a_link_below_what_its_ends_support_is_degraded_and_notified() {
+    let s = Setup::start(generations(), "", "");
+    let fabric = s.sim.fabric();
+    let sibs: Vec<Guid> = fabric
+        .nodes
+        .iter()
+        .filter(|n| &*n.description == "SwitchIB Mellanox Technologies")
+        .map(|n| n.guid)
+        .collect();
+    let (q2, cx7, xdr, cx3) = (
+        named(&fabric, "MF0;gpu-sw-01:MQM9700/U1"),
+        named(&fabric, "gpu01 mlx5_0"),
+        named(&fabric, "xdr01 ConnectX-8"),
+        named(&fabric, "old01 ConnectX-3"),
+    );
+    // (node, port, width, speed, rate, width expected, speed expected,
+    // degraded)
+    let rows = [
+        (
+            sibs[0], 1, "width4x", "edr", 100_000, "width4x", "edr", "normal",
+        ),
+        (
+            sibs[0],
+            2,
+            "width4x",
+            "ddr",
+            16_000,
+            "width4x",
+            "edr",
+            "speedDegraded",
+        ),
+        (
+            sibs[1],
+            2,
+            "width4x",
+            "ddr",
+            16_000,
+            "width4x",
+            "edr",
+            "speedDegraded",
+        ),
+        (q2, 1, "width2x", "ndr", 200_000, "width2x", "ndr", "normal"),
+        (
+            q2,
+            2,
+            "width1x",
+            "ndr",
+            100_000,
+            "width2x",
+            "ndr",
+            "widthDegraded",
+        ),
+        (
+            cx7, 1, "width2x", "ndr", 200_000, "width2x", "ndr", "normal",
+        ),
+        (
+            xdr, 1, "width4x", "xdr", 800_000, "width4x", "xdr", "normal",
+        ),
+        (
+            xdr, 2, "width4x", "xdr", 800_000, "width4x", "xdr", "normal",
+        ),
+        (
+            cx3,
+            1,
+            "width4x",
+            "fdr10",
+            40_000,
+            "width4x",
+            "fdr",
+            "speedDegraded",
+        ),
+    ];
+    for (g, p, w, sp, rate, we, se, degraded) in rows {
+        let got = [
+            s.get(&cell("pmPortLinkWidthActive", g, p)),
+            s.get(&cell("pmPortLinkSpeedActive", g, p)),
+            s.get_num(&cell("pmPortRateMbps", g, p)).to_string(),
+            s.get(&cell("pmPortLinkWidthExpected", g, p)),
+            s.get(&cell("pmPortLinkSpeedExpected", g, p)),
+            s.get(&cell("pmPortLinkDegraded", g, p)),
+        ];
+        let want = [w, sp, &rate.to_string(), we, se, degraded];
+        assert_eq!(got, want, "{g}[{p}]");
+    }
+    assert_eq!(s.get(&cell("pmPortLinkWidthSupported", q2, 1)), "1x,2x");
+    assert_eq!(
+        s.get(&cell("pmPortLinkSpeedSupported", sibs[0], 2)),
+        "SDR,DDR,QDR,FDR10,FDR,EDR"
+    );
+    assert_eq!(s.get(&cell("pmPortLinkWidthEnabled", cx7, 1)), "1x,2x,4x");
+
+    // Retrained at full speed: recovered, from both ends.
+    assert!(s.sim.set_link_rate(
+        sibs[0],
+        2,
+        Some(ibpm_agentx::ib::LinkWidth::X4),
+        Some(ibpm_agentx::ib::LinkSpeed::Edr)
+    ));
+    wait("pmLinkRecovered", Duration::from_secs(20), || {
+        let t = v2_traps(&s.v2.log(), "pmLinkRecovered");
+        !about(t.clone(), sibs[0], Some(2)).is_empty() && !about(t, sibs[1], Some(2)).is_empty()
+    });
+    assert_eq!(s.get(&cell("pmPortLinkDegraded", sibs[0], 2)), "normal");
+    // And down to DDR again: degraded.
+    assert!(s.sim.set_link_rate(
+        sibs[0],
+        2,
+        Some(ibpm_agentx::ib::LinkWidth::X4),
+        Some(ibpm_agentx::ib::LinkSpeed::Ddr)
+    ));
+    wait("pmLinkDegraded", Duration::from_secs(20), || {
+        let t = v2_traps(&s.v2.log(), "pmLinkDegraded");
+        !about(t.clone(), sibs[0], Some(2)).is_empty() && !about(t, sibs[1], Some(2)).is_empty()
+    });
+    s.wait_sweeps(3);
+    let log = s.v2.log();
+    let degraded = about(v2_traps(&log, "pmLinkDegraded"), sibs[0], Some(2));
+    let recovered = about(v2_traps(&log, "pmLinkRecovered"), sibs[0], Some(2));
+    assert_eq!((degraded.len(), recovered.len()), (1, 1), "{log}");
+    for want in [
+        "pmNotifyLinkDegraded.0 = INTEGER: speedDegraded(3)",
+        "pmNotifyLinkWidth.0 = INTEGER: width4x(4)",
+        "pmNotifyLinkSpeed.0 = INTEGER: ddr(2)",
+        "pmNotifyLinkWidthExpected.0 = INTEGER: width4x(4)",
+        "pmNotifyLinkSpeedExpected.0 = INTEGER: edr(6)",
+        "pmNotifyPeerPortNum.0 = Gauge32: 2",
+    ] {
+        assert!(degraded[0].contains(want), "{want} in {}", degraded[0]);
+    }
+    assert!(
+        recovered[0].contains("pmNotifyLinkDegraded.0 = INTEGER: normal(1)"),
+        "{}",
+        recovered[0]
+    );
+    // The v1 sink: enterprise pm, specific traps 8 and 9.
+    wait("v1 link traps", Duration::from_secs(10), || {
+        let v1 = s.v1.log();
+        !v1_traps(&v1, "pmLinkDegraded").is_empty() && !v1_traps(&v1, "pmLinkRecovered").is_empty()
+    });
+    eprintln!("{}\n{}", recovered[0], degraded[0]);
+}
+
+/// A port whose simulated symbol error rate puts its BER above 10^-12:
+/// pmPortSymbolBer shows it, and SymbolBER rises, then falls when the
+/// errors stop.
+#[test]
+fn a_symbol_error_rate_crosses_the_ber_threshold() {
+    // The default SymbolBER threshold (10^-12, falling 10^-13) on the
+    // adapters only (the simulator's noisy switch links stay above it).
+    let s = Setup::start(
+        generations(),
+        "",
+        "[[notify.threshold]]\ncounter = \"SymbolBER\"\nnode = \"gpu01*\"\nrising = 1000\n",
+    );
+    let fabric = s.sim.fabric();
+    let cx7 = named(&fabric, "gpu01 mlx5_0");
+    // The SymbolBER notifications about the adapter's port (SymbolErrors
+    // has its own, with its own threshold).
+    let ber = |name: &str| -> Vec<String> {
+        about(v2_traps(&s.v2.log(), name), cx7, Some(1))
+            .into_iter()
+            .filter(|t| t.contains("pmNotifyCounter.0 = STRING: SymbolBER"))
+            .collect()
+    };
+    // 1000 errors a second on a 2x NDR link (200 Gb/s): 5.0E-9.
+    assert!(s.sim.set_symbol_error_rate(cx7, 1, 1000.0));
+    wait("SymbolBER rising", Duration::from_secs(20), || {
+        !ber("pmCounterThresholdRising").is_empty()
+    });
+    // Once two readings both come after the change, the BER is the
+    // simulated rate's.
+    wait("pmPortSymbolBer 5.0E-9", Duration::from_secs(10), || {
+        ["4.9E-9", "5.0E-9", "5.1E-9"].contains(&s.get(&cell("pmPortSymbolBer", cx7, 1)).as_str())
+    });
+    let text = s.get(&cell("pmPortSymbolBer", cx7, 1));
+    let per = s.get_num(&cell("pmPortSymbolBerPer1e15", cx7, 1));
+    assert!((4_500_000..=5_500_000).contains(&per), "{per}");
+    let rising = ber("pmCounterThresholdRising");
+    assert_eq!(rising.len(), 1, "{rising:?}");
+    for want in [
+        "pmNotifyCounter.0 = STRING: SymbolBER",
+        "pmNotifyThreshold.0 = Gauge32: 1000",
+        "pmNotifyWindow.0 = Gauge32: 1",
+    ] {
+        assert!(rising[0].contains(want), "{want} in {}", rising[0]);
+    }
+    // The simulated RS-FEC corrects two symbols per symbol error: a raw
+    // BER (before FEC) of 2000 / 2e11 = 1.0E-8 from
+    // PortExtendedSpeedsCounters; the effective BER (after FEC) counts
+    // uncorrectable blocks.
+    wait("pmPortRawBer 1.0E-8", Duration::from_secs(10), || {
+        ["9.8E-9", "9.9E-9", "1.0E-8", "1.1E-8"]
+            .contains(&s.get(&cell("pmPortRawBer", cx7, 1)).as_str())
+    });
+    let raw = s.get_num(&cell("pmPortRawBerPer1e15", cx7, 1));
+    assert!((9_000_000..=11_000_000).contains(&raw), "{raw}");
+    let effective = s.get(&cell("pmPortEffectiveBer", cx7, 1));
+    assert!(!effective.is_empty(), "{effective}");
+    eprintln!("raw BER {raw} per 10^15 bits, effective BER {effective}");
+    // The errors stop: falling under 100 (10^-13).
+    assert!(s.sim.set_symbol_error_rate(cx7, 1, 0.0));
+    wait("SymbolBER falling", Duration::from_secs(20), || {
+        !ber("pmCounterThresholdFalling").is_empty()
+    });
+    let falling = ber("pmCounterThresholdFalling");
+    assert!(
+        falling[0].contains("pmNotifyThreshold.0 = Gauge32: 100"),
+        "{}",
+        falling[0]
+    );
+    wait("BER back to 0", Duration::from_secs(10), || {
+        s.get(&cell("pmPortSymbolBer", cx7, 1)) == "0"
+    });
+    eprintln!(
+        "BER {text} ({per} per 10^15 bits)\n{}\n{}",
+        rising[0], falling[0]
+    );
 }

@@ -77,19 +77,41 @@ fn unlinked_switch_is_one_node_lost_and_a_fast_error_counter_rises() {
         )
         .is_empty()
     });
+    // The increase rises, and so does the symbol BER: 500 errors over
+    // what a 4x SDR link (8 Gb/s) received in the 2 s window, about
+    // 3.1E-8, against the default 10^-12 (1000 per 10^15 bits).
+    wait_for(Duration::from_secs(20), "the SymbolBER rising", || {
+        about(
+            v2_traps(&trapd.log(), "pmCounterThresholdRising"),
+            l3,
+            Some(5),
+        )
+        .len()
+            >= 2
+    });
     let rising = about(
         v2_traps(&trapd.log(), "pmCounterThresholdRising"),
         l3,
         Some(5),
     );
-    assert_eq!(rising.len(), 1);
+    let of = |counter: &str| -> Vec<&String> {
+        let name = format!("IB-PM-MIB::pmNotifyCounter.0 = STRING: {counter}");
+        rising.iter().filter(|t| t.contains(&name)).collect()
+    };
+    let (errors, ber) = (of("SymbolErrors"), of("SymbolBER"));
+    assert_eq!((errors.len(), ber.len()), (1, 1), "{rising:?}");
     for want in [
-        "IB-PM-MIB::pmNotifyCounter.0 = STRING: SymbolErrors",
         "IB-PM-MIB::pmNotifyThreshold.0 = Gauge32: 10",
         "IB-PM-MIB::pmNotifyNodeDescription.0 = STRING: L3",
     ] {
-        assert!(rising[0].contains(want), "{want} in {}", rising[0]);
+        assert!(errors[0].contains(want), "{want} in {}", errors[0]);
     }
+    assert!(
+        ber[0].contains("IB-PM-MIB::pmNotifyThreshold.0 = Gauge32: 1000"),
+        "{}",
+        ber[0]
+    );
+    eprintln!("symbol BER crossing under ibsim: {}", ber[0]);
 
     // Unlink L1: one pmNodeLost for the switch, none of its ports says
     // anything; its single-port hosts are lost too (one each); the ports

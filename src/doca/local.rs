@@ -166,6 +166,7 @@ pub fn read_dev(sysfs: &Path, name: &str) -> Result<IbDev, DevError> {
                 width: width.filter(|_| up),
                 speed: speed.filter(|_| up),
                 fec: None,
+                caps: Default::default(),
             });
         }
     }

@@ -19,13 +19,12 @@ use std::time::{Duration, Instant};
 
 use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
-use crate::ib::{
-    Fabric, FecMode, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState,
-};
+use crate::ib::{Fabric, FecMode, Guid, Node, NodeType, PhysState, Port, PortState};
 pub use crate::smp::{
-    ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO, ATTR_PORT_INFO_EXTENDED, ATTR_SWITCH_INFO,
-    CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS, METHOD_GET, METHOD_GET_RESP, NodeInfo, PortInfo,
-    PortInfoExtended, SmpReply, SwitchInfo, dr_smp_get, parse_smp_reply,
+    ATTR_MLNX_EXT_PORT_INFO, ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO,
+    ATTR_PORT_INFO_EXTENDED, ATTR_SWITCH_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
+    METHOD_GET, METHOD_GET_RESP, MlnxExtPortInfo, NodeInfo, PortInfo, PortInfoExtended, SmpReply,
+    SwitchInfo, dr_smp_get, parse_smp_reply,
 };
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
 
@@ -175,6 +174,10 @@ enum Query {
         node: usize,
         port: u8,
     },
+    MlnxExtPortInfo {
+        node: usize,
+        port: u8,
+    },
 }
 
 struct PortBuild {
@@ -183,6 +186,8 @@ struct PortBuild {
     remote: Option<(usize, u8)>,
     /// PortInfoExtended FECModeActive, where the port reports it.
     fec: Option<u16>,
+    /// Mellanox ExtendedPortInfo (FDR10), where it was read.
+    mlnx: Option<MlnxExtPortInfo>,
 }
 
 impl PortBuild {
@@ -193,6 +198,7 @@ impl PortBuild {
             info: None,
             remote: None,
             fec: None,
+            mlnx: None,
         }
     }
 }
@@ -550,7 +556,8 @@ impl Walk {
             Query::NodeDesc { node }
             | Query::PortInfo { node, .. }
             | Query::SwitchInfo { node }
-            | Query::PortInfoExtended { node, .. } => self.nodes[*node].path.clone(),
+            | Query::PortInfoExtended { node, .. }
+            | Query::MlnxExtPortInfo { node, .. } => self.nodes[*node].path.clone(),
         }
     }
 
@@ -562,6 +569,7 @@ impl Walk {
             Query::PortInfo { port, .. } => (ATTR_PORT_INFO, u32::from(*port)),
             Query::SwitchInfo { .. } => (ATTR_SWITCH_INFO, 0),
             Query::PortInfoExtended { port, .. } => (ATTR_PORT_INFO_EXTENDED, u32::from(*port)),
+            Query::MlnxExtPortInfo { port, .. } => (ATTR_MLNX_EXT_PORT_INFO, u32::from(*port)),
         };
         dr_smp_get(attr, modifier, wire_tid(tx.tid), &self.path_of(q))
     }
@@ -606,6 +614,11 @@ impl Walk {
             Query::PortInfoExtended { node, port } => {
                 if let Some(pb) = self.nodes[node].ports.get_mut(&port) {
                     pb.fec = Some(PortInfoExtended::decode(&reply.data).fec_mode_active);
+                }
+            }
+            Query::MlnxExtPortInfo { node, port } => {
+                if let Some(pb) = self.nodes[node].ports.get_mut(&port) {
+                    pb.mlnx = Some(MlnxExtPortInfo::decode(&reply.data));
                 }
             }
             Query::SwitchInfo { node } => {
@@ -702,11 +715,19 @@ impl Walk {
             return;
         }
         let is_switch = self.nodes[node].is_switch();
+        let (vendor, device) = (
+            self.nodes[node].info.vendor_id,
+            self.nodes[node].info.device_id,
+        );
         let Some(pb) = self.nodes[node].ports.get_mut(&port) else {
             return;
         };
         pb.info = Some(pi);
         let known = pb.remote.is_some();
+        // FDR10 is in Mellanox ExtendedPortInfo (as ibnetdiscover asks it).
+        if pi.wants_fdr10(vendor, device) {
+            self.ask(Query::MlnxExtPortInfo { node, port });
+        }
         if !is_switch && pi.has_port_info_extended() {
             self.ask(Query::PortInfoExtended { node, port });
         }
@@ -734,8 +755,6 @@ impl Walk {
         for n in &self.nodes {
             let is_switch = n.is_switch();
             let sw_lid = n.port0.map(|p| p.lid).unwrap_or(0);
-            // Switch ports report extended speeds through port 0's mask.
-            let sw_ext = n.port0.is_some_and(|p| p.cap_mask & CAP_EXT_SPEEDS != 0);
             let port0 = (is_switch && n.enhanced_port0).then(|| {
                 let mut p = Port::enhanced_port0(Guid(n.info.node_guid), sw_lid);
                 if let Some(i) = n.port0 {
@@ -748,11 +767,16 @@ impl Walk {
                 .into_iter()
                 .chain(n.ports.iter().map(|(&num, pb)| {
                     let up = pb.info.filter(|i| i.link_up());
-                    let ext = if is_switch {
-                        sw_ext
+                    // A switch port's CapabilityMask is port 0's.
+                    let cap = if is_switch {
+                        n.port0.as_ref()
                     } else {
-                        pb.info.is_some_and(|i| i.cap_mask & CAP_EXT_SPEEDS != 0)
+                        pb.info.as_ref()
                     };
+                    let link = pb
+                        .info
+                        .map(|i| i.link(cap, pb.mlnx.as_ref()))
+                        .unwrap_or_default();
                     Port {
                         num,
                         guid: Guid(pb.guid),
@@ -767,14 +791,10 @@ impl Walk {
                         remote_port: pb.remote.map_or(0, |(_, rp)| rp),
                         state: pb.info.and_then(|i| PortState::from_code(i.state)),
                         phys_state: pb.info.and_then(|i| PhysState::from_code(i.phys_state)),
-                        width: up.and_then(|i| LinkWidth::from_code(i.width_active)),
-                        speed: up.and_then(|i| {
-                            LinkSpeed::from_port_info(
-                                i.speed_active,
-                                if ext { i.speed_ext_active } else { 0 },
-                            )
-                        }),
+                        width: link.width,
+                        speed: link.speed,
                         fec: up.and(pb.fec).and_then(FecMode::from_code),
+                        caps: link.caps,
                     }
                 }))
                 .collect();
@@ -807,6 +827,7 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ib::{LinkSpeed, LinkWidth};
     use crate::smp::{CAP_HAS_CAP_MASK2, CAP2_PORT_INFO_EXTENDED};
     use crate::transport::Fault;
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::doca_ids::{DATA_IDS, DOCA_SLOTS};
 use super::hc;
 use super::persist::SavedPort;
-use super::record::{DocaPort, PortRecord, Stamp};
+use super::record::{DocaPort, FecRates, PortRecord, Stamp};
 use crate::pm::class_port_info::WideCounters;
 use crate::pm::{PortCounters, PortCountersExtended};
 
@@ -18,6 +18,47 @@ use crate::pm::{PortCounters, PortCountersExtended};
 pub struct At {
     pub now: Instant,
     pub min_secs: f64,
+}
+
+/// Before a PortExtendedSpeedsCounters reading (`data`, its request sent
+/// at `sent`) replaces the port's last one: the rates of its corrected
+/// symbols and uncorrectable blocks between the two (`rs_fec`: the
+/// port's layout, [`crate::pm::optional::fec_total`]). Readings closer
+/// than `at.min_secs`, an older reading, or a total that went down (a
+/// clear) make no rate.
+pub fn fec_rates(pr: &mut PortRecord, data: &[u8; 192], rs_fec: bool, sent: Instant, at: At) {
+    use crate::pm::optional::{FecTotal, fec_total};
+    let sent_at = Stamp::from(sent);
+    let old = pr
+        .optional
+        .get(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS);
+    let prev = pr.fec_rates.as_deref().copied();
+    if prev.is_some_and(|p| sent_at <= p.at) {
+        return; // an older reading
+    }
+    let mut next = FecRates {
+        at: sent_at,
+        corrected_symbols: None,
+        uncorrectable_blocks: None,
+    };
+    if let (Some(prev), Some(old)) = (prev, old) {
+        let secs = sent
+            .saturating_duration_since(prev.at.instant())
+            .as_secs_f64();
+        if secs < at.min_secs {
+            // Too close for a rate: the earlier ones stay.
+            next.corrected_symbols = prev.corrected_symbols;
+            next.uncorrectable_blocks = prev.uncorrectable_blocks;
+        } else {
+            let rate = |t: FecTotal| -> Option<u32> {
+                let d = fec_total(data, rs_fec, t)?.checked_sub(fec_total(&old, rs_fec, t)?)?;
+                Some(((d as f64 / secs) as f32).to_bits())
+            };
+            next.corrected_symbols = rate(FecTotal::CorrectedSymbols);
+            next.uncorrectable_blocks = rate(FecTotal::UncorrectableBlocks);
+        }
+    }
+    pr.fec_rates = Some(Box::new(next));
 }
 
 /// A PortCounters reading whose request was sent at `sent` is not older
@@ -351,5 +392,73 @@ pub(crate) mod tests {
         // PortCounters no longer feed the DOCA slots.
         counters(&mut p, &pc(1, 0), WideCounters::None, t3, at(t3));
         assert_eq!(p.hc.shown(OUT_OCTETS), Some(3100));
+    }
+
+    /// Corrected symbols and uncorrectable blocks make rates between two
+    /// PortExtendedSpeedsCounters readings far enough apart; a clear, an
+    /// older reading or the layout without RS-FEC's symbol count make
+    /// none.
+    #[test]
+    fn fec_totals_make_rates_between_two_readings() {
+        use crate::pm::optional::PortExtendedSpeedsCounters as X;
+        let attr = crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS;
+        let k = crate::pm::optional::OPTIONAL_ATTRS
+            .iter()
+            .position(|&a| a == attr)
+            .unwrap();
+        let data = |sym: u32, unc: u32| {
+            let mut d = [0u8; 192];
+            X {
+                port_select: 1,
+                fec_corrected_symbols: sym,
+                fec_uncorrectable_blocks: unc,
+                ..Default::default()
+            }
+            .encode(&mut d);
+            d
+        };
+        let t0 = Instant::now();
+        let at = At {
+            now: t0,
+            min_secs: 1.0,
+        };
+        let mut pr = port();
+        let read = |pr: &mut PortRecord, secs: u64, d: [u8; 192], rs: bool| {
+            fec_rates(pr, &d, rs, t0 + S * secs as u32, at);
+            pr.optional.set(k, &d);
+        };
+        read(&mut pr, 0, data(100, 1), true);
+        let r = pr.fec_rates.as_deref().unwrap();
+        assert_eq!(
+            (r.corrected_symbols(), r.uncorrectable_blocks()),
+            (None, None)
+        );
+        read(&mut pr, 10, data(1100, 21), true);
+        // (Stamps are microseconds: the rates are within a millionth.)
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < want * 1e-5);
+        let r = pr.fec_rates.as_deref().unwrap();
+        assert!(near(r.corrected_symbols(), 100.0), "{r:?}");
+        assert!(near(r.uncorrectable_blocks(), 2.0), "{r:?}");
+        // Half a second later: too close, the rates stay.
+        fec_rates(&mut pr, &data(5000, 21), true, t0 + S * 10 + S / 2, at);
+        assert!(near(
+            pr.fec_rates.as_deref().unwrap().corrected_symbols(),
+            100.0
+        ));
+        // An older reading changes nothing.
+        let before = pr.fec_rates.clone();
+        fec_rates(&mut pr, &data(0, 0), true, t0 + S * 5, at);
+        assert_eq!(pr.fec_rates, before);
+        // A clear: no rate until the next reading.
+        pr.optional.set(k, &data(1100, 21));
+        read(&mut pr, 20, data(5, 0), true);
+        let r = pr.fec_rates.as_deref().unwrap();
+        assert_eq!(
+            (r.corrected_symbols(), r.uncorrectable_blocks()),
+            (None, None)
+        );
+        // Without RS-FEC: no symbol count (blocks are the lanes' sums).
+        read(&mut pr, 30, data(500, 0), false);
+        assert_eq!(pr.fec_rates.as_deref().unwrap().corrected_symbols(), None);
     }
 }

@@ -61,6 +61,10 @@ pub struct PortRecord {
     pub discontinuity: Option<Stamp>,
     /// Latest readings of the optional attributes the node answers.
     pub optional: OptionalReadings,
+    /// Rates of the FEC totals of PortExtendedSpeedsCounters, where the
+    /// port answers it (boxed: most ports of a fabric read by PM MADs do
+    /// not).
+    pub fec_rates: Option<Box<FecRates>>,
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
@@ -85,6 +89,31 @@ impl PortRecord {
     /// The latest PortCounters reading.
     pub fn counters(&self) -> Option<&PortCounters> {
         self.hc.pc()
+    }
+}
+
+/// When a port's PortExtendedSpeedsCounters was last read and the
+/// per-second rates of its corrected FEC symbols (RS-FEC layout only) and
+/// uncorrectable FEC blocks between its last two readings far enough
+/// apart (`f32::to_bits`; None until then, where the layout has no such
+/// total, or after it went down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FecRates {
+    pub at: Stamp,
+    pub corrected_symbols: Option<u32>,
+    pub uncorrectable_blocks: Option<u32>,
+}
+
+impl FecRates {
+    /// Corrected FEC symbols per second.
+    pub fn corrected_symbols(&self) -> Option<f64> {
+        self.corrected_symbols.map(|b| f64::from(f32::from_bits(b)))
+    }
+
+    /// Uncorrectable FEC blocks per second.
+    pub fn uncorrectable_blocks(&self) -> Option<f64> {
+        self.uncorrectable_blocks
+            .map(|b| f64::from(f32::from_bits(b)))
     }
 }
 

@@ -573,7 +573,12 @@ impl FabricState {
             }
             Slot::Optional(_, pi, k) => {
                 s.health.optional_answer(k, kind);
+                let cpi_mask = s.cpi().map(|c| c.capability_mask);
                 if let Some(pr) = s.port(pi, copies) {
+                    if OPTIONAL_ATTRS[k] == crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS {
+                        let rs_fec = crate::pm::optional::rs_fec_layout(cpi_mask, pr.link.fec);
+                        fold::fec_rates(pr, &data, rs_fec, sent, at);
+                    }
                     pr.optional.set(k, &data);
                 }
             }

@@ -170,22 +170,315 @@ impl LinkSpeed {
         }
     }
 
-    /// PortInfo LinkSpeedActive (SDR, DDR, QDR) and LinkSpeedExtActive
-    /// (FDR, EDR, HDR, NDR) codes; an extended speed wins when the port
-    /// reports one (`ext` is 0 when the port does not support extended
-    /// speeds). FDR10 and XDR are reported through attributes discovery
-    /// does not read.
+    /// The active speed from PortInfo's active-speed fields
+    /// ([`SpeedCodes`]): an extended speed wins over LinkSpeedActive,
+    /// LinkSpeedExtActive2 (XDR) over LinkSpeedExtActive, and FDR10 (from
+    /// Mellanox ExtendedPortInfo) over QDR. None when a field holds a code
+    /// IBTA does not define or nothing is active.
+    pub fn active(c: SpeedCodes) -> Option<LinkSpeed> {
+        let one = |code: u8, table: &[(u8, LinkSpeed)]| -> Result<Option<LinkSpeed>, ()> {
+            match code {
+                0 => Ok(None),
+                c => table
+                    .iter()
+                    .find(|(b, _)| *b == c)
+                    .map(|(_, s)| Some(*s))
+                    .ok_or(()),
+            }
+        };
+        let ext2 = one(c.ext2, EXT2_BITS).ok()?;
+        let ext = one(c.ext, EXT_BITS).ok()?;
+        let fdr10 = one(c.mlnx & 1, MLNX_BITS).ok()?;
+        let legacy = one(c.legacy, LEGACY_BITS).ok()?;
+        ext2.or(ext).or(fdr10).or(legacy)
+    }
+
+    /// PortInfo LinkSpeedActive and LinkSpeedExtActive alone (`ext` is 0
+    /// when the port does not support extended speeds).
     pub fn from_port_info(speed: u8, ext: u8) -> Option<LinkSpeed> {
-        Some(match (ext, speed) {
-            (1, _) => LinkSpeed::Fdr,
-            (2, _) => LinkSpeed::Edr,
-            (4, _) => LinkSpeed::Hdr,
-            (8, _) => LinkSpeed::Ndr,
-            (0, 1) => LinkSpeed::Sdr,
-            (0, 2) => LinkSpeed::Ddr,
-            (0, 4) => LinkSpeed::Qdr,
-            _ => return None,
+        LinkSpeed::active(SpeedCodes {
+            legacy: speed,
+            ext,
+            ..SpeedCodes::default()
         })
+    }
+
+    /// Bit of the speed in a [`LinkSpeeds`] set.
+    const fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+/// PortInfo LinkSpeed{Active,Supported,Enabled} bits (IBTA 14.2.5.6).
+const LEGACY_BITS: &[(u8, LinkSpeed)] = &[
+    (1, LinkSpeed::Sdr),
+    (2, LinkSpeed::Ddr),
+    (4, LinkSpeed::Qdr),
+];
+/// LinkSpeedExt{Active,Supported,Enabled} bits (rdma-core libibmad
+/// `mad_dump_linkspeedext`: 14.0625, 25.78125, 53.125, 106.25 Gb/s).
+const EXT_BITS: &[(u8, LinkSpeed)] = &[
+    (1, LinkSpeed::Fdr),
+    (2, LinkSpeed::Edr),
+    (4, LinkSpeed::Hdr),
+    (8, LinkSpeed::Ndr),
+];
+/// LinkSpeedExt{Active,Supported,Enabled}2 bits, valid where
+/// CapabilityMask2 has IsExtendedSpeeds2Supported (IBTA 1.7; rdma-core
+/// `mad_dump_linkspeedext2`: 212.5 Gb/s).
+const EXT2_BITS: &[(u8, LinkSpeed)] = &[(1, LinkSpeed::Xdr)];
+/// Mellanox ExtendedPortInfo (0xFF90) LinkSpeed{Active,Supported,Enabled}
+/// bit 0: FDR10 (what iblinkinfo and ibstat read it from).
+const MLNX_BITS: &[(u8, LinkSpeed)] = &[(1, LinkSpeed::Fdr10)];
+
+/// The speed fields of one of PortInfo's Active/Supported/Enabled
+/// triples, each 0 where the port has no such field: LinkSpeed*,
+/// LinkSpeedExt* (where CapabilityMask has IsExtendedSpeedsSupported),
+/// LinkSpeedExt*2 (where CapabilityMask2 has IsExtendedSpeeds2Supported)
+/// and the Mellanox ExtendedPortInfo LinkSpeed* (FDR10).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpeedCodes {
+    pub legacy: u8,
+    pub ext: u8,
+    pub ext2: u8,
+    pub mlnx: u8,
+}
+
+/// A set of link widths (PortInfo LinkWidthSupported / LinkWidthEnabled
+/// bits, [`LinkWidth::code`]). Empty: not known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LinkWidths(pub u8);
+
+impl LinkWidths {
+    /// From a PortInfo width field (bits IBTA does not define dropped;
+    /// 255, "set to LinkWidthSupported", is only written, never read).
+    pub fn from_port_info(code: u8) -> LinkWidths {
+        let all = LinkWidth::ALL.iter().fold(0, |m, w| m | w.code());
+        LinkWidths(if code == 255 { 0 } else { code & all })
+    }
+
+    pub fn of(widths: &[LinkWidth]) -> LinkWidths {
+        LinkWidths(widths.iter().fold(0, |m, w| m | w.code()))
+    }
+
+    pub fn is_known(self) -> bool {
+        self.0 != 0
+    }
+
+    pub fn contains(self, w: LinkWidth) -> bool {
+        self.0 & w.code() != 0
+    }
+
+    /// The widths in the set, narrowest first.
+    pub fn iter(self) -> impl Iterator<Item = LinkWidth> {
+        LinkWidth::ALL
+            .iter()
+            .copied()
+            .filter(move |w| self.contains(*w))
+    }
+
+    /// The widest.
+    pub fn best(self) -> Option<LinkWidth> {
+        self.iter().last()
+    }
+
+    pub fn and(self, o: LinkWidths) -> LinkWidths {
+        LinkWidths(self.0 & o.0)
+    }
+}
+
+/// `1x,4x` (empty when not known).
+impl fmt::Display for LinkWidths {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        join(f, self.iter().map(LinkWidth::name))
+    }
+}
+
+/// A set of link speeds (bit n: the speed whose MIB value is n + 1).
+/// Empty: not known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LinkSpeeds(pub u16);
+
+impl LinkSpeeds {
+    /// From PortInfo's Supported or Enabled speed fields. A
+    /// LinkSpeedExtEnabled of 30 (extended speeds disabled) or 31 (set to
+    /// supported, only ever written) adds nothing; bits IBTA does not
+    /// define are dropped.
+    pub fn from_port_info(c: SpeedCodes) -> LinkSpeeds {
+        let ext = if c.ext >= 30 { 0 } else { c.ext };
+        let mut s = 0;
+        for (code, table) in [
+            (c.legacy, LEGACY_BITS),
+            (ext, EXT_BITS),
+            (c.ext2, EXT2_BITS),
+            (c.mlnx, MLNX_BITS),
+        ] {
+            for (bit, speed) in table {
+                if code & bit != 0 {
+                    s |= speed.bit();
+                }
+            }
+        }
+        LinkSpeeds(s)
+    }
+
+    pub fn of(speeds: &[LinkSpeed]) -> LinkSpeeds {
+        LinkSpeeds(speeds.iter().fold(0, |m, s| m | s.bit()))
+    }
+
+    /// Every speed from `lo` to `hi`, FDR10 only when `fdr10`.
+    pub fn range(lo: LinkSpeed, hi: LinkSpeed, fdr10: bool) -> LinkSpeeds {
+        LinkSpeeds::of(
+            &LinkSpeed::ALL
+                .iter()
+                .copied()
+                .filter(|s| (lo..=hi).contains(s) && (fdr10 || *s != LinkSpeed::Fdr10))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    pub fn is_known(self) -> bool {
+        self.0 != 0
+    }
+
+    pub fn contains(self, s: LinkSpeed) -> bool {
+        self.0 & s.bit() != 0
+    }
+
+    /// The speeds in the set, slowest first.
+    pub fn iter(self) -> impl Iterator<Item = LinkSpeed> {
+        LinkSpeed::ALL
+            .iter()
+            .copied()
+            .filter(move |s| self.contains(*s))
+    }
+
+    /// The fastest.
+    pub fn best(self) -> Option<LinkSpeed> {
+        self.iter().last()
+    }
+
+    pub fn and(self, o: LinkSpeeds) -> LinkSpeeds {
+        LinkSpeeds(self.0 & o.0)
+    }
+}
+
+/// `SDR,DDR,QDR` (empty when not known).
+impl fmt::Display for LinkSpeeds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        join(f, self.iter().map(LinkSpeed::name))
+    }
+}
+
+fn join<'a>(f: &mut fmt::Formatter<'_>, names: impl Iterator<Item = &'a str>) -> fmt::Result {
+    for (i, n) in names.enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        f.write_str(n)?;
+    }
+    Ok(())
+}
+
+/// What a port's PortInfo says it supports and has enabled. A set that
+/// is empty is not known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkCaps {
+    pub width_supported: LinkWidths,
+    pub width_enabled: LinkWidths,
+    pub speed_supported: LinkSpeeds,
+    pub speed_enabled: LinkSpeeds,
+}
+
+impl LinkCaps {
+    /// The widths the port may train at: enabled and supported (enabled
+    /// alone where supported is not known: IBTA has enabled within
+    /// supported); not known without the enabled set.
+    pub fn widths(&self) -> LinkWidths {
+        match (self.width_supported.is_known(), self.width_enabled) {
+            (true, e) => e.and(self.width_supported),
+            (false, e) => e,
+        }
+    }
+
+    /// The speeds the port may train at, as [`LinkCaps::widths`].
+    pub fn speeds(&self) -> LinkSpeeds {
+        match (self.speed_supported.is_known(), self.speed_enabled) {
+            (true, e) => e.and(self.speed_supported),
+            (false, e) => e,
+        }
+    }
+}
+
+link_enum! {
+    /// Whether a link runs at what both its ends support and enable
+    /// (pmPortLinkDegraded; 0 is unknown).
+    pub enum LinkHealth {
+        Normal = "Normal", mib 1,
+        WidthDegraded = "WidthDegraded", mib 2,
+        SpeedDegraded = "SpeedDegraded", mib 3,
+        WidthAndSpeedDegraded = "WidthAndSpeedDegraded", mib 4,
+    }
+}
+
+impl LinkHealth {
+    pub fn is_degraded(self) -> bool {
+        self != LinkHealth::Normal
+    }
+}
+
+/// What a linked port should run at and whether it does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkAssessment {
+    /// The widest width and fastest speed both ends support and enable
+    /// (ibdiagnet's "operational speed should be"; iblinkinfo's "Could
+    /// be" compares the supported sets alone). None where an end's sets
+    /// are not known or have nothing in common.
+    pub expected_width: Option<LinkWidth>,
+    pub expected_speed: Option<LinkSpeed>,
+    /// None while the link is down or a fact it needs is not known.
+    pub health: Option<LinkHealth>,
+}
+
+/// Assess the link of `port` against `peer`, the port at its far end
+/// (None: not cabled or not known). Pure: the read path, the notification
+/// evaluator and `query` all ask this.
+pub fn assess(port: &super::Port, peer: Option<&super::Port>) -> LinkAssessment {
+    let Some(peer) = peer.filter(|_| port.remote().is_some()) else {
+        return LinkAssessment::default();
+    };
+    let (a, b) = (port.caps, peer.caps);
+    let expect_w = |x: LinkWidths, y: LinkWidths| {
+        (x.is_known() && y.is_known())
+            .then(|| x.and(y).best())
+            .flatten()
+    };
+    let expect_s = |x: LinkSpeeds, y: LinkSpeeds| {
+        (x.is_known() && y.is_known())
+            .then(|| x.and(y).best())
+            .flatten()
+    };
+    let expected_width = expect_w(a.widths(), b.widths());
+    let expected_speed = expect_s(a.speeds(), b.speeds());
+    let below_w = match (port.width, expected_width) {
+        (Some(w), Some(e)) => Some(w.lanes() < e.lanes()),
+        _ => None,
+    };
+    let below_s = match (port.speed, expected_speed) {
+        (Some(s), Some(e)) => Some(s < e),
+        _ => None,
+    };
+    let health = match (below_w, below_s) {
+        (Some(true), Some(true)) => Some(LinkHealth::WidthAndSpeedDegraded),
+        (Some(true), _) => Some(LinkHealth::WidthDegraded),
+        (_, Some(true)) => Some(LinkHealth::SpeedDegraded),
+        (Some(false), Some(false)) => Some(LinkHealth::Normal),
+        _ => None,
+    };
+    LinkAssessment {
+        expected_width,
+        expected_speed,
+        health,
     }
 }
 
@@ -271,5 +564,187 @@ mod tests {
             Some(400_000)
         );
         assert_eq!(rate_mbps(None, Some(LinkSpeed::Ndr)), None);
+    }
+
+    /// Every width and speed against IBTA's data rates (lanes x the lane's
+    /// data rate after 8b/10b, 64b/66b or, from HDR, as IBTA 1.4-1.7
+    /// state them: 50, 100 and 200 Gb/s a lane).
+    #[test]
+    fn rates_for_every_width_and_speed() {
+        let lane = [
+            (LinkSpeed::Sdr, 2_000),
+            (LinkSpeed::Ddr, 4_000),
+            (LinkSpeed::Qdr, 8_000),
+            (LinkSpeed::Fdr10, 10_000),
+            (LinkSpeed::Fdr, 13_640),
+            (LinkSpeed::Edr, 25_000),
+            (LinkSpeed::Hdr, 50_000),
+            (LinkSpeed::Ndr, 100_000),
+            (LinkSpeed::Xdr, 200_000),
+        ];
+        assert_eq!(lane.len(), LinkSpeed::ALL.len());
+        for (s, per_lane) in lane {
+            for (w, lanes) in [
+                (LinkWidth::X1, 1),
+                (LinkWidth::X2, 2),
+                (LinkWidth::X4, 4),
+                (LinkWidth::X8, 8),
+                (LinkWidth::X12, 12),
+            ] {
+                assert_eq!(
+                    rate_mbps(Some(w), Some(s)),
+                    Some(lanes * per_lane),
+                    "{w}{s}"
+                );
+            }
+        }
+        // The ones operators quote: 2x NDR (NDR200), 4x XDR, 12x QDR.
+        assert_eq!(
+            rate_mbps(Some(LinkWidth::X2), Some(LinkSpeed::Ndr)),
+            Some(200_000)
+        );
+        assert_eq!(
+            rate_mbps(Some(LinkWidth::X4), Some(LinkSpeed::Xdr)),
+            Some(800_000)
+        );
+        assert_eq!(
+            rate_mbps(Some(LinkWidth::X12), Some(LinkSpeed::Qdr)),
+            Some(96_000)
+        );
+    }
+
+    #[test]
+    fn speed_sets_and_active_speeds() {
+        use LinkSpeed as S;
+        let c = |legacy, ext, ext2, mlnx| SpeedCodes {
+            legacy,
+            ext,
+            ext2,
+            mlnx,
+        };
+        assert_eq!(LinkSpeed::active(c(4, 0, 0, 0)), Some(S::Qdr));
+        assert_eq!(LinkSpeed::active(c(4, 0, 0, 1)), Some(S::Fdr10));
+        assert_eq!(LinkSpeed::active(c(4, 2, 0, 0)), Some(S::Edr));
+        assert_eq!(LinkSpeed::active(c(4, 8, 1, 0)), Some(S::Xdr));
+        assert_eq!(LinkSpeed::active(c(4, 16, 0, 0)), None, "undefined code");
+        assert_eq!(LinkSpeed::active(c(0, 0, 0, 0)), None);
+        let all = LinkSpeeds::from_port_info(c(7, 15, 1, 1));
+        assert_eq!(all.iter().count(), 9);
+        assert_eq!(all.best(), Some(S::Xdr));
+        assert_eq!(
+            LinkSpeeds::range(S::Sdr, S::Edr, false).to_string(),
+            "SDR,DDR,QDR,FDR,EDR"
+        );
+        assert_eq!(LinkSpeeds::range(S::Sdr, S::Edr, true).best(), Some(S::Edr));
+        assert_eq!(LinkWidths::from_port_info(255), LinkWidths::default());
+        assert_eq!(
+            LinkWidths::from_port_info(0x3F).to_string(),
+            "1x,2x,4x,8x,12x"
+        );
+        assert_eq!(
+            LinkWidths::of(&[LinkWidth::X1, LinkWidth::X4]).best(),
+            Some(LinkWidth::X4)
+        );
+    }
+
+    fn linked(width: LinkWidth, speed: LinkSpeed, caps: LinkCaps) -> crate::ib::Port {
+        let mut p = crate::ib::Port::unlinked(1, crate::ib::Guid(1), 1);
+        p.set_remote(Some((crate::ib::Guid(2), 1)));
+        p.state = Some(PortState::Active);
+        (p.width, p.speed, p.caps) = (Some(width), Some(speed), caps);
+        p
+    }
+
+    #[test]
+    fn a_link_below_what_both_ends_support_and_enable_is_degraded() {
+        use LinkSpeed as S;
+        use LinkWidth as W;
+        let edr = LinkCaps {
+            width_supported: LinkWidths::of(&[W::X1, W::X4]),
+            width_enabled: LinkWidths::of(&[W::X1, W::X4]),
+            speed_supported: LinkSpeeds::range(S::Sdr, S::Edr, true),
+            speed_enabled: LinkSpeeds::range(S::Sdr, S::Edr, true),
+        };
+        let hdr = LinkCaps {
+            width_supported: LinkWidths::of(&[W::X1, W::X2, W::X4]),
+            speed_supported: LinkSpeeds::range(S::Sdr, S::Hdr, false),
+            ..edr
+        };
+        let a = |w, s, caps, peer: &crate::ib::Port| assess(&linked(w, s, caps), Some(peer));
+        let peer = linked(W::X4, S::Edr, edr);
+        let ok = a(W::X4, S::Edr, edr, &peer);
+        assert_eq!(
+            (ok.expected_width, ok.expected_speed, ok.health),
+            (Some(W::X4), Some(S::Edr), Some(LinkHealth::Normal))
+        );
+        assert_eq!(
+            a(W::X4, S::Ddr, edr, &peer).health,
+            Some(LinkHealth::SpeedDegraded)
+        );
+        assert_eq!(
+            a(W::X1, S::Edr, edr, &peer).health,
+            Some(LinkHealth::WidthDegraded)
+        );
+        assert_eq!(
+            a(W::X1, S::Qdr, edr, &peer).health,
+            Some(LinkHealth::WidthAndSpeedDegraded)
+        );
+        // The best both ends have: an HDR port on an EDR peer should run
+        // EDR (enabled within supported: HDR is not enabled here).
+        assert_eq!(
+            a(W::X4, S::Edr, hdr, &peer).health,
+            Some(LinkHealth::Normal)
+        );
+        // Enabled restricts: a port enabled for SDR only is fine at SDR.
+        let sdr_only = LinkCaps {
+            speed_enabled: LinkSpeeds::of(&[S::Sdr]),
+            ..edr
+        };
+        assert_eq!(
+            a(W::X4, S::Sdr, sdr_only, &peer).expected_speed,
+            Some(S::Sdr)
+        );
+        assert_eq!(
+            a(W::X4, S::Sdr, sdr_only, &peer).health,
+            Some(LinkHealth::Normal)
+        );
+        // Supported not known (ibsim's topology ports): enabled alone.
+        let enabled_only = LinkCaps {
+            width_supported: LinkWidths::default(),
+            speed_supported: LinkSpeeds::default(),
+            ..edr
+        };
+        assert_eq!(
+            a(W::X4, S::Edr, enabled_only, &peer).health,
+            Some(LinkHealth::Normal)
+        );
+        // Unknown sets give no verdict on what they decide...
+        let unknown = LinkCaps::default();
+        let u = a(W::X1, S::Ddr, unknown, &peer);
+        assert_eq!((u.expected_width, u.health), (None, None));
+        // ...but a width known to be degraded is, whatever the speed.
+        let widths_only = LinkCaps {
+            speed_enabled: LinkSpeeds::default(),
+            speed_supported: LinkSpeeds::default(),
+            ..edr
+        };
+        assert_eq!(
+            a(W::X1, S::Edr, widths_only, &peer).health,
+            Some(LinkHealth::WidthDegraded)
+        );
+        assert_eq!(a(W::X4, S::Edr, widths_only, &peer).health, None);
+        // No peer, or down: nothing to say.
+        assert_eq!(
+            assess(&linked(W::X4, S::Edr, edr), None),
+            LinkAssessment::default()
+        );
+        let mut down = linked(W::X4, S::Edr, edr);
+        (down.width, down.speed) = (None, None);
+        assert_eq!(assess(&down, Some(&peer)).health, None);
+        assert_eq!(assess(&down, Some(&peer)).expected_width, Some(W::X4));
+        assert_eq!(
+            LinkHealth::WidthAndSpeedDegraded.mib_label(),
+            "widthAndSpeedDegraded"
+        );
     }
 }

@@ -1,10 +1,14 @@
 //! The fabric model every layer may import: GUIDs, nodes, ports, links,
 //! and the topology files that describe them.
 
+pub mod ber;
 pub mod link;
 pub mod topology;
 
-pub use link::{FecMode, LinkSpeed, LinkWidth, PhysState, PortState};
+pub use link::{
+    FecMode, LinkAssessment, LinkCaps, LinkHealth, LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths,
+    PhysState, PortState,
+};
 
 use std::fmt;
 use std::sync::Arc;
@@ -136,7 +140,12 @@ pub struct Port {
     /// The FEC the link runs (PortInfoExtended FECModeActive), when the
     /// port reports it.
     pub fec: Option<FecMode>,
+    /// The widths and speeds the port supports and has enabled.
+    pub caps: LinkCaps,
 }
+
+// A fabric holds millions of ports: the link sets fit in what was padding.
+const _: () = assert!(size_of::<Port>() <= 32);
 
 impl Port {
     /// The node and port at the far end of the link, when connected.
@@ -163,6 +172,7 @@ impl Port {
             width: None,
             speed: None,
             fec: None,
+            caps: LinkCaps::default(),
         }
     }
 
@@ -180,12 +190,18 @@ impl Port {
             width: None,
             speed: None,
             fec: None,
+            caps: LinkCaps::default(),
         }
     }
 
     /// The data rate in Mb/s when the link is up.
     pub fn rate_mbps(&self) -> Option<u64> {
         link::rate_mbps(self.width, self.speed)
+    }
+
+    /// What the link should run at, given the port at its far end.
+    pub fn assess(&self, peer: Option<&Port>) -> LinkAssessment {
+        link::assess(self, peer)
     }
 }
 

@@ -31,10 +31,18 @@
 //! first `lid N` of a CA port line); link width and speed are the active ones
 //! ibsim negotiates from the ends' enabled sets (defaults 4x SDR, `width=`,
 //! `speed=`, `extspeed=` lines, `w=`/`s=`/`e=` port options, or an
-//! ibnetdiscover `lid N 4xQDR` comment).
+//! ibnetdiscover `lid N 4xQDR` comment), and a port's enabled sets are kept
+//! ([`crate::ib::LinkCaps`]; the file does not say what a port supports).
+//! Widths 1x, 2x, 4x, 8x, 12x; speeds SDR to XDR: `e=`/`extspeed=` are
+//! rdma-core's aggregated extended speeds (1 FDR, 2 EDR, 4 HDR, 8 NDR, 32
+//! XDR), comments name the speed (`2xNDR`, `4xFDR10`, `4xXDR`). A width or
+//! speed in a comment that the parser does not know (`3x`, `???`) leaves
+//! that link's width or speed unknown, with one warning naming the line
+//! ([`parse_with_warnings`]; [`load`] and [`parse`] log them).
 //!
-//! `vendid=`, `devid=`, `pdebug=` and `do ...` lines are accepted and have no
-//! effect here; `include`, `module` and `@alias` lines are not supported.
+//! `vendid=` sets the next node's NodeInfo VendorID, `devid=` the DeviceID
+//! of every node after it (as ibsim does); `pdebug=` and `do ...` lines are
+//! accepted and have no effect here; `include`, `module` and `@alias` lines are not supported.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -128,10 +136,13 @@ pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
         message: format!("cannot read: {e}"),
     })?;
     let text = String::from_utf8_lossy(&text);
-    parse(&text).map_err(|e| TopologyError {
+    let in_file = |e: TopologyError| TopologyError {
         file: Some(path.to_path_buf()),
         ..e
-    })
+    };
+    let (fabric, warnings) = parse_with_warnings(&text).map_err(in_file)?;
+    warn_all(&warnings.into_iter().map(in_file).collect::<Vec<_>>());
+    Ok(fabric)
 }
 
 /// The built-in default fabric.
@@ -149,9 +160,24 @@ const W_2X: u32 = LinkWidth::X2.code() as u32;
 const S_SDR: u32 = 1;
 const S_DDR: u32 = 2;
 const S_QDR: u32 = 4;
+const S_LEGACY: u32 = S_SDR | S_DDR | S_QDR;
+// Extended speeds as ibsim's `e=` and rdma-core's aggregated
+// LinkSpeedExt (`ibnd_get_agg_linkspeedext`): FDR 1, EDR 2, HDR 4, NDR 8,
+// XDR 32 (16 is not used).
 const E_FDR: u32 = 1;
 const E_EDR: u32 = 2;
 const E_HDR: u32 = 4;
+const E_NDR: u32 = 8;
+const E_XDR: u32 = 32;
+const E_ALL: u32 = E_FDR | E_EDR | E_HDR | E_NDR | E_XDR;
+/// The extended speeds by bit, fastest first.
+const EXT_SPEEDS: [(u32, LinkSpeed); 5] = [
+    (E_XDR, LinkSpeed::Xdr),
+    (E_NDR, LinkSpeed::Ndr),
+    (E_HDR, LinkSpeed::Hdr),
+    (E_EDR, LinkSpeed::Edr),
+    (E_FDR, LinkSpeed::Fdr),
+];
 
 const NODE_NAME_MAX: usize = 64;
 const NODE_DESC_MAX: usize = 63;
@@ -162,6 +188,62 @@ struct Enabled {
     speed: u32,
     ext: u32,
     fdr10: bool,
+    /// A width or speed token the parser did not know: that link's width
+    /// or speed is not known.
+    width_unknown: bool,
+    speed_unknown: bool,
+}
+
+impl Enabled {
+    /// The enabled sets as PortInfo would state them (empty where the
+    /// file gave a token the parser did not know).
+    fn caps(&self) -> crate::ib::LinkCaps {
+        use crate::ib::{LinkSpeeds, LinkWidths};
+        let mut speeds: Vec<LinkSpeed> = [
+            (S_SDR, LinkSpeed::Sdr),
+            (S_DDR, LinkSpeed::Ddr),
+            (S_QDR, LinkSpeed::Qdr),
+        ]
+        .iter()
+        .chain(EXT_SPEEDS.iter())
+        .filter(|(bit, s)| {
+            let set = if s.mib() <= LinkSpeed::Qdr.mib() {
+                self.speed
+            } else {
+                self.ext
+            };
+            set & bit != 0
+        })
+        .map(|(_, s)| *s)
+        .collect();
+        if self.fdr10 {
+            speeds.push(LinkSpeed::Fdr10);
+        }
+        crate::ib::LinkCaps {
+            width_enabled: if self.width_unknown {
+                LinkWidths::default()
+            } else {
+                LinkWidths::from_port_info(self.width as u8)
+            },
+            speed_enabled: if self.speed_unknown {
+                LinkSpeeds::default()
+            } else {
+                LinkSpeeds::of(&speeds)
+            },
+            ..Default::default()
+        }
+    }
+}
+
+/// `e=` / `extspeed=`: the bits of [`EXT_SPEEDS`] only.
+fn check_ext(line: usize, v: u64) -> Result<u32, TopologyError> {
+    if v & !u64::from(E_ALL) != 0 {
+        return err(
+            line,
+            format!("bad extended link speed {v}: bits 1 FDR, 2 EDR, 4 HDR, 8 NDR, 32 XDR"),
+        );
+    }
+    Ok(v as u32)
 }
 
 struct RawPort {
@@ -184,9 +266,14 @@ struct State {
     abs_base: [u64; 3],
     next: [u64; 3],
     sysimgguid: u64,
+    /// NodeInfo VendorID of the next node, DeviceID of every next one.
+    vendid: u32,
+    devid: u16,
     enabled: Enabled,
     nodes: Vec<RawNode>,
     by_name: HashMap<String, usize>,
+    /// Tokens the parser did not know, one per line.
+    warnings: Vec<TopologyError>,
 }
 
 fn type_index(t: NodeType) -> usize {
@@ -197,19 +284,39 @@ fn type_index(t: NodeType) -> usize {
     }
 }
 
-/// Parses topology text.
+/// Parses topology text; each token it did not know is one warning in
+/// the log.
 pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
+    let (fabric, warnings) = parse_with_warnings(text)?;
+    warn_all(&warnings);
+    Ok(fabric)
+}
+
+fn warn_all(warnings: &[TopologyError]) {
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+}
+
+/// Parses topology text, returning the tokens it did not know beside the
+/// fabric (the links they are on have that width or speed unknown).
+pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), TopologyError> {
     let mut st = State {
         abs_base: [0x100000, 0x200000, u64::MAX],
         next: [0x100000, 0x200000, u64::MAX],
         sysimgguid: 0,
+        vendid: 0,
+        devid: 0,
         enabled: Enabled {
             width: W_4X,
             speed: S_SDR,
             ext: 0,
             fdr10: false,
+            width_unknown: false,
+            speed_unknown: false,
         },
         nodes: Vec::new(),
+        warnings: Vec::new(),
         by_name: HashMap::new(),
     };
     let mut in_record = false;
@@ -255,7 +362,10 @@ pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
             "caguid" | "hcaguids" => guid_base(&mut st, lineno, line, NodeType::Ca)?,
             "rtguid" => guid_base(&mut st, lineno, line, NodeType::Router)?,
             "sysimgguid" => st.sysimgguid = assignment(lineno, line)?,
-            "vendid" | "devid" | "pdebug" => {
+            // As ibsim: vendid is the next node's, devid every next one's.
+            "vendid" => st.vendid = assignment(lineno, line)? as u32 & 0xFF_FFFF,
+            "devid" => st.devid = assignment(lineno, line)? as u16,
+            "pdebug" => {
                 assignment(lineno, line)?;
             }
             "width" => {
@@ -268,7 +378,7 @@ pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
             }
             "extspeed" => {
                 let v = assignment(lineno, line)?;
-                st.enabled.ext = check_range(lineno, "extended link speed", v, 0, 7)?;
+                st.enabled.ext = check_ext(lineno, v)?;
             }
             "do" => {}
             "include" | "module" => {
@@ -281,7 +391,8 @@ pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
     if st.nodes.is_empty() {
         return err(0, "no nodes: the topology describes no Switch, Hca or Rt");
     }
-    link(st)
+    let warnings = std::mem::take(&mut st.warnings);
+    link(st).map(|f| (f, warnings))
 }
 
 fn excerpt(s: &str) -> String {
@@ -479,6 +590,7 @@ fn parse_header(
         guid
     };
     st.sysimgguid = 0;
+    let vendor_id = std::mem::take(&mut st.vendid);
 
     let lid = if t == NodeType::Switch {
         lid_in(&tail).unwrap_or(0)
@@ -504,8 +616,8 @@ fn parse_header(
     st.nodes.push(RawNode {
         name: name.to_string(),
         node: Node {
-            vendor_id: 0,
-            device_id: 0,
+            vendor_id,
+            device_id: st.devid,
             guid: Guid(guid),
             sys_guid: Guid(sys_guid),
             node_type: t,
@@ -521,60 +633,69 @@ fn parse_header(
 }
 
 /// ibnetdiscover's `lid N <width>x<speed>` (the last `lid` after the last
-/// quote) updates the enabled sets the way ibsim does.
-fn connection_data(s: &str, en: &mut Enabled) {
+/// quote) updates the enabled sets the way ibsim does: the width and
+/// those below it that ibsim enables with it, the speed and every slower
+/// one. A width or speed it does not know (`3x`, `???`) leaves that part
+/// of the link unknown; the message says which.
+fn connection_data(s: &str, en: &mut Enabled) -> Option<String> {
     let from = s.rfind('"').map_or(0, |q| q + 1);
     let tail = &s[from..];
-    let Some(p) = tail.find("lid") else { return };
+    let p = tail.find("lid")?;
     let mut words = tail[p..].split_whitespace();
     if words.next() != Some("lid") {
-        return;
+        return None;
     }
-    if words.next().and_then(|w| w.parse::<i64>().ok()).is_none() {
-        return;
-    }
-    let Some(ws) = words.next() else { return };
-    let Some((w, speed)) = ws.split_once('x') else {
-        return;
+    words.next().and_then(|w| w.parse::<i64>().ok())?;
+    let ws = words.next()?;
+    let Some((w, speed)) = ws.split_once(['x', 'X']) else {
+        en.width_unknown = true;
+        en.speed_unknown = true;
+        return Some(format!("unknown link width and speed {}", excerpt(ws)));
     };
-    let Ok(w) = w.parse::<u32>() else { return };
-    if speed.is_empty() {
-        return;
+    let mut unknown = Vec::new();
+    match w.parse::<u32>() {
+        Ok(12) => en.width = W_1X | W_4X | W_12X,
+        Ok(8) => en.width = W_8X,
+        Ok(4) => en.width = W_1X | W_4X,
+        Ok(2) => en.width = W_2X,
+        Ok(1) => en.width = W_1X,
+        _ => {
+            en.width_unknown = true;
+            unknown.push(format!("link width {}", excerpt(&format!("{w}x"))));
+        }
     }
-    match w {
-        12 => en.width = W_1X | W_4X | W_12X,
-        8 => en.width = W_8X,
-        4 => en.width = W_1X | W_4X,
-        1 => en.width = W_1X,
-        2 => en.width = W_2X,
-        _ => {}
-    }
-    let speed: String = speed.chars().take(9).collect();
-    // ibsim compares the text as a prefix of each name, in this order.
-    let is = |name: &str| name.starts_with(speed.as_str());
-    let legacy = S_SDR | S_DDR | S_QDR;
+    // ibsim compares the text as a prefix of each name, in this order
+    // (FDR10 after FDR: `FDR10` is no prefix of `FDR`).
+    let is = |name: &str| !speed.is_empty() && name.starts_with(speed);
+    let all_ext_to = |top: u32| E_ALL & ((top << 1) - 1);
     if is("SDR") {
         en.speed = S_SDR;
     } else if is("DDR") {
         en.speed = S_SDR | S_DDR;
     } else if is("QDR") {
-        en.speed = legacy;
-    } else if is("FDR") {
-        en.ext = E_FDR;
-        en.speed = legacy;
-        en.fdr10 = true;
-    } else if is("EDR") {
-        en.ext = E_FDR | E_EDR;
-        en.speed = legacy;
-        en.fdr10 = true;
-    } else if is("HDR") {
-        en.ext = E_FDR | E_EDR | E_HDR;
-        en.speed = legacy;
+        en.speed = S_LEGACY;
+    } else if let Some(top) = [
+        ("FDR", E_FDR),
+        ("EDR", E_EDR),
+        ("HDR", E_HDR),
+        ("NDR", E_NDR),
+        ("XDR", E_XDR),
+    ]
+    .iter()
+    .find(|(name, _)| is(name))
+    .map(|(_, bit)| *bit)
+    {
+        en.ext = all_ext_to(top);
+        en.speed = S_LEGACY;
         en.fdr10 = true;
     } else if is("FDR10") {
-        en.speed = legacy;
+        en.speed = S_LEGACY;
         en.fdr10 = true;
+    } else {
+        en.speed_unknown = true;
+        unknown.push(format!("link speed {}", excerpt(speed)));
     }
+    (!unknown.is_empty()).then(|| format!("unknown {}", unknown.join(" and ")))
 }
 
 fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), TopologyError> {
@@ -630,14 +751,20 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
             match key {
                 Some('w') => enabled.width = check_range(lineno, "link width", val, 1, 31)?,
                 Some('s') => enabled.speed = check_range(lineno, "link speed", val, 1, 7)?,
-                Some('e') => enabled.ext = check_range(lineno, "extended link speed", val, 0, 7)?,
+                Some('e') => enabled.ext = check_ext(lineno, val)?,
                 _ => {}
             }
         }
     }
     let mut lid = 0;
     if matches!(cur.node.node_type, NodeType::Switch | NodeType::Ca) {
-        connection_data(rest, &mut enabled);
+        if let Some(w) = connection_data(rest, &mut enabled) {
+            st.warnings.push(TopologyError {
+                file: None,
+                line: lineno,
+                message: format!("{w}: left unknown for this link"),
+            });
+        }
         if cur.node.node_type == NodeType::Ca {
             lid = lid_in(rest).unwrap_or(0);
         }
@@ -655,40 +782,49 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
     Ok(())
 }
 
-fn active(a: &Enabled, b: &Enabled) -> Option<(LinkWidth, LinkSpeed)> {
-    let w = a.width & b.width;
-    let width = [
-        (W_12X, LinkWidth::X12),
-        (W_8X, LinkWidth::X8),
-        (W_4X, LinkWidth::X4),
-        (W_2X, LinkWidth::X2),
-        (W_1X, LinkWidth::X1),
-    ]
-    .iter()
-    .find(|(bit, _)| w & bit != 0)?
-    .1;
-    let s = a.speed & b.speed;
-    let legacy = [
-        (S_QDR, LinkSpeed::Qdr),
-        (S_DDR, LinkSpeed::Ddr),
-        (S_SDR, LinkSpeed::Sdr),
-    ]
-    .iter()
-    .find(|(bit, _)| s & bit != 0)?
-    .1;
-    let e = a.ext & b.ext;
-    let speed = if e & E_HDR != 0 {
-        LinkSpeed::Hdr
-    } else if e & E_EDR != 0 {
-        LinkSpeed::Edr
-    } else if e & E_FDR != 0 {
-        LinkSpeed::Fdr
-    } else if a.fdr10 && b.fdr10 {
-        LinkSpeed::Fdr10
+/// The width and speed ibsim trains a link at from its ends' enabled
+/// sets (None: an end's token was not known); Err when the known sets
+/// have nothing in common.
+type Trained = (Option<LinkWidth>, Option<LinkSpeed>);
+
+fn active(a: &Enabled, b: &Enabled) -> Result<Trained, ()> {
+    let width = if a.width_unknown || b.width_unknown {
+        None
     } else {
-        legacy
+        let w = a.width & b.width;
+        let best = [
+            (W_12X, LinkWidth::X12),
+            (W_8X, LinkWidth::X8),
+            (W_4X, LinkWidth::X4),
+            (W_2X, LinkWidth::X2),
+            (W_1X, LinkWidth::X1),
+        ]
+        .iter()
+        .find(|(bit, _)| w & bit != 0)
+        .ok_or(())?;
+        Some(best.1)
     };
-    Some((width, speed))
+    let speed = if a.speed_unknown || b.speed_unknown {
+        None
+    } else {
+        let s = a.speed & b.speed;
+        let legacy = [
+            (S_QDR, LinkSpeed::Qdr),
+            (S_DDR, LinkSpeed::Ddr),
+            (S_SDR, LinkSpeed::Sdr),
+        ]
+        .iter()
+        .find(|(bit, _)| s & bit != 0)
+        .ok_or(())?
+        .1;
+        let e = a.ext & b.ext;
+        Some(match EXT_SPEEDS.iter().find(|(bit, _)| e & bit != 0) {
+            Some((_, ext)) => *ext,
+            None if a.fdr10 && b.fdr10 => LinkSpeed::Fdr10,
+            None => legacy,
+        })
+    };
+    Ok((width, speed))
 }
 
 fn link(st: State) -> Result<Fabric, TopologyError> {
@@ -700,7 +836,7 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
         }
     }
     all.sort_unstable();
-    let mut resolved: Vec<(usize, u8, usize, u8, LinkWidth, LinkSpeed)> = Vec::new();
+    let mut resolved: Vec<(usize, u8, usize, u8, Trained)> = Vec::new();
     for &(line, ni, p) in &all {
         let n = &st.nodes[ni];
         let rp = &n.ports[&p];
@@ -753,7 +889,7 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
                 );
             }
             Some(back) => {
-                let Some((w, s)) = active(&rp.enabled, &back.enabled) else {
+                let Ok((w, s)) = active(&rp.enabled, &back.enabled) else {
                     return err(
                         line,
                         format!(
@@ -762,21 +898,27 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
                         ),
                     );
                 };
-                resolved.push((ni, p, ri, rp.remote_port, w, s));
+                resolved.push((ni, p, ri, rp.remote_port, (w, s)));
             }
         }
     }
     let guids: Vec<Guid> = st.nodes.iter().map(|n| n.node.guid).collect();
     let mut nodes: Vec<RawNode> = st.nodes;
-    for (ni, p, ri, rport, w, s) in resolved {
+    for (ni, p, ri, rport, (w, s)) in resolved {
         let n = &mut nodes[ni];
         let lid = n.ports.get(&p).map_or(0, |rp| rp.lid);
+        let caps = n
+            .ports
+            .get(&p)
+            .map(|rp| rp.enabled.caps())
+            .unwrap_or_default();
         if let Some(port) = n.node.ports.iter_mut().find(|x| x.num == p) {
             port.set_remote(Some((guids[ri], rport)));
             port.state = Some(PortState::Active);
             port.phys_state = Some(PhysState::LinkUp);
-            port.width = Some(w);
-            port.speed = Some(s);
+            port.width = w;
+            port.speed = s;
+            port.caps = caps;
             if n.node.node_type != NodeType::Switch && lid != 0 {
                 port.lid = lid;
             }

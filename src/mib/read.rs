@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::index::{IndexScheme, RowIndex};
 use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
-use super::schema::{AgentCol, Column, NodeCol, PortCol, RateCol, Source, Syntax, Table};
+use super::schema::{AgentCol, Column, LinkCol, NodeCol, PortCol, RateCol, Source, Syntax, Table};
 use super::tables::table;
 use super::{EndpointCounters, Value};
 use crate::fabric::cache::Snapshot;
@@ -131,6 +131,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
         Source::Node(c) => node_value(c, node, snap),
         Source::Port(c) => port_value(c, node, port?, snap),
+        Source::Link(c) => link_value(c, port?, snap)?,
         Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
         Source::HcDiscontinuity => {
             Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
@@ -276,6 +277,45 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
     }
 }
 
+/// A pmPortLinkTable column: the port's sets, what its link should run
+/// at given the port at its far end, and its symbol, raw and effective
+/// BERs over the last two readings (absent until there is a rate).
+fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
+    let l = &port.link;
+    let text = |s: String| Value::OctetString(s.into_bytes());
+    let assess = || {
+        let peer = l
+            .remote()
+            .and_then(|(g, n)| snap.node(g)?.port(n))
+            .map(|p| &p.link);
+        l.assess(peer)
+    };
+    let of = |per_s: Option<f64>| crate::ib::ber::ber(per_s?, 1.0, l.width, l.speed);
+    let symbol_ber = || of(port.rates.get(hc::slot("SymbolErrors")));
+    let fec = port.fec_rates.as_deref();
+    let raw_ber = || of(fec?.corrected_symbols());
+    let effective_ber = || of(fec?.uncorrectable_blocks());
+    Some(match c {
+        LinkCol::WidthSupported => text(l.caps.width_supported.to_string()),
+        LinkCol::WidthEnabled => text(l.caps.width_enabled.to_string()),
+        LinkCol::SpeedSupported => text(l.caps.speed_supported.to_string()),
+        LinkCol::SpeedEnabled => text(l.caps.speed_enabled.to_string()),
+        LinkCol::WidthExpected => {
+            Value::Integer(assess().expected_width.map_or(0, |w| w.mib()) as i32)
+        }
+        LinkCol::SpeedExpected => {
+            Value::Integer(assess().expected_speed.map_or(0, |s| s.mib()) as i32)
+        }
+        LinkCol::Degraded => Value::Integer(assess().health.map_or(0, |h| h.mib()) as i32),
+        LinkCol::SymbolBer => text(symbol_ber()?.scientific()),
+        LinkCol::SymbolBerPer1e15 => Value::Gauge32(symbol_ber()?.per_1e15()),
+        LinkCol::RawBer => text(raw_ber()?.scientific()),
+        LinkCol::RawBerPer1e15 => Value::Gauge32(raw_ber()?.per_1e15()),
+        LinkCol::EffectiveBer => text(effective_ber()?.scientific()),
+        LinkCol::EffectiveBerPer1e15 => Value::Gauge32(effective_ber()?.per_1e15()),
+    })
+}
+
 /// pmPortName: `DESCRIPTION/PORT`, with the node GUID after a description
 /// another node shares (`MT4123 ConnectX6 Mellanox Technologies
 /// 0x0002c90300a1b2c3/1`) and in place of an empty one.
@@ -404,8 +444,8 @@ pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersFi
 /// the node's PMA says IsRSFECCountersSupported and the link runs RS-FEC
 /// (perfquery's rule).
 fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
-    node.class_port_info
-        .as_ref()
-        .is_some_and(|c| c.capability_mask & crate::pm::class_port_info::CAP_RSFEC_COUNTERS != 0)
-        && port.link.fec.is_some_and(|f| f.rs_fec())
+    crate::pm::optional::rs_fec_layout(
+        node.class_port_info.as_ref().map(|c| c.capability_mask),
+        port.link.fec,
+    )
 }

@@ -143,6 +143,7 @@ pub enum Source {
     Counter(PortCountersField),
     Node(NodeCol),
     Port(PortCol),
+    Link(LinkCol),
     /// A 64-bit total ([`crate::fabric::hc::HC`] slot).
     Hc(usize),
     HcDiscontinuity,
@@ -202,6 +203,25 @@ pub enum PortCol {
     PeerDescription,
     LastUpdate,
     Name,
+}
+
+/// Columns of pmPortLinkTable: what a port's link should run at, whether
+/// it does, and its bit error rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkCol {
+    WidthSupported,
+    WidthEnabled,
+    SpeedSupported,
+    SpeedEnabled,
+    WidthExpected,
+    SpeedExpected,
+    Degraded,
+    SymbolBer,
+    SymbolBerPer1e15,
+    RawBer,
+    RawBerPer1e15,
+    EffectiveBer,
+    EffectiveBerPer1e15,
 }
 
 /// Columns of pmPortRateTable.

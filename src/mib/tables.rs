@@ -15,9 +15,9 @@ use super::schema::SetRule::{
 };
 use super::schema::Syntax::{Counter64, Enum, OctetString, TimeStamp, TimeTicks, TruthValue};
 use super::schema::{
-    AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, NodeCol as N, PM_OBJECTS, PortCol as P,
-    RateCol as R, Source as S, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col, column,
-    every_port, gauge_of, pc,
+    AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, LinkCol as L, NodeCol as N, PM_OBJECTS,
+    PortCol as P, RateCol as R, Source as S, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col,
+    column, every_port, gauge_of, pc,
 };
 use crate::fabric::hc::{self, HC};
 use crate::pm::decl::names15;
@@ -269,6 +269,28 @@ const DECLARED: &[Table] = &[
                 access: RO,
                 source: S::ResExtCounter,
             },
+        ],
+        ..TABLE
+    },
+    Table {
+        number: 22,
+        name: "pmPortLinkTable",
+        index: NodeGuidPort,
+        port_present: every_port,
+        columns: &[
+            col(1, "pmPortLinkWidthSupported", Syntax::DisplayString { max: 32 }, RO, S::Link(L::WidthSupported)),
+            col(2, "pmPortLinkWidthEnabled", Syntax::DisplayString { max: 32 }, RO, S::Link(L::WidthEnabled)),
+            col(3, "pmPortLinkSpeedSupported", Syntax::DisplayString { max: 64 }, RO, S::Link(L::SpeedSupported)),
+            col(4, "pmPortLinkSpeedEnabled", Syntax::DisplayString { max: 64 }, RO, S::Link(L::SpeedEnabled)),
+            col(5, "pmPortLinkWidthExpected", Enum { max: 12 }, RO, S::Link(L::WidthExpected)),
+            col(6, "pmPortLinkSpeedExpected", Enum { max: 9 }, RO, S::Link(L::SpeedExpected)),
+            col(7, "pmPortLinkDegraded", Enum { max: 4 }, RO, S::Link(L::Degraded)),
+            col(8, "pmPortSymbolBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::SymbolBer)),
+            col(9, "pmPortSymbolBerPer1e15", G32, RO, S::Link(L::SymbolBerPer1e15)),
+            col(10, "pmPortRawBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::RawBer)),
+            col(11, "pmPortRawBerPer1e15", G32, RO, S::Link(L::RawBerPer1e15)),
+            col(12, "pmPortEffectiveBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::EffectiveBer)),
+            col(13, "pmPortEffectiveBerPer1e15", G32, RO, S::Link(L::EffectiveBerPer1e15)),
         ],
         ..TABLE
     },

@@ -382,9 +382,10 @@ mod tests {
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
         // pmNodeTable (13); per port (3): pmPortTable (14) and
         // pmPortCounters64Table (the 17 totals PortCounters feeds and the
-        // discontinuity time); the agent's 17 scalars. One reading makes
-        // no rate.
-        assert_eq!(seen.len(), 2 * (18 + 13) + 3 * (14 + 18) + 17);
+        // discontinuity time) and pmPortLinkTable (7: no symbol BER
+        // without a rate); the agent's 17 scalars. One reading makes no
+        // rate.
+        assert_eq!(seen.len(), 2 * (18 + 13) + 3 * (14 + 18 + 7) + 17);
         let rates = oid("1.3.6.1.3.117.1.8");
         assert!(!seen.iter().any(|vb| vb.name.starts_with(rates.as_slice())));
         assert_eq!(

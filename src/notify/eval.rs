@@ -105,8 +105,8 @@ impl Evaluation {
 const _: () = assert!(THRESHOLD_COUNT <= 16);
 
 /// Watched totals a sample keeps in 32 bits: the error counters (every
-/// [`Measure::Increase`] but XmitWait's).
-const NARROW: usize = THRESHOLD_COUNT - 3;
+/// [`Measure::Increase`] but XmitWait's; SymbolBER reads SymbolErrors').
+const NARROW: usize = THRESHOLD_COUNT - 4;
 /// And whole: XmitWait (its increase and CongestedBandwidth; 250 M ticks
 /// a second pass 2^32 in 17 s) and OutOctets (Utilization).
 const WIDE: usize = 2;
@@ -133,6 +133,15 @@ static SLOTS: LazyLock<[(CounterSlot, usize); THRESHOLD_COUNT]> = LazyLock::new(
             }
             Measure::Utilization => (CounterSlot::Wide(WIDE_OUT_OCTETS), hc::OUT_OCTETS),
             Measure::Congestion => (CounterSlot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT),
+            Measure::SymbolBer => {
+                let k = hc::slot("SymbolErrors");
+                let sym = thresholds()
+                    .iter()
+                    .position(|d| d.measure == Measure::Increase(k))
+                    .filter(|&j| j < i)
+                    .expect("SymbolErrors is watched before SymbolBER");
+                s[sym]
+            }
         };
     }
     assert_eq!(narrow, NARROW, "every error counter has a narrow slot");
@@ -189,7 +198,7 @@ const NO_SAMPLES: u8 = u8::MAX;
 /// node's [`NodeMem::samples`], from the first time its link is seen up:
 /// a port that was never cabled keeps none.
 struct PortMem {
-    /// The GUID of the last peer seen, when `has_peer` (a link that went
+    /// The GUID of the last peer seen, when [`HAS_PEER`] (a link that went
     /// down has none any more).
     peer_guid: Guid,
     /// 1 + the milliseconds from the epoch of the last reading evaluated;
@@ -206,12 +215,22 @@ struct PortMem {
     /// pmPortState (every value fits).
     state: u8,
     peer_port: u8,
-    has_peer: bool,
+    /// [`HAS_PEER`], and the link's last known pmPortLinkDegraded in the
+    /// bits of [`HEALTH`] ([`HEALTH_UNSEEN`] before the first evaluation).
+    flags: u8,
     kept: u8,
     /// The index of its samples in its node's, or [`NO_SAMPLES`] (a node
     /// has at most 255 ports: 0 to 254 are enough).
     samples: u8,
 }
+
+/// [`PortMem::flags`]: the port has had a peer.
+const HAS_PEER: u8 = 1;
+/// [`PortMem::flags`]: pmPortLinkDegraded (0..=4) in bits 1..=3.
+const HEALTH_SHIFT: u8 = 1;
+const HEALTH: u8 = 0b1110;
+/// Not evaluated yet: the first health seen is taken as it is.
+const HEALTH_UNSEEN: u8 = 7;
 
 /// The bytes one port's state takes: [`PortMem`] holds no pointer, so
 /// that is all (its node's boxed slice of them has no spare room).
@@ -233,7 +252,7 @@ impl PortMem {
             num: p.num(),
             state: 0,
             peer_port: 0,
-            has_peer: false,
+            flags: HEALTH_UNSEEN << HEALTH_SHIFT,
             kept: 0,
             samples: NO_SAMPLES,
         };
@@ -251,13 +270,23 @@ impl PortMem {
     }
 
     fn peer(&self) -> Option<(Guid, u8)> {
-        self.has_peer.then_some((self.peer_guid, self.peer_port))
+        (self.flags & HAS_PEER != 0).then_some((self.peer_guid, self.peer_port))
     }
 
     fn set_peer(&mut self, peer: Option<(Guid, u8)>) {
         if let Some((guid, port)) = peer {
-            (self.peer_guid, self.peer_port, self.has_peer) = (guid, port, true);
+            (self.peer_guid, self.peer_port) = (guid, port);
+            self.flags |= HAS_PEER;
         }
+    }
+
+    /// The last known pmPortLinkDegraded ([`HEALTH_UNSEEN`]: none yet).
+    fn health(&self) -> u8 {
+        (self.flags & HEALTH) >> HEALTH_SHIFT
+    }
+
+    fn set_health(&mut self, h: u8) {
+        self.flags = (self.flags & !HEALTH) | ((h.min(HEALTH_UNSEEN) << HEALTH_SHIFT) & HEALTH);
     }
 
     fn kept<'a>(&self, set: &'a Samples) -> &'a [Sample] {
@@ -529,6 +558,44 @@ impl PortCtx<'_> {
         }
     }
 
+    /// pmLinkDegraded when the link came to run below what both ends
+    /// support and enable (or degraded another way), pmLinkRecovered when
+    /// it runs at that again. An unknown health (the link is down) keeps
+    /// the last known one; the first one seen is taken as it is (a link
+    /// first seen down that comes up degraded is notified).
+    fn link_health(&mut self, p: &PortRecord, pm: &mut PortMem) {
+        let peer = peer_of_port(p).and_then(|(g, n)| self.snap.node(g)?.port(n));
+        let a = p.link.assess(peer.map(|r| &r.link));
+        let old = pm.health();
+        let Some(health) = a.health else {
+            if old == HEALTH_UNSEEN {
+                pm.set_health(0);
+            }
+            return;
+        };
+        let new = health.mib() as u8;
+        pm.set_health(new);
+        let normal = crate::ib::LinkHealth::Normal.mib() as u8;
+        let kind = match old {
+            HEALTH_UNSEEN => None,
+            o if new != normal && o != new => Some(Kind::LinkDegraded),
+            o if new == normal && o != normal && o != 0 => Some(Kind::LinkRecovered),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            let mut e = self.event(kind, p, peer_of(self.snap, peer_of_port(p)));
+            let l = &p.link;
+            e.link = super::LinkFacts {
+                health: u32::from(new),
+                width: l.width.map_or(0, |w| w.mib()),
+                speed: l.speed.map_or(0, |s| s.mib()),
+                width_expected: a.expected_width.map_or(0, |w| w.mib()),
+                speed_expected: a.expected_speed.map_or(0, |s| s.mib()),
+            };
+            self.out.push(e);
+        }
+    }
+
     fn port(&mut self, p: &PortRecord, pm: &mut PortMem, samples: &mut [Samples]) {
         let state = state_of(p);
         let remote = peer_of_port(p);
@@ -541,6 +608,7 @@ impl PortCtx<'_> {
             pm.set_state(state);
         }
         pm.set_peer(remote);
+        self.link_health(p, pm);
         if resets(p) != pm.resets {
             self.out.push(self.event(Kind::Discontinuity, p, None));
             pm.resets = resets(p);
@@ -592,6 +660,13 @@ impl PortCtx<'_> {
                         u64::from(utilization_hundredths(delta as f64 / secs, rate_mbps(p)))
                     }
                     Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
+                    Measure::SymbolBer => {
+                        let l = &p.link;
+                        match crate::ib::ber::ber(delta as f64, secs, l.width, l.speed) {
+                            Some(b) => u64::from(b.per_1e15()),
+                            None => continue,
+                        }
+                    }
                 };
                 let risen = pm.risen & both != 0;
                 let kind = if !risen && value >= rising {
@@ -632,7 +707,7 @@ mod tests {
     use super::*;
     use crate::fabric::cache::SweepFigures;
     use crate::fabric::hc::HcTotals;
-    use crate::ib::{NodeType, Port, PortState};
+    use crate::ib::{LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, NodeType, Port, PortState};
     use std::sync::Arc;
 
     const SYM: usize = 8; // HC slot of SymbolErrors
@@ -839,6 +914,151 @@ mod tests {
         }
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].kind, Kind::ThresholdRising);
+    }
+
+    /// Links of two EDR switches (node 0 port q <-> node 1 port q) at
+    /// `width` and `speed`.
+    fn edr_link(f: &mut Fab, width: Option<LinkWidth>, speed: Option<LinkSpeed>) {
+        let caps = crate::ib::LinkCaps {
+            width_supported: LinkWidths::of(&[LinkWidth::X1, LinkWidth::X4]),
+            width_enabled: LinkWidths::of(&[LinkWidth::X1, LinkWidth::X4]),
+            speed_supported: LinkSpeeds::range(LinkSpeed::Sdr, LinkSpeed::Edr, true),
+            speed_enabled: LinkSpeeds::range(LinkSpeed::Sdr, LinkSpeed::Edr, true),
+        };
+        for n in &mut f.nodes {
+            for p in &mut n.ports {
+                (p.link.width, p.link.speed, p.link.caps) = (width, speed, caps);
+            }
+        }
+    }
+
+    #[test]
+    fn a_link_that_degrades_and_recovers_is_notified_from_both_ends() {
+        use crate::ib::{LinkSpeed as S, LinkWidth as Wd};
+        let mut f = Fab::new(2, 1);
+        let mut ev = eval(0);
+        // Degraded from the start: taken as it is.
+        edr_link(&mut f, Some(Wd::X4), Some(S::Ddr));
+        assert!(ev.evaluate(&f.snap(0)).events.is_empty());
+        assert!(ev.evaluate(&f.snap(1)).events.is_empty(), "first health");
+        edr_link(&mut f, Some(Wd::X4), Some(S::Edr));
+        let o = ev.evaluate(&f.snap(2));
+        assert_eq!(
+            kinds(&o),
+            vec![
+                (Kind::LinkRecovered, 0x100, 1),
+                (Kind::LinkRecovered, 0x101, 1)
+            ]
+        );
+        assert_eq!(o.events[0].link.health, 1);
+        assert!(ev.evaluate(&f.snap(3)).events.is_empty());
+        // Speed down to DDR: both ends, with what it runs and should run.
+        edr_link(&mut f, Some(Wd::X4), Some(S::Ddr));
+        let o = ev.evaluate(&f.snap(4));
+        assert_eq!(
+            kinds(&o),
+            vec![
+                (Kind::LinkDegraded, 0x100, 1),
+                (Kind::LinkDegraded, 0x101, 1)
+            ]
+        );
+        let e = &o.events[0];
+        assert_eq!(
+            e.link,
+            super::super::LinkFacts {
+                health: 3,
+                width: 4,
+                speed: 2,
+                width_expected: 4,
+                speed_expected: 6
+            }
+        );
+        assert_eq!(e.peer.as_ref().unwrap().guid, Guid(0x101));
+        assert_eq!(e.family(), Family::Port);
+        // Worse (width too): degraded another way.
+        edr_link(&mut f, Some(Wd::X1), Some(S::Ddr));
+        let o = ev.evaluate(&f.snap(5));
+        assert_eq!(o.events.len(), 2);
+        assert!(
+            o.events
+                .iter()
+                .all(|e| e.kind == Kind::LinkDegraded && e.link.health == 4)
+        );
+        // Down (unknown): nothing; up at full width and speed: recovered.
+        edr_link(&mut f, None, None);
+        for p in f.nodes.iter_mut().flat_map(|n| n.ports.iter_mut()) {
+            p.link.state = Some(PortState::Down);
+        }
+        let o = ev.evaluate(&f.snap(6));
+        assert!(
+            o.events.iter().all(|e| e.kind == Kind::PortStateChange),
+            "{o:?}"
+        );
+        edr_link(&mut f, Some(Wd::X4), Some(S::Edr));
+        for p in f.nodes.iter_mut().flat_map(|n| n.ports.iter_mut()) {
+            p.link.state = Some(PortState::Active);
+        }
+        let o = ev.evaluate(&f.snap(7));
+        let rec: Vec<_> = o
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::LinkRecovered)
+            .collect();
+        assert_eq!(rec.len(), 2, "{o:?}");
+        // Storm control counts them with the port family.
+        let mut ev = eval(1);
+        edr_link(&mut f, Some(Wd::X4), Some(S::Edr));
+        ev.evaluate(&f.snap(8));
+        ev.evaluate(&f.snap(9));
+        edr_link(&mut f, Some(Wd::X1), Some(S::Edr));
+        let o = ev.evaluate(&f.snap(10));
+        assert_eq!(
+            (o.events.len(), o.suppressed[Family::Port as usize]),
+            (1, 1)
+        );
+    }
+
+    #[test]
+    fn symbol_ber_rises_over_the_threshold_and_falls() {
+        use crate::ib::{LinkSpeed as S, LinkWidth as Wd};
+        let mut f = Fab::new(1, 1);
+        // 4x SDR: 8 Gb/s; a 10 s window is 8e10 bits.
+        edr_link(&mut f, Some(Wd::X4), Some(S::Sdr));
+        let mut ev = eval(0);
+        let ber = |o: &Evaluation| -> Vec<(Kind, u64, u64)> {
+            o.events
+                .iter()
+                .filter(|e| e.counter == "SymbolBER")
+                .map(|e| (e.kind, e.value, e.threshold))
+                .collect()
+        };
+        ev.evaluate(&f.snap(0));
+        let mut seen = Vec::new();
+        for t in 1..=12 {
+            // 1 error every 2 s: 5 per window = 6.25E-11, 62500 per 10^15.
+            if t % 2 == 0 {
+                f.add(0, 0, SYM, 1);
+            }
+            seen.extend(ber(&ev.evaluate(&f.snap(t))));
+        }
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        let (kind, value, threshold) = seen[0];
+        assert_eq!((kind, threshold), (Kind::ThresholdRising, 1000));
+        assert!((50_000..=75_000).contains(&value), "{value}");
+        // Clean for a window: below 100 (10^-13), falling.
+        let mut seen = Vec::new();
+        for t in 13..=30 {
+            seen.extend(ber(&ev.evaluate(&f.snap(t))));
+        }
+        assert_eq!(seen, vec![(Kind::ThresholdFalling, 0, 100)]);
+        // Without a rate (width or speed not known) there is no BER.
+        edr_link(&mut f, None, Some(S::Sdr));
+        let mut seen = Vec::new();
+        for t in 31..=50 {
+            f.add(0, 0, SYM, 100);
+            seen.extend(ber(&ev.evaluate(&f.snap(t))));
+        }
+        assert!(seen.is_empty(), "{seen:?}");
     }
 
     #[test]

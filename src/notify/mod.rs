@@ -83,10 +83,15 @@ pub enum Obj {
     Window = 12,
     SweepDuration = 13,
     SweepInterval = 14,
+    LinkDegraded = 15,
+    LinkWidth = 16,
+    LinkSpeed = 17,
+    LinkWidthExpected = 18,
+    LinkSpeedExpected = 19,
 }
 
-/// The MIB names of [`Obj`] 1..=14, in number order.
-pub const OBJECT_NAMES: [&str; 14] = [
+/// The MIB names of [`Obj`] 1..=19, in number order.
+pub const OBJECT_NAMES: [&str; 19] = [
     "pmNotifyNodeGuid",
     "pmNotifyNodeDescription",
     "pmNotifyPortNum",
@@ -101,6 +106,11 @@ pub const OBJECT_NAMES: [&str; 14] = [
     "pmNotifyWindow",
     "pmNotifySweepDuration",
     "pmNotifySweepInterval",
+    "pmNotifyLinkDegraded",
+    "pmNotifyLinkWidth",
+    "pmNotifyLinkSpeed",
+    "pmNotifyLinkWidthExpected",
+    "pmNotifyLinkSpeedExpected",
 ];
 
 impl Obj {
@@ -126,6 +136,8 @@ pub enum Kind {
     ThresholdFalling,
     Discontinuity,
     SweepOverrun,
+    LinkDegraded,
+    LinkRecovered,
 }
 
 /// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
@@ -163,8 +175,22 @@ const THRESHOLD_OBJS: [Obj; 10] = [
     Obj::Window,
 ];
 
+const LINK_OBJS: [Obj; 11] = [
+    Obj::NodeGuid,
+    Obj::NodeDescription,
+    Obj::PortNum,
+    Obj::PeerNodeGuid,
+    Obj::PeerPortNum,
+    Obj::PeerDescription,
+    Obj::LinkDegraded,
+    Obj::LinkWidth,
+    Obj::LinkSpeed,
+    Obj::LinkWidthExpected,
+    Obj::LinkSpeedExpected,
+];
+
 /// Every notification, in number order.
-pub const KINDS: [KindDef; 7] = [
+pub const KINDS: [KindDef; 9] = [
     KindDef {
         kind: Kind::NodeLost,
         name: "pmNodeLost",
@@ -214,6 +240,20 @@ pub const KINDS: [KindDef; 7] = [
         family: Family::Sweep,
         objects: &[Obj::SweepDuration, Obj::SweepInterval],
     },
+    KindDef {
+        kind: Kind::LinkDegraded,
+        name: "pmLinkDegraded",
+        number: 8,
+        family: Family::Port,
+        objects: &LINK_OBJS,
+    },
+    KindDef {
+        kind: Kind::LinkRecovered,
+        name: "pmLinkRecovered",
+        number: 9,
+        family: Family::Port,
+        objects: &LINK_OBJS,
+    },
 ];
 
 impl Kind {
@@ -258,6 +298,19 @@ pub struct Event {
     pub window_s: u32,
     pub sweep_ms: u64,
     pub interval_ms: u64,
+    /// pmPortLinkDegraded, the active and the expected width and speed
+    /// (MIB values, 0: unknown).
+    pub link: LinkFacts,
+}
+
+/// What a link notification says of the link, as MIB values (0: unknown).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkFacts {
+    pub health: u32,
+    pub width: u32,
+    pub speed: u32,
+    pub width_expected: u32,
+    pub speed_expected: u32,
 }
 
 impl Event {
@@ -277,6 +330,7 @@ impl Event {
             window_s: 0,
             sweep_ms: 0,
             interval_ms: 0,
+            link: LinkFacts::default(),
         }
     }
 
@@ -305,6 +359,11 @@ impl Event {
             Obj::Window => u32v(self.window_s.into()),
             Obj::SweepDuration => u32v(self.sweep_ms),
             Obj::SweepInterval => u32v(self.interval_ms),
+            Obj::LinkDegraded => Value::Integer(self.link.health as i32),
+            Obj::LinkWidth => Value::Integer(self.link.width as i32),
+            Obj::LinkSpeed => Value::Integer(self.link.speed as i32),
+            Obj::LinkWidthExpected => Value::Integer(self.link.width_expected as i32),
+            Obj::LinkSpeedExpected => Value::Integer(self.link.speed_expected as i32),
         }
     }
 

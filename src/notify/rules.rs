@@ -20,6 +20,9 @@ pub enum Measure {
     /// UFM's congested bandwidth: the share of the window the port waited
     /// to transmit, hundredths of a percent (as pmPortRateCongestion).
     Congestion,
+    /// The symbol bit error rate over the window, in errors per 10^15
+    /// bits (as pmPortSymbolBerPer1e15; [`crate::ib::ber`]).
+    SymbolBer,
 }
 
 /// One counter with a threshold: the name the configuration and the
@@ -52,9 +55,9 @@ pub const ERROR_THRESHOLDS: [(usize, u64); 13] = [
     (hc::XMIT_WAIT, 1000),
 ];
 
-/// How many counters have thresholds: [`ERROR_THRESHOLDS`] and the two
+/// How many counters have thresholds: [`ERROR_THRESHOLDS`] and the three
 /// calculated ones.
-pub const THRESHOLD_COUNT: usize = ERROR_THRESHOLDS.len() + 2;
+pub const THRESHOLD_COUNT: usize = ERROR_THRESHOLDS.len() + 3;
 
 static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
     let mut v: Vec<ThresholdDef> = HC
@@ -84,6 +87,14 @@ static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
         rising: 0,
         falling: 0,
     });
+    // The usual symbol BER threshold, 10^-12; falling a decade below.
+    let rising = u64::from(crate::ib::ber::SYMBOL_BER_THRESHOLD.per_1e15());
+    v.push(ThresholdDef {
+        name: "SymbolBER",
+        measure: Measure::SymbolBer,
+        rising,
+        falling: rising / 10,
+    });
     assert_eq!(
         v.len(),
         THRESHOLD_COUNT,
@@ -93,7 +104,8 @@ static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
 });
 
 /// Every counter with a threshold: the PortCounters error counters and
-/// XmitWait (in [`HC`] order), then Utilization and CongestedBandwidth.
+/// XmitWait (in [`HC`] order), then Utilization, CongestedBandwidth and
+/// SymbolBER.
 pub fn thresholds() -> &'static [ThresholdDef] {
     &THRESHOLDS
 }
@@ -299,9 +311,12 @@ mod tests {
                 assert!(watched.is_none(), "{}", c.name);
             }
         }
-        assert_eq!(t.len(), ERROR_THRESHOLDS.len() + 2);
+        assert_eq!(t.len(), ERROR_THRESHOLDS.len() + 3);
         let sym = "SymbolErrors".parse::<CounterName>().unwrap();
         assert_eq!(t[sym.0].rising, 10);
+        // The symbol BER: 10^-12 as errors per 10^15 bits.
+        let ber = "SymbolBER".parse::<CounterName>().unwrap();
+        assert_eq!((t[ber.0].rising, t[ber.0].falling), (1000, 100));
         let e = "Bogus".parse::<CounterName>().unwrap_err();
         assert_eq!(e, RuleWordError::UnknownCounter("Bogus".into()));
         assert!(

@@ -690,6 +690,14 @@ pub enum FecTotal {
     CorrectedSymbols,
 }
 
+/// A port's PortExtendedSpeedsCounters has its RS-FEC layout: its PMA's
+/// ClassPortInfo says IsRSFECCountersSupported (`cpi_mask`, None: not
+/// read) and the link runs RS-FEC, as perfquery decides.
+pub fn rs_fec_layout(cpi_mask: Option<u16>, fec: Option<crate::ib::FecMode>) -> bool {
+    cpi_mask.is_some_and(|m| m & super::class_port_info::CAP_RSFEC_COUNTERS != 0)
+        && fec.is_some_and(|f| f.rs_fec())
+}
+
 /// A FEC total of a PortExtendedSpeedsCounters reading in the layout
 /// `rs_fec` says: the RS-FEC layout has port totals; without RS-FEC the
 /// block counts are the sums of the 12 lanes, and there is no symbol

@@ -21,6 +21,7 @@
 //!   Tick and CounterWidth ([`SWITCH_CAPS`], [`CA_CAPS`]), optional
 //!   quantities and their per-VL encoding ([`quantity`], [`option_bit`]).
 
+pub mod device;
 mod pma;
 mod sampling;
 pub mod traffic;
@@ -159,6 +160,23 @@ struct State {
 }
 
 impl State {
+    /// The node index of `guid`, and the node index and port of the far
+    /// end of its port `port`'s link.
+    fn link_ends(&self, guid: Guid, port: u8) -> Option<(usize, usize, u8)> {
+        let ni = self
+            .fabric
+            .nodes
+            .binary_search_by_key(&guid, |n| n.guid)
+            .ok()?;
+        let (rg, rp) = self.fabric.nodes[ni].port(port)?.remote()?;
+        let ri = self
+            .fabric
+            .nodes
+            .binary_search_by_key(&rg, |n| n.guid)
+            .ok()?;
+        Some((ni, ri, rp))
+    }
+
     /// Node `ni`'s PMA fills PortCountersExtended's additional counters.
     fn wide_errors(&self, ni: usize) -> bool {
         self.fabric
@@ -223,6 +241,8 @@ impl SimFabric {
     pub fn new(mut fabric: Fabric, opts: SimOptions) -> SimFabric {
         fabric.sort();
         let lids = assign_lids(&mut fabric);
+        // Ports of a known device support and enable what its kind does.
+        device::apply(&mut fabric.nodes);
         // Every link runs the FEC of its speed.
         for p in fabric.nodes.iter_mut().flat_map(|n| n.ports.iter_mut()) {
             p.fec = p.speed.map(ib::FecMode::simulated);
@@ -354,6 +374,58 @@ impl SimFabric {
                 }
                 x.fec = x.speed.map(ib::FecMode::simulated);
             }
+        }
+        true
+    }
+
+    /// Retrain the link at (`guid`, `port`) at `width` and `speed` (both
+    /// ends; None: not known), as a link that came up below what its ends
+    /// support does, or recovers. Its FEC follows the speed. False when
+    /// there is no such port or it has no link.
+    pub fn set_link_rate(
+        &self,
+        guid: Guid,
+        port: u8,
+        width: Option<LinkWidth>,
+        speed: Option<LinkSpeed>,
+    ) -> bool {
+        let mut st = self.lock();
+        let Some((ni, ri, rp)) = st.link_ends(guid, port) else {
+            return false;
+        };
+        for (n, q) in [(ni, port), (ri, rp)] {
+            if let Some(x) = st.fabric.nodes[n].ports.iter_mut().find(|x| x.num == q) {
+                (x.width, x.speed) = (width, speed);
+                x.fec = speed.map(ib::FecMode::simulated);
+            }
+        }
+        true
+    }
+
+    /// From now on (`guid`, `port`) receives `per_s` symbol errors a
+    /// second (what it counted so far stays). False when there is no such
+    /// port or it has no link.
+    pub fn set_symbol_error_rate(&self, guid: Guid, port: u8, per_s: f64) -> bool {
+        let mut st = self.lock();
+        let Some((ni, ri, rp)) = st.link_ends(guid, port) else {
+            return false;
+        };
+        let now = st.now_ns();
+        let t = st.totals(ni, port, now);
+        let seg = st.segments.entry((ni, port)).or_default();
+        seg.base = t;
+        seg.since_ns = now;
+        // The errors a port sees are its peer's transmit direction's.
+        let micro = (per_s.max(0.0) * 1e6) as u64;
+        let st = &mut *st;
+        if let Some(d) = st.parked.get_mut(&(ri, rp)) {
+            d.symbol_micro = micro;
+        } else if st.fabric.nodes[ni].port(port).and_then(|p| p.state)
+            == Some(ib::PortState::Active)
+        {
+            // A link without traffic gets directions that carry none.
+            st.tx.entry((ni, port)).or_default();
+            st.tx.entry((ri, rp)).or_default().symbol_micro = micro;
         }
         true
     }
