@@ -128,14 +128,15 @@ fn every_metric_the_rules_and_dashboard_name_is_served() {
     std::fs::write(
         &cfg,
         format!(
-            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[snmp]\nlisten = \"{snmp}\"\n\
+            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 1\n[snmp]\nlisten = \"{snmp}\"\n\
              [metrics]\nlisten = \"127.0.0.1:{port}\"\n"
         ),
     )
     .unwrap();
     let log = dir.path().join("agent.log");
     let mut agent = run_agent(&cfg, &log);
-    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, || {
+    // Two sweeps: a bit error ratio needs two readings of a port.
+    wait_sweeps(&snmp, 2, Duration::from_secs(30), &mut agent, || {
         std::fs::read_to_string(&log).unwrap_or_default()
     });
     let all: Vec<String> = Collector::ALL

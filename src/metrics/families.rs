@@ -152,6 +152,8 @@ pub enum Scale {
     /// A pmPortLinkSpeedActive value shown as one lane's data rate in
     /// bytes per second (0 when unknown).
     LaneBytesPerSecond,
+    /// A DisplayString that is a decimal number (`1.2E-12`), as it is.
+    Decimal,
 }
 
 /// The label a per-lane table adds after `node_guid` and `port`.
@@ -213,13 +215,19 @@ const HC_NAMES: &[(&str, &str, &str)] = &[
 const NAMED: &[(&str, &str, Kind, Collector, Scale, &str)] = {
     use Collector::{Agent, Fec, Port};
     use Kind::{Counter, Gauge};
-    use Scale::{LaneBytesPerSecond, MillisToSeconds, One, Times};
+    use Scale::{Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times};
     &[
         ("pmPortState", "port_state", Gauge, Port, One, "PortInfo PortState: 1 down, 2 init, 3 armed, 4 active, 0 unknown."),
         ("pmPortPhysState", "port_physical_state", Gauge, Port, One, "PortInfo PortPhysicalState: 1 sleep, 2 polling, 3 disabled, 4 training, 5 link up, 6 link error recovery, 7 phy test, 0 unknown."),
         ("pmPortLinkWidthActive", "port_link_width_lanes", Gauge, Port, One, "Lanes of the active link width (0 unknown)."),
         ("pmPortLinkSpeedActive", "port_link_speed_bytes_per_second", Gauge, Port, LaneBytesPerSecond, "Data rate of one lane at the active link speed, in bytes per second (0 unknown)."),
         ("pmPortRateMbps", "port_rate_bytes_per_second", Gauge, Port, Times(125_000), "Data rate of the link (width times lane speed), in bytes per second."),
+        ("pmPortLinkWidthExpected", "port_link_width_expected_lanes", Gauge, Port, One, "Lanes of the widest width both ends of the link support and enable (0 unknown)."),
+        ("pmPortLinkSpeedExpected", "port_link_speed_expected_bytes_per_second", Gauge, Port, LaneBytesPerSecond, "Data rate of one lane at the fastest speed both ends support and enable, in bytes per second (0 unknown)."),
+        ("pmPortLinkDegraded", "port_link_degraded", Gauge, Port, One, "Whether the link runs below what both ends support and enable: 1 normal, 2 width degraded, 3 speed degraded, 4 both, 0 unknown (down, or a fact not known)."),
+        ("pmPortSymbolBer", "port_symbol_bit_error_ratio", Gauge, Port, Decimal, "Symbol errors over the bits received at the active width and speed between the port's last two readings."),
+        ("pmPortRawBer", "port_raw_bit_error_ratio", Gauge, Fec, Decimal, "Bit error ratio before FEC (corrected symbols over bits received) between the last two readings."),
+        ("pmPortEffectiveBer", "port_effective_bit_error_ratio", Gauge, Fec, Decimal, "Bit error ratio after FEC (uncorrectable blocks over bits received) between the last two readings."),
         ("pmPortFecMode", "port_fec_mode", Gauge, Fec, One, "FEC the link runs: 1 none, 2 FireCode, 3 RS-FEC, 4 low-latency RS-FEC, 0 unknown."),
         ("pmAgentSweeps", "agent_sweeps", Counter, Agent, One, "Sweeps of the fabric published."),
         ("pmAgentLastSweepDuration", "agent_last_sweep_duration_seconds", Gauge, Agent, MillisToSeconds, "Duration of the last sweep."),

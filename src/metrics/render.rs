@@ -215,6 +215,19 @@ fn push_port_labels(l: &mut Vec<u8>, guid: Guid, port: u8) {
 
 /// The sample value of a MIB value under `scale`.
 fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
+    if scale == Scale::Decimal {
+        let Value::OctetString(text) = v else {
+            return false;
+        };
+        let ok = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_some_and(f64::is_finite);
+        if ok {
+            l.extend_from_slice(text);
+        }
+        return ok;
+    }
     let raw = match *v {
         Value::Counter64(x) => x,
         Value::Gauge32(x) | Value::Counter32(x) | Value::TimeTicks(x) => x.into(),
@@ -233,6 +246,7 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
         Scale::MillisToSeconds => {
             let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
         }
+        Scale::Decimal => return false,
         Scale::LaneBytesPerSecond => {
             let rate = u32::try_from(raw)
                 .ok()
