@@ -9,20 +9,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{free_udp_port, run_agent, sweeps, wait_more_sweeps, wait_sweeps};
-
-fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{free_tcp_port, free_udp_port, run_agent, sweeps, wait_more_sweeps, wait_sweeps};
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")

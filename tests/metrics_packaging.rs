@@ -7,12 +7,12 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_udp_port, run_agent, wait_sweeps};
+use common::{free_tcp_port, free_udp_port, run_agent, wait_sweeps};
 use ibpm_agentx::metrics::Collector;
 
 fn repo(p: &str) -> PathBuf {
@@ -119,11 +119,7 @@ fn names_in(text: &str) -> BTreeSet<String> {
 fn every_metric_the_rules_and_dashboard_name_is_served() {
     let dir = tempfile::tempdir().unwrap();
     let snmp = format!("127.0.0.1:{}", free_udp_port());
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_tcp_port();
     let cfg = dir.path().join("agent.toml");
     std::fs::write(
         &cfg,

@@ -9,22 +9,16 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{ChildGuard, SnmpTool, free_udp_port, poll, run_agent, wait_sweeps};
+use common::{
+    ChildGuard, SnmpTool, free_tcp_port, free_udp_port, poll, run_agent, wait_sweeps, walk_ports,
+};
 use ibpm_agentx::metrics::Collector;
 use ibpm_agentx::metrics::families::{FAMILIES, Kind};
-
-fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A GET of `path` on 127.0.0.1:`port` with extra header lines: the status
 /// and the body.
@@ -153,33 +147,13 @@ impl Prometheus {
     }
 }
 
-/// (node GUID in lower-case hex, port) -> value of a per-port column,
-/// walked through the agent's SNMP endpoint.
+/// (node GUID as the metrics label it, port) -> value of a per-port
+/// column, walked through the agent's SNMP endpoint.
 fn walk(target: &str, column: &str) -> BTreeMap<(String, String), String> {
-    let out = SnmpTool::new("snmpbulkwalk")
-        .args([
-            "-v2c", "-c", "public", "-On", "-Oqn", "-Cr50", target, column,
-        ])
-        .timeout(Duration::from_secs(60))
-        .run();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut m = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let (oid, value) = line.split_once(' ').unwrap();
-        let arcs: Vec<u32> = oid
-            .trim_start_matches('.')
-            .split('.')
-            .map(|a| a.parse().unwrap())
-            .collect();
-        let idx = &arcs[arcs.len() - 9..];
-        let guid: String = idx[..8].iter().map(|b| format!("{b:02x}")).collect();
-        m.insert((format!("0x{guid}"), idx[8].to_string()), value.to_string());
-    }
-    m
+    walk_ports(target, column, &["-v2c", "-c", "public"])
+        .into_iter()
+        .map(|((g, p), v)| ((format!("0x{g:016x}"), p.to_string()), v))
+        .collect()
 }
 
 #[test]

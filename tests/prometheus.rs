@@ -10,12 +10,14 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ChildGuard, PrivateSnmpd, SnmpTool, free_udp_port, run_agent, wait_sweeps};
+use common::{
+    ChildGuard, PrivateSnmpd, free_tcp_port, free_udp_port, run_agent, wait_sweeps, walk_ports,
+};
 
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
@@ -53,14 +55,6 @@ fn the_committed_snmp_yml_is_what_the_generator_makes() {
         made == committed,
         "packaging/prometheus/snmp.yml is stale: run the generator again (see generator.yml)"
     );
-}
-
-fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// prometheus-snmp-exporter on a loopback port with `config`.
@@ -153,32 +147,15 @@ fn series(body: &str, name: &str) -> Vec<Series> {
 /// (node GUID as snmp_exporter labels it, port) -> value, from a walk of
 /// `column` through `target`.
 fn walk(target: &str, column: &str, args: &[&str]) -> BTreeMap<(String, String), String> {
-    let out = SnmpTool::new("snmpbulkwalk")
-        .args(args)
-        .args(["-On", "-Oqn", "-Cr50", target, column])
-        .timeout(Duration::from_secs(60))
-        .run();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut m = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let (oid, value) = line.split_once(' ').unwrap();
-        let arcs: Vec<u32> = oid
-            .trim_start_matches('.')
-            .split('.')
-            .map(|a| a.parse().unwrap())
-            .collect();
-        let idx = &arcs[arcs.len() - 9..];
-        let guid: String = idx[..8].iter().map(|b| format!("{b:02X}")).collect();
-        m.insert(
-            (format!("0x{guid}"), idx[8].to_string()),
-            value.trim_matches('"').to_string(),
-        );
-    }
-    m
+    walk_ports(target, column, args)
+        .into_iter()
+        .map(|((g, p), v)| {
+            (
+                (format!("0x{g:016X}"), p.to_string()),
+                v.trim_matches('"').to_string(),
+            )
+        })
+        .collect()
 }
 
 const NAME: &str = "1.3.6.1.3.117.1.6.1.15";

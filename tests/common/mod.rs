@@ -6,8 +6,9 @@
 pub mod doca;
 pub mod mibpath;
 
+use std::collections::BTreeMap;
 use std::io::{self, Read};
-use std::net::UdpSocket;
+use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
@@ -186,6 +187,41 @@ pub fn wait_more_sweeps(
 pub fn free_udp_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").expect("bind udp 127.0.0.1:0");
     s.local_addr().expect("local_addr").port()
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; a tiny race remains).
+pub fn free_tcp_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind tcp 127.0.0.1:0");
+    l.local_addr().expect("local_addr").port()
+}
+
+/// A per-port column (node GUID + port index) walked with snmpbulkwalk
+/// through `target`, `args` giving the version and credentials: (node
+/// GUID, port) -> the value as `-Oqn` prints it.
+pub fn walk_ports(target: &str, column: &str, args: &[&str]) -> BTreeMap<(u64, u8), String> {
+    let out = SnmpTool::new("snmpbulkwalk")
+        .args(args)
+        .args(["-On", "-Oqn", "-Cr50", target, column])
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut m = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (oid, value) = line.split_once(' ').expect("an OID and a value");
+        let arcs: Vec<u32> = oid
+            .trim_start_matches('.')
+            .split('.')
+            .map(|a| a.parse().expect("an arc"))
+            .collect();
+        let idx = &arcs[arcs.len() - 9..];
+        let guid = idx[..8].iter().fold(0u64, |g, b| (g << 8) | u64::from(*b));
+        m.insert((guid, idx[8] as u8), value.to_string());
+    }
+    m
 }
 
 /// A snmpd of our own: loopback UDP port, AgentX master on a unix socket in
