@@ -89,7 +89,11 @@ impl AppError {
         matches!(
             self,
             AppError::Topology(_)
-                | AppError::EngineFile(EngineFileError::Unusable { .. } | EngineFileError::NoFile)
+                | AppError::EngineFile(
+                    EngineFileError::Unusable { .. }
+                        | EngineFileError::NoFile
+                        | EngineFileError::Write { .. }
+                )
                 | AppError::User(_)
                 | AppError::NotifyUser(_)
         )
