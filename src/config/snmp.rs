@@ -951,6 +951,29 @@ mod tests {
     }
 
     #[test]
+    fn secrets_are_dropped_and_never_printed() {
+        let mut c = Config::parse(
+            "[snmp]\ncommunity = \"c-secret-1\"\nwrite_community = \"c-secret-2\"\n\
+             engine_file = \"e\"\n\
+             [[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"p-secret-3\"\n\
+             privacy = \"AES\"\nprivacy_passphrase = \"p-secret-4\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("-secret-"), "{shown}");
+        assert!(shown.contains("Secret(..)"), "{shown}");
+        assert_eq!(
+            c.snmp.user[0].auth_passphrase,
+            Some(Secret::from("p-secret-3"))
+        );
+        c.snmp.forget_secrets();
+        let u = &c.snmp.user[0];
+        assert!(u.auth_passphrase.is_none() && u.privacy_passphrase.is_none());
+        assert!(c.snmp.community.expose().is_empty() && c.snmp.write_community.is_none());
+    }
+
+    #[test]
     fn a_localized_key_of_the_wrong_length_is_refused() {
         let e = Config::parse(
             &format!(
