@@ -91,7 +91,11 @@ impl AppError {
         matches!(
             self,
             AppError::Topology(_)
-                | AppError::EngineFile(EngineFileError::Unusable { .. } | EngineFileError::NoFile)
+                | AppError::EngineFile(
+                    EngineFileError::Unusable { .. }
+                        | EngineFileError::NoFile
+                        | EngineFileError::Write { .. }
+                )
                 | AppError::User(_)
                 | AppError::NotifyUser(_)
                 | AppError::WebConfig(_)

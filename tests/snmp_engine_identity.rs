@@ -268,3 +268,20 @@ fn the_engine_file_and_its_directory_are_synced() {
         "the directory after the rename:\n{text}"
     );
 }
+
+/// An engine file in a directory that is not there: refused alike.
+#[test]
+fn an_engine_file_without_its_directory_is_refused_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(dir.path(), "engine_file = \"gone/engine\"\n");
+    let (code, err) = check(&conf);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("key `snmp.engine_file`"), "{err}");
+    assert!(err.contains("gone/engine"), "{err}");
+    let (code, run_err) = run(&conf);
+    assert_eq!(code, 2, "{run_err}");
+    assert_eq!(
+        message(&run_err, "snmp.engine_file"),
+        message(&err, "snmp.engine_file")
+    );
+}

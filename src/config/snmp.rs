@@ -354,7 +354,20 @@ impl SnmpConfig {
                     format!("user `{}` is declared twice", u.name.escape_debug()),
                 ))
             } else {
-                u.check()
+                u.check().and_then(|()| {
+                    // Without the file, each start makes a new engine ID, to
+                    // which no key given in advance is localized.
+                    if u.auth_key.is_some() && self.engine_file.is_none() {
+                        return Err((
+                            "auth_key",
+                            "a localized key belongs to one engine ID, but without \
+                             snmp.engine_file each start makes a new one: set \
+                             snmp.engine_file (and snmp.engine_id)"
+                                .into(),
+                        ));
+                    }
+                    Ok(())
+                })
             };
             r.map_err(|e| ("snmp.user", i, e))?;
         }
@@ -938,10 +951,34 @@ mod tests {
     }
 
     #[test]
+    fn secrets_are_dropped_and_never_printed() {
+        let mut c = Config::parse(
+            "[snmp]\ncommunity = \"c-secret-1\"\nwrite_community = \"c-secret-2\"\n\
+             engine_file = \"e\"\n\
+             [[snmp.user]]\nname = \"u\"\nauth = \"SHA\"\nauth_passphrase = \"p-secret-3\"\n\
+             privacy = \"AES\"\nprivacy_passphrase = \"p-secret-4\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("-secret-"), "{shown}");
+        assert!(shown.contains("Secret(..)"), "{shown}");
+        assert_eq!(
+            c.snmp.user[0].auth_passphrase,
+            Some(Secret::from("p-secret-3"))
+        );
+        c.snmp.forget_secrets();
+        let u = &c.snmp.user[0];
+        assert!(u.auth_passphrase.is_none() && u.privacy_passphrase.is_none());
+        assert!(c.snmp.community.expose().is_empty() && c.snmp.write_community.is_none());
+    }
+
+    #[test]
     fn a_localized_key_of_the_wrong_length_is_refused() {
         let e = Config::parse(
             &format!(
-                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA-256\"\nauth_key = \"{}\"\n",
+                "[snmp]\nengine_file = \"e\"\n\
+                 [[snmp.user]]\nname = \"u\"\nauth = \"SHA-256\"\nauth_key = \"{}\"\n",
                 "ab".repeat(31)
             ),
             "c.toml",
@@ -950,6 +987,16 @@ mod tests {
         assert_eq!(e.key.as_deref(), Some("snmp.user.auth_key"), "{e}");
         assert!(e.message.contains("has 31 octets"), "{e}");
         assert!(!e.to_string().contains("abab"), "{e}");
+        // Without an engine file, no key localized in advance can match.
+        let e = Config::parse(
+            &format!(
+                "[[snmp.user]]\nname = \"u\"\nauth = \"SHA-256\"\nauth_key = \"{}\"\n",
+                "ab".repeat(32)
+            ),
+            "c.toml",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("without snmp.engine_file"), "{e}");
     }
 
     #[test]

@@ -211,6 +211,26 @@ pub fn check(
     {
         return Err(unusable(FileProblem::OtherEngine { held: id.clone() }));
     }
+    // The file is written beside itself: its directory must be there.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(EngineFileError::Write {
+                path: path.to_path_buf(),
+                error: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
+            });
+        }
+        Err(error) => {
+            return Err(EngineFileError::Write {
+                path: path.to_path_buf(),
+                error,
+            });
+        }
+    }
     Ok(held)
 }
 
@@ -299,6 +319,10 @@ mod tests {
         let s3 = load_and_advance(&p, Some(&a)).unwrap();
         assert_eq!(s3.boots, 3);
         assert_eq!(check(&p, Some(&a)).unwrap(), Some((a.clone(), 3)));
+        // A directory that is not there: refused before anything is written.
+        let e = load_and_advance(&dir.path().join("no/engine"), None).unwrap_err();
+        assert!(matches!(e, EngineFileError::Write { .. }), "{e}");
+        assert!(e.to_string().contains("No such file"), "{e}");
         // Without a configured ID, a new one is kept from the first start.
         let q = dir.path().join("generated");
         let g1 = load_and_advance(&q, None).unwrap();

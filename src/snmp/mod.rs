@@ -26,7 +26,7 @@
 //!   over it are dropped, counted (`rate_limited`) and logged at most every
 //!   10 s with their number. Without one, every request is answered: a
 //!   poller with one request outstanding is never dropped.
-//! - No datagram writes a log line but through a throttle ([`DropLog`]):
+//! - No datagram writes a log line but through a throttle (`DropLog`):
 //!   one line every 10 s per kind of event, with the count.
 //! - Set: through a rule that may write, the handler's `test_set` /
 //!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run

@@ -3,7 +3,8 @@
 //! authentication, privacy, timeliness, discovery and the Reports that go
 //! with them. The message processing is pure: no I/O, the engine's time
 //! is passed in (seconds since the engine started), so every step is
-//! unit-tested; [`state`] is the one file edge (engine ID and boots).
+//! unit-tested; `snmp::engine_file` is the one file edge (engine ID and
+//! boots).
 //!
 //! Protocols:
 //! - Authentication: HMAC-SHA-96 (RFC 3414 §7, "SHA") and the HMAC-SHA-2
@@ -54,19 +55,21 @@
 //! is built; a message costs one HMAC and, at authPriv, one AES pass.
 //!
 //! Use, in a responder:
-//! 1. At start: [`EngineState::start`] (state directory, configured engine
+//! 1. At start: `snmp::engine_file` (the engine file, the configured engine
 //!    ID or none) gives the engine ID and this start's boots; build the
-//!    [`User`]s with that engine ID, then [`Usm::new`]. snmpEngineTime is
-//!    the seconds since then, passed to every call.
+//!    [`User`]s with that engine ID, then [`Usm::new`]: one engine per
+//!    process, its handle cloned for the endpoint and the trap sender.
+//!    snmpEngineTime is the seconds since then, passed to every call.
 //! 2. Per datagram whose msgVersion ([`message_version`]) is 3, from a
 //!    source some v3 access entry allows (a discovery probe names no user
 //!    and its Report is larger than the probe, so a spoofed source must
-//!    not get one): [`Usm::incoming`]. A
-//!    [`Incoming::Report`] is sent back as it is; a [`Incoming::Request`]
-//!    goes through access control (the user `usm.users()[ctx.user]`, the
-//!    verified `ctx.level`, `ctx.context_name`), then its Response PDU,
-//!    sized so that PDU + [`Usm::overhead`] fits `min(ctx.max_size, own
-//!    limit)`, goes to [`Usm::response`].
+//!    not get one): [`Usm::incoming_guarded`], whose `permit` (the rate
+//!    guard) is asked before a Report is built. A [`Incoming::Report`] is
+//!    sent back as it is; a [`Incoming::Request`] goes through access
+//!    control (the user `usm.users()[ctx.user]`, the verified `ctx.level`,
+//!    `ctx.context_name`), then its Response PDU, sized so that PDU +
+//!    [`Usm::overhead`] fits `min(ctx.max_size, own limit)`, goes to
+//!    [`Usm::response`].
 //! 3. Notifications to a v3 sink: [`Usm::trap`] with the sink's user.
 //! 4. [`Usm::stats`] for usmStats and the SNMP-MPD-MIB counters.
 
@@ -394,7 +397,7 @@ fn scoped_overhead(ctx_engine: usize, ctx_name: usize) -> usize {
 
 impl Usm {
     /// An engine with `boots` (snmpEngineBoots, raised at every start by the
-    /// caller: [`EngineState::start`]) and `users`, whose keys must be
+    /// caller: `snmp::engine_file`) and `users`, whose keys must be
     /// localized to `engine_id`. The `engine_time` passed to the methods is
     /// snmpEngineTime: seconds since this start. The AES salt and the first
     /// notification msgID start at random values.
