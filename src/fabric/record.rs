@@ -478,6 +478,14 @@ mod tests {
         assert_eq!(std::mem::size_of::<Option<Stamp>>(), 8);
     }
 
+    /// The sizes docs/design.md gives (memory per port).
+    #[test]
+    fn a_port_record_and_its_fec_rates_take_what_the_design_says() {
+        assert_eq!(std::mem::size_of::<crate::ib::Port>(), 32);
+        assert_eq!(std::mem::size_of::<PortRecord>(), 328);
+        assert_eq!(std::mem::size_of::<FecRates>(), 24);
+    }
+
     #[test]
     fn optional_readings_keep_the_counter_bytes_without_their_trailing_zeros() {
         let mut o = OptionalReadings::default();
