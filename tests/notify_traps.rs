@@ -567,6 +567,14 @@ fn a_link_below_what_its_ends_support_is_degraded_and_notified() {
         "SDR,DDR,QDR,FDR10,FDR,EDR"
     );
     assert_eq!(s.get(&cell("pmPortLinkWidthEnabled", cx7, 1)), "1x,2x,4x");
+    // A Quantum-2 has 64-bit error counters (CapabilityMask2 bit 1), a
+    // Switch-IB of the simulator not.
+    let node_cell = |g: Guid| {
+        let c = cell("pmNodeWideCounters", g, 0);
+        c[..c.rfind('.').unwrap()].to_string()
+    };
+    assert_eq!(s.get(&node_cell(q2)), "all");
+    assert_eq!(s.get(&node_cell(sibs[0])), "dataAndPackets");
 
     // Retrained at full speed: recovered, from both ends.
     assert!(s.sim.set_link_rate(
