@@ -68,6 +68,10 @@ pub struct PortRecord {
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
+    /// What the port's link should run at given its far end, and whether
+    /// it does: made when the fabric's link facts change
+    /// ([`super::state::FabricState::assess_links`]), not on every read.
+    pub assessment: crate::ib::LinkAssessment,
     /// What the sweeper keeps to fold the next readings in.
     pub(crate) sweep: PortMemo,
 }

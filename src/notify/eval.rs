@@ -76,6 +76,11 @@ fn link_up(p: &PortRecord) -> bool {
     p.link.state.is_none_or(|s| s != crate::ib::PortState::Down)
 }
 
+/// What the port's link should run at and whether it does.
+fn assessment(p: &PortRecord) -> crate::ib::LinkAssessment {
+    p.assessment
+}
+
 /// The link's data rate (0: not known).
 fn rate_mbps(p: &PortRecord) -> u64 {
     p.link.rate_mbps().unwrap_or(0)
@@ -564,8 +569,7 @@ impl PortCtx<'_> {
     /// the last known one; the first one seen is taken as it is (a link
     /// first seen down that comes up degraded is notified).
     fn link_health(&mut self, p: &PortRecord, pm: &mut PortMem) {
-        let peer = peer_of_port(p).and_then(|(g, n)| self.snap.node(g)?.port(n));
-        let a = p.link.assess(peer.map(|r| &r.link));
+        let a = assessment(p);
         let old = pm.health();
         let Some(health) = a.health else {
             if old == HEALTH_UNSEEN {
@@ -928,6 +932,25 @@ mod tests {
         for n in &mut f.nodes {
             for p in &mut n.ports {
                 (p.link.width, p.link.speed, p.link.caps) = (width, speed, caps);
+            }
+        }
+        assess(f);
+    }
+
+    /// Each port's assessment against its peer, as the state makes it.
+    fn assess(f: &mut Fab) {
+        let links: Vec<Vec<Port>> = f
+            .nodes
+            .iter()
+            .map(|n| n.ports.iter().map(|p| p.link).collect())
+            .collect();
+        for n in &mut f.nodes {
+            for p in &mut n.ports {
+                let peer = p.link.remote().and_then(|(g, q)| {
+                    let i = usize::try_from(g.0 - 0x100).ok()?;
+                    links.get(i)?.iter().find(|x| x.num == q)
+                });
+                p.assessment = p.link.assess(peer);
             }
         }
     }
