@@ -40,14 +40,16 @@ impl Drop for Setup {
 
 /// Sweeps every 0.5 s, a node unreachable after 2 missed sweeps, the
 /// fabric rediscovered every second, thresholds over a 1 s window; XmitWait
-/// (which the simulated congested links raise all the time) and SymbolBER
+/// (which the simulated congested links raise all the time), SymbolBER
 /// (which the simulated noisy links, and every error burst, keep above
-/// 10^-12) not watched unless a test says so.
+/// 10^-12) and EffectiveBER (the noisy RS-FEC links' uncorrectable
+/// blocks) not watched unless a test says so.
 const BASE: &str = "[fabric]\nsweep_interval = 0.5\nunreachable_after = 2\n\
                     rediscover_interval = 1\n\
                     [notify]\nwindow = 1\n\
                     [[notify.threshold]]\ncounter = \"XmitWait\"\nrising = 0\n\
-                    [[notify.threshold]]\ncounter = \"SymbolBER\"\nrising = 0\n";
+                    [[notify.threshold]]\ncounter = \"SymbolBER\"\nrising = 0\n\
+                    [[notify.threshold]]\ncounter = \"EffectiveBER\"\nrising = 0\n";
 
 impl Setup {
     /// snmpd with a v2c and a v1 sink, and the agent on `fabric` with the
