@@ -575,6 +575,34 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
     }
     assert!(state.len() >= links);
 
+    // pmPortLinkTable: what ibsim's PortInfo says each linked port
+    // supports (every width; SDR to QDR), and its links run at what both
+    // ends enable (ibsim trains them so): normal(1).
+    const T_LINK: u32 = 22;
+    let text = |v: &str| {
+        let bytes: Vec<u8> = v
+            .split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).expect("hex"))
+            .collect();
+        String::from_utf8(bytes).expect("text")
+    };
+    let widths = port_column(&s, T_LINK, 1);
+    let speeds = port_column(&s, T_LINK, 3);
+    let degraded = port_column(&s, T_LINK, 7);
+    for (g, n) in &s.ib {
+        for p in n.ports.keys() {
+            let k = (*g, *p);
+            assert_eq!(
+                text(&widths[&k].value),
+                "1x,2x,4x,8x,12x",
+                "{} [{p}]",
+                n.desc
+            );
+            assert_eq!(text(&speeds[&k].value), "SDR,DDR,QDR", "{} [{p}]", n.desc);
+            assert_eq!(degraded[&k].value, "1", "{} [{p}] normal", n.desc);
+        }
+    }
+
     // S0's enhanced port 0 is a row of its own: active, no peer, its
     // counters those perfquery reads of port 0. The other switches' base
     // port 0 is not a row.

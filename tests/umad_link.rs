@@ -141,3 +141,60 @@ fn ibsims_port_info_sets_are_read_and_its_links_run_as_enabled() {
     }
     eprintln!("smpquery portinfo of H0[1]:\n{}", q.stdout);
 }
+
+/// FDR10 is not in PortInfo (the link says QDR there): discovery reads it
+/// from Mellanox ExtendedPortInfo, as ibnetdiscover does, on the devices
+/// that have it (here SwitchX's DeviceID, which ibsim gives every node
+/// after `devid=`).
+#[test]
+fn fdr10_is_read_from_mellanox_extended_port_info() {
+    let net = "devid=0xc738\n\
+               Hca 1 \"H0\"\n[1] \"S1\"[1] # lid 0 4xFDR10\n\n\
+               Hca 1 \"H1\"\n[1] \"S1\"[2]\n\n\
+               Switch 4 \"S1\"\n[1] \"H0\"[1] # \"H0\" lid 0 4xFDR10\n[2] \"H1\"[1]\n";
+    let dir = tempfile::Builder::new()
+        .prefix("ibpm-fdr10-")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join("fdr10.net");
+    fs::write(&path, net).unwrap();
+    let sim = IbSim::start(&path);
+    let r = sim.probe(&["--no-counters"], &[]);
+    assert!(
+        r.status.success(),
+        "probe failed: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let ports = lines_of(&r.stdout, "port");
+    let nodes = lines_of(&r.stdout, "node");
+    let s1 = nodes.iter().find(|n| n["desc"] == "S1").unwrap()["node"].clone();
+    let p = |num: &str| {
+        ports
+            .iter()
+            .find(|p| p["port"] == s1 && p["num"] == num)
+            .unwrap()
+            .clone()
+    };
+    let fdr10 = p("1");
+    assert_eq!(
+        [
+            fdr10["speed"].as_str(),
+            fdr10["speed_supported"].as_str(),
+            fdr10["degraded"].as_str()
+        ],
+        ["FDR10", "SDR,DDR,QDR,FDR10", "Normal"],
+        "{}",
+        r.stdout
+    );
+    // The other link runs SDR (ibsim's default): no ExtendedPortInfo read.
+    let sdr = p("2");
+    assert_eq!(
+        [sdr["speed"].as_str(), sdr["speed_supported"].as_str()],
+        ["SDR", "SDR,DDR,QDR"]
+    );
+    // What ibnetdiscover prints for the same link.
+    let ib = sim.tool("ibnetdiscover", &[]);
+    assert!(ib.status.success(), "ibnetdiscover: {}", ib.stderr);
+    assert!(ib.stdout.contains("4xFDR10"), "{}", ib.stdout);
+}

@@ -101,6 +101,9 @@ impl FabricState {
         self.fabric.nodes = nodes;
         self.nodes = states;
         self.assign_kinds();
+        if report.ports_changed > 0 || report.added > 0 {
+            self.assess_links();
+        }
         self.figures.discovered = Some(now);
         report
     }

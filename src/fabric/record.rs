@@ -68,6 +68,10 @@ pub struct PortRecord {
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
+    /// What the port's link should run at given its far end, and whether
+    /// it does: made when the fabric's link facts change
+    /// ([`super::state::FabricState::assess_links`]), not on every read.
+    pub assessment: crate::ib::LinkAssessment,
     /// What the sweeper keeps to fold the next readings in.
     pub(crate) sweep: PortMemo,
 }
@@ -476,6 +480,14 @@ mod tests {
         }
         assert!(Stamp::from(earlier) < Stamp::from(t));
         assert_eq!(std::mem::size_of::<Option<Stamp>>(), 8);
+    }
+
+    /// The sizes docs/design.md gives (memory per port).
+    #[test]
+    fn a_port_record_and_its_fec_rates_take_what_the_design_says() {
+        assert_eq!(std::mem::size_of::<crate::ib::Port>(), 32);
+        assert_eq!(std::mem::size_of::<PortRecord>(), 328);
+        assert_eq!(std::mem::size_of::<FecRates>(), 24);
     }
 
     #[test]

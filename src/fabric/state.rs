@@ -232,6 +232,29 @@ impl NodeState {
     }
 }
 
+impl FabricState {
+    /// Give every port's record the assessment of its link against the
+    /// port at its far end in the fabric model ([`crate::ib::Port::assess`]):
+    /// after the model's link facts changed (start, a merge that changed
+    /// ports). Only records whose assessment changed are touched.
+    pub(crate) fn assess_links(&mut self) {
+        let fabric = &self.fabric;
+        let copies = &mut self.copies;
+        for (n, s) in fabric.nodes.iter().zip(self.nodes.iter_mut()) {
+            for (pi, p) in n.ports.iter().enumerate() {
+                let peer = p.remote().and_then(|(g, q)| fabric.node(g)?.port(q));
+                let a = p.assess(peer);
+                if s.rec.ports.get(pi).is_some_and(|r| r.assessment != a)
+                    && let Some(r) = s.port(pi, copies)
+                {
+                    r.assessment = a;
+                    s.dirty = true;
+                }
+            }
+        }
+    }
+}
+
 /// A node's record with the ports of `old` that it still has (matched by
 /// number) and new ones for the rest, all with the node's link facts.
 pub(super) fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
@@ -291,6 +314,7 @@ impl SharedState {
             kinds: Vec::new(),
         };
         st.assign_kinds();
+        st.assess_links();
         SharedState(Arc::new(Mutex::new(st)))
     }
 

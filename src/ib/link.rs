@@ -441,8 +441,9 @@ pub struct LinkAssessment {
 }
 
 /// Assess the link of `port` against `peer`, the port at its far end
-/// (None: not cabled or not known). Pure: the read path, the notification
-/// evaluator and `query` all ask this.
+/// (None: not cabled or not known). Pure: the fabric state asks it when
+/// link facts change (the MIB and the notifications read what it kept),
+/// and `query` for the port it reads.
 pub fn assess(port: &super::Port, peer: Option<&super::Port>) -> LinkAssessment {
     let Some(peer) = peer.filter(|_| port.remote().is_some()) else {
         return LinkAssessment::default();

@@ -131,7 +131,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
         Source::Node(c) => node_value(c, node, snap),
         Source::Port(c) => port_value(c, node, port?, snap),
-        Source::Link(c) => link_value(c, port?, snap)?,
+        Source::Link(c) => link_value(c, port?)?,
         Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
         Source::HcDiscontinuity => {
             Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
@@ -278,18 +278,12 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
 }
 
 /// A pmPortLinkTable column: the port's sets, what its link should run
-/// at given the port at its far end, and its symbol, raw and effective
-/// BERs over the last two readings (absent until there is a rate).
-fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
+/// at given the port at its far end (made when the link facts changed),
+/// and its symbol, raw and effective BERs over the last two readings
+/// (absent until there is a rate).
+fn link_value(c: LinkCol, port: &PortRecord) -> Option<Value> {
     let l = &port.link;
     let text = |s: String| Value::OctetString(s.into_bytes());
-    let assess = || {
-        let peer = l
-            .remote()
-            .and_then(|(g, n)| snap.node(g)?.port(n))
-            .map(|p| &p.link);
-        l.assess(peer)
-    };
     let of = |per_s: Option<f64>| crate::ib::ber::ber(per_s?, 1.0, l.width, l.speed);
     let symbol_ber = || of(port.rates.get(hc::slot("SymbolErrors")));
     let fec = port.fec_rates.as_deref();
@@ -301,12 +295,12 @@ fn link_value(c: LinkCol, port: &PortRecord, snap: &Snapshot) -> Option<Value> {
         LinkCol::SpeedSupported => text(l.caps.speed_supported.to_string()),
         LinkCol::SpeedEnabled => text(l.caps.speed_enabled.to_string()),
         LinkCol::WidthExpected => {
-            Value::Integer(assess().expected_width.map_or(0, |w| w.mib()) as i32)
+            Value::Integer(port.assessment.expected_width.map_or(0, |w| w.mib()) as i32)
         }
         LinkCol::SpeedExpected => {
-            Value::Integer(assess().expected_speed.map_or(0, |s| s.mib()) as i32)
+            Value::Integer(port.assessment.expected_speed.map_or(0, |s| s.mib()) as i32)
         }
-        LinkCol::Degraded => Value::Integer(assess().health.map_or(0, |h| h.mib()) as i32),
+        LinkCol::Degraded => Value::Integer(port.assessment.health.map_or(0, |h| h.mib()) as i32),
         LinkCol::SymbolBer => text(symbol_ber()?.scientific()),
         LinkCol::SymbolBerPer1e15 => Value::Gauge32(symbol_ber()?.per_1e15()),
         LinkCol::RawBer => text(raw_ber()?.scientific()),

@@ -67,8 +67,8 @@ fn peer_of_port(p: &PortRecord) -> Option<(Guid, u8)> {
 }
 
 /// Times the counters went down without a clear by this agent.
-fn resets(p: &PortRecord) -> u32 {
-    p.external_resets
+fn resets(p: &PortRecord) -> u16 {
+    p.external_resets as u16
 }
 
 /// The port's link is (or may be) up: its state is not known to be Down.
@@ -76,9 +76,52 @@ fn link_up(p: &PortRecord) -> bool {
     p.link.state.is_none_or(|s| s != crate::ib::PortState::Down)
 }
 
+/// What the port's link should run at and whether it does.
+fn assessment(p: &PortRecord) -> crate::ib::LinkAssessment {
+    p.assessment
+}
+
 /// The link's data rate (0: not known).
 fn rate_mbps(p: &PortRecord) -> u64 {
     p.link.rate_mbps().unwrap_or(0)
+}
+
+/// The value a windowed threshold compares: `delta`, the increase of its
+/// total from a sample `span_ms` old (at least a `window_ms` old).
+fn window_value(
+    m: Measure,
+    p: &PortRecord,
+    delta: u64,
+    window_ms: u64,
+    span_ms: u64,
+) -> Option<u64> {
+    let secs = span_ms as f64 / 1000.0;
+    Some(match m {
+        Measure::Increase(_) => {
+            // Normalized to exactly one window.
+            let v = u128::from(delta) * u128::from(window_ms) / u128::from(span_ms.max(1));
+            u64::try_from(v).unwrap_or(u64::MAX)
+        }
+        Measure::Utilization => {
+            u64::from(utilization_hundredths(delta as f64 / secs, rate_mbps(p)))
+        }
+        Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
+        Measure::SymbolBer => {
+            let l = &p.link;
+            u64::from(crate::ib::ber::ber(delta as f64, secs, l.width, l.speed)?.per_1e15())
+        }
+        Measure::EffectiveBer => return None,
+    })
+}
+
+/// The effective BER between the port's last two PortExtendedSpeedsCounters
+/// readings, in errors per 10^15 bits.
+fn effective_ber(p: &PortRecord) -> Option<u64> {
+    let per_s = p.fec_rates.as_deref()?.uncorrectable_blocks()?;
+    let l = &p.link;
+    Some(u64::from(
+        crate::ib::ber::ber(per_s, 1.0, l.width, l.speed)?.per_1e15(),
+    ))
 }
 
 /// Samples kept per port at most (one every half window: the newest at
@@ -102,11 +145,12 @@ impl Evaluation {
 }
 
 // `Sample::valid` and `PortMem::risen` have a bit per watched counter.
-const _: () = assert!(THRESHOLD_COUNT <= 16);
+const _: () = assert!(THRESHOLD_COUNT <= 32);
 
 /// Watched totals a sample keeps in 32 bits: the error counters (every
-/// [`Measure::Increase`] but XmitWait's; SymbolBER reads SymbolErrors').
-const NARROW: usize = THRESHOLD_COUNT - 4;
+/// [`Measure::Increase`] but XmitWait's; SymbolBER reads SymbolErrors', and
+/// EffectiveBER no sample).
+const NARROW: usize = THRESHOLD_COUNT - 5;
 /// And whole: XmitWait (its increase and CongestedBandwidth; 250 M ticks
 /// a second pass 2^32 in 17 s) and OutOctets (Utilization).
 const WIDE: usize = 2;
@@ -133,7 +177,7 @@ static SLOTS: LazyLock<[(CounterSlot, usize); THRESHOLD_COUNT]> = LazyLock::new(
             }
             Measure::Utilization => (CounterSlot::Wide(WIDE_OUT_OCTETS), hc::OUT_OCTETS),
             Measure::Congestion => (CounterSlot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT),
-            Measure::SymbolBer => {
+            Measure::SymbolBer | Measure::EffectiveBer => {
                 let k = hc::slot("SymbolErrors");
                 let sym = thresholds()
                     .iter()
@@ -154,7 +198,7 @@ struct Sample {
     /// differences, and a port's samples are less than 2^31 ms apart).
     at: u32,
     /// Bit i: [`thresholds`] entry i is known.
-    valid: u16,
+    valid: u32,
     /// The low 32 bits of the totals: their difference is the increase
     /// modulo 2^32.
     narrow: [u32; NARROW],
@@ -204,13 +248,15 @@ struct PortMem {
     /// 1 + the milliseconds from the epoch of the last reading evaluated;
     /// 0: none yet.
     last_read: u64,
-    resets: u32,
+    /// [`resets`] modulo 2^16 (compared for a change: it moves by a few
+    /// between two evaluations at most).
+    resets: u16,
     /// (rising, falling) per [`thresholds`] entry: an index into the
     /// shared [`LimitSets`].
     limits: u32,
     /// Bit i: a rising event was sent for [`thresholds`] entry i, no
     /// falling one yet.
-    risen: u16,
+    risen: u32,
     num: u8,
     /// pmPortState (every value fits).
     state: u8,
@@ -564,8 +610,7 @@ impl PortCtx<'_> {
     /// the last known one; the first one seen is taken as it is (a link
     /// first seen down that comes up degraded is notified).
     fn link_health(&mut self, p: &PortRecord, pm: &mut PortMem) {
-        let peer = peer_of_port(p).and_then(|(g, n)| self.snap.node(g)?.port(n));
-        let a = p.link.assess(peer.map(|r| &r.link));
+        let a = assessment(p);
         let old = pm.health();
         let Some(health) = a.health else {
             if old == HEALTH_UNSEEN {
@@ -639,54 +684,38 @@ impl PortCtx<'_> {
             .rev()
             .find(|s| age(s) >= window)
             .copied();
-        if let Some(base) = base {
-            let span_ms = age(&base);
-            let secs = span_ms as f64 / 1000.0;
-            let limits = &self.limits.0[pm.limits as usize];
-            for (i, d) in thresholds().iter().enumerate() {
-                let (rising, falling) = limits[i];
-                let both = 1u16 << i;
-                if rising == 0 || base.valid & cur.valid & both == 0 {
-                    continue;
-                }
-                let delta = cur.increase(&base, i);
-                let value = match d.measure {
-                    Measure::Increase(_) => {
-                        // Normalized to exactly one window.
-                        let v = u128::from(delta) * u128::from(window) / u128::from(span_ms.max(1));
-                        u64::try_from(v).unwrap_or(u64::MAX)
-                    }
-                    Measure::Utilization => {
-                        u64::from(utilization_hundredths(delta as f64 / secs, rate_mbps(p)))
-                    }
-                    Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
-                    Measure::SymbolBer => {
-                        let l = &p.link;
-                        match crate::ib::ber::ber(delta as f64, secs, l.width, l.speed) {
-                            Some(b) => u64::from(b.per_1e15()),
-                            None => continue,
-                        }
-                    }
-                };
-                let risen = pm.risen & both != 0;
-                let kind = if !risen && value >= rising {
-                    pm.risen |= both;
-                    Some((Kind::ThresholdRising, rising))
-                } else if risen && value <= falling {
-                    pm.risen &= !both;
-                    Some((Kind::ThresholdFalling, falling))
-                } else {
-                    None
-                };
-                if let Some((kind, threshold)) = kind {
-                    let peer = peer_of(self.snap, remote.or(pm.peer()));
-                    let mut e = self.event(kind, p, peer);
-                    e.counter = d.name;
-                    e.value = value;
-                    e.threshold = threshold;
-                    e.window_s = u32::try_from(self.cfg.window.as_secs()).unwrap_or(u32::MAX);
-                    self.out.push(e);
-                }
+        let limits = &self.limits.0[pm.limits as usize];
+        for (i, d) in thresholds().iter().enumerate() {
+            let (rising, falling) = limits[i];
+            let both = 1u32 << i;
+            if rising == 0 {
+                continue;
+            }
+            let value = match d.measure {
+                Measure::EffectiveBer => effective_ber(p),
+                m => base
+                    .filter(|b| b.valid & cur.valid & both != 0)
+                    .and_then(|b| window_value(m, p, cur.increase(&b, i), window, age(&b))),
+            };
+            let Some(value) = value else { continue };
+            let risen = pm.risen & both != 0;
+            let kind = if !risen && value >= rising {
+                pm.risen |= both;
+                Some((Kind::ThresholdRising, rising))
+            } else if risen && value <= falling {
+                pm.risen &= !both;
+                Some((Kind::ThresholdFalling, falling))
+            } else {
+                None
+            };
+            if let Some((kind, threshold)) = kind {
+                let peer = peer_of(self.snap, remote.or(pm.peer()));
+                let mut e = self.event(kind, p, peer);
+                e.counter = d.name;
+                e.value = value;
+                e.threshold = threshold;
+                e.window_s = u32::try_from(self.cfg.window.as_secs()).unwrap_or(u32::MAX);
+                self.out.push(e);
             }
         }
         // Keep a sample every half window, and of the older ones only the
@@ -930,6 +959,25 @@ mod tests {
                 (p.link.width, p.link.speed, p.link.caps) = (width, speed, caps);
             }
         }
+        assess(f);
+    }
+
+    /// Each port's assessment against its peer, as the state makes it.
+    fn assess(f: &mut Fab) {
+        let links: Vec<Vec<Port>> = f
+            .nodes
+            .iter()
+            .map(|n| n.ports.iter().map(|p| p.link).collect())
+            .collect();
+        for n in &mut f.nodes {
+            for p in &mut n.ports {
+                let peer = p.link.remote().and_then(|(g, q)| {
+                    let i = usize::try_from(g.0 - 0x100).ok()?;
+                    links.get(i)?.iter().find(|x| x.num == q)
+                });
+                p.assessment = p.link.assess(peer);
+            }
+        }
     }
 
     #[test]
@@ -1059,6 +1107,46 @@ mod tests {
             seen.extend(ber(&ev.evaluate(&f.snap(t))));
         }
         assert!(seen.is_empty(), "{seen:?}");
+    }
+
+    /// EffectiveBER compares the rate of uncorrectable FEC blocks between
+    /// the last two PortExtendedSpeedsCounters readings (not sampled over
+    /// the window) with UFM's 10^-14.
+    #[test]
+    fn effective_ber_rises_and_falls_with_the_fec_rates() {
+        use crate::fabric::record::FecRates;
+        use crate::ib::{LinkSpeed as S, LinkWidth as Wd};
+        let mut f = Fab::new(1, 1);
+        // 4x HDR: 200 Gb/s; 1 uncorrectable block a second is 5E-12.
+        edr_link(&mut f, Some(Wd::X4), Some(S::Hdr));
+        let mut ev = eval(0);
+        let eff = |o: &Evaluation| -> Vec<(Kind, u64, u64)> {
+            o.events
+                .iter()
+                .filter(|e| e.counter == "EffectiveBER")
+                .map(|e| (e.kind, e.value, e.threshold))
+                .collect()
+        };
+        let rates = |f: &mut Fab, per_s: Option<f32>| {
+            f.nodes[0].ports[0].fec_rates = Some(Box::new(FecRates {
+                at: f.t0.into(),
+                corrected_symbols: None,
+                uncorrectable_blocks: per_s.map(f32::to_bits),
+            }));
+        };
+        ev.evaluate(&f.snap(0));
+        assert!(eff(&ev.evaluate(&f.snap(1))).is_empty(), "no FEC rates yet");
+        rates(&mut f, Some(1.0));
+        assert_eq!(
+            eff(&ev.evaluate(&f.snap(2))),
+            vec![(Kind::ThresholdRising, 5000, 10)]
+        );
+        assert!(eff(&ev.evaluate(&f.snap(3))).is_empty(), "once");
+        rates(&mut f, Some(0.0));
+        assert_eq!(
+            eff(&ev.evaluate(&f.snap(4))),
+            vec![(Kind::ThresholdFalling, 0, 1)]
+        );
     }
 
     #[test]

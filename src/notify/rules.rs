@@ -23,6 +23,11 @@ pub enum Measure {
     /// The symbol bit error rate over the window, in errors per 10^15
     /// bits (as pmPortSymbolBerPer1e15; [`crate::ib::ber`]).
     SymbolBer,
+    /// The effective (post-FEC) bit error rate between the port's last two
+    /// PortExtendedSpeedsCounters readings, in errors per 10^15 bits (as
+    /// pmPortEffectiveBerPer1e15): the FEC totals are not sampled over the
+    /// window.
+    EffectiveBer,
 }
 
 /// One counter with a threshold: the name the configuration and the
@@ -55,9 +60,9 @@ pub const ERROR_THRESHOLDS: [(usize, u64); 13] = [
     (hc::XMIT_WAIT, 1000),
 ];
 
-/// How many counters have thresholds: [`ERROR_THRESHOLDS`] and the three
+/// How many counters have thresholds: [`ERROR_THRESHOLDS`] and the four
 /// calculated ones.
-pub const THRESHOLD_COUNT: usize = ERROR_THRESHOLDS.len() + 3;
+pub const THRESHOLD_COUNT: usize = ERROR_THRESHOLDS.len() + 4;
 
 static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
     let mut v: Vec<ThresholdDef> = HC
@@ -95,6 +100,14 @@ static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
         rising,
         falling: rising / 10,
     });
+    // UFM's post-FEC isolation level, 10^-14; falling a decade below.
+    let rising = u64::from(crate::ib::ber::EFFECTIVE_BER_THRESHOLD.per_1e15());
+    v.push(ThresholdDef {
+        name: "EffectiveBER",
+        measure: Measure::EffectiveBer,
+        rising,
+        falling: rising / 10,
+    });
     assert_eq!(
         v.len(),
         THRESHOLD_COUNT,
@@ -104,8 +117,8 @@ static THRESHOLDS: LazyLock<Vec<ThresholdDef>> = LazyLock::new(|| {
 });
 
 /// Every counter with a threshold: the PortCounters error counters and
-/// XmitWait (in [`HC`] order), then Utilization, CongestedBandwidth and
-/// SymbolBER.
+/// XmitWait (in [`HC`] order), then Utilization, CongestedBandwidth,
+/// SymbolBER and EffectiveBER.
 pub fn thresholds() -> &'static [ThresholdDef] {
     &THRESHOLDS
 }
@@ -311,12 +324,15 @@ mod tests {
                 assert!(watched.is_none(), "{}", c.name);
             }
         }
-        assert_eq!(t.len(), ERROR_THRESHOLDS.len() + 3);
+        assert_eq!(t.len(), ERROR_THRESHOLDS.len() + 4);
         let sym = "SymbolErrors".parse::<CounterName>().unwrap();
         assert_eq!(t[sym.0].rising, 10);
         // The symbol BER: 10^-12 as errors per 10^15 bits.
         let ber = "SymbolBER".parse::<CounterName>().unwrap();
         assert_eq!((t[ber.0].rising, t[ber.0].falling), (1000, 100));
+        // The effective BER: UFM's 10^-14.
+        let eff = "EffectiveBER".parse::<CounterName>().unwrap();
+        assert_eq!((t[eff.0].rising, t[eff.0].falling), (10, 1));
         let e = "Bogus".parse::<CounterName>().unwrap_err();
         assert_eq!(e, RuleWordError::UnknownCounter("Bogus".into()));
         assert!(

@@ -30,6 +30,12 @@ pub struct DeviceKind {
     /// FDR10, a Mellanox speed between QDR and FDR (the devices rdma-core
     /// asks Mellanox ExtendedPortInfo of).
     pub fdr10: bool,
+    /// Its PMA sets ClassPortInfo CapabilityMask2 bit 1
+    /// (IsAdditionalPortCountersExtendedSupported) and fills the 64-bit
+    /// error counters of PortCountersExtended (ConnectX-4 and later,
+    /// Quantum and later), whatever `SimOptions::wide_error_counters`
+    /// says of its node type.
+    pub wide_errors: bool,
 }
 
 const W14: &[LinkWidth] = &[LinkWidth::X1, LinkWidth::X4];
@@ -54,6 +60,15 @@ const fn kind(
         split: None,
         fastest,
         fdr10,
+        wide_errors: false,
+    }
+}
+
+/// The same, with the 64-bit error counters.
+const fn wide(k: DeviceKind) -> DeviceKind {
+    DeviceKind {
+        wide_errors: true,
+        ..k
     }
 }
 
@@ -63,22 +78,22 @@ pub const KINDS: &[DeviceKind] = &[
     kind("SwitchX", NodeType::Switch, &[0xc738], &["SwitchX"], W14, LinkSpeed::Fdr, true),
     kind("Switch-IB", NodeType::Switch, &[0xcb20], &["SwitchIB", "Switch-IB", "MSB7700", "MSB7800"], W14, LinkSpeed::Edr, true),
     kind("Switch-IB 2", NodeType::Switch, &[0xcf08], &["Switch-IB2", "SwitchIB-2", "MSB7790", "MSB7890"], W14, LinkSpeed::Edr, true),
-    DeviceKind {
+    wide(DeviceKind {
         split: Some((W12, 129)),
         ..kind("Quantum-2", NodeType::Switch, &[0xd2f2], &["Quantum-2", "Quantum2", "MQM9700", "MQM9790"], W124, LinkSpeed::Ndr, false)
-    },
-    kind("Quantum-3", NodeType::Switch, &[0xd2f4], &["Quantum-3", "Quantum3", "X800", "Q3400", "Q3200"], W124, LinkSpeed::Xdr, false),
-    DeviceKind {
+    }),
+    wide(kind("Quantum-3", NodeType::Switch, &[0xd2f4], &["Quantum-3", "Quantum3", "X800", "Q3400", "Q3200"], W124, LinkSpeed::Xdr, false)),
+    wide(DeviceKind {
         split: Some((W12, 80)),
         ..kind("Quantum", NodeType::Switch, &[0xd2f0], &["Quantum", "MQM8700", "MQM8790"], W124, LinkSpeed::Hdr, true)
-    },
+    }),
     kind("ConnectX-3", NodeType::Ca, &[0x1003, 0x1007], &["ConnectX-3", "ConnectX3", "MT4099", "MT4103"], W14, LinkSpeed::Fdr, true),
     kind("Connect-IB", NodeType::Ca, &[0x1011], &["Connect-IB", "MT4113"], W14, LinkSpeed::Fdr, true),
-    kind("ConnectX-4", NodeType::Ca, &[0x1013], &["ConnectX-4", "ConnectX4", "MT4115"], W14, LinkSpeed::Edr, true),
-    kind("ConnectX-5", NodeType::Ca, &[0x1017], &["ConnectX-5", "ConnectX5", "MT4119"], W14, LinkSpeed::Edr, true),
-    kind("ConnectX-6", NodeType::Ca, &[0x101b], &["ConnectX-6", "ConnectX6", "MT4123"], W124, LinkSpeed::Hdr, true),
-    kind("ConnectX-7", NodeType::Ca, &[0x1021], &["ConnectX-7", "ConnectX7", "MT4129"], W124, LinkSpeed::Ndr, false),
-    kind("ConnectX-8", NodeType::Ca, &[0x1023], &["ConnectX-8", "ConnectX8", "MT4131"], W124, LinkSpeed::Xdr, false),
+    wide(kind("ConnectX-4", NodeType::Ca, &[0x1013], &["ConnectX-4", "ConnectX4", "MT4115"], W14, LinkSpeed::Edr, true)),
+    wide(kind("ConnectX-5", NodeType::Ca, &[0x1017], &["ConnectX-5", "ConnectX5", "MT4119"], W14, LinkSpeed::Edr, true)),
+    wide(kind("ConnectX-6", NodeType::Ca, &[0x101b], &["ConnectX-6", "ConnectX6", "MT4123"], W124, LinkSpeed::Hdr, true)),
+    wide(kind("ConnectX-7", NodeType::Ca, &[0x1021], &["ConnectX-7", "ConnectX7", "MT4129"], W124, LinkSpeed::Ndr, false)),
+    wide(kind("ConnectX-8", NodeType::Ca, &[0x1023], &["ConnectX-8", "ConnectX8", "MT4131"], W124, LinkSpeed::Xdr, false)),
 ];
 
 impl DeviceKind {
@@ -118,16 +133,21 @@ impl DeviceKind {
 }
 
 /// Give the ports of every node of a known kind its kind's widths and
-/// speeds.
-pub fn apply(nodes: &mut [Node]) {
-    for n in nodes {
-        if let Some(k) = DeviceKind::of(n) {
+/// speeds; per node, whether its kind has 64-bit error counters.
+pub fn apply(nodes: &mut [Node]) -> Vec<bool> {
+    nodes
+        .iter_mut()
+        .map(|n| {
+            let Some(k) = DeviceKind::of(n) else {
+                return false;
+            };
             let caps = k.caps(n.num_ports);
             for p in n.ports.iter_mut().filter(|p| p.num != 0) {
                 p.caps = caps;
             }
-        }
-    }
+            k.wide_errors
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -175,5 +195,6 @@ mod tests {
         let sib = KINDS.iter().find(|k| k.name == "Switch-IB").unwrap();
         assert_eq!(sib.caps(36).speed_enabled.best(), Some(LinkSpeed::Edr));
         assert!(sib.caps(36).speed_enabled.contains(LinkSpeed::Fdr10));
+        assert!(q2.wide_errors && !sib.wide_errors);
     }
 }

@@ -14,8 +14,10 @@
 //! - PortCounters fields saturate at their IBA widths; PortCountersExtended
 //!   keeps 64-bit counts. The two attributes are cleared independently.
 //!   The node types in [`SimOptions::wide_error_counters`] (channel
-//!   adapters by default) set CapabilityMask2 bit 1 and fill the 64-bit
-//!   error counters of PortCountersExtended too.
+//!   adapters by default) and the nodes whose device kind has them
+//!   ([`device::KINDS`]: ConnectX-4 and later, Quantum and later) set
+//!   CapabilityMask2 bit 1 and fill the 64-bit error counters of
+//!   PortCountersExtended too.
 //! - The module doc of `pma.rs` says what each attribute answers, including
 //!   the sample mechanism (PortSamplesControl/PortSamplesResult): per-node
 //!   Tick and CounterWidth ([`SWITCH_CAPS`], [`CA_CAPS`]), optional
@@ -157,6 +159,9 @@ struct State {
     unreachable: HashSet<Guid>,
     /// [`SimOptions::wide_error_counters`].
     wide_error_counters: Vec<NodeType>,
+    /// Per node: its device kind has 64-bit error counters
+    /// ([`device::DeviceKind::wide_errors`]).
+    kind_wide_errors: Vec<bool>,
 }
 
 impl State {
@@ -177,12 +182,15 @@ impl State {
         Some((ni, ri, rp))
     }
 
-    /// Node `ni`'s PMA fills PortCountersExtended's additional counters.
+    /// Node `ni`'s PMA fills PortCountersExtended's additional counters:
+    /// its node type is configured so, or its device kind has them.
     fn wide_errors(&self, ni: usize) -> bool {
-        self.fabric
-            .nodes
-            .get(ni)
-            .is_some_and(|n| self.wide_error_counters.contains(&n.node_type))
+        self.kind_wide_errors.get(ni).copied().unwrap_or(false)
+            || self
+                .fabric
+                .nodes
+                .get(ni)
+                .is_some_and(|n| self.wide_error_counters.contains(&n.node_type))
     }
 
     fn now_ns(&self) -> u64 {
@@ -242,7 +250,7 @@ impl SimFabric {
         fabric.sort();
         let lids = assign_lids(&mut fabric);
         // Ports of a known device support and enable what its kind does.
-        device::apply(&mut fabric.nodes);
+        let kind_wide_errors = device::apply(&mut fabric.nodes);
         // Every link runs the FEC of its speed.
         for p in fabric.nodes.iter_mut().flat_map(|n| n.ports.iter_mut()) {
             p.fec = p.speed.map(ib::FecMode::simulated);
@@ -285,6 +293,7 @@ impl SimFabric {
                 down_links: HashMap::new(),
                 unreachable: HashSet::new(),
                 wide_error_counters: opts.wide_error_counters,
+                kind_wide_errors,
             })),
         }
     }
