@@ -21,9 +21,15 @@ use crate::fabric::engine::EngineConfig;
 use crate::fabric::settings::SweepConfig;
 use crate::ib::{Escaped, Fabric, NodeType, topology};
 use crate::notify::NotifyConfig;
-use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
 
+mod lines;
+mod log;
+mod notify;
 mod snmp;
+
+pub use log::{LogConfig, check_log_level, log_filter};
+use lines::{find_key_line, key_on_line, line_of_offset, nth_table_key_line};
+pub use notify::{NotifySection, ThresholdEntry};
 
 pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
 
@@ -337,116 +343,6 @@ impl From<NodeKind> for NodeType {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct NotifySection {
-    /// Send notifications at all.
-    pub enabled: bool,
-    /// The window counter rates are sampled over (whole seconds in the
-    /// file, 1 to 86400).
-    #[serde(deserialize_with = "seconds")]
-    pub window: Duration,
-    /// Notifications of one family (node, port, threshold, discontinuity,
-    /// sweep) per sweep; the rest are counted as suppressed. 0 = no limit.
-    pub limit_per_sweep: u32,
-    /// Notifications kept while snmpd is away (1 to 100000); beyond that
-    /// the oldest are dropped and counted.
-    pub queue: usize,
-    /// Without AgentX (`--no-agentx`, `agentx.enabled = false`): SNMPv2c
-    /// trap receivers, `IP:PORT` each.
-    #[serde(deserialize_with = "sinks")]
-    pub sinks: Vec<SocketAddr>,
-    /// The community of those traps (a secret: never printed).
-    pub community: Secret,
-    /// Send them as SNMPv3 traps of this `[[snmp.user]]` instead (at the
-    /// strongest level its keys allow; this agent is the authoritative
-    /// engine); `None` (an empty string): SNMPv2c.
-    #[serde(deserialize_with = "non_empty")]
-    pub user: Option<String>,
-    /// `[[notify.threshold]]` rules, later ones win.
-    pub threshold: Vec<ThresholdEntry>,
-}
-
-impl Default for NotifySection {
-    fn default() -> Self {
-        let n = NotifyConfig::default();
-        NotifySection {
-            enabled: true,
-            window: n.window,
-            limit_per_sweep: n.limit_per_sweep,
-            queue: crate::agentx::SessionConfig::default().notify_queue,
-            sinks: Vec::new(),
-            community: Secret::from("public"),
-            user: None,
-            threshold: Vec::new(),
-        }
-    }
-}
-
-/// One `[[notify.threshold]]` (checked with the others by
-/// [`Config::parse`], so that an error names the rule's own line).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ThresholdEntry {
-    #[serde(deserialize_with = "from_str")]
-    pub counter: CounterName,
-    pub rising: Option<u64>,
-    pub falling: Option<u64>,
-    #[serde(default, deserialize_with = "some_from_str")]
-    pub node_type: Option<NodeKind>,
-    #[serde(default, deserialize_with = "some_from_str")]
-    pub node: Option<NodeMatch>,
-    #[serde(default)]
-    pub ports: Vec<u8>,
-}
-
-impl ThresholdEntry {
-    /// What is wrong with the rule: (key, message).
-    fn check(&self) -> Result<(), (&'static str, String)> {
-        let name = crate::notify::thresholds()[self.counter.0].name;
-        if self.rising.is_none() && self.falling.is_none() {
-            return Err((
-                "counter",
-                format!("the rule for {name} sets neither `rising` nor `falling`"),
-            ));
-        }
-        if let (Some(r), Some(f)) = (self.rising, self.falling)
-            && r > 0
-            && f > r
-        {
-            return Err((
-                "falling",
-                format!("{f} is above the rule's rising threshold {r}"),
-            ));
-        }
-        if self.ports.iter().any(|&p| p == 0 || p == 255) {
-            return Err(("ports", "port numbers are 1 to 254".into()));
-        }
-        Ok(())
-    }
-
-    fn rule(&self) -> ThresholdRule {
-        ThresholdRule {
-            counter: self.counter,
-            rising: self.rising,
-            falling: self.falling,
-            node_type: self.node_type.map(NodeType::from),
-            node: self.node.clone(),
-            ports: self.ports.clone(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct LogConfig {
-    /// tracing filter (`info`, `debug`, `ibpm_agentx=debug`...); RUST_LOG wins.
-    pub level: String,
-    /// One info line every this many sweeps saying the sweeps are healthy
-    /// (sweep time, nodes, timeouts); 0 = never.
-    pub health_every: u32,
-}
-
 impl Default for AgentxConfig {
     fn default() -> Self {
         AgentxConfig {
@@ -493,15 +389,6 @@ impl Default for SimConfig {
             seed: 1,
             traffic: true,
             wide_error_counters: vec![NodeKind::Ca],
-        }
-    }
-}
-
-impl Default for LogConfig {
-    fn default() -> Self {
-        LogConfig {
-            level: "info".into(),
-            health_every: 60,
         }
     }
 }
@@ -1036,64 +923,6 @@ impl Config {
     }
 }
 
-/// Checks a `log.level`: a filter tracing-subscriber parses (see
-/// [`log_filter`]) in which every directive sets a level. A bare word that
-/// is not a level (`loud`) parses as "everything from target `loud`",
-/// which logs nothing the agent writes.
-pub fn check_log_level(directives: &str) -> Result<(), ValueError> {
-    if log_filter(directives).is_none() {
-        return Err(ValueError::NotALogFilter(directives.to_string()));
-    }
-    for d in split_directives(directives) {
-        let d = d.trim();
-        if d.is_empty() || is_level(d) || has_level(d) {
-            continue;
-        }
-        return Err(ValueError::NoLevel(d.to_string()));
-    }
-    Ok(())
-}
-
-fn is_level(s: &str) -> bool {
-    ["off", "error", "warn", "info", "debug", "trace"]
-        .iter()
-        .any(|l| s.eq_ignore_ascii_case(l))
-        || matches!(s, "0" | "1" | "2" | "3" | "4" | "5")
-}
-
-/// `target[span{field=value}]=level`: an `=` outside brackets and braces.
-fn has_level(d: &str) -> bool {
-    let mut depth = 0i32;
-    for c in d.chars() {
-        match c {
-            '[' | '{' => depth += 1,
-            ']' | '}' => depth -= 1,
-            '=' if depth == 0 => return true,
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Directives separated by commas outside brackets and braces.
-fn split_directives(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '[' | '{' => depth += 1,
-            ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
 /// The Rust type names serde puts in its messages, in words.
 fn plain_words(message: &str) -> String {
     let mut m = message.to_string();
@@ -1112,109 +941,6 @@ fn plain_words(message: &str) -> String {
         }
     }
     m
-}
-
-/// The log filter of `directives` (tracing-subscriber's `EnvFilter` syntax),
-/// or `None` when they do not parse. Only ASCII is accepted: the directive
-/// parser of tracing-subscriber 0.3 panics on some multi-byte characters
-/// (it slices inside them). Field values (`span{field=value}`) match
-/// literally, not as regular expressions: compiling one can take minutes.
-pub fn log_filter(directives: &str) -> Option<tracing_subscriber::EnvFilter> {
-    if !directives.is_ascii() {
-        return None;
-    }
-    tracing_subscriber::EnvFilter::builder()
-        .with_regex(false)
-        .parse(directives)
-        .ok()
-}
-
-fn line_of_offset(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-/// The `section.key` a `key = value` line names (or the section a
-/// `[section]` line names).
-fn key_on_line(text: &str, line: usize) -> Option<String> {
-    let mut section = String::new();
-    for (i, raw) in text.lines().enumerate().take(line) {
-        let l = raw.trim();
-        if let Some(s) = header(l) {
-            section = s.to_string();
-            if i + 1 == line {
-                return Some(section);
-            }
-            continue;
-        }
-        if i + 1 == line {
-            let (k, _) = l.split_once('=')?;
-            let k = k.trim();
-            return Some(if section.is_empty() {
-                k.to_string()
-            } else {
-                format!("{section}.{k}")
-            });
-        }
-    }
-    None
-}
-
-/// The name a `[section]` or `[[section]]` header line gives.
-fn header(line: &str) -> Option<&str> {
-    line.starts_with('[')
-        .then(|| line.trim_start_matches('[').trim_end_matches(']').trim())
-}
-
-/// The line of `key` in the `n`th (from 0) `[[section]]` table, or of that
-/// table's header when the key is not in it.
-fn nth_table_key_line(text: &str, section: &str, n: usize, key: &str) -> Option<usize> {
-    let mut seen = 0;
-    let mut head = None;
-    for (i, raw) in text.lines().enumerate() {
-        let l = raw.trim();
-        if let Some(h) = header(l) {
-            if head.is_some() {
-                break;
-            }
-            if l.starts_with("[[") && h == section {
-                if seen == n {
-                    head = Some(i + 1);
-                }
-                seen += 1;
-            }
-            continue;
-        }
-        if head.is_some()
-            && let Some((k, _)) = l.split_once('=')
-            && k.trim() == key
-        {
-            return Some(i + 1);
-        }
-    }
-    head
-}
-
-/// The line on which `key` is set inside `[section]`.
-fn find_key_line(text: &str, section: &str, key: &str) -> Option<usize> {
-    let mut current = String::new();
-    for (i, raw) in text.lines().enumerate() {
-        let l = raw.trim();
-        if let Some(s) = header(l) {
-            current = s.to_string();
-            continue;
-        }
-        if let Some((k, _)) = l.split_once('=')
-            && current == section
-            && k.trim() == key
-        {
-            return Some(i + 1);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
