@@ -383,6 +383,16 @@ impl FabricState {
         }
     }
 
+    /// Start a sweep: its number (every [`RETRY_UNANSWERED_SWEEPS`]th
+    /// asks again what went unanswered) and the number of nodes.
+    pub fn begin_sweep(&mut self) -> (u64, usize) {
+        self.sweep_no += 1;
+        if self.sweep_no.is_multiple_of(RETRY_UNANSWERED_SWEEPS) {
+            self.retry_unanswered();
+        }
+        (self.sweep_no, self.fabric.nodes.len())
+    }
+
     /// Ask every node again, once, for the optional attributes and the
     /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
     pub fn retry_unanswered(&mut self) {
