@@ -181,6 +181,15 @@ impl AgentRig {
         }
     }
 
+    /// The same rig with its sweeper rebuilt by `f` (a state file,
+    /// rediscovery, a hook after each publication).
+    pub fn with_sweeper(self, f: impl FnOnce(Sweeper) -> Sweeper) -> AgentRig {
+        AgentRig {
+            sweeper: f(self.sweeper),
+            ..self
+        }
+    }
+
     /// The agent after its first sweep.
     pub fn swept(opts: RigOptions) -> AgentRig {
         let mut rig = AgentRig::new(opts);
