@@ -440,6 +440,7 @@ fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
 mod tests {
     use super::*;
     use crate::pm::mad::{MadHeader, parse, response};
+    use crate::sim::{ManualClock, VirtualClock};
     use crate::transport::{Down, IoFault, Received};
     use std::collections::VecDeque;
 
@@ -451,6 +452,9 @@ mod tests {
         outstanding: usize,
         max_outstanding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
         sends: Vec<u16>,
+        /// The engine's time: a receive with nothing to give moves it on
+        /// by its timeout.
+        time: VirtualClock,
     }
 
     impl MadTransport for Fake {
@@ -482,7 +486,7 @@ mod tests {
                     Ok(Some(r))
                 }
                 None => {
-                    std::thread::sleep(timeout.min(Duration::from_millis(5)));
+                    self.time.advance(timeout);
                     Ok(None)
                 }
             }
@@ -507,7 +511,9 @@ mod tests {
             outstanding: 0,
             max_outstanding: Default::default(),
             sends: Vec::new(),
+            time: VirtualClock::new(ManualClock::new()),
         };
+        let time = fake.time.clone();
         let mut engine = Engine::new(
             Box::new(fake),
             EngineConfig {
@@ -515,14 +521,15 @@ mod tests {
                 timeout: Duration::from_millis(300),
                 retries: 2,
             },
-        );
+        )
+        .with_clock(time.clock());
         // Dead LIDs 100..103 first in the queue: live requests must not wait
         // behind them.
         let mut reqs: Vec<MadRequest> = (100..103).map(req).collect();
         reqs.extend((1..=40).map(req));
         let mut order = Vec::new();
-        let started = Instant::now();
-        let stats = engine.run(&reqs, |i, o| order.push((i, o, started.elapsed())));
+        let started = time.now();
+        let stats = engine.run(&reqs, |i, o| order.push((i, o, time.now() - started)));
         assert_eq!(order.len(), reqs.len());
         assert_eq!(stats.replies, 40);
         assert_eq!(stats.timeouts, 3);
@@ -541,6 +548,14 @@ mod tests {
         // Every live reply arrived before the first dead request timed out.
         let first_timeout = order.iter().position(|(i, _, _)| *i < 3).unwrap();
         assert_eq!(first_timeout, 40, "live replies waited behind dead ones");
+        // On virtual time: the live replies at once, the dead requests
+        // after three deadlines each.
+        assert!(order[..40].iter().all(|(_, _, t)| t.is_zero()));
+        assert!(
+            order[40..]
+                .iter()
+                .all(|(_, _, t)| *t == Duration::from_millis(900))
+        );
     }
 
     /// Stamps a transport route byte into bit 24..31 of every reply's TID,
@@ -567,7 +582,9 @@ mod tests {
             outstanding: 0,
             max_outstanding: Default::default(),
             sends: Vec::new(),
+            time: VirtualClock::new(ManualClock::new()),
         };
+        let time = fake.time.clone();
         let mut engine = Engine::new(
             Box::new(Stamping(fake, 0xA5)),
             EngineConfig {
@@ -575,7 +592,8 @@ mod tests {
                 timeout: Duration::from_millis(500),
                 retries: 0,
             },
-        );
+        )
+        .with_clock(time.clock());
         // Start just below the 24-bit wrap.
         engine.win.set_next_tid(TID_MASK - 2);
         let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
@@ -594,7 +612,9 @@ mod tests {
             outstanding: 0,
             max_outstanding: max.clone(),
             sends: Vec::new(),
+            time: VirtualClock::new(ManualClock::new()),
         };
+        let time = fake.time.clone();
         let mut engine = Engine::new(
             Box::new(fake),
             EngineConfig {
@@ -602,7 +622,8 @@ mod tests {
                 timeout: Duration::from_millis(500),
                 retries: 0,
             },
-        );
+        )
+        .with_clock(time.clock());
         let reqs: Vec<MadRequest> = (1..=20).map(req).collect();
         let mut n = 0;
         let stats = engine.run(&reqs, |_, o| {
