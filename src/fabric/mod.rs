@@ -19,5 +19,5 @@ pub mod state;
 pub mod strikes;
 pub mod sweep;
 #[cfg(test)]
-mod sweep_driver_tests;
+mod tests;
 pub mod window;

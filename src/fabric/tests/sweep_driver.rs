@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::control::{ControlConfig, Controller, WriteError, WriteOp};
-use super::settings::SweepConfig;
-use super::sweep::{REOPEN_FIRST, REOPEN_MAX, Rediscover, STATE_SAVE_EVERY, Sweeper};
+use crate::fabric::control::{ControlConfig, Controller, WriteError, WriteOp};
+use crate::fabric::settings::SweepConfig;
+use crate::fabric::sweep::{REOPEN_FIRST, REOPEN_MAX, Rediscover, STATE_SAVE_EVERY, Sweeper};
 use crate::ib::NodeType;
 use crate::rig::{AgentRig, RigOptions};
 use crate::sim::SimTransport;
