@@ -227,7 +227,7 @@ fn wait_until(next: Instant, shutdown: &AtomicBool, clock: &dyn Fn() -> Instant)
 impl Sweeper {
     /// A sweeper on the engine's clock.
     pub fn new(state: SharedState, engine: Engine, cache: Arc<Cache>) -> Self {
-        let interval = state.lock().cfg.interval;
+        let interval = state.lock().config().interval;
         let clock = Arc::clone(engine.clock());
         Sweeper {
             state,
@@ -316,7 +316,7 @@ impl Sweeper {
 
     /// Merge a fabric handed over by rediscovery, between sweeps.
     fn merge_pending(&mut self, now: Instant) {
-        let Some(fabric) = self.state.lock().pending.take() else {
+        let Some(fabric) = self.state.lock().take_pending() else {
             return;
         };
         let report = match &self.controller {
@@ -428,7 +428,7 @@ impl Sweeper {
         let first = sweep_no == 1;
         let mut answered = vec![false; n];
         let mut tally = self.read_class_port_info(n, first, &mut answered);
-        if !self.engine.transport_failed() && self.state.lock().cfg.mads {
+        if !self.engine.transport_failed() && self.state.lock().config().mads {
             let slots = SlotStream::new(&self.state.lock());
             tally += self.run_slots(&slots, &mut answered, first, "counters");
         }
@@ -455,10 +455,7 @@ impl Sweeper {
         if stats.transport_down.is_none() {
             let mut st = self.state.lock();
             st.end_sweep(&answered);
-            st.figures.ended = Some(ended);
-            st.figures.duration_ms = stats.elapsed.as_millis() as u64;
-            st.figures.mads = stats.mads;
-            st.figures.timeouts = stats.timeouts;
+            st.sweep_figures(ended, stats.elapsed, stats.mads, stats.timeouts);
             st.publish(&self.cache);
         }
         self.notify();
@@ -480,9 +477,7 @@ impl Sweeper {
             let slots: Vec<PackedSlot> = {
                 let st = self.state.lock();
                 (0..n)
-                    .filter(|&ni| {
-                        st.cfg.mads && st.nodes[ni].cpi_stale && st.pma(ni, None).is_some()
-                    })
+                    .filter(|&ni| st.class_port_info_due(ni))
                     .map(|ni| Slot::Cpi(ni).into())
                     .collect()
             };
@@ -531,7 +526,7 @@ impl Sweeper {
     /// every `health_every` sweeps, else at debug.
     fn log_health(&self, stats: &SweepStats, first: bool) {
         let sweep_no = stats.sweep;
-        let health_every = u64::from(self.state.lock().cfg.health_every);
+        let health_every = u64::from(self.state.lock().config().health_every);
         if first || (health_every > 0 && sweep_no.is_multiple_of(health_every)) {
             let ms = stats.elapsed.as_millis() as u64;
             // The figures also as fields, for the scripts that read them.
