@@ -93,7 +93,13 @@ fn the_backoff_after_a_transport_death_doubles_up_to_its_cap() {
         })
     });
     let n = rig.fabric().nodes.len();
-    assert_eq!(rig.step_and_wait(), interval);
+    let t0 = rig.time.now();
+    assert_eq!(rig.step(), t0 + interval);
+    // Waking early does nothing.
+    rig.time.advance(Duration::from_millis(700));
+    assert_eq!(rig.step(), t0 + interval);
+    assert_eq!(rig.cache.load().sweep, 1);
+    rig.time.advance_to(t0 + interval);
     assert_eq!(rig.step_and_wait(), interval);
     assert_eq!(rig.cache.load().sweep, 2);
     dead.store(true, Ordering::Relaxed);
