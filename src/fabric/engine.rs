@@ -163,7 +163,7 @@ impl Engine {
         reqs: &[R],
         mut on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
-        self.run_requests(reqs, |i, o, _| on_done(i, o))
+        self.run_requests(reqs, |i, o, _| on_done(i, o), || {})
     }
 
     /// [`Self::run`] whose `on_done(index, outcome, now)` is also given
@@ -173,20 +173,28 @@ impl Engine {
         reqs: &[R],
         on_done: impl FnMut(usize, MadOutcome, Instant),
     ) -> BatchStats {
-        self.run_requests(reqs, on_done)
+        self.run_requests(reqs, on_done, || {})
     }
 
-    /// [`Self::run_at`] with requests made as they are sent.
+    /// [`Self::run_at`] with requests made as they are sent, and
+    /// `on_wait` called each time the engine is about to wait on the
+    /// transport (to let go of what its requests and outcomes hold, a
+    /// lock, while it waits).
     pub fn run_requests<Q: Requests + ?Sized>(
         &mut self,
         reqs: &Q,
         on_done: impl FnMut(usize, MadOutcome, Instant),
+        on_wait: impl FnMut(),
     ) -> BatchStats {
         let _ = self.win.take_stats();
         for i in 0..reqs.count() {
             self.win.push(i);
         }
-        let mut batch = Batch { reqs, on_done };
+        let mut batch = Batch {
+            reqs,
+            on_done,
+            on_wait,
+        };
         let opts = DriveOptions {
             cancel: self.cancel.as_deref(),
             ..Default::default()
@@ -255,12 +263,22 @@ impl<R: Request> Requests for [R] {
 }
 
 /// One [`Engine::run`]: requests by index, outcomes to a callback.
-struct Batch<'a, Q: ?Sized, F> {
+struct Batch<'a, Q: ?Sized, F, W> {
     reqs: &'a Q,
     on_done: F,
+    on_wait: W,
 }
 
-impl<Q: Requests + ?Sized, F: FnMut(usize, MadOutcome, Instant)> Requester for Batch<'_, Q, F> {
+impl<Q, F, W> Requester for Batch<'_, Q, F, W>
+where
+    Q: Requests + ?Sized,
+    F: FnMut(usize, MadOutcome, Instant),
+    W: FnMut(),
+{
+    fn wait(&mut self) {
+        (self.on_wait)();
+    }
+
     fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])> {
         self.reqs.build(tx.index, wire_tid(tx.tid))
     }
@@ -294,6 +312,8 @@ pub trait Requester {
         let _ = now;
         self.on_event(win, ev)
     }
+    /// The drive is about to wait on the transport.
+    fn wait(&mut self) {}
 }
 
 /// How often a cancellable [`drive`] looks at its flag.
@@ -397,6 +417,7 @@ pub fn drive_with(
         if opts.cancel.is_some() {
             wait = wait.min(CANCEL_POLL);
         }
+        req.wait();
         let rx = transport.recv(wait);
         let now = clock();
         match rx {

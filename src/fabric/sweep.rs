@@ -21,8 +21,8 @@
 //! there and it is never cleared.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,7 @@ use super::cache::Cache;
 use super::control::Controller;
 use super::engine::{Clock, Engine, MadOutcome, Request, Requests};
 use super::plan::{self, PmGet, SlotStream, Slots};
-use super::state::{PackedSlot, SharedState, Slot};
+use super::state::{FabricState, PackedSlot, SharedState, Slot};
 use crate::transport::{MadAddr, TransportError};
 
 /// What one sweep did.
@@ -179,20 +179,57 @@ impl Every {
 /// A batch of Gets made from their slots as they are sent: a batch holds
 /// its slots (8 bytes a request, or a window's worth of them with a
 /// [`SlotStream`]), not the requests.
-struct SlotRequests<'a, S: ?Sized> {
+struct SlotRequests<'a, 'h, S: ?Sized> {
     slots: &'a S,
-    state: &'a SharedState,
+    held: &'a Held<'h>,
 }
 
-impl<S: Slots + ?Sized> Requests for SlotRequests<'_, S> {
+impl<S: Slots + ?Sized> Requests for SlotRequests<'_, '_, S> {
     fn count(&self) -> usize {
         self.slots.count()
     }
 
     fn build(&self, i: usize, tid: u64) -> Option<(MadAddr, [u8; crate::transport::MAD_SIZE])> {
-        let st = self.state.lock();
-        let get = PmGet::of(&st, Slot::from(self.slots.slot(&st, i)?))?;
-        Some((get.to, get.mad(tid)))
+        self.held.with(|st| {
+            let get = PmGet::of(st, Slot::from(self.slots.slot(st, i)?))?;
+            Some((get.to, get.mad(tid)))
+        })
+    }
+}
+
+/// The state's lock during a batch: taken by the first send or outcome
+/// after a wait and held until the engine waits again, so that a MAD
+/// (made when sent, folded in when it ends) costs one lock, not two; and
+/// the heap trim a publication made due, done once the lock is let go.
+struct Held<'a> {
+    state: &'a SharedState,
+    guard: std::cell::RefCell<Option<MutexGuard<'a, FabricState>>>,
+    trim: std::cell::Cell<bool>,
+}
+
+impl<'a> Held<'a> {
+    fn new(state: &'a SharedState) -> Held<'a> {
+        Held {
+            state,
+            guard: Default::default(),
+            trim: Default::default(),
+        }
+    }
+
+    /// `f` on the state, locked if it is not yet.
+    fn with<R>(&self, f: impl FnOnce(&mut FabricState) -> R) -> R {
+        let mut g = self.guard.borrow_mut();
+        f(g.get_or_insert_with(|| self.state.lock()))
+    }
+
+    /// Let go of the lock; give free heap pages back if a publication
+    /// made that due (the write path and the DOCA sampler do not wait on
+    /// the trim).
+    fn release(&self) {
+        self.guard.borrow_mut().take();
+        if self.trim.take() {
+            crate::heap::trim();
+        }
     }
 }
 
@@ -519,7 +556,16 @@ impl Sweeper {
             ports = reqs.len(),
             "clearing counters past 75% of their range"
         );
-        self.run_batch(reqs.as_slice(), slots.as_slice(), answered, false, "clears")
+        let state = self.state.clone();
+        let held = Held::new(&state);
+        self.run_batch(
+            &held,
+            reqs.as_slice(),
+            slots.as_slice(),
+            answered,
+            false,
+            "clears",
+        )
     }
 
     /// The sweep's line in the log: at info after the first sweep and
@@ -565,11 +611,9 @@ impl Sweeper {
         what: &str,
     ) -> Tally {
         let state = self.state.clone();
-        let reqs = SlotRequests {
-            slots,
-            state: &state,
-        };
-        self.run_batch(&reqs, slots, answered, log_progress, what)
+        let held = Held::new(&state);
+        let reqs = SlotRequests { slots, held: &held };
+        self.run_batch(&held, &reqs, slots, answered, log_progress, what)
     }
 
     /// Send one batch and fold the outcomes into the state: the number of
@@ -577,6 +621,7 @@ impl Sweeper {
     /// that did.
     fn run_batch<Q: Requests + ?Sized, S: Slots + ?Sized>(
         &mut self,
+        held: &Held<'_>,
         reqs: &Q,
         slots: &S,
         answered: &mut [bool],
@@ -588,45 +633,44 @@ impl Sweeper {
         let mut done = 0usize;
         let sent = (self.clock)();
         let mut progress = Every::new(FIRST_SWEEP_PROGRESS, sent);
-        let state = &self.state;
         let cache = &self.cache;
-        let stats = self.engine.run_requests(reqs, |i, outcome, now| {
+        let on_done = |i, outcome, now| {
             done += 1;
-            let mut st = state.lock();
-            let slot = slots.slot(&st, i);
-            slots.ended(i);
-            // An index that stands for no request changes nothing.
-            let Some(slot) = slot.map(Slot::from) else {
-                return;
-            };
-            if outcome == MadOutcome::Timeout {
-                if st.is_probe(slot) {
-                    tally.optional_timeouts += 1;
-                } else {
-                    tally.timeouts += 1;
+            held.with(|st| {
+                let slot = slots.slot(st, i);
+                slots.ended(i);
+                // An index that stands for no request changes nothing.
+                let Some(slot) = slot.map(Slot::from) else {
+                    return;
+                };
+                if outcome == MadOutcome::Timeout {
+                    if st.is_probe(slot) {
+                        tally.optional_timeouts += 1;
+                    } else {
+                        tally.timeouts += 1;
+                    }
                 }
-            }
-            st.apply(slot, outcome, (sent, now), answered);
-            // Records the sweep copied replace the published ones as it
-            // goes: the memory of two versions stays bounded, and the pages
-            // of the records replaced go back at once rather than when the
-            // sweep ends (after the state's lock is let go: the write path
-            // and the DOCA sampler do not wait on the trim).
-            let published = st.publish_if_due(cache, answered).is_some();
-            if log_progress && progress.due(now) {
-                // Serve from the first second: the nodes read so far get
-                // their rows now, not when the first sweep ends.
-                let rows = st.publish_partial(cache, answered);
-                info!(
-                    nodes_with_rows = rows,
-                    "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
-                );
-            }
-            drop(st);
-            if published {
-                crate::heap::trim();
-            }
-        });
+                st.apply(slot, outcome, (sent, now), answered);
+                // Records the sweep copied replace the published ones as
+                // it goes: the memory of two versions stays bounded, and
+                // the pages of the records replaced go back at once
+                // rather than when the sweep ends.
+                if st.publish_if_due(cache, answered).is_some() {
+                    held.trim.set(true);
+                }
+                if log_progress && progress.due(now) {
+                    // Serve from the first second: the nodes read so far
+                    // get their rows now, not when the first sweep ends.
+                    let rows = st.publish_partial(cache, answered);
+                    info!(
+                        nodes_with_rows = rows,
+                        "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
+                    );
+                }
+            })
+        };
+        let stats = self.engine.run_requests(reqs, on_done, || held.release());
+        held.release();
         tally.mads = stats.sent;
         tally
     }
@@ -800,9 +844,10 @@ mod tests {
         (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
-    /// Looks at the sweeper's state before every send: the most port
-    /// records copied and not yet published beyond the budget, and how
-    /// many snapshots were published.
+    /// Looks at the sweeper's state each time its engine waits (the
+    /// sweeper holds the state's lock from a round's sends and outcomes
+    /// until then): the most port records copied and not yet published
+    /// beyond the budget, and how many snapshots were published.
     struct CopyWatch {
         inner: crate::sim::SimTransport,
         state: Arc<std::sync::OnceLock<(SharedState, Arc<Cache>)>>,
@@ -814,6 +859,9 @@ mod tests {
 
     impl MadTransport for CopyWatch {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             if let Some((state, cache)) = self.state.get() {
                 let (copies, budget) = state.lock().copies_pending();
                 self.excess
@@ -824,9 +872,6 @@ mod tests {
                 }
                 self.last = Some(snap);
             }
-            self.inner.send(to, m)
-        }
-        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
     }
@@ -860,7 +905,7 @@ mod tests {
         assert_eq!(st.answered, 160);
         // Every record is copied once a sweep: 10,240 port records against
         // a budget of 4,096, so two publications come before the sweep's
-        // own (seen at the next send, so the sweep's own is not counted).
+        // own (seen at the next wait, so the sweep's own is not counted).
         assert_eq!(rig.state.lock().copies_pending().1, 4096);
         assert!(published.load(Ordering::Relaxed) >= 2, "{published:?}");
         // Never more than one record's ports past the budget.
