@@ -15,7 +15,7 @@ use crate::fabric::control::Controller;
 use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
 use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
-use crate::fabric::sweep::Sweeper;
+use crate::fabric::sweep::{AskRediscovery, Rediscover, Sweeper};
 use crate::ib::topology::{self, TopologyError};
 use crate::ib::{Escaped, Fabric, NodeType};
 use crate::mib::schema::PM_ROOT;
@@ -413,38 +413,32 @@ impl MadTransport for NoMads {
     }
 }
 
-/// Discover the fabric every `every` and hand it to the sweeper, until
-/// `shutdown`. A failed discovery is logged and tried again next time.
+/// Discover the fabric (or refresh its PortInfo) when the sweeper asks,
+/// and hand it to the sweeper, until `shutdown` or until the sweeper is
+/// gone. A failed discovery is logged and tried again when next asked.
+/// Returns what the sweeper asks through (a request while one is running
+/// or waiting is dropped).
 fn spawn_rediscovery(
     mut source: Box<dyn FabricSource>,
     state: SharedState,
-    rediscover: Option<Duration>,
-    portinfo: Option<Duration>,
     shutdown: Arc<AtomicBool>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
+) -> std::io::Result<(AskRediscovery, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Rediscover>(1);
+    let t = std::thread::Builder::new()
         .name("rediscovery".into())
         .spawn(move || {
-            let now = Instant::now();
-            let mut next_discovery = rediscover.map(|d| now + d);
-            let mut next_refresh = portinfo.map(|d| now + d);
-            loop {
-                if shutdown.load(Ordering::Relaxed) {
-                    return;
-                }
-                let now = Instant::now();
-                let (what, result) = if next_discovery.is_some_and(|t| now >= t) {
-                    next_discovery = rediscover.map(|d| now + d);
-                    // A discovery reads every PortInfo too.
-                    next_refresh = portinfo.map(|d| now + d);
-                    ("rediscovery", source.discover(&shutdown))
-                } else if next_refresh.is_some_and(|t| now >= t) {
-                    next_refresh = portinfo.map(|d| now + d);
-                    let known = state.lock().fabric().clone();
-                    ("port info refresh", source.refresh(&known, &shutdown))
-                } else {
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
+            while !shutdown.load(Ordering::Relaxed) {
+                let what = match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(what) => what,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                };
+                let (what, result) = match what {
+                    Rediscover::Discover => ("rediscovery", source.discover(&shutdown)),
+                    Rediscover::Refresh => {
+                        let known = state.lock().fabric().clone();
+                        ("port info refresh", source.refresh(&known, &shutdown))
+                    }
                 };
                 match result {
                     Ok(f) => state.lock().offer(f),
@@ -454,7 +448,11 @@ fn spawn_rediscovery(
                     Err(_) => return,
                 }
             }
-        })
+        })?;
+    let ask: AskRediscovery = Box::new(move |what| {
+        let _ = tx.try_send(what);
+    });
+    Ok((ask, t))
 }
 
 /// How long a frozen simulated fabric (`sim.traffic = false`) has run.
@@ -776,9 +774,10 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     }
     let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
     if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
-        let t = spawn_rediscovery(source, state, rediscover, portinfo, running.shutdown.flag())
+        let (ask, t) = spawn_rediscovery(source, state, running.shutdown.flag())
             .map_err(AppError::start("rediscovery"))?;
         running.threads.push(("rediscovery", t));
+        sweeper = sweeper.with_rediscovery(rediscover, portinfo, ask);
     }
 
     let endpoint_counters = Arc::new(EndpointCounters::default());

@@ -30,7 +30,7 @@ use crate::ib::{Fabric, Node, NodeType};
 use crate::mib::view::MibView;
 use crate::pm::mad::{self, attr, method, status};
 use crate::pm::{PortCounters, PortCountersExtended, PortSamplesControl, PortSamplesResult};
-use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimTransport};
+use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimTransport, VirtualClock};
 use crate::transport::{MadAddr, MadTransport};
 
 /// The 192-byte data area of a PM MAD.
@@ -114,11 +114,16 @@ impl Default for RigOptions {
 
 /// The simulated agent: a simulated fabric on a manual clock, the sweeper
 /// over its own simulator transport, the write path (controller) over two
-/// more, and the cache they fill. Nothing runs on its own: call
-/// [`AgentRig::sweep`] and move [`AgentRig::clock`].
+/// more, and the cache they fill, all on one virtual time: the agent reads
+/// [`AgentRig::time`], which is [`AgentRig::clock`] as instants, and a
+/// simulator transport waiting for a reply that does not come moves it on
+/// instead of sleeping. Nothing runs on its own: call [`AgentRig::sweep`]
+/// or [`AgentRig::step`] and move the clock.
 pub struct AgentRig {
     pub sim: SimFabric,
     pub clock: ManualClock,
+    /// The agent's time: `clock` as instants.
+    pub time: VirtualClock,
     pub cache: Arc<Cache>,
     pub state: SharedState,
     pub sweeper: Sweeper,
@@ -148,24 +153,40 @@ impl AgentRig {
                 ..Default::default()
             },
         );
+        let time = VirtualClock::new(clock.clone());
+        let transport = || sim.transport().on_virtual_time(time.clone());
         let cache = Arc::new(Cache::new());
-        let state = SharedState::new(sim.fabric(), opts.sweep, std::time::Instant::now());
-        let engine = Engine::new(wrap(&sim, sim.transport()), opts.engine);
-        let sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
-        let controller = Arc::new(Controller::new(
-            state.clone(),
-            Arc::clone(&cache),
-            Box::new(sim.transport()),
-            Box::new(sim.transport()),
-            opts.control,
-        ));
+        let state = SharedState::new(sim.fabric(), opts.sweep, time.now());
+        let engine = Engine::new(wrap(&sim, transport()), opts.engine);
+        let sweeper =
+            Sweeper::new(state.clone(), engine, Arc::clone(&cache)).with_clock(time.clock());
+        let controller = Arc::new(
+            Controller::new(
+                state.clone(),
+                Arc::clone(&cache),
+                Box::new(transport()),
+                Box::new(transport()),
+                opts.control,
+            )
+            .with_clock(time.clock()),
+        );
         AgentRig {
             sim,
             clock,
+            time,
             cache,
             state,
             sweeper,
             controller,
+        }
+    }
+
+    /// The same rig with its sweeper rebuilt by `f` (a state file,
+    /// rediscovery, a hook after each publication).
+    pub fn with_sweeper(self, f: impl FnOnce(Sweeper) -> Sweeper) -> AgentRig {
+        AgentRig {
+            sweeper: f(self.sweeper),
+            ..self
         }
     }
 
@@ -184,6 +205,22 @@ impl AgentRig {
     /// Moves simulated time on.
     pub fn advance(&self, d: Duration) {
         self.clock.advance(d);
+    }
+
+    /// One step of the sweeper's driver at the virtual time now (what is
+    /// due: a sweep, a reopen, a save of the state file, a request for
+    /// rediscovery); returns when the next is due.
+    pub fn step(&mut self) -> std::time::Instant {
+        self.sweeper.step(self.time.now())
+    }
+
+    /// [`Self::step`] and the time moved on to when the next step is due,
+    /// as the sweeper's thread would wait; returns how long that was.
+    pub fn step_and_wait(&mut self) -> Duration {
+        let next = self.step();
+        let wait = next.saturating_duration_since(self.time.now());
+        self.time.advance_to(next);
+        wait
     }
 
     /// A MIB view of the cache that accepts writes through the controller.

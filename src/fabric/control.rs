@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
 use super::cache::Cache;
-use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
+use super::engine::{Clock, Engine, EngineConfig, MadOutcome, MadRequest, system_clock};
 use super::mads::{get, port_counters_data};
 use super::state::{FabricState, SharedState, Slot};
 use crate::ib::{Guid, NodeType};
@@ -115,6 +115,8 @@ pub struct Controller {
     /// Node indexes with a sample running.
     watch: Mutex<BTreeSet<usize>>,
     cfg: ControlConfig,
+    /// Where the writes and the polls read the time.
+    clock: Clock,
 }
 
 impl Controller {
@@ -139,7 +141,18 @@ impl Controller {
             poller: Mutex::new(Engine::new(poll_transport, ecfg)),
             watch: Mutex::new(BTreeSet::new()),
             cfg,
+            clock: system_clock(),
         }
+    }
+
+    /// The writes and the polls read the time from `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        for engine in [&mut self.writer, &mut self.poller] {
+            let engine = engine.get_mut().unwrap_or_else(|e| e.into_inner());
+            engine.set_clock(Arc::clone(&clock));
+        }
+        self.clock = clock;
+        self
     }
 
     pub fn config(&self) -> ControlConfig {
@@ -206,9 +219,10 @@ impl Controller {
         }
 
         let mut engine = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let sent = Instant::now();
-        let mut outcomes: Vec<Option<MadOutcome>> = vec![None; reqs.len()];
-        engine.run(&reqs, |i, o| outcomes[i] = Some(o));
+        let sent = (self.clock)();
+        // The outcomes and when each was taken.
+        let mut outcomes: Vec<Option<(MadOutcome, Instant)>> = vec![None; reqs.len()];
+        engine.run_at(&reqs, |i, o, now| outcomes[i] = Some((o, now)));
 
         // Fold confirmed writes in; collect read-backs for what the Set
         // reply does not show (all-port clears, sample results).
@@ -220,7 +234,7 @@ impl Controller {
             let mut answered = vec![false; st.fabric().nodes.len()];
             for (ri, outcome) in outcomes.into_iter().enumerate() {
                 let (oi, ni, pi) = meta[ri];
-                let outcome = outcome.unwrap_or(MadOutcome::Timeout);
+                let (outcome, at) = outcome.unwrap_or((MadOutcome::Timeout, sent));
                 results[oi] = match &outcome {
                     MadOutcome::Reply { status: s, .. } if s & !status::REDIRECT == 0 => Ok(()),
                     MadOutcome::Reply { status: s, .. } | MadOutcome::Status(s) => {
@@ -251,12 +265,7 @@ impl Controller {
                         // The Set's reply shows the port after the clear.
                         Some(pi) => {
                             st.mark_agent_clear(ni, pi);
-                            st.apply(
-                                Slot::Counters(ni, pi),
-                                outcome,
-                                (sent, Instant::now()),
-                                &mut answered,
-                            )
+                            st.apply(Slot::Counters(ni, pi), outcome, (sent, at), &mut answered)
                         }
                         None => {
                             let ports = st.fabric().nodes[ni].ports.len();
@@ -277,12 +286,7 @@ impl Controller {
                     },
                     WriteOp::SamplesControl { .. } => {
                         st.mark_samples_written(ni, sent);
-                        st.apply(
-                            Slot::SamplesControl(ni),
-                            outcome,
-                            (sent, Instant::now()),
-                            &mut answered,
-                        );
+                        st.apply(Slot::SamplesControl(ni), outcome, (sent, at), &mut answered);
                         if let Some(to) = st.pma(ni, Some(0)) {
                             for (attr_id, slot) in st.sample_results(ni) {
                                 readback.push(get(to, attr_id, [0; 192]));
@@ -298,12 +302,12 @@ impl Controller {
             }
         }
         if !readback.is_empty() {
-            let sent = Instant::now();
+            let sent = (self.clock)();
             let state = &self.state;
-            engine.run(&readback, |i, o| {
+            engine.run_at(&readback, |i, o, now| {
                 let mut st = state.lock();
                 let mut answered = vec![false; st.fabric().nodes.len()];
-                st.apply(readback_slots[i], o, (sent, Instant::now()), &mut answered);
+                st.apply(readback_slots[i], o, (sent, now), &mut answered);
             });
         }
         drop(engine);
@@ -344,14 +348,12 @@ impl Controller {
                 }
             }
         }
-        let sent = Instant::now();
+        let sent = (self.clock)();
         let mut answered = vec![false; self.state.lock().fabric().nodes.len()];
         {
             let state = &self.state;
-            engine.run(&reqs, |i, o| {
-                state
-                    .lock()
-                    .apply(slots[i], o, (sent, Instant::now()), &mut answered)
+            engine.run_at(&reqs, |i, o, now| {
+                state.lock().apply(slots[i], o, (sent, now), &mut answered)
             });
         }
         let snap_done: Vec<usize> = {

@@ -3,6 +3,7 @@
 //! blocking behind a node that does not answer) over a [`MadTransport`].
 //! Replies are matched on the [`TID_MASK`] bits of the transaction ID.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -79,11 +80,28 @@ pub use super::window::MAX_WINDOW;
 /// Counts of one batch.
 pub type BatchStats = WindowStats;
 
+/// Where a driver reads the time: [`system_clock`] in the agent, a virtual
+/// clock in tests (the simulator's transport moves it instead of waiting).
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+/// The monotonic clock: the one place the drivers of `fabric` read the
+/// system's time (the engines, the sweeper and the write path are given
+/// it unless a test gives them a virtual clock).
+pub fn system_clock() -> Clock {
+    Arc::new(monotonic)
+}
+
+fn monotonic() -> Instant {
+    Instant::now()
+}
+
 /// The driver of one [`MadWindow`] over a transport: the only code on the
-/// PM path that reads the clock or touches the transport.
+/// PM path that touches the transport; it reads the time from its
+/// [`Clock`].
 pub struct Engine {
     transport: Box<dyn MadTransport>,
     win: MadWindow,
+    clock: Clock,
     /// How the transport failed as a whole during the last run.
     failure: Option<TransportError>,
     /// Ends a [`run`](Self::run) early (the agent's shutdown signal).
@@ -101,7 +119,24 @@ impl Engine {
             }),
             failure: None,
             cancel: None,
+            clock: system_clock(),
         }
+    }
+
+    /// An engine that reads the time from `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.set_clock(clock);
+        self
+    }
+
+    /// Read the time from `clock` from now on.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// The clock the engine reads.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// An engine whose runs end soon after `cancel` is set (within
@@ -126,27 +161,51 @@ impl Engine {
     pub fn run<R: Request>(
         &mut self,
         reqs: &[R],
-        on_done: impl FnMut(usize, MadOutcome),
+        mut on_done: impl FnMut(usize, MadOutcome),
     ) -> BatchStats {
-        self.run_requests(reqs, on_done)
+        self.run_requests(reqs, |i, o, _| on_done(i, o), || {})
     }
 
-    /// [`Self::run`] with requests made as they are sent.
+    /// [`Self::run`] whose `on_done(index, outcome, now)` is also given
+    /// the time (of the engine's clock) the outcome was taken at.
+    pub fn run_at<R: Request>(
+        &mut self,
+        reqs: &[R],
+        on_done: impl FnMut(usize, MadOutcome, Instant),
+    ) -> BatchStats {
+        self.run_requests(reqs, on_done, || {})
+    }
+
+    /// [`Self::run_at`] with requests made as they are sent, and
+    /// `on_wait` called each time the engine is about to wait on the
+    /// transport (to let go of what its requests and outcomes hold, a
+    /// lock, while it waits).
     pub fn run_requests<Q: Requests + ?Sized>(
         &mut self,
         reqs: &Q,
-        on_done: impl FnMut(usize, MadOutcome),
+        on_done: impl FnMut(usize, MadOutcome, Instant),
+        on_wait: impl FnMut(),
     ) -> BatchStats {
         let _ = self.win.take_stats();
         for i in 0..reqs.count() {
             self.win.push(i);
         }
-        let mut batch = Batch { reqs, on_done };
+        let mut batch = Batch {
+            reqs,
+            on_done,
+            on_wait,
+        };
         let opts = DriveOptions {
             cancel: self.cancel.as_deref(),
             ..Default::default()
         };
-        let end = drive(&mut *self.transport, &mut self.win, &opts, &mut batch);
+        let end = drive_with(
+            &mut *self.transport,
+            &mut self.win,
+            &opts,
+            &mut batch,
+            &*self.clock,
+        );
         let cancelled = matches!(end, DriveEnd::Cancelled);
         self.failure = match end {
             DriveEnd::Failed(e) => Some(e),
@@ -204,23 +263,38 @@ impl<R: Request> Requests for [R] {
 }
 
 /// One [`Engine::run`]: requests by index, outcomes to a callback.
-struct Batch<'a, Q: ?Sized, F> {
+struct Batch<'a, Q: ?Sized, F, W> {
     reqs: &'a Q,
     on_done: F,
+    on_wait: W,
 }
 
-impl<Q: Requests + ?Sized, F: FnMut(usize, MadOutcome)> Requester for Batch<'_, Q, F> {
+impl<Q, F, W> Requester for Batch<'_, Q, F, W>
+where
+    Q: Requests + ?Sized,
+    F: FnMut(usize, MadOutcome, Instant),
+    W: FnMut(),
+{
+    fn wait(&mut self) {
+        (self.on_wait)();
+    }
+
     fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])> {
         self.reqs.build(tx.index, wire_tid(tx.tid))
     }
 
-    fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
+    fn on_event(&mut self, _win: &mut MadWindow, _ev: WindowEvent) -> bool {
+        // `drive_with` calls `on_event_at`.
+        true
+    }
+
+    fn on_event_at(&mut self, _win: &mut MadWindow, ev: WindowEvent, now: Instant) -> bool {
         let (index, outcome) = match ev {
             WindowEvent::Reply { index, mad } => (index, outcome_of(&mad)),
             WindowEvent::Timeout { index } => (index, MadOutcome::Timeout),
             WindowEvent::Failed { index, error } => (index, MadOutcome::Failed(error)),
         };
-        (self.on_done)(index, outcome);
+        (self.on_done)(index, outcome, now);
         true
     }
 }
@@ -233,6 +307,13 @@ pub trait Requester {
     /// One request ended; follow-up requests may be pushed into `win`.
     /// Returning false stops the drive.
     fn on_event(&mut self, win: &mut MadWindow, ev: WindowEvent) -> bool;
+    /// [`Self::on_event`] with the time the drive took the event at.
+    fn on_event_at(&mut self, win: &mut MadWindow, ev: WindowEvent, now: Instant) -> bool {
+        let _ = now;
+        self.on_event(win, ev)
+    }
+    /// The drive is about to wait on the transport.
+    fn wait(&mut self) {}
 }
 
 /// How often a cancellable [`drive`] looks at its flag.
@@ -263,14 +344,26 @@ pub enum DriveEnd {
     Failed(TransportError),
 }
 
-/// Feed `win` from `transport` until it is idle, the requester stops it, or
-/// it is cancelled: the only loop that reads the clock and touches the
-/// transport for a window.
+/// [`drive_with`] on the system's monotonic clock.
 pub fn drive(
     transport: &mut dyn MadTransport,
     win: &mut MadWindow,
     opts: &DriveOptions<'_>,
     req: &mut dyn Requester,
+) -> DriveEnd {
+    drive_with(transport, win, opts, req, &monotonic)
+}
+
+/// Feed `win` from `transport` until it is idle, the requester stops it, or
+/// it is cancelled: the only loop that touches the transport for a window.
+/// It reads the time from `clock` (a transport on virtual time moves that
+/// clock when it has nothing to give, rather than wait).
+pub fn drive_with(
+    transport: &mut dyn MadTransport,
+    win: &mut MadWindow,
+    opts: &DriveOptions<'_>,
+    req: &mut dyn Requester,
+    clock: &dyn Fn() -> Instant,
 ) -> DriveEnd {
     let mut failure = None;
     // Whether any send went out, and the first refusal not caused by the
@@ -282,7 +375,7 @@ pub fn drive(
         if cancelled() {
             return DriveEnd::Cancelled;
         }
-        let now = Instant::now();
+        let now = clock();
         while let Some(tx) = win.poll_transmit(now) {
             let Some((to, mad)) = req.build(tx) else {
                 win.handle_send_error(tx.tid, TransportError::NoAddress);
@@ -302,7 +395,7 @@ pub fn drive(
         }
         let mut stopped = false;
         while let Some(ev) = win.poll_event() {
-            if !req.on_event(win, ev) {
+            if !req.on_event_at(win, ev, now) {
                 stopped = true;
                 break;
             }
@@ -320,12 +413,13 @@ pub fn drive(
         let Some(deadline) = win.poll_timeout() else {
             continue;
         };
-        let mut wait = deadline.saturating_duration_since(Instant::now());
+        let mut wait = deadline.saturating_duration_since(clock());
         if opts.cancel.is_some() {
             wait = wait.min(CANCEL_POLL);
         }
+        req.wait();
         let rx = transport.recv(wait);
-        let now = Instant::now();
+        let now = clock();
         match rx {
             Ok(Some(rx)) => {
                 if opts.class.is_none_or(|c| rx.mad[1] == c) {
@@ -367,6 +461,7 @@ fn outcome_of(raw: &[u8; MAD_SIZE]) -> MadOutcome {
 mod tests {
     use super::*;
     use crate::pm::mad::{MadHeader, parse, response};
+    use crate::sim::{ManualClock, VirtualClock};
     use crate::transport::{Down, IoFault, Received};
     use std::collections::VecDeque;
 
@@ -378,6 +473,9 @@ mod tests {
         outstanding: usize,
         max_outstanding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
         sends: Vec<u16>,
+        /// The engine's time: a receive with nothing to give moves it on
+        /// by its timeout.
+        time: VirtualClock,
     }
 
     impl MadTransport for Fake {
@@ -409,7 +507,7 @@ mod tests {
                     Ok(Some(r))
                 }
                 None => {
-                    std::thread::sleep(timeout.min(Duration::from_millis(5)));
+                    self.time.advance(timeout);
                     Ok(None)
                 }
             }
@@ -434,7 +532,9 @@ mod tests {
             outstanding: 0,
             max_outstanding: Default::default(),
             sends: Vec::new(),
+            time: VirtualClock::new(ManualClock::new()),
         };
+        let time = fake.time.clone();
         let mut engine = Engine::new(
             Box::new(fake),
             EngineConfig {
@@ -442,14 +542,15 @@ mod tests {
                 timeout: Duration::from_millis(300),
                 retries: 2,
             },
-        );
+        )
+        .with_clock(time.clock());
         // Dead LIDs 100..103 first in the queue: live requests must not wait
         // behind them.
         let mut reqs: Vec<MadRequest> = (100..103).map(req).collect();
         reqs.extend((1..=40).map(req));
         let mut order = Vec::new();
-        let started = Instant::now();
-        let stats = engine.run(&reqs, |i, o| order.push((i, o, started.elapsed())));
+        let started = time.now();
+        let stats = engine.run(&reqs, |i, o| order.push((i, o, time.now() - started)));
         assert_eq!(order.len(), reqs.len());
         assert_eq!(stats.replies, 40);
         assert_eq!(stats.timeouts, 3);
@@ -468,6 +569,14 @@ mod tests {
         // Every live reply arrived before the first dead request timed out.
         let first_timeout = order.iter().position(|(i, _, _)| *i < 3).unwrap();
         assert_eq!(first_timeout, 40, "live replies waited behind dead ones");
+        // On virtual time: the live replies at once, the dead requests
+        // after three deadlines each.
+        assert!(order[..40].iter().all(|(_, _, t)| t.is_zero()));
+        assert!(
+            order[40..]
+                .iter()
+                .all(|(_, _, t)| *t == Duration::from_millis(900))
+        );
     }
 
     /// Stamps a transport route byte into bit 24..31 of every reply's TID,
@@ -494,7 +603,9 @@ mod tests {
             outstanding: 0,
             max_outstanding: Default::default(),
             sends: Vec::new(),
+            time: VirtualClock::new(ManualClock::new()),
         };
+        let time = fake.time.clone();
         let mut engine = Engine::new(
             Box::new(Stamping(fake, 0xA5)),
             EngineConfig {
@@ -502,7 +613,8 @@ mod tests {
                 timeout: Duration::from_millis(500),
                 retries: 0,
             },
-        );
+        )
+        .with_clock(time.clock());
         // Start just below the 24-bit wrap.
         engine.win.set_next_tid(TID_MASK - 2);
         let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
@@ -521,7 +633,9 @@ mod tests {
             outstanding: 0,
             max_outstanding: max.clone(),
             sends: Vec::new(),
+            time: VirtualClock::new(ManualClock::new()),
         };
+        let time = fake.time.clone();
         let mut engine = Engine::new(
             Box::new(fake),
             EngineConfig {
@@ -529,7 +643,8 @@ mod tests {
                 timeout: Duration::from_millis(500),
                 retries: 0,
             },
-        );
+        )
+        .with_clock(time.clock());
         let reqs: Vec<MadRequest> = (1..=20).map(req).collect();
         let mut n = 0;
         let stats = engine.run(&reqs, |_, o| {

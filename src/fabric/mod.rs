@@ -18,4 +18,6 @@ pub mod settings;
 pub mod state;
 pub mod strikes;
 pub mod sweep;
+#[cfg(test)]
+mod tests;
 pub mod window;

@@ -7,7 +7,7 @@
 //! node cannot bring back the value from before the write.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 
@@ -407,6 +407,16 @@ impl FabricState {
         }
     }
 
+    /// Start a sweep: its number (every [`RETRY_UNANSWERED_SWEEPS`]th
+    /// asks again what went unanswered) and the number of nodes.
+    pub fn begin_sweep(&mut self) -> (u64, usize) {
+        self.sweep_no += 1;
+        if self.sweep_no.is_multiple_of(RETRY_UNANSWERED_SWEEPS) {
+            self.retry_unanswered();
+        }
+        (self.sweep_no, self.fabric.nodes.len())
+    }
+
     /// Ask every node again, once, for the optional attributes and the
     /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
     pub fn retry_unanswered(&mut self) {
@@ -435,6 +445,32 @@ impl FabricState {
     /// its next sweep.
     pub fn offer(&mut self, fabric: Fabric) {
         self.pending = Some(fabric);
+    }
+
+    /// The fabric handed over by [`Self::offer`] and not merged yet.
+    pub fn take_pending(&mut self) -> Option<Fabric> {
+        self.pending.take()
+    }
+
+    /// The sweep's settings.
+    pub fn config(&self) -> &SweepConfig {
+        &self.cfg
+    }
+
+    /// Node `ni`'s ClassPortInfo is to be read (again) this sweep: MADs
+    /// are sent, it has not answered it (or its PMA moved), and its PMA
+    /// has an address.
+    pub fn class_port_info_due(&self, ni: usize) -> bool {
+        self.cfg.mads && self.nodes[ni].cpi_stale && self.pma(ni, None).is_some()
+    }
+
+    /// The figures of the sweep that ended at `ended` after `elapsed`,
+    /// for the agent's scalars.
+    pub fn sweep_figures(&mut self, ended: Instant, elapsed: Duration, mads: u64, timeouts: u64) {
+        self.figures.ended = Some(ended);
+        self.figures.duration_ms = elapsed.as_millis() as u64;
+        self.figures.mads = mads;
+        self.figures.timeouts = timeouts;
     }
 
     /// The address of the node's PMA; for a CA, the PMA of the port at index

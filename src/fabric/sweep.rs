@@ -21,8 +21,8 @@
 //! there and it is never cleared.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -30,10 +30,9 @@ use tracing::{debug, error, info, warn};
 
 use super::cache::Cache;
 use super::control::Controller;
-use super::engine::{Engine, MadOutcome, MadRequest, Request, Requests};
+use super::engine::{Clock, Engine, MadOutcome, Request, Requests};
 use super::plan::{self, PmGet, SlotStream, Slots};
-use super::state::{PackedSlot, SharedState, Slot};
-use super::strikes::RETRY_UNANSWERED_SWEEPS;
+use super::state::{FabricState, PackedSlot, SharedState, Slot};
 use crate::transport::{MadAddr, TransportError};
 
 /// What one sweep did.
@@ -72,15 +71,21 @@ pub struct Sweeper {
     state: SharedState,
     engine: Engine,
     cache: Arc<Cache>,
+    /// Where the sweeper reads the time (the engine reads the same).
+    clock: Clock,
     /// Set while the transport is down: the wait before the next reopen.
     reopen_backoff: Option<Duration>,
     interval: Duration,
     /// The write path, paused while a newly discovered fabric is merged.
     controller: Option<Arc<Controller>>,
-    /// Where the 64-bit totals are saved, and when they last were.
-    state_file: Option<(PathBuf, Instant)>,
+    /// Where the 64-bit totals are saved.
+    state_file: Option<PathBuf>,
     /// Runs after each published snapshot (the notifications).
     after_publish: Option<AfterPublish>,
+    /// Asks for a discovery or a PortInfo refresh when one is due.
+    rediscovery: Option<Rediscovery>,
+    /// When each kind of work is due next.
+    timers: Timers,
 }
 
 /// How often the 64-bit totals are written to the state file (and once
@@ -90,6 +95,64 @@ pub const STATE_SAVE_EVERY: Duration = Duration::from_secs(300);
 /// During the first sweep, how often the nodes read so far are published
 /// (and the progress logged).
 const FIRST_SWEEP_PROGRESS: Duration = Duration::from_secs(1);
+
+/// What the sweeper asks of rediscovery when it is due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rediscover {
+    /// Discover the whole fabric again (its PortInfo too).
+    Discover,
+    /// Read the port facts (state, width, speed) of the known fabric.
+    Refresh,
+}
+
+/// Hands a [`Rediscover`] to whatever discovers (a thread of its own: a
+/// discovery never holds up a sweep); the fabric it finds comes back
+/// through [`FabricState::offer`](super::state::FabricState::offer) and
+/// is merged before the next sweep.
+pub type AskRediscovery = Box<dyn FnMut(Rediscover) + Send>;
+
+/// Rediscovery's periods and where its requests go.
+struct Rediscovery {
+    every: Option<Duration>,
+    refresh_every: Option<Duration>,
+    ask: AskRediscovery,
+}
+
+/// When each kind of the sweeper's work is due next (`None`: never, or
+/// not before something else happens); all unset until the first step.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timers {
+    started: bool,
+    /// The next sweep (while the transport works).
+    sweep: Option<Instant>,
+    /// The next reopen of a failed transport (a sweep follows at once).
+    reopen: Option<Instant>,
+    /// The next save of the state file.
+    save: Option<Instant>,
+    /// The next discovery and PortInfo refresh.
+    discover: Option<Instant>,
+    refresh: Option<Instant>,
+}
+
+impl Timers {
+    /// The earliest of them.
+    fn next(&self) -> Option<Instant> {
+        let sweep = if self.reopen.is_some() {
+            self.reopen
+        } else {
+            self.sweep
+        };
+        [sweep, self.save, self.discover, self.refresh]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// `at` has come by `now`.
+fn due(at: Option<Instant>, now: Instant) -> bool {
+    at.is_some_and(|at| at <= now)
+}
 
 /// A period's ticks: due once `period` has passed since the last one
 /// (pure: the time is passed in).
@@ -116,54 +179,144 @@ impl Every {
 /// A batch of Gets made from their slots as they are sent: a batch holds
 /// its slots (8 bytes a request, or a window's worth of them with a
 /// [`SlotStream`]), not the requests.
-struct SlotRequests<'a, S: ?Sized> {
+struct SlotRequests<'a, 'h, S: ?Sized> {
     slots: &'a S,
-    state: &'a SharedState,
+    held: &'a Held<'h>,
 }
 
-impl<S: Slots + ?Sized> Requests for SlotRequests<'_, S> {
+impl<S: Slots + ?Sized> Requests for SlotRequests<'_, '_, S> {
     fn count(&self) -> usize {
         self.slots.count()
     }
 
     fn build(&self, i: usize, tid: u64) -> Option<(MadAddr, [u8; crate::transport::MAD_SIZE])> {
-        let st = self.state.lock();
-        let get = PmGet::of(&st, Slot::from(self.slots.slot(&st, i)?))?;
-        Some((get.to, get.mad(tid)))
+        self.held.with(|st| {
+            let get = PmGet::of(st, Slot::from(self.slots.slot(st, i)?))?;
+            Some((get.to, get.mad(tid)))
+        })
+    }
+}
+
+/// The state's lock during a batch: taken by the first send or outcome
+/// after a wait and held until the engine waits again, so that a MAD
+/// (made when sent, folded in when it ends) costs one lock, not two; and
+/// the heap trim a publication made due, done once the lock is let go.
+struct Held<'a> {
+    state: &'a SharedState,
+    guard: std::cell::RefCell<Option<MutexGuard<'a, FabricState>>>,
+    trim: std::cell::Cell<bool>,
+}
+
+impl<'a> Held<'a> {
+    fn new(state: &'a SharedState) -> Held<'a> {
+        Held {
+            state,
+            guard: Default::default(),
+            trim: Default::default(),
+        }
+    }
+
+    /// `f` on the state, locked if it is not yet.
+    fn with<R>(&self, f: impl FnOnce(&mut FabricState) -> R) -> R {
+        let mut g = self.guard.borrow_mut();
+        f(g.get_or_insert_with(|| self.state.lock()))
+    }
+
+    /// Let go of the lock; give free heap pages back if a publication
+    /// made that due (the write path and the DOCA sampler do not wait on
+    /// the trim).
+    fn release(&self) {
+        self.guard.borrow_mut().take();
+        if self.trim.take() {
+            crate::heap::trim();
+        }
+    }
+}
+
+/// What the batches of one sweep counted.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    mads: u64,
+    timeouts: u64,
+    optional_timeouts: u64,
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, o: Tally) {
+        self.mads += o.mads;
+        self.timeouts += o.timeouts;
+        self.optional_timeouts += o.optional_timeouts;
+    }
+}
+
+/// Sleep until `next` by `clock`, waking every 100 ms at most to see
+/// `shutdown`.
+fn wait_until(next: Instant, shutdown: &AtomicBool, clock: &dyn Fn() -> Instant) {
+    while !shutdown.load(Ordering::Relaxed) {
+        let left = next.saturating_duration_since(clock());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
     }
 }
 
 impl Sweeper {
+    /// A sweeper on the engine's clock.
     pub fn new(state: SharedState, engine: Engine, cache: Arc<Cache>) -> Self {
-        let interval = state.lock().cfg.interval;
+        let interval = state.lock().config().interval;
+        let clock = Arc::clone(engine.clock());
         Sweeper {
             state,
             engine,
             cache,
+            clock,
             interval,
             reopen_backoff: None,
             controller: None,
             state_file: None,
             after_publish: None,
+            rediscovery: None,
+            timers: Timers::default(),
         }
+    }
+
+    /// The sweeper and its engine read the time from `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.engine = self.engine.with_clock(Arc::clone(&clock));
+        self.clock = clock;
+        self
     }
 
     /// Save the 64-bit totals to `path` every [`STATE_SAVE_EVERY`] and
     /// when stopping.
     pub fn with_state_file(mut self, path: PathBuf) -> Self {
-        self.state_file = Some((path, Instant::now()));
+        self.state_file = Some(path);
         self
     }
 
-    /// Write the state file when it is due (or `now_anyway`).
-    fn save_state(&mut self, now_anyway: bool) {
-        let Some((path, last)) = &mut self.state_file else {
+    /// Ask `ask` for a discovery every `every` and for a PortInfo refresh
+    /// every `refresh_every` (a discovery counts as one), from the first
+    /// step on.
+    pub fn with_rediscovery(
+        mut self,
+        every: Option<Duration>,
+        refresh_every: Option<Duration>,
+        ask: AskRediscovery,
+    ) -> Self {
+        self.rediscovery = Some(Rediscovery {
+            every,
+            refresh_every,
+            ask,
+        });
+        self
+    }
+
+    /// Write the state file now, if there is one.
+    fn save_state(&mut self) {
+        let Some(path) = &self.state_file else {
             return;
         };
-        if !now_anyway && last.elapsed() < STATE_SAVE_EVERY {
-            return;
-        }
-        *last = Instant::now();
         // Copied under the lock, written outside it.
         let ports = self.state.lock().export_totals();
         match crate::fabric::persist::save(path, &ports) {
@@ -199,13 +352,13 @@ impl Sweeper {
     }
 
     /// Merge a fabric handed over by rediscovery, between sweeps.
-    fn merge_pending(&mut self) {
-        let Some(fabric) = self.state.lock().pending.take() else {
+    fn merge_pending(&mut self, now: Instant) {
+        let Some(fabric) = self.state.lock().take_pending() else {
             return;
         };
         let report = match &self.controller {
-            Some(c) => c.quiesced(|st| st.merge(fabric, Instant::now())),
-            None => self.state.lock().merge(fabric, Instant::now()),
+            Some(c) => c.quiesced(|st| st.merge(fabric, now)),
+            None => self.state.lock().merge(fabric, now),
         };
         if report.added > 0 || report.ports_changed > 0 {
             info!(
@@ -223,138 +376,204 @@ impl Sweeper {
         &self.state
     }
 
+    /// Do what is due at `now` (a sweep, a reopen of the failed transport
+    /// and the sweep after it, a save of the state file, a request for
+    /// rediscovery) and say when to come back: the driver's whole loop is
+    /// `loop { let next = step(clock()); wait_until(next) }`. Waking early
+    /// does nothing.
+    pub fn step(&mut self, now: Instant) -> Instant {
+        if !self.timers.started {
+            self.start_timers(now);
+        }
+        let mut now = now;
+        if due(self.timers.reopen, now) {
+            self.timers.reopen = None;
+            if let Err(e) = self.engine.reopen() {
+                debug!(error = %e, "reopening the MAD transport failed");
+            }
+            self.timers.sweep = Some(now);
+        }
+        if self.timers.reopen.is_none() && due(self.timers.sweep, now) {
+            let start = now;
+            let stats = self.sweep_once();
+            self.timers.sweep = Some(start + self.interval);
+            // The sweep took its time: what follows is reckoned from its end.
+            now = start + stats.elapsed;
+            if let Some(wait) = self.track_transport(&stats) {
+                self.timers.reopen = Some((now + wait).max(start + self.interval));
+            }
+        }
+        if due(self.timers.save, now) {
+            self.save_state();
+            self.timers.save = Some(now + STATE_SAVE_EVERY);
+        }
+        self.ask_rediscovery(now);
+        self.next_wakeup(now)
+    }
+
+    /// When [`Self::step`] has something to do next (a little after `now`
+    /// at the latest when nothing is scheduled).
+    pub fn next_wakeup(&self, now: Instant) -> Instant {
+        self.timers.next().unwrap_or(now + self.interval)
+    }
+
+    /// The timers as they are at the first step: a sweep at once, the
+    /// rest a period later.
+    fn start_timers(&mut self, now: Instant) {
+        self.timers = Timers {
+            started: true,
+            sweep: Some(now),
+            reopen: None,
+            save: self.state_file.as_ref().map(|_| now + STATE_SAVE_EVERY),
+            discover: self
+                .rediscovery
+                .as_ref()
+                .and_then(|r| r.every)
+                .map(|d| now + d),
+            refresh: self
+                .rediscovery
+                .as_ref()
+                .and_then(|r| r.refresh_every)
+                .map(|d| now + d),
+        };
+    }
+
+    /// Ask for a discovery or a refresh if one is due.
+    fn ask_rediscovery(&mut self, now: Instant) {
+        let Some(r) = &mut self.rediscovery else {
+            return;
+        };
+        let what = if due(self.timers.discover, now) {
+            self.timers.discover = r.every.map(|d| now + d);
+            // A discovery reads every PortInfo too.
+            self.timers.refresh = r.refresh_every.map(|d| now + d);
+            Rediscover::Discover
+        } else if due(self.timers.refresh, now) {
+            self.timers.refresh = r.refresh_every.map(|d| now + d);
+            Rediscover::Refresh
+        } else {
+            return;
+        };
+        (r.ask)(what);
+    }
+
     /// Run one sweep and publish its snapshot.
     pub fn sweep_once(&mut self) -> SweepStats {
-        self.merge_pending();
-        let started = Instant::now();
-        let (sweep_no, n) = {
-            let mut st = self.state.lock();
-            st.sweep_no += 1;
-            if st.sweep_no.is_multiple_of(RETRY_UNANSWERED_SWEEPS) {
-                st.retry_unanswered();
-            }
-            (st.sweep_no, st.fabric.nodes.len())
-        };
+        let started = (self.clock)();
+        self.merge_pending(started);
+        let (sweep_no, n) = self.state.lock().begin_sweep();
         let first = sweep_no == 1;
         let mut answered = vec![false; n];
-        let mut mads = 0;
-        let mut timeouts = 0;
-        let mut optional_timeouts = 0;
+        let mut tally = self.read_class_port_info(n, first, &mut answered);
+        if !self.engine.transport_failed() && self.state.lock().config().mads {
+            let slots = SlotStream::new(&self.state.lock());
+            tally += self.run_slots(&slots, &mut answered, first, "counters");
+        }
+        let transport_down = self.engine.failure().cloned();
+        if transport_down.is_some() {
+            let mut st = self.state.lock();
+            st.mark_all_unreachable();
+            st.publish(&self.cache);
+            answered.fill(false);
+        } else {
+            tally += self.clear_near_overflow(&mut answered);
+        }
+        let ended = (self.clock)();
+        let stats = SweepStats {
+            sweep: sweep_no,
+            nodes: n,
+            answered: answered.iter().filter(|a| **a).count(),
+            mads: tally.mads,
+            timeouts: tally.timeouts,
+            optional_timeouts: tally.optional_timeouts,
+            elapsed: ended.saturating_duration_since(started),
+            transport_down,
+        };
+        if stats.transport_down.is_none() {
+            let mut st = self.state.lock();
+            st.end_sweep(&answered);
+            st.sweep_figures(ended, stats.elapsed, stats.mads, stats.timeouts);
+            st.publish(&self.cache);
+        }
+        self.notify();
+        if stats.transport_down.is_none() {
+            // The records this sweep replaced are free now: their pages go back.
+            trim_heap(&*self.clock);
+            self.log_health(&stats, first);
+        }
+        stats
+    }
 
-        // ClassPortInfo, twice at most: a redirect sends the second to the
-        // redirected PMA.
+    /// ClassPortInfo of the nodes that have not answered it, twice at
+    /// most: a redirect sends the second to the redirected PMA. During
+    /// the first sweep every node that answered has its rows from here,
+    /// before its counters are read (they follow every second).
+    fn read_class_port_info(&mut self, n: usize, first: bool, answered: &mut [bool]) -> Tally {
+        let mut tally = Tally::default();
         for _ in 0..2 {
             let slots: Vec<PackedSlot> = {
                 let st = self.state.lock();
                 (0..n)
-                    .filter(|&ni| {
-                        st.cfg.mads && st.nodes[ni].cpi_stale && st.pma(ni, None).is_some()
-                    })
+                    .filter(|&ni| st.class_port_info_due(ni))
                     .map(|ni| Slot::Cpi(ni).into())
                     .collect()
             };
             if slots.is_empty() {
                 break;
             }
-            let st = self.run_slots(slots.as_slice(), &mut answered, first, "ClassPortInfo");
-            mads += st.0;
-            timeouts += st.1;
-            optional_timeouts += st.2;
+            tally += self.run_slots(slots.as_slice(), answered, first, "ClassPortInfo");
             if self.engine.transport_failed() {
-                break;
+                return tally;
             }
         }
-        if first && !self.engine.transport_failed() {
-            // Every node that answered has its rows from here, before its
-            // counters are read (they follow every second).
-            let rows = self.state.lock().publish_partial(&self.cache, &answered);
+        if first {
+            let rows = self.state.lock().publish_partial(&self.cache, answered);
             info!(
                 nodes_with_rows = rows,
                 "first sweep: ClassPortInfo read, {rows} of {n} nodes have rows"
             );
         }
+        tally
+    }
 
-        if !self.engine.transport_failed() && self.state.lock().cfg.mads {
-            let slots = SlotStream::new(&self.state.lock());
-            let st = self.run_slots(&slots, &mut answered, first, "counters");
-            mads += st.0;
-            timeouts += st.1;
-            optional_timeouts += st.2;
-        }
-        if self.engine.transport_failed() {
-            let error = self.engine.failure().cloned();
-            {
-                let mut st = self.state.lock();
-                st.mark_all_unreachable();
-                st.publish(&self.cache);
-            }
-            self.notify();
-            return SweepStats {
-                sweep: sweep_no,
-                nodes: n,
-                answered: 0,
-                mads,
-                timeouts,
-                optional_timeouts,
-                elapsed: started.elapsed(),
-                transport_down: error,
-            };
-        }
-
-        let (reqs, slots) = self.clear_requests();
-        if !reqs.is_empty() {
-            debug!(
-                ports = reqs.len(),
-                "clearing counters past 75% of their range"
-            );
-            let st = self.run_batch(
-                reqs.as_slice(),
-                slots.as_slice(),
-                &mut answered,
-                false,
-                "clears",
-            );
-            mads += st.0;
-            timeouts += st.1;
-            optional_timeouts += st.2;
-        }
-
-        {
+    /// With `clear_near_overflow`: the clears [`plan::clears`] selects,
+    /// each port marked as cleared by this agent.
+    fn clear_near_overflow(&mut self, answered: &mut [bool]) -> Tally {
+        let (reqs, slots) = {
             let mut st = self.state.lock();
-            st.end_sweep(&answered);
-            st.figures.ended = Some(Instant::now());
-            st.figures.duration_ms = started.elapsed().as_millis() as u64;
-            st.figures.mads = mads;
-            st.figures.timeouts = timeouts;
-            st.publish(&self.cache);
-        }
-        self.notify();
-        // The records this sweep replaced are free now: their pages go back.
-        let trim = Instant::now();
-        crate::heap::trim();
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            // Read only for the log line: /proc and the allocator's counters.
-            let (in_use, held) = crate::heap::usage().unwrap_or_default();
-            debug!(
-                us = trim.elapsed().as_micros() as u64,
-                heap_in_use_kb = in_use / 1024,
-                heap_held_kb = held / 1024,
-                rss_kb = crate::heap::resident_kb().unwrap_or(0),
-                "free heap pages given back"
-            );
-        }
-        let stats = SweepStats {
-            sweep: sweep_no,
-            nodes: n,
-            answered: answered.iter().filter(|a| **a).count(),
-            mads,
-            timeouts,
-            optional_timeouts,
-            elapsed: started.elapsed(),
-            transport_down: None,
+            let (reqs, slots) = plan::clears(&st);
+            for &slot in &slots {
+                if let Slot::Counters(ni, pi) = Slot::from(slot) {
+                    st.mark_agent_clear(ni, pi);
+                }
+            }
+            (reqs, slots)
         };
-        let health_every = u64::from(self.state.lock().cfg.health_every);
-        if first || (health_every > 0 && sweep_no % health_every == 0) {
+        if reqs.is_empty() {
+            return Tally::default();
+        }
+        debug!(
+            ports = reqs.len(),
+            "clearing counters past 75% of their range"
+        );
+        let state = self.state.clone();
+        let held = Held::new(&state);
+        self.run_batch(
+            &held,
+            reqs.as_slice(),
+            slots.as_slice(),
+            answered,
+            false,
+            "clears",
+        )
+    }
+
+    /// The sweep's line in the log: at info after the first sweep and
+    /// every `health_every` sweeps, else at debug.
+    fn log_health(&self, stats: &SweepStats, first: bool) {
+        let sweep_no = stats.sweep;
+        let health_every = u64::from(self.state.lock().config().health_every);
+        if first || (health_every > 0 && sweep_no.is_multiple_of(health_every)) {
             let ms = stats.elapsed.as_millis() as u64;
             // The figures also as fields, for the scripts that read them.
             info!(
@@ -380,20 +599,6 @@ impl Sweeper {
         } else {
             debug!(?stats, "sweep done");
         }
-        stats
-    }
-
-    /// With `clear_near_overflow`: the clears [`plan::clears`] selects,
-    /// each port marked as cleared by this agent.
-    fn clear_requests(&self) -> (Vec<MadRequest>, Vec<PackedSlot>) {
-        let mut st = self.state.lock();
-        let (reqs, slots) = plan::clears(&st);
-        for &slot in &slots {
-            if let Slot::Counters(ni, pi) = Slot::from(slot) {
-                st.mark_agent_clear(ni, pi);
-            }
-        }
-        (reqs, slots)
     }
 
     /// [`Self::run_batch`] with the Gets made from their slots as they are
@@ -404,72 +609,70 @@ impl Sweeper {
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
-    ) -> (u64, u64, u64) {
+    ) -> Tally {
         let state = self.state.clone();
-        let reqs = SlotRequests {
-            slots,
-            state: &state,
-        };
-        self.run_batch(&reqs, slots, answered, log_progress, what)
+        let held = Held::new(&state);
+        let reqs = SlotRequests { slots, held: &held };
+        self.run_batch(&held, &reqs, slots, answered, log_progress, what)
     }
 
-    /// Send one batch and fold the outcomes into the state. Returns the
-    /// number of MADs, of mandatory requests that timed out and of optional
-    /// ones that did.
+    /// Send one batch and fold the outcomes into the state: the number of
+    /// MADs, of mandatory requests that timed out and of optional ones
+    /// that did.
     fn run_batch<Q: Requests + ?Sized, S: Slots + ?Sized>(
         &mut self,
+        held: &Held<'_>,
         reqs: &Q,
         slots: &S,
         answered: &mut [bool],
         log_progress: bool,
         what: &str,
-    ) -> (u64, u64, u64) {
+    ) -> Tally {
         let total = reqs.count();
-        let (mut timeouts, mut optional_timeouts) = (0, 0);
+        let mut tally = Tally::default();
         let mut done = 0usize;
-        let sent = Instant::now();
+        let sent = (self.clock)();
         let mut progress = Every::new(FIRST_SWEEP_PROGRESS, sent);
-        let state = &self.state;
         let cache = &self.cache;
-        let stats = self.engine.run_requests(reqs, |i, outcome| {
+        let on_done = |i, outcome, now| {
             done += 1;
-            let mut st = state.lock();
-            let slot = slots.slot(&st, i);
-            slots.ended(i);
-            // An index that stands for no request changes nothing.
-            let Some(slot) = slot.map(Slot::from) else {
-                return;
-            };
-            if outcome == MadOutcome::Timeout {
-                if st.is_probe(slot) {
-                    optional_timeouts += 1;
-                } else {
-                    timeouts += 1;
+            held.with(|st| {
+                let slot = slots.slot(st, i);
+                slots.ended(i);
+                // An index that stands for no request changes nothing.
+                let Some(slot) = slot.map(Slot::from) else {
+                    return;
+                };
+                if outcome == MadOutcome::Timeout {
+                    if st.is_probe(slot) {
+                        tally.optional_timeouts += 1;
+                    } else {
+                        tally.timeouts += 1;
+                    }
                 }
-            }
-            let now = Instant::now();
-            st.apply(slot, outcome, (sent, now), answered);
-            // Records the sweep copied replace the published ones as it
-            // goes: the memory of two versions stays bounded, and the pages
-            // of the records replaced go back at once rather than when the
-            // sweep ends (after the state's lock is let go: the write path
-            // and the DOCA sampler do not wait on the trim).
-            let published = st.publish_if_due(cache, answered).is_some();
-            if log_progress && progress.due(now) {
-                // Serve from the first second: the nodes read so far get
-                // their rows now, not when the first sweep ends.
-                let rows = st.publish_partial(cache, answered);
-                info!(
-                    nodes_with_rows = rows,
-                    "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
-                );
-            }
-            drop(st);
-            if published {
-                crate::heap::trim();
-            }
-        });
-        (stats.sent, timeouts, optional_timeouts)
+                st.apply(slot, outcome, (sent, now), answered);
+                // Records the sweep copied replace the published ones as
+                // it goes: the memory of two versions stays bounded, and
+                // the pages of the records replaced go back at once
+                // rather than when the sweep ends.
+                if st.publish_if_due(cache, answered).is_some() {
+                    held.trim.set(true);
+                }
+                if log_progress && progress.due(now) {
+                    // Serve from the first second: the nodes read so far
+                    // get their rows now, not when the first sweep ends.
+                    let rows = st.publish_partial(cache, answered);
+                    info!(
+                        nodes_with_rows = rows,
+                        "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
+                    );
+                }
+            })
+        };
+        let stats = self.engine.run_requests(reqs, on_done, || held.release());
+        held.release();
+        tally.mads = stats.sent;
+        tally
     }
 
     /// Follow a sweep's transport state: one error line when the transport
@@ -504,38 +707,36 @@ impl Sweeper {
         }
     }
 
-    /// Sweep every `interval` until `shutdown` is set.
+    /// Step on the sweeper's clock until `shutdown` is set; save the state
+    /// file once more then.
     pub fn spawn(mut self, shutdown: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("sweeper".into())
             .spawn(move || {
+                let clock = Arc::clone(&self.clock);
                 while !shutdown.load(Ordering::Relaxed) {
-                    let start = Instant::now();
-                    let stats = self.sweep_once();
-                    self.save_state(false);
-                    let mut next = start + self.interval;
-                    if let Some(wait) = self.track_transport(&stats) {
-                        next = next.max(Instant::now() + wait);
-                        while !shutdown.load(Ordering::Relaxed) && Instant::now() < next {
-                            std::thread::sleep(
-                                next.saturating_duration_since(Instant::now())
-                                    .min(Duration::from_millis(100)),
-                            );
-                        }
-                        if let Err(e) = self.engine.reopen() {
-                            debug!(error = %e, "reopening the MAD transport failed");
-                        }
-                        continue;
-                    }
-                    while !shutdown.load(Ordering::Relaxed) && Instant::now() < next {
-                        std::thread::sleep(
-                            next.saturating_duration_since(Instant::now())
-                                .min(Duration::from_millis(100)),
-                        );
-                    }
+                    let next = self.step(clock());
+                    wait_until(next, &shutdown, &*clock);
                 }
-                self.save_state(true);
+                self.save_state();
             })
+    }
+}
+
+/// Give the heap's free pages back, with a debug line of what that took.
+fn trim_heap(clock: &dyn Fn() -> Instant) {
+    let trim = clock();
+    crate::heap::trim();
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        // Read only for the log line: /proc and the allocator's counters.
+        let (in_use, held) = crate::heap::usage().unwrap_or_default();
+        debug!(
+            us = clock().saturating_duration_since(trim).as_micros() as u64,
+            heap_in_use_kb = in_use / 1024,
+            heap_held_kb = held / 1024,
+            rss_kb = crate::heap::resident_kb().unwrap_or(0),
+            "free heap pages given back"
+        );
     }
 }
 
@@ -545,6 +746,7 @@ mod tests {
     use crate::fabric::engine::EngineConfig;
     use crate::fabric::mads::port_counters_data;
     use crate::fabric::settings::SweepConfig;
+    use crate::fabric::strikes::RETRY_UNANSWERED_SWEEPS;
     use crate::ib::NodeType;
     use crate::pm::PortCounters;
     use crate::pm::mad;
@@ -642,9 +844,10 @@ mod tests {
         (rig.sweeper, rig.sim, rig.clock, rig.cache)
     }
 
-    /// Looks at the sweeper's state before every send: the most port
-    /// records copied and not yet published beyond the budget, and how
-    /// many snapshots were published.
+    /// Looks at the sweeper's state each time its engine waits (the
+    /// sweeper holds the state's lock from a round's sends and outcomes
+    /// until then): the most port records copied and not yet published
+    /// beyond the budget, and how many snapshots were published.
     struct CopyWatch {
         inner: crate::sim::SimTransport,
         state: Arc<std::sync::OnceLock<(SharedState, Arc<Cache>)>>,
@@ -656,6 +859,9 @@ mod tests {
 
     impl MadTransport for CopyWatch {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+            self.inner.send(to, m)
+        }
+        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             if let Some((state, cache)) = self.state.get() {
                 let (copies, budget) = state.lock().copies_pending();
                 self.excess
@@ -666,9 +872,6 @@ mod tests {
                 }
                 self.last = Some(snap);
             }
-            self.inner.send(to, m)
-        }
-        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
             self.inner.recv(timeout)
         }
     }
@@ -702,7 +905,7 @@ mod tests {
         assert_eq!(st.answered, 160);
         // Every record is copied once a sweep: 10,240 port records against
         // a budget of 4,096, so two publications come before the sweep's
-        // own (seen at the next send, so the sweep's own is not counted).
+        // own (seen at the next wait, so the sweep's own is not counted).
         assert_eq!(rig.state.lock().copies_pending().1, 4096);
         assert!(published.load(Ordering::Relaxed) >= 2, "{published:?}");
         // Never more than one record's ports past the budget.
@@ -711,67 +914,117 @@ mod tests {
         assert!(most > -4096, "the watch saw no copies ({most})");
     }
 
-    /// How [`Slow`] holds a reply.
-    #[derive(Clone, Copy)]
-    enum Hold {
-        /// Until this much later.
-        For(Duration),
-        /// Until the test opens the gate.
-        UntilOpen,
+    /// What [`Late`] saw of the published snapshot when the sweeper
+    /// waited for a reply: the virtual time since the transport was made,
+    /// the snapshot's sweep, its nodes with rows, and those with a
+    /// PortCounters reading of every port.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Seen {
+        pub(crate) at: Duration,
+        pub(crate) sweep: u64,
+        pub(crate) rows: usize,
+        pub(crate) read: usize,
     }
 
-    /// A transport that holds the replies to the MADs `hold` picks
-    /// (answered by a second simulator transport of their own), in order.
-    struct Slow {
+    /// How long [`Late`] holds the reply to a MAD (by its address and
+    /// attribute ID), if it does.
+    type HoldFn = dyn Fn(&MadAddr, u16) -> Option<Duration> + Send;
+
+    /// A transport on virtual time that gives the replies `hold` picks
+    /// (by address and attribute ID) only that much later (each answered
+    /// at once by a simulator transport of its own and held until the
+    /// clock reaches its time), and notes what the cache shows each time
+    /// the engine waits.
+    pub(crate) struct Late {
         inner: crate::sim::SimTransport,
-        slow_t: crate::sim::SimTransport,
-        hold: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> Option<Hold>,
-        lid: u16,
-        open: Arc<AtomicBool>,
-        /// Each held reply, with when it goes (None: when the gate opens).
-        held: VecDeque<(Option<Instant>, Received)>,
+        slow: crate::sim::SimTransport,
+        time: crate::sim::VirtualClock,
+        start: Instant,
+        hold: Box<HoldFn>,
+        held: Vec<(Instant, Received)>,
+        pub(crate) cache: Arc<std::sync::OnceLock<Arc<Cache>>>,
+        pub(crate) seen: Arc<std::sync::Mutex<Vec<Seen>>>,
     }
 
-    impl MadTransport for Slow {
+    impl Late {
+        pub(crate) fn new(
+            sim: &SimFabric,
+            inner: crate::sim::SimTransport,
+            hold: impl Fn(&MadAddr, u16) -> Option<Duration> + Send + 'static,
+        ) -> Late {
+            let time = inner.virtual_time().expect("on virtual time").clone();
+            Late {
+                slow: sim.transport().on_virtual_time(time.clone()),
+                start: time.now(),
+                time,
+                inner,
+                hold: Box::new(hold),
+                held: Vec::new(),
+                cache: Arc::default(),
+                seen: Arc::default(),
+            }
+        }
+
+        fn look(&self) {
+            let Some(cache) = self.cache.get() else {
+                return;
+            };
+            let snap = cache.load();
+            let read = snap
+                .nodes
+                .iter()
+                .filter(|n| n.ports.iter().all(|p| p.counters().is_some()))
+                .count();
+            self.seen.lock().unwrap().push(Seen {
+                at: self.time.now() - self.start,
+                sweep: snap.sweep,
+                rows: snap.nodes.len(),
+                read,
+            });
+        }
+    }
+
+    impl MadTransport for Late {
         fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
-            let Some(hold) = (self.hold)(to, m, self.lid) else {
+            // The attribute ID is at bytes 16 and 17 of the MAD.
+            let Some(d) = (self.hold)(to, u16::from_be_bytes([m[16], m[17]])) else {
                 return self.inner.send(to, m);
             };
-            self.slow_t.send(to, m)?;
-            if let Some(r) = self.slow_t.recv(Duration::from_millis(100))? {
-                let until = match hold {
-                    Hold::For(d) => Some(Instant::now() + d),
-                    Hold::UntilOpen => None,
-                };
-                self.held.push_back((until, r));
+            self.slow.send(to, m)?;
+            if let Some(r) = self.slow.recv(Duration::ZERO)? {
+                self.held.push((self.time.now() + d, r));
             }
             Ok(())
         }
         fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
-            let now = Instant::now();
-            let goes = |until: &Option<Instant>| match until {
-                Some(at) => *at <= now,
-                None => self.open.load(Ordering::Relaxed),
-            };
-            if self.held.front().is_some_and(|(u, _)| goes(u)) {
-                return Ok(self.held.pop_front().map(|(_, r)| r));
+            if let Some(r) = self.inner.recv(Duration::ZERO)? {
+                return Ok(Some(r));
             }
-            let wait = self.held.front().map_or(timeout, |(until, _)| match until {
-                Some(at) => timeout.min(at.saturating_duration_since(now)),
-                None => timeout.min(Duration::from_millis(5)),
-            });
-            self.inner.recv(wait)
+            self.look();
+            let now = self.time.now();
+            let first = (0..self.held.len()).min_by_key(|&k| self.held[k].0);
+            match first {
+                Some(k) if self.held[k].0 <= now + timeout => {
+                    self.time.advance_to(self.held[k].0);
+                    Ok(Some(self.held.remove(k).1))
+                }
+                _ => {
+                    self.time.advance(timeout);
+                    Ok(None)
+                }
+            }
         }
     }
 
-    /// An agent rig whose sweeps go through [`Slow`], with `lid` handed to
-    /// its choice of MADs, and the gate of the replies held until it opens.
-    fn slow_rig(
-        hold: fn(&MadAddr, &[u8; MAD_SIZE], u16) -> Option<Hold>,
-        lid: impl Fn(&crate::ib::Fabric) -> u16,
-    ) -> (AgentRig, Arc<AtomicBool>) {
-        let open = Arc::new(AtomicBool::new(false));
-        let gate = Arc::clone(&open);
+    /// An agent rig whose sweeps go through [`Late`] with `hold`, its
+    /// engine waiting 5 s for a reply, without retries; and what the
+    /// transport sees of the cache.
+    fn late_rig(
+        hold: impl Fn(&crate::ib::Fabric, &MadAddr, u16) -> Option<Duration> + Send + 'static,
+    ) -> (AgentRig, Arc<std::sync::Mutex<Vec<Seen>>>) {
+        let cache_slot = Arc::new(std::sync::OnceLock::new());
+        let seen = Arc::default();
+        let (c2, s2) = (Arc::clone(&cache_slot), Arc::clone(&seen));
         let rig = AgentRig::with_sweep_transport(
             RigOptions {
                 engine: EngineConfig {
@@ -781,51 +1034,16 @@ mod tests {
                 },
                 ..Default::default()
             },
-            |sim, t| {
-                Box::new(Slow {
-                    inner: t,
-                    slow_t: sim.transport(),
-                    hold,
-                    lid: lid(&sim.fabric()),
-                    open: gate,
-                    held: VecDeque::new(),
-                })
+            move |sim, t| {
+                let fabric = sim.fabric();
+                let mut late = Late::new(sim, t, move |to, a| hold(&fabric, to, a));
+                late.cache = c2;
+                late.seen = s2;
+                Box::new(late)
             },
         );
-        (rig, open)
-    }
-
-    /// What a watcher saw of the cache while the rig's sweeper ran its
-    /// first sweep: whether the sweep had ended when it first saw `want`
-    /// nodes with rows (it then opens the gate), how many it saw then, and
-    /// the sweep's figures. Waits for the rows up to 20 s.
-    fn rows_during_first_sweep(
-        rig: AgentRig,
-        open: Arc<AtomicBool>,
-        want: usize,
-    ) -> (bool, usize, SweepStats) {
-        let mut sweeper = rig.sweeper;
-        let cache = Arc::clone(&rig.cache);
-        let ended = Arc::new(AtomicBool::new(false));
-        let done = Arc::clone(&ended);
-        let watcher = std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(20) {
-                let rows = cache.load().nodes.len();
-                if rows >= want {
-                    let after_the_end = done.load(Ordering::SeqCst);
-                    open.store(true, Ordering::SeqCst);
-                    return Some((after_the_end, rows));
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            open.store(true, Ordering::SeqCst);
-            None
-        });
-        let st = sweeper.sweep_once();
-        ended.store(true, Ordering::SeqCst);
-        let (after_the_end, rows) = watcher.join().unwrap().expect("rows during the sweep");
-        (after_the_end, rows, st)
+        let _ = cache_slot.set(Arc::clone(&rig.cache));
+        (rig, seen)
     }
 
     /// A tick is due a period after the last one, and starts the next.
@@ -842,57 +1060,78 @@ mod tests {
         assert!(e.due(t0 + Duration::from_millis(3100)));
     }
 
-    /// During the first sweep the nodes read so far are served: one
-    /// port's PMA answers ClassPortInfo 1.5 s late and holds every other
-    /// reply until the watcher has seen rows; the others have rows while
-    /// the sweep still waits for it.
+    /// The first channel adapter with one port: its PMA's LID.
+    fn one_port_ca(f: &crate::ib::Fabric) -> u16 {
+        f.nodes
+            .iter()
+            .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 1)
+            .unwrap()
+            .ports[0]
+            .lid
+    }
+
+    /// During the first sweep the nodes read so far are served every
+    /// second: one CA's PMA gives its PortCounters 3 s late and its
+    /// other counters (not ClassPortInfo) 1.2 s late; from the first second on, while the
+    /// sweep waits, every other node has rows with its counters.
     #[test]
     fn the_first_sweep_serves_nodes_as_they_are_read() {
-        let (rig, open) = slow_rig(
-            |to, m, lid| {
-                // The attribute ID is at bytes 16 and 17 of the MAD.
-                let cpi = u16::from_be_bytes([m[16], m[17]]) == attr::CLASS_PORT_INFO;
-                (to.lid == lid).then_some(if cpi {
-                    Hold::For(Duration::from_millis(1500))
-                } else {
-                    Hold::UntilOpen
-                })
-            },
-            |f| {
-                f.nodes
-                    .iter()
-                    .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 1)
-                    .unwrap()
-                    .ports[0]
-                    .lid
-            },
-        );
+        let (mut rig, seen) = late_rig(|f, to, a| match a {
+            _ if to.lid != one_port_ca(f) => None,
+            attr::CLASS_PORT_INFO => None,
+            attr::PORT_COUNTERS => Some(Duration::from_secs(3)),
+            _ => Some(Duration::from_millis(1200)),
+        });
         let nodes = rig.fabric().nodes.len();
-        let (after_the_end, with_rows, st) = rows_during_first_sweep(rig, open, nodes - 1);
-        assert!(!after_the_end, "rows only once the sweep ended");
-        assert!(with_rows >= nodes - 1, "{with_rows} of {nodes} nodes");
+        let st = rig.sweep();
         assert_eq!(st.answered, nodes, "the slow node answers too");
+        assert_eq!((st.timeouts, st.optional_timeouts), (0, 0));
+        assert_eq!(st.elapsed, Duration::from_secs(3), "on virtual time");
+        let seen = seen.lock().unwrap().clone();
+        let during = |s: &&Seen| s.sweep == 0 && s.at >= Duration::from_secs(1);
+        // Published at the tick after 1.2 s, seen while the sweep waits
+        // for the last reply.
+        assert!(
+            seen.iter().filter(during).any(|s| s.read == nodes - 1),
+            "{seen:?}"
+        );
+        assert!(seen.iter().all(|s| s.sweep == 0 && s.read < nodes));
+        assert!(
+            seen.iter()
+                .all(|s| s.at < Duration::from_secs(1) || s.rows == nodes)
+        );
+        let snap = rig.cache.load();
+        assert_eq!(snap.sweep, 1);
+        assert!(
+            snap.nodes
+                .iter()
+                .all(|n| n.ports.iter().all(|p| p.counters().is_some()))
+        );
     }
 
     /// Every node has rows once its ClassPortInfo is read, before its
-    /// counters are: every reply but ClassPortInfo's is held until the
-    /// watcher has seen rows for every node (so no later outcome can be
-    /// what published them).
+    /// counters are: every reply but ClassPortInfo's comes 2 s late, and
+    /// the sweeper, waiting, serves every node already.
     #[test]
     fn the_first_sweep_serves_every_node_once_class_port_info_is_read() {
-        let (rig, open) = slow_rig(
-            |_, m, _| {
-                (u16::from_be_bytes([m[16], m[17]]) != attr::CLASS_PORT_INFO)
-                    .then_some(Hold::UntilOpen)
-            },
-            |_| 0,
-        );
+        let (mut rig, seen) =
+            late_rig(|_, _, a| (a != attr::CLASS_PORT_INFO).then_some(Duration::from_secs(2)));
         let nodes = rig.fabric().nodes.len();
-        let (after_the_end, with_rows, st) = rows_during_first_sweep(rig, open, nodes);
-        assert!(!after_the_end, "rows only once the sweep ended");
-        assert_eq!(with_rows, nodes, "every node at once");
+        let st = rig.sweep();
         assert_eq!(st.answered, nodes);
         assert_eq!(st.timeouts, 0, "every held reply came");
+        let seen = seen.lock().unwrap().clone();
+        let waiting: Vec<&Seen> = seen
+            .iter()
+            .filter(|s| s.at < Duration::from_secs(2))
+            .collect();
+        assert!(!waiting.is_empty());
+        assert!(
+            waiting
+                .iter()
+                .all(|s| (s.sweep, s.rows, s.read) == (0, nodes, 0)),
+            "{waiting:?}"
+        );
     }
 
     #[test]

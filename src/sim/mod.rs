@@ -32,7 +32,7 @@ mod transport;
 pub use sampling::{
     CA_CAPS, LINK_TRANSFER_PERIOD_PS, SWITCH_CAPS, SampleCaps, option_bit, quantity, tick_ns,
 };
-pub use transport::SimTransport;
+pub use transport::{SimTransport, VirtualClock};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};

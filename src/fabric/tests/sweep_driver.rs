@@ -1,0 +1,324 @@
+//! The sweeper's driver and the write path on virtual time: what
+//! [`Sweeper::step`] does when, and how long the agent waits, with no
+//! sleep and no wall-clock bound. A step is followed by the virtual clock
+//! jumping to the wakeup it returned, as the sweeper's thread would wait.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::fabric::control::{ControlConfig, Controller, WriteError, WriteOp};
+use crate::fabric::settings::SweepConfig;
+use crate::fabric::sweep::{REOPEN_FIRST, REOPEN_MAX, Rediscover, STATE_SAVE_EVERY, Sweeper};
+use crate::ib::NodeType;
+use crate::rig::{AgentRig, RigOptions};
+use crate::sim::SimTransport;
+use crate::transport::{Down, Fault, MAD_SIZE, MadAddr, MadTransport, Received};
+
+/// A rig sweeping every `interval`, its sweeper transport wrapped by `wrap`.
+fn rig_every(
+    interval: Duration,
+    wrap: impl FnOnce(SimTransport) -> Box<dyn MadTransport>,
+) -> AgentRig {
+    AgentRig::with_sweep_transport(
+        RigOptions {
+            sweep: SweepConfig {
+                interval,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        |_, t| wrap(t),
+    )
+}
+
+/// Steps the rig until the virtual time reaches `until` (a step due then
+/// included); returns the virtual time of each step, from `t0`.
+fn steps_until(rig: &mut AgentRig, t0: Instant, until: Duration) -> Vec<Duration> {
+    let mut at = Vec::new();
+    while rig.time.now() - t0 <= until {
+        at.push(rig.time.now() - t0);
+        rig.step_and_wait();
+    }
+    at
+}
+
+/// Refuses every send while `dead` is set; a reopen brings it back once
+/// `reopen_works` is set. Counts reopens.
+struct Dying {
+    inner: SimTransport,
+    dead: Arc<AtomicBool>,
+    reopen_works: Arc<AtomicBool>,
+    reopens: Arc<AtomicU64>,
+}
+
+impl MadTransport for Dying {
+    fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+        if self.dead.load(Ordering::Relaxed) {
+            return Err(Fault::Down(Down::ReaderStopped));
+        }
+        self.inner.send(to, m)
+    }
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
+        self.inner.recv(timeout)
+    }
+    fn reopen(&mut self) -> Result<(), Fault> {
+        self.reopens.fetch_add(1, Ordering::Relaxed);
+        if self.reopen_works.load(Ordering::Relaxed) {
+            self.dead.store(false, Ordering::Relaxed);
+            Ok(())
+        } else {
+            Err(Fault::ReopenInProgress)
+        }
+    }
+}
+
+/// A healthy sweeper sweeps every interval. Once the transport dies it
+/// reopens it (and sweeps right after) every interval while the backoff
+/// is shorter, then after a backoff that doubles up to 30 s; once a
+/// reopen works the interval is back.
+#[test]
+fn the_backoff_after_a_transport_death_doubles_up_to_its_cap() {
+    let dead = Arc::new(AtomicBool::new(false));
+    let reopen_works = Arc::new(AtomicBool::new(false));
+    let reopens = Arc::new(AtomicU64::new(0));
+    let (d, w, r) = (dead.clone(), reopen_works.clone(), reopens.clone());
+    let interval = Duration::from_secs(2);
+    let mut rig = rig_every(interval, |inner| {
+        Box::new(Dying {
+            inner,
+            dead: d,
+            reopen_works: w,
+            reopens: r,
+        })
+    });
+    let n = rig.fabric().nodes.len();
+    let t0 = rig.time.now();
+    assert_eq!(rig.step(), t0 + interval);
+    // Waking early does nothing.
+    rig.time.advance(Duration::from_millis(700));
+    assert_eq!(rig.step(), t0 + interval);
+    assert_eq!(rig.cache.load().sweep, 1);
+    rig.time.advance_to(t0 + interval);
+    assert_eq!(rig.step_and_wait(), interval);
+    assert_eq!(rig.cache.load().sweep, 2);
+    dead.store(true, Ordering::Relaxed);
+    // The failed sweep, then reopen and sweep again after each wait.
+    let waits: Vec<Duration> = (0..10).map(|_| rig.step_and_wait()).collect();
+    let s = Duration::from_secs;
+    assert_eq!(REOPEN_FIRST, Duration::from_millis(500));
+    assert_eq!(REOPEN_MAX, s(30));
+    // Backoffs 0.5, 1, 2 s are under the interval; 4, 8, 16, 30 s are not.
+    assert_eq!(
+        waits,
+        [
+            s(2),
+            s(2),
+            s(2),
+            s(4),
+            s(8),
+            s(16),
+            s(30),
+            s(30),
+            s(30),
+            s(30)
+        ]
+    );
+    assert_eq!(reopens.load(Ordering::Relaxed), 9, "one reopen per wait");
+    let snap = rig.cache.load();
+    assert_eq!(snap.nodes.len(), n);
+    assert!(snap.nodes.iter().all(|r| !r.reachable));
+    reopen_works.store(true, Ordering::Relaxed);
+    // The reopen works, the sweep after it too: the interval is back.
+    assert_eq!(rig.step_and_wait(), interval);
+    assert_eq!(rig.step_and_wait(), interval);
+    let snap = rig.cache.load();
+    assert!(snap.nodes.iter().all(|r| r.reachable));
+}
+
+/// The 64-bit totals are saved 300 s after the first step, and every
+/// 300 s after that, on a wakeup of their own between sweeps.
+#[test]
+fn the_state_file_is_saved_every_300_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("totals");
+    let p = path.clone();
+    // Sweeps 70 s apart: the save's times are none of theirs.
+    let mut rig =
+        rig_every(Duration::from_secs(70), |t| Box::new(t)).with_sweeper(|s| s.with_state_file(p));
+    let t0 = rig.time.now();
+    assert_eq!(STATE_SAVE_EVERY, Duration::from_secs(300));
+    let (mut saved, mut steps) = (Vec::new(), Vec::new());
+    while rig.time.now() - t0 < Duration::from_secs(1000) {
+        steps.push(rig.time.now() - t0);
+        let next = rig.step();
+        if path.exists() {
+            saved.push(rig.time.now() - t0);
+            let ports = crate::fabric::persist::load(&path).unwrap();
+            assert!(!ports.is_empty());
+            std::fs::remove_file(&path).unwrap();
+        }
+        rig.time.advance_to(next);
+    }
+    let s = Duration::from_secs;
+    assert_eq!(saved, [s(300), s(600), s(900)]);
+    assert_eq!(steps[..6], [s(0), s(70), s(140), s(210), s(280), s(300)]);
+}
+
+/// Rediscovery is asked for every 60 s and a PortInfo refresh every
+/// 25 s (a discovery counts as one); the fabric it hands over is merged
+/// before the next sweep.
+#[test]
+fn rediscovery_is_asked_every_60_s_and_merged_before_the_next_sweep() {
+    let asked: Arc<Mutex<Vec<(Duration, Rediscover)>>> = Arc::default();
+    let a = Arc::clone(&asked);
+    let rig = rig_every(Duration::from_secs(10), |t| Box::new(t));
+    let (state, sim, time) = (rig.state.clone(), rig.sim.clone(), rig.time.clone());
+    let t0 = time.now();
+    // The link of a switch port cabled to another switch goes down before
+    // the first discovery.
+    let fabric = rig.fabric();
+    let (sw, port) = fabric
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == NodeType::Switch)
+        .find_map(|n| {
+            let p = n.ports.iter().find(|p| {
+                p.remote()
+                    .and_then(|(g, _)| fabric.node(g))
+                    .is_some_and(|r| r.node_type == NodeType::Switch)
+            })?;
+            Some((n.guid, p.num))
+        })
+        .unwrap();
+    let mut rig = rig.with_sweeper(|s: Sweeper| {
+        s.with_rediscovery(
+            Some(Duration::from_secs(60)),
+            Some(Duration::from_secs(25)),
+            Box::new(move |what| {
+                a.lock().unwrap().push((time.now() - t0, what));
+                // What a discovery thread would hand over.
+                state.lock().offer(sim.fabric());
+            }),
+        )
+    });
+    let link = |rig: &AgentRig| {
+        let snap = rig.cache.load();
+        snap.node(sw).unwrap().port(port).unwrap().link.state
+    };
+    let steps = steps_until(&mut rig, t0, Duration::from_secs(59));
+    assert_eq!(link(&rig), Some(crate::ib::PortState::Active));
+    assert!(rig.sim.set_link(sw, port, false));
+    steps_until(&mut rig, t0, Duration::from_secs(185));
+    let s = Duration::from_secs;
+    use Rediscover::{Discover, Refresh};
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            (s(25), Refresh),
+            (s(50), Refresh),
+            (s(60), Discover),
+            (s(85), Refresh),
+            (s(110), Refresh),
+            (s(120), Discover),
+            (s(145), Refresh),
+            (s(170), Refresh),
+            (s(180), Discover),
+        ]
+    );
+    // Sweeps every 10 s, with the refresh wakeups between them.
+    assert_eq!(steps[..4], [s(0), s(10), s(20), s(25)]);
+    assert_eq!(link(&rig), Some(crate::ib::PortState::Down));
+}
+
+/// Gives the replies from `lid` `late` after their MAD was sent, on
+/// virtual time (the others at once).
+struct LateTo {
+    inner: SimTransport,
+    lid: u16,
+    late: Duration,
+    held: Vec<(Instant, Received)>,
+}
+
+impl MadTransport for LateTo {
+    fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+        self.inner.send(to, m)?;
+        if to.lid == self.lid {
+            let time = self.inner.virtual_time().unwrap().clone();
+            if let Some(r) = self.inner.recv(Duration::ZERO)? {
+                self.held.push((time.now() + self.late, r));
+            }
+        }
+        Ok(())
+    }
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
+        if let Some(r) = self.inner.recv(Duration::ZERO)? {
+            return Ok(Some(r));
+        }
+        let time = self.inner.virtual_time().unwrap().clone();
+        match self.held.first() {
+            Some(&(at, _)) if at <= time.now() + timeout => {
+                time.advance_to(at);
+                Ok(Some(self.held.remove(0).1))
+            }
+            _ => {
+                time.advance(timeout);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A SET's write ends by its deadline: a reply later than every attempt's
+/// deadline is a timeout after `timeout x (retries + 1)` of virtual time;
+/// a reply late but within the first attempt's deadline confirms it.
+#[test]
+fn a_sets_deadline_holds_while_a_reply_is_late() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let fabric = rig.fabric();
+    let ca = fabric
+        .nodes
+        .iter()
+        .find(|n| n.node_type == NodeType::Ca)
+        .unwrap();
+    let (lid, port) = (ca.ports[0].lid, ca.ports[0].num);
+    let cfg = ControlConfig::default();
+    let clear = WriteOp::ClearCounters {
+        guid: ca.guid,
+        port,
+        select: 0xFFFF,
+        select2: 0,
+    };
+    for (late, want) in [
+        (Duration::from_millis(100), Ok(())),
+        (Duration::from_millis(300), Err(WriteError::Timeout)),
+        (Duration::from_secs(3600), Err(WriteError::Timeout)),
+    ] {
+        let t = || rig.sim.transport().on_virtual_time(rig.time.clone());
+        let c = Controller::new(
+            rig.state.clone(),
+            Arc::clone(&rig.cache),
+            Box::new(LateTo {
+                inner: t(),
+                lid,
+                late,
+                held: Vec::new(),
+            }),
+            Box::new(t()),
+            cfg,
+        )
+        .with_clock(rig.time.clock());
+        let t0 = rig.time.now();
+        let got = c.write(std::slice::from_ref(&clear));
+        assert_eq!(got, std::slice::from_ref(&want));
+        let took = rig.time.now() - t0;
+        if want.is_ok() {
+            // The Set's reply, then the read-back of the cleared port.
+            assert_eq!(took, late, "{late:?}");
+        } else {
+            // Each attempt waited its whole deadline.
+            assert_eq!(took, cfg.timeout * (cfg.retries + 1), "{late:?}");
+            assert!(took <= cfg.deadline());
+        }
+    }
+}
