@@ -27,8 +27,8 @@ mod log;
 mod notify;
 mod snmp;
 
-pub use log::{LogConfig, check_log_level, log_filter};
 use lines::{find_key_line, key_on_line, line_of_offset, nth_table_key_line};
+pub use log::{LogConfig, check_log_level, log_filter};
 pub use notify::{NotifySection, ThresholdEntry};
 
 pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
