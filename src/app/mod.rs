@@ -9,27 +9,34 @@ use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
 use crate::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
-use crate::config::{Config, FabricBackend, UserEntryError};
+use crate::config::{Config, UserEntryError};
 use crate::fabric::cache::Cache;
 use crate::fabric::control::Controller;
-use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
+use crate::fabric::discover::DiscoverError;
 use crate::fabric::engine::Engine;
 use crate::fabric::state::SharedState;
-use crate::fabric::sweep::{AskRediscovery, Rediscover, Sweeper};
-use crate::ib::topology::{self, TopologyError};
-use crate::ib::{Escaped, Fabric, NodeType};
+use crate::fabric::sweep::Sweeper;
+use crate::ib::Escaped;
+use crate::ib::topology::TopologyError;
 use crate::mib::schema::PM_ROOT;
 use crate::mib::view::MibView;
 use crate::mib::{EndpointCounters, MibHandler, Oid};
 use crate::notify::send::Notifier;
 use crate::notify::send::{AgentxSink, Sink, TrapSink};
-use crate::service::{self, SystemdNotifier};
-use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use crate::snmp::engine_file::EngineFileError;
 use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
 use crate::transport::OpenError;
-use crate::transport::umad::{UmadConfig, UmadTransport};
-use crate::transport::{Fault, MadTransport};
+
+mod backend;
+mod engine;
+mod service_loop;
+
+use backend::spawn_rediscovery;
+pub use backend::{
+    Backend, FROZEN_AFTER, FabricSource, open_backend, open_doca, open_umad, sim_options,
+};
+use engine::snmp_engine;
+pub use service_loop::{STOP_BUDGET, run};
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
@@ -170,318 +177,6 @@ impl std::error::Error for AppError {
     }
 }
 
-/// What a backend provides: the fabric's shape and independent transports
-/// to its PMAs (the sweeper's, the write path's and the sample poller's).
-pub struct Backend {
-    pub fabric: Fabric,
-    pub sweep: Box<dyn MadTransport>,
-    pub write: Box<dyn MadTransport>,
-    pub poll: Box<dyn MadTransport>,
-    /// Where the fabric is discovered again (None: never).
-    pub source: Option<Box<dyn FabricSource>>,
-    /// The local adapters' ports DOCA telemetry diag fills, and its
-    /// sampler (the doca backend, or umad with `doca.enabled`).
-    pub doca: Option<crate::doca::sampler::Opened>,
-}
-
-/// Discovers the fabric again, on its own handle to it.
-pub trait FabricSource: Send {
-    /// The fabric as it is now; returns soon after `cancel` is set.
-    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError>;
-
-    /// `known` with the port facts (state, width, speed) as they are now:
-    /// a light sweep. By default a whole discovery.
-    fn refresh(
-        &mut self,
-        known: &Fabric,
-        cancel: &Arc<AtomicBool>,
-    ) -> Result<Fabric, DiscoverError> {
-        let _ = known;
-        self.discover(cancel)
-    }
-}
-
-/// The simulator's fabric as it is now (links taken down or up).
-impl FabricSource for SimFabric {
-    fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
-        Ok(self.fabric())
-    }
-}
-
-/// Directed-route discovery on its own SMP handle.
-struct SmpDiscovery {
-    smp: UmadTransport,
-    opts: DiscoverOptions,
-}
-
-impl FabricSource for SmpDiscovery {
-    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
-        let opts = DiscoverOptions {
-            cancel: Some(Arc::clone(cancel)),
-            ..self.opts.clone()
-        };
-        discover_with_stats(&mut self.smp, &opts).map(|(f, _)| f)
-    }
-
-    fn refresh(
-        &mut self,
-        known: &Fabric,
-        cancel: &Arc<AtomicBool>,
-    ) -> Result<Fabric, DiscoverError> {
-        let opts = DiscoverOptions {
-            cancel: Some(Arc::clone(cancel)),
-            ..self.opts.clone()
-        };
-        crate::fabric::discover::refresh_port_info(&mut self.smp, known, &opts)
-    }
-}
-
-impl Backend {
-    /// The simulated fabric `sim`: its fabric (with the LIDs the simulator
-    /// assigned) and three transports of its own.
-    pub fn sim(sim: &SimFabric) -> Backend {
-        Backend {
-            fabric: sim.fabric(),
-            sweep: Box::new(sim.transport()),
-            write: Box::new(sim.transport()),
-            poll: Box::new(sim.transport()),
-            source: Some(Box::new(sim.clone())),
-            doca: None,
-        }
-    }
-}
-
-/// Open the configured backend. Triggering `cancel` (the shutdown signal)
-/// stops a start-up that waits on the fabric.
-pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
-    match cfg.fabric.backend {
-        FabricBackend::Umad if cfg.doca.enabled => {
-            let mut b = open_umad(cfg, cancel)?;
-            let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::Doca)?;
-            // The local adapter is in the discovered fabric; a node that
-            // is not (a port without a link) is served by DOCA alone.
-            for n in std::mem::take(&mut doca.nodes) {
-                if b.fabric.node(n.guid).is_none() {
-                    b.fabric.nodes.push(n);
-                }
-            }
-            b.fabric.sort();
-            b.doca = Some(doca);
-            return Ok(b);
-        }
-        FabricBackend::Umad => return open_umad(cfg, cancel),
-        FabricBackend::Doca => return open_doca(cfg),
-        FabricBackend::Sim => {}
-    }
-    let fabric = match cfg.topology_path() {
-        Some(p) => topology::load(&p).map_err(AppError::Topology)?,
-        None => topology::default_fabric(),
-    };
-    let sim = SimFabric::new(fabric, sim_options(cfg));
-    Ok(Backend::sim(&sim))
-}
-
-/// The umad backend: open the port, discover the fabric by directed-route
-/// SMPs, and hand out three PerfMgt handles on the same port. Discovery
-/// returns soon after `cancel` is set.
-pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
-    let ucfg = UmadConfig {
-        ca: cfg.umad.ca.clone(),
-        port: cfg.umad.port,
-        // The kernel's per-MAD timeout stays at or under the engines'
-        // deadlines (the write path's is the shortest), so the engines
-        // decide about retries.
-        timeout_ms: (cfg.mad.timeout.min(cfg.control().timeout).as_millis() as u64)
-            .clamp(1, u64::from(u32::MAX)) as u32,
-        retries: 0,
-        serve_perf_mgt: false,
-    };
-    let sweep = UmadTransport::open(&ucfg).map_err(AppError::Umad)?;
-    let local = sweep.local_port().clone();
-    let dopts = DiscoverOptions {
-        window: cfg.mad.window,
-        timeout: cfg.umad.discovery_timeout,
-        cancel: Some(cancel.flag()),
-        ..Default::default()
-    };
-    info!(ca = %Escaped(&local.ca), port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
-    let (fabric, stats) = {
-        let mut smp = sweep.smp_handle();
-        match discover_with_stats(&mut smp, &dopts) {
-            Ok(r) => r,
-            Err(DiscoverError::Cancelled) => return Err(AppError::Cancelled),
-            Err(error) => {
-                return Err(AppError::Discovery {
-                    device: local.device.clone(),
-                    ca: local.ca.clone(),
-                    port: local.port,
-                    error,
-                });
-            }
-        }
-    };
-    let switches = fabric
-        .nodes
-        .iter()
-        .filter(|n| n.node_type == NodeType::Switch)
-        .count();
-    let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
-    let with_lid = fabric
-        .nodes
-        .iter()
-        .filter(|n| n.lid != 0 || n.ports.iter().any(|p| p.lid != 0))
-        .count();
-    info!(
-        nodes = fabric.nodes.len(),
-        switches,
-        channel_adapters = fabric.nodes.len() - switches,
-        ports,
-        smps = stats.smps_sent,
-        smp_timeouts = stats.timeouts,
-        ms = stats.elapsed.as_millis() as u64,
-        "fabric discovered"
-    );
-    if with_lid == 0 {
-        return Err(AppError::NoLids {
-            nodes: fabric.nodes.len(),
-        });
-    }
-    if with_lid < fabric.nodes.len() {
-        tracing::warn!(
-            without_lid = fabric.nodes.len() - with_lid,
-            "some nodes have no LID and cannot be swept"
-        );
-    }
-    let handle = |what| {
-        sweep
-            .pm_handle()
-            .map_err(|error| AppError::UmadHandle { what, error })
-    };
-    let write = handle("write")?;
-    let poll = handle("sample poller")?;
-    let source = SmpDiscovery {
-        smp: sweep.smp_handle(),
-        opts: DiscoverOptions {
-            cancel: None,
-            ..dopts
-        },
-    };
-    Ok(Backend {
-        fabric,
-        sweep: Box::new(sweep),
-        write: Box::new(write),
-        poll: Box::new(poll),
-        source: Some(Box::new(source)),
-        doca: None,
-    })
-}
-
-/// The doca backend: the local adapters' ports, from DOCA telemetry diag
-/// alone. There is no MAD transport: the sweeper sends nothing and a SET
-/// fails cleanly.
-pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
-    let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::Doca)?;
-    let mut fabric = Fabric {
-        nodes: std::mem::take(&mut doca.nodes),
-    };
-    fabric.sort();
-    Ok(Backend {
-        fabric,
-        sweep: Box::new(NoMads),
-        write: Box::new(NoMads),
-        poll: Box::new(NoMads),
-        source: None,
-        doca: Some(doca),
-    })
-}
-
-/// The doca backend's MAD transport: it has none.
-struct NoMads;
-
-impl MadTransport for NoMads {
-    fn send(
-        &mut self,
-        _to: &crate::transport::MadAddr,
-        _mad: &[u8; crate::transport::MAD_SIZE],
-    ) -> Result<(), Fault> {
-        Err(Fault::NoMadTransport)
-    }
-
-    fn recv(&mut self, timeout: Duration) -> Result<Option<crate::transport::Received>, Fault> {
-        std::thread::sleep(timeout.min(Duration::from_millis(100)));
-        Ok(None)
-    }
-}
-
-/// Discover the fabric (or refresh its PortInfo) when the sweeper asks,
-/// and hand it to the sweeper, until `shutdown` or until the sweeper is
-/// gone. A failed discovery is logged and tried again when next asked.
-/// Returns what the sweeper asks through (a request while one is running
-/// or waiting is dropped).
-fn spawn_rediscovery(
-    mut source: Box<dyn FabricSource>,
-    state: SharedState,
-    shutdown: Arc<AtomicBool>,
-) -> std::io::Result<(AskRediscovery, std::thread::JoinHandle<()>)> {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Rediscover>(1);
-    let t = std::thread::Builder::new()
-        .name("rediscovery".into())
-        .spawn(move || {
-            while !shutdown.load(Ordering::Relaxed) {
-                let what = match rx.recv_timeout(Duration::from_millis(100)) {
-                    Ok(what) => what,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-                };
-                let (what, result) = match what {
-                    Rediscover::Discover => ("rediscovery", source.discover(&shutdown)),
-                    Rediscover::Refresh => {
-                        let known = state.lock().fabric().clone();
-                        ("port info refresh", source.refresh(&known, &shutdown))
-                    }
-                };
-                match result {
-                    Ok(f) => state.lock().offer(f),
-                    Err(e) if !shutdown.load(Ordering::Relaxed) => {
-                        tracing::warn!(error = %e, "{what} failed; the fabric stays as it was")
-                    }
-                    Err(_) => return,
-                }
-            }
-        })?;
-    let ask: AskRediscovery = Box::new(move |what| {
-        let _ = tx.try_send(what);
-    });
-    Ok((ask, t))
-}
-
-/// How long a frozen simulated fabric (`sim.traffic = false`) has run.
-pub const FROZEN_AFTER: Duration = Duration::from_secs(3600);
-
-/// The simulator's options from the configuration. `sim.traffic = false`
-/// freezes every counter where one simulated hour of traffic left it, so
-/// reads are repeatable across processes with the same topology and seed.
-pub fn sim_options(cfg: &Config) -> SimOptions {
-    let clock = if cfg.sim.traffic {
-        SimClock::Real
-    } else {
-        let c = ManualClock::new();
-        c.advance(FROZEN_AFTER);
-        SimClock::Manual(c)
-    };
-    SimOptions {
-        seed: cfg.sim.seed,
-        traffic: true,
-        clock,
-        wide_error_counters: cfg
-            .sim
-            .wide_error_counters
-            .iter()
-            .map(|&k| k.into())
-            .collect(),
-    }
-}
-
 /// The agent's one shutdown signal: set by SIGINT/SIGTERM or by dropping
 /// the [`Running`] agent, read by every thread the agent starts. Clones
 /// share the signal.
@@ -516,111 +211,6 @@ impl Shutdown {
         Arc::clone(&self.0)
     }
 }
-
-/// Run until SIGINT/SIGTERM.
-/// The agent's SNMPv3 engine: its ID (configured, kept in the engine file,
-/// or generated), its boots (raised in the engine file), and the users
-/// with their keys localized to it. Made once per start: the endpoint and
-/// the trap sender hold the same engine (one key store, one set of
-/// usmStats).
-struct SnmpEngine {
-    usm: crate::snmp::usm::Usm,
-    booted: std::time::Instant,
-}
-
-fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
-    use crate::snmp::engine_file;
-    let configured = cfg.snmp.engine_id.as_ref();
-    let st = match &cfg.snmp.engine_file {
-        Some(path) => {
-            engine_file::load_and_advance(path, configured).map_err(AppError::EngineFile)?
-        }
-        None => engine_file::without_file(configured).map_err(AppError::EngineFile)?,
-    };
-    let (engine, boots) = (st.engine_id, st.boots);
-    let users = cfg
-        .snmp
-        .user
-        .iter()
-        .map(|u| u.user(&engine))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(AppError::User)?;
-    info!(
-        "SNMPv3: engine ID {engine}, boots {boots}, {} user(s)",
-        users.len()
-    );
-    let usm = crate::snmp::usm::Usm::new(engine, boots, users).map_err(AppError::Usm)?;
-    Ok(SnmpEngine {
-        usm,
-        booted: std::time::Instant::now(),
-    })
-}
-
-pub fn run(mut cfg: Config) -> Result<(), AppError> {
-    let shutdown = Shutdown::on_signals()?;
-    let backend = match open_backend(&cfg, &shutdown) {
-        Err(_) if shutdown.is_triggered() => {
-            info!("shutting down during start-up");
-            return Ok(());
-        }
-        r => r?,
-    };
-    let running = start_with(&cfg, backend, shutdown.clone())?;
-    // The users' keys are localized and the access rules made: the
-    // passphrases, keys and communities of the file go.
-    cfg.snmp.forget_secrets();
-    let notifier = match SystemdNotifier::from_env() {
-        Some(Ok(n)) => Some(n),
-        Some(Err(e)) => {
-            warn!("cannot notify systemd: {e}");
-            None
-        }
-        None => None,
-    };
-    let ping_every = service::watchdog_ping_interval();
-    let (mut ready, mut last_ping) = (false, None::<Instant>);
-    let mut watch = service::SweeperWatch::new(0, Instant::now());
-    while !shutdown.is_triggered() {
-        if let Some(n) = &notifier {
-            let snap = running.cache().load();
-            let registered = running.session().is_none_or(|s| s.registered());
-            if !ready && snap.sweep > 0 && registered {
-                let status = format!("READY=1\nSTATUS=serving {} nodes", snap.nodes.len());
-                match n.send(&status) {
-                    Ok(()) => info!("told systemd the agent is ready"),
-                    Err(e) => warn!("cannot notify systemd: {e}"),
-                }
-                ready = true;
-            }
-            if ready
-                && let Some(every) = ping_every
-                && last_ping.is_none_or(|t| t.elapsed() >= every)
-                && watch.alive(snap.sweep, snap.interval, Instant::now())
-            {
-                let _ = n.send("WATCHDOG=1");
-                last_ping = Some(Instant::now());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    info!("shutting down");
-    if let Some(n) = &notifier {
-        let _ = n.send("STOPPING=1");
-    }
-    if !running.stop_within(STOP_BUDGET) {
-        warn!(
-            budget_ms = STOP_BUDGET.as_millis() as u64,
-            "some threads did not stop in time (blocked in a transport call); exiting without them"
-        );
-    }
-    info!("stopped");
-    Ok(())
-}
-
-/// How long the agent's stop may take before it exits anyway: with the
-/// exit handlers' own bound (in `main`), a SIGTERM ends the process within
-/// 3 s whatever a thread is blocked in.
-pub const STOP_BUDGET: Duration = Duration::from_millis(1800);
 
 /// A running agent: its threads, its session and responder. Dropping it
 /// (or [`Running::stop`]) triggers the shutdown signal, closes the AgentX
@@ -958,7 +548,8 @@ fn restore_totals(state: &SharedState, path: &std::path::Path) {
 mod tests {
     use super::*;
     use crate::ib::topology;
-    use crate::transport::{MAD_SIZE, MadAddr, Received};
+    use crate::sim::{SimFabric, SimOptions};
+    use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
     /// A simulator transport that holds a token: while any thread still
     /// owns one of these transports, the token has more than one owner.
