@@ -14,7 +14,9 @@ use crate::ib::Guid;
 pub struct Snapshot {
     /// Number of the sweep that produced it (0 = nothing read yet).
     pub sweep: u64,
-    pub taken: Option<SystemTime>,
+    /// When it was published (monotonic; [`Snapshot::published_wall`]
+    /// gives the wall-clock time).
+    pub taken: Option<Instant>,
     /// The sweep interval of the sweeper that produced it: how long a
     /// reading may be before the next one replaces it.
     pub interval: Duration,
@@ -75,6 +77,14 @@ impl Snapshot {
             .collect();
         shared.dedup();
         self.shared_descriptions = shared.into();
+    }
+
+    /// The wall-clock time of the publication, given the wall clock and
+    /// the monotonic clock read together now: the one place a wall-clock
+    /// time is made of a publication's monotonic stamp.
+    pub fn published_wall(&self, wall_now: SystemTime, now: Instant) -> Option<SystemTime> {
+        let age = now.checked_duration_since(self.taken?)?;
+        wall_now.checked_sub(age)
     }
 
     /// Whether another node has the same NodeDescription.
@@ -166,5 +176,28 @@ impl Cache {
             }
             next
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wall_clock_time_of_a_publication_is_its_age_before_now() {
+        let t0 = Instant::now();
+        let snap = Snapshot {
+            taken: Some(t0),
+            ..Default::default()
+        };
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let now = t0 + Duration::from_millis(2500);
+        assert_eq!(
+            snap.published_wall(wall, now),
+            Some(wall - Duration::from_millis(2500))
+        );
+        // Read before the stamp (clocks read in another order): none.
+        assert_eq!(snap.published_wall(wall, t0 - Duration::from_secs(1)), None);
+        assert_eq!(Snapshot::default().published_wall(wall, now), None);
     }
 }

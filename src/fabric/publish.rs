@@ -4,7 +4,7 @@
 //! record patched in (after a write or a DOCA sample).
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::Instant;
 
 use super::cache::{Cache, Snapshot};
 use super::record::{DataSource, NodeRecord};
@@ -63,7 +63,7 @@ impl FabricState {
         // Fabric nodes are ordered by GUID, so the records are too.
         cache.publish(Snapshot {
             sweep,
-            taken: Some(SystemTime::now()),
+            taken: Some(Instant::now()),
             interval: self.cfg.interval,
             nodes,
             stats: self.figures,

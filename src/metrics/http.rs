@@ -719,7 +719,7 @@ async fn route(
     tokio::task::spawn_blocking(move || {
         let snap = sh2.cache.load();
         let taken_unix = snap
-            .taken
+            .published_wall(std::time::SystemTime::now(), Instant::now())
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_secs_f64());
         let scrape = Scrape {
