@@ -1336,35 +1336,7 @@ mod tests {
         }
     }
 
-    /// A transport that refuses every send while `dead` is set, until a
-    /// reopen; counts reopens.
-    struct Dying {
-        inner: crate::sim::SimTransport,
-        dead: Arc<AtomicBool>,
-        reopens: Arc<std::sync::atomic::AtomicU64>,
-        reopen_works: Arc<AtomicBool>,
-    }
-
-    impl MadTransport for Dying {
-        fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
-            if self.dead.load(Ordering::Relaxed) {
-                return Err(Fault::Down(Down::ReaderStopped));
-            }
-            self.inner.send(to, m)
-        }
-        fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
-            self.inner.recv(timeout)
-        }
-        fn reopen(&mut self) -> Result<(), Fault> {
-            self.reopens.fetch_add(1, Ordering::Relaxed);
-            if self.reopen_works.load(Ordering::Relaxed) {
-                self.dead.store(false, Ordering::Relaxed);
-                Ok(())
-            } else {
-                Err(Fault::ReopenInProgress)
-            }
-        }
-    }
+    use crate::fabric::tests::Dying;
 
     #[test]
     fn transport_death_marks_every_row_at_once_and_reopen_brings_them_back() {

@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::Dying;
 use crate::fabric::control::{ControlConfig, Controller, WriteError, WriteOp};
 use crate::fabric::settings::SweepConfig;
 use crate::fabric::sweep::{REOPEN_FIRST, REOPEN_MAX, Rediscover, STATE_SAVE_EVERY, Sweeper};
 use crate::ib::NodeType;
 use crate::rig::{AgentRig, RigOptions};
 use crate::sim::SimTransport;
-use crate::transport::{Down, Fault, MAD_SIZE, MadAddr, MadTransport, Received};
+use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
 /// A rig sweeping every `interval`, its sweeper transport wrapped by `wrap`.
 fn rig_every(
@@ -41,36 +42,6 @@ fn steps_until(rig: &mut AgentRig, t0: Instant, until: Duration) -> Vec<Duration
         rig.step_and_wait();
     }
     at
-}
-
-/// Refuses every send while `dead` is set; a reopen brings it back once
-/// `reopen_works` is set. Counts reopens.
-struct Dying {
-    inner: SimTransport,
-    dead: Arc<AtomicBool>,
-    reopen_works: Arc<AtomicBool>,
-    reopens: Arc<AtomicU64>,
-}
-
-impl MadTransport for Dying {
-    fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
-        if self.dead.load(Ordering::Relaxed) {
-            return Err(Fault::Down(Down::ReaderStopped));
-        }
-        self.inner.send(to, m)
-    }
-    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
-        self.inner.recv(timeout)
-    }
-    fn reopen(&mut self) -> Result<(), Fault> {
-        self.reopens.fetch_add(1, Ordering::Relaxed);
-        if self.reopen_works.load(Ordering::Relaxed) {
-            self.dead.store(false, Ordering::Relaxed);
-            Ok(())
-        } else {
-            Err(Fault::ReopenInProgress)
-        }
-    }
 }
 
 /// A healthy sweeper sweeps every interval. Once the transport dies it
