@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{free_tcp_port, free_udp_port, run_agent, sweeps, wait_more_sweeps, wait_sweeps};
+use common::{MetricsAgent, sweeps, wait_more_sweeps};
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
@@ -133,22 +133,13 @@ fn tls_client_certificates_basic_auth_and_sources() {
         ),
     )
     .unwrap();
-    let snmp = format!("127.0.0.1:{}", free_udp_port());
-    let port = free_tcp_port();
-    let cfg = d.join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[snmp]\nlisten = \"{snmp}\"\n\
-             [metrics]\nlisten = \"127.0.0.1:{port}\"\nsources = [\"127.0.0.2/32\"]\nweb_config = \"web.yml\"\n"
-        ),
-    )
-    .unwrap();
-    let log = d.join("agent.log");
-    let mut agent = run_agent(&cfg, &log);
-    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, || {
-        std::fs::read_to_string(&log).unwrap_or_default()
-    });
+    let a = MetricsAgent::start(
+        d,
+        "[fabric]\nsweep_interval = 3600",
+        "sources = [\"127.0.0.2/32\"]\nweb_config = \"web.yml\"",
+        1,
+    );
+    let port = a.port;
     let url = format!("https://127.0.0.1:{port}/metrics");
     let ca = format!("{}", d.join("ca.pem").display());
     let cert = format!("{}", d.join("client.pem").display());
@@ -255,21 +246,18 @@ fn raise_fd_limit(n: u64) {
 fn hostile_clients_get_bounded_answers_and_the_agent_goes_on() {
     raise_fd_limit(4096);
     let dir = tempfile::tempdir().unwrap();
-    let snmp = format!("127.0.0.1:{}", free_udp_port());
-    let port = free_tcp_port();
-    let cfg = dir.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 0.5\n[snmp]\nlisten = \"{snmp}\"\n\
-             [metrics]\nlisten = \"127.0.0.1:{port}\"\nsources = [\"127.0.0.0/8\"]\n"
-        ),
-    )
-    .unwrap();
-    let log = dir.path().join("agent.log");
-    let mut agent = run_agent(&cfg, &log);
+    let MetricsAgent {
+        mut agent,
+        snmp,
+        port,
+        log,
+    } = MetricsAgent::start(
+        dir.path(),
+        "[fabric]\nsweep_interval = 0.5",
+        "sources = [\"127.0.0.0/8\"]",
+        1,
+    );
     let agent_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, agent_log);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
 
     // Malformed requests get 400, an over-long head 431.

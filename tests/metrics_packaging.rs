@@ -10,9 +10,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use common::{free_tcp_port, free_udp_port, run_agent, wait_sweeps};
+use common::MetricsAgent;
 use ibpm_agentx::metrics::Collector;
 
 fn repo(p: &str) -> PathBuf {
@@ -118,23 +117,9 @@ fn names_in(text: &str) -> BTreeSet<String> {
 #[test]
 fn every_metric_the_rules_and_dashboard_name_is_served() {
     let dir = tempfile::tempdir().unwrap();
-    let snmp = format!("127.0.0.1:{}", free_udp_port());
-    let port = free_tcp_port();
-    let cfg = dir.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 1\n[snmp]\nlisten = \"{snmp}\"\n\
-             [metrics]\nlisten = \"127.0.0.1:{port}\"\n"
-        ),
-    )
-    .unwrap();
-    let log = dir.path().join("agent.log");
-    let mut agent = run_agent(&cfg, &log);
     // Two sweeps: a bit error ratio needs two readings of a port.
-    wait_sweeps(&snmp, 2, Duration::from_secs(30), &mut agent, || {
-        std::fs::read_to_string(&log).unwrap_or_default()
-    });
+    let a = MetricsAgent::start(dir.path(), "[fabric]\nsweep_interval = 1", "", 2);
+    let port = a.port;
     let all: Vec<String> = Collector::ALL
         .iter()
         .map(|c| format!("collect[]={}", c.name()))

@@ -10,13 +10,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{
-    ChildGuard, SnmpTool, free_tcp_port, free_udp_port, poll, run_agent, wait_sweeps, walk_ports,
-};
+use common::{ChildGuard, MetricsAgent, SnmpTool, free_tcp_port, poll, walk_ports};
 use ibpm_agentx::metrics::Collector;
 use ibpm_agentx::metrics::families::{FAMILIES, Kind};
 
@@ -61,18 +59,14 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
     }
 }
 
-fn agent_config(dir: &Path, snmp: &str, metrics: u16) -> PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(
-        &p,
-        format!(
-            "[agentx]\nenabled = false\n[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n\
-             [snmp]\nlisten = \"{snmp}\"\n\
-             [metrics]\nlisten = \"127.0.0.1:{metrics}\"\n"
-        ),
+/// The agent on the built-in fabric, its counters standing still.
+fn agent(dir: &Path) -> MetricsAgent {
+    MetricsAgent::start(
+        dir,
+        "[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false",
+        "",
+        1,
     )
-    .unwrap();
-    p
 }
 
 /// Prometheus on a loopback port, scraping `target` every second.
@@ -159,13 +153,9 @@ fn walk(target: &str, column: &str) -> BTreeMap<(String, String), String> {
 #[test]
 fn prometheus_scrapes_the_sweep_the_mib_shows() {
     let dir = tempfile::tempdir().unwrap();
-    let snmp = format!("127.0.0.1:{}", free_udp_port());
-    let mport = free_tcp_port();
-    let cfg = agent_config(dir.path(), &snmp, mport);
-    let log = dir.path().join("agent.log");
-    let mut agent = run_agent(&cfg, &log);
-    let agent_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, agent_log);
+    let a = agent(dir.path());
+    let (snmp, mport) = (a.snmp.clone(), a.port);
+    let agent_log = || std::fs::read_to_string(&a.log).unwrap_or_default();
 
     // The text format passes promtool's lint.
     let (status, text) = get(mport, "/metrics", "");
@@ -293,14 +283,8 @@ fn prometheus_scrapes_the_sweep_the_mib_shows() {
 #[test]
 fn formats_gzip_and_collectors_per_scrape() {
     let dir = tempfile::tempdir().unwrap();
-    let snmp = format!("127.0.0.1:{}", free_udp_port());
-    let mport = free_tcp_port();
-    let cfg = agent_config(dir.path(), &snmp, mport);
-    let log = dir.path().join("agent.log");
-    let mut agent = run_agent(&cfg, &log);
-    wait_sweeps(&snmp, 1, Duration::from_secs(30), &mut agent, || {
-        std::fs::read_to_string(&log).unwrap_or_default()
-    });
+    let a = agent(dir.path());
+    let mport = a.port;
     let (_, text) = get(mport, "/metrics", "");
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("# TYPE infiniband_port_symbol_errors_total counter\n"));

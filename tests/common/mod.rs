@@ -195,6 +195,48 @@ pub fn free_tcp_port() -> u16 {
     l.local_addr().expect("local_addr").port()
 }
 
+/// The agent without AgentX, serving its SNMP endpoint and its metrics on
+/// free loopback ports, once it has ended `sweeps` sweeps.
+pub struct MetricsAgent {
+    pub agent: ChildGuard,
+    /// The SNMP endpoint (`127.0.0.1:PORT`).
+    pub snmp: String,
+    /// The metrics endpoint's port.
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl MetricsAgent {
+    /// `settings`: the configuration's sections besides [agentx], [snmp]
+    /// and [metrics] (`[fabric]`, `[sim]`, ...); `metrics`: the [metrics]
+    /// keys besides `listen`. The file is `dir/agent.toml`, so a relative
+    /// `web_config` is read from `dir`.
+    pub fn start(dir: &Path, settings: &str, metrics: &str, sweeps: u64) -> MetricsAgent {
+        let snmp = format!("127.0.0.1:{}", free_udp_port());
+        let port = free_tcp_port();
+        let cfg = dir.join("agent.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[agentx]\nenabled = false\n{settings}\n[snmp]\nlisten = \"{snmp}\"\n\
+                 [metrics]\nlisten = \"127.0.0.1:{port}\"\n{metrics}\n"
+            ),
+        )
+        .expect("write the agent's configuration");
+        let log = dir.join("agent.log");
+        let mut agent = run_agent(&cfg, &log);
+        wait_sweeps(&snmp, sweeps, Duration::from_secs(30), &mut agent, || {
+            std::fs::read_to_string(&log).unwrap_or_default()
+        });
+        MetricsAgent {
+            agent,
+            snmp,
+            port,
+            log,
+        }
+    }
+}
+
 /// A per-port column (node GUID + port index) walked with snmpbulkwalk
 /// through `target`, `args` giving the version and credentials: (node
 /// GUID, port) -> the value as `-Oqn` prints it.
