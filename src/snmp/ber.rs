@@ -78,7 +78,13 @@ fn tlv(b: &[u8]) -> Result<(u8, std::ops::Range<usize>, usize), BerError> {
 
 fn push_tlv(out: &mut Vec<u8>, tag: u8, content: &[u8]) {
     out.push(tag);
-    let n = content.len();
+    push_len(out, content.len());
+    out.extend_from_slice(content);
+}
+
+/// A BER length in its minimal form: one octet below 128, else 0x80 plus
+/// the count of the big-endian octets that follow.
+pub(super) fn push_len(out: &mut Vec<u8>, n: usize) {
     if n < 0x80 {
         out.push(n as u8);
     } else {
@@ -87,7 +93,6 @@ fn push_tlv(out: &mut Vec<u8>, tag: u8, content: &[u8]) {
         out.push(0x80 | (8 - skip) as u8);
         out.extend_from_slice(&be[skip..]);
     }
-    out.extend_from_slice(content);
 }
 
 /// Checks the framing of the constructed content `b` (its children, to the

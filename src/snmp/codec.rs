@@ -6,6 +6,7 @@ use rasn_smi::v1::{Counter, Gauge, IpAddress, TimeTicks};
 use rasn_smi::v2::{ApplicationSyntax, Counter64, ObjectSyntax, Opaque, SimpleSyntax};
 use rasn_snmp::v2::{self, VarBindValue};
 
+use super::ber::push_len;
 use crate::mib::{Oid, Value, VarBind};
 
 /// A wire OID for `oid`, or `None` when BER cannot carry it: fewer than two
@@ -42,17 +43,6 @@ fn opaque(bytes: &[u8]) -> Option<Opaque> {
     push_len(&mut enc, bytes.len());
     enc.extend_from_slice(bytes);
     rasn::ber::decode::<Opaque>(&enc).ok()
-}
-
-fn push_len(out: &mut Vec<u8>, n: usize) {
-    if n < 0x80 {
-        out.push(n as u8);
-    } else {
-        let be = (n as u64).to_be_bytes();
-        let skip = be.iter().take_while(|b| **b == 0).count();
-        out.push(0x80 | (8 - skip) as u8);
-        out.extend_from_slice(&be[skip..]);
-    }
 }
 
 /// The BER value for `value`, or `None` when it cannot be carried (an OID
