@@ -303,6 +303,19 @@ pub fn probe_path() -> PathBuf {
     example_path("umad_probe")
 }
 
+/// Prefixes of the variables cargo sets for a test process (`cargo test`,
+/// nextest) that a build run from it must not inherit.
+const CARGO_SETS: &[&str] = &[
+    "CARGO_PKG_",
+    "CARGO_MANIFEST_",
+    "CARGO_CFG_",
+    "CARGO_BIN_",
+    "CARGO_CRATE_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "OUT_DIR",
+];
+
 /// An example binary of this crate, (re)built once per test process.
 pub fn example_path(name: &str) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
@@ -326,6 +339,16 @@ pub fn example_path(name: &str) -> PathBuf {
         .arg(target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::null());
+    // What cargo set for this test process is not the build's own
+    // environment: build scripts that watch these variables (ring's watches
+    // CARGO_PKG_NAME and CARGO_MANIFEST_DIR) would run again and rebuild
+    // half the dependency tree, here and in the next `cargo build`.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if CARGO_SETS.iter().any(|p| k.starts_with(p)) {
+            c.env_remove(&*k);
+        }
+    }
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         c.arg("--release");
     }
