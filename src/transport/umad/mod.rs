@@ -65,6 +65,7 @@ use std::time::Duration;
 
 use super::{Down, Fault, IoFault, MAD_SIZE, MadAddr, MadTransport, OpenError, Received};
 use crate::pm::mad::method::{GET as METHOD_GET, RESPONSE_BIT, SET as METHOD_SET};
+use crate::time::{Due, Throttle};
 
 mod sys;
 
@@ -89,6 +90,9 @@ const POLL_MS: c_int = 50;
 /// failed (a kernel device returns at once; umad2sim blocks while ibsim
 /// is stopped).
 pub const SEND_BOUND: Duration = Duration::from_millis(250);
+/// A write that blocks again after a reopen is logged at warning level at
+/// most this often (at debug level in between).
+const STALL_LOG_EVERY: Duration = Duration::from_secs(60);
 /// The longest a reopen, or the wait for a stopping reader, may hold its
 /// caller.
 const REOPEN_BOUND: Duration = Duration::from_millis(500);
@@ -744,15 +748,11 @@ fn fatal(dev: &Device, routes: &Mutex<Routes>, down: Down) {
     if dev.stalled() {
         // Each reopen of a device whose writes still block would say it
         // again: once a minute, with a count.
-        static STALLS: AtomicU64 = AtomicU64::new(0);
-        static LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
-        let n = STALLS.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
-        if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-            *logged = Some(Instant::now());
-            tracing::warn!(stalls = n, "{down}");
-        } else {
-            tracing::debug!(stalls = n, "{down}");
+        static STALLS: Mutex<Throttle> = Mutex::new(Throttle::every(STALL_LOG_EVERY));
+        let mut log = STALLS.lock().unwrap_or_else(|e| e.into_inner());
+        match log.at(Instant::now()) {
+            Some(Due { total: n, .. }) => tracing::warn!(stalls = n, "{down}"),
+            None => tracing::debug!(stalls = log.total(), "{down}"),
         }
     } else {
         tracing::warn!("{down}");
