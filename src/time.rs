@@ -1,12 +1,33 @@
-//! Time the whole process shares: the one throttle of repeated log lines.
+//! Time the whole process shares: its one origin, and the one throttle of
+//! repeated log lines.
 //!
-//! [`Throttle`]: every log line that an event can repeat (a flood of
-//! datagrams, a master that keeps refusing, a device whose writes keep
-//! stalling) is written through one, which decides whether this event gets
-//! its line and counts what it left out, so the next line can say how many
-//! it stands for. It is pure: the caller passes the time.
+//! - [`origin`]: the clocks the agent shows count from it: the TimeStamp
+//!   columns and pmAgentUpTime (`mib::read::timestamp`), snmpEngineTime
+//!   (the SNMPv3 engine boots at the agent's start), and the records'
+//!   8-byte stamps (`fabric::record::Stamp`) are kept relative to it. The
+//!   agent fixes it when it starts ([`start`]); whatever reads it first
+//!   fixes it otherwise (a test).
+//! - [`Throttle`]: every log line that an event can repeat (a flood of
+//!   datagrams, a master that keeps refusing, a device whose writes keep
+//!   stalling) is written through one, which decides whether this event
+//!   gets its line and counts what it left out, so the next line can say
+//!   how many it stands for. It is pure: the caller passes the time.
 
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
+
+static ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Fixes the process's time origin now, unless it is fixed already (the
+/// agent calls it as it starts).
+pub fn start() {
+    LazyLock::force(&ORIGIN);
+}
+
+/// The process's time origin: the agent's start.
+pub fn origin() -> Instant {
+    *ORIGIN
+}
 
 /// Which events of a [`Throttle`] get a line. The first always does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,5 +264,14 @@ mod tests {
         nth.reset();
         assert!(every.at(t0).is_some(), "a first event again");
         assert_eq!(nth.count().map(|d| d.total), Some(1));
+    }
+
+    #[test]
+    fn the_origin_is_fixed_once() {
+        start();
+        let o = origin();
+        start();
+        assert_eq!(origin(), o);
+        assert!(o <= Instant::now());
     }
 }

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 /// The modules in the order of the data path, from the wire up; a module
-/// may use only those before it. `time` (the log throttle) is a leaf below
-/// them all. `doca::sampler` (the DOCA driver, which reads the
+/// may use only those before it. `time` (the process's time origin, the
+/// log throttle) is a leaf below them all. `doca::sampler` (the DOCA driver, which reads the
 /// configuration's `[doca]` section) sits above the configuration, apart
 /// from the rest of `doca` (decoding, the local adapters, the library).
 const ORDER: &[&str] = &[

@@ -53,7 +53,6 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::raw::{c_int, c_ulong};
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -213,23 +212,27 @@ struct Device {
     failed: AtomicBool,
     /// The writer thread's queue, once it runs.
     queue: OnceLock<SyncSender<Box<Frame>>>,
-    /// When the writer's current `write()` began, in ms after `epoch` plus
-    /// one; 0 while it is not in one.
-    busy_since: AtomicU64,
-    epoch: Instant,
+    /// When the writer's current `write()` began; `None` while it is not
+    /// in one.
+    busy_since: Mutex<Option<Instant>>,
     /// Opened by a reopen: the reader says so once replies arrive again.
     reopened: AtomicBool,
 }
 
 impl Device {
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+    /// How long the writer has been in its current `write()`.
+    fn busy_for(&self) -> Option<Duration> {
+        let since = *self.busy_since.lock().unwrap_or_else(|e| e.into_inner());
+        since.map(|t| t.elapsed())
+    }
+
+    fn set_busy(&self, since: Option<Instant>) {
+        *self.busy_since.lock().unwrap_or_else(|e| e.into_inner()) = since;
     }
 
     /// The writer has been in one `write()` for longer than [`SEND_BOUND`].
     fn stalled(&self) -> bool {
-        let since = self.busy_since.load(Ordering::Relaxed);
-        since != 0 && self.now_ms().saturating_sub(since) > SEND_BOUND.as_millis() as u64
+        self.busy_for().is_some_and(|d| d > SEND_BOUND)
     }
 }
 
@@ -472,8 +475,7 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
         retries: cfg.retries,
         failed: AtomicBool::new(false),
         queue: OnceLock::new(),
-        busy_since: AtomicU64::new(0),
-        epoch: Instant::now(),
+        busy_since: Mutex::new(None),
         reopened: AtomicBool::new(false),
     };
     // From here on, dropping `device` unregisters and closes.
@@ -709,9 +711,9 @@ fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &M
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        dev.busy_since.store(dev.now_ms(), Ordering::Relaxed);
+        dev.set_busy(Some(Instant::now()));
         let r = sys::write(dev.fd.as_fd(), &frame[..]);
-        dev.busy_since.store(0, Ordering::Relaxed);
+        dev.set_busy(None);
         let errno = match r {
             Ok(n) if n == frame.len() => continue,
             Ok(_) => libc::EIO,
@@ -730,11 +732,8 @@ fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &M
 }
 
 fn stalled(dev: &Device) -> Down {
-    let ms = dev
-        .now_ms()
-        .saturating_sub(dev.busy_since.load(Ordering::Relaxed));
     Down::WriteBlocked {
-        ms,
+        ms: dev.busy_for().unwrap_or_default().as_millis() as u64,
         bound_ms: SEND_BOUND.as_millis() as u64,
     }
 }
