@@ -54,4 +54,5 @@ pub mod service;
 pub mod sim;
 pub mod smp;
 pub mod snmp;
+pub mod time;
 pub mod transport;

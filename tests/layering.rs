@@ -7,11 +7,12 @@
 use std::path::{Path, PathBuf};
 
 /// The modules in the order of the data path, from the wire up; a module
-/// may use only those before it. `doca::sampler` (the DOCA driver, which
-/// reads the configuration's `[doca]` section) sits above the configuration,
-/// apart from the rest of `doca` (decoding, the local adapters, the
-/// library).
+/// may use only those before it. `time` (the process's time origin, the
+/// log throttle) is a leaf below them all. `doca::sampler` (the DOCA driver, which reads the
+/// configuration's `[doca]` section) sits above the configuration, apart
+/// from the rest of `doca` (decoding, the local adapters, the library).
 const ORDER: &[&str] = &[
+    "time",
     "heap",
     "files",
     "service",

@@ -29,6 +29,7 @@ use super::pdu::{
 };
 use crate::mib::bulk::{self, Budget, Range};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
+use crate::time::{Due, Throttle};
 
 /// How long the master has to answer Open, Register and Ping.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,32 +46,34 @@ pub const MAX_BULK_VARBINDS: usize = 4096;
 /// or GetNext that cannot fit is answered tooBig with no varbinds (RFC
 /// 3416 4.2.1).
 pub const MAX_RESPONSE_OCTETS: usize = 65_507;
-/// Log every Nth refused registration (the first always).
-const LOG_EVERY: u64 = 20;
-
-/// Times one kind of a peer's misbehaviour was seen, for a log that says
-/// it with a count instead of once per time: the 1st, 2nd, 4th ...
-/// 1024th time, then every 1024th.
-#[derive(Clone, Copy, Debug, Default)]
-struct Repeats(u64);
-
-impl Repeats {
-    /// Count one more; the count when this one is to be logged.
-    fn log(&mut self) -> Option<u64> {
-        self.0 += 1;
-        let n = self.0;
-        ((n.is_power_of_two() && n <= 1024) || n.is_multiple_of(1024)).then_some(n)
-    }
-}
+/// Of repeated failures (a refused registration, a failed connect, a
+/// dropped notification) the 1st and every Nth are logged.
+pub(super) const LOG_EVERY: u64 = 20;
+/// A peer's misbehaviour of one kind is logged the 1st, 2nd, 4th ... up to
+/// this many times, then every this-many-th time, with its count.
+const MISBEHAVIOUR_LOG_CAP: u64 = 1024;
 
 /// The master's misbehaviour the core logs, kind by kind.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug)]
 struct PeerRepeats {
-    malformed: Repeats,
-    not_a_request: Repeats,
-    not_open: Repeats,
-    out_of_order: Repeats,
-    abandoned: Repeats,
+    malformed: Throttle,
+    not_a_request: Throttle,
+    not_open: Throttle,
+    out_of_order: Throttle,
+    abandoned: Throttle,
+}
+
+impl Default for PeerRepeats {
+    fn default() -> PeerRepeats {
+        let t = Throttle::doubling(MISBEHAVIOUR_LOG_CAP);
+        PeerRepeats {
+            malformed: t.clone(),
+            not_a_request: t.clone(),
+            not_open: t.clone(),
+            out_of_order: t.clone(),
+            abandoned: t,
+        }
+    }
 }
 
 /// What the driver does next.
@@ -194,7 +197,8 @@ struct Registration {
     subtree: Oid,
     state: RegState,
     backoff: Backoff,
-    failures: u64,
+    /// Refusals in a row, logged through this.
+    failures: Throttle,
 }
 
 /// Where one SET transaction is (RFC 2741 7.2.4).
@@ -296,7 +300,7 @@ impl AgentxCore {
                 subtree: s.clone(),
                 state: RegState::RetryAt(now),
                 backoff: Backoff::new(self.cfg.backoff_min, self.cfg.backoff_max),
-                failures: 0,
+                failures: Throttle::nth(LOG_EVERY),
             })
             .collect();
         self.next_ping = None;
@@ -572,7 +576,7 @@ impl AgentxCore {
         let pdu = match pdu {
             Ok(p) => p,
             Err(e) => {
-                if let Some(times) = self.repeats.malformed.log() {
+                if let Some(Due { total: times, .. }) = self.repeats.malformed.count() {
                     tracing::warn!(
                         times,
                         "malformed AgentX PDU from master: {e}; answering parseError"
@@ -599,7 +603,7 @@ impl AgentxCore {
             | Payload::UndoSet
             | Payload::CleanupSet => self.on_request(pdu, mib, out),
             _ => {
-                if let Some(times) = self.repeats.not_a_request.log() {
+                if let Some(Due { total: times, .. }) = self.repeats.not_a_request.count() {
                     tracing::warn!(
                         times,
                         "AgentX {:?} from master is not a request a subagent serves; answering processingError",
@@ -681,21 +685,21 @@ impl AgentxCore {
         if error.is_ok() {
             tracing::info!(subtree = %reg.subtree, priority = prio, "AgentX subtree registered");
             reg.state = RegState::Registered;
-            reg.failures = 0;
+            reg.failures.reset();
             reg.backoff.reset();
             return;
         }
-        reg.failures += 1;
+        let log = reg.failures.count();
         reg.state = RegState::RetryAt(now + reg.backoff.next_delay());
         let duplicate = error == ResError::Agentx(AgentxError::DuplicateRegistration);
         if duplicate {
             self.stats.duplicate_registrations += 1;
         }
-        if reg.failures == 1 || reg.failures.is_multiple_of(LOG_EVERY) {
+        if let Some(Due { total: attempt, .. }) = log {
             tracing::error!(
                 subtree = %reg.subtree,
                 priority = prio,
-                attempt = reg.failures,
+                attempt,
                 "AgentX Register of {} at priority {} refused: {}{}; retrying with backoff",
                 reg.subtree,
                 prio,
@@ -765,7 +769,7 @@ impl AgentxCore {
     /// `notOpen`, one for a non-default context `unsupportedContext`.
     fn refusal(&mut self, pdu: &Pdu) -> Option<AgentxError> {
         if self.session_id != Some(pdu.session_id) {
-            if let Some(times) = self.repeats.not_open.log() {
+            if let Some(Due { total: times, .. }) = self.repeats.not_open.count() {
                 tracing::warn!(
                     session = pdu.session_id,
                     open = ?self.session_id,
@@ -839,7 +843,7 @@ impl AgentxCore {
         what: &'static str,
         status: ErrorStatus,
     ) -> Result<(), SetError> {
-        if let Some(times) = self.repeats.out_of_order.log() {
+        if let Some(Due { total: times, .. }) = self.repeats.out_of_order.count() {
             tracing::warn!(
                 transaction = txn.transaction_id,
                 times,
@@ -862,7 +866,7 @@ impl AgentxCore {
         if self.txns.len() >= MAX_TRANSACTIONS
             && let Some((old, _)) = self.txns.pop_front()
         {
-            if let Some(times) = self.repeats.abandoned.log() {
+            if let Some(Due { total: times, .. }) = self.repeats.abandoned.count() {
                 tracing::warn!(
                     transaction = old,
                     times,

@@ -30,17 +30,16 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
-use super::core::{Action, AgentxCore, Backoff, Lost};
+use super::core::{Action, AgentxCore, Backoff, LOG_EVERY, Lost};
 use super::pdu::CloseReason;
 use crate::mib::{MibHandler, VarBind};
+use crate::time::{Due, Throttle};
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest the ticker sleeps before it looks at the core's deadlines
 /// and shutdown (notifications and a stop wake it at once).
 const WAKE: Duration = Duration::from_millis(100);
-/// During an outage, log every Nth failed attempt (the first always).
-const LOG_EVERY: u64 = 20;
 /// A unix-socket master is tried again this often, whatever the backoff:
 /// a connect to a missing socket costs microseconds, and the session is
 /// back within this of snmpd's return. TCP masters keep the backoff.
@@ -352,6 +351,8 @@ struct Inner {
     core: AgentxCore,
     /// Notifications waiting for a session, oldest first.
     pending: VecDeque<Vec<VarBind>>,
+    /// Notifications dropped from the full queue, logged through this.
+    dropped: Throttle,
 }
 
 /// What both threads of a connection reach.
@@ -364,8 +365,8 @@ struct Link {
 struct Runner {
     link: Link,
     rx: Receiver<Msg>,
-    /// Consecutive failed connection attempts (for log throttling).
-    failures: u64,
+    /// Consecutive failed connection attempts, logged through this.
+    failures: Throttle,
     last_error: Option<String>,
 }
 
@@ -384,20 +385,19 @@ impl Link {
         let cap = inner.core.config().notify_queue.max(1);
         if inner.pending.len() >= cap {
             inner.pending.pop_front();
-            self.count_dropped_notify(cap);
+            self.count_dropped_notify(inner, cap);
         }
         inner.pending.push_back(v);
     }
 
-    fn count_dropped_notify(&self, cap: usize) {
-        let n = self
-            .shared
+    fn count_dropped_notify(&self, inner: &mut Inner, cap: usize) {
+        self.shared
             .stats
             .notifies_dropped
             .fetch_add(1, Ordering::Relaxed);
-        if n.is_multiple_of(LOG_EVERY) {
+        if let Some(Due { total: dropped, .. }) = inner.dropped.count() {
             tracing::warn!(
-                dropped = n + 1,
+                dropped,
                 queue = cap,
                 "AgentX notification dropped: no session with the master and the queue is full"
             );
@@ -564,12 +564,13 @@ impl Runner {
                 inner: Mutex::new(Inner {
                     core: AgentxCore::new(cfg),
                     pending: VecDeque::new(),
+                    dropped: Throttle::nth(LOG_EVERY),
                 }),
                 handler,
                 shared,
             },
             rx,
-            failures: 0,
+            failures: Throttle::nth(LOG_EVERY),
             last_error: None,
         }
     }
@@ -606,14 +607,14 @@ impl Runner {
         while !self.link.stopping() {
             match Conn::connect(&address) {
                 Ok(conn) => {
-                    if self.failures > 0 {
+                    if self.failures.total() > 0 {
                         tracing::info!(
                             address = %address,
-                            failed_attempts = self.failures,
+                            failed_attempts = self.failures.total(),
                             "AgentX master reachable again"
                         );
                     }
-                    self.failures = 0;
+                    self.failures.reset();
                     self.last_error = None;
                     match self.converse(conn, &mut backoff) {
                         End::Shutdown => break,
@@ -623,17 +624,17 @@ impl Runner {
                     }
                 }
                 Err(e) => {
-                    self.failures += 1;
+                    let due = self.failures.count().is_some();
                     let msg = format!("{} ({:?})", e, e.kind());
                     let changed = self.last_error.as_deref() != Some(msg.as_str());
-                    if self.failures == 1 || changed || self.failures.is_multiple_of(LOG_EVERY) {
+                    if due || changed {
                         let every = match address {
                             AgentxAddr::Unix(_) => format!("every {UNIX_RETRY:?}"),
                             AgentxAddr::Tcp { .. } => format!("with backoff up to {max:?}"),
                         };
                         tracing::warn!(
                             address = %address,
-                            attempt = self.failures,
+                            attempt = self.failures.total(),
                             "cannot connect to AgentX master: {msg}; retrying {every}"
                         );
                     }

@@ -11,10 +11,11 @@ use super::AppError;
 /// or generated), its boots (raised in the engine file), and the users
 /// with their keys localized to it. Made once per start: the endpoint and
 /// the trap sender hold the same engine (one key store, one set of
-/// usmStats).
+/// usmStats). It boots (its boots are raised) as the agent starts, so its
+/// snmpEngineTime counts from the process's time origin
+/// ([`crate::time::origin`]).
 pub(super) struct SnmpEngine {
     pub(super) usm: crate::snmp::usm::Usm,
-    pub(super) booted: std::time::Instant,
 }
 
 pub(super) fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
@@ -39,8 +40,5 @@ pub(super) fn snmp_engine(cfg: &Config) -> Result<SnmpEngine, AppError> {
         users.len()
     );
     let usm = crate::snmp::usm::Usm::new(engine, boots, users).map_err(AppError::Usm)?;
-    Ok(SnmpEngine {
-        usm,
-        booted: std::time::Instant::now(),
-    })
+    Ok(SnmpEngine { usm })
 }

@@ -315,7 +315,14 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         peak_kb = crate::heap::peak_kb().unwrap_or(0),
         "fabric loaded"
     );
-    crate::mib::read::start_clock();
+    crate::time::start();
+    // The SNMPv3 engine boots as the agent starts: snmpEngineTime, the
+    // seconds since its boots were raised, counts from the time origin.
+    let snmpv3 = if cfg.snmp.user.is_empty() {
+        None
+    } else {
+        Some(snmp_engine(cfg)?)
+    };
     let cache = Arc::new(Cache::new());
     // A sweep in progress ends at the shutdown signal: the stop does not
     // wait for a sweep of a fabric that stopped answering.
@@ -408,12 +415,6 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
 
     running.session = session;
 
-    let engine = if cfg.snmp.user.is_empty() {
-        None
-    } else {
-        Some(snmp_engine(cfg)?)
-    };
-
     // Notifications: through snmpd, or without it straight to the sinks.
     if cfg.notify.enabled {
         let sink: Option<Box<dyn Sink>> = match &running.session {
@@ -424,12 +425,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                     cfg.notify.community.text().to_string(),
                 )
                 .map_err(AppError::TrapSocket)?;
-                match (&cfg.notify.user, &engine) {
+                match (&cfg.notify.user, &snmpv3) {
                     (Some(user), Some(e)) => {
                         let usm = e.usm.clone();
                         let index = usm.user_index(user);
                         let index = index.ok_or_else(|| AppError::NotifyUser(user.clone()))?;
-                        t = t.with_v3(usm, index, e.booted);
+                        t = t.with_v3(usm, index, crate::time::origin());
                         info!(sinks = ?cfg.notify.sinks, "SNMPv3 traps of user {} go straight to the sinks", Escaped(user));
                     }
                     _ => info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks"),
@@ -458,8 +459,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let mut r = Responder::bind(addr, config, Arc::clone(&view))
             .map_err(|error| AppError::Listen { addr, error })?
             .with_counters(Arc::clone(&endpoint_counters));
-        if let Some(e) = &engine {
-            r = r.with_usm(e.usm.clone(), e.booted);
+        if let Some(e) = &snmpv3 {
+            r = r.with_usm(e.usm.clone(), crate::time::origin());
         }
         let local = r.local_addr().map_err(AppError::LocalAddr)?;
         let rules = r.config().access.rules().len();

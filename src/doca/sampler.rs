@@ -20,6 +20,7 @@ use crate::config::{DocaSection, DocaTimestamps};
 use crate::fabric::cache::Cache;
 use crate::fabric::state::SharedState;
 use crate::ib::{Guid, Node};
+use crate::time::{Due, Throttle};
 
 /// A port's values in one sample: (node GUID, port, [(index into
 /// [`DATA_IDS`], value)]).
@@ -37,8 +38,11 @@ struct Device {
     /// Per applied data ID: (index into [`DATA_IDS`], node GUID, port).
     targets: Vec<(usize, Guid, u8)>,
     buf: Vec<u8>,
-    failing: bool,
-    dropped: u64,
+    /// Failed reads since the last good one: the first is logged.
+    failing: Throttle,
+    /// Reads that found samples dropped before the agent read them: the
+    /// 1st, 2nd, 4th ... are logged.
+    dropped: Throttle,
 }
 
 /// The started contexts, ready to be read by [`DocaSampler::spawn`].
@@ -254,8 +258,8 @@ pub fn open(cfg: &DocaSection) -> Result<Opened, String> {
             buf: vec![0u8; samples.max(1) * layout.sample_size],
             layout,
             targets,
-            failing: false,
-            dropped: 0,
+            failing: Throttle::once(),
+            dropped: Throttle::doubling(u64::MAX),
         });
     }
     Ok(Opened {
@@ -278,30 +282,26 @@ impl DocaSampler {
             let (n, status) = match d.diag.query(&mut d.buf) {
                 Ok(r) => r,
                 Err(e) => {
-                    if !d.failing {
+                    if d.failing.count().is_some() {
                         warn!(
                             "DOCA telemetry diag read of {} failed ({e}); trying again each period",
                             d.ibdev
                         );
-                        d.failing = true;
                     }
                     continue;
                 }
             };
-            if d.failing {
+            if d.failing.total() > 0 {
                 info!("DOCA telemetry diag reads {} again", d.ibdev);
-                d.failing = false;
+                d.failing.reset();
             }
             let gap = status == QueryStatus::Dropped;
-            if gap {
-                d.dropped += 1;
-                if d.dropped.is_power_of_two() {
-                    warn!(
-                        "DOCA telemetry diag dropped samples before the agent read them, on {} {} times so far \
-                         (the totals keep counting; lower doca.sample_period_ms or raise doca.log_max_samples)",
-                        d.ibdev, d.dropped
-                    );
-                }
+            if gap && let Some(Due { total: times, .. }) = d.dropped.count() {
+                warn!(
+                    "DOCA telemetry diag dropped samples before the agent read them, on {} {times} times so far \
+                     (the totals keep counting; lower doca.sample_period_ms or raise doca.log_max_samples)",
+                    d.ibdev
+                );
             }
             let samples = match d.layout.decode(&d.buf, n) {
                 Ok(s) => s,

@@ -21,12 +21,14 @@ use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResu
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp(NonZeroU64);
 
-/// The origin of [`Stamp`]s: a day before the first one is made, so
-/// instants taken a little earlier (tests' virtual clocks start from
-/// `Instant::now()`) still have their own stamp.
+/// The origin of [`Stamp`]s: a day before the process's time origin
+/// ([`crate::time::origin`]), so instants taken a little earlier (tests'
+/// virtual clocks start from `Instant::now()`) still have their own stamp.
 static ORIGIN: LazyLock<Instant> = LazyLock::new(|| {
-    let now = Instant::now();
-    now.checked_sub(Duration::from_secs(86_400)).unwrap_or(now)
+    let origin = crate::time::origin();
+    origin
+        .checked_sub(Duration::from_secs(86_400))
+        .unwrap_or(origin)
 });
 
 impl Stamp {

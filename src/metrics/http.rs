@@ -36,6 +36,7 @@ use super::{HttpCounters, MetricsSettings};
 use crate::fabric::cache::Cache;
 use crate::mib::EndpointCounters;
 use crate::runtime::EdgeRuntime;
+use crate::time::Throttle;
 
 /// Connections served at once; more are answered 503 (or, over TLS,
 /// closed) at once.
@@ -116,31 +117,26 @@ enum Refusal {
     Timeout,
 }
 
-/// One log line per kind of refusal at most every [`LOG_EVERY`], with how
-/// many there were since the last.
-#[derive(Default)]
-struct RefusalLog {
-    last: HashMap<&'static str, (Instant, u64)>,
+impl Refusal {
+    /// How many kinds there are (`Timeout` is the last).
+    const KINDS: usize = Refusal::Timeout as usize + 1;
+}
+
+/// The refusals' log: one line per kind of refusal at most every
+/// [`LOG_EVERY`], with how many there were since the last.
+struct RefusalLog([Throttle; Refusal::KINDS]);
+
+impl Default for RefusalLog {
+    fn default() -> RefusalLog {
+        RefusalLog(std::array::from_fn(|_| Throttle::every(LOG_EVERY)))
+    }
 }
 
 impl RefusalLog {
-    fn due(&mut self, kind: &'static str, now: Instant) -> Option<u64> {
-        match self.last.get_mut(kind) {
-            Some((at, n)) if now.saturating_duration_since(*at) < LOG_EVERY => {
-                *n += 1;
-                None
-            }
-            Some((at, n)) => {
-                let count = *n + 1;
-                *at = now;
-                *n = 0;
-                Some(count)
-            }
-            None => {
-                self.last.insert(kind, (now, 0));
-                Some(1)
-            }
-        }
+    /// One refusal of kind `r` at `now`: the number its line stands for,
+    /// when one is due.
+    fn due(&mut self, r: Refusal, now: Instant) -> Option<u64> {
+        self.0[r as usize].at(now).map(|d| d.since)
     }
 }
 
@@ -177,7 +173,7 @@ impl Shared {
             .log
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .due(kind, Instant::now());
+            .due(r, Instant::now());
         if let Some(n) = due {
             warn!(%peer, reason = kind, count = n, "metrics: refused ({what}); at most one line per reason every 10 s");
         }
@@ -897,9 +893,13 @@ mod tests {
     fn refusals_are_logged_once_per_period() {
         let mut log = RefusalLog::default();
         let t = Instant::now();
-        assert_eq!(log.due("source", t), Some(1));
-        assert_eq!(log.due("source", t + Duration::from_secs(1)), None);
-        assert_eq!(log.due("auth", t), Some(1));
-        assert_eq!(log.due("source", t + Duration::from_secs(11)), Some(2));
+        assert_eq!(log.due(Refusal::Source, t), Some(1));
+        assert_eq!(log.due(Refusal::Source, t + Duration::from_secs(1)), None);
+        assert_eq!(log.due(Refusal::Auth, t), Some(1));
+        assert_eq!(log.due(Refusal::Timeout, t), Some(1));
+        assert_eq!(
+            log.due(Refusal::Source, t + Duration::from_secs(11)),
+            Some(2)
+        );
     }
 }

@@ -15,19 +15,14 @@ use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::port_counters::PortCountersField;
 
-/// The time TimeStamp columns count from: the agent's start (a subagent's
-/// own uptime, as net-snmp's subagents keep it; pmAgentUpTime shows it).
-static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
-
-/// Fix the epoch of TimeStamp columns (call at start-up).
-pub fn start_clock() {
-    std::sync::LazyLock::force(&EPOCH);
-}
-
-/// TimeTicks (hundredths of a second) from the epoch to `at`; 0 for none.
+/// TimeTicks (hundredths of a second) from the agent's start to `at`; 0
+/// for none. TimeStamp columns and pmAgentUpTime count from the agent's
+/// start ([`crate::time::origin`]): a subagent's own uptime, as net-snmp's
+/// subagents keep it.
 pub fn timestamp(at: Option<Instant>) -> u32 {
+    let origin = crate::time::origin();
     at.map_or(0, |t| {
-        (t.saturating_duration_since(*EPOCH).as_millis() / 10).min(u32::MAX as u128) as u32
+        (t.saturating_duration_since(origin).as_millis() / 10).min(u32::MAX as u128) as u32
     })
 }
 
@@ -442,4 +437,28 @@ fn rs_fec_layout(node: &NodeRecord, port: &PortRecord) -> bool {
         node.class_port_info.as_ref().map(|c| c.capability_mask),
         port.link.fec,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// TimeStamps are the hundredths of a second since the process's time
+    /// origin; none, or one before it, is 0.
+    #[test]
+    fn timestamps_count_hundredths_from_the_time_origin() {
+        let origin = crate::time::origin();
+        assert_eq!(timestamp(None), 0);
+        assert_eq!(timestamp(Some(origin)), 0);
+        assert_eq!(timestamp(Some(origin + Duration::from_millis(1_509))), 150);
+        assert_eq!(
+            timestamp(Some(origin + Duration::from_secs(86_400))),
+            8_640_000
+        );
+        if let Some(before) = origin.checked_sub(Duration::from_secs(1)) {
+            assert_eq!(timestamp(Some(before)), 0);
+        }
+    }
 }

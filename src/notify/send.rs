@@ -18,13 +18,14 @@ use rasn_snmp::v2c::Message;
 use tracing::{debug, info, warn};
 
 use super::{Evaluator, Event, FAMILIES, Family, NotifyConfig, NotifyFigures, SYS_UPTIME};
-use crate::agentx::{NotifyError, SessionHandle};
+use crate::agentx::SessionHandle;
 use crate::fabric::cache::Cache;
 use crate::ib::Escaped;
 use crate::mib::read::timestamp;
 use crate::mib::{Oid, Value, VarBind};
 use crate::snmp::codec::to_wire_varbind;
 use crate::snmp::usm::{SecurityLevel, Usm};
+use crate::time::{Due, Throttle};
 
 /// Where notifications go.
 pub trait Sink: Send {
@@ -40,15 +41,16 @@ pub trait Sink: Send {
 /// Through snmpd: AgentX Notify.
 pub struct AgentxSink {
     session: SessionHandle,
-    /// Refused by the handle (its channel full, or the session stopped).
-    refused: u64,
+    /// Refused by the handle (its channel full, or the session stopped):
+    /// the 1st and every 100th are logged.
+    refused: Throttle,
 }
 
 impl AgentxSink {
     pub fn new(session: SessionHandle) -> AgentxSink {
         AgentxSink {
             session,
-            refused: 0,
+            refused: Throttle::nth(100),
         }
     }
 }
@@ -58,14 +60,10 @@ impl Sink for AgentxSink {
         match self.session.notify(event.varbinds()) {
             Ok(()) => true,
             Err(e) => {
-                if self.refused.is_multiple_of(100) {
+                if let Some(Due { total, .. }) = self.refused.count() {
                     warn!(
-                        "a notification was not queued for snmpd ({e}; {} refused so far, said once per 100)",
-                        self.refused
+                        "a notification was not queued for snmpd ({e}; {total} refused so far, said once per 100)"
                     );
-                }
-                if e == NotifyError::QueueFull || e == NotifyError::SessionStopped {
-                    self.refused += 1;
                 }
                 false
             }
@@ -80,7 +78,7 @@ impl Sink for AgentxSink {
     }
 
     fn dropped(&self) -> u64 {
-        self.refused
+        self.refused.total()
             + self
                 .session
                 .stats()
@@ -99,6 +97,8 @@ pub struct TrapSink {
     request_id: i32,
     sent: u64,
     failed: u64,
+    /// Failed sends: the 1st and every 100th are logged.
+    send_errors: Throttle,
     /// SNMPv3: the engine, the user's index in it, and when it booted.
     v3: Option<(Usm, usize, Instant)>,
 }
@@ -124,6 +124,7 @@ impl TrapSink {
             request_id: 1,
             sent: 0,
             failed: 0,
+            send_errors: Throttle::nth(100),
             v3: None,
         })
     }
@@ -186,13 +187,13 @@ impl Sink for TrapSink {
             let socket = if to.is_ipv4() { &self.v4 } else { &self.v6 };
             let Some(socket) = socket else { continue };
             if let Err(e) = socket.send_to(&bytes, to) {
-                if self.failed.is_multiple_of(100) {
+                self.failed += 1;
+                if self.send_errors.count().is_some() {
                     warn!(
                         "cannot send a trap to {to} ({e}; {} failed so far, said once per 100)",
                         self.failed
                     );
                 }
-                self.failed += 1;
                 ok = false;
             }
         }

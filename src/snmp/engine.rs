@@ -547,14 +547,14 @@ fn v1_status(s: ErrorStatus) -> ErrorStatus {
 }
 
 /// Logs of MIB varbinds BER cannot carry: at most one line every 10 s.
-static UNENCODABLE_LOG: std::sync::Mutex<super::DropLog> =
-    std::sync::Mutex::new(super::DropLog::new());
+static UNENCODABLE_LOG: std::sync::Mutex<crate::time::Throttle> =
+    std::sync::Mutex::new(crate::time::Throttle::every(super::DROP_LOG_EVERY));
 
 fn wire_vb(vb: &VarBind) -> Option<v2::VarBind> {
     let w = codec::to_wire_varbind(vb);
     if w.is_none()
         && let Ok(mut log) = UNENCODABLE_LOG.lock()
-        && let Some(n) = log.due(Instant::now())
+        && let Some(crate::time::Due { since: n, .. }) = log.at(Instant::now())
     {
         warn!(name = %vb.name, value = ?vb.value, "snmp: the MIB returned {n} varbind(s) BER cannot carry (answered genErr; logged at most every 10 s)");
     }

@@ -26,7 +26,7 @@
 //!   over it are dropped, counted (`rate_limited`) and logged at most every
 //!   10 s with their number. Without one, every request is answered: a
 //!   poller with one request outstanding is never dropped.
-//! - No datagram writes a log line but through a throttle (`DropLog`):
+//! - No datagram writes a log line but through a throttle ([`Throttle`]):
 //!   one line every 10 s per kind of event, with the count.
 //! - Set: through a rule that may write, the handler's `test_set` /
 //!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run
@@ -85,10 +85,11 @@ use tracing::{debug, info, warn};
 
 use crate::mib::{EndpointCounters, MibHandler};
 use crate::runtime::{EdgeRuntime, OnRuntime};
+use crate::time::{Due, Throttle};
 use usm::Usm;
 
 /// How often, at most, the responder logs that it drops requests.
-const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// A bound, not yet serving, SNMP responder.
 pub struct Responder {
@@ -179,51 +180,38 @@ impl Responder {
     }
 }
 
-/// Counts events of one kind and logs them at most every 10 s, with their
-/// number and the last source: no datagram writes a log line but through
-/// one of these.
-#[derive(Default)]
-pub(crate) struct DropLog {
-    since_log: u64,
-    last_log: Option<Instant>,
-}
-
-impl DropLog {
-    pub(crate) const fn new() -> DropLog {
-        DropLog {
-            since_log: 0,
-            last_log: None,
-        }
-    }
-
-    /// Whether to log now; `n` is how many came since the last line.
-    pub(crate) fn due(&mut self, now: Instant) -> Option<u64> {
-        self.since_log += 1;
-        if self
-            .last_log
-            .is_none_or(|t| now.duration_since(t) >= DROP_LOG_EVERY)
-        {
-            self.last_log = Some(now);
-            Some(std::mem::take(&mut self.since_log))
-        } else {
-            None
-        }
-    }
-}
-
-/// The throttled logs of a responder, one per kind of event.
-#[derive(Default)]
+/// The throttled logs of a responder, one per kind of event: no datagram
+/// writes a log line but through one of these, at most one line every
+/// [`DROP_LOG_EVERY`] per kind, with the number of events it stands for.
 struct Logs {
-    unlisted: DropLog,
-    rate: DropLog,
-    user: DropLog,
-    community: DropLog,
-    malformed: DropLog,
-    ignored: DropLog,
-    too_big: DropLog,
-    report: DropLog,
-    usm_drop: DropLog,
-    send: DropLog,
+    unlisted: Throttle,
+    rate: Throttle,
+    user: Throttle,
+    community: Throttle,
+    malformed: Throttle,
+    ignored: Throttle,
+    too_big: Throttle,
+    report: Throttle,
+    usm_drop: Throttle,
+    send: Throttle,
+}
+
+impl Default for Logs {
+    fn default() -> Logs {
+        let t = Throttle::every(DROP_LOG_EVERY);
+        Logs {
+            unlisted: t.clone(),
+            rate: t.clone(),
+            user: t.clone(),
+            community: t.clone(),
+            malformed: t.clone(),
+            ignored: t.clone(),
+            too_big: t.clone(),
+            report: t.clone(),
+            usm_drop: t.clone(),
+            send: t,
+        }
+    }
 }
 
 /// A responder on the runtime.
@@ -249,7 +237,7 @@ impl Serving {
                 Ok(r) => r,
                 Err(e) => {
                     // e.g. ECONNREFUSED left over from an earlier send: not fatal.
-                    if let Some(n) = logs.send.due(Instant::now()) {
+                    if let Some(Due { since: n, .. }) = logs.send.at(Instant::now()) {
                         debug!(error = %e, "snmp: {n} receive error(s) (logged at most every 10 s)");
                     }
                     continue;
@@ -265,7 +253,7 @@ impl Serving {
             let is_report = matches!(outcome, Outcome::Report(..));
             match outcome {
                 Outcome::Reply(bytes) | Outcome::Report(_, bytes) => {
-                    if is_report && let Some(n) = logs.report.due(now) {
+                    if is_report && let Some(Due { since: n, .. }) = logs.report.at(now) {
                         debug!(
                             "snmp: {n} SNMPv3 Report(s) sent (the last to {ip}; logged at most every 10 s)"
                         );
@@ -274,7 +262,7 @@ impl Serving {
                         Ok(_) => EndpointCounters::bump(&stats.out_packets),
                         Err(e) => {
                             EndpointCounters::bump(&stats.send_errors);
-                            if let Some(n) = logs.send.due(now) {
+                            if let Some(Due { since: n, .. }) = logs.send.at(now) {
                                 warn!(
                                     "snmp: {n} answer(s) could not be sent (the last, of {} \
                                      octets to {ip}: {e}; logged at most every 10 s)",
@@ -286,7 +274,7 @@ impl Serving {
                 }
                 Outcome::Unlisted => {
                     EndpointCounters::bump(&stats.unlisted);
-                    if let Some(n) = logs.unlisted.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.unlisted.at(now) {
                         info!(
                             "snmp: dropped {n} request(s) from sources no access rule lists \
                              (the last from {ip}; logged at most every 10 s)"
@@ -295,7 +283,7 @@ impl Serving {
                 }
                 Outcome::RateLimited => {
                     EndpointCounters::bump(&stats.rate_limited);
-                    if let Some(n) = logs.rate.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.rate.at(now) {
                         warn!(
                             "snmp: dropped {n} request(s) over an access rule's rate guard \
                              (the last from {ip}; logged at most every 10 s)"
@@ -304,7 +292,7 @@ impl Serving {
                 }
                 Outcome::BadCommunity => {
                     EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(n) = logs.community.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.community.at(now) {
                         debug!(
                             "snmp: dropped {n} request(s) with a community no rule gives to \
                              their source (the last from {ip}; logged at most every 10 s)"
@@ -313,7 +301,7 @@ impl Serving {
                 }
                 Outcome::Malformed(why) => {
                     EndpointCounters::bump(&stats.malformed);
-                    if let Some(n) = logs.malformed.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.malformed.at(now) {
                         debug!(
                             "snmp: dropped {n} undecodable datagram(s) (the last from {ip}, \
                              {len} octets: {why}; logged at most every 10 s)"
@@ -322,7 +310,7 @@ impl Serving {
                 }
                 Outcome::Ignored(why) => {
                     EndpointCounters::bump(&stats.ignored);
-                    if let Some(n) = logs.ignored.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.ignored.at(now) {
                         debug!(
                             "snmp: ignored {n} message(s) (the last from {ip}: {why}; logged at \
                              most every 10 s)"
@@ -331,7 +319,7 @@ impl Serving {
                 }
                 Outcome::TooBig => {
                     EndpointCounters::bump(&stats.silent_drops);
-                    if let Some(n) = logs.too_big.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.too_big.at(now) {
                         debug!(
                             "snmp: dropped {n} answer(s) too big even as tooBig (the last to \
                              {ip}; logged at most every 10 s)"
@@ -340,7 +328,7 @@ impl Serving {
                 }
                 Outcome::UsmDrop(why) => {
                     EndpointCounters::bump(&stats.ignored);
-                    if let Some(n) = logs.usm_drop.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.usm_drop.at(now) {
                         debug!(
                             "snmp: dropped {n} SNMPv3 message(s) (the last from {ip}: {why:?}; \
                              logged at most every 10 s)"
@@ -349,7 +337,7 @@ impl Serving {
                 }
                 Outcome::UnknownUser => {
                     EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(n) = logs.user.due(now) {
+                    if let Some(Due { since: n, .. }) = logs.user.at(now) {
                         info!(
                             "snmp: dropped {n} request(s) of SNMPv3 users no access rule lets ask \
                              from their source (the last from {ip}; logged at most every 10 s)"

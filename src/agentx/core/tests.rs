@@ -718,8 +718,11 @@ fn resends_are_answered_from_the_cache_whatever_the_numbering() {
 /// each with the count so far, not 100,000.
 #[test]
 fn repeated_misbehaviour_is_logged_with_a_count() {
-    let mut r = Repeats::default();
-    let logged: Vec<u64> = (0..100_000).filter_map(|_| r.log()).collect();
+    let mut r = PeerRepeats::default().abandoned;
+    let logged: Vec<u64> = (0..100_000)
+        .filter_map(|_| r.count())
+        .map(|d| d.total)
+        .collect();
     assert_eq!(&logged[..4], &[1, 2, 4, 8]);
     assert_eq!(logged.len(), 11 + 100_000 / 1024 - 1);
     assert!(logged.windows(2).all(|w| w[0] < w[1]));

@@ -53,7 +53,6 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::raw::{c_int, c_ulong};
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -65,6 +64,7 @@ use std::time::Duration;
 
 use super::{Down, Fault, IoFault, MAD_SIZE, MadAddr, MadTransport, OpenError, Received};
 use crate::pm::mad::method::{GET as METHOD_GET, RESPONSE_BIT, SET as METHOD_SET};
+use crate::time::{Due, Throttle};
 
 mod sys;
 
@@ -89,6 +89,9 @@ const POLL_MS: c_int = 50;
 /// failed (a kernel device returns at once; umad2sim blocks while ibsim
 /// is stopped).
 pub const SEND_BOUND: Duration = Duration::from_millis(250);
+/// A write that blocks again after a reopen is logged at warning level at
+/// most this often (at debug level in between).
+const STALL_LOG_EVERY: Duration = Duration::from_secs(60);
 /// The longest a reopen, or the wait for a stopping reader, may hold its
 /// caller.
 const REOPEN_BOUND: Duration = Duration::from_millis(500);
@@ -209,23 +212,27 @@ struct Device {
     failed: AtomicBool,
     /// The writer thread's queue, once it runs.
     queue: OnceLock<SyncSender<Box<Frame>>>,
-    /// When the writer's current `write()` began, in ms after `epoch` plus
-    /// one; 0 while it is not in one.
-    busy_since: AtomicU64,
-    epoch: Instant,
+    /// When the writer's current `write()` began; `None` while it is not
+    /// in one.
+    busy_since: Mutex<Option<Instant>>,
     /// Opened by a reopen: the reader says so once replies arrive again.
     reopened: AtomicBool,
 }
 
 impl Device {
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+    /// How long the writer has been in its current `write()`.
+    fn busy_for(&self) -> Option<Duration> {
+        let since = *self.busy_since.lock().unwrap_or_else(|e| e.into_inner());
+        since.map(|t| t.elapsed())
+    }
+
+    fn set_busy(&self, since: Option<Instant>) {
+        *self.busy_since.lock().unwrap_or_else(|e| e.into_inner()) = since;
     }
 
     /// The writer has been in one `write()` for longer than [`SEND_BOUND`].
     fn stalled(&self) -> bool {
-        let since = self.busy_since.load(Ordering::Relaxed);
-        since != 0 && self.now_ms().saturating_sub(since) > SEND_BOUND.as_millis() as u64
+        self.busy_for().is_some_and(|d| d > SEND_BOUND)
     }
 }
 
@@ -468,8 +475,7 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
         retries: cfg.retries,
         failed: AtomicBool::new(false),
         queue: OnceLock::new(),
-        busy_since: AtomicU64::new(0),
-        epoch: Instant::now(),
+        busy_since: Mutex::new(None),
         reopened: AtomicBool::new(false),
     };
     // From here on, dropping `device` unregisters and closes.
@@ -705,9 +711,9 @@ fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &M
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        dev.busy_since.store(dev.now_ms(), Ordering::Relaxed);
+        dev.set_busy(Some(Instant::now()));
         let r = sys::write(dev.fd.as_fd(), &frame[..]);
-        dev.busy_since.store(0, Ordering::Relaxed);
+        dev.set_busy(None);
         let errno = match r {
             Ok(n) if n == frame.len() => continue,
             Ok(_) => libc::EIO,
@@ -726,11 +732,8 @@ fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &M
 }
 
 fn stalled(dev: &Device) -> Down {
-    let ms = dev
-        .now_ms()
-        .saturating_sub(dev.busy_since.load(Ordering::Relaxed));
     Down::WriteBlocked {
-        ms,
+        ms: dev.busy_for().unwrap_or_default().as_millis() as u64,
         bound_ms: SEND_BOUND.as_millis() as u64,
     }
 }
@@ -744,15 +747,11 @@ fn fatal(dev: &Device, routes: &Mutex<Routes>, down: Down) {
     if dev.stalled() {
         // Each reopen of a device whose writes still block would say it
         // again: once a minute, with a count.
-        static STALLS: AtomicU64 = AtomicU64::new(0);
-        static LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
-        let n = STALLS.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
-        if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-            *logged = Some(Instant::now());
-            tracing::warn!(stalls = n, "{down}");
-        } else {
-            tracing::debug!(stalls = n, "{down}");
+        static STALLS: Mutex<Throttle> = Mutex::new(Throttle::every(STALL_LOG_EVERY));
+        let mut log = STALLS.lock().unwrap_or_else(|e| e.into_inner());
+        match log.at(Instant::now()) {
+            Some(Due { total: n, .. }) => tracing::warn!(stalls = n, "{down}"),
+            None => tracing::debug!(stalls = log.total(), "{down}"),
         }
     } else {
         tracing::warn!("{down}");
