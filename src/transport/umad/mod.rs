@@ -53,7 +53,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::raw::{c_int, c_ulong};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -212,22 +212,29 @@ struct Device {
     failed: AtomicBool,
     /// The writer thread's queue, once it runs.
     queue: OnceLock<SyncSender<Box<Frame>>>,
-    /// When the writer's current `write()` began; `None` while it is not
-    /// in one.
-    busy_since: Mutex<Option<Instant>>,
+    /// When the writer's current `write()` began, in ms after the
+    /// process's time origin ([`crate::time::origin`]) plus one; 0 while it
+    /// is not in one (an atomic: every send reads it).
+    busy_since: AtomicU64,
     /// Opened by a reopen: the reader says so once replies arrive again.
     reopened: AtomicBool,
+}
+
+/// Milliseconds after the process's time origin, plus one (never 0).
+fn now_ms() -> u64 {
+    u64::try_from(crate::time::origin().elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
 }
 
 impl Device {
     /// How long the writer has been in its current `write()`.
     fn busy_for(&self) -> Option<Duration> {
-        let since = *self.busy_since.lock().unwrap_or_else(|e| e.into_inner());
-        since.map(|t| t.elapsed())
+        let since = self.busy_since.load(Ordering::Relaxed);
+        (since != 0).then(|| Duration::from_millis(now_ms().saturating_sub(since)))
     }
 
-    fn set_busy(&self, since: Option<Instant>) {
-        *self.busy_since.lock().unwrap_or_else(|e| e.into_inner()) = since;
+    fn set_busy(&self, busy: bool) {
+        let v = if busy { now_ms() } else { 0 };
+        self.busy_since.store(v, Ordering::Relaxed);
     }
 
     /// The writer has been in one `write()` for longer than [`SEND_BOUND`].
@@ -475,7 +482,7 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
         retries: cfg.retries,
         failed: AtomicBool::new(false),
         queue: OnceLock::new(),
-        busy_since: Mutex::new(None),
+        busy_since: AtomicU64::new(0),
         reopened: AtomicBool::new(false),
     };
     // From here on, dropping `device` unregisters and closes.
@@ -711,9 +718,9 @@ fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &M
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        dev.set_busy(Some(Instant::now()));
+        dev.set_busy(true);
         let r = sys::write(dev.fd.as_fd(), &frame[..]);
-        dev.set_busy(None);
+        dev.set_busy(false);
         let errno = match r {
             Ok(n) if n == frame.len() => continue,
             Ok(_) => libc::EIO,
