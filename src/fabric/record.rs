@@ -35,6 +35,11 @@ impl Stamp {
     pub fn instant(self) -> Instant {
         *ORIGIN + Duration::from_micros(self.0.get() - 1)
     }
+
+    /// Milliseconds from the stamps' origin.
+    pub fn millis(self) -> u64 {
+        (self.0.get() - 1) / 1000
+    }
 }
 
 impl From<Instant> for Stamp {

@@ -24,7 +24,7 @@
 //! slice, with no allocation of its own ([`PORT_BYTES`]), and its samples
 //! ([`SAMPLES_BYTES`]) in another of its node's, from the first time its
 //! link is up (an uncabled port has none): times are milliseconds from the
-//! evaluator's epoch, the thresholds an index into the shared sets, and
+//! records' origin ([`crate::fabric::record::Stamp::millis`]), the thresholds an index into the shared sets, and
 //! each sample keeps the error totals in their low 32 bits and the
 //! XmitWait and octet totals whole. An error counter's
 //! increase is then exact while it stays below 2^32 from the base sample
@@ -33,7 +33,6 @@
 //! 16-bit PortCounters fields saturate at 65,535 a reading).
 
 use std::sync::LazyLock;
-use std::time::{Duration, Instant};
 
 use super::rules::{Measure, NotifyConfig, THRESHOLD_COUNT, thresholds};
 use super::{Event, FAMILIES, Kind, Peer};
@@ -49,11 +48,6 @@ use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 /// The total of 64-bit counter slot `k` as the MIB shows it.
 fn total(p: &PortRecord, k: usize) -> Option<u64> {
     p.hc.shown(k)
-}
-
-/// When the port's counters were read.
-fn read_at(p: &PortRecord) -> Option<Instant> {
-    p.read_at.map(crate::fabric::record::Stamp::instant)
 }
 
 /// pmPortState (0: not known).
@@ -194,7 +188,7 @@ static SLOTS: LazyLock<[(CounterSlot, usize); THRESHOLD_COUNT]> = LazyLock::new(
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Sample {
-    /// Milliseconds from the evaluator's epoch, modulo 2^32 (ages are
+    /// Milliseconds from the records' origin, modulo 2^32 (ages are
     /// differences, and a port's samples are less than 2^31 ms apart).
     at: u32,
     /// Bit i: [`thresholds`] entry i is known.
@@ -245,7 +239,8 @@ struct PortMem {
     /// The GUID of the last peer seen, when [`HAS_PEER`] (a link that went
     /// down has none any more).
     peer_guid: Guid,
-    /// 1 + the milliseconds from the epoch of the last reading evaluated;
+    /// 1 + the milliseconds from the records' origin of the last reading
+    /// evaluated;
     /// 0: none yet.
     last_read: u64,
     /// [`resets`] modulo 2^16 (compared for a change: it moves by a few
@@ -372,9 +367,6 @@ pub struct Evaluator {
     limits: LimitSets,
     /// Ordered by GUID, as the snapshot's nodes.
     nodes: Vec<NodeMem>,
-    /// Where the milliseconds of port readings count from: a day before
-    /// the first reading evaluated (older readings count as that time).
-    epoch: Option<Instant>,
     overrun: bool,
     last_sweep: Option<u64>,
 }
@@ -415,7 +407,6 @@ impl Evaluator {
             window_ms,
             limits: LimitSets::default(),
             nodes: Vec::new(),
-            epoch: None,
             overrun: false,
             last_sweep: None,
         }
@@ -471,7 +462,6 @@ impl Evaluator {
                     node,
                     cfg: &self.cfg,
                     window_ms: self.window_ms,
-                    epoch: &mut self.epoch,
                     limits: &mut self.limits,
                     out: &mut ports_events,
                 };
@@ -541,7 +531,6 @@ struct PortCtx<'a> {
     node: &'a NodeRecord,
     cfg: &'a NotifyConfig,
     window_ms: u64,
-    epoch: &'a mut Option<Instant>,
     limits: &'a mut LimitSets,
     out: &'a mut Vec<Event>,
 }
@@ -552,14 +541,6 @@ impl PortCtx<'_> {
         e.port = p.num();
         e.peer = peer;
         e
-    }
-
-    /// Milliseconds from the epoch (set by the first call).
-    fn ms(&mut self, at: Instant) -> u64 {
-        let epoch = *self
-            .epoch
-            .get_or_insert_with(|| at.checked_sub(Duration::from_secs(86_400)).unwrap_or(at));
-        u64::try_from(at.saturating_duration_since(epoch).as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The events of a reachable node's ports.
@@ -658,8 +639,8 @@ impl PortCtx<'_> {
             self.out.push(self.event(Kind::Discontinuity, p, None));
             pm.resets = resets(p);
         }
-        let Some(at) = read_at(p) else { return };
-        let now = self.ms(at);
+        let Some(at) = p.read_at else { return };
+        let now = at.millis();
         if pm.last_read > now {
             // Not newer than the last reading evaluated.
             return;
@@ -738,6 +719,7 @@ mod tests {
     use crate::fabric::hc::HcTotals;
     use crate::ib::{LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, NodeType, Port, PortState};
     use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
     const SYM: usize = 8; // HC slot of SymbolErrors
     const W: Duration = Duration::from_secs(10);
