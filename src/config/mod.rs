@@ -2,7 +2,9 @@
 //! parsed and checked here into the type the agent uses (enums, socket
 //! addresses, durations, paths); unknown keys and bad values are errors
 //! that name the file, the line and the `section.key`.
-//! `config/ibpm-agentx.toml` documents every key.
+//! `config/ibpm-agentx.toml` documents every key. Each section is a file
+//! of its own: its struct, its defaults, its checks and its conversion to
+//! the settings of the part that uses it.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -12,26 +14,71 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
-mod metrics;
-pub use metrics::MetricsSection;
-
-use crate::agentx::AgentxAddr;
-use crate::fabric::control::ControlConfig;
-use crate::fabric::engine::EngineConfig;
-use crate::fabric::settings::SweepConfig;
 use crate::ib::{Escaped, Fabric, NodeType, topology};
-use crate::notify::NotifyConfig;
 
+/// A key whose value is one of a few words: the enum, its parse from the
+/// word (with the key's own message for any other word) and its display as
+/// the word.
+macro_rules! word_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident (unknown: $s:ident => $unknown:expr) {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = String;
+            fn from_str($s: &str) -> Result<Self, String> {
+                match $s {
+                    $($word => Ok($name::$variant),)+
+                    _ => Err($unknown),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(match self {
+                    $($name::$variant => $word,)+
+                })
+            }
+        }
+    };
+}
+
+mod agentx;
+mod doca;
+mod fabric;
 mod lines;
 mod log;
+mod mad;
+mod metrics;
 mod notify;
+mod set;
+mod sim;
 mod snmp;
+mod umad;
 
+pub use agentx::AgentxConfig;
+pub use doca::{DocaSection, DocaTimestamps};
+pub use fabric::{
+    FabricBackend, FabricConfig, UnreachableRows, parse_sweep_interval, sweep_interval_arg,
+};
 use lines::{find_key_line, key_on_line, line_of_offset, nth_table_key_line};
 pub use log::{LogConfig, check_log_level, log_filter};
+pub use mad::MadConfig;
+pub use metrics::MetricsSection;
 pub use notify::{NotifySection, ThresholdEntry};
-
+pub use set::SetConfig;
+pub use sim::SimConfig;
 pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
+pub use umad::UmadSection;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -54,275 +101,6 @@ pub struct Config {
     pub secrets_readable_by_others: bool,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct AgentxConfig {
-    /// Connect to snmpd at all.
-    pub enabled: bool,
-    /// `PATH`, `unix:PATH` or `tcp:HOST:PORT`.
-    #[serde(deserialize_with = "from_str")]
-    pub socket: AgentxAddr,
-    /// Registration priority (lower wins; RFC 2741 default 127).
-    pub priority: u8,
-    /// Time between Pings to the master (whole seconds in the file).
-    #[serde(deserialize_with = "seconds")]
-    pub ping_interval: Duration,
-    /// Upper bound of the reconnect backoff (whole seconds in the file).
-    #[serde(deserialize_with = "seconds")]
-    pub reconnect_max: Duration,
-}
-
-/// A key whose value is one of a few words: the enum, its parse from the
-/// word (with the key's own message for any other word) and its display as
-/// the word.
-macro_rules! word_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident (unknown: $s:ident => $unknown:expr) {
-            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant,)+
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str($s: &str) -> Result<Self, String> {
-                match $s {
-                    $($word => Ok($name::$variant),)+
-                    _ => Err($unknown),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(match self {
-                    $($name::$variant => $word,)+
-                })
-            }
-        }
-    };
-}
-
-word_enum! {
-    /// Where counters come from (`fabric.backend`).
-    pub enum FabricBackend (unknown: s => format!("unknown backend `{s}` (known: sim, umad, doca)")) {
-        /// The built-in simulated fabric.
-        #[default]
-        Sim = "sim",
-        /// A real fabric through /dev/infiniband/umadN (or ibsim under
-        /// umad2sim).
-        Umad = "umad",
-        /// The local adapters' ports alone, from DOCA telemetry diag.
-        Doca = "doca",
-    }
-}
-
-word_enum! {
-    /// The timestamp source of DOCA samples (`doca.timestamp_source`).
-    pub enum DocaTimestamps (unknown: s => format!("`{s}` is neither `frc` nor `rtc`")) {
-        /// The device's free-running counter.
-        #[default]
-        Frc = "frc",
-        /// The device's real-time clock.
-        Rtc = "rtc",
-    }
-}
-
-word_enum! {
-    /// What happens to an unreachable node's rows (`fabric.unreachable_rows`).
-    pub enum UnreachableRows (unknown: s => format!("`{s}` is neither `keep` nor `drop`")) {
-        /// Keep them with their last values.
-        #[default]
-        Keep = "keep",
-        /// Drop them until the node answers again.
-        Drop = "drop",
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct FabricConfig {
-    #[serde(deserialize_with = "from_str")]
-    pub backend: FabricBackend,
-    /// Topology file (ibnetdiscover/ibsim format) for the simulator; `None`
-    /// (an empty string in the file) = the built-in default fabric. A
-    /// relative path in a file is relative to that file's directory.
-    #[serde(deserialize_with = "path")]
-    pub topology: Option<PathBuf>,
-    /// From the start of one sweep to the start of the next (seconds in
-    /// the file).
-    #[serde(deserialize_with = "fractional_seconds")]
-    pub sweep_interval: Duration,
-    /// Failed sweeps in a row after which a node is unreachable.
-    pub unreachable_after: u32,
-    #[serde(deserialize_with = "from_str")]
-    pub unreachable_rows: UnreachableRows,
-    /// Read the optional PM attributes 0x15..0x1C, 0x1F and 0x30..0x37
-    /// (error details, per-VL counters, FEC, congestion control) from
-    /// nodes that answer them.
-    pub optional_attributes: bool,
-    /// Read the optional attributes this often (seconds in the file,
-    /// rounded to whole sweeps; 0 = every sweep).
-    #[serde(deserialize_with = "optional_seconds")]
-    pub optional_interval: Option<Duration>,
-    /// Clear a PortCounters field once it passes 75% of its range (as
-    /// opensm's PerfMgr does). Off by default: other tools read the same
-    /// counters.
-    pub clear_near_overflow: bool,
-    /// Discover the fabric again this often (seconds in the file, 0 =
-    /// never): new and moved links, port state, width and speed (every
-    /// PortInfo is read again), nodes that appeared.
-    #[serde(deserialize_with = "optional_seconds")]
-    pub rediscover_interval: Option<Duration>,
-    /// Where the 64-bit totals are kept across restarts; `None` (an empty
-    /// string in the file) = `$STATE_DIRECTORY/totals` when the service
-    /// manager sets STATE_DIRECTORY (systemd's StateDirectory=), else no
-    /// state file. "off" = none.
-    #[serde(deserialize_with = "path")]
-    pub state_file: Option<PathBuf>,
-    /// Read every port's PortInfo again this often, along the known links
-    /// (seconds in the file, 0 = never): port state, width and speed
-    /// between rediscoveries.
-    #[serde(deserialize_with = "optional_seconds")]
-    pub portinfo_interval: Option<Duration>,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct UmadSection {
-    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); `None` (an
-    /// empty string in the file) = the first CA with an active port.
-    #[serde(deserialize_with = "non_empty")]
-    pub ca: Option<String>,
-    /// Port number on the CA; `None` (0 in the file) = the first active
-    /// port.
-    #[serde(deserialize_with = "non_zero")]
-    pub port: Option<u8>,
-    /// Deadline of one directed-route SMP during discovery
-    /// (`discovery_timeout_ms` in the file).
-    #[serde(rename = "discovery_timeout_ms", deserialize_with = "milliseconds")]
-    pub discovery_timeout: Duration,
-}
-
-impl Default for UmadSection {
-    fn default() -> Self {
-        UmadSection {
-            ca: None,
-            port: None,
-            discovery_timeout: Duration::from_millis(500),
-        }
-    }
-}
-
-/// `[doca]`: DOCA telemetry diag on the local NVIDIA adapters.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct DocaSection {
-    /// With `fabric.backend = "umad"`: the local adapters' data, packet
-    /// and discard counters come from DOCA (the backend `doca` needs no
-    /// `enabled`).
-    pub enabled: bool,
-    /// The DOCA libraries, loaded at run time in this order (file names
-    /// are looked up by the dynamic linker; paths are opened as they
-    /// are). The environment variable `IBPM_DOCA_LIBRARY` (one file that
-    /// exports every function) replaces them.
-    pub libraries: Vec<String>,
-    /// ibdev names of the devices to sample (`mlx5_0`); empty: every
-    /// device DOCA lists that is PCI function 0 (the guide recommends
-    /// PF0).
-    pub devices: Vec<String>,
-    /// The device's sample period (`sample_period_ms`, fractions allowed:
-    /// 0.1 = 100 us); the agent reads the samples as often.
-    #[serde(
-        rename = "sample_period_ms",
-        deserialize_with = "fractional_milliseconds"
-    )]
-    pub sample_period: Duration,
-    /// Output format 0, 1 or 2 (0: data IDs and timestamps per value;
-    /// 1: 64-bit values; 2: 32-bit values, which wrap quickly).
-    pub output_format: u8,
-    #[serde(deserialize_with = "from_str")]
-    pub timestamp_source: DocaTimestamps,
-    /// Log2 of the samples the device's buffer holds (1 to 16).
-    pub log_max_samples: u8,
-    /// Take the counters over from another telemetry user (a crashed
-    /// process that kept them, or a running one).
-    pub force_ownership: bool,
-    /// Where sysfs is (`/sys`): node GUIDs, firmware versions, ports.
-    pub sysfs: PathBuf,
-    /// Where the fwctl device nodes are (`/dev/fwctl`).
-    pub fwctl: PathBuf,
-}
-
-impl Default for DocaSection {
-    fn default() -> Self {
-        DocaSection {
-            enabled: false,
-            libraries: vec![
-                "libdoca_common.so.2".into(),
-                "libdoca_telemetry.so.2".into(),
-            ],
-            devices: Vec::new(),
-            sample_period: Duration::from_millis(100),
-            output_format: 1,
-            timestamp_source: DocaTimestamps::Frc,
-            log_max_samples: 6,
-            force_ownership: false,
-            sysfs: PathBuf::from("/sys"),
-            fwctl: PathBuf::from("/dev/fwctl"),
-        }
-    }
-}
-
-impl DocaSection {
-    /// The library files to load: `IBPM_DOCA_LIBRARY` when set, else
-    /// `libraries`.
-    pub fn library_files(&self) -> Vec<String> {
-        match std::env::var("IBPM_DOCA_LIBRARY") {
-            Ok(f) if !f.is_empty() => vec![f],
-            _ => self.libraries.clone(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct MadConfig {
-    /// MADs in flight at once (1..=256).
-    pub window: usize,
-    /// Per-MAD deadline (`timeout_ms` in the file).
-    #[serde(rename = "timeout_ms", deserialize_with = "milliseconds")]
-    pub timeout: Duration,
-    /// Resends after the first attempt.
-    pub retries: u32,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct SimConfig {
-    /// Seed of the simulated traffic.
-    pub seed: u64,
-    /// Counters advance with simulated traffic (false: frozen).
-    pub traffic: bool,
-    /// Node types whose simulated PMAs have 64-bit error counters
-    /// (ClassPortInfo CapabilityMask2 bit 1).
-    #[serde(deserialize_with = "vec_from_str")]
-    pub wide_error_counters: Vec<NodeKind>,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-#[derive(Default)]
-pub struct SetConfig {
-    /// Accept SNMP SETs (clear counters, select ports, run samples).
-    pub allow: bool,
-}
-
 word_enum! {
     /// The kind of node a threshold rule applies to (`node_type`).
     pub enum NodeKind (unknown: s => format!("`{s}` is none of `switch`, `ca`, `router`")) {
@@ -343,57 +121,6 @@ impl From<NodeKind> for NodeType {
     }
 }
 
-impl Default for AgentxConfig {
-    fn default() -> Self {
-        AgentxConfig {
-            enabled: true,
-            socket: AgentxAddr::Unix(PathBuf::from("/var/agentx/master")),
-            priority: 127,
-            ping_interval: Duration::from_secs(15),
-            reconnect_max: Duration::from_secs(5),
-        }
-    }
-}
-
-impl Default for FabricConfig {
-    fn default() -> Self {
-        FabricConfig {
-            backend: FabricBackend::Sim,
-            topology: None,
-            sweep_interval: Duration::from_secs(10),
-            unreachable_after: 3,
-            unreachable_rows: UnreachableRows::Keep,
-            optional_attributes: true,
-            optional_interval: None,
-            clear_near_overflow: false,
-            rediscover_interval: Some(Duration::from_secs(60)),
-            state_file: None,
-            portinfo_interval: Some(Duration::from_secs(10)),
-        }
-    }
-}
-
-impl Default for MadConfig {
-    fn default() -> Self {
-        MadConfig {
-            window: 64,
-            timeout: Duration::from_millis(200),
-            retries: 3,
-        }
-    }
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            seed: 1,
-            traffic: true,
-            wide_error_counters: vec![NodeKind::Ca],
-        }
-    }
-}
-
-/// `snmp.listen`: empty = off, else an IP address and a port.
 /// The largest configuration file read, in bytes.
 pub const MAX_CONFIG_FILE: u64 = 1 << 20;
 
@@ -449,6 +176,7 @@ impl fmt::Display for ValueError {
 
 impl std::error::Error for ValueError {}
 
+/// `snmp.listen`: empty = off, else an IP address and a port.
 pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, ValueError> {
     if s.is_empty() {
         return Ok(None);
@@ -458,24 +186,6 @@ pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, ValueError> {
         .map_err(|_| ValueError::NotAnAddress(s.to_string()))
 }
 
-/// `fabric.sweep_interval`: seconds, 0.1 to 86400.
-pub fn parse_sweep_interval(secs: f64) -> Result<Duration, ValueError> {
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| SWEEP_INTERVAL.contains(d))
-        .ok_or(ValueError::IntervalRange(secs))
-}
-
-/// `--sweep-interval SECONDS` on the command line.
-pub fn sweep_interval_arg(s: &str) -> Result<Duration, ValueError> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| ValueError::NotSeconds(s.to_string()))?;
-    parse_sweep_interval(secs)
-}
-
-const SWEEP_INTERVAL: std::ops::RangeInclusive<Duration> =
-    Duration::from_millis(100)..=Duration::from_secs(86_400);
 
 fn from_str<'de, D, T>(d: D) -> Result<T, D::Error>
 where
@@ -496,30 +206,6 @@ where
     from_str(d).map(Some)
 }
 
-/// A list of words, each parsed with `FromStr`.
-fn vec_from_str<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: FromStr,
-    T::Err: fmt::Display,
-{
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| s.parse().map_err(de::Error::custom))
-        .collect()
-}
-
-/// `notify.sinks`: a list of `IP:PORT`.
-fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| {
-            s.parse::<SocketAddr>()
-                .map_err(|_| de::Error::custom(format!("`{s}` is not IP:PORT")))
-        })
-        .collect()
-}
-
 fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
     parse_listen(&String::deserialize(d)?).map_err(de::Error::custom)
 }
@@ -534,10 +220,6 @@ fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error
     Ok((!s.is_empty()).then_some(s))
 }
 
-fn non_zero<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
-    let n = u8::deserialize(d)?;
-    Ok((n != 0).then_some(n))
-}
 
 fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_secs(u64::deserialize(d)?))
@@ -545,31 +227,6 @@ fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
 
 fn milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_millis(u64::deserialize(d)?))
-}
-
-/// Whole seconds, 0 (never) or 1 to 86400.
-fn optional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    match u64::deserialize(d)? {
-        0 => Ok(None),
-        s @ 1..=86400 => Ok(Some(Duration::from_secs(s))),
-        s => Err(de::Error::custom(format!(
-            "{s} is out of range (0 = never, or 1 to 86400 seconds)"
-        ))),
-    }
-}
-
-fn fractional_milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let ms = f64::deserialize(d)?;
-    if !(0.001..=10_000.0).contains(&ms) {
-        return Err(de::Error::custom(format!(
-            "{ms} is out of range (0.001 to 10000 milliseconds)"
-        )));
-    }
-    Ok(Duration::from_secs_f64(ms / 1000.0))
-}
-
-fn fractional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    parse_sweep_interval(f64::deserialize(d)?).map_err(de::Error::custom)
 }
 
 /// A configuration error: one line naming the file, line and key. Its
@@ -715,108 +372,12 @@ impl Config {
 
     /// Check the ranges the types alone do not: (section, key, message).
     pub fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
-        // Timers add these to `Instant::now()`: a day at most keeps that
-        // addition in range.
-        let day = Duration::from_secs(86_400);
-        for (key, d) in [
-            ("ping_interval", self.agentx.ping_interval),
-            ("reconnect_max", self.agentx.reconnect_max),
-        ] {
-            if !(Duration::from_secs(1)..=day).contains(&d) {
-                return Err((
-                    "agentx",
-                    key,
-                    format!("{} is out of range (1 to 86400 seconds)", d.as_secs()),
-                ));
-            }
-        }
-        if let Some(ca) = &self.umad.ca
-            && (ca.is_empty() || ca.contains(['/', '\0']))
-        {
-            return Err((
-                "umad",
-                "ca",
-                format!("`{ca}` is not a CA name (e.g. mlx5_0)"),
-            ));
-        }
-        let minute = Duration::from_secs(60);
-        if !(Duration::from_millis(1)..=minute).contains(&self.umad.discovery_timeout) {
-            return Err((
-                "umad",
-                "discovery_timeout_ms",
-                format!(
-                    "{} is out of range (1 to 60000)",
-                    self.umad.discovery_timeout.as_millis()
-                ),
-            ));
-        }
-        if !SWEEP_INTERVAL.contains(&self.fabric.sweep_interval) {
-            return Err((
-                "fabric",
-                "sweep_interval",
-                format!(
-                    "{} is out of range (0.1 to 86400 seconds)",
-                    self.fabric.sweep_interval.as_secs_f64()
-                ),
-            ));
-        }
-        if self.fabric.unreachable_after == 0 {
-            return Err(("fabric", "unreachable_after", "must be at least 1".into()));
-        }
-        if !(1..=crate::fabric::engine::MAX_WINDOW).contains(&self.mad.window) {
-            return Err((
-                "mad",
-                "window",
-                format!("{} is out of range (1 to 256)", self.mad.window),
-            ));
-        }
-        if !(Duration::from_millis(1)..=minute).contains(&self.mad.timeout) {
-            return Err((
-                "mad",
-                "timeout_ms",
-                format!(
-                    "{} is out of range (1 to 60000)",
-                    self.mad.timeout.as_millis()
-                ),
-            ));
-        }
-        if self.mad.retries > 20 {
-            return Err((
-                "mad",
-                "retries",
-                format!("{} is more than 20", self.mad.retries),
-            ));
-        }
+        self.agentx.validate()?;
+        self.umad.validate()?;
+        self.fabric.validate()?;
+        self.mad.validate()?;
         check_log_level(&self.log.level).map_err(|m| ("log", "level", m.to_string()))?;
-        if self.doca.output_format > 2 {
-            return Err((
-                "doca",
-                "output_format",
-                format!("{} is not 0, 1 or 2", self.doca.output_format),
-            ));
-        }
-        if !(1..=16).contains(&self.doca.log_max_samples) {
-            return Err((
-                "doca",
-                "log_max_samples",
-                format!("{} is out of range (1 to 16)", self.doca.log_max_samples),
-            ));
-        }
-        if let Some(d) = self
-            .doca
-            .devices
-            .iter()
-            .find(|d| d.is_empty() || d.contains(['/', '\0']))
-        {
-            return Err((
-                "doca",
-                "devices",
-                format!("`{d}` is not a device name (e.g. mlx5_0)"),
-            ));
-        }
-        if self.doca.libraries.is_empty() {
-            return Err(("doca", "libraries", "names no library".into()));
-        }
+        self.doca.validate()?;
         if self.doca.enabled && self.fabric.backend == FabricBackend::Sim {
             return Err((
                 "doca",
@@ -825,23 +386,7 @@ impl Config {
             ));
         }
         self.snmp.validate()?;
-        if !(Duration::from_secs(1)..=day).contains(&self.notify.window) {
-            return Err((
-                "notify",
-                "window",
-                format!(
-                    "{} is out of range (1 to 86400 seconds)",
-                    self.notify.window.as_secs()
-                ),
-            ));
-        }
-        if !(1..=100_000).contains(&self.notify.queue) {
-            return Err((
-                "notify",
-                "queue",
-                format!("{} is out of range (1 to 100000)", self.notify.queue),
-            ));
-        }
+        self.notify.validate()?;
         if let Some(u) = &self.notify.user
             && !self.snmp.user.iter().any(|e| &e.name == u)
         {
@@ -859,67 +404,6 @@ impl Config {
         let mut w = self.metrics.warnings();
         self.snmp_warnings(&mut w);
         w
-    }
-
-    pub fn sweep_interval(&self) -> Duration {
-        self.fabric.sweep_interval
-    }
-
-    pub fn topology_path(&self) -> Option<PathBuf> {
-        self.fabric.topology.clone()
-    }
-
-    /// Sweeps per read of the optional attributes: `optional_interval`
-    /// over `sweep_interval`, rounded, at least 1.
-    fn optional_every(&self) -> u32 {
-        let sweep = self.fabric.sweep_interval.as_secs_f64();
-        match self.fabric.optional_interval {
-            Some(d) if sweep > 0.0 => (d.as_secs_f64() / sweep).round().clamp(1.0, 1e6) as u32,
-            _ => 1,
-        }
-    }
-
-    /// The sweeper's settings.
-    pub fn sweep(&self) -> SweepConfig {
-        SweepConfig {
-            interval: self.fabric.sweep_interval,
-            unreachable_after: self.fabric.unreachable_after,
-            keep_unreachable: self.fabric.unreachable_rows == UnreachableRows::Keep,
-            optional_attributes: self.fabric.optional_attributes,
-            optional_every: self.optional_every(),
-            clear_near_overflow: self.fabric.clear_near_overflow,
-            health_every: self.log.health_every,
-            mads: self.fabric.backend != FabricBackend::Doca,
-        }
-    }
-
-    /// The notification evaluator's settings.
-    pub fn notify(&self) -> NotifyConfig {
-        NotifyConfig {
-            window: self.notify.window,
-            limit_per_sweep: self.notify.limit_per_sweep,
-            rules: self
-                .notify
-                .threshold
-                .iter()
-                .map(ThresholdEntry::rule)
-                .collect(),
-        }
-    }
-
-    /// The sweep engine's MAD window.
-    pub fn engine(&self) -> EngineConfig {
-        EngineConfig {
-            window: self.mad.window,
-            timeout: self.mad.timeout,
-            retries: self.mad.retries,
-        }
-    }
-
-    /// The write path's settings (SETs and the sample poller): not
-    /// configurable; their deadline stays well under snmpd's 1 s timeout.
-    pub fn control(&self) -> ControlConfig {
-        ControlConfig::default()
     }
 }
 
@@ -946,6 +430,8 @@ fn plain_words(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agentx::AgentxAddr;
+    use crate::fabric::control::ControlConfig;
 
     #[test]
     fn defaults_validate() {

@@ -4,9 +4,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, de};
 
-use super::{NodeKind, Secret, from_str, non_empty, seconds, sinks, some_from_str};
+use super::{Config, NodeKind, Secret, from_str, non_empty, seconds, some_from_str};
 use crate::ib::NodeType;
 use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
@@ -57,6 +57,57 @@ impl Default for NotifySection {
     }
 }
 
+impl NotifySection {
+    /// Check the ranges the types alone do not: (section, key, message).
+    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+        if !(Duration::from_secs(1)..=Duration::from_secs(86_400)).contains(&self.window) {
+            return Err((
+                "notify",
+                "window",
+                format!(
+                    "{} is out of range (1 to 86400 seconds)",
+                    self.window.as_secs()
+                ),
+            ));
+        }
+        if !(1..=100_000).contains(&self.queue) {
+            return Err((
+                "notify",
+                "queue",
+                format!("{} is out of range (1 to 100000)", self.queue),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The notification evaluator's settings.
+    pub fn notify(&self) -> NotifyConfig {
+        NotifyConfig {
+            window: self.notify.window,
+            limit_per_sweep: self.notify.limit_per_sweep,
+            rules: self
+                .notify
+                .threshold
+                .iter()
+                .map(ThresholdEntry::rule)
+                .collect(),
+        }
+    }
+}
+
+/// `notify.sinks`: a list of `IP:PORT`.
+fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| {
+            s.parse::<SocketAddr>()
+                .map_err(|_| de::Error::custom(format!("`{s}` is not IP:PORT")))
+        })
+        .collect()
+}
+
 /// One `[[notify.threshold]]` (checked with the others by
 /// [`Config::parse`], so that an error names the rule's own line).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -99,7 +150,7 @@ impl ThresholdEntry {
         Ok(())
     }
 
-    pub(super) fn rule(&self) -> ThresholdRule {
+    fn rule(&self) -> ThresholdRule {
         ThresholdRule {
             counter: self.counter,
             rising: self.rising,
