@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{from_str, seconds};
+use super::{ConfigError, from_str, seconds};
 use crate::agentx::AgentxAddr;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -39,8 +39,8 @@ impl Default for AgentxConfig {
 }
 
 impl AgentxConfig {
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         // Timers add these to `Instant::now()`: a day at most keeps that
         // addition in range.
         let day = Duration::from_secs(86_400);
@@ -49,7 +49,7 @@ impl AgentxConfig {
             ("reconnect_max", self.reconnect_max),
         ] {
             if !(Duration::from_secs(1)..=day).contains(&d) {
-                return Err((
+                return Err(ConfigError::at(
                     "agentx",
                     key,
                     format!("{} is out of range (1 to 86400 seconds)", d.as_secs()),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::from_str;
+use super::{ConfigError, from_str};
 
 word_enum! {
     /// The timestamp source of DOCA samples (`doca.timestamp_source`).
@@ -100,17 +100,17 @@ fn fractional_milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, 
 }
 
 impl DocaSection {
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if self.output_format > 2 {
-            return Err((
+            return Err(ConfigError::at(
                 "doca",
                 "output_format",
                 format!("{} is not 0, 1 or 2", self.output_format),
             ));
         }
         if !(1..=16).contains(&self.log_max_samples) {
-            return Err((
+            return Err(ConfigError::at(
                 "doca",
                 "log_max_samples",
                 format!("{} is out of range (1 to 16)", self.log_max_samples),
@@ -121,14 +121,14 @@ impl DocaSection {
             .iter()
             .find(|d| d.is_empty() || d.contains(['/', '\0']))
         {
-            return Err((
+            return Err(ConfigError::at(
                 "doca",
                 "devices",
                 format!("`{d}` is not a device name (e.g. mlx5_0)"),
             ));
         }
         if self.libraries.is_empty() {
-            return Err(("doca", "libraries", "names no library".into()));
+            return Err(ConfigError::at("doca", "libraries", "names no library"));
         }
         Ok(())
     }

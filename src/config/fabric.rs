@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::{Config, ValueError, from_str, path};
+use super::{Config, ConfigError, ValueError, from_str, path};
 use crate::fabric::settings::SweepConfig;
 
 word_enum! {
@@ -169,10 +169,10 @@ impl Config {
 }
 
 impl FabricConfig {
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if !SWEEP_INTERVAL.contains(&self.sweep_interval) {
-            return Err((
+            return Err(ConfigError::at(
                 "fabric",
                 "sweep_interval",
                 format!(
@@ -182,7 +182,11 @@ impl FabricConfig {
             ));
         }
         if self.unreachable_after == 0 {
-            return Err(("fabric", "unreachable_after", "must be at least 1".into()));
+            return Err(ConfigError::at(
+                "fabric",
+                "unreachable_after",
+                "must be at least 1",
+            ));
         }
         Ok(())
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Config, milliseconds};
+use super::{Config, ConfigError, milliseconds};
 use crate::fabric::engine::EngineConfig;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -42,10 +42,10 @@ impl Config {
 }
 
 impl MadConfig {
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=crate::fabric::engine::MAX_WINDOW).contains(&self.window) {
-            return Err((
+            return Err(ConfigError::at(
                 "mad",
                 "window",
                 format!("{} is out of range (1 to 256)", self.window),
@@ -53,14 +53,18 @@ impl MadConfig {
         }
         let minute = Duration::from_secs(60);
         if !(Duration::from_millis(1)..=minute).contains(&self.timeout) {
-            return Err((
+            return Err(ConfigError::at(
                 "mad",
                 "timeout_ms",
                 format!("{} is out of range (1 to 60000)", self.timeout.as_millis()),
             ));
         }
         if self.retries > 20 {
-            return Err(("mad", "retries", format!("{} is more than 20", self.retries)));
+            return Err(ConfigError::at(
+                "mad",
+                "retries",
+                format!("{} is more than 20", self.retries),
+            ));
         }
         Ok(())
     }

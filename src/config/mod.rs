@@ -186,7 +186,6 @@ pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, ValueError> {
         .map_err(|_| ValueError::NotAnAddress(s.to_string()))
 }
 
-
 fn from_str<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
@@ -220,7 +219,6 @@ fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error
     Ok((!s.is_empty()).then_some(s))
 }
 
-
 fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_secs(u64::deserialize(d)?))
 }
@@ -229,15 +227,63 @@ fn milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_millis(u64::deserialize(d)?))
 }
 
-/// A configuration error: one line naming the file, line and key. Its
-/// text is shown escaped ([`Escaped`]): the message may quote the file.
+/// A configuration error: the file, the line and the key it names, and
+/// why. Its text is one line, shown escaped ([`Escaped`]): the reason may
+/// quote the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The file; empty for a configuration made without one (the command
+    /// line's flags over the defaults) and until [`Config::parse`] names it.
     pub file: String,
     pub line: Option<usize>,
-    /// `section.key` (or the section, for an error in a header).
+    /// The table the key is in (`mad`, `snmp.access`); `None` when the
+    /// error names no key.
+    pub section: Option<String>,
+    /// The key in `section`; `None` for an error in the section's header.
     pub key: Option<String>,
-    pub message: String,
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// An error in `section.key`, its file and line not known yet.
+    pub fn at(section: &str, key: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: String::new(),
+            line: None,
+            section: Some(section.to_string()),
+            key: Some(key.to_string()),
+            reason: reason.into(),
+        }
+    }
+
+    /// An error of the whole file (it cannot be read, it is not TOML).
+    fn of_file(file: &str, line: Option<usize>, reason: String) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            section: None,
+            key: None,
+            reason,
+        }
+    }
+
+    /// The error in `file`, at `line`.
+    fn in_file(self, file: &str, line: Option<usize>) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            ..self
+        }
+    }
+
+    /// `section.key` (the section alone for an error in its header).
+    pub fn key_path(&self) -> Option<String> {
+        let section = self.section.as_deref()?;
+        Some(match &self.key {
+            Some(k) => format!("{section}.{k}"),
+            None => section.to_string(),
+        })
+    }
 }
 
 impl fmt::Display for ConfigError {
@@ -246,10 +292,10 @@ impl fmt::Display for ConfigError {
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
-        if let Some(k) = &self.key {
-            write!(f, ": key `{}`", Escaped(k))?;
+        if let Some(k) = self.key_path() {
+            write!(f, ": key `{}`", Escaped(&k))?;
         }
-        write!(f, ": {}", Escaped(&self.message))
+        write!(f, ": {}", Escaped(&self.reason))
     }
 }
 
@@ -264,12 +310,7 @@ impl Config {
         // The text holds the file's secrets: wiped when dropped.
         let text = read_untrusted_text(path, MAX_CONFIG_FILE)
             .map(zeroize::Zeroizing::new)
-            .map_err(|e| ConfigError {
-                file: file.clone(),
-                line: None,
-                key: None,
-                message: format!("cannot read: {e}"),
-            })?;
+            .map_err(|e| ConfigError::of_file(&file, None, format!("cannot read: {e}")))?;
         let mut cfg = Config::parse(&text, &file)?;
         {
             use std::os::unix::fs::PermissionsExt;
@@ -290,12 +331,12 @@ impl Config {
         if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
             && let Err(e) = topology::check_readable(t)
         {
-            return Err(ConfigError {
-                file,
-                line: find_key_line(&text, "fabric", "topology"),
-                key: Some("fabric.topology".into()),
-                message: format!("cannot read {}: {e}", t.display()),
-            });
+            return Err(ConfigError::at(
+                "fabric",
+                "topology",
+                format!("cannot read {}: {e}", t.display()),
+            )
+            .in_file(&file, find_key_line(&text, "fabric", "topology")));
         }
         Ok(cfg)
     }
@@ -305,27 +346,22 @@ impl Config {
     /// file, its `fabric.topology` line and the topology file and line.
     pub fn check_file(path: &Path) -> Result<(Config, Option<Fabric>), ConfigError> {
         let cfg = Config::load(path)?;
+        // An error of a file the configuration names, at the key naming it.
+        let at = |section: &str, key: &str, reason: String| {
+            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
+            ConfigError::at(section, key, reason).in_file(
+                &path.display().to_string(),
+                find_key_line(&text, section, key),
+            )
+        };
         let fabric = match (cfg.fabric.backend, &cfg.fabric.topology) {
-            (FabricBackend::Sim, Some(t)) => Some(topology::load(t).map_err(|e| {
-                let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
-                ConfigError {
-                    file: path.display().to_string(),
-                    line: find_key_line(&text, "fabric", "topology"),
-                    key: Some("fabric.topology".into()),
-                    message: e.to_string(),
-                }
-            })?),
+            (FabricBackend::Sim, Some(t)) => {
+                Some(topology::load(t).map_err(|e| at("fabric", "topology", e.to_string()))?)
+            }
             _ => None,
         };
-        cfg.check_engine_file().map_err(|message| {
-            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
-            ConfigError {
-                file: path.display().to_string(),
-                line: find_key_line(&text, "snmp", "engine_file"),
-                key: Some("snmp.engine_file".into()),
-                message,
-            }
-        })?;
+        cfg.check_engine_file()
+            .map_err(|reason| at("snmp", "engine_file", reason))?;
         Ok((cfg, fabric))
     }
 
@@ -334,55 +370,58 @@ impl Config {
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         let cfg: Config = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
-            let key = line.and_then(|l| key_on_line(text, l));
-            ConfigError {
-                file: file.to_string(),
-                line,
-                key,
-                message: plain_words(e.message().trim()).replace('\n', " "),
+            let path = line.and_then(|l| key_on_line(text, l));
+            let reason = plain_words(e.message().trim()).replace('\n', " ");
+            match path
+                .as_deref()
+                .map(|p| p.rsplit_once('.').unwrap_or((p, "")))
+            {
+                Some((section, key)) => ConfigError {
+                    section: Some(section.to_string()),
+                    key: (!key.is_empty()).then(|| key.to_string()),
+                    ..ConfigError::of_file(file, line, reason)
+                },
+                None => ConfigError::of_file(file, line, reason),
             }
         })?;
         // An error in the `i`th `[[table]]`, at its key's line.
-        let in_table = |table: &'static str, i: usize| {
-            move |(key, message): (&str, String)| ConfigError {
-                file: file.to_string(),
-                line: nth_table_key_line(text, table, i, key),
-                key: Some(format!("{table}.{key}")),
-                message,
-            }
+        let in_table = |(i, e): (usize, ConfigError)| {
+            let line = match (&e.section, &e.key) {
+                (Some(table), Some(key)) => nth_table_key_line(text, table, i, key),
+                _ => None,
+            };
+            e.in_file(file, line)
         };
         for (i, t) in cfg.notify.threshold.iter().enumerate() {
-            t.check().map_err(in_table("notify.threshold", i))?;
+            t.check().map_err(|e| in_table((i, e)))?;
         }
-        cfg.snmp
-            .check_entries()
-            .map_err(|(table, i, e)| in_table(table, i)(e))?;
-        cfg.metrics
-            .check()
-            .map_err(|(key, message)| ("metrics", key, message))
-            .and_then(|()| cfg.validate())
-            .map_err(|(section, key, message)| ConfigError {
-                file: file.to_string(),
-                line: find_key_line(text, section, key),
-                key: Some(format!("{section}.{key}")),
-                message,
-            })?;
+        cfg.snmp.check_entries().map_err(in_table)?;
+        cfg.validate().map_err(|e| {
+            let line = match (&e.section, &e.key) {
+                (Some(section), Some(key)) => find_key_line(text, section, key),
+                _ => None,
+            };
+            e.in_file(file, line)
+        })?;
         Ok(cfg)
     }
 
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not: the ranges, and keys that
+    /// depend on each other.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.metrics.check()?;
         self.agentx.validate()?;
         self.umad.validate()?;
         self.fabric.validate()?;
         self.mad.validate()?;
-        check_log_level(&self.log.level).map_err(|m| ("log", "level", m.to_string()))?;
+        check_log_level(&self.log.level)
+            .map_err(|m| ConfigError::at("log", "level", m.to_string()))?;
         self.doca.validate()?;
         if self.doca.enabled && self.fabric.backend == FabricBackend::Sim {
-            return Err((
+            return Err(ConfigError::at(
                 "doca",
                 "enabled",
-                "DOCA serves local adapters: use it with backend \"umad\" or \"doca\", not the simulator".into(),
+                "DOCA serves local adapters: use it with backend \"umad\" or \"doca\", not the simulator",
             ));
         }
         self.snmp.validate()?;
@@ -390,7 +429,7 @@ impl Config {
         if let Some(u) = &self.notify.user
             && !self.snmp.user.iter().any(|e| &e.name == u)
         {
-            return Err((
+            return Err(ConfigError::at(
                 "notify",
                 "user",
                 format!("`{}` is no [[snmp.user]]", u.escape_debug()),
@@ -456,7 +495,11 @@ mod tests {
         assert_eq!(every("[fabric]\noptional_interval = 1\n"), 1);
         assert_eq!(every("[fabric]\noptional_interval = 0\n"), 1);
         let e = Config::parse("[fabric]\noptional_interval = -1\n", "c.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("fabric.optional_interval"), "{e}");
+        assert_eq!(
+            e.key_path().as_deref(),
+            Some("fabric.optional_interval"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -479,7 +522,7 @@ mod tests {
             ("[doca]\nenabled = true\n", "doca.enabled"),
         ] {
             let e = Config::parse(text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{e}");
+            assert_eq!(e.key_path().as_deref(), Some(key), "{e}");
             assert_eq!(e.line, Some(2), "{e}");
         }
     }
@@ -497,10 +540,10 @@ mod tests {
     fn errors_name_key_and_line() {
         let e = Config::parse("[fabric]\nsweep_interval = \"often\"\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
-        assert_eq!(e.key.as_deref(), Some("fabric.sweep_interval"));
+        assert_eq!(e.key_path().as_deref(), Some("fabric.sweep_interval"));
         let e = Config::parse("[fabric]\n\nbogus = 1\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(3));
-        assert!(e.message.contains("bogus"), "{e}");
+        assert!(e.reason.contains("bogus"), "{e}");
         let e = Config::parse("[mad]\nwindow = 1024\n", "c.toml").unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -516,7 +559,7 @@ mod tests {
         let e =
             Config::parse("[umad]\nca = \"x\"\ndiscovery_timeout_ms = 0\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(3));
-        assert_eq!(e.key.as_deref(), Some("umad.discovery_timeout_ms"));
+        assert_eq!(e.key_path().as_deref(), Some("umad.discovery_timeout_ms"));
         let e = Config::parse("[umad]\nport = 300\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
         let ok = Config::parse(
@@ -572,13 +615,13 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (e.line, e.key_path().as_deref()),
             (Some(8), Some("notify.threshold.falling")),
             "{e}"
         );
         let e = Config::parse("[notify]\nwindow = 0\n", "c.toml").unwrap_err();
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (e.line, e.key_path().as_deref()),
             (Some(2), Some("notify.window")),
             "{e}"
         );
@@ -591,9 +634,12 @@ mod tests {
         for key in ["ping_interval", "reconnect_max"] {
             let text = format!("[agentx]\n{key} = 9223372036854775807\n");
             let e = Config::parse(&text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(format!("agentx.{key}").as_str()));
+            assert_eq!(
+                e.key_path().as_deref(),
+                Some(format!("agentx.{key}").as_str())
+            );
             assert_eq!(e.line, Some(2));
-            assert!(e.message.contains("out of range"), "{e}");
+            assert!(e.reason.contains("out of range"), "{e}");
             let ok = format!("[agentx]\n{key} = 86400\n");
             Config::parse(&ok, "c.toml").unwrap();
         }
@@ -605,7 +651,7 @@ mod tests {
     fn non_ascii_log_filter_is_an_error() {
         let text = "[log]\nlevel = \"rp,\u{a0}\u{a0}p\u{a0}>_=c\u{a0}/n\"\n";
         let e = Config::parse(text, "c.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("log.level"));
+        assert_eq!(e.key_path().as_deref(), Some("log.level"));
         assert_eq!(e.line, Some(2));
         assert!(log_filter("ibpm_agentx=debug,warn").is_some());
         assert!(log_filter("d\u{e9}bug").is_none());
@@ -694,9 +740,9 @@ mod tests {
     #[test]
     fn a_log_level_that_sets_no_level_is_an_error() {
         let e = Config::parse("[log]\nlevel = \"loud\"\n", "c.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("log.level"));
+        assert_eq!(e.key_path().as_deref(), Some("log.level"));
         assert_eq!(e.line, Some(2));
-        assert!(e.message.contains("sets no level"), "{e}");
+        assert!(e.reason.contains("sets no level"), "{e}");
         for bad in ["loud", "info,chatty", "ibpm_agentx", "x[s{a=1}]"] {
             assert!(check_log_level(bad).is_err(), "{bad}");
         }
@@ -735,10 +781,10 @@ mod tests {
             ),
         ] {
             let e = Config::parse(text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{e}");
-            assert!(e.message.contains(words), "{e}");
+            assert_eq!(e.key_path().as_deref(), Some(key), "{e}");
+            assert!(e.reason.contains(words), "{e}");
             for rust in ["f64", "u8", "usize", "u64"] {
-                assert!(!e.message.contains(rust), "{e}");
+                assert!(!e.reason.contains(rust), "{e}");
             }
         }
     }
@@ -776,7 +822,7 @@ mod tests {
         )
         .unwrap();
         let e = Config::load(&conf).unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("fabric.topology"));
+        assert_eq!(e.key_path().as_deref(), Some("fabric.topology"));
         assert_eq!(e.line, Some(4));
         let shown = e.to_string();
         assert!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::{Config, NodeKind, Secret, from_str, non_empty, seconds, some_from_str};
+use super::{Config, ConfigError, NodeKind, Secret, from_str, non_empty, seconds, some_from_str};
 use crate::ib::NodeType;
 use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
@@ -58,10 +58,10 @@ impl Default for NotifySection {
 }
 
 impl NotifySection {
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if !(Duration::from_secs(1)..=Duration::from_secs(86_400)).contains(&self.window) {
-            return Err((
+            return Err(ConfigError::at(
                 "notify",
                 "window",
                 format!(
@@ -71,7 +71,7 @@ impl NotifySection {
             ));
         }
         if !(1..=100_000).contains(&self.queue) {
-            return Err((
+            return Err(ConfigError::at(
                 "notify",
                 "queue",
                 format!("{} is out of range (1 to 100000)", self.queue),
@@ -126,26 +126,27 @@ pub struct ThresholdEntry {
 }
 
 impl ThresholdEntry {
-    /// What is wrong with the rule: (key, message).
-    pub(super) fn check(&self) -> Result<(), (&'static str, String)> {
+    /// What is wrong with the rule.
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
+        let err = |key, reason: String| Err(ConfigError::at("notify.threshold", key, reason));
         let name = crate::notify::thresholds()[self.counter.0].name;
         if self.rising.is_none() && self.falling.is_none() {
-            return Err((
+            return err(
                 "counter",
                 format!("the rule for {name} sets neither `rising` nor `falling`"),
-            ));
+            );
         }
         if let (Some(r), Some(f)) = (self.rising, self.falling)
             && r > 0
             && f > r
         {
-            return Err((
+            return err(
                 "falling",
                 format!("{f} is above the rule's rising threshold {r}"),
-            ));
+            );
         }
         if self.ports.iter().any(|&p| p == 0 || p == 255) {
-            return Err(("ports", "port numbers are 1 to 254".into()));
+            return err("ports", "port numbers are 1 to 254".into());
         }
         Ok(())
     }

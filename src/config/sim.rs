@@ -1,7 +1,7 @@
 //! `[sim]`: the simulated fabric's traffic.
 
-use std::str::FromStr;
 use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, de};
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer};
 use zeroize::Zeroizing;
 
-use super::{Config, ValueError, listen, non_empty, path, some_from_str};
+use super::{Config, ConfigError, ValueError, listen, non_empty, path, some_from_str};
 use crate::mib::Oid;
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
 use crate::snmp::engine_file::{self, NO_FILE};
@@ -165,36 +165,43 @@ impl UserEntry {
         }
     }
 
-    /// What is wrong with the user: (key, message).
-    fn check(&self) -> Result<(), (&'static str, String)> {
+    /// What is wrong with the user.
+    fn check(&self) -> Result<(), ConfigError> {
         if self.name.is_empty() || self.name.len() > 32 {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "name",
-                "must be 1 to 32 characters (RFC 3414 usmUserName)".into(),
+                "must be 1 to 32 characters (RFC 3414 usmUserName)",
             ));
         }
         let pair = |proto: bool, pass: &Option<Secret>, key: bool, what: &'static str| match (
             proto, pass, key,
         ) {
             (false, None, false) => Ok(()),
-            (false, _, _) => Err((
+            (false, _, _) => Err(ConfigError::at(
+                "snmp.user",
                 what,
                 format!("a passphrase or key is given, but no `{what}` protocol"),
             )),
-            (true, None, false) => Err((
+            (true, None, false) => Err(ConfigError::at(
+                "snmp.user",
                 what,
                 format!("`{what}` needs `{what}_passphrase` or `{what}_key`"),
             )),
-            (true, Some(_), true) => Err((
+            (true, Some(_), true) => Err(ConfigError::at(
+                "snmp.user",
                 what,
                 format!("give `{what}_passphrase` or `{what}_key`, not both"),
             )),
-            (true, Some(p), false) if p.text().chars().count() < MIN_PASSPHRASE => Err((
-                what,
-                format!(
-                    "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
-                ),
-            )),
+            (true, Some(p), false) if p.text().chars().count() < MIN_PASSPHRASE => {
+                Err(ConfigError::at(
+                    "snmp.user",
+                    what,
+                    format!(
+                        "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
+                    ),
+                ))
+            }
             _ => Ok(()),
         };
         pair(
@@ -210,9 +217,10 @@ impl UserEntry {
             "privacy",
         )?;
         if self.privacy.is_some() && self.auth.is_none() {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "privacy",
-                "privacy needs authentication: set `auth` too".into(),
+                "privacy needs authentication: set `auth` too",
             ));
         }
         // A localized key has the length the engine takes (as `run` checks
@@ -220,7 +228,8 @@ impl UserEntry {
         if let (Some(proto), Some(key)) = (self.auth, &self.auth_key)
             && key.expose().len() != proto.key_len()
         {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "auth_key",
                 format!(
                     "has {} octets; a {proto} key has {}",
@@ -232,7 +241,8 @@ impl UserEntry {
         if let (Some(proto), Some(key)) = (self.privacy, &self.privacy_key)
             && key.expose().len() < proto.key_len()
         {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "privacy_key",
                 format!(
                     "has {} octets; an {proto} key has at least {}",
@@ -244,9 +254,10 @@ impl UserEntry {
         // Localized keys belong to one engine ID, passphrases to any: a
         // user has both of one kind.
         if self.privacy.is_some() && self.auth_key.is_some() != self.privacy_key.is_some() {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "privacy",
-                "give both keys (`auth_key`, `privacy_key`) or both passphrases".into(),
+                "give both keys (`auth_key`, `privacy_key`) or both passphrases",
             ));
         }
         Ok(())
@@ -254,32 +265,36 @@ impl UserEntry {
 }
 
 impl AccessEntry {
-    /// What is wrong with the rule: (key, message).
-    fn check(&self, users: &[UserEntry]) -> Result<(), (&'static str, String)> {
+    /// What is wrong with the rule.
+    fn check(&self, users: &[UserEntry]) -> Result<(), ConfigError> {
         match (&self.community, &self.user) {
             (Some(_), Some(_)) => {
-                return Err((
+                return Err(ConfigError::at(
+                    "snmp.access",
                     "user",
-                    "a rule names a community or a user, not both".into(),
+                    "a rule names a community or a user, not both",
                 ));
             }
             (None, None) => {
-                return Err((
+                return Err(ConfigError::at(
+                    "snmp.access",
                     "community",
-                    "the rule names neither a `community` nor a `user`".into(),
+                    "the rule names neither a `community` nor a `user`",
                 ));
             }
             (Some(_), None) => {
                 if self.level.is_some() {
-                    return Err((
+                    return Err(ConfigError::at(
+                        "snmp.access",
                         "level",
-                        "a security level applies to a `user` rule only".into(),
+                        "a security level applies to a `user` rule only",
                     ));
                 }
             }
             (None, Some(u)) => {
                 let Some(entry) = users.iter().find(|e| &e.name == u) else {
-                    return Err((
+                    return Err(ConfigError::at(
+                        "snmp.access",
                         "user",
                         format!("`{}` is no [[snmp.user]]", u.escape_debug()),
                     ));
@@ -287,7 +302,8 @@ impl AccessEntry {
                 if let Some(l) = self.level
                     && l > entry.level()
                 {
-                    return Err((
+                    return Err(ConfigError::at(
+                        "snmp.access",
                         "level",
                         format!(
                             "{l} is more than user `{}` can use ({})",
@@ -299,23 +315,26 @@ impl AccessEntry {
             }
         }
         if self.sources.is_empty() {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.access",
                 "sources",
-                "lists no network: the rule would match nothing".into(),
+                "lists no network: the rule would match nothing",
             ));
         }
         if let Some(m) = self.max_response_octets
             && !(484..=65507).contains(&m)
         {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.access",
                 "max_response_octets",
                 format!("{m} is out of range (484 to 65507)"),
             ));
         }
         if self.rate_limit.is_some_and(|r| r > 0) && self.rate_burst == Some(0) {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.access",
                 "rate_burst",
-                "must be at least 1 when rate_limit is set".into(),
+                "must be at least 1 when rate_limit is set",
             ));
         }
         Ok(())
@@ -340,16 +359,14 @@ impl Default for SnmpConfig {
 }
 
 impl SnmpConfig {
-    /// Checks every `[[snmp.user]]` and `[[snmp.access]]`: (table, its
-    /// index, (key, message)).
-    #[allow(clippy::type_complexity)]
-    pub(super) fn check_entries(
-        &self,
-    ) -> Result<(), (&'static str, usize, (&'static str, String))> {
+    /// Checks every `[[snmp.user]]` and `[[snmp.access]]`: the error, and
+    /// the index of its entry in its table.
+    pub(super) fn check_entries(&self) -> Result<(), (usize, ConfigError)> {
         for (i, u) in self.user.iter().enumerate() {
             let dup = self.user[..i].iter().any(|o| o.name == u.name);
             let r = if dup {
-                Err((
+                Err(ConfigError::at(
+                    "snmp.user",
                     "name",
                     format!("user `{}` is declared twice", u.name.escape_debug()),
                 ))
@@ -358,29 +375,29 @@ impl SnmpConfig {
                     // Without the file, each start makes a new engine ID, to
                     // which no key given in advance is localized.
                     if u.auth_key.is_some() && self.engine_file.is_none() {
-                        return Err((
+                        return Err(ConfigError::at(
+                            "snmp.user",
                             "auth_key",
                             "a localized key belongs to one engine ID, but without \
                              snmp.engine_file each start makes a new one: set \
-                             snmp.engine_file (and snmp.engine_id)"
-                                .into(),
+                             snmp.engine_file (and snmp.engine_id)",
                         ));
                     }
                     Ok(())
                 })
             };
-            r.map_err(|e| ("snmp.user", i, e))?;
+            r.map_err(|e| (i, e))?;
         }
         for (i, a) in self.access.iter().enumerate() {
-            a.check(&self.user).map_err(|e| ("snmp.access", i, e))?;
+            a.check(&self.user).map_err(|e| (i, e))?;
         }
         Ok(())
     }
 
-    /// Checks the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Checks what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if !(484..=65507).contains(&self.max_response_octets) {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 "max_response_octets",
                 format!(
@@ -390,10 +407,10 @@ impl SnmpConfig {
             ));
         }
         if self.rate_limit > 0 && self.rate_burst == 0 {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 "rate_burst",
-                "must be at least 1 when snmp.rate_limit is set".into(),
+                "must be at least 1 when snmp.rate_limit is set",
             ));
         }
         if !self.access.is_empty()
@@ -404,22 +421,21 @@ impl SnmpConfig {
             .into_iter()
             .find_map(|(k, set)| set.then_some(k))
         {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 key,
-                "is ignored where [[snmp.access]] rules are given: name the community in a rule"
-                    .into(),
+                "is ignored where [[snmp.access]] rules are given: name the community in a rule",
             ));
         }
         if self.write_community.as_ref() == Some(&self.community) {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 "write_community",
-                "is the same as snmp.community: every reader could write".into(),
+                "is the same as snmp.community: every reader could write",
             ));
         }
         if self.engine_id.is_some() && self.engine_file.is_none() {
-            return Err(("snmp", "engine_id", NO_FILE.into()));
+            return Err(ConfigError::at("snmp", "engine_id", NO_FILE));
         }
         Ok(())
     }
@@ -719,7 +735,7 @@ mod tests {
             "c.toml",
         )
         .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("snmp.write_community"));
+        assert_eq!(e.key_path().as_deref(), Some("snmp.write_community"));
         assert_eq!(e.line, Some(3));
         Config::parse("[snmp]\nwrite_community = \"private\"\n", "c.toml").unwrap();
     }
@@ -909,8 +925,8 @@ mod tests {
                 (format!("[snmp]\n{text}"), line + 1)
             };
             let e = Config::parse(&text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
-            assert!(e.message.contains(why), "{text}: {e}");
+            assert_eq!(e.key_path().as_deref(), Some(key), "{text}: {e}");
+            assert!(e.reason.contains(why), "{text}: {e}");
             assert_eq!(e.line, Some(line), "{text}: {e}");
         }
     }
@@ -984,8 +1000,8 @@ mod tests {
             "c.toml",
         )
         .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("snmp.user.auth_key"), "{e}");
-        assert!(e.message.contains("has 31 octets"), "{e}");
+        assert_eq!(e.key_path().as_deref(), Some("snmp.user.auth_key"), "{e}");
+        assert!(e.reason.contains("has 31 octets"), "{e}");
         assert!(!e.to_string().contains("abab"), "{e}");
         // Without an engine file, no key localized in advance can match.
         let e = Config::parse(
@@ -996,7 +1012,7 @@ mod tests {
             "c.toml",
         )
         .unwrap_err();
-        assert!(e.message.contains("without snmp.engine_file"), "{e}");
+        assert!(e.reason.contains("without snmp.engine_file"), "{e}");
     }
 
     #[test]

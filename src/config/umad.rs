@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::{milliseconds, non_empty};
+use super::{ConfigError, milliseconds, non_empty};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -39,12 +39,12 @@ fn non_zero<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
 }
 
 impl UmadSection {
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
+    /// Check what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if let Some(ca) = &self.ca
             && (ca.is_empty() || ca.contains(['/', '\0']))
         {
-            return Err((
+            return Err(ConfigError::at(
                 "umad",
                 "ca",
                 format!("`{ca}` is not a CA name (e.g. mlx5_0)"),
@@ -52,7 +52,7 @@ impl UmadSection {
         }
         let minute = Duration::from_secs(60);
         if !(Duration::from_millis(1)..=minute).contains(&self.discovery_timeout) {
-            return Err((
+            return Err(ConfigError::at(
                 "umad",
                 "discovery_timeout_ms",
                 format!(
