@@ -55,7 +55,7 @@ macro_rules! word_enum {
 mod agentx;
 mod doca;
 mod fabric;
-mod lines;
+mod keys;
 mod log;
 mod mad;
 mod metrics;
@@ -70,7 +70,7 @@ pub use doca::{DocaSection, DocaTimestamps};
 pub use fabric::{
     FabricBackend, FabricConfig, UnreachableRows, parse_sweep_interval, sweep_interval_arg,
 };
-use lines::{find_key_line, key_on_line, line_of_offset, nth_table_key_line};
+use keys::Keys;
 pub use log::{LogConfig, check_log_level, log_filter};
 pub use mad::MadConfig;
 pub use metrics::MetricsSection;
@@ -336,7 +336,7 @@ impl Config {
                 "topology",
                 format!("cannot read {}: {e}", t.display()),
             )
-            .in_file(&file, find_key_line(&text, "fabric", "topology")));
+            .in_file(&file, Keys::parse(&text).line("fabric", "topology")));
         }
         Ok(cfg)
     }
@@ -351,7 +351,7 @@ impl Config {
             let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
             ConfigError::at(section, key, reason).in_file(
                 &path.display().to_string(),
-                find_key_line(&text, section, key),
+                Keys::parse(&text).line(section, key),
             )
         };
         let fabric = match (cfg.fabric.backend, &cfg.fabric.topology) {
@@ -368,26 +368,28 @@ impl Config {
     /// Parse and validate TOML text; `file` names it in errors. Paths stay
     /// as the text gives them.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of_offset(text, s.start));
-            let path = line.and_then(|l| key_on_line(text, l));
+        let (root, errors) = toml::de::DeTable::parse_recoverable(text);
+        let keys = Keys::of(text, root.get_ref());
+        // An error of toml's, at the key its span is in.
+        let toml_error = |e: &toml::de::Error| {
+            let start = e.span().map(|s| s.start);
             let reason = plain_words(e.message().trim()).replace('\n', " ");
-            match path
-                .as_deref()
-                .map(|p| p.rsplit_once('.').unwrap_or((p, "")))
-            {
-                Some((section, key)) => ConfigError {
-                    section: Some(section.to_string()),
-                    key: (!key.is_empty()).then(|| key.to_string()),
-                    ..ConfigError::of_file(file, line, reason)
-                },
-                None => ConfigError::of_file(file, line, reason),
+            let (section, key) = start.and_then(|s| keys.at(s)).unzip();
+            ConfigError {
+                section,
+                key: key.flatten(),
+                ..ConfigError::of_file(file, start.map(|s| keys.line_of(s)), reason)
             }
-        })?;
+        };
+        if let Some(e) = errors.first() {
+            return Err(toml_error(e));
+        }
+        let cfg =
+            Config::deserialize(toml::de::Deserializer::from(root)).map_err(|e| toml_error(&e))?;
         // An error in the `i`th `[[table]]`, at its key's line.
         let in_table = |(i, e): (usize, ConfigError)| {
             let line = match (&e.section, &e.key) {
-                (Some(table), Some(key)) => nth_table_key_line(text, table, i, key),
+                (Some(table), Some(key)) => keys.nth_line(table, i, key),
                 _ => None,
             };
             e.in_file(file, line)
@@ -398,7 +400,7 @@ impl Config {
         cfg.snmp.check_entries().map_err(in_table)?;
         cfg.validate().map_err(|e| {
             let line = match (&e.section, &e.key) {
-                (Some(section), Some(key)) => find_key_line(text, section, key),
+                (Some(section), Some(key)) => keys.line(section, key),
                 _ => None,
             };
             e.in_file(file, line)
