@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{ConfigError, from_str, seconds};
+use super::{from_str, seconds};
 use crate::agentx::AgentxAddr;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -35,27 +35,5 @@ impl Default for AgentxConfig {
             ping_interval: Duration::from_secs(15),
             reconnect_max: Duration::from_secs(5),
         }
-    }
-}
-
-impl AgentxConfig {
-    /// Check what the types alone do not.
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        // Timers add these to `Instant::now()`: a day at most keeps that
-        // addition in range.
-        let day = Duration::from_secs(86_400);
-        for (key, d) in [
-            ("ping_interval", self.ping_interval),
-            ("reconnect_max", self.reconnect_max),
-        ] {
-            if !(Duration::from_secs(1)..=day).contains(&d) {
-                return Err(ConfigError::at(
-                    "agentx",
-                    key,
-                    format!("{} is out of range (1 to 86400 seconds)", d.as_secs()),
-                ));
-            }
-        }
-        Ok(())
     }
 }

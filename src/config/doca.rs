@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
+use super::limits::{self, Num};
 use super::{ConfigError, from_str};
 
 word_enum! {
@@ -47,7 +48,7 @@ pub struct DocaSection {
     pub output_format: u8,
     #[serde(deserialize_with = "from_str")]
     pub timestamp_source: DocaTimestamps,
-    /// Log2 of the samples the device's buffer holds (1 to 16).
+    /// Log2 of the samples the device's buffer holds.
     pub log_max_samples: u8,
     /// Take the counters over from another telemetry user (a crashed
     /// process that kept them, or a running one).
@@ -89,33 +90,17 @@ impl DocaSection {
     }
 }
 
+/// Milliseconds with a fraction: a value no duration holds (negative, not
+/// a number, too large) is out of the key's range.
 fn fractional_milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let ms = f64::deserialize(d)?;
-    if !(0.001..=10_000.0).contains(&ms) {
-        return Err(de::Error::custom(format!(
-            "{ms} is out of range (0.001 to 10000 milliseconds)"
-        )));
-    }
-    Ok(Duration::from_secs_f64(ms / 1000.0))
+    Duration::try_from_secs_f64(ms / 1000.0)
+        .map_err(|_| de::Error::custom(limits::SAMPLE_PERIOD.out_of_range(Num::Fraction(ms))))
 }
 
 impl DocaSection {
     /// Check what the types alone do not.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if self.output_format > 2 {
-            return Err(ConfigError::at(
-                "doca",
-                "output_format",
-                format!("{} is not 0, 1 or 2", self.output_format),
-            ));
-        }
-        if !(1..=16).contains(&self.log_max_samples) {
-            return Err(ConfigError::at(
-                "doca",
-                "log_max_samples",
-                format!("{} is out of range (1 to 16)", self.log_max_samples),
-            ));
-        }
         if let Some(d) = self
             .devices
             .iter()

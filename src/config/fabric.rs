@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::{Config, ConfigError, ValueError, from_str, path};
+use super::{Config, ValueError, from_str, limits, path};
 use crate::fabric::settings::SweepConfig;
 
 word_enum! {
@@ -100,11 +100,12 @@ impl Default for FabricConfig {
     }
 }
 
-/// `fabric.sweep_interval`: seconds, 0.1 to 86400.
+/// `fabric.sweep_interval`: seconds, in the range of
+/// [`limits::SWEEP_INTERVAL`].
 pub fn parse_sweep_interval(secs: f64) -> Result<Duration, ValueError> {
     Duration::try_from_secs_f64(secs)
         .ok()
-        .filter(|d| SWEEP_INTERVAL.contains(d))
+        .filter(|&d| limits::SWEEP_INTERVAL.contains(limits::fractional_seconds(d)))
         .ok_or(ValueError::IntervalRange(secs))
 }
 
@@ -116,22 +117,18 @@ pub fn sweep_interval_arg(s: &str) -> Result<Duration, ValueError> {
     parse_sweep_interval(secs)
 }
 
-pub(super) const SWEEP_INTERVAL: std::ops::RangeInclusive<Duration> =
-    Duration::from_millis(100)..=Duration::from_secs(86_400);
-
-/// Whole seconds, 0 (never) or 1 to 86400.
+/// Whole seconds, 0 for `None` ([`limits::LIMITS`] holds their range).
 fn optional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    match u64::deserialize(d)? {
-        0 => Ok(None),
-        s @ 1..=86400 => Ok(Some(Duration::from_secs(s))),
-        s => Err(de::Error::custom(format!(
-            "{s} is out of range (0 = never, or 1 to 86400 seconds)"
-        ))),
-    }
+    let s = u64::deserialize(d)?;
+    Ok((s != 0).then(|| Duration::from_secs(s)))
 }
 
+/// Seconds with a fraction: a value no duration holds (negative, not a
+/// number, too large) is out of the key's range.
 fn fractional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    parse_sweep_interval(f64::deserialize(d)?).map_err(de::Error::custom)
+    let secs = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| de::Error::custom(ValueError::IntervalRange(secs)))
 }
 
 impl Config {
@@ -165,29 +162,5 @@ impl Config {
             health_every: self.log.health_every,
             mads: self.fabric.backend != FabricBackend::Doca,
         }
-    }
-}
-
-impl FabricConfig {
-    /// Check what the types alone do not.
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if !SWEEP_INTERVAL.contains(&self.sweep_interval) {
-            return Err(ConfigError::at(
-                "fabric",
-                "sweep_interval",
-                format!(
-                    "{} is out of range (0.1 to 86400 seconds)",
-                    self.sweep_interval.as_secs_f64()
-                ),
-            ));
-        }
-        if self.unreachable_after == 0 {
-            return Err(ConfigError::at(
-                "fabric",
-                "unreachable_after",
-                "must be at least 1",
-            ));
-        }
-        Ok(())
     }
 }

@@ -56,6 +56,7 @@ mod agentx;
 mod doca;
 mod fabric;
 mod keys;
+pub mod limits;
 mod log;
 mod mad;
 mod metrics;
@@ -102,7 +103,7 @@ pub struct Config {
 }
 
 word_enum! {
-    /// The kind of node a threshold rule applies to (`node_type`).
+    /// A kind of node (a threshold rule's `node_type`, `sim.wide_error_counters`).
     pub enum NodeKind (unknown: s => format!("`{s}` is none of `switch`, `ca`, `router`")) {
         #[default]
         Switch = "switch",
@@ -138,7 +139,7 @@ pub enum ValueError {
     NotAnAddress(String),
     /// Not a number of seconds.
     NotSeconds(String),
-    /// A sweep interval outside 0.1 to 86400 seconds.
+    /// A sweep interval out of its range ([`limits::SWEEP_INTERVAL`]).
     IntervalRange(f64),
     /// Neither a numeric OID nor an IB-PM-MIB name.
     NoSuchObject(String),
@@ -156,7 +157,7 @@ impl fmt::Display for ValueError {
             }
             ValueError::NotSeconds(s) => write!(f, "`{s}` is not a number of seconds"),
             ValueError::IntervalRange(secs) => {
-                write!(f, "{secs} is out of range (0.1 to 86400 seconds)")
+                f.write_str(&limits::SWEEP_INTERVAL.out_of_range(limits::Num::Fraction(*secs)))
             }
             ValueError::NoSuchObject(s) => write!(
                 f,
@@ -411,11 +412,9 @@ impl Config {
     /// Check what the types alone do not: the ranges, and keys that
     /// depend on each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        limits::check(self)?;
         self.metrics.check()?;
-        self.agentx.validate()?;
         self.umad.validate()?;
-        self.fabric.validate()?;
-        self.mad.validate()?;
         check_log_level(&self.log.level)
             .map_err(|m| ConfigError::at("log", "level", m.to_string()))?;
         self.doca.validate()?;
@@ -427,7 +426,6 @@ impl Config {
             ));
         }
         self.snmp.validate()?;
-        self.notify.validate()?;
         if let Some(u) = &self.notify.user
             && !self.snmp.user.iter().any(|e| &e.name == u)
         {

@@ -17,14 +17,14 @@ pub struct NotifySection {
     /// Send notifications at all.
     pub enabled: bool,
     /// The window counter rates are sampled over (whole seconds in the
-    /// file, 1 to 86400).
+    /// file).
     #[serde(deserialize_with = "seconds")]
     pub window: Duration,
     /// Notifications of one family (node, port, threshold, discontinuity,
     /// sweep) per sweep; the rest are counted as suppressed. 0 = no limit.
     pub limit_per_sweep: u32,
-    /// Notifications kept while snmpd is away (1 to 100000); beyond that
-    /// the oldest are dropped and counted.
+    /// Notifications kept while snmpd is away; beyond that the oldest are
+    /// dropped and counted.
     pub queue: usize,
     /// Without AgentX (`--no-agentx`, `agentx.enabled = false`): SNMPv2c
     /// trap receivers, `IP:PORT` each.
@@ -54,30 +54,6 @@ impl Default for NotifySection {
             user: None,
             threshold: Vec::new(),
         }
-    }
-}
-
-impl NotifySection {
-    /// Check what the types alone do not.
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if !(Duration::from_secs(1)..=Duration::from_secs(86_400)).contains(&self.window) {
-            return Err(ConfigError::at(
-                "notify",
-                "window",
-                format!(
-                    "{} is out of range (1 to 86400 seconds)",
-                    self.window.as_secs()
-                ),
-            ));
-        }
-        if !(1..=100_000).contains(&self.queue) {
-            return Err(ConfigError::at(
-                "notify",
-                "queue",
-                format!("{} is out of range (1 to 100000)", self.queue),
-            ));
-        }
-        Ok(())
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer};
 use zeroize::Zeroizing;
 
+use super::limits::{self, Num};
 use super::{Config, ConfigError, ValueError, listen, non_empty, path, some_from_str};
 use crate::mib::Oid;
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
@@ -28,7 +29,8 @@ pub struct SnmpConfig {
     /// `None` (an empty string in the file): the responder is read-only.
     #[serde(deserialize_with = "non_empty_secret")]
     pub write_community: Option<Secret>,
-    /// Largest response the responder sends, in octets (484 to 65507):
+    /// Largest response the responder sends, in octets
+    /// ([`limits::MAX_RESPONSE_OCTETS`]):
     /// GetBulk answers leave off the repetitions that do not fit.
     pub max_response_octets: usize,
     /// Default rate guard of every access rule: requests per second
@@ -73,7 +75,8 @@ pub struct AccessEntry {
     /// May Set (with `set.allow`).
     #[serde(default)]
     pub write: bool,
-    /// Largest response (484 to 65507); default: `snmp.max_response_octets`.
+    /// Largest response ([`limits::MAX_RESPONSE_OCTETS`]); default:
+    /// `snmp.max_response_octets`.
     pub max_response_octets: Option<usize>,
     /// Least SNMPv3 security level; default: the strongest the user has.
     #[serde(default, deserialize_with = "some_from_str")]
@@ -321,14 +324,17 @@ impl AccessEntry {
                 "lists no network: the rule would match nothing",
             ));
         }
-        if let Some(m) = self.max_response_octets
-            && !(484..=65507).contains(&m)
-        {
-            return Err(ConfigError::at(
-                "snmp.access",
-                "max_response_octets",
-                format!("{m} is out of range (484 to 65507)"),
-            ));
+        if let Some(m) = self.max_response_octets {
+            // The range of `snmp.max_response_octets`, in this rule.
+            let limit = &limits::MAX_RESPONSE_OCTETS;
+            let v = Num::Whole(m as u64);
+            if !limit.contains(v) {
+                return Err(ConfigError::at(
+                    "snmp.access",
+                    "max_response_octets",
+                    limit.out_of_range(v),
+                ));
+            }
         }
         if self.rate_limit.is_some_and(|r| r > 0) && self.rate_burst == Some(0) {
             return Err(ConfigError::at(
@@ -396,16 +402,6 @@ impl SnmpConfig {
 
     /// Checks what the types alone do not.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if !(484..=65507).contains(&self.max_response_octets) {
-            return Err(ConfigError::at(
-                "snmp",
-                "max_response_octets",
-                format!(
-                    "{} is out of range (484 to 65507)",
-                    self.max_response_octets
-                ),
-            ));
-        }
         if self.rate_limit > 0 && self.rate_burst == 0 {
             return Err(ConfigError::at(
                 "snmp",
