@@ -124,12 +124,20 @@ impl Keys {
             .map(|p| self.line_of(p.span.start))
     }
 
-    /// The innermost key or header written where `offset` is.
+    /// The innermost key or header written where `offset` is; else (a
+    /// value that is not TOML) the last one begun before it on its line.
     pub(super) fn at(&self, offset: usize) -> Option<At> {
+        let line = self.line_of(offset);
         self.places
             .iter()
             .filter(|p| p.span.contains(&offset))
             .min_by_key(|p| p.span.len())
+            .or_else(|| {
+                self.places
+                    .iter()
+                    .filter(|p| p.span.start <= offset && self.line_of(p.span.start) == line)
+                    .max_by_key(|p| p.span.start)
+            })
             .map(|p| match &p.key {
                 // A key at the top of the file: named as a section.
                 Some(k) if p.table.is_empty() => (k.clone(), None),
@@ -186,7 +194,11 @@ mod tests {
 
     #[test]
     fn a_text_that_is_not_toml_gives_the_keys_before_the_error() {
-        let k = Keys::parse("[mad]\nwindow = 3\nretries = \n");
+        let text = "[mad]\nwindow = 3\nretries = \n";
+        let k = Keys::parse(text);
         assert_eq!(k.line("mad", "window"), Some(2));
+        let e = toml::de::DeTable::parse(text).unwrap_err();
+        let at = k.at(e.span().unwrap().start);
+        assert_eq!(at, Some(("mad".into(), Some("retries".into()))), "{e}");
     }
 }

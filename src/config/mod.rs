@@ -478,6 +478,34 @@ mod tests {
         assert_eq!(Config::parse("", "x.toml").unwrap(), Config::default());
     }
 
+    /// A configuration made without a file (flags over the defaults) is
+    /// refused with the section and key alone; parse adds file and line.
+    #[test]
+    fn validate_names_the_section_and_key() {
+        let mut c = Config::default();
+        c.mad.window = 0;
+        let e = c.validate().unwrap_err();
+        assert_eq!(
+            (
+                e.file.as_str(),
+                e.line,
+                e.section.as_deref(),
+                e.key.as_deref()
+            ),
+            ("", None, Some("mad"), Some("window"))
+        );
+        assert_eq!(e.reason, "0 is out of range (1 to 256)");
+        let e = Config::parse("[mad]\n\nwindow = 0\n", "c.toml").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("c.toml", Some(3)));
+        assert_eq!(e.key_path().as_deref(), Some("mad.window"));
+        let e = Config::parse("[[notify.threshold]]\nrising = 1\n", "c.toml").unwrap_err();
+        assert_eq!(
+            (e.section.as_deref(), e.key.as_deref(), e.line),
+            (Some("notify.threshold"), None, Some(1)),
+            "{e}"
+        );
+    }
+
     #[test]
     fn optional_interval_is_whole_sweeps() {
         let every = |text: &str| {
