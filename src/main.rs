@@ -356,22 +356,19 @@ enum ConfigFailure {
     /// The file.
     File(config::ConfigError),
     /// The file with the command line's flags applied: `section.key`.
-    Flags {
-        section: &'static str,
-        key: &'static str,
-        message: String,
-    },
+    Flags(config::ConfigError),
 }
 
 impl std::fmt::Display for ConfigFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConfigFailure::File(e) => e.fmt(f),
-            ConfigFailure::Flags {
-                section,
-                key,
-                message,
-            } => write!(f, "{section}.{key}: {}", Escaped(message)),
+            ConfigFailure::Flags(e) => write!(
+                f,
+                "{}: {}",
+                Escaped(&e.key_path().unwrap_or_default()),
+                Escaped(&e.reason)
+            ),
         }
     }
 }
@@ -405,12 +402,7 @@ fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     if a.allow_set {
         cfg.set.allow = true;
     }
-    cfg.validate()
-        .map_err(|(section, key, message)| ConfigFailure::Flags {
-            section,
-            key,
-            message,
-        })?;
+    cfg.validate().map_err(ConfigFailure::Flags)?;
     Ok(cfg)
 }
 

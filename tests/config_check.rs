@@ -71,3 +71,40 @@ fn a_wrong_type_names_the_dotted_key_in_words() {
     );
     assert!(!err.contains("f64"), "{err}");
 }
+
+#[test]
+fn a_value_out_of_range_names_its_line_and_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(&conf, "[mad]\nwindow = 64\n\nretries = 21\n").unwrap();
+    let (code, err) = check(&conf);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("agent.toml:4: key `mad.retries`: 21 is out of range (0 to 20)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_flag_that_breaks_the_file_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    std::fs::write(
+        &conf,
+        "[fabric]\nbackend = \"umad\"\n[doca]\nenabled = true\n",
+    )
+    .unwrap();
+    let (code, err) = agent(&[
+        "run",
+        "--no-agentx",
+        "--backend",
+        "sim",
+        "--config",
+        conf.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ibpm-agentx: doca.enabled: DOCA serves local adapters"),
+        "{err}"
+    );
+}

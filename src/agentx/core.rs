@@ -45,7 +45,7 @@ pub const MAX_BULK_VARBINDS: usize = 4096;
 /// first varbind past it (non-repeaters included, RFC 3416 4.2.3); a Get
 /// or GetNext that cannot fit is answered tooBig with no varbinds (RFC
 /// 3416 4.2.1).
-pub const MAX_RESPONSE_OCTETS: usize = 65_507;
+pub const MAX_RESPONSE_OCTETS: usize = crate::mib::bulk::MAX_UDP_PAYLOAD;
 /// Of repeated failures (a refused registration, a failed connect, a
 /// dropped notification) the 1st and every Nth are logged.
 pub(super) const LOG_EVERY: u64 = 20;

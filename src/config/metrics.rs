@@ -62,15 +62,16 @@ fn collectors<'de, D: Deserializer<'de>>(d: D) -> Result<Collectors, D::Error> {
 }
 
 impl MetricsSection {
-    /// The checks the types alone do not make: (key, message).
-    pub fn check(&self) -> Result<(), (&'static str, String)> {
+    /// The checks the types alone do not make.
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
         let p = &self.path;
         if !p.starts_with('/')
             || p == "/"
             || p.contains(['?', '#'])
             || p.chars().any(|c| c.is_control() || c == ' ')
         {
-            return Err((
+            return Err(ConfigError::at(
+                "metrics",
                 "path",
                 format!(
                     "`{}` is not a path below / (like /metrics)",
@@ -79,7 +80,11 @@ impl MetricsSection {
             ));
         }
         if self.listen.is_some() && self.sources.is_empty() {
-            return Err(("sources", "lists no network: nobody could scrape".into()));
+            return Err(ConfigError::at(
+                "metrics",
+                "sources",
+                "lists no network: nobody could scrape",
+            ));
         }
         Ok(())
     }
@@ -89,14 +94,23 @@ impl MetricsSection {
         let Some(path) = &self.web_config else {
             return Ok(None);
         };
-        WebConfig::load(path).map(Some).map_err(|e| ConfigError {
-            file: e.file.display().to_string(),
-            line: e.line,
-            key: e.key,
-            message: format!(
-                "{} (the web configuration file of metrics.web_config)",
-                e.reason
-            ),
+        WebConfig::load(path).map(Some).map_err(|e| {
+            // The YAML file's key: `section.key` or a section alone.
+            let (section, key) = match e.key.as_deref().map(|k| k.split_once('.')) {
+                Some(Some((s, k))) => (Some(s.to_string()), Some(k.to_string())),
+                Some(None) => (e.key.clone(), None),
+                None => (None, None),
+            };
+            ConfigError {
+                file: e.file.display().to_string(),
+                line: e.line,
+                section,
+                key,
+                reason: format!(
+                    "{} (the web configuration file of metrics.web_config)",
+                    e.reason
+                ),
+            }
         })
     }
 
@@ -169,14 +183,17 @@ mod tests {
         );
         let e = Config::parse("[metrics]\n\ncollectors = [\"cpu\"]\n", "t.toml").unwrap_err();
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (e.line, e.key_path().as_deref()),
             (Some(3), Some("metrics.collectors"))
         );
-        assert!(e.message.contains("unknown collector `cpu`"), "{e}");
+        assert!(e.reason.contains("unknown collector `cpu`"), "{e}");
         let e = Config::parse("[metrics]\npath = \"metrics\"\n", "t.toml").unwrap_err();
-        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("metrics.path")));
+        assert_eq!(
+            (e.line, e.key_path().as_deref()),
+            (Some(2), Some("metrics.path"))
+        );
         let e = Config::parse("[metrics]\nsources = [\"10.0.0.0/33\"]\n", "t.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("metrics.sources"));
+        assert_eq!(e.key_path().as_deref(), Some("metrics.sources"));
     }
 
     #[test]
@@ -196,7 +213,7 @@ mod tests {
         let e = Config::load(&cfg).unwrap_err();
         assert!(e.file.ends_with("web.yml"), "{e}");
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (e.line, e.key_path().as_deref()),
             (Some(2), Some("basic_auth_users.alice"))
         );
     }

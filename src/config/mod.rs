@@ -2,7 +2,9 @@
 //! parsed and checked here into the type the agent uses (enums, socket
 //! addresses, durations, paths); unknown keys and bad values are errors
 //! that name the file, the line and the `section.key`.
-//! `config/ibpm-agentx.toml` documents every key.
+//! `config/ibpm-agentx.toml` documents every key. Each section is a file
+//! of its own: its struct, its defaults, its checks and its conversion to
+//! the settings of the part that uses it.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -12,26 +14,72 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de};
 
-mod metrics;
-pub use metrics::MetricsSection;
-
-use crate::agentx::AgentxAddr;
-use crate::fabric::control::ControlConfig;
-use crate::fabric::engine::EngineConfig;
-use crate::fabric::settings::SweepConfig;
 use crate::ib::{Escaped, Fabric, NodeType, topology};
-use crate::notify::NotifyConfig;
 
-mod lines;
+/// A key whose value is one of a few words: the enum, its parse from the
+/// word (with the key's own message for any other word) and its display as
+/// the word.
+macro_rules! word_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident (unknown: $s:ident => $unknown:expr) {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = String;
+            fn from_str($s: &str) -> Result<Self, String> {
+                match $s {
+                    $($word => Ok($name::$variant),)+
+                    _ => Err($unknown),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(match self {
+                    $($name::$variant => $word,)+
+                })
+            }
+        }
+    };
+}
+
+mod agentx;
+mod doca;
+mod fabric;
+mod keys;
+pub mod limits;
 mod log;
+mod mad;
+mod metrics;
 mod notify;
+mod set;
+mod sim;
 mod snmp;
+mod umad;
 
-use lines::{find_key_line, key_on_line, line_of_offset, nth_table_key_line};
+pub use agentx::AgentxConfig;
+pub use doca::{DocaSection, DocaTimestamps};
+pub use fabric::{
+    FabricBackend, FabricConfig, UnreachableRows, parse_sweep_interval, sweep_interval_arg,
+};
+use keys::Keys;
 pub use log::{LogConfig, check_log_level, log_filter};
+pub use mad::MadConfig;
+pub use metrics::MetricsSection;
 pub use notify::{NotifySection, ThresholdEntry};
-
+pub use set::SetConfig;
+pub use sim::SimConfig;
 pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
+pub use umad::UmadSection;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -54,277 +102,8 @@ pub struct Config {
     pub secrets_readable_by_others: bool,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct AgentxConfig {
-    /// Connect to snmpd at all.
-    pub enabled: bool,
-    /// `PATH`, `unix:PATH` or `tcp:HOST:PORT`.
-    #[serde(deserialize_with = "from_str")]
-    pub socket: AgentxAddr,
-    /// Registration priority (lower wins; RFC 2741 default 127).
-    pub priority: u8,
-    /// Time between Pings to the master (whole seconds in the file).
-    #[serde(deserialize_with = "seconds")]
-    pub ping_interval: Duration,
-    /// Upper bound of the reconnect backoff (whole seconds in the file).
-    #[serde(deserialize_with = "seconds")]
-    pub reconnect_max: Duration,
-}
-
-/// A key whose value is one of a few words: the enum, its parse from the
-/// word (with the key's own message for any other word) and its display as
-/// the word.
-macro_rules! word_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident (unknown: $s:ident => $unknown:expr) {
-            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant,)+
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str($s: &str) -> Result<Self, String> {
-                match $s {
-                    $($word => Ok($name::$variant),)+
-                    _ => Err($unknown),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(match self {
-                    $($name::$variant => $word,)+
-                })
-            }
-        }
-    };
-}
-
 word_enum! {
-    /// Where counters come from (`fabric.backend`).
-    pub enum FabricBackend (unknown: s => format!("unknown backend `{s}` (known: sim, umad, doca)")) {
-        /// The built-in simulated fabric.
-        #[default]
-        Sim = "sim",
-        /// A real fabric through /dev/infiniband/umadN (or ibsim under
-        /// umad2sim).
-        Umad = "umad",
-        /// The local adapters' ports alone, from DOCA telemetry diag.
-        Doca = "doca",
-    }
-}
-
-word_enum! {
-    /// The timestamp source of DOCA samples (`doca.timestamp_source`).
-    pub enum DocaTimestamps (unknown: s => format!("`{s}` is neither `frc` nor `rtc`")) {
-        /// The device's free-running counter.
-        #[default]
-        Frc = "frc",
-        /// The device's real-time clock.
-        Rtc = "rtc",
-    }
-}
-
-word_enum! {
-    /// What happens to an unreachable node's rows (`fabric.unreachable_rows`).
-    pub enum UnreachableRows (unknown: s => format!("`{s}` is neither `keep` nor `drop`")) {
-        /// Keep them with their last values.
-        #[default]
-        Keep = "keep",
-        /// Drop them until the node answers again.
-        Drop = "drop",
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct FabricConfig {
-    #[serde(deserialize_with = "from_str")]
-    pub backend: FabricBackend,
-    /// Topology file (ibnetdiscover/ibsim format) for the simulator; `None`
-    /// (an empty string in the file) = the built-in default fabric. A
-    /// relative path in a file is relative to that file's directory.
-    #[serde(deserialize_with = "path")]
-    pub topology: Option<PathBuf>,
-    /// From the start of one sweep to the start of the next (seconds in
-    /// the file).
-    #[serde(deserialize_with = "fractional_seconds")]
-    pub sweep_interval: Duration,
-    /// Failed sweeps in a row after which a node is unreachable.
-    pub unreachable_after: u32,
-    #[serde(deserialize_with = "from_str")]
-    pub unreachable_rows: UnreachableRows,
-    /// Read the optional PM attributes 0x15..0x1C, 0x1F and 0x30..0x37
-    /// (error details, per-VL counters, FEC, congestion control) from
-    /// nodes that answer them.
-    pub optional_attributes: bool,
-    /// Read the optional attributes this often (seconds in the file,
-    /// rounded to whole sweeps; 0 = every sweep).
-    #[serde(deserialize_with = "optional_seconds")]
-    pub optional_interval: Option<Duration>,
-    /// Clear a PortCounters field once it passes 75% of its range (as
-    /// opensm's PerfMgr does). Off by default: other tools read the same
-    /// counters.
-    pub clear_near_overflow: bool,
-    /// Discover the fabric again this often (seconds in the file, 0 =
-    /// never): new and moved links, port state, width and speed (every
-    /// PortInfo is read again), nodes that appeared.
-    #[serde(deserialize_with = "optional_seconds")]
-    pub rediscover_interval: Option<Duration>,
-    /// Where the 64-bit totals are kept across restarts; `None` (an empty
-    /// string in the file) = `$STATE_DIRECTORY/totals` when the service
-    /// manager sets STATE_DIRECTORY (systemd's StateDirectory=), else no
-    /// state file. "off" = none.
-    #[serde(deserialize_with = "path")]
-    pub state_file: Option<PathBuf>,
-    /// Read every port's PortInfo again this often, along the known links
-    /// (seconds in the file, 0 = never): port state, width and speed
-    /// between rediscoveries.
-    #[serde(deserialize_with = "optional_seconds")]
-    pub portinfo_interval: Option<Duration>,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct UmadSection {
-    /// CA name as in /sys/class/infiniband (e.g. `mlx5_0`); `None` (an
-    /// empty string in the file) = the first CA with an active port.
-    #[serde(deserialize_with = "non_empty")]
-    pub ca: Option<String>,
-    /// Port number on the CA; `None` (0 in the file) = the first active
-    /// port.
-    #[serde(deserialize_with = "non_zero")]
-    pub port: Option<u8>,
-    /// Deadline of one directed-route SMP during discovery
-    /// (`discovery_timeout_ms` in the file).
-    #[serde(rename = "discovery_timeout_ms", deserialize_with = "milliseconds")]
-    pub discovery_timeout: Duration,
-}
-
-impl Default for UmadSection {
-    fn default() -> Self {
-        UmadSection {
-            ca: None,
-            port: None,
-            discovery_timeout: Duration::from_millis(500),
-        }
-    }
-}
-
-/// `[doca]`: DOCA telemetry diag on the local NVIDIA adapters.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct DocaSection {
-    /// With `fabric.backend = "umad"`: the local adapters' data, packet
-    /// and discard counters come from DOCA (the backend `doca` needs no
-    /// `enabled`).
-    pub enabled: bool,
-    /// The DOCA libraries, loaded at run time in this order (file names
-    /// are looked up by the dynamic linker; paths are opened as they
-    /// are). The environment variable `IBPM_DOCA_LIBRARY` (one file that
-    /// exports every function) replaces them.
-    pub libraries: Vec<String>,
-    /// ibdev names of the devices to sample (`mlx5_0`); empty: every
-    /// device DOCA lists that is PCI function 0 (the guide recommends
-    /// PF0).
-    pub devices: Vec<String>,
-    /// The device's sample period (`sample_period_ms`, fractions allowed:
-    /// 0.1 = 100 us); the agent reads the samples as often.
-    #[serde(
-        rename = "sample_period_ms",
-        deserialize_with = "fractional_milliseconds"
-    )]
-    pub sample_period: Duration,
-    /// Output format 0, 1 or 2 (0: data IDs and timestamps per value;
-    /// 1: 64-bit values; 2: 32-bit values, which wrap quickly).
-    pub output_format: u8,
-    #[serde(deserialize_with = "from_str")]
-    pub timestamp_source: DocaTimestamps,
-    /// Log2 of the samples the device's buffer holds (1 to 16).
-    pub log_max_samples: u8,
-    /// Take the counters over from another telemetry user (a crashed
-    /// process that kept them, or a running one).
-    pub force_ownership: bool,
-    /// Where sysfs is (`/sys`): node GUIDs, firmware versions, ports.
-    pub sysfs: PathBuf,
-    /// Where the fwctl device nodes are (`/dev/fwctl`).
-    pub fwctl: PathBuf,
-}
-
-impl Default for DocaSection {
-    fn default() -> Self {
-        DocaSection {
-            enabled: false,
-            libraries: vec![
-                "libdoca_common.so.2".into(),
-                "libdoca_telemetry.so.2".into(),
-            ],
-            devices: Vec::new(),
-            sample_period: Duration::from_millis(100),
-            output_format: 1,
-            timestamp_source: DocaTimestamps::Frc,
-            log_max_samples: 6,
-            force_ownership: false,
-            sysfs: PathBuf::from("/sys"),
-            fwctl: PathBuf::from("/dev/fwctl"),
-        }
-    }
-}
-
-impl DocaSection {
-    /// The library files to load: `IBPM_DOCA_LIBRARY` when set, else
-    /// `libraries`.
-    pub fn library_files(&self) -> Vec<String> {
-        match std::env::var("IBPM_DOCA_LIBRARY") {
-            Ok(f) if !f.is_empty() => vec![f],
-            _ => self.libraries.clone(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct MadConfig {
-    /// MADs in flight at once (1..=256).
-    pub window: usize,
-    /// Per-MAD deadline (`timeout_ms` in the file).
-    #[serde(rename = "timeout_ms", deserialize_with = "milliseconds")]
-    pub timeout: Duration,
-    /// Resends after the first attempt.
-    pub retries: u32,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct SimConfig {
-    /// Seed of the simulated traffic.
-    pub seed: u64,
-    /// Counters advance with simulated traffic (false: frozen).
-    pub traffic: bool,
-    /// Node types whose simulated PMAs have 64-bit error counters
-    /// (ClassPortInfo CapabilityMask2 bit 1).
-    #[serde(deserialize_with = "vec_from_str")]
-    pub wide_error_counters: Vec<NodeKind>,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-#[derive(Default)]
-pub struct SetConfig {
-    /// Accept SNMP SETs (clear counters, select ports, run samples).
-    pub allow: bool,
-}
-
-word_enum! {
-    /// The kind of node a threshold rule applies to (`node_type`).
+    /// A kind of node (a threshold rule's `node_type`, `sim.wide_error_counters`).
     pub enum NodeKind (unknown: s => format!("`{s}` is none of `switch`, `ca`, `router`")) {
         #[default]
         Switch = "switch",
@@ -343,57 +122,6 @@ impl From<NodeKind> for NodeType {
     }
 }
 
-impl Default for AgentxConfig {
-    fn default() -> Self {
-        AgentxConfig {
-            enabled: true,
-            socket: AgentxAddr::Unix(PathBuf::from("/var/agentx/master")),
-            priority: 127,
-            ping_interval: Duration::from_secs(15),
-            reconnect_max: Duration::from_secs(5),
-        }
-    }
-}
-
-impl Default for FabricConfig {
-    fn default() -> Self {
-        FabricConfig {
-            backend: FabricBackend::Sim,
-            topology: None,
-            sweep_interval: Duration::from_secs(10),
-            unreachable_after: 3,
-            unreachable_rows: UnreachableRows::Keep,
-            optional_attributes: true,
-            optional_interval: None,
-            clear_near_overflow: false,
-            rediscover_interval: Some(Duration::from_secs(60)),
-            state_file: None,
-            portinfo_interval: Some(Duration::from_secs(10)),
-        }
-    }
-}
-
-impl Default for MadConfig {
-    fn default() -> Self {
-        MadConfig {
-            window: 64,
-            timeout: Duration::from_millis(200),
-            retries: 3,
-        }
-    }
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            seed: 1,
-            traffic: true,
-            wide_error_counters: vec![NodeKind::Ca],
-        }
-    }
-}
-
-/// `snmp.listen`: empty = off, else an IP address and a port.
 /// The largest configuration file read, in bytes.
 pub const MAX_CONFIG_FILE: u64 = 1 << 20;
 
@@ -411,7 +139,7 @@ pub enum ValueError {
     NotAnAddress(String),
     /// Not a number of seconds.
     NotSeconds(String),
-    /// A sweep interval outside 0.1 to 86400 seconds.
+    /// A sweep interval out of its range ([`limits::SWEEP_INTERVAL`]).
     IntervalRange(f64),
     /// Neither a numeric OID nor an IB-PM-MIB name.
     NoSuchObject(String),
@@ -429,7 +157,7 @@ impl fmt::Display for ValueError {
             }
             ValueError::NotSeconds(s) => write!(f, "`{s}` is not a number of seconds"),
             ValueError::IntervalRange(secs) => {
-                write!(f, "{secs} is out of range (0.1 to 86400 seconds)")
+                f.write_str(&limits::SWEEP_INTERVAL.out_of_range(limits::Num::Fraction(*secs)))
             }
             ValueError::NoSuchObject(s) => write!(
                 f,
@@ -449,6 +177,7 @@ impl fmt::Display for ValueError {
 
 impl std::error::Error for ValueError {}
 
+/// `snmp.listen`: empty = off, else an IP address and a port.
 pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, ValueError> {
     if s.is_empty() {
         return Ok(None);
@@ -457,25 +186,6 @@ pub fn parse_listen(s: &str) -> Result<Option<SocketAddr>, ValueError> {
         .map(Some)
         .map_err(|_| ValueError::NotAnAddress(s.to_string()))
 }
-
-/// `fabric.sweep_interval`: seconds, 0.1 to 86400.
-pub fn parse_sweep_interval(secs: f64) -> Result<Duration, ValueError> {
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| SWEEP_INTERVAL.contains(d))
-        .ok_or(ValueError::IntervalRange(secs))
-}
-
-/// `--sweep-interval SECONDS` on the command line.
-pub fn sweep_interval_arg(s: &str) -> Result<Duration, ValueError> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| ValueError::NotSeconds(s.to_string()))?;
-    parse_sweep_interval(secs)
-}
-
-const SWEEP_INTERVAL: std::ops::RangeInclusive<Duration> =
-    Duration::from_millis(100)..=Duration::from_secs(86_400);
 
 fn from_str<'de, D, T>(d: D) -> Result<T, D::Error>
 where
@@ -496,30 +206,6 @@ where
     from_str(d).map(Some)
 }
 
-/// A list of words, each parsed with `FromStr`.
-fn vec_from_str<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: FromStr,
-    T::Err: fmt::Display,
-{
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| s.parse().map_err(de::Error::custom))
-        .collect()
-}
-
-/// `notify.sinks`: a list of `IP:PORT`.
-fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
-    Vec::<String>::deserialize(d)?
-        .iter()
-        .map(|s| {
-            s.parse::<SocketAddr>()
-                .map_err(|_| de::Error::custom(format!("`{s}` is not IP:PORT")))
-        })
-        .collect()
-}
-
 fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
     parse_listen(&String::deserialize(d)?).map_err(de::Error::custom)
 }
@@ -534,11 +220,6 @@ fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error
     Ok((!s.is_empty()).then_some(s))
 }
 
-fn non_zero<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
-    let n = u8::deserialize(d)?;
-    Ok((n != 0).then_some(n))
-}
-
 fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_secs(u64::deserialize(d)?))
 }
@@ -547,40 +228,63 @@ fn milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_millis(u64::deserialize(d)?))
 }
 
-/// Whole seconds, 0 (never) or 1 to 86400.
-fn optional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    match u64::deserialize(d)? {
-        0 => Ok(None),
-        s @ 1..=86400 => Ok(Some(Duration::from_secs(s))),
-        s => Err(de::Error::custom(format!(
-            "{s} is out of range (0 = never, or 1 to 86400 seconds)"
-        ))),
-    }
-}
-
-fn fractional_milliseconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let ms = f64::deserialize(d)?;
-    if !(0.001..=10_000.0).contains(&ms) {
-        return Err(de::Error::custom(format!(
-            "{ms} is out of range (0.001 to 10000 milliseconds)"
-        )));
-    }
-    Ok(Duration::from_secs_f64(ms / 1000.0))
-}
-
-fn fractional_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    parse_sweep_interval(f64::deserialize(d)?).map_err(de::Error::custom)
-}
-
-/// A configuration error: one line naming the file, line and key. Its
-/// text is shown escaped ([`Escaped`]): the message may quote the file.
+/// A configuration error: the file, the line and the key it names, and
+/// why. Its text is one line, shown escaped ([`Escaped`]): the reason may
+/// quote the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The file; empty for a configuration made without one (the command
+    /// line's flags over the defaults) and until [`Config::parse`] names it.
     pub file: String,
     pub line: Option<usize>,
-    /// `section.key` (or the section, for an error in a header).
+    /// The table the key is in (`mad`, `snmp.access`); `None` when the
+    /// error names no key.
+    pub section: Option<String>,
+    /// The key in `section`; `None` for an error in the section's header.
     pub key: Option<String>,
-    pub message: String,
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// An error in `section.key`, its file and line not known yet.
+    pub fn at(section: &str, key: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: String::new(),
+            line: None,
+            section: Some(section.to_string()),
+            key: Some(key.to_string()),
+            reason: reason.into(),
+        }
+    }
+
+    /// An error of the whole file (it cannot be read, it is not TOML).
+    fn of_file(file: &str, line: Option<usize>, reason: String) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            section: None,
+            key: None,
+            reason,
+        }
+    }
+
+    /// The error in `file`, at `line`.
+    fn in_file(self, file: &str, line: Option<usize>) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            ..self
+        }
+    }
+
+    /// `section.key` (the section alone for an error in its header).
+    pub fn key_path(&self) -> Option<String> {
+        let section = self.section.as_deref()?;
+        Some(match &self.key {
+            Some(k) => format!("{section}.{k}"),
+            None => section.to_string(),
+        })
+    }
 }
 
 impl fmt::Display for ConfigError {
@@ -589,10 +293,10 @@ impl fmt::Display for ConfigError {
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
-        if let Some(k) = &self.key {
-            write!(f, ": key `{}`", Escaped(k))?;
+        if let Some(k) = self.key_path() {
+            write!(f, ": key `{}`", Escaped(&k))?;
         }
-        write!(f, ": {}", Escaped(&self.message))
+        write!(f, ": {}", Escaped(&self.reason))
     }
 }
 
@@ -607,12 +311,7 @@ impl Config {
         // The text holds the file's secrets: wiped when dropped.
         let text = read_untrusted_text(path, MAX_CONFIG_FILE)
             .map(zeroize::Zeroizing::new)
-            .map_err(|e| ConfigError {
-                file: file.clone(),
-                line: None,
-                key: None,
-                message: format!("cannot read: {e}"),
-            })?;
+            .map_err(|e| ConfigError::of_file(&file, None, format!("cannot read: {e}")))?;
         let mut cfg = Config::parse(&text, &file)?;
         {
             use std::os::unix::fs::PermissionsExt;
@@ -633,12 +332,12 @@ impl Config {
         if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
             && let Err(e) = topology::check_readable(t)
         {
-            return Err(ConfigError {
-                file,
-                line: find_key_line(&text, "fabric", "topology"),
-                key: Some("fabric.topology".into()),
-                message: format!("cannot read {}: {e}", t.display()),
-            });
+            return Err(ConfigError::at(
+                "fabric",
+                "topology",
+                format!("cannot read {}: {e}", t.display()),
+            )
+            .in_file(&file, Keys::parse(&text).line("fabric", "topology")));
         }
         Ok(cfg)
     }
@@ -648,204 +347,89 @@ impl Config {
     /// file, its `fabric.topology` line and the topology file and line.
     pub fn check_file(path: &Path) -> Result<(Config, Option<Fabric>), ConfigError> {
         let cfg = Config::load(path)?;
+        // An error of a file the configuration names, at the key naming it.
+        let at = |section: &str, key: &str, reason: String| {
+            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
+            ConfigError::at(section, key, reason).in_file(
+                &path.display().to_string(),
+                Keys::parse(&text).line(section, key),
+            )
+        };
         let fabric = match (cfg.fabric.backend, &cfg.fabric.topology) {
-            (FabricBackend::Sim, Some(t)) => Some(topology::load(t).map_err(|e| {
-                let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
-                ConfigError {
-                    file: path.display().to_string(),
-                    line: find_key_line(&text, "fabric", "topology"),
-                    key: Some("fabric.topology".into()),
-                    message: e.to_string(),
-                }
-            })?),
+            (FabricBackend::Sim, Some(t)) => {
+                Some(topology::load(t).map_err(|e| at("fabric", "topology", e.to_string()))?)
+            }
             _ => None,
         };
-        cfg.check_engine_file().map_err(|message| {
-            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
-            ConfigError {
-                file: path.display().to_string(),
-                line: find_key_line(&text, "snmp", "engine_file"),
-                key: Some("snmp.engine_file".into()),
-                message,
-            }
-        })?;
+        cfg.check_engine_file()
+            .map_err(|reason| at("snmp", "engine_file", reason))?;
         Ok((cfg, fabric))
     }
 
     /// Parse and validate TOML text; `file` names it in errors. Paths stay
     /// as the text gives them.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of_offset(text, s.start));
-            let key = line.and_then(|l| key_on_line(text, l));
+        let (root, errors) = toml::de::DeTable::parse_recoverable(text);
+        let keys = Keys::of(text, root.get_ref());
+        // An error of toml's, at the key its span is in.
+        let toml_error = |e: &toml::de::Error| {
+            let start = e.span().map(|s| s.start);
+            let reason = plain_words(e.message().trim()).replace('\n', " ");
+            let (section, key) = start.and_then(|s| keys.at(s)).unzip();
             ConfigError {
-                file: file.to_string(),
-                line,
-                key,
-                message: plain_words(e.message().trim()).replace('\n', " "),
-            }
-        })?;
-        // An error in the `i`th `[[table]]`, at its key's line.
-        let in_table = |table: &'static str, i: usize| {
-            move |(key, message): (&str, String)| ConfigError {
-                file: file.to_string(),
-                line: nth_table_key_line(text, table, i, key),
-                key: Some(format!("{table}.{key}")),
-                message,
+                section,
+                key: key.flatten(),
+                ..ConfigError::of_file(file, start.map(|s| keys.line_of(s)), reason)
             }
         };
-        for (i, t) in cfg.notify.threshold.iter().enumerate() {
-            t.check().map_err(in_table("notify.threshold", i))?;
+        if let Some(e) = errors.first() {
+            return Err(toml_error(e));
         }
-        cfg.snmp
-            .check_entries()
-            .map_err(|(table, i, e)| in_table(table, i)(e))?;
-        cfg.metrics
-            .check()
-            .map_err(|(key, message)| ("metrics", key, message))
-            .and_then(|()| cfg.validate())
-            .map_err(|(section, key, message)| ConfigError {
-                file: file.to_string(),
-                line: find_key_line(text, section, key),
-                key: Some(format!("{section}.{key}")),
-                message,
-            })?;
+        let cfg =
+            Config::deserialize(toml::de::Deserializer::from(root)).map_err(|e| toml_error(&e))?;
+        // An error in the `i`th `[[table]]`, at its key's line.
+        let in_table = |(i, e): (usize, ConfigError)| {
+            let line = match (&e.section, &e.key) {
+                (Some(table), Some(key)) => keys.nth_line(table, i, key),
+                _ => None,
+            };
+            e.in_file(file, line)
+        };
+        for (i, t) in cfg.notify.threshold.iter().enumerate() {
+            t.check().map_err(|e| in_table((i, e)))?;
+        }
+        cfg.snmp.check_entries().map_err(in_table)?;
+        cfg.validate().map_err(|e| {
+            let line = match (&e.section, &e.key) {
+                (Some(section), Some(key)) => keys.line(section, key),
+                _ => None,
+            };
+            e.in_file(file, line)
+        })?;
         Ok(cfg)
     }
 
-    /// Check the ranges the types alone do not: (section, key, message).
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
-        // Timers add these to `Instant::now()`: a day at most keeps that
-        // addition in range.
-        let day = Duration::from_secs(86_400);
-        for (key, d) in [
-            ("ping_interval", self.agentx.ping_interval),
-            ("reconnect_max", self.agentx.reconnect_max),
-        ] {
-            if !(Duration::from_secs(1)..=day).contains(&d) {
-                return Err((
-                    "agentx",
-                    key,
-                    format!("{} is out of range (1 to 86400 seconds)", d.as_secs()),
-                ));
-            }
-        }
-        if let Some(ca) = &self.umad.ca
-            && (ca.is_empty() || ca.contains(['/', '\0']))
-        {
-            return Err((
-                "umad",
-                "ca",
-                format!("`{ca}` is not a CA name (e.g. mlx5_0)"),
-            ));
-        }
-        let minute = Duration::from_secs(60);
-        if !(Duration::from_millis(1)..=minute).contains(&self.umad.discovery_timeout) {
-            return Err((
-                "umad",
-                "discovery_timeout_ms",
-                format!(
-                    "{} is out of range (1 to 60000)",
-                    self.umad.discovery_timeout.as_millis()
-                ),
-            ));
-        }
-        if !SWEEP_INTERVAL.contains(&self.fabric.sweep_interval) {
-            return Err((
-                "fabric",
-                "sweep_interval",
-                format!(
-                    "{} is out of range (0.1 to 86400 seconds)",
-                    self.fabric.sweep_interval.as_secs_f64()
-                ),
-            ));
-        }
-        if self.fabric.unreachable_after == 0 {
-            return Err(("fabric", "unreachable_after", "must be at least 1".into()));
-        }
-        if !(1..=crate::fabric::engine::MAX_WINDOW).contains(&self.mad.window) {
-            return Err((
-                "mad",
-                "window",
-                format!("{} is out of range (1 to 256)", self.mad.window),
-            ));
-        }
-        if !(Duration::from_millis(1)..=minute).contains(&self.mad.timeout) {
-            return Err((
-                "mad",
-                "timeout_ms",
-                format!(
-                    "{} is out of range (1 to 60000)",
-                    self.mad.timeout.as_millis()
-                ),
-            ));
-        }
-        if self.mad.retries > 20 {
-            return Err((
-                "mad",
-                "retries",
-                format!("{} is more than 20", self.mad.retries),
-            ));
-        }
-        check_log_level(&self.log.level).map_err(|m| ("log", "level", m.to_string()))?;
-        if self.doca.output_format > 2 {
-            return Err((
-                "doca",
-                "output_format",
-                format!("{} is not 0, 1 or 2", self.doca.output_format),
-            ));
-        }
-        if !(1..=16).contains(&self.doca.log_max_samples) {
-            return Err((
-                "doca",
-                "log_max_samples",
-                format!("{} is out of range (1 to 16)", self.doca.log_max_samples),
-            ));
-        }
-        if let Some(d) = self
-            .doca
-            .devices
-            .iter()
-            .find(|d| d.is_empty() || d.contains(['/', '\0']))
-        {
-            return Err((
-                "doca",
-                "devices",
-                format!("`{d}` is not a device name (e.g. mlx5_0)"),
-            ));
-        }
-        if self.doca.libraries.is_empty() {
-            return Err(("doca", "libraries", "names no library".into()));
-        }
+    /// Check what the types alone do not: the ranges, and keys that
+    /// depend on each other.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        limits::check(self)?;
+        self.metrics.check()?;
+        self.umad.validate()?;
+        check_log_level(&self.log.level)
+            .map_err(|m| ConfigError::at("log", "level", m.to_string()))?;
+        self.doca.validate()?;
         if self.doca.enabled && self.fabric.backend == FabricBackend::Sim {
-            return Err((
+            return Err(ConfigError::at(
                 "doca",
                 "enabled",
-                "DOCA serves local adapters: use it with backend \"umad\" or \"doca\", not the simulator".into(),
+                "DOCA serves local adapters: use it with backend \"umad\" or \"doca\", not the simulator",
             ));
         }
         self.snmp.validate()?;
-        if !(Duration::from_secs(1)..=day).contains(&self.notify.window) {
-            return Err((
-                "notify",
-                "window",
-                format!(
-                    "{} is out of range (1 to 86400 seconds)",
-                    self.notify.window.as_secs()
-                ),
-            ));
-        }
-        if !(1..=100_000).contains(&self.notify.queue) {
-            return Err((
-                "notify",
-                "queue",
-                format!("{} is out of range (1 to 100000)", self.notify.queue),
-            ));
-        }
         if let Some(u) = &self.notify.user
             && !self.snmp.user.iter().any(|e| &e.name == u)
         {
-            return Err((
+            return Err(ConfigError::at(
                 "notify",
                 "user",
                 format!("`{}` is no [[snmp.user]]", u.escape_debug()),
@@ -859,67 +443,6 @@ impl Config {
         let mut w = self.metrics.warnings();
         self.snmp_warnings(&mut w);
         w
-    }
-
-    pub fn sweep_interval(&self) -> Duration {
-        self.fabric.sweep_interval
-    }
-
-    pub fn topology_path(&self) -> Option<PathBuf> {
-        self.fabric.topology.clone()
-    }
-
-    /// Sweeps per read of the optional attributes: `optional_interval`
-    /// over `sweep_interval`, rounded, at least 1.
-    fn optional_every(&self) -> u32 {
-        let sweep = self.fabric.sweep_interval.as_secs_f64();
-        match self.fabric.optional_interval {
-            Some(d) if sweep > 0.0 => (d.as_secs_f64() / sweep).round().clamp(1.0, 1e6) as u32,
-            _ => 1,
-        }
-    }
-
-    /// The sweeper's settings.
-    pub fn sweep(&self) -> SweepConfig {
-        SweepConfig {
-            interval: self.fabric.sweep_interval,
-            unreachable_after: self.fabric.unreachable_after,
-            keep_unreachable: self.fabric.unreachable_rows == UnreachableRows::Keep,
-            optional_attributes: self.fabric.optional_attributes,
-            optional_every: self.optional_every(),
-            clear_near_overflow: self.fabric.clear_near_overflow,
-            health_every: self.log.health_every,
-            mads: self.fabric.backend != FabricBackend::Doca,
-        }
-    }
-
-    /// The notification evaluator's settings.
-    pub fn notify(&self) -> NotifyConfig {
-        NotifyConfig {
-            window: self.notify.window,
-            limit_per_sweep: self.notify.limit_per_sweep,
-            rules: self
-                .notify
-                .threshold
-                .iter()
-                .map(ThresholdEntry::rule)
-                .collect(),
-        }
-    }
-
-    /// The sweep engine's MAD window.
-    pub fn engine(&self) -> EngineConfig {
-        EngineConfig {
-            window: self.mad.window,
-            timeout: self.mad.timeout,
-            retries: self.mad.retries,
-        }
-    }
-
-    /// The write path's settings (SETs and the sample poller): not
-    /// configurable; their deadline stays well under snmpd's 1 s timeout.
-    pub fn control(&self) -> ControlConfig {
-        ControlConfig::default()
     }
 }
 
@@ -946,11 +469,41 @@ fn plain_words(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agentx::AgentxAddr;
+    use crate::fabric::control::ControlConfig;
 
     #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
         assert_eq!(Config::parse("", "x.toml").unwrap(), Config::default());
+    }
+
+    /// A configuration made without a file (flags over the defaults) is
+    /// refused with the section and key alone; parse adds file and line.
+    #[test]
+    fn validate_names_the_section_and_key() {
+        let mut c = Config::default();
+        c.mad.window = 0;
+        let e = c.validate().unwrap_err();
+        assert_eq!(
+            (
+                e.file.as_str(),
+                e.line,
+                e.section.as_deref(),
+                e.key.as_deref()
+            ),
+            ("", None, Some("mad"), Some("window"))
+        );
+        assert_eq!(e.reason, "0 is out of range (1 to 256)");
+        let e = Config::parse("[mad]\n\nwindow = 0\n", "c.toml").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("c.toml", Some(3)));
+        assert_eq!(e.key_path().as_deref(), Some("mad.window"));
+        let e = Config::parse("[[notify.threshold]]\nrising = 1\n", "c.toml").unwrap_err();
+        assert_eq!(
+            (e.section.as_deref(), e.key.as_deref(), e.line),
+            (Some("notify.threshold"), None, Some(1)),
+            "{e}"
+        );
     }
 
     #[test]
@@ -970,7 +523,11 @@ mod tests {
         assert_eq!(every("[fabric]\noptional_interval = 1\n"), 1);
         assert_eq!(every("[fabric]\noptional_interval = 0\n"), 1);
         let e = Config::parse("[fabric]\noptional_interval = -1\n", "c.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("fabric.optional_interval"), "{e}");
+        assert_eq!(
+            e.key_path().as_deref(),
+            Some("fabric.optional_interval"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -993,7 +550,7 @@ mod tests {
             ("[doca]\nenabled = true\n", "doca.enabled"),
         ] {
             let e = Config::parse(text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{e}");
+            assert_eq!(e.key_path().as_deref(), Some(key), "{e}");
             assert_eq!(e.line, Some(2), "{e}");
         }
     }
@@ -1011,10 +568,10 @@ mod tests {
     fn errors_name_key_and_line() {
         let e = Config::parse("[fabric]\nsweep_interval = \"often\"\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
-        assert_eq!(e.key.as_deref(), Some("fabric.sweep_interval"));
+        assert_eq!(e.key_path().as_deref(), Some("fabric.sweep_interval"));
         let e = Config::parse("[fabric]\n\nbogus = 1\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(3));
-        assert!(e.message.contains("bogus"), "{e}");
+        assert!(e.reason.contains("bogus"), "{e}");
         let e = Config::parse("[mad]\nwindow = 1024\n", "c.toml").unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -1030,7 +587,7 @@ mod tests {
         let e =
             Config::parse("[umad]\nca = \"x\"\ndiscovery_timeout_ms = 0\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(3));
-        assert_eq!(e.key.as_deref(), Some("umad.discovery_timeout_ms"));
+        assert_eq!(e.key_path().as_deref(), Some("umad.discovery_timeout_ms"));
         let e = Config::parse("[umad]\nport = 300\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(2));
         let ok = Config::parse(
@@ -1086,13 +643,13 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (e.line, e.key_path().as_deref()),
             (Some(8), Some("notify.threshold.falling")),
             "{e}"
         );
         let e = Config::parse("[notify]\nwindow = 0\n", "c.toml").unwrap_err();
         assert_eq!(
-            (e.line, e.key.as_deref()),
+            (e.line, e.key_path().as_deref()),
             (Some(2), Some("notify.window")),
             "{e}"
         );
@@ -1105,9 +662,12 @@ mod tests {
         for key in ["ping_interval", "reconnect_max"] {
             let text = format!("[agentx]\n{key} = 9223372036854775807\n");
             let e = Config::parse(&text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(format!("agentx.{key}").as_str()));
+            assert_eq!(
+                e.key_path().as_deref(),
+                Some(format!("agentx.{key}").as_str())
+            );
             assert_eq!(e.line, Some(2));
-            assert!(e.message.contains("out of range"), "{e}");
+            assert!(e.reason.contains("out of range"), "{e}");
             let ok = format!("[agentx]\n{key} = 86400\n");
             Config::parse(&ok, "c.toml").unwrap();
         }
@@ -1119,7 +679,7 @@ mod tests {
     fn non_ascii_log_filter_is_an_error() {
         let text = "[log]\nlevel = \"rp,\u{a0}\u{a0}p\u{a0}>_=c\u{a0}/n\"\n";
         let e = Config::parse(text, "c.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("log.level"));
+        assert_eq!(e.key_path().as_deref(), Some("log.level"));
         assert_eq!(e.line, Some(2));
         assert!(log_filter("ibpm_agentx=debug,warn").is_some());
         assert!(log_filter("d\u{e9}bug").is_none());
@@ -1208,9 +768,9 @@ mod tests {
     #[test]
     fn a_log_level_that_sets_no_level_is_an_error() {
         let e = Config::parse("[log]\nlevel = \"loud\"\n", "c.toml").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("log.level"));
+        assert_eq!(e.key_path().as_deref(), Some("log.level"));
         assert_eq!(e.line, Some(2));
-        assert!(e.message.contains("sets no level"), "{e}");
+        assert!(e.reason.contains("sets no level"), "{e}");
         for bad in ["loud", "info,chatty", "ibpm_agentx", "x[s{a=1}]"] {
             assert!(check_log_level(bad).is_err(), "{bad}");
         }
@@ -1249,10 +809,10 @@ mod tests {
             ),
         ] {
             let e = Config::parse(text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{e}");
-            assert!(e.message.contains(words), "{e}");
+            assert_eq!(e.key_path().as_deref(), Some(key), "{e}");
+            assert!(e.reason.contains(words), "{e}");
             for rust in ["f64", "u8", "usize", "u64"] {
-                assert!(!e.message.contains(rust), "{e}");
+                assert!(!e.reason.contains(rust), "{e}");
             }
         }
     }
@@ -1290,7 +850,7 @@ mod tests {
         )
         .unwrap();
         let e = Config::load(&conf).unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("fabric.topology"));
+        assert_eq!(e.key_path().as_deref(), Some("fabric.topology"));
         assert_eq!(e.line, Some(4));
         let shown = e.to_string();
         assert!(

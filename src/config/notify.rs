@@ -4,9 +4,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, de};
 
-use super::{NodeKind, Secret, from_str, non_empty, seconds, sinks, some_from_str};
+use super::{Config, ConfigError, NodeKind, Secret, from_str, non_empty, seconds, some_from_str};
 use crate::ib::NodeType;
 use crate::notify::NotifyConfig;
 use crate::notify::rules::{CounterName, NodeMatch, ThresholdRule};
@@ -17,14 +17,14 @@ pub struct NotifySection {
     /// Send notifications at all.
     pub enabled: bool,
     /// The window counter rates are sampled over (whole seconds in the
-    /// file, 1 to 86400).
+    /// file).
     #[serde(deserialize_with = "seconds")]
     pub window: Duration,
     /// Notifications of one family (node, port, threshold, discontinuity,
     /// sweep) per sweep; the rest are counted as suppressed. 0 = no limit.
     pub limit_per_sweep: u32,
-    /// Notifications kept while snmpd is away (1 to 100000); beyond that
-    /// the oldest are dropped and counted.
+    /// Notifications kept while snmpd is away; beyond that the oldest are
+    /// dropped and counted.
     pub queue: usize,
     /// Without AgentX (`--no-agentx`, `agentx.enabled = false`): SNMPv2c
     /// trap receivers, `IP:PORT` each.
@@ -57,6 +57,33 @@ impl Default for NotifySection {
     }
 }
 
+impl Config {
+    /// The notification evaluator's settings.
+    pub fn notify(&self) -> NotifyConfig {
+        NotifyConfig {
+            window: self.notify.window,
+            limit_per_sweep: self.notify.limit_per_sweep,
+            rules: self
+                .notify
+                .threshold
+                .iter()
+                .map(ThresholdEntry::rule)
+                .collect(),
+        }
+    }
+}
+
+/// `notify.sinks`: a list of `IP:PORT`.
+fn sinks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|s| {
+            s.parse::<SocketAddr>()
+                .map_err(|_| de::Error::custom(format!("`{s}` is not IP:PORT")))
+        })
+        .collect()
+}
+
 /// One `[[notify.threshold]]` (checked with the others by
 /// [`Config::parse`], so that an error names the rule's own line).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -75,31 +102,32 @@ pub struct ThresholdEntry {
 }
 
 impl ThresholdEntry {
-    /// What is wrong with the rule: (key, message).
-    pub(super) fn check(&self) -> Result<(), (&'static str, String)> {
+    /// What is wrong with the rule.
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
+        let err = |key, reason: String| Err(ConfigError::at("notify.threshold", key, reason));
         let name = crate::notify::thresholds()[self.counter.0].name;
         if self.rising.is_none() && self.falling.is_none() {
-            return Err((
+            return err(
                 "counter",
                 format!("the rule for {name} sets neither `rising` nor `falling`"),
-            ));
+            );
         }
         if let (Some(r), Some(f)) = (self.rising, self.falling)
             && r > 0
             && f > r
         {
-            return Err((
+            return err(
                 "falling",
                 format!("{f} is above the rule's rising threshold {r}"),
-            ));
+            );
         }
         if self.ports.iter().any(|&p| p == 0 || p == 255) {
-            return Err(("ports", "port numbers are 1 to 254".into()));
+            return err("ports", "port numbers are 1 to 254".into());
         }
         Ok(())
     }
 
-    pub(super) fn rule(&self) -> ThresholdRule {
+    fn rule(&self) -> ThresholdRule {
         ThresholdRule {
             counter: self.counter,
             rising: self.rising,

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer};
 use zeroize::Zeroizing;
 
-use super::{Config, ValueError, listen, non_empty, path, some_from_str};
+use super::limits::{self, Num};
+use super::{Config, ConfigError, ValueError, listen, non_empty, path, some_from_str};
 use crate::mib::Oid;
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
 use crate::snmp::engine_file::{self, NO_FILE};
@@ -28,7 +29,8 @@ pub struct SnmpConfig {
     /// `None` (an empty string in the file): the responder is read-only.
     #[serde(deserialize_with = "non_empty_secret")]
     pub write_community: Option<Secret>,
-    /// Largest response the responder sends, in octets (484 to 65507):
+    /// Largest response the responder sends, in octets
+    /// ([`limits::MAX_RESPONSE_OCTETS`]):
     /// GetBulk answers leave off the repetitions that do not fit.
     pub max_response_octets: usize,
     /// Default rate guard of every access rule: requests per second
@@ -73,7 +75,8 @@ pub struct AccessEntry {
     /// May Set (with `set.allow`).
     #[serde(default)]
     pub write: bool,
-    /// Largest response (484 to 65507); default: `snmp.max_response_octets`.
+    /// Largest response ([`limits::MAX_RESPONSE_OCTETS`]); default:
+    /// `snmp.max_response_octets`.
     pub max_response_octets: Option<usize>,
     /// Least SNMPv3 security level; default: the strongest the user has.
     #[serde(default, deserialize_with = "some_from_str")]
@@ -165,36 +168,43 @@ impl UserEntry {
         }
     }
 
-    /// What is wrong with the user: (key, message).
-    fn check(&self) -> Result<(), (&'static str, String)> {
+    /// What is wrong with the user.
+    fn check(&self) -> Result<(), ConfigError> {
         if self.name.is_empty() || self.name.len() > 32 {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "name",
-                "must be 1 to 32 characters (RFC 3414 usmUserName)".into(),
+                "must be 1 to 32 characters (RFC 3414 usmUserName)",
             ));
         }
         let pair = |proto: bool, pass: &Option<Secret>, key: bool, what: &'static str| match (
             proto, pass, key,
         ) {
             (false, None, false) => Ok(()),
-            (false, _, _) => Err((
+            (false, _, _) => Err(ConfigError::at(
+                "snmp.user",
                 what,
                 format!("a passphrase or key is given, but no `{what}` protocol"),
             )),
-            (true, None, false) => Err((
+            (true, None, false) => Err(ConfigError::at(
+                "snmp.user",
                 what,
                 format!("`{what}` needs `{what}_passphrase` or `{what}_key`"),
             )),
-            (true, Some(_), true) => Err((
+            (true, Some(_), true) => Err(ConfigError::at(
+                "snmp.user",
                 what,
                 format!("give `{what}_passphrase` or `{what}_key`, not both"),
             )),
-            (true, Some(p), false) if p.text().chars().count() < MIN_PASSPHRASE => Err((
-                what,
-                format!(
-                    "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
-                ),
-            )),
+            (true, Some(p), false) if p.text().chars().count() < MIN_PASSPHRASE => {
+                Err(ConfigError::at(
+                    "snmp.user",
+                    what,
+                    format!(
+                        "`{what}_passphrase` must have at least {MIN_PASSPHRASE} characters (RFC 3414 2.6)"
+                    ),
+                ))
+            }
             _ => Ok(()),
         };
         pair(
@@ -210,9 +220,10 @@ impl UserEntry {
             "privacy",
         )?;
         if self.privacy.is_some() && self.auth.is_none() {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "privacy",
-                "privacy needs authentication: set `auth` too".into(),
+                "privacy needs authentication: set `auth` too",
             ));
         }
         // A localized key has the length the engine takes (as `run` checks
@@ -220,7 +231,8 @@ impl UserEntry {
         if let (Some(proto), Some(key)) = (self.auth, &self.auth_key)
             && key.expose().len() != proto.key_len()
         {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "auth_key",
                 format!(
                     "has {} octets; a {proto} key has {}",
@@ -232,7 +244,8 @@ impl UserEntry {
         if let (Some(proto), Some(key)) = (self.privacy, &self.privacy_key)
             && key.expose().len() < proto.key_len()
         {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "privacy_key",
                 format!(
                     "has {} octets; an {proto} key has at least {}",
@@ -244,9 +257,10 @@ impl UserEntry {
         // Localized keys belong to one engine ID, passphrases to any: a
         // user has both of one kind.
         if self.privacy.is_some() && self.auth_key.is_some() != self.privacy_key.is_some() {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.user",
                 "privacy",
-                "give both keys (`auth_key`, `privacy_key`) or both passphrases".into(),
+                "give both keys (`auth_key`, `privacy_key`) or both passphrases",
             ));
         }
         Ok(())
@@ -254,32 +268,36 @@ impl UserEntry {
 }
 
 impl AccessEntry {
-    /// What is wrong with the rule: (key, message).
-    fn check(&self, users: &[UserEntry]) -> Result<(), (&'static str, String)> {
+    /// What is wrong with the rule.
+    fn check(&self, users: &[UserEntry]) -> Result<(), ConfigError> {
         match (&self.community, &self.user) {
             (Some(_), Some(_)) => {
-                return Err((
+                return Err(ConfigError::at(
+                    "snmp.access",
                     "user",
-                    "a rule names a community or a user, not both".into(),
+                    "a rule names a community or a user, not both",
                 ));
             }
             (None, None) => {
-                return Err((
+                return Err(ConfigError::at(
+                    "snmp.access",
                     "community",
-                    "the rule names neither a `community` nor a `user`".into(),
+                    "the rule names neither a `community` nor a `user`",
                 ));
             }
             (Some(_), None) => {
                 if self.level.is_some() {
-                    return Err((
+                    return Err(ConfigError::at(
+                        "snmp.access",
                         "level",
-                        "a security level applies to a `user` rule only".into(),
+                        "a security level applies to a `user` rule only",
                     ));
                 }
             }
             (None, Some(u)) => {
                 let Some(entry) = users.iter().find(|e| &e.name == u) else {
-                    return Err((
+                    return Err(ConfigError::at(
+                        "snmp.access",
                         "user",
                         format!("`{}` is no [[snmp.user]]", u.escape_debug()),
                     ));
@@ -287,7 +305,8 @@ impl AccessEntry {
                 if let Some(l) = self.level
                     && l > entry.level()
                 {
-                    return Err((
+                    return Err(ConfigError::at(
+                        "snmp.access",
                         "level",
                         format!(
                             "{l} is more than user `{}` can use ({})",
@@ -299,23 +318,29 @@ impl AccessEntry {
             }
         }
         if self.sources.is_empty() {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.access",
                 "sources",
-                "lists no network: the rule would match nothing".into(),
+                "lists no network: the rule would match nothing",
             ));
         }
-        if let Some(m) = self.max_response_octets
-            && !(484..=65507).contains(&m)
-        {
-            return Err((
-                "max_response_octets",
-                format!("{m} is out of range (484 to 65507)"),
-            ));
+        if let Some(m) = self.max_response_octets {
+            // The range of `snmp.max_response_octets`, in this rule.
+            let limit = &limits::MAX_RESPONSE_OCTETS;
+            let v = Num::Whole(m as u64);
+            if !limit.contains(v) {
+                return Err(ConfigError::at(
+                    "snmp.access",
+                    "max_response_octets",
+                    limit.out_of_range(v),
+                ));
+            }
         }
         if self.rate_limit.is_some_and(|r| r > 0) && self.rate_burst == Some(0) {
-            return Err((
+            return Err(ConfigError::at(
+                "snmp.access",
                 "rate_burst",
-                "must be at least 1 when rate_limit is set".into(),
+                "must be at least 1 when rate_limit is set",
             ));
         }
         Ok(())
@@ -340,16 +365,14 @@ impl Default for SnmpConfig {
 }
 
 impl SnmpConfig {
-    /// Checks every `[[snmp.user]]` and `[[snmp.access]]`: (table, its
-    /// index, (key, message)).
-    #[allow(clippy::type_complexity)]
-    pub(super) fn check_entries(
-        &self,
-    ) -> Result<(), (&'static str, usize, (&'static str, String))> {
+    /// Checks every `[[snmp.user]]` and `[[snmp.access]]`: the error, and
+    /// the index of its entry in its table.
+    pub(super) fn check_entries(&self) -> Result<(), (usize, ConfigError)> {
         for (i, u) in self.user.iter().enumerate() {
             let dup = self.user[..i].iter().any(|o| o.name == u.name);
             let r = if dup {
-                Err((
+                Err(ConfigError::at(
+                    "snmp.user",
                     "name",
                     format!("user `{}` is declared twice", u.name.escape_debug()),
                 ))
@@ -358,42 +381,32 @@ impl SnmpConfig {
                     // Without the file, each start makes a new engine ID, to
                     // which no key given in advance is localized.
                     if u.auth_key.is_some() && self.engine_file.is_none() {
-                        return Err((
+                        return Err(ConfigError::at(
+                            "snmp.user",
                             "auth_key",
                             "a localized key belongs to one engine ID, but without \
                              snmp.engine_file each start makes a new one: set \
-                             snmp.engine_file (and snmp.engine_id)"
-                                .into(),
+                             snmp.engine_file (and snmp.engine_id)",
                         ));
                     }
                     Ok(())
                 })
             };
-            r.map_err(|e| ("snmp.user", i, e))?;
+            r.map_err(|e| (i, e))?;
         }
         for (i, a) in self.access.iter().enumerate() {
-            a.check(&self.user).map_err(|e| ("snmp.access", i, e))?;
+            a.check(&self.user).map_err(|e| (i, e))?;
         }
         Ok(())
     }
 
-    /// Checks the ranges the types alone do not: (section, key, message).
-    pub(super) fn validate(&self) -> Result<(), (&'static str, &'static str, String)> {
-        if !(484..=65507).contains(&self.max_response_octets) {
-            return Err((
-                "snmp",
-                "max_response_octets",
-                format!(
-                    "{} is out of range (484 to 65507)",
-                    self.max_response_octets
-                ),
-            ));
-        }
+    /// Checks what the types alone do not.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if self.rate_limit > 0 && self.rate_burst == 0 {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 "rate_burst",
-                "must be at least 1 when snmp.rate_limit is set".into(),
+                "must be at least 1 when snmp.rate_limit is set",
             ));
         }
         if !self.access.is_empty()
@@ -404,22 +417,21 @@ impl SnmpConfig {
             .into_iter()
             .find_map(|(k, set)| set.then_some(k))
         {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 key,
-                "is ignored where [[snmp.access]] rules are given: name the community in a rule"
-                    .into(),
+                "is ignored where [[snmp.access]] rules are given: name the community in a rule",
             ));
         }
         if self.write_community.as_ref() == Some(&self.community) {
-            return Err((
+            return Err(ConfigError::at(
                 "snmp",
                 "write_community",
-                "is the same as snmp.community: every reader could write".into(),
+                "is the same as snmp.community: every reader could write",
             ));
         }
         if self.engine_id.is_some() && self.engine_file.is_none() {
-            return Err(("snmp", "engine_id", NO_FILE.into()));
+            return Err(ConfigError::at("snmp", "engine_id", NO_FILE));
         }
         Ok(())
     }
@@ -719,7 +731,7 @@ mod tests {
             "c.toml",
         )
         .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("snmp.write_community"));
+        assert_eq!(e.key_path().as_deref(), Some("snmp.write_community"));
         assert_eq!(e.line, Some(3));
         Config::parse("[snmp]\nwrite_community = \"private\"\n", "c.toml").unwrap();
     }
@@ -909,8 +921,8 @@ mod tests {
                 (format!("[snmp]\n{text}"), line + 1)
             };
             let e = Config::parse(&text, "c.toml").unwrap_err();
-            assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
-            assert!(e.message.contains(why), "{text}: {e}");
+            assert_eq!(e.key_path().as_deref(), Some(key), "{text}: {e}");
+            assert!(e.reason.contains(why), "{text}: {e}");
             assert_eq!(e.line, Some(line), "{text}: {e}");
         }
     }
@@ -984,8 +996,8 @@ mod tests {
             "c.toml",
         )
         .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("snmp.user.auth_key"), "{e}");
-        assert!(e.message.contains("has 31 octets"), "{e}");
+        assert_eq!(e.key_path().as_deref(), Some("snmp.user.auth_key"), "{e}");
+        assert!(e.reason.contains("has 31 octets"), "{e}");
         assert!(!e.to_string().contains("abab"), "{e}");
         // Without an engine file, no key localized in advance can match.
         let e = Config::parse(
@@ -996,7 +1008,7 @@ mod tests {
             "c.toml",
         )
         .unwrap_err();
-        assert!(e.message.contains("without snmp.engine_file"), "{e}");
+        assert!(e.reason.contains("without snmp.engine_file"), "{e}");
     }
 
     #[test]

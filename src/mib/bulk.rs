@@ -34,6 +34,11 @@ impl Range {
     }
 }
 
+/// The largest SNMP message over UDP: 65535 octets less the 8 of the UDP
+/// header and the 20 of the IPv4 header. No answer of either front end is
+/// larger (an AgentX master puts the varbinds into one such message).
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+
 /// What one answer may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {

@@ -247,8 +247,10 @@ pub struct Rule {
     pub sources: Vec<Network>,
     pub view: Subtrees,
     pub write: bool,
-    /// The largest response message for requests under this rule (484 to
-    /// 65507 octets; an SNMPv3 request's own msgMaxSize may lower it).
+    /// The largest response message for requests under this rule
+    /// ([`MIN_MESSAGE_SIZE`](super::MIN_MESSAGE_SIZE) to
+    /// [`MAX_UDP_PAYLOAD`](super::MAX_UDP_PAYLOAD) octets; an SNMPv3
+    /// request's own msgMaxSize may lower it).
     pub max_response_octets: usize,
     pub rate: Option<RateGuard>,
 }

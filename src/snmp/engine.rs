@@ -25,8 +25,7 @@ use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
-/// Largest UDP payload over IPv4 (65535 - 8 UDP - 20 IP header octets).
-pub const MAX_UDP_PAYLOAD: usize = 65507;
+pub use crate::mib::bulk::MAX_UDP_PAYLOAD;
 
 /// The smallest message size every SNMP entity must accept (RFC 3417).
 pub const MIN_MESSAGE_SIZE: usize = 484;
@@ -59,7 +58,8 @@ impl ResponderConfig {
         self
     }
 
-    /// Caps every rule's responses at `octets` (clamped to 484..=65507).
+    /// Caps every rule's responses at `octets` (clamped to
+    /// [`MIN_MESSAGE_SIZE`]..=[`MAX_UDP_PAYLOAD`]).
     pub fn with_max_message_size(mut self, octets: usize) -> Self {
         let octets = octets.clamp(MIN_MESSAGE_SIZE, MAX_UDP_PAYLOAD);
         let rules = self
@@ -256,7 +256,8 @@ impl Processor {
         let (ctx, pdus) = match usm.incoming_guarded(bytes, time, &mut permit) {
             Incoming::Request(ctx, pdus) => (ctx, pdus),
             Incoming::Report(kind, b) => {
-                // A Report is far below 484 octets, the least any rule allows.
+                // A Report is far below MIN_MESSAGE_SIZE, the least any rule
+                // allows.
                 if b.len() > smallest_response(access, from, is_user) {
                     return Outcome::TooBig;
                 }
@@ -341,7 +342,7 @@ fn charge(
 }
 
 /// The smallest `max_response_octets` of the rules `pick` chooses that
-/// list `from` (484 at least).
+/// list `from` ([`MIN_MESSAGE_SIZE`] at least).
 fn smallest_response(access: &AccessTable, from: IpAddr, pick: impl Fn(&Rule) -> bool) -> usize {
     access
         .rules()

@@ -17,9 +17,9 @@
 //! - GetNext/GetBulk walk the rule's view; the end of it is `endOfMibView`
 //!   (v1: `noSuchName`).
 //! - GetBulk follows RFC 3416 4.2.3. Responses never exceed the rule's
-//!   `max_response_octets` (at most 65507, the largest UDP payload):
-//!   repetitions that do not fit are left off; `tooBig` only when the
-//!   non-repeaters alone do not fit.
+//!   `max_response_octets` (at most [`MAX_UDP_PAYLOAD`], the largest UDP
+//!   payload): repetitions that do not fit are left off; `tooBig` only when
+//!   the non-repeaters alone do not fit.
 //! - A rule may carry a rate guard (requests per second per source after a
 //!   first burst, [`rate`]); every answer is charged to it before it is
 //!   built (SNMPv3 Reports and authorizationError included), and requests

@@ -99,7 +99,7 @@ pub use crypto::{
 };
 
 use super::codec::{int_size, tlv};
-use super::engine::MAX_UDP_PAYLOAD;
+use super::engine::{MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE};
 
 /// The USM's securityModel number (RFC 3411).
 const USM_MODEL: i64 = 3;
@@ -111,9 +111,6 @@ pub const TIME_WINDOW: u32 = 150;
 /// Largest snmpEngineBoots/snmpEngineTime (RFC 3414 §2.2.1); boots at this
 /// value latch: no authenticated message is accepted any more.
 pub const ENGINE_MAX: u32 = 2_147_483_647;
-
-/// Smallest msgMaxSize a manager may announce (RFC 3412 §6.3).
-pub const MIN_MAX_SIZE: u32 = 484;
 
 const FLAG_AUTH: u8 = 0x01;
 const FLAG_PRIV: u8 = 0x02;
@@ -447,9 +444,10 @@ impl Usm {
         self.0.max_size.load(Ordering::Relaxed)
     }
 
-    /// Announces `octets` (clamped to 484..=65507) as this engine's msgMaxSize.
+    /// Announces `octets` (clamped to [`MIN_MESSAGE_SIZE`]..=[`MAX_UDP_PAYLOAD`])
+    /// as this engine's msgMaxSize.
     pub fn with_max_message_size(self, octets: u32) -> Usm {
-        let octets = octets.clamp(MIN_MAX_SIZE, MAX_UDP_PAYLOAD as u32);
+        let octets = octets.clamp(MIN_MESSAGE_SIZE as u32, MAX_UDP_PAYLOAD as u32);
         self.0.max_size.store(octets, Ordering::Relaxed);
         self
     }
@@ -517,7 +515,8 @@ impl Usm {
         ) else {
             return self.malformed();
         };
-        if max_size < MIN_MAX_SIZE || !(1..=ENGINE_MAX as i64).contains(&model) {
+        // The smallest msgMaxSize a manager may announce (RFC 3412 §6.3).
+        if max_size < MIN_MESSAGE_SIZE as u32 || !(1..=ENGINE_MAX as i64).contains(&model) {
             return self.malformed();
         }
         let msg_id = msg_id as i32;

@@ -1,0 +1,388 @@
+//! The ranges of the numeric keys, one table: [`Config::validate`] checks
+//! every key against its row and, when a value is outside, says the row's
+//! range; a test holds `config/ibpm-agentx.toml`'s comments to the same
+//! ranges.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{Config, ConfigError};
+use crate::fabric::engine::MAX_WINDOW;
+use crate::snmp::{MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE};
+
+/// What a key's number counts, as the file writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Seconds,
+    Milliseconds,
+    Octets,
+}
+
+impl Unit {
+    /// The word messages and the example's comments say.
+    pub fn word(self) -> &'static str {
+        match self {
+            Unit::Count => "",
+            Unit::Seconds => "seconds",
+            Unit::Milliseconds => "milliseconds",
+            Unit::Octets => "octets",
+        }
+    }
+}
+
+/// A number as the file writes it: whole, or with a fraction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Num {
+    Whole(u64),
+    Fraction(f64),
+}
+
+impl Num {
+    fn le(self, other: Num) -> bool {
+        match (self, other) {
+            (Num::Whole(a), Num::Whole(b)) => a <= b,
+            (a, b) => a.as_f64() <= b.as_f64(),
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Num::Whole(n) => n as f64,
+            Num::Fraction(x) => x,
+        }
+    }
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Num::Whole(n) => n.fmt(f),
+            Num::Fraction(x) => x.fmt(f),
+        }
+    }
+}
+
+/// The numbers one key takes.
+pub struct Limit {
+    pub section: &'static str,
+    pub key: &'static str,
+    pub min: Num,
+    /// `None`: as large as the key's type holds.
+    pub max: Option<Num>,
+    pub unit: Unit,
+    /// The key's value in a configuration, in `unit`.
+    value: fn(&Config) -> Num,
+}
+
+impl Limit {
+    pub fn contains(&self, v: Num) -> bool {
+        self.min.le(v) && self.max.is_none_or(|max| v.le(max))
+    }
+
+    /// The numbers it takes, as the example's comment writes them: `1 to
+    /// 256`, `at least 1`.
+    pub fn bounds(&self) -> String {
+        match self.max {
+            Some(max) => format!("{} to {max}", self.min),
+            None => format!("at least {}", self.min),
+        }
+    }
+
+    /// Why `v` is refused.
+    pub fn out_of_range(&self, v: Num) -> String {
+        let unit = match self.unit {
+            Unit::Count => String::new(),
+            u => format!(" {}", u.word()),
+        };
+        format!("{v} is out of range ({}{unit})", self.bounds())
+    }
+
+    /// `v` as the key's value: refused with the range when outside it.
+    pub fn check(&self, v: Num) -> Result<(), ConfigError> {
+        if self.contains(v) {
+            return Ok(());
+        }
+        Err(ConfigError::at(
+            self.section,
+            self.key,
+            self.out_of_range(v),
+        ))
+    }
+}
+
+/// Timers add these periods to `Instant::now()`: a day at most keeps that
+/// addition in range.
+const DAY: u64 = 86_400;
+
+/// `fabric.sweep_interval` (also `--sweep-interval`).
+pub const SWEEP_INTERVAL: Limit = Limit {
+    section: "fabric",
+    key: "sweep_interval",
+    min: Num::Fraction(0.1),
+    max: Some(Num::Whole(DAY)),
+    unit: Unit::Seconds,
+    value: |c| fractional_seconds(c.fabric.sweep_interval),
+};
+
+/// `doca.sample_period_ms`.
+pub const SAMPLE_PERIOD: Limit = Limit {
+    section: "doca",
+    key: "sample_period_ms",
+    min: Num::Fraction(0.001),
+    max: Some(Num::Whole(10_000)),
+    unit: Unit::Milliseconds,
+    value: |c| Num::Fraction(c.doca.sample_period.as_secs_f64() * 1000.0),
+};
+
+/// `snmp.max_response_octets` (also an `[[snmp.access]]` rule's): one
+/// SNMP message over UDP.
+pub const MAX_RESPONSE_OCTETS: Limit = Limit {
+    section: "snmp",
+    key: "max_response_octets",
+    min: Num::Whole(MIN_MESSAGE_SIZE as u64),
+    max: Some(Num::Whole(MAX_UDP_PAYLOAD as u64)),
+    unit: Unit::Octets,
+    value: |c| Num::Whole(c.snmp.max_response_octets as u64),
+};
+
+/// Every numeric key with a range.
+pub static LIMITS: &[Limit] = &[
+    Limit {
+        section: "agentx",
+        key: "ping_interval",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.agentx.ping_interval),
+    },
+    Limit {
+        section: "agentx",
+        key: "reconnect_max",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.agentx.reconnect_max),
+    },
+    MAX_RESPONSE_OCTETS,
+    SWEEP_INTERVAL,
+    Limit {
+        section: "fabric",
+        key: "unreachable_after",
+        min: Num::Whole(1),
+        max: None,
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.fabric.unreachable_after.into()),
+    },
+    Limit {
+        section: "fabric",
+        key: "optional_interval",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.fabric.optional_interval.unwrap_or_default()),
+    },
+    Limit {
+        section: "fabric",
+        key: "rediscover_interval",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.fabric.rediscover_interval.unwrap_or_default()),
+    },
+    Limit {
+        section: "fabric",
+        key: "portinfo_interval",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.fabric.portinfo_interval.unwrap_or_default()),
+    },
+    Limit {
+        section: "mad",
+        key: "window",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(MAX_WINDOW as u64)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.mad.window as u64),
+    },
+    Limit {
+        section: "mad",
+        key: "timeout_ms",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(60_000)),
+        unit: Unit::Milliseconds,
+        value: |c| milliseconds(c.mad.timeout),
+    },
+    Limit {
+        section: "mad",
+        key: "retries",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(20)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.mad.retries.into()),
+    },
+    Limit {
+        section: "umad",
+        key: "discovery_timeout_ms",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(60_000)),
+        unit: Unit::Milliseconds,
+        value: |c| milliseconds(c.umad.discovery_timeout),
+    },
+    SAMPLE_PERIOD,
+    Limit {
+        section: "doca",
+        key: "output_format",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(2)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.doca.output_format.into()),
+    },
+    Limit {
+        section: "doca",
+        key: "log_max_samples",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(16)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.doca.log_max_samples.into()),
+    },
+    Limit {
+        section: "notify",
+        key: "window",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.notify.window),
+    },
+    Limit {
+        section: "notify",
+        key: "queue",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(100_000)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.notify.queue as u64),
+    },
+];
+
+/// Checks every key of the table in `c`.
+pub(super) fn check(c: &Config) -> Result<(), ConfigError> {
+    LIMITS.iter().try_for_each(|l| l.check((l.value)(c)))
+}
+
+fn seconds(d: Duration) -> Num {
+    Num::Whole(d.as_secs())
+}
+
+fn milliseconds(d: Duration) -> Num {
+    Num::Whole(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+pub(super) fn fractional_seconds(d: Duration) -> Num {
+    Num::Fraction(d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::keys::Keys;
+    use super::*;
+
+    const EXAMPLE: &str = include_str!("../../config/ibpm-agentx.toml");
+
+    /// The comment lines right above `key` in `[section]` of the example,
+    /// joined.
+    fn example_comment(section: &str, key: &str) -> String {
+        let line = Keys::parse(EXAMPLE)
+            .line(section, key)
+            .unwrap_or_else(|| panic!("{section}.{key} is not in the example"));
+        let lines: Vec<&str> = EXAMPLE.lines().take(line - 1).collect();
+        let above: Vec<&str> = lines
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| l.trim_start_matches('#').trim())
+            .collect();
+        above.into_iter().rev().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The documented example and the checks cannot drift apart: every
+    /// key of the table is in the example, and its comment says the range
+    /// and the unit the table holds.
+    #[test]
+    fn the_example_states_every_range_of_the_table() {
+        for l in LIMITS {
+            let comment = example_comment(l.section, l.key);
+            assert!(
+                comment.contains(&l.bounds()),
+                "{}.{}: the example does not say \"{}\": {comment}",
+                l.section,
+                l.key,
+                l.bounds()
+            );
+            assert!(
+                comment.to_lowercase().contains(l.unit.word()),
+                "{}.{}: the example does not say {}: {comment}",
+                l.section,
+                l.key,
+                l.unit.word()
+            );
+        }
+    }
+
+    /// Each row checks its own key: its bounds are taken, a value past
+    /// either is refused with the row's range, at the key's line.
+    #[test]
+    fn every_row_checks_its_key_at_its_bounds() {
+        let parse = |l: &Limit, v: String| {
+            Config::parse(&format!("[{}]\n{} = {v}\n", l.section, l.key), "c.toml")
+        };
+        for l in LIMITS {
+            let mut refused = Vec::new();
+            let mut taken = vec![l.min.to_string()];
+            match l.min {
+                Num::Whole(0) => {}
+                Num::Whole(n) => refused.push((n - 1).to_string()),
+                Num::Fraction(x) => refused.push((x / 2.0).to_string()),
+            }
+            if let Some(max) = l.max {
+                taken.push(max.to_string());
+                refused.push(match max {
+                    Num::Whole(n) => (n + 1).to_string(),
+                    Num::Fraction(x) => (x * 2.0).to_string(),
+                });
+            }
+            for v in taken {
+                parse(l, v.clone())
+                    .unwrap_or_else(|e| panic!("{}.{} = {v}: {e}", l.section, l.key));
+            }
+            for v in refused {
+                let e = parse(l, v.clone()).unwrap_err();
+                let key = format!("{}.{}", l.section, l.key);
+                assert_eq!(e.key_path(), Some(key.clone()), "{key} = {v}: {e}");
+                assert_eq!(e.line, Some(2), "{key} = {v}: {e}");
+                assert!(e.reason.contains(&l.bounds()), "{key} = {v}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn messages_say_the_value_the_range_and_the_unit() {
+        let l = &MAX_RESPONSE_OCTETS;
+        assert_eq!(
+            l.out_of_range(Num::Whole(70_000)),
+            "70000 is out of range (484 to 65507 octets)"
+        );
+        assert_eq!(
+            SWEEP_INTERVAL.out_of_range(Num::Fraction(0.01)),
+            "0.01 is out of range (0.1 to 86400 seconds)"
+        );
+        let e = Config::parse("[fabric]\nunreachable_after = 0\n", "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:2: key `fabric.unreachable_after`: 0 is out of range (at least 1)"
+        );
+        assert!(!SWEEP_INTERVAL.contains(Num::Fraction(f64::NAN)));
+        assert!(SWEEP_INTERVAL.contains(Num::Whole(86_400)));
+        assert!(!SWEEP_INTERVAL.contains(Num::Fraction(86_400.5)));
+    }
+}
