@@ -182,7 +182,7 @@ impl Controller {
                         ..
                     } => {
                         let pi = node.ports.iter().position(|p| p.num == *port);
-                        let to = match node.node_type {
+                        let to = match node.id.node_type {
                             NodeType::Switch => st.pma(ni, None),
                             _ => pi.and_then(|pi| st.pma(ni, Some(pi))),
                         };
@@ -364,12 +364,12 @@ impl Controller {
                 let finished = self
                     .cache
                     .load()
-                    .node(st.fabric().nodes[ni].guid)
+                    .node(st.fabric().nodes[ni].id.guid)
                     .and_then(|r| r.samples_control.as_deref().copied())
                     .is_none_or(|c| c.sample_status == STATUS_DONE);
                 if finished || !answered[ni] {
                     if !answered[ni] {
-                        warn!(node = %st.fabric().nodes[ni].guid, "node stopped answering during a sample");
+                        warn!(node = %st.fabric().nodes[ni].id.guid, "node stopped answering during a sample");
                     }
                     done.push(ni);
                 }
@@ -395,7 +395,7 @@ impl Controller {
         let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
         let guids: Vec<Guid> = w
             .iter()
-            .filter_map(|&ni| st.fabric().nodes.get(ni).map(|n| n.guid))
+            .filter_map(|&ni| st.fabric().nodes.get(ni).map(|n| n.id.guid))
             .collect();
         let out = f(&mut st);
         *w = guids.into_iter().filter_map(|g| st.node_index(g)).collect();

@@ -36,7 +36,7 @@ impl FabricState {
         for n in new.nodes {
             // Old nodes before this GUID were not found again: keep them.
             while let Some((o, s)) = next_old.take() {
-                if o.guid < n.guid {
+                if o.id.guid < n.id.guid {
                     nodes.push(o);
                     states.push(s);
                     next_old = old_nodes.next().zip(old_states.next());
@@ -46,13 +46,13 @@ impl FabricState {
                 }
             }
             match next_old.take() {
-                Some((o, s)) if o.guid == n.guid && o == n => {
+                Some((o, s)) if o.id.guid == n.id.guid && o == n => {
                     // Nothing changed: the record stays as it is.
                     nodes.push(n);
                     states.push(s);
                     next_old = old_nodes.next().zip(old_states.next());
                 }
-                Some((o, mut s)) if o.guid == n.guid => {
+                Some((o, mut s)) if o.id.guid == n.id.guid => {
                     for p in &n.ports {
                         if o.port(p.num) != Some(p) {
                             report.ports_changed += 1;
@@ -76,7 +76,7 @@ impl FabricState {
                     s.dirty = true;
                     // A node whose PMA moved to another LID is asked
                     // ClassPortInfo again at the new one.
-                    if o.lid != n.lid {
+                    if o.id.lid != n.id.lid {
                         s.cpi_stale = true;
                         s.redirect = None;
                     }
@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(st.figures.discovered, Some(later));
         assert_eq!(st.fabric().nodes.len(), 3);
         // Nodes stay in GUID order, each with its state.
-        let guids: Vec<_> = st.fabric().nodes.iter().map(|n| n.guid).collect();
+        let guids: Vec<_> = st.fabric().nodes.iter().map(|n| n.id.guid).collect();
         assert!(guids.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(st.nodes.len(), 3);
         let kept = st

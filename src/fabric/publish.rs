@@ -91,7 +91,7 @@ impl FabricState {
     /// Publish node `ni`'s record alone into the current snapshot.
     pub fn publish_node(&mut self, cache: &Cache, ni: usize) {
         let record = self.record(ni);
-        cache.patch(self.fabric.nodes[ni].guid, record);
+        cache.patch(self.fabric.nodes[ni].id.guid, record);
     }
 
     /// Port records copied since the last publication, and how many make

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use super::hc::{HC_SLOTS, HcTotals, Rates};
-use crate::ib::{Guid, NodeType, Port};
+use crate::ib::{NodeIdentity, Port};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
@@ -364,15 +364,8 @@ impl DataSource {
 /// What the cache knows about one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRecord {
-    pub guid: Guid,
-    pub sys_guid: Guid,
-    pub node_type: NodeType,
-    pub vendor_id: u32,
-    pub device_id: u16,
-    /// Shared with the fabric model's node.
-    pub description: Arc<str>,
-    pub num_ports: u8,
-    pub lid: u16,
+    /// The fabric model's node's identity (its description shared with it).
+    pub id: NodeIdentity,
     /// False once the node failed the configured number of sweeps in a row.
     pub reachable: bool,
     /// Consecutive sweeps in which the node did not answer.
@@ -482,12 +475,13 @@ mod tests {
         assert_eq!(std::mem::size_of::<Option<Stamp>>(), 8);
     }
 
-    /// The sizes docs/design.md gives (memory per port).
+    /// The sizes docs/design.md gives (memory per port and per node).
     #[test]
     fn a_port_record_and_its_fec_rates_take_what_the_design_says() {
         assert_eq!(std::mem::size_of::<crate::ib::Port>(), 32);
         assert_eq!(std::mem::size_of::<PortRecord>(), 328);
         assert_eq!(std::mem::size_of::<FecRates>(), 24);
+        assert_eq!(std::mem::size_of::<NodeRecord>(), 112);
     }
 
     #[test]

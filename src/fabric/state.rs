@@ -259,14 +259,7 @@ impl FabricState {
 /// number) and new ones for the rest, all with the node's link facts.
 pub(super) fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
     NodeRecord {
-        guid: node.guid,
-        sys_guid: node.sys_guid,
-        node_type: node.node_type,
-        vendor_id: node.vendor_id,
-        device_id: node.device_id,
-        description: node.description.clone(),
-        num_ports: node.num_ports,
-        lid: node.lid,
+        id: node.id.clone(),
         reachable: true,
         failed_sweeps: 0,
         class_port_info: None,
@@ -333,7 +326,7 @@ impl FabricState {
     pub fn node_index(&self, guid: crate::ib::Guid) -> Option<usize> {
         self.fabric
             .nodes
-            .binary_search_by_key(&guid, |n| n.guid)
+            .binary_search_by_key(&guid, |n| n.id.guid)
             .ok()
     }
 
@@ -357,7 +350,7 @@ impl FabricState {
             .map(|(i, (k, _))| (*k, i as u32))
             .collect();
         for (n, s) in self.fabric.nodes.iter().zip(&mut self.nodes) {
-            let key = (n.node_type, n.vendor_id, n.device_id);
+            let key = (n.id.node_type, n.id.vendor_id, n.id.device_id);
             s.kind = *index.entry(key).or_insert_with(|| {
                 self.kinds.push((key, KindState::default()));
                 (self.kinds.len() - 1) as u32
@@ -502,7 +495,7 @@ impl FabricState {
         answered: &mut [bool],
     ) {
         let ni = slot.node();
-        let guid = self.fabric.nodes[ni].guid;
+        let guid = self.fabric.nodes[ni].id.guid;
         let s = &mut self.nodes[ni];
         let kind = &mut self.kinds[s.kind as usize].1;
         let readings = &mut self.readings;
@@ -751,11 +744,11 @@ impl FabricState {
             let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
             let (samples_out, out) = s.health.end_sweep(*ok);
             if samples_out {
-                debug!(node = %node.guid, "no answer to PortSamplesControl: asking again rarely");
+                debug!(node = %node.id.guid, "no answer to PortSamplesControl: asking again rarely");
             }
             for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
                 if out & (1 << k) != 0 {
-                    debug!(node = %node.guid, attr, "no answer to an optional attribute: asking again rarely");
+                    debug!(node = %node.id.guid, attr, "no answer to an optional attribute: asking again rarely");
                 }
             }
             // What the node's kind left unanswered is said once for the kind.
@@ -765,13 +758,13 @@ impl FabricState {
             let new_unsupported = unsupported & !s.optional_reported;
             if new_unsupported != 0 {
                 debug!(
-                    node = %node.guid,
+                    node = %node.id.guid,
                     attrs = %attr_list(new_unsupported),
                     "optional PM attributes this node does not answer"
                 );
                 let e = unanswered
                     .entry(new_unsupported)
-                    .or_insert((0, node.guid, ni));
+                    .or_insert((0, node.id.guid, ni));
                 e.0 += 1;
                 s.optional_reported |= new_unsupported;
             }
@@ -779,8 +772,8 @@ impl FabricState {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
                     info!(
                         "node answers again: {} \"{}\"",
-                        node.guid,
-                        crate::ib::Escaped(&node.description)
+                        node.id.guid,
+                        crate::ib::Escaped(&node.id.description)
                     );
                 }
                 s.dirty |= s.failed_sweeps != 0 || !s.seen;
@@ -792,8 +785,8 @@ impl FabricState {
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
                         "node unreachable: {} \"{}\" did not answer in {} sweeps in a row",
-                        node.guid,
-                        crate::ib::Escaped(&node.description),
+                        node.id.guid,
+                        crate::ib::Escaped(&node.id.description),
                         s.failed_sweeps
                     );
                     // Ask ClassPortInfo again when it comes back.
@@ -808,7 +801,7 @@ impl FabricState {
             info!(
                 "{nodes} node(s) do not answer the optional PM attributes {attrs} (the first: {guid}, \"{desc}\"); they are asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps",
                 attrs = attr_list(mask),
-                desc = crate::ib::Escaped(&self.fabric.nodes[ni].description),
+                desc = crate::ib::Escaped(&self.fabric.nodes[ni].id.description),
             );
         }
         self.report_kinds();
@@ -854,7 +847,7 @@ impl FabricState {
                 }
                 let (valid, raw, totals) = pr.hc.export();
                 out.push(SavedPort {
-                    guid: s.rec.guid,
+                    guid: s.rec.id.guid,
                     port: pr.num(),
                     from_pcx: pr.hc.fed_by_pcx(hc::OUT_OCTETS),
                     valid,
@@ -1006,7 +999,7 @@ pub(crate) mod tests {
         assert_eq!(snap.nodes.len(), 1, "node 1 never answered");
         assert_eq!(snap.stats.discovered, Some(discovered));
         let rec = &snap.nodes[0];
-        assert_eq!(rec.guid, st.fabric().nodes[0].guid);
+        assert_eq!(rec.id.guid, st.fabric().nodes[0].id.guid);
         assert_eq!(rec.ports[0].hc.shown(OUT_OCTETS), Some(4400));
         assert!(rec.reachable);
     }
@@ -1047,7 +1040,7 @@ pub(crate) mod tests {
             let rec = snap
                 .nodes
                 .iter()
-                .find(|n| n.guid == st.fabric().nodes[1].guid);
+                .find(|n| n.id.guid == st.fabric().nodes[1].id.guid);
             assert_eq!(rec.map(|r| r.reachable), Some(sweep < 3), "sweep {sweep}");
             assert_eq!(st.nodes[1].cpi().is_some(), sweep < 3, "sweep {sweep}");
         }
@@ -1059,7 +1052,7 @@ pub(crate) mod tests {
         assert_eq!(cache.load().reachable, 2);
 
         // A DOCA sample since the last sweep ended is an answer.
-        let guid = st.fabric().nodes[1].guid;
+        let guid = st.fabric().nodes[1].id.guid;
         st.set_doca_ports(&[(guid, 1)]);
         let now = t0 + 60 * S;
         assert_eq!(st.apply_doca(guid, 1, &[(0, 5)], 64, false, now), Some(1));
@@ -1092,7 +1085,7 @@ pub(crate) mod tests {
     #[test]
     fn error_statuses_mark_what_a_node_lacks_and_a_redirect_moves_its_pma() {
         let mut fabric = two_switches();
-        fabric.nodes[0].lid = 5;
+        fabric.nodes[0].id.lid = 5;
         let state = SharedState::new(fabric, SweepConfig::default(), Instant::now());
         let mut st = state.lock();
         let t0 = Instant::now();
@@ -1334,7 +1327,7 @@ pub(crate) mod tests {
         let cache = Cache::new();
         let mut st = state.lock();
         let t0 = Instant::now();
-        let guid = st.fabric().nodes[0].guid;
+        let guid = st.fabric().nodes[0].id.guid;
         let stranger = (crate::ib::Guid(0x99), 1);
         assert_eq!(
             st.set_doca_ports(&[(guid, 1), (guid, 9), stranger]),

@@ -152,14 +152,14 @@ fn rediscovery_is_asked_every_60_s_and_merged_before_the_next_sweep() {
     let (sw, port) = fabric
         .nodes
         .iter()
-        .filter(|n| n.node_type == NodeType::Switch)
+        .filter(|n| n.id.node_type == NodeType::Switch)
         .find_map(|n| {
             let p = n.ports.iter().find(|p| {
                 p.remote()
                     .and_then(|(g, _)| fabric.node(g))
-                    .is_some_and(|r| r.node_type == NodeType::Switch)
+                    .is_some_and(|r| r.id.node_type == NodeType::Switch)
             })?;
-            Some((n.guid, p.num))
+            Some((n.id.guid, p.num))
         })
         .unwrap();
     let mut rig = rig.with_sweeper(|s: Sweeper| {
@@ -250,12 +250,12 @@ fn a_sets_deadline_holds_while_a_reply_is_late() {
     let ca = fabric
         .nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Ca)
+        .find(|n| n.id.node_type == NodeType::Ca)
         .unwrap();
     let (lid, port) = (ca.ports[0].lid, ca.ports[0].num);
     let cfg = ControlConfig::default();
     let clear = WriteOp::ClearCounters {
-        guid: ca.guid,
+        guid: ca.id.guid,
         port,
         select: 0xFFFF,
         select2: 0,
