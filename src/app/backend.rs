@@ -285,7 +285,7 @@ pub(super) fn spawn_rediscovery(
                 let (what, result) = match what {
                     Rediscover::Discover => ("rediscovery", source.discover(&shutdown)),
                     Rediscover::Refresh => {
-                        let known = state.lock().fabric().clone();
+                        let known = state.lock().fabric();
                         ("port info refresh", source.refresh(&known, &shutdown))
                     }
                 };

@@ -1,12 +1,12 @@
 //! The merge of a rediscovered fabric into the state: nodes found again
-//! keep what the agent learned of them and take their new link facts, new
-//! nodes are added in GUID order, nodes not found again are kept. Pure:
+//! keep their index and what the agent learned of them and take their new
+//! facts, new nodes are appended, nodes not found again are kept. Pure:
 //! the time of the discovery is passed in.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::state::{FabricState, NodeState, new_record};
+use super::state::{FabricState, NodeState};
 use crate::ib::Fabric;
 
 /// What a merge of a newly discovered fabric changed.
@@ -19,87 +19,50 @@ pub struct MergeReport {
 }
 
 impl FabricState {
-    /// Merge a newly discovered fabric: nodes found again keep everything
-    /// the agent learned of them (readings, totals, strikes) and take the
-    /// new link facts of their ports; new nodes are added; a node not found
-    /// again is kept (its sweeps decide whether it is reachable). Indices
-    /// of nodes and ports change: call only while no request is in flight.
-    /// `now`: when the fabric was discovered.
-    pub fn merge(&mut self, mut new: Fabric, now: Instant) -> MergeReport {
-        new.sort();
+    /// Merge a newly discovered fabric: nodes found again keep their
+    /// index and everything the agent learned of them (readings, totals,
+    /// strikes) and take the new facts of the node and its ports; new
+    /// nodes are appended, each with the next index; a node not found
+    /// again is kept (its sweeps decide whether it is reachable). No index
+    /// changes, so a write or a sample poll in flight meanwhile folds its
+    /// outcome into the node it was sent to. `now`: when the fabric was
+    /// discovered.
+    pub fn merge(&mut self, new: Fabric, now: Instant) -> MergeReport {
         let mut report = MergeReport::default();
-        let mut old_nodes = std::mem::take(&mut self.fabric.nodes).into_iter();
-        let mut old_states = std::mem::take(&mut self.nodes).into_iter();
-        let mut nodes = Vec::with_capacity(new.nodes.len());
-        let mut states = Vec::with_capacity(new.nodes.len());
-        let mut next_old = old_nodes.next().zip(old_states.next());
         for n in new.nodes {
-            // Old nodes before this GUID were not found again: keep them.
-            while let Some((o, s)) = next_old.take() {
-                if o.id.guid < n.id.guid {
-                    nodes.push(o);
-                    states.push(s);
-                    next_old = old_nodes.next().zip(old_states.next());
-                } else {
-                    next_old = Some((o, s));
-                    break;
-                }
+            let Some(ni) = self.node_index(n.id.guid) else {
+                report.added += 1;
+                self.nodes.push(NodeState::new(&n));
+                continue;
+            };
+            let s = &mut self.nodes[ni];
+            if s.rec.describes(&n) {
+                // Nothing changed: the record stays as it is.
+                continue;
             }
-            match next_old.take() {
-                Some((o, s)) if o.id.guid == n.id.guid && o == n => {
-                    // Nothing changed: the record stays as it is.
-                    nodes.push(n);
-                    states.push(s);
-                    next_old = old_nodes.next().zip(old_states.next());
-                }
-                Some((o, mut s)) if o.id.guid == n.id.guid => {
-                    for p in &n.ports {
-                        if o.port(p.num) != Some(p) {
-                            report.ports_changed += 1;
-                        }
-                    }
-                    // The record takes the node's new facts and keeps
-                    // what was read from it.
-                    let mut old = Arc::unwrap_or_clone(std::mem::replace(
-                        &mut s.rec,
-                        Arc::new(new_record(&n, Vec::new())),
-                    ));
-                    let mut rec = new_record(&n, std::mem::take(&mut old.ports));
-                    rec.reachable = old.reachable;
-                    rec.failed_sweeps = old.failed_sweeps;
-                    rec.class_port_info = old.class_port_info;
-                    rec.samples_control = old.samples_control;
-                    rec.samples_result = old.samples_result;
-                    rec.samples_result_ext = old.samples_result_ext;
-                    rec.source = old.source;
-                    s.rec = Arc::new(rec);
-                    s.dirty = true;
-                    // A node whose PMA moved to another LID is asked
-                    // ClassPortInfo again at the new one.
-                    if o.id.lid != n.id.lid {
-                        s.cpi_stale = true;
-                        s.redirect = None;
-                    }
-                    nodes.push(n);
-                    states.push(s);
-                    next_old = old_nodes.next().zip(old_states.next());
-                }
-                other => {
-                    next_old = other;
-                    report.added += 1;
-                    states.push(NodeState::new(&n));
-                    nodes.push(n);
-                }
+            report.ports_changed += n
+                .ports
+                .iter()
+                .filter(|p| s.rec.port(p.num).map(|r| &r.link) != Some(*p))
+                .count();
+            // A node whose PMA moved to another LID is asked ClassPortInfo
+            // again at the new one.
+            if s.rec.id.lid != n.id.lid {
+                s.cpi_stale = true;
+                s.redirect = None;
             }
+            // The record takes the node's new facts and keeps what was
+            // read from it.
+            Arc::make_mut(&mut s.rec).relink(&n);
+            s.dirty = true;
         }
-        while let Some((o, s)) = next_old.take() {
-            nodes.push(o);
-            states.push(s);
-            next_old = old_nodes.next().zip(old_states.next());
+        report.nodes = self.nodes.len();
+        if report.added > 0 {
+            let nodes = &self.nodes;
+            self.by_guid = (0..nodes.len() as u32).collect();
+            self.by_guid
+                .sort_by_key(|&ni| nodes[ni as usize].rec.id.guid);
         }
-        report.nodes = nodes.len();
-        self.fabric.nodes = nodes;
-        self.nodes = states;
         self.assign_kinds();
         if report.ports_changed > 0 || report.added > 0 {
             self.assess_links();
@@ -114,6 +77,7 @@ mod tests {
     use super::*;
     use crate::fabric::settings::SweepConfig;
     use crate::fabric::state::SharedState;
+    use crate::ib::Guid;
     use std::time::Duration;
 
     use crate::fabric::state::tests::TWO;
@@ -163,5 +127,47 @@ mod tests {
         // A merge without the third switch keeps it (its sweeps decide).
         let r = st.merge(fabric(TWO), later);
         assert_eq!((r.nodes, r.added), (3, 0));
+    }
+
+    /// A merge that finds a new node ahead of the others by GUID and
+    /// misses a known one keeps every known node's index: the new node
+    /// is appended, the missing one keeps its index and record; the
+    /// lookups by GUID, the fabric model and a publication are in GUID
+    /// order.
+    #[test]
+    fn a_merge_keeps_every_nodes_index_and_appends_new_ones() {
+        let three = fabric(&format!("{TWO}Switch\t2 \"sw2\"\n\n"));
+        let state = SharedState::new(three.clone(), SweepConfig::default(), Instant::now());
+        let cache = crate::fabric::cache::Cache::new();
+        let mut st = state.lock();
+        let guids: Vec<Guid> = (0..3).map(|ni| st.node(ni).id.guid).collect();
+        assert!(guids.windows(2).all(|w| w[0] < w[1]) && guids[0] > Guid(1));
+        let kept = Arc::clone(&st.nodes[1].rec);
+
+        let mut found = three;
+        let missing = found.nodes.remove(1);
+        let mut newcomer = found.nodes[0].clone();
+        newcomer.id.guid = Guid(1);
+        newcomer.id.description = "newcomer".into();
+        newcomer.ports.iter_mut().for_each(|p| p.set_remote(None));
+        found.nodes.push(newcomer);
+        let r = st.merge(found, Instant::now());
+        assert_eq!((r.nodes, r.added), (4, 1));
+        for (ni, &g) in guids.iter().enumerate() {
+            assert_eq!(st.node_index(g), Some(ni));
+            assert_eq!(st.node(ni).id.guid, g);
+        }
+        assert_eq!(st.node_index(Guid(1)), Some(3), "appended");
+        assert_eq!(st.node(3).id.description.as_ref(), "newcomer");
+        assert_eq!(st.node(1).id, missing.id);
+        assert!(Arc::ptr_eq(&st.nodes[1].rec, &kept), "its record is kept");
+
+        let order = [Guid(1), guids[0], guids[1], guids[2]];
+        let model: Vec<Guid> = st.fabric().nodes.iter().map(|n| n.id.guid).collect();
+        assert_eq!(model, order);
+        st.end_sweep(&[true; 4]);
+        st.publish(&cache);
+        let published: Vec<Guid> = cache.load().nodes.iter().map(|n| n.id.guid).collect();
+        assert_eq!(published, order);
     }
 }

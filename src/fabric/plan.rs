@@ -46,10 +46,9 @@ impl PmGet {
         let attr_id = slot.attr_id()?;
         let (to, port) = match slot {
             Slot::Cpi(ni) => (st.pma(ni, None)?, 0),
-            Slot::Counters(ni, pi) | Slot::Extended(ni, pi) | Slot::Optional(ni, pi, _) => (
-                st.pma(ni, Some(pi))?,
-                st.fabric.nodes.get(ni)?.ports.get(pi)?.num,
-            ),
+            Slot::Counters(ni, pi) | Slot::Extended(ni, pi) | Slot::Optional(ni, pi, _) => {
+                (st.pma(ni, Some(pi))?, st.node(ni).ports.get(pi)?.num())
+            }
             Slot::SamplesControl(ni) | Slot::SamplesResult(ni) | Slot::SamplesResultExt(ni) => {
                 (st.pma(ni, Some(0))?, 0)
             }
@@ -152,7 +151,7 @@ impl SlotStream {
         let mut scratch = Vec::new();
         let mut plan = Vec::new();
         let mut total = 0;
-        for ni in 0..st.fabric.nodes.len() {
+        for ni in 0..st.node_count() {
             scratch.clear();
             node_slots(st, ni, optional, true, &mut scratch);
             if !scratch.is_empty() {
@@ -229,7 +228,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
         return;
     };
     let kind = st.kind(ni);
-    let node = &st.fabric.nodes[ni];
+    let node = st.node(ni);
     let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
     for pi in ports() {
@@ -275,7 +274,8 @@ pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
     if !st.cfg.clear_near_overflow {
         return (reqs, slots);
     }
-    for (ni, node) in st.fabric.nodes.iter().enumerate() {
+    for ni in 0..st.node_count() {
+        let node = st.node(ni);
         // A node with 64-bit error counters is never cleared: its
         // totals come from PortCountersExtended, which does not
         // saturate.
@@ -299,7 +299,7 @@ pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
                 method: method::SET,
                 attr_id: attr::PORT_COUNTERS,
                 attr_mod: 0,
-                data: port_counters_data(port.num, select, select2),
+                data: port_counters_data(port.num(), select, select2),
             });
             slots.push(Slot::Counters(ni, pi).into());
         }
@@ -336,7 +336,7 @@ pub(crate) mod tests {
         let st = rig.state.lock();
         let mut want = Vec::new();
         let mut largest = 0;
-        for ni in 0..st.fabric.nodes.len() {
+        for ni in 0..st.node_count() {
             let before = want.len();
             node_slots(&st, ni, true, false, &mut want);
             largest = largest.max(want.len() - before);

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use super::hc::{HC_SLOTS, HcTotals, Rates};
-use crate::ib::{NodeIdentity, Port};
+use crate::ib::{Node, NodeIdentity, Port};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
@@ -384,6 +384,60 @@ pub struct NodeRecord {
 }
 
 impl NodeRecord {
+    /// The record of `node`, nothing read yet.
+    pub fn new(node: &Node) -> NodeRecord {
+        NodeRecord {
+            id: node.id.clone(),
+            reachable: true,
+            failed_sweeps: 0,
+            class_port_info: None,
+            ports: node.ports.iter().map(|&p| PortRecord::new(p)).collect(),
+            samples_control: None,
+            samples_result: None,
+            samples_result_ext: None,
+            source: DataSource::Pma,
+        }
+    }
+
+    /// The record holds `node` as it is: the same identity, the same
+    /// ports with the same link facts.
+    pub fn describes(&self, node: &Node) -> bool {
+        self.id == node.id
+            && self.ports.len() == node.ports.len()
+            && self
+                .ports
+                .iter()
+                .zip(&node.ports)
+                .all(|(r, p)| r.link == *p)
+    }
+
+    /// Take `node`'s identity and link facts, keeping what was read of
+    /// the node and of the ports it still has (matched by number).
+    pub fn relink(&mut self, node: &Node) {
+        self.id = node.id.clone();
+        let mut old = std::mem::take(&mut self.ports);
+        self.ports = node
+            .ports
+            .iter()
+            .map(|&p| {
+                let mut r = match old.iter().position(|r| r.num() == p.num) {
+                    Some(i) => old.swap_remove(i),
+                    None => PortRecord::new(p),
+                };
+                r.link = p;
+                r
+            })
+            .collect();
+    }
+
+    /// The fabric model's node the record holds.
+    pub fn to_node(&self) -> Node {
+        Node {
+            id: self.id.clone(),
+            ports: self.ports.iter().map(|p| p.link).collect(),
+        }
+    }
+
     pub fn port(&self, num: u8) -> Option<&PortRecord> {
         self.ports
             .binary_search_by_key(&num, |p| p.num())

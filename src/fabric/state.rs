@@ -16,7 +16,7 @@ use super::engine::MadOutcome;
 use super::fold;
 use super::hc;
 use super::persist::SavedPort;
-use super::record::{DataSource, NodeRecord, PortRecord, Readings, Stamp};
+use super::record::{NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
 use super::strikes::{
     AttrMask, KIND_VERDICT, KindKey, KindState, NodeHealth, RETRY_UNANSWERED_SWEEPS, attr_list,
@@ -167,9 +167,14 @@ impl Slot {
 }
 
 pub struct FabricState {
-    pub(crate) fabric: Fabric,
     pub(crate) cfg: SweepConfig,
+    /// Each node by its index, which it keeps for as long as the agent
+    /// runs (a merge appends the nodes it finds new), so that a write or
+    /// a sample poll in flight across a merge lands on its node. Its
+    /// record holds the node's identity and link facts: the fabric model.
     pub(crate) nodes: Vec<NodeState>,
+    /// The node indexes in GUID order.
+    pub(super) by_guid: Vec<u32>,
     pub(crate) sweep_no: u64,
     /// The last sweep's figures, published with each snapshot.
     pub(crate) figures: SweepFigures,
@@ -199,7 +204,7 @@ impl NodeState {
             kind: 0,
             doca: false,
             doca_fresh: false,
-            rec: Arc::new(new_record(node, Vec::new())),
+            rec: Arc::new(NodeRecord::new(node)),
             dirty: true,
         }
     }
@@ -238,47 +243,24 @@ impl FabricState {
     /// after the model's link facts changed (start, a merge that changed
     /// ports). Only records whose assessment changed are touched.
     pub(crate) fn assess_links(&mut self) {
-        let fabric = &self.fabric;
-        let copies = &mut self.copies;
-        for (n, s) in fabric.nodes.iter().zip(self.nodes.iter_mut()) {
-            for (pi, p) in n.ports.iter().enumerate() {
-                let peer = p.remote().and_then(|(g, q)| fabric.node(g)?.port(q));
-                let a = p.assess(peer);
-                if s.rec.ports.get(pi).is_some_and(|r| r.assessment != a)
-                    && let Some(r) = s.port(pi, copies)
-                {
+        for ni in 0..self.nodes.len() {
+            for pi in 0..self.nodes[ni].rec.ports.len() {
+                let p = &self.nodes[ni].rec.ports[pi];
+                let peer = p
+                    .link
+                    .remote()
+                    .and_then(|(g, q)| Some(&self.nodes[self.node_index(g)?].rec.port(q)?.link));
+                let a = p.link.assess(peer);
+                if p.assessment == a {
+                    continue;
+                }
+                let s = &mut self.nodes[ni];
+                if let Some(r) = s.port(pi, &mut self.copies) {
                     r.assessment = a;
                     s.dirty = true;
                 }
             }
         }
-    }
-}
-
-/// A node's record with the ports of `old` that it still has (matched by
-/// number) and new ones for the rest, all with the node's link facts.
-pub(super) fn new_record(node: &Node, mut old: Vec<PortRecord>) -> NodeRecord {
-    NodeRecord {
-        id: node.id.clone(),
-        reachable: true,
-        failed_sweeps: 0,
-        class_port_info: None,
-        ports: node
-            .ports
-            .iter()
-            .map(|p| {
-                let mut r = match old.iter().position(|r| r.num() == p.num) {
-                    Some(i) => old.swap_remove(i),
-                    None => PortRecord::new(*p),
-                };
-                r.link = *p;
-                r
-            })
-            .collect(),
-        samples_control: None,
-        samples_result: None,
-        samples_result_ext: None,
-        source: DataSource::Pma,
     }
 }
 
@@ -290,10 +272,10 @@ impl SharedState {
     /// The state of `fabric`, discovered at `discovered`.
     pub fn new(mut fabric: Fabric, cfg: SweepConfig, discovered: Instant) -> Self {
         fabric.sort();
-        let nodes = fabric.nodes.iter().map(NodeState::new).collect();
+        let nodes: Vec<NodeState> = fabric.nodes.iter().map(NodeState::new).collect();
         let mut st = FabricState {
-            fabric,
             cfg,
+            by_guid: (0..nodes.len() as u32).collect(),
             nodes,
             sweep_no: 0,
             figures: SweepFigures {
@@ -319,25 +301,52 @@ impl SharedState {
 }
 
 impl FabricState {
-    pub fn fabric(&self) -> &Fabric {
-        &self.fabric
+    /// The fabric as the agent knows it, nodes in GUID order (a copy:
+    /// what a PortInfo refresh reads again).
+    pub fn fabric(&self) -> Fabric {
+        Fabric {
+            nodes: self.by_guid().map(|ni| self.node(ni).to_node()).collect(),
+        }
+    }
+
+    /// How many nodes the state has: their indexes are `0..node_count()`.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Node `ni`'s record: its identity, its ports' link facts and what
+    /// was read of it.
+    pub fn node(&self, ni: usize) -> &NodeRecord {
+        &self.nodes[ni].rec
+    }
+
+    /// The node indexes in GUID order.
+    pub fn by_guid(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_guid.iter().map(|&ni| ni as usize)
     }
 
     pub fn node_index(&self, guid: crate::ib::Guid) -> Option<usize> {
-        self.fabric
-            .nodes
-            .binary_search_by_key(&guid, |n| n.id.guid)
-            .ok()
+        let k = self
+            .by_guid
+            .binary_search_by_key(&guid, |&ni| self.nodes[ni as usize].rec.id.guid)
+            .ok()?;
+        Some(self.by_guid[k] as usize)
+    }
+
+    /// The index of port `num` among node `ni`'s ports.
+    pub fn port_position(&self, ni: usize, num: u8) -> Option<usize> {
+        self.nodes
+            .get(ni)?
+            .rec
+            .ports
+            .iter()
+            .position(|p| p.num() == num)
     }
 
     /// The indexes of port `num` of node `guid`: (node, port).
     pub fn port_index(&self, guid: crate::ib::Guid, num: u8) -> Option<(usize, usize)> {
         let ni = self.node_index(guid)?;
-        let pi = self.fabric.nodes[ni]
-            .ports
-            .iter()
-            .position(|p| p.num == num)?;
-        Some((ni, pi))
+        Some((ni, self.port_position(ni, num)?))
     }
 
     /// Give every node the index of its kind (kinds already known keep
@@ -349,8 +358,9 @@ impl FabricState {
             .enumerate()
             .map(|(i, (k, _))| (*k, i as u32))
             .collect();
-        for (n, s) in self.fabric.nodes.iter().zip(&mut self.nodes) {
-            let key = (n.id.node_type, n.id.vendor_id, n.id.device_id);
+        for s in &mut self.nodes {
+            let id = &s.rec.id;
+            let key = (id.node_type, id.vendor_id, id.device_id);
             s.kind = *index.entry(key).or_insert_with(|| {
                 self.kinds.push((key, KindState::default()));
                 (self.kinds.len() - 1) as u32
@@ -407,7 +417,7 @@ impl FabricState {
         if self.sweep_no.is_multiple_of(RETRY_UNANSWERED_SWEEPS) {
             self.retry_unanswered();
         }
-        (self.sweep_no, self.fabric.nodes.len())
+        (self.sweep_no, self.nodes.len())
     }
 
     /// Ask every node again, once, for the optional attributes and the
@@ -469,16 +479,18 @@ impl FabricState {
     /// The address of the node's PMA; for a CA, the PMA of the port at index
     /// `port` (None: the first port with a LID).
     pub fn pma(&self, ni: usize, port: Option<usize>) -> Option<MadAddr> {
-        let node = &self.fabric.nodes[ni];
-        if let Some(r) = self.nodes[ni].redirect.as_deref().copied() {
+        let s = &self.nodes[ni];
+        if let Some(r) = s.redirect.as_deref().copied() {
             return Some(r);
         }
+        let id = &s.rec.id;
         let lid = match port {
-            Some(pi) => node.pma_lid(node.ports.get(pi)?.num),
-            None => node
+            Some(pi) => id.pma_lid(Some(&s.rec.ports.get(pi)?.link)),
+            None => s
+                .rec
                 .ports
                 .iter()
-                .map(|p| node.pma_lid(p.num))
+                .map(|p| id.pma_lid(Some(&p.link)))
                 .find(|&l| l != 0)?,
         };
         (lid != 0).then(|| MadAddr::gsi(lid))
@@ -495,8 +507,8 @@ impl FabricState {
         answered: &mut [bool],
     ) {
         let ni = slot.node();
-        let guid = self.fabric.nodes[ni].id.guid;
         let s = &mut self.nodes[ni];
+        let guid = s.rec.id.guid;
         let kind = &mut self.kinds[s.kind as usize].1;
         let readings = &mut self.readings;
         let data = match outcome {
@@ -739,8 +751,8 @@ impl FabricState {
         let mut unanswered: std::collections::BTreeMap<AttrMask, (usize, crate::ib::Guid, usize)> =
             std::collections::BTreeMap::new();
         for (ni, answered) in answered.iter().enumerate() {
-            let node = &self.fabric.nodes[ni];
             let s = &mut self.nodes[ni];
+            let node = &s.rec;
             let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
             let (samples_out, out) = s.health.end_sweep(*ok);
             if samples_out {
@@ -801,7 +813,7 @@ impl FabricState {
             info!(
                 "{nodes} node(s) do not answer the optional PM attributes {attrs} (the first: {guid}, \"{desc}\"); they are asked again once every {RETRY_UNANSWERED_SWEEPS} sweeps",
                 attrs = attr_list(mask),
-                desc = crate::ib::Escaped(&self.fabric.nodes[ni].id.description),
+                desc = crate::ib::Escaped(&self.nodes[ni].rec.id.description),
             );
         }
         self.report_kinds();
@@ -889,6 +901,7 @@ pub(crate) mod tests {
     use crate::fabric::doca_ids::DATA_IDS;
     use crate::fabric::fold::tests::rate;
     use crate::fabric::hc::{IN_OCTETS, OUT_OCTETS, slot};
+    use crate::fabric::record::DataSource;
     use crate::fabric::strikes::STRIKES;
     use crate::pm::class_port_info::CAP_EXT_WIDTH;
     use crate::pm::mad::attr;

@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
 use super::cache::Cache;
-use super::control::Controller;
 use super::engine::{Clock, Engine, MadOutcome, Request, Requests};
 use super::plan::{self, PmGet, SlotStream, Slots};
 use super::state::{FabricState, PackedSlot, SharedState, Slot};
@@ -76,8 +75,6 @@ pub struct Sweeper {
     /// Set while the transport is down: the wait before the next reopen.
     reopen_backoff: Option<Duration>,
     interval: Duration,
-    /// The write path, paused while a newly discovered fabric is merged.
-    controller: Option<Arc<Controller>>,
     /// Where the 64-bit totals are saved.
     state_file: Option<PathBuf>,
     /// Runs after each published snapshot (the notifications).
@@ -273,7 +270,6 @@ impl Sweeper {
             clock,
             interval,
             reopen_backoff: None,
-            controller: None,
             state_file: None,
             after_publish: None,
             rediscovery: None,
@@ -344,22 +340,14 @@ impl Sweeper {
         }
     }
 
-    /// Merge newly discovered fabrics while `controller`'s writes and
-    /// sample polls are paused.
-    pub fn with_controller(mut self, controller: Arc<Controller>) -> Self {
-        self.controller = Some(controller);
-        self
-    }
-
-    /// Merge a fabric handed over by rediscovery, between sweeps.
+    /// Merge a fabric handed over by rediscovery, between sweeps (the
+    /// write path goes on meanwhile: a merge keeps every node's index).
     fn merge_pending(&mut self, now: Instant) {
-        let Some(fabric) = self.state.lock().take_pending() else {
+        let mut st = self.state.lock();
+        let Some(fabric) = st.take_pending() else {
             return;
         };
-        let report = match &self.controller {
-            Some(c) => c.quiesced(|st| st.merge(fabric, now)),
-            None => self.state.lock().merge(fabric, now),
-        };
+        let report = st.merge(fabric, now);
         if report.added > 0 || report.ports_changed > 0 {
             info!(
                 "fabric rediscovered: {} new nodes and {} changed ports merged ({} nodes in all)",
@@ -368,7 +356,6 @@ impl Sweeper {
         } else {
             debug!(nodes = report.nodes, "fabric rediscovered: no change");
         }
-        let mut st = self.state.lock();
         st.publish(&self.cache);
     }
 

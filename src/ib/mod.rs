@@ -226,6 +226,18 @@ pub struct NodeIdentity {
     pub lid: u16,
 }
 
+impl NodeIdentity {
+    /// The LID of the PMA that answers for `port`: a switch's single PMA
+    /// behind its port-0 LID, a channel adapter port's own LID. 0 when
+    /// unassigned or when there is no such port.
+    pub fn pma_lid(&self, port: Option<&Port>) -> u16 {
+        match self.node_type {
+            NodeType::Switch => self.lid,
+            _ => port.map_or(0, |p| p.lid),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub id: NodeIdentity,
@@ -242,10 +254,7 @@ impl Node {
     /// PMA behind its port-0 LID, a channel adapter port's own LID. 0 when
     /// unassigned or when the node has no such port.
     pub fn pma_lid(&self, num: u8) -> u16 {
-        match self.id.node_type {
-            NodeType::Switch => self.id.lid,
-            _ => self.port(num).map_or(0, |p| p.lid),
-        }
+        self.id.pma_lid(self.port(num))
     }
 }
 
