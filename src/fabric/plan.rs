@@ -143,11 +143,7 @@ struct Held {
 
 impl SlotStream {
     pub(super) fn new(st: &FabricState) -> SlotStream {
-        let optional = st.cfg.optional_attributes
-            && st
-                .sweep_no
-                .saturating_sub(1)
-                .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
+        let optional = st.optional_due();
         let mut scratch = Vec::new();
         let mut plan = Vec::new();
         let mut total = 0;
@@ -223,11 +219,10 @@ impl Slots for SlotStream {
 /// of a sweep (`plan`) counts every port for the probes: by the time the
 /// node's requests are made, its kind may have answered.
 fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut Vec<PackedSlot>) {
-    let s = &st.nodes[ni];
-    let Some(cpi) = s.cpi() else {
+    let Some(cpi) = st.cpi(ni) else {
         return;
     };
-    let kind = st.kind(ni);
+    let (kind, health) = (st.kind(ni), st.health(ni));
     let node = st.node(ni);
     let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
@@ -242,7 +237,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
         let every_port = if plan {
             !0
         } else {
-            s.health.optional_answered | kind.answered
+            health.optional_answered | kind.answered
         };
         for (i, pi) in ports().enumerate() {
             for k in (0..OPTIONAL_ATTRS.len())
@@ -252,10 +247,9 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
             }
         }
     }
-    if !s.health.no_samples && st.pma(ni, Some(0)).is_some() {
+    if !health.no_samples && st.pma(ni, Some(0)).is_some() {
         out.push(Slot::SamplesControl(ni).into());
-        if plan || s.health.samples_answered || kind.samples_answered || !s.health.samples_silent()
-        {
+        if plan || health.samples_answered || kind.samples_answered || !health.samples_silent() {
             out.extend(
                 st.sample_results(ni)
                     .map(|(_, slot)| PackedSlot::from(slot)),
@@ -271,7 +265,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
 pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
     let mut reqs = Vec::new();
     let mut slots = Vec::new();
-    if !st.cfg.clear_near_overflow {
+    if !st.config().clear_near_overflow {
         return (reqs, slots);
     }
     for ni in 0..st.node_count() {
@@ -279,7 +273,7 @@ pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
         // A node with 64-bit error counters is never cleared: its
         // totals come from PortCountersExtended, which does not
         // saturate.
-        let wide = st.nodes[ni].cpi().map(|c| c.wide_counters());
+        let wide = st.cpi(ni).map(|c| c.wide_counters());
         if wide == Some(WideCounters::All) {
             continue;
         }
@@ -379,8 +373,8 @@ pub(crate) mod tests {
         let (second, m) = (stream.plan[1].0 as usize, stream.plan[1].1 as usize);
         // Between the plan and the making, the first node's samples go
         // (as a SET may do) and the second node's come back.
-        assert!(!st.nodes[first].health.no_samples);
-        st.nodes[first].health.no_samples = true;
+        assert!(!st.health(first).no_samples);
+        st.health_mut(first).no_samples = true;
         let mut fewer = Vec::new();
         node_slots(&st, first, true, false, &mut fewer);
         assert!(fewer.len() < n);

@@ -1174,7 +1174,7 @@ mod tests {
         let st = sw.state();
         let st = st.lock();
         assert_eq!(
-            st.readings.cpi.len(),
+            st.readings().cpi.len(),
             cpis,
             "the interner holds what is in use"
         );
@@ -1497,7 +1497,7 @@ mod tests {
         // Rarely, what went unanswered is asked again: once, on the sweep
         // numbered a multiple of RETRY_UNANSWERED_SWEEPS, by every node.
         let mut counts = Vec::new();
-        while sweeper.state().lock().sweep_no + 1 < RETRY_UNANSWERED_SWEEPS {
+        while sweeper.state().lock().sweep_no() + 1 < RETRY_UNANSWERED_SWEEPS {
             counts.push(per_sweep(&mut sweeper).0);
         }
         // Each switch that was never asked 0x18 itself (its kind's

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::cache::{Cache, Snapshot};
-use super::record::{DataSource, NodeRecord};
-use super::state::{FabricState, PUBLISH_AFTER_PORTS};
+use super::{FabricState, PUBLISH_AFTER_PORTS};
+use crate::fabric::cache::{Cache, Snapshot};
+use crate::fabric::record::{DataSource, NodeRecord};
 
 impl FabricState {
     /// Bring node `ni`'s record up to date with the node's state.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::state::{FabricState, NodeState};
+use super::{FabricState, NodeState};
 use crate::ib::Fabric;
 
 /// What a merge of a newly discovered fabric changed.
