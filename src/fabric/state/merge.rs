@@ -114,7 +114,7 @@ mod tests {
         assert!(r.ports_changed >= 1, "sw1's port 2 is cabled now");
         assert_eq!(st.figures.discovered, Some(later));
         assert_eq!(st.fabric().nodes.len(), 3);
-        // Nodes stay in GUID order, each with its state.
+        // The fabric model is in GUID order, a state for each node.
         let guids: Vec<_> = st.fabric().nodes.iter().map(|n| n.id.guid).collect();
         assert!(guids.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(st.nodes.len(), 3);
