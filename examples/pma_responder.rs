@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     let Some(node) = simulated
         .nodes
         .iter()
-        .find(|n| *n.description == *args.node)
+        .find(|n| *n.id.description == *args.node)
     else {
         eprintln!("pma_responder: no node {:?} in the topology", args.node);
         return ExitCode::from(2);

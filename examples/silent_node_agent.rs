@@ -67,8 +67,8 @@ fn main() -> ExitCode {
     let Some(node) = fabric
         .nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 2)
-        .or_else(|| fabric.nodes.iter().find(|n| n.node_type == NodeType::Ca))
+        .find(|n| n.id.node_type == NodeType::Ca && n.ports.len() == 2)
+        .or_else(|| fabric.nodes.iter().find(|n| n.id.node_type == NodeType::Ca))
     else {
         eprintln!("silent_node_agent: the fabric has no CA");
         return ExitCode::FAILURE;
@@ -100,14 +100,19 @@ fn main() -> ExitCode {
         }
         true
     };
-    if !wait(&|| cache.load().node(node.guid).is_some(), "first sweep") {
+    if !wait(&|| cache.load().node(node.id.guid).is_some(), "first sweep") {
         running.stop();
         return ExitCode::FAILURE;
     }
-    sim.set_reachable(node.guid, false);
+    sim.set_reachable(node.id.guid, false);
     if args.wait_unreachable
         && !wait(
-            &|| cache.load().node(node.guid).is_some_and(|n| !n.reachable),
+            &|| {
+                cache
+                    .load()
+                    .node(node.id.guid)
+                    .is_some_and(|n| !n.reachable)
+            },
             "unreachable marking",
         )
     {
@@ -121,9 +126,9 @@ fn main() -> ExitCode {
     let healthy = fabric
         .nodes
         .iter()
-        .find(|n| n.guid != node.guid)
-        .map_or(node.guid, |n| n.guid);
-    println!("ready {} {}", index(node.guid), index(healthy));
+        .find(|n| n.id.guid != node.id.guid)
+        .map_or(node.id.guid, |n| n.id.guid);
+    println!("ready {} {}", index(node.id.guid), index(healthy));
     let _ = std::io::stdout().flush();
     for line in std::io::stdin().lock().lines() {
         if line.is_err() {

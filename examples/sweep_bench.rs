@@ -109,7 +109,7 @@ fn main() -> ExitCode {
     let switches = fabric
         .nodes
         .iter()
-        .filter(|n| n.node_type == NodeType::Switch)
+        .filter(|n| n.id.node_type == NodeType::Switch)
         .count();
     println!(
         "{{\"discovery\":{{\"nodes\":{},\"switches\":{switches},\"ports\":{ports},\"smps\":{},\"ms\":{:.1}}}}}",

@@ -88,7 +88,7 @@ fn targets(fabric: &Fabric) -> Vec<(u16, u8, String)> {
             if lid == 0 {
                 continue;
             }
-            out.push((lid, p.num, format!("{}", n.guid)));
+            out.push((lid, p.num, format!("{}", n.id.guid)));
         }
     }
     out
@@ -146,18 +146,18 @@ fn main() -> ExitCode {
         }
     };
     for n in &fabric.nodes {
-        let ty = match n.node_type {
+        let ty = match n.id.node_type {
             NodeType::Switch => "switch",
             NodeType::Ca => "ca",
             NodeType::Router => "router",
         };
         println!(
             "{{\"node\":\"{}\",\"type\":\"{ty}\",\"lid\":{},\"num_ports\":{},\"sys_guid\":\"{}\",\"desc\":{}}}",
-            n.guid,
-            n.lid,
-            n.num_ports,
-            n.sys_guid,
-            json_str(&n.description)
+            n.id.guid,
+            n.id.lid,
+            n.id.num_ports,
+            n.id.sys_guid,
+            json_str(&n.id.description)
         );
         for p in &n.ports {
             let remote = match p.remote() {
@@ -168,7 +168,7 @@ fn main() -> ExitCode {
             let a = p.assess(peer);
             println!(
                 "{{\"port\":\"{}\",\"num\":{},\"guid\":\"{}\",\"lid\":{},\"remote\":{remote},\"width\":{},\"speed\":{},\"width_supported\":\"{}\",\"width_enabled\":\"{}\",\"speed_supported\":\"{}\",\"speed_enabled\":\"{}\",\"width_expected\":{},\"speed_expected\":{},\"degraded\":{}}}",
-                n.guid,
+                n.id.guid,
                 p.num,
                 p.guid,
                 p.lid,

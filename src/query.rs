@@ -150,7 +150,7 @@ pub fn find_port<'a>(
         }
     }
     if let Ok(lid) = what.parse::<u16>() {
-        if let Some(n) = fabric.nodes.iter().find(|n| n.lid == lid) {
+        if let Some(n) = fabric.nodes.iter().find(|n| n.id.lid == lid) {
             return Ok((n, port.unwrap_or(1)));
         }
         let by_port = fabric
@@ -173,11 +173,11 @@ fn named_port(
     named: Named,
 ) -> Result<(&Node, u8), QueryError> {
     match port {
-        Some(asked) if asked != num && n.node_type != crate::ib::NodeType::Switch => {
+        Some(asked) if asked != num && n.id.node_type != crate::ib::NodeType::Switch => {
             Err(QueryError::OtherPort {
                 named,
                 num,
-                node: n.guid,
+                node: n.id.guid,
                 asked,
             })
         }
@@ -191,7 +191,7 @@ fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, QueryError>
     let named: Vec<&Node> = fabric
         .nodes
         .iter()
-        .filter(|n| &*n.description == what)
+        .filter(|n| &*n.id.description == what)
         .collect();
     match named.as_slice() {
         [n] => Ok(n),
@@ -281,14 +281,14 @@ pub fn read(
 ) -> Result<Reading, QueryError> {
     if node.port(port).is_none() {
         return Err(QueryError::NoPort {
-            node: node.guid,
+            node: node.id.guid,
             port,
         });
     }
     let lid = node.pma_lid(port);
     if lid == 0 {
         return Err(QueryError::NoLid {
-            node: node.guid,
+            node: node.id.guid,
             port,
         });
     }
@@ -312,15 +312,15 @@ pub fn read(
     let [counters, extended] = answers;
     let Some(counters) = counters else {
         return Err(QueryError::Unanswered {
-            node: node.guid,
+            node: node.id.guid,
             port,
             lid,
             failures,
         });
     };
     Ok(Reading {
-        guid: node.guid,
-        description: node.description.to_string(),
+        guid: node.id.guid,
+        description: node.id.description.to_string(),
         port,
         lid,
         counters: PortCounters::decode(&counters),
@@ -494,7 +494,7 @@ mod tests {
         let sw = fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == crate::ib::NodeType::Switch)
+            .find(|n| n.id.node_type == crate::ib::NodeType::Switch)
             .unwrap();
         let r = read(
             Box::new(sim.transport()),
@@ -504,7 +504,7 @@ mod tests {
             2,
         )
         .unwrap();
-        let want = crate::rig::port_counters(&sim, sw.lid, 2);
+        let want = crate::rig::port_counters(&sim, sw.id.lid, 2);
         assert_eq!(r.counters, want);
         let c = counters(&r);
         let get = |n: &str| c.iter().find(|k| k.label() == n).map(|k| k.value);
@@ -543,11 +543,11 @@ mod tests {
     fn nodes_are_found_by_guid_lid_or_name() {
         let fabric = sim().fabric();
         let n = &fabric.nodes[3];
-        let node = |what: &str| find_port(&fabric, what, None).map(|(n, _)| n.guid);
-        assert_eq!(node(&n.guid.to_string()), Ok(n.guid));
-        let lid = n.ports[0].lid.max(n.lid);
-        assert_eq!(node(&lid.to_string()), Ok(n.guid));
-        assert_eq!(node(&n.description), Ok(n.guid));
+        let node = |what: &str| find_port(&fabric, what, None).map(|(n, _)| n.id.guid);
+        assert_eq!(node(&n.id.guid.to_string()), Ok(n.id.guid));
+        let lid = n.ports[0].lid.max(n.id.lid);
+        assert_eq!(node(&lid.to_string()), Ok(n.id.guid));
+        assert_eq!(node(&n.id.description), Ok(n.id.guid));
         assert!(node("no such node").is_err());
     }
 
@@ -568,7 +568,7 @@ mod tests {
         let ca = fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == crate::ib::NodeType::Ca)
+            .find(|n| n.id.node_type == crate::ib::NodeType::Ca)
             .unwrap();
         let mut r = read(
             Box::new(sim.transport()),
@@ -617,12 +617,12 @@ mod tests {
         let ca = fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == crate::ib::NodeType::Ca && n.ports.len() > 1)
+            .find(|n| n.id.node_type == crate::ib::NodeType::Ca && n.ports.len() > 1)
             .unwrap();
         let p2 = ca.ports[1];
-        assert_ne!(p2.guid, ca.guid);
+        assert_ne!(p2.guid, ca.id.guid);
         let (n, port) = find_port(&fabric, &p2.guid.to_string(), None).unwrap();
-        assert_eq!((n.guid, port), (ca.guid, p2.num));
+        assert_eq!((n.id.guid, port), (ca.id.guid, p2.num));
         assert_eq!(
             find_port(&fabric, &p2.guid.to_string(), Some(p2.num))
                 .unwrap()
@@ -632,7 +632,7 @@ mod tests {
         let e = find_port(&fabric, &p2.guid.to_string(), Some(ca.ports[0].num)).unwrap_err();
         assert!(
             e.to_string()
-                .contains(&format!("is port {} of node {}", p2.num, ca.guid)),
+                .contains(&format!("is port {} of node {}", p2.num, ca.id.guid)),
             "{e}"
         );
         // A CA port's LID names that port too; the node GUID port 1.
@@ -640,6 +640,9 @@ mod tests {
             find_port(&fabric, &p2.lid.to_string(), None).unwrap().1,
             p2.num
         );
-        assert_eq!(find_port(&fabric, &ca.guid.to_string(), None).unwrap().1, 1);
+        assert_eq!(
+            find_port(&fabric, &ca.id.guid.to_string(), None).unwrap().1,
+            1
+        );
     }
 }

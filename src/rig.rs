@@ -392,7 +392,7 @@ impl PmaRig {
     pub fn dual_port_ca(&self) -> Node {
         self.nodes()
             .into_iter()
-            .find(|n| n.node_type == NodeType::Ca && n.num_ports == 2)
+            .find(|n| n.id.node_type == NodeType::Ca && n.id.num_ports == 2)
             .expect("the default fabric has dual-port CAs")
     }
 
@@ -400,7 +400,7 @@ impl PmaRig {
     pub fn first(&self, t: NodeType) -> (Node, u8, u16) {
         self.cabled()
             .into_iter()
-            .find(|(n, _, _)| n.node_type == t)
+            .find(|(n, _, _)| n.id.node_type == t)
             .unwrap_or_else(|| panic!("no cabled {t:?} in the fabric"))
     }
 }
@@ -420,16 +420,16 @@ mod tests {
         let n = fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == NodeType::Ca)
+            .find(|n| n.id.node_type == NodeType::Ca)
             .expect("the default fabric has CAs");
         let p = n.ports[0].num;
-        let cached = snap.node(n.guid).unwrap().port(p).unwrap();
+        let cached = snap.node(n.id.guid).unwrap().port(p).unwrap();
         let direct = port_counters(&rig.sim, n.pma_lid(p), p);
         assert_eq!(cached.counters(), Some(&direct));
         assert!(direct.xmit_data > 0);
         rig.advance(Duration::from_secs(60));
         let later = port_counters_extended(&rig.sim, n.pma_lid(p), p);
-        let held = rig.state.lock().extended(n.guid, p).unwrap().xmit_data;
+        let held = rig.state.lock().extended(n.id.guid, p).unwrap().xmit_data;
         assert!(later.xmit_data > held);
     }
 }

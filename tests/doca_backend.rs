@@ -89,14 +89,14 @@ fn local_ports_are_keyed_by_the_node_guids_of_the_adapters_functions() {
     let text = host.doca_section(&standin_library(), "");
     let cfg = Config::parse(&text, "test.toml").expect("config");
     let opened = sampler::open(&cfg.doca).expect("open on the stand-in");
-    let guids: Vec<Guid> = opened.nodes.iter().map(|n| n.guid).collect();
+    let guids: Vec<Guid> = opened.nodes.iter().map(|n| n.id.guid).collect();
     assert_eq!(guids, vec![Guid(PF0_GUID), Guid(PF1_GUID)]);
     assert_eq!(
         opened.ports,
         vec![(Guid(PF0_GUID), 1), (Guid(PF1_GUID), 1)],
         "local port 1 is PF0's port, local port 2 PF1's"
     );
-    assert_eq!(&*opened.nodes[0].description, "testhost mlx5_0");
+    assert_eq!(&*opened.nodes[0].id.description, "testhost mlx5_0");
     assert_eq!(opened.nodes[0].ports[0].lid, 7);
 }
 

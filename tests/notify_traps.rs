@@ -140,8 +140,9 @@ fn named(fabric: &Fabric, desc: &str) -> Guid {
     fabric
         .nodes
         .iter()
-        .find(|n| n.description.starts_with(desc))
+        .find(|n| n.id.description.starts_with(desc))
         .unwrap_or_else(|| panic!("no node {desc}"))
+        .id
         .guid
 }
 
@@ -211,7 +212,7 @@ fn node_lost_and_found_port_state_and_discontinuity_reach_both_sinks() {
     wait("pmCounterDiscontinuity", Duration::from_secs(20), || {
         !about(
             v2_traps(&s.v2.log(), "pmCounterDiscontinuity"),
-            ca.guid,
+            ca.id.guid,
             Some(num),
         )
         .is_empty()
@@ -312,7 +313,7 @@ fn a_storm_is_limited_per_sweep_and_counted() {
     let ports: Vec<(Guid, u8)> = fabric
         .nodes
         .iter()
-        .flat_map(|n| n.ports.iter().map(move |p| (n.guid, p.num)))
+        .flat_map(|n| n.ports.iter().map(move |p| (n.id.guid, p.num)))
         .take(500)
         .collect();
     assert_eq!(ports.len(), 500);
@@ -491,8 +492,8 @@ fn a_link_below_what_its_ends_support_is_degraded_and_notified() {
     let sibs: Vec<Guid> = fabric
         .nodes
         .iter()
-        .filter(|n| &*n.description == "SwitchIB Mellanox Technologies")
-        .map(|n| n.guid)
+        .filter(|n| &*n.id.description == "SwitchIB Mellanox Technologies")
+        .map(|n| n.id.guid)
         .collect();
     let (q2, cx7, xdr, cx3) = (
         named(&fabric, "MF0;gpu-sw-01:MQM9700/U1"),

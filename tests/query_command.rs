@@ -30,15 +30,15 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
     let sw = fabric
         .nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Switch)
+        .find(|n| n.id.node_type == NodeType::Switch)
         .unwrap();
-    let want = rig::port_counters(&sim, sw.lid, 2);
+    let want = rig::port_counters(&sim, sw.id.lid, 2);
     assert!(want.xmit_data > 0, "the frozen fabric carried traffic");
 
     for node in [
-        sw.guid.to_string(),
-        sw.lid.to_string(),
-        sw.description.to_string(),
+        sw.id.guid.to_string(),
+        sw.id.lid.to_string(),
+        sw.id.description.to_string(),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
             .args(["query", &node, "2", "--config"])
@@ -60,11 +60,11 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
         );
         assert_eq!(value("PortRcvPkts"), u64::from(want.rcv_pkts));
         assert_eq!(value("SymbolErrorCounter"), u64::from(want.symbol_errors));
-        assert!(text.contains(&format!("node {} ", sw.guid)), "{text}");
+        assert!(text.contains(&format!("node {} ", sw.id.guid)), "{text}");
     }
 
     let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
-        .args(["query", &sw.guid.to_string(), "2", "--json", "--config"])
+        .args(["query", &sw.id.guid.to_string(), "2", "--json", "--config"])
         .arg(&conf)
         .output()
         .unwrap();
@@ -75,7 +75,7 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
     );
 
     let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
-        .args(["query", &sw.guid.to_string(), "77", "--config"])
+        .args(["query", &sw.id.guid.to_string(), "77", "--config"])
         .arg(&conf)
         .output()
         .unwrap();
@@ -93,10 +93,10 @@ fn query_takes_a_port_guid_and_prints_json_with_identifier_keys() {
     let ca = fabric
         .nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Ca && n.ports.len() > 1)
+        .find(|n| n.id.node_type == NodeType::Ca && n.ports.len() > 1)
         .unwrap();
     let p = ca.ports[1];
-    assert_ne!(p.guid, ca.guid, "a CA port has a GUID of its own");
+    assert_ne!(p.guid, ca.id.guid, "a CA port has a GUID of its own");
     let want = rig::port_counters(&sim, p.lid, p.num);
     let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
         .args(["query", &p.guid.to_string(), "--json", "--config"])
@@ -124,7 +124,7 @@ fn query_takes_a_port_guid_and_prints_json_with_identifier_keys() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("is port {} of node {}", p.num, ca.guid)),
+        err.contains(&format!("is port {} of node {}", p.num, ca.id.guid)),
         "{err}"
     );
 }

@@ -21,18 +21,18 @@ fn lids_are_assigned_and_stored_back() {
     let f = rig.sim.fabric();
     let mut lids = Vec::new();
     for n in &f.nodes {
-        match n.node_type {
+        match n.id.node_type {
             NodeType::Switch => {
-                assert!(n.lid > 0);
-                assert!(n.ports.iter().all(|p| p.lid == n.lid));
-                lids.push(n.lid);
+                assert!(n.id.lid > 0);
+                assert!(n.ports.iter().all(|p| p.lid == n.id.lid));
+                lids.push(n.id.lid);
             }
             _ => {
                 for p in &n.ports {
                     assert!(p.lid > 0);
                     lids.push(p.lid);
                 }
-                assert_eq!(n.lid, n.ports[0].lid);
+                assert_eq!(n.id.lid, n.ports[0].lid);
             }
         }
     }
@@ -49,7 +49,7 @@ fn class_port_info_like_ibsim() {
         let cpi =
             ClassPortInfo::decode(&rig.ok(lid, method::GET, attr::CLASS_PORT_INFO, &[0; 192]));
         // ibsim's masks, plus IsRSFECCountersSupported (bit 14).
-        let want = if n.node_type == NodeType::Switch {
+        let want = if n.id.node_type == NodeType::Switch {
             0x5300
         } else {
             0x5200
@@ -57,7 +57,7 @@ fn class_port_info_like_ibsim() {
         assert_eq!(cpi.capability_mask, want);
         // IsAdditionalPortCountersExtendedSupported on CAs (the default
         // `wide_error_counters`); ibsim sets no CapabilityMask2 bit.
-        let want2 = if n.node_type == NodeType::Switch {
+        let want2 = if n.id.node_type == NodeType::Switch {
             0
         } else {
             CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED
@@ -81,7 +81,7 @@ fn both_ends_of_every_link_agree_and_data_is_dwords() {
     let mut links = 0;
     for (n, p, lid) in rig.cabled() {
         let (rg, rp) = n.port(p).unwrap().remote().unwrap();
-        let r = nodes.iter().find(|x| x.guid == rg).unwrap();
+        let r = nodes.iter().find(|x| x.id.guid == rg).unwrap();
         let (rlid, _) = Rig::addr(r, rp);
         let a = rig.pcx(lid, p);
         let b = rig.pcx(rlid, rp);
@@ -90,7 +90,7 @@ fn both_ends_of_every_link_agree_and_data_is_dwords() {
         assert_eq!(a.unicast_xmit_pkts, b.unicast_rcv_pkts);
         assert_eq!(a.multicast_xmit_pkts, b.multicast_rcv_pkts);
         assert_eq!(a.unicast_xmit_pkts + a.multicast_xmit_pkts, a.xmit_pkts);
-        assert!(a.xmit_pkts > 0, "traffic on {}[{p}]", n.description);
+        assert!(a.xmit_pkts > 0, "traffic on {}[{p}]", n.id.description);
         // Data counts 4-octet words: between a 64-octet and a 4 KiB packet.
         let per_pkt = a.xmit_data / a.xmit_pkts;
         assert!(
@@ -203,7 +203,7 @@ fn extended_error_counters_count_where_the_capability_bit_says() {
     rig.advance(60.0);
     let (ca, p, ca_lid) = rig.first(NodeType::Ca);
     let (sw, sp, sw_lid) = rig.first(NodeType::Switch);
-    for (g, port) in [(ca.guid, p), (sw.guid, sp)] {
+    for (g, port) in [(ca.id.guid, p), (sw.id.guid, sp)] {
         assert!(rig.sim.add_errors(g, port, q::SYMBOL_ERRORS, 100_000));
         assert!(rig.sim.add_errors(g, port, q::LINK_DOWNED, 1_000));
     }
@@ -299,37 +299,37 @@ fn port_select_rules() {
 
     let sw = nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Switch)
+        .find(|n| n.id.node_type == NodeType::Switch)
         .unwrap();
-    PortCounters::select(sw.num_ports + 1, 0, 0).encode(&mut d);
+    PortCounters::select(sw.id.num_ports + 1, 0, 0).encode(&mut d);
     assert_eq!(
-        rig.mad(sw.lid, method::GET, attr::PORT_COUNTERS, &d)
+        rig.mad(sw.id.lid, method::GET, attr::PORT_COUNTERS, &d)
             .unwrap()
             .0,
         status::INVALID_FIELD
     );
-    PortCountersExtended::select(sw.num_ports + 1, 0, 0).encode(&mut d);
+    PortCountersExtended::select(sw.id.num_ports + 1, 0, 0).encode(&mut d);
     assert_eq!(
-        rig.mad(sw.lid, method::GET, attr::PORT_COUNTERS_EXTENDED, &d)
+        rig.mad(sw.id.lid, method::GET, attr::PORT_COUNTERS_EXTENDED, &d)
             .unwrap()
             .0,
         status::INVALID_FIELD
     );
     // Port 0 and unconnected ports read zero.
-    assert_eq!(rig.pcx(sw.lid, 0).xmit_pkts, 0);
+    assert_eq!(rig.pcx(sw.id.lid, 0).xmit_pkts, 0);
     let idle = sw.ports.iter().find(|p| p.remote().is_none()).unwrap().num;
-    assert_eq!(rig.pcx(sw.lid, idle).rcv_data, 0);
+    assert_eq!(rig.pcx(sw.id.lid, idle).rcv_data, 0);
     // 0xFF sums the ports.
     let mut sum_pkts = 0u64;
     let mut sum_x = 0u64;
-    for p in 0..=sw.num_ports {
-        sum_pkts += u64::from(rig.pc(sw.lid, p).xmit_pkts);
-        sum_x += rig.pcx(sw.lid, p).rcv_data;
+    for p in 0..=sw.id.num_ports {
+        sum_pkts += u64::from(rig.pc(sw.id.lid, p).xmit_pkts);
+        sum_x += rig.pcx(sw.id.lid, p).rcv_data;
     }
-    let all = rig.pc(sw.lid, 0xff);
+    let all = rig.pc(sw.id.lid, 0xff);
     assert_eq!(all.port_select, 0xff);
     assert_eq!(u64::from(all.xmit_pkts), sum_pkts.min(u64::from(u32::MAX)));
-    assert_eq!(rig.pcx(sw.lid, 0xff).rcv_data, sum_x);
+    assert_eq!(rig.pcx(sw.id.lid, 0xff).rcv_data, sum_x);
 }
 
 #[test]
@@ -337,7 +337,7 @@ fn unsupported_requests_get_status_codes() {
     let mut rig = Rig::new(2, true);
     // The first node is a CA: it does not answer SwPortVLCongestion (0x30).
     let lid = rig.nodes()[0].ports[0].lid;
-    assert_ne!(rig.nodes()[0].node_type, NodeType::Switch);
+    assert_ne!(rig.nodes()[0].id.node_type, NodeType::Switch);
     for a in [0x001Bu16, 0x0030, 0x0038, 0x1234] {
         assert_eq!(
             rig.mad(lid, method::GET, a, &[0; 192]).unwrap().0,
@@ -385,12 +385,12 @@ fn unreachable_nodes_answer_nothing() {
     let n = rig
         .nodes()
         .into_iter()
-        .find(|n| n.node_type == NodeType::Switch)
+        .find(|n| n.id.node_type == NodeType::Switch)
         .unwrap();
-    rig.sim.set_reachable(n.guid, false);
+    rig.sim.set_reachable(n.id.guid, false);
     let t = Instant::now();
     assert!(
-        rig.mad(n.lid, method::GET, attr::CLASS_PORT_INFO, &[0; 192])
+        rig.mad(n.id.lid, method::GET, attr::CLASS_PORT_INFO, &[0; 192])
             .is_none()
     );
     assert!(
@@ -398,9 +398,9 @@ fn unreachable_nodes_answer_nothing() {
         "recv waited for its timeout"
     );
     assert!(t.elapsed() < Duration::from_secs(2));
-    rig.sim.set_reachable(Guid(n.guid.0), true);
+    rig.sim.set_reachable(Guid(n.id.guid.0), true);
     assert!(
-        rig.mad(n.lid, method::GET, attr::CLASS_PORT_INFO, &[0; 192])
+        rig.mad(n.id.lid, method::GET, attr::CLASS_PORT_INFO, &[0; 192])
             .is_some()
     );
 }
@@ -414,11 +414,11 @@ fn xmit_wait_grows_on_congested_links_only() {
     let mut seen = 0;
     for (n, p, lid) in rig.cabled() {
         let w = rig.pc(lid, p).xmit_wait;
-        if congested.contains(&(n.guid, p)) {
-            assert!(w > 0, "{}[{p}] congested", n.description);
+        if congested.contains(&(n.id.guid, p)) {
+            assert!(w > 0, "{}[{p}] congested", n.id.description);
             seen += 1;
         } else {
-            assert_eq!(w, 0, "{}[{p}] not congested", n.description);
+            assert_eq!(w, 0, "{}[{p}] not congested", n.id.description);
         }
     }
     assert_eq!(seen, congested.len());
@@ -473,7 +473,7 @@ fn sample_state_machine() {
     let (sw, p, lid) = rig
         .cabled()
         .into_iter()
-        .find(|(n, _, _)| n.node_type == NodeType::Switch)
+        .find(|(n, _, _)| n.id.node_type == NodeType::Switch)
         .unwrap();
     let idle = psc_get(&mut rig, lid);
     assert_eq!(idle.sample_status, samples::STATUS_DONE);
@@ -536,7 +536,7 @@ fn sample_state_machine() {
         u64::from(done.counters[0]),
         x1.xmit_data - x0.xmit_data,
         "{}",
-        sw.description
+        sw.id.description
     );
     assert_eq!(u64::from(done.counters[1]), x1.rcv_data - x0.rcv_data);
     assert_eq!(u64::from(done.counters[2]), x1.xmit_pkts - x0.xmit_pkts);
@@ -548,7 +548,7 @@ fn sample_state_machine() {
     let busy = rig
         .cabled()
         .into_iter()
-        .filter(|(n, _, _)| n.node_type == NodeType::Switch)
+        .filter(|(n, _, _)| n.id.node_type == NodeType::Switch)
         .max_by_key(|(_, p, lid)| rig.pcx(*lid, *p).xmit_data)
         .unwrap();
     let mut c = PortSamplesControl {
@@ -611,7 +611,7 @@ fn optional_attributes_show_the_traffic_model() {
         assert_eq!(
             rcv.local_physical_errors, pc.rcv_errors,
             "{}[{p}]",
-            n.description
+            n.id.description
         );
         d[0] = 0xFF;
         let op = PortOpRcvCounters::decode(&rig.ok(lid, method::GET, 0x17, &d));
@@ -628,7 +628,7 @@ fn optional_attributes_show_the_traffic_model() {
     // PortXmitDiscardDetails: switches only.
     let ca = nodes
         .iter()
-        .find(|n| n.node_type != NodeType::Switch)
+        .find(|n| n.id.node_type != NodeType::Switch)
         .unwrap();
     let mut d = [0u8; 192];
     d[1] = ca.ports[0].num;
@@ -651,7 +651,7 @@ fn congestion_control_attributes_show_the_traffic_model() {
     let peer_of = |rig: &Rig, g: Guid, p: u8| {
         rig.nodes()
             .iter()
-            .find(|n| n.guid == g)
+            .find(|n| n.id.guid == g)
             .and_then(|n| n.ports.iter().find(|q| q.num == p))
             .and_then(|q| q.remote())
     };
@@ -662,10 +662,10 @@ fn congestion_control_attributes_show_the_traffic_model() {
         d[1] = p;
         let rcv = PortRcvConCtrl::decode(&rig.ok(lid, method::GET, attr::PORT_RCV_CON_CTRL, &d));
         let xmit = PortXmitConCtrl::decode(&rig.ok(lid, method::GET, attr::PORT_XMIT_CON_CTRL, &d));
-        let (pg, pp) = peer_of(&rig, n.guid, p).expect("cabled");
+        let (pg, pp) = peer_of(&rig, n.id.guid, p).expect("cabled");
         let peer_congested = congested.contains(&(pg, pp));
-        let own_congested = congested.contains(&(n.guid, p));
-        let what = format!("{}[{p}]", n.description);
+        let own_congested = congested.contains(&(n.id.guid, p));
+        let what = format!("{}[{p}]", n.id.description);
         assert_eq!(rcv.pkt_rcv_fecn > 0, peer_congested, "FECN {what}");
         assert_eq!(rcv.pkt_rcv_becn > 0, own_congested, "BECN {what}");
         assert_eq!(xmit.xmit_time_cong > 0, own_congested, "TimeCong {what}");
@@ -705,7 +705,7 @@ fn congestion_control_attributes_show_the_traffic_model() {
             .mad(lid, method::GET, attr::SW_PORT_VL_CONGESTION, &d)
             .unwrap()
             .0;
-        if n.node_type == NodeType::Switch {
+        if n.id.node_type == NodeType::Switch {
             assert_eq!(sw, status::OK, "{what}");
         } else {
             assert_eq!(sw, status::METHOD_ATTR_UNSUPPORTED, "{what}");
@@ -718,14 +718,18 @@ fn congestion_control_attributes_show_the_traffic_model() {
         .cabled()
         .into_iter()
         .find(|(n, p, _)| {
-            let (pg, pp) = peer_of(&rig, n.guid, *p).unwrap();
-            congested.contains(&(pg, pp)) && congested.contains(&(n.guid, *p))
+            let (pg, pp) = peer_of(&rig, n.id.guid, *p).unwrap();
+            congested.contains(&(pg, pp)) && congested.contains(&(n.id.guid, *p))
         })
         .expect("a link congested both ways");
     let mut d = [0u8; 192];
     d[1] = p;
     d[2..4].copy_from_slice(&1u16.to_be_bytes());
     let after = PortRcvConCtrl::decode(&rig.ok(lid, method::SET, attr::PORT_RCV_CON_CTRL, &d));
-    assert_eq!(after.pkt_rcv_fecn, 0, "{}[{p}] FECN cleared", n.description);
+    assert_eq!(
+        after.pkt_rcv_fecn, 0,
+        "{}[{p}] FECN cleared",
+        n.id.description
+    );
     assert!(after.pkt_rcv_becn > 0, "BECN kept");
 }

@@ -108,7 +108,7 @@ fn counter_width_limits_timers_and_saturates_results() {
     let (p, lid) = rig
         .cabled()
         .into_iter()
-        .filter(|(n, _, _)| n.node_type == NodeType::Ca)
+        .filter(|(n, _, _)| n.id.node_type == NodeType::Ca)
         .map(|(_, p, lid)| (p, lid))
         .max_by_key(|&(p, lid)| rig.pcx(lid, p).xmit_data)
         .unwrap();
@@ -228,7 +228,7 @@ fn error_and_congestion_quantities_match_port_counters() {
     for n in rig
         .nodes()
         .into_iter()
-        .filter(|n| n.node_type == NodeType::Switch)
+        .filter(|n| n.id.node_type == NodeType::Switch)
     {
         let best = n
             .ports
@@ -236,11 +236,11 @@ fn error_and_congestion_quantities_match_port_counters() {
             .filter(|p| p.remote().is_some())
             .map(|p| p.num)
             .max_by_key(|&p| {
-                let c = rig.pc(n.lid, p);
+                let c = rig.pc(n.id.lid, p);
                 u32::from(c.rcv_errors) + u32::from(c.xmit_discards)
             })
             .unwrap();
-        picks.push((n.lid, best));
+        picks.push((n.id.lid, best));
     }
     let tick = tick_ns(rig.control(picks[0].0).tick);
     let interval = (3_600_000_000_000 / tick) as u32;
@@ -384,28 +384,31 @@ fn port_select_and_attribute_modifier_rules() {
     // Switch: a PortSelect that is not a port runs the timers, counts 0.
     let sw = nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Switch)
+        .find(|n| n.id.node_type == NodeType::Switch)
         .unwrap();
-    let tick = tick_ns(rig.control(sw.lid).tick);
-    let r = rig.set(sw.lid, &sample(sw.num_ports + 1, 10, 1_000, &MANDATORY));
-    assert_eq!((r.sample_status, r.port_select), (1, sw.num_ports + 1));
+    let tick = tick_ns(rig.control(sw.id.lid).tick);
+    let r = rig.set(
+        sw.id.lid,
+        &sample(sw.id.num_ports + 1, 10, 1_000, &MANDATORY),
+    );
+    assert_eq!((r.sample_status, r.port_select), (1, sw.id.num_ports + 1));
     rig.ns(10 * tick);
-    assert_eq!(rig.control(sw.lid).sample_status, 2);
+    assert_eq!(rig.control(sw.id.lid).sample_status, 2);
     rig.ns(1_000 * tick);
-    let res = rig.result(sw.lid);
+    let res = rig.result(sw.id.lid);
     assert_eq!((res.sample_status, res.counters), (0, [0; 15]));
 
     // 0xFF sums every port of the switch.
     let interval = 100_000u32;
-    rig.set(sw.lid, &sample(0xFF, 0, interval, &MANDATORY));
-    let ports: Vec<u8> = (0..=sw.num_ports).collect();
-    let a: Vec<_> = ports.iter().map(|&p| rig.pcx(sw.lid, p)).collect();
+    rig.set(sw.id.lid, &sample(0xFF, 0, interval, &MANDATORY));
+    let ports: Vec<u8> = (0..=sw.id.num_ports).collect();
+    let a: Vec<_> = ports.iter().map(|&p| rig.pcx(sw.id.lid, p)).collect();
     rig.ns(u64::from(interval) * tick);
-    let b: Vec<_> = ports.iter().map(|&p| rig.pcx(sw.lid, p)).collect();
+    let b: Vec<_> = ports.iter().map(|&p| rig.pcx(sw.id.lid, p)).collect();
     let sum = |f: fn(&PortCountersExtended) -> u64| -> u64 {
         a.iter().zip(&b).map(|(x, y)| f(y) - f(x)).sum()
     };
-    let res = rig.result(sw.lid);
+    let res = rig.result(sw.id.lid);
     assert!(res.counters[2] > 0);
     assert_eq!(u64::from(res.counters[0]), sum(|c| c.xmit_data));
     assert_eq!(u64::from(res.counters[1]), sum(|c| c.rcv_data));
@@ -425,7 +428,7 @@ fn results_equal_port_counter_differences_on_every_port() {
         let max = width_max(c.counter_width);
         let (start, interval) = (37u32, (500_000_000 / tick) as u32);
         let r = rig.set(lid, &sample(p, start, interval, &MANDATORY));
-        assert_eq!(r.sample_status, 1, "{}[{p}]", n.description);
+        assert_eq!(r.sample_status, 1, "{}[{p}]", n.id.description);
         rig.ns(u64::from(start) * tick);
         let (x0, w0) = (rig.pcx(lid, p), rig.pc(lid, p).xmit_wait);
         rig.ns(u64::from(interval) * tick);
@@ -445,13 +448,13 @@ fn results_equal_port_counter_differences_on_every_port() {
                 u64::from(res.counters[i]),
                 (*w).min(max),
                 "{}[{p}] counter {i}",
-                n.description
+                n.id.description
             );
             if *w > max {
                 saturated += 1;
             }
         }
-        assert!(res.counters[2] > 0, "{}[{p}] has traffic", n.description);
+        assert!(res.counters[2] > 0, "{}[{p}] has traffic", n.id.description);
         checked += 1;
     }
     assert!(checked >= 40, "{checked} ports");

@@ -87,7 +87,7 @@ impl Setup {
     /// Wait until the first node's ClassPortInfo row answers through `target`.
     fn wait_rows(&mut self, target: &str, limit: Duration) -> Duration {
         let fabric = topology::load(&fixture()).unwrap();
-        let oid = format!("{PM}.1.1.1.2.{}", index(fabric.nodes[0].guid.0));
+        let oid = format!("{PM}.1.1.1.2.{}", index(fabric.nodes[0].id.guid.0));
         let start = Instant::now();
         while start.elapsed() < limit {
             assert!(self.agent.running(), "ibpm-agentx exited:\n{}", self.log());
@@ -183,7 +183,7 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
     let (fabric, sim) = reference_sim();
     assert_eq!(fabric.nodes.len(), 7);
     // The GUIDs the topology's switchguid=/caguid= lines give.
-    let guids: BTreeSet<u64> = fabric.nodes.iter().map(|n| n.guid.0).collect();
+    let guids: BTreeSet<u64> = fabric.nodes.iter().map(|n| n.id.guid.0).collect();
     assert!(guids.contains(&0x0002_c900_0000_1000));
     assert!(guids.contains(&0x0002_c903_0000_1234));
     assert!(guids.contains(&0x0002_c903_0000_12ff));
@@ -232,7 +232,7 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
         &by_col[&(t, c)].iter().find(|r| r.0 == g).unwrap().1
     };
     for node in &fabric.nodes {
-        let g = node.guid.0;
+        let g = node.id.guid.0;
         let pma = node.pma_lid(1);
         // pmClassPortInfoAllPortSelect
         let cpi = ClassPortInfo::decode(&rig::pma_get(&sim, pma, attr::CLASS_PORT_INFO, &[0; 192]));
@@ -311,20 +311,20 @@ fn every_column_has_one_row_per_node_with_the_pma_values() {
     let sw = fabric
         .nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Switch)
+        .find(|n| n.id.node_type == NodeType::Switch)
         .unwrap();
-    let name = format!("IB-PM-MIB::pmPortCountersXmitData.{}", index(sw.guid.0));
+    let name = format!("IB-PM-MIB::pmPortCountersXmitData.{}", index(sw.id.guid.0));
     let out = run_ok(SnmpTool::new("snmpget").mibs(true).args([
         "-v2c", "-c", "public", "-On", "-t", "3", "-r", "1", &target, &name,
     ]));
     assert_eq!(out.len(), 1);
     assert_eq!(
         out[0].oid.to_string(),
-        format!("{PM}.1.4.1.15.{}", index(sw.guid.0))
+        format!("{PM}.1.4.1.15.{}", index(sw.id.guid.0))
     );
     let numeric = &by_col[&(4, 15)]
         .iter()
-        .find(|r| r.0 == sw.guid.0)
+        .find(|r| r.0 == sw.id.guid.0)
         .unwrap()
         .1;
     assert_eq!(out[0].value, numeric.value);

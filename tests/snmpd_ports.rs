@@ -151,7 +151,7 @@ fn num(cell: &str) -> f64 {
 fn node<'a>(f: &'a Fabric, prefix: &str) -> &'a ibpm_agentx::ib::Node {
     f.nodes
         .iter()
-        .find(|n| n.description.starts_with(prefix))
+        .find(|n| n.id.description.starts_with(prefix))
         .unwrap_or_else(|| panic!("no node {prefix}"))
 }
 
@@ -173,8 +173,8 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
     assert_eq!(port_table.len(), ports(&fabric), "one row per port");
     for n in &fabric.nodes {
         for p in &n.ports {
-            let row = &port_table[&key(n.guid, p.num)];
-            assert_eq!(row["pmPortNodeDescription"], *n.description);
+            let row = &port_table[&key(n.id.guid, p.num)];
+            assert_eq!(row["pmPortNodeDescription"], *n.id.description);
             match p.remote() {
                 Some((g, q)) => {
                     assert_eq!(row["pmPortState"], "active", "{row:?}");
@@ -182,7 +182,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
                     assert_eq!(row["pmPortPeerNodeGuid"], hint(g));
                     assert_eq!(row["pmPortPeerPortNum"], q.to_string());
                     let peer = fabric.node(g).unwrap();
-                    assert_eq!(row["pmPortPeerDescription"], *peer.description);
+                    assert_eq!(row["pmPortPeerDescription"], *peer.id.description);
                     assert_eq!(num(&row["pmPortRateMbps"]), p.rate_mbps().unwrap() as f64);
                 }
                 None => {
@@ -196,7 +196,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
     // The 1x link of the default fabric trained narrower.
     let node12 = node(&fabric, "node12");
     assert_eq!(
-        port_table[&key(node12.guid, 1)]["pmPortLinkWidthActive"],
+        port_table[&key(node12.id.guid, 1)]["pmPortLinkWidthActive"],
         "width1x"
     );
 
@@ -227,12 +227,12 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
             clock.advance(Duration::from_secs(100));
             let t1 = read(n, p.num);
             let want_bps = (t1 - t0) as f64 * 4.0 * 8.0 / 100.0;
-            let row = &rates[&key(n.guid, p.num)];
+            let row = &rates[&key(n.id.guid, p.num)];
             let got = num(&row["pmPortRateOutBitsPerSec"]);
             assert!(
                 (got - want_bps).abs() <= want_bps * 0.05,
                 "{}[{}]: {got} b/s, simulated {want_bps}",
-                n.description,
+                n.id.description,
                 p.num
             );
             let util = num(&row["pmPortRateOutUtilization"]);
@@ -242,7 +242,7 @@ fn every_port_is_a_row_with_peer_state_octets_and_rate() {
                     <= 0.05 * (want_bps / cap * 100.0) + 0.01,
                 "utilisation {util} hundredths of a percent"
             );
-            let out = num(&hc[&key(n.guid, p.num)]["pmPortHCOutOctets"]);
+            let out = num(&hc[&key(n.id.guid, p.num)]["pmPortHCOutOctets"]);
             assert!(out > 0.0);
             checked += 1;
         }
@@ -259,42 +259,42 @@ fn a_link_down_and_an_error_burst_show_within_the_intervals() {
     let (spine, sp) = up.remote().unwrap();
     let by_index = |col: &str, g: Guid, p: u8| s.get(&instance(col, g, p));
     assert_eq!(
-        by_index("pmPortState", leaf.guid, 13).as_deref(),
+        by_index("pmPortState", leaf.id.guid, 13).as_deref(),
         Some("active")
     );
-    let sym_before = num(&by_index("pmPortHCSymbolErrors", leaf.guid, 13).unwrap());
-    let disc_before = by_index("pmPortCounterDiscontinuityTime", leaf.guid, 13).unwrap();
+    let sym_before = num(&by_index("pmPortHCSymbolErrors", leaf.id.guid, 13).unwrap());
+    let disc_before = by_index("pmPortCounterDiscontinuityTime", leaf.id.guid, 13).unwrap();
 
-    assert!(s.sim.set_link(leaf.guid, 13, false));
+    assert!(s.sim.set_link(leaf.id.guid, 13, false));
     assert!(
         s.sim
-            .add_errors(leaf.guid, 13, traffic::q::SYMBOL_ERRORS, 500)
+            .add_errors(leaf.id.guid, 13, traffic::q::SYMBOL_ERRORS, 500)
     );
     let t0 = Instant::now();
     s.wait_until("both ends down", Duration::from_secs(10), |_| {
-        by_index("pmPortState", leaf.guid, 13).as_deref() == Some("down")
+        by_index("pmPortState", leaf.id.guid, 13).as_deref() == Some("down")
             && by_index("pmPortState", spine, sp).as_deref() == Some("down")
     });
     eprintln!("link down seen through snmpd after {:?}", t0.elapsed());
     s.wait_until("500 symbol errors", Duration::from_secs(10), |_| {
-        by_index("pmPortHCSymbolErrors", leaf.guid, 13)
+        by_index("pmPortHCSymbolErrors", leaf.id.guid, 13)
             .is_some_and(|v| num(&v) >= sym_before + 500.0)
     });
     assert_eq!(
-        by_index("pmPortLinkWidthActive", leaf.guid, 13).as_deref(),
+        by_index("pmPortLinkWidthActive", leaf.id.guid, 13).as_deref(),
         Some("unknown")
     );
     let downed = num(&by_index("pmPortHCLinkDowned", spine, sp).unwrap());
     assert!(downed >= 1.0);
     // No discontinuity: the counters only went up.
     assert_eq!(
-        by_index("pmPortCounterDiscontinuityTime", leaf.guid, 13).unwrap(),
+        by_index("pmPortCounterDiscontinuityTime", leaf.id.guid, 13).unwrap(),
         disc_before
     );
 
-    assert!(s.sim.set_link(leaf.guid, 13, true));
+    assert!(s.sim.set_link(leaf.id.guid, 13, true));
     s.wait_until("back up", Duration::from_secs(10), |_| {
-        by_index("pmPortState", leaf.guid, 13).as_deref() == Some("active")
+        by_index("pmPortState", leaf.id.guid, 13).as_deref() == Some("active")
             && by_index("pmPortLinkSpeedActive", spine, sp).as_deref() == Some("qdr")
     });
 }
@@ -304,7 +304,7 @@ fn a_per_port_clear_clears_the_pma_and_the_64_bit_counter_keeps_counting() {
     let s = Setup::start();
     let fabric = s.sim.fabric();
     let leaf = node(&fabric, "leaf2");
-    let oid = |col: &str| instance(col, leaf.guid, 14);
+    let oid = |col: &str| instance(col, leaf.id.guid, 14);
     let set = |ty: &str, v: &str| {
         SnmpTool::new("snmpset")
             .mibs(true)
@@ -321,7 +321,7 @@ fn a_per_port_clear_clears_the_pma_and_the_64_bit_counter_keeps_counting() {
     };
     assert!(
         s.sim
-            .add_errors(leaf.guid, 14, traffic::q::SYMBOL_ERRORS, 300)
+            .add_errors(leaf.id.guid, 14, traffic::q::SYMBOL_ERRORS, 300)
     );
     s.wait_until(
         "300 symbol errors in the 64-bit table",
@@ -459,7 +459,7 @@ fn an_snmp_exporter_module_generated_from_the_mib_scrapes_every_table() {
     assert_eq!(code, 200, "scrape failed: {body}");
     let fabric = s.sim.fabric();
     let leaf = node(&fabric, "leaf1");
-    let label = format!("pmNodeGuid=\"0x{:016X}\",pmPortNum=\"13\"", leaf.guid.0);
+    let label = format!("pmNodeGuid=\"0x{:016X}\",pmPortNum=\"13\"", leaf.id.guid.0);
     for metric in [
         "pmPortState",
         "pmPortHCOutOctets",
@@ -506,7 +506,7 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
     let switch_ports: usize = fabric
         .nodes
         .iter()
-        .filter(|n| n.node_type == ibpm_agentx::ib::NodeType::Switch)
+        .filter(|n| n.id.node_type == ibpm_agentx::ib::NodeType::Switch)
         .map(|n| n.ports.len())
         .sum();
     let rcv = s.table("pmPortRcvErrorDetailsTable");
@@ -525,23 +525,23 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
     let op = s.table("pmPortOpRcvCountersTable");
     assert_eq!(op.len(), ports(&fabric));
     let node12 = node(&fabric, "node12");
-    assert!(!xmit.contains_key(&key(node12.guid, 1)));
-    assert!(op.contains_key(&key(node12.guid, 1)));
+    assert!(!xmit.contains_key(&key(node12.id.guid, 1)));
+    assert!(op.contains_key(&key(node12.id.guid, 1)));
 
     // pmPortVLTable: 16 rows per port; all simulated traffic is on VL0.
     let vl = s.table("pmPortVLTable");
     assert_eq!(vl.len(), 16 * ports(&fabric));
     for n in &fabric.nodes {
         for p in &n.ports {
-            let wait = num(&hc[&key(n.guid, p.num)]["pmPortHCXmitWait"]);
-            let vl0 = num(&vl[&format!("{}[0]", key(n.guid, p.num))]["pmPortVLXmitWait"]);
+            let wait = num(&hc[&key(n.id.guid, p.num)]["pmPortHCXmitWait"]);
+            let vl0 = num(&vl[&format!("{}[0]", key(n.id.guid, p.num))]["pmPortVLXmitWait"]);
             if wait == 0.0 {
                 assert_eq!(vl0, 0.0);
             } else if wait >= 65535.0 {
                 assert_eq!(vl0, 65535.0, "held at the 16-bit maximum");
             }
             for v in 1..16 {
-                let row = &vl[&format!("{}[{v}]", key(n.guid, p.num))];
+                let row = &vl[&format!("{}[{v}]", key(n.id.guid, p.num))];
                 assert_eq!(num(&row["pmPortVLXmitWait"]), 0.0);
                 assert_eq!(num(&row["pmPortVLOpPackets"]), 0.0);
                 // 0x1B is not answered: the column has no instance.
@@ -552,11 +552,11 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
             }
             // SwPortVLCongestion on switch ports only; PortVLXmitTimeCong
             // has VL0..14.
-            let is_switch = n.node_type == ibpm_agentx::ib::NodeType::Switch;
-            let vl0 = &vl[&format!("{}[0]", key(n.guid, p.num))];
+            let is_switch = n.id.node_type == ibpm_agentx::ib::NodeType::Switch;
+            let vl0 = &vl[&format!("{}[0]", key(n.id.guid, p.num))];
             assert_eq!(has_value(&vl0["pmSwPortVLCongestion"]), is_switch);
             assert!(has_value(&vl0["pmPortVLXmitTimeCong"]));
-            let vl15 = &vl[&format!("{}[15]", key(n.guid, p.num))];
+            let vl15 = &vl[&format!("{}[15]", key(n.id.guid, p.num))];
             assert!(!has_value(&vl15["pmPortVLXmitTimeCong"]), "{vl15:?}");
         }
     }
@@ -573,7 +573,7 @@ fn optional_attribute_tables_have_rows_where_nodes_answer() {
     let (mut congested, mut cabled) = (0, 0);
     for n in &fabric.nodes {
         for p in &n.ports {
-            let k = key(n.guid, p.num);
+            let k = key(n.id.guid, p.num);
             let Some((pg, pp)) = p.remote() else { continue };
             if p.state != Some(ibpm_agentx::ib::PortState::Active) {
                 continue;
@@ -627,7 +627,7 @@ fn fec_counters_follow_each_links_fec_mode() {
                 Hca 1 \"H-2\"\n[1] \"S-1\"[2] # lid 1 4xFDR\n\n\
                 Hca 1 \"H-3\"\n[1] \"S-1\"[3] # lid 1 4xQDR\n";
     let fabric = topology::parse(text).expect("topology");
-    let sw = node(&fabric, "sw").guid;
+    let sw = node(&fabric, "sw").id.guid;
     let s = Setup::start_with(fabric, "[sim]\ntraffic = false\n");
     for port in 1..=3 {
         assert!(

@@ -97,7 +97,7 @@ impl Agent {
         self.fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 2)
+            .find(|n| n.id.node_type == NodeType::Ca && n.ports.len() == 2)
             .unwrap()
     }
 
@@ -105,7 +105,7 @@ impl Agent {
         self.fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == NodeType::Switch)
+            .find(|n| n.id.node_type == NodeType::Switch)
             .unwrap()
     }
 
@@ -116,7 +116,12 @@ impl Agent {
 }
 
 fn index(node: &Node) -> String {
-    node.guid.0.to_be_bytes().map(|b| b.to_string()).join(".")
+    node.id
+        .guid
+        .0
+        .to_be_bytes()
+        .map(|b| b.to_string())
+        .join(".")
 }
 
 fn oid(table: u32, column: u32, node: &Node) -> String {
@@ -310,7 +315,7 @@ fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
     let xmit = oid(4, 15, ca);
     let before = gauge(&t, &xmit);
     assert!(before > 0);
-    a.sim.set_reachable(ca.guid, false);
+    a.sim.set_reachable(ca.id.guid, false);
     let t0 = Instant::now();
     expect_error(
         set(&t, "private", &[&xmit, "u", "0"]),
@@ -329,7 +334,7 @@ fn a_node_that_stops_answering_gets_commit_failed_within_the_deadline() {
     assert_eq!(gauge(&t, &xmit), before);
     // The node answers again, but for one sweep interval after the failed
     // write the agent refuses writes to it at TestSet, without a MAD.
-    a.sim.set_reachable(ca.guid, true);
+    a.sim.set_reachable(ca.id.guid, true);
     expect_error(
         set(&t, "private", &[&xmit, "u", "0"]),
         "resourceUnavailable",
@@ -351,11 +356,11 @@ fn a_set_to_a_node_marked_unreachable_is_refused_at_once() {
     let t = a.target();
     let ca = a.dual_port_ca();
     let xmit = oid(4, 15, ca);
-    a.sim.set_reachable(ca.guid, false);
+    a.sim.set_reachable(ca.id.guid, false);
     // Wait for the sweeper to mark the node unreachable (3 sweeps).
     let cache = std::sync::Arc::clone(a.running.as_ref().unwrap().cache());
     let t0 = Instant::now();
-    while cache.load().node(ca.guid).is_some_and(|n| n.reachable) {
+    while cache.load().node(ca.id.guid).is_some_and(|n| n.reachable) {
         assert!(t0.elapsed() < Duration::from_secs(10), "never unreachable");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -384,7 +389,7 @@ fn a_set_to_a_node_marked_unreachable_is_refused_at_once() {
 
 /// PortCountersExtended XmitData of a switch port, straight from the PMA.
 fn ext_xmit_data(a: &Agent, node: &Node, port: u8) -> u64 {
-    rig::port_counters_extended(&a.sim, node.lid, port).xmit_data
+    rig::port_counters_extended(&a.sim, node.id.lid, port).xmit_data
 }
 
 #[test]

@@ -54,7 +54,7 @@ fn optional_attributes_nodes_do_not_answer_are_reported_once_per_set() {
     let switches = fabric
         .nodes
         .iter()
-        .filter(|n| n.node_type == ibpm_agentx::ib::NodeType::Switch)
+        .filter(|n| n.id.node_type == ibpm_agentx::ib::NodeType::Switch)
         .count();
     let cas = fabric.nodes.len() - switches;
     let mut stats = Vec::new();

@@ -43,14 +43,14 @@ fn a_hostile_node_description_is_logged_escaped() {
         .fabric()
         .nodes
         .into_iter()
-        .find(|n| &*n.description == HOSTILE)
+        .find(|n| &*n.id.description == HOSTILE)
         .expect("the description is kept as the file gives it");
 
     let text = common::capture_log(|| {
         rig.sweep();
-        rig.sim.set_reachable(host.guid, false);
+        rig.sim.set_reachable(host.id.guid, false);
         rig.sweep();
-        rig.sim.set_reachable(host.guid, true);
+        rig.sim.set_reachable(host.id.guid, true);
         rig.sweep();
     });
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("h1")).collect();

@@ -13,7 +13,7 @@ const FILE: &str = "tests/fixtures/topology/generations.net";
 fn node<'a>(f: &'a Fabric, desc: &str) -> &'a Node {
     f.nodes
         .iter()
-        .find(|n| &*n.description == desc)
+        .find(|n| &*n.id.description == desc)
         .unwrap_or_else(|| panic!("no node {desc}"))
 }
 
@@ -28,12 +28,12 @@ fn every_generation_reads_as_ibnetdiscover_wrote_it() {
     let (f, warnings) = parse_with_warnings(&std::fs::read_to_string(FILE).unwrap()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let q2 = node(&f, "MF0;gpu-sw-01:MQM9700/U1");
-    assert_eq!(q2.num_ports, 129);
+    assert_eq!(q2.id.num_ports, 129);
     assert_eq!(q2.ports.len(), 130, "ports 0..=129, port 0 enhanced");
-    assert_eq!(q2.lid, 1);
+    assert_eq!(q2.id.lid, 1);
     assert_eq!(q2.port(129).unwrap().remote(), None);
     let cx7 = node(&f, "gpu01 mlx5_0");
-    assert_eq!(cx7.port(1).unwrap().remote(), Some((q2.guid, 1)));
+    assert_eq!(cx7.port(1).unwrap().remote(), Some((q2.id.guid, 1)));
     // Split ports at NDR200, one trained at 1x; the ISL at 2x NDR.
     let sw = "MF0;gpu-sw-01:MQM9700/U1";
     assert_eq!(link(&f, sw, 1), (Some(W::X2), Some(S::Ndr), Some(200_000)));
@@ -45,7 +45,11 @@ fn every_generation_reads_as_ibnetdiscover_wrote_it() {
     assert_eq!(link(&f, sw, 65), (Some(W::X2), Some(S::Ndr), Some(200_000)));
     // EDR and a link that came up at DDR.
     let sib = "SwitchIB Mellanox Technologies";
-    let sibs: Vec<&Node> = f.nodes.iter().filter(|n| &*n.description == sib).collect();
+    let sibs: Vec<&Node> = f
+        .nodes
+        .iter()
+        .filter(|n| &*n.id.description == sib)
+        .collect();
     assert_eq!(sibs.len(), 2);
     let p = |n: &Node, k: u8| {
         let p = n.port(k).unwrap();

@@ -185,9 +185,9 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
         let n = ours
             .node(Guid(*guid))
             .unwrap_or_else(|| panic!("{name}: ibsim has node {guid:#x}, parser does not"));
-        assert_eq!(n.node_type, s.node_type, "{name}: type of {guid:#x}");
+        assert_eq!(n.id.node_type, s.node_type, "{name}: type of {guid:#x}");
         assert_eq!(
-            &*n.description, s.description,
+            &*n.id.description, s.description,
             "{name}: description of {guid:#x}"
         );
         let cabled = n.ports.iter().filter(|p| p.remote().is_some()).count();
@@ -210,10 +210,10 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
     // ibnetdiscover's width/speed comments) describes the same fabric.
     let back = topology::parse(text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
     for n in &back.nodes {
-        let o = ours.node(n.guid).unwrap();
+        let o = ours.node(n.id.guid).unwrap();
         assert_eq!(
-            (n.node_type, &n.description, n.sys_guid),
-            (o.node_type, &o.description, o.sys_guid),
+            (n.id.node_type, &n.id.description, n.id.sys_guid),
+            (o.id.node_type, &o.id.description, o.id.sys_guid),
             "{name}"
         );
         for p in n.ports.iter().filter(|p| p.remote().is_some()) {
@@ -222,7 +222,7 @@ fn compare(name: &str, ours: &Fabric, text: &str) {
                 (p.guid, p.remote(), &p.width, &p.speed),
                 (op.guid, op.remote(), &op.width, &op.speed),
                 "{name}: {}[{}]",
-                n.description,
+                n.id.description,
                 p.num
             );
         }

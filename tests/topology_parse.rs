@@ -11,7 +11,7 @@ const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 fn node<'a>(f: &'a Fabric, desc: &str) -> &'a ibpm_agentx::ib::Node {
     f.nodes
         .iter()
-        .find(|n| &*n.description == desc)
+        .find(|n| &*n.id.description == desc)
         .unwrap_or_else(|| panic!("no node {desc}"))
 }
 
@@ -21,30 +21,30 @@ fn guids_match_what_ibsim_assigned() {
     // (tests/fixtures/pm/README.md): HCAs from 0x100000 taking ports+1 GUIDs
     // each, switches from 0x200000 one each.
     let f = topology::load(&Path::new(EXAMPLES).join("net.2sw2path4hca")).unwrap();
-    assert_eq!(node(&f, "Switch1").guid, Guid(0x200000));
-    assert_eq!(node(&f, "Switch2").guid, Guid(0x200001));
-    assert_eq!(node(&f, "Hca1").guid, Guid(0x100000));
-    assert_eq!(node(&f, "Hca2").guid, Guid(0x100003));
-    assert_eq!(node(&f, "Hca3").guid, Guid(0x100006));
-    assert_eq!(node(&f, "Hca4").guid, Guid(0x100009));
+    assert_eq!(node(&f, "Switch1").id.guid, Guid(0x200000));
+    assert_eq!(node(&f, "Switch2").id.guid, Guid(0x200001));
+    assert_eq!(node(&f, "Hca1").id.guid, Guid(0x100000));
+    assert_eq!(node(&f, "Hca2").id.guid, Guid(0x100003));
+    assert_eq!(node(&f, "Hca3").id.guid, Guid(0x100006));
+    assert_eq!(node(&f, "Hca4").id.guid, Guid(0x100009));
     let h4 = node(&f, "Hca4");
     assert_eq!(h4.port(1).unwrap().guid, Guid(0x10000a));
     assert_eq!(h4.port(2).unwrap().guid, Guid(0x10000b));
     assert_eq!(h4.port(1).unwrap().remote(), Some((Guid(0x200001), 2)));
     assert_eq!(h4.port(2).unwrap().remote(), None);
-    assert_eq!(h4.sys_guid, h4.guid);
+    assert_eq!(h4.id.sys_guid, h4.id.guid);
     let s1 = node(&f, "Switch1");
-    assert_eq!(s1.node_type, NodeType::Switch);
-    assert_eq!(s1.num_ports, 8);
+    assert_eq!(s1.id.node_type, NodeType::Switch);
+    assert_eq!(s1.id.num_ports, 8);
     assert_eq!(s1.ports.len(), 8);
-    assert!(s1.ports.iter().all(|p| p.guid == s1.guid));
+    assert!(s1.ports.iter().all(|p| p.guid == s1.id.guid));
     assert_eq!(s1.port(3).unwrap().remote(), Some((Guid(0x200001), 3)));
     assert_eq!(s1.port(3).unwrap().width.map(|w| w.name()), Some("4x"));
     assert_eq!(s1.port(3).unwrap().speed.map(|s| s.name()), Some("SDR"));
     assert_eq!(s1.port(4).unwrap().width, None);
-    assert!(f.nodes.iter().all(|n| n.lid == 0));
+    assert!(f.nodes.iter().all(|n| n.id.lid == 0));
     // Sorted by GUID.
-    assert!(f.nodes.windows(2).all(|w| w[0].guid < w[1].guid));
+    assert!(f.nodes.windows(2).all(|w| w[0].id.guid < w[1].id.guid));
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn all_examples_parse_and_links_are_symmetric() {
             for port in &node.ports {
                 if let Some((rg, rp)) = port.remote() {
                     let back = f.node(rg).unwrap().port(rp).unwrap();
-                    assert_eq!(back.remote(), Some((node.guid, port.num)));
+                    assert_eq!(back.remote(), Some((node.id.guid, port.num)));
                 }
             }
         }
@@ -92,25 +92,28 @@ Ca	2 "H-0002c9000101d150"		# "mtlab1"
 fn ibnetdiscover_output_with_guid_lines() {
     let f = topology::parse(IBNETDISCOVER_TEXT).unwrap();
     let sw = f.node(Guid(0x8f10400411a08)).unwrap();
-    assert_eq!(&*sw.description, "ISR9024 Voltaire");
-    assert_eq!(sw.sys_guid, Guid(0x8f10400411a0b));
-    assert_eq!(sw.lid, 6);
+    assert_eq!(&*sw.id.description, "ISR9024 Voltaire");
+    assert_eq!(sw.id.sys_guid, Guid(0x8f10400411a0b));
+    assert_eq!(sw.id.lid, 6);
     assert_eq!(sw.port(1).unwrap().lid, 6);
     let ca = f.node(Guid(0x8f10403960558)).unwrap();
-    assert_eq!(ca.node_type, NodeType::Ca);
-    assert_eq!(ca.sys_guid, ca.guid, "sysimgguid applies to one node only");
+    assert_eq!(ca.id.node_type, NodeType::Ca);
+    assert_eq!(
+        ca.id.sys_guid, ca.id.guid,
+        "sysimgguid applies to one node only"
+    );
     let p2 = ca.port(2).unwrap();
     assert_eq!(p2.guid, Guid(0x8f1040396055a));
     assert_eq!(p2.lid, 2);
-    assert_eq!(p2.remote(), Some((sw.guid, 1)));
+    assert_eq!(p2.remote(), Some((sw.id.guid, 1)));
     assert_eq!(
         (p2.width.map(|w| w.name()), p2.speed.map(|s| s.name())),
         (Some("4x"), Some("DDR"))
     );
     assert_eq!(ca.port(1).unwrap().lid, 0);
-    assert_eq!(ca.lid, 0, "node LID is port 1's");
+    assert_eq!(ca.id.lid, 0, "node LID is port 1's");
     let lab = f.node(Guid(0x2c9000101d150)).unwrap();
-    assert_eq!(lab.lid, 7);
+    assert_eq!(lab.id.lid, 7);
     assert_eq!(lab.port(1).unwrap().width.map(|w| w.name()), Some("1x"));
     assert_eq!(sw.port(3).unwrap().speed.map(|s| s.name()), Some("SDR"));
 }
@@ -124,8 +127,8 @@ fn relative_guid_base_and_options() {
     assert_eq!(a.port(1).unwrap().width.map(|w| w.name()), Some("12x"));
     assert_eq!(a.port(1).unwrap().speed.map(|s| s.name()), Some("QDR"));
     let s = f.node(Guid(7)).unwrap();
-    assert_eq!(&*s.description, "plain text");
-    assert_eq!(s.lid, 3);
+    assert_eq!(&*s.id.description, "plain text");
+    assert_eq!(s.id.lid, 3);
 }
 
 fn fails(text: &str) -> TopologyError {
@@ -226,22 +229,22 @@ fn default_fabric_shape() {
     let switches: Vec<_> = f
         .nodes
         .iter()
-        .filter(|n| n.node_type == NodeType::Switch)
+        .filter(|n| n.id.node_type == NodeType::Switch)
         .collect();
     let cas: Vec<_> = f
         .nodes
         .iter()
-        .filter(|n| n.node_type == NodeType::Ca)
+        .filter(|n| n.id.node_type == NodeType::Ca)
         .collect();
     assert_eq!(switches.len(), 6);
     assert_eq!(cas.len(), 12);
-    assert!(cas.iter().any(|c| c.num_ports == 1));
-    let dual: Vec<_> = cas.iter().filter(|c| c.num_ports == 2).collect();
+    assert!(cas.iter().any(|c| c.id.num_ports == 1));
+    let dual: Vec<_> = cas.iter().filter(|c| c.id.num_ports == 2).collect();
     assert!(!dual.is_empty());
     for c in dual {
         let a = c.port(1).unwrap().remote().unwrap().0;
         let b = c.port(2).unwrap().remote().unwrap().0;
-        assert_ne!(a, b, "{}: both ports on one leaf", c.description);
+        assert_ne!(a, b, "{}: both ports on one leaf", c.id.description);
     }
     // Every CA port is cabled.
     assert!(

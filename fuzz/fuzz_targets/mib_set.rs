@@ -86,7 +86,7 @@ fn value(b: &mut Bytes) -> Value {
 
 fuzz_target!(|data: &[u8]| {
     with_sim_view(|s| {
-        let guids: Vec<Guid> = s.sim.fabric().nodes.iter().map(|n| n.guid).collect();
+        let guids: Vec<Guid> = s.sim.fabric().nodes.iter().map(|n| n.id.guid).collect();
         let selects = || -> Vec<u8> { guids.iter().map(|&g| s.view.port_select(g)).collect() };
         let mut b = Bytes(data);
         let flags = b.u8();

@@ -110,7 +110,7 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
             // The local adapter is in the discovered fabric; a node that
             // is not (a port without a link) is served by DOCA alone.
             for n in std::mem::take(&mut doca.nodes) {
-                if b.fabric.node(n.guid).is_none() {
+                if b.fabric.node(n.id.guid).is_none() {
                     b.fabric.nodes.push(n);
                 }
             }
@@ -172,13 +172,13 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     let switches = fabric
         .nodes
         .iter()
-        .filter(|n| n.node_type == NodeType::Switch)
+        .filter(|n| n.id.node_type == NodeType::Switch)
         .count();
     let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
     let with_lid = fabric
         .nodes
         .iter()
-        .filter(|n| n.lid != 0 || n.ports.iter().any(|p| p.lid != 0))
+        .filter(|n| n.id.lid != 0 || n.ports.iter().any(|p| p.lid != 0))
         .count();
     info!(
         nodes = fabric.nodes.len(),
@@ -285,7 +285,7 @@ pub(super) fn spawn_rediscovery(
                 let (what, result) = match what {
                     Rediscover::Discover => ("rediscovery", source.discover(&shutdown)),
                     Rediscover::Refresh => {
-                        let known = state.lock().fabric().clone();
+                        let known = state.lock().fabric();
                         ("port info refresh", source.refresh(&known, &shutdown))
                     }
                 };

@@ -335,8 +335,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         poll,
         cfg.control(),
     ));
-    let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache))
-        .with_controller(Arc::clone(&controller));
+    let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
     if let Some(path) = state_file_path(
         cfg.fabric.state_file.as_deref(),
         std::env::var_os("STATE_DIRECTORY"),

@@ -6,7 +6,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::ib::{Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
+use crate::ib::{
+    Guid, LinkSpeed, LinkWidth, Node, NodeIdentity, NodeType, PhysState, Port, PortState,
+};
 
 /// One InfiniBand device (`mlx5_0`) of this host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -232,14 +234,16 @@ pub fn check_firmware(fw: &str) -> Result<(), FirmwareError> {
 /// The fabric node of a local device.
 pub fn node(d: &IbDev) -> Node {
     Node {
-        guid: d.node_guid,
-        sys_guid: d.sys_guid,
-        node_type: NodeType::Ca,
-        vendor_id: 0x02c9,
-        device_id: 0,
-        description: d.description.as_str().into(),
-        num_ports: d.ports.iter().map(|p| p.num).max().unwrap_or(0),
-        lid: d.ports.first().map_or(0, |p| p.lid),
+        id: NodeIdentity {
+            guid: d.node_guid,
+            sys_guid: d.sys_guid,
+            node_type: NodeType::Ca,
+            vendor_id: 0x02c9,
+            device_id: 0,
+            description: d.description.as_str().into(),
+            num_ports: d.ports.iter().map(|p| p.num).max().unwrap_or(0),
+            lid: d.ports.first().map_or(0, |p| p.lid),
+        },
         ports: d.ports.clone(),
     }
 }

@@ -239,7 +239,7 @@ pub fn open(cfg: &DocaSection) -> Result<Opened, String> {
             .collect();
         for &(lp, g, p) in &locals {
             ports.push((g, p));
-            if !nodes.iter().any(|n| n.guid == g)
+            if !nodes.iter().any(|n| n.id.guid == g)
                 && let Some(d) = all.iter().find(|d| d.node_guid == g)
             {
                 nodes.push(local::node(d));

@@ -68,7 +68,7 @@ impl Snapshot {
     /// node's: done when a snapshot is stored, and by a patch only when it
     /// changes a description).
     fn find_shared_descriptions(&mut self) {
-        let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| &n.description).collect();
+        let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| &n.id.description).collect();
         all.sort_unstable();
         let mut shared: Vec<Arc<str>> = all
             .windows(2)
@@ -96,7 +96,7 @@ impl Snapshot {
 
     pub fn node(&self, guid: Guid) -> Option<&NodeRecord> {
         self.nodes
-            .binary_search_by_key(&guid, |n| n.guid)
+            .binary_search_by_key(&guid, |n| n.id.guid)
             .ok()
             .map(|i| &*self.nodes[i])
     }
@@ -154,9 +154,12 @@ impl Cache {
                 notify: cur.notify,
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
             };
-            let renamed = match (next.nodes.binary_search_by_key(&guid, |n| n.guid), &record) {
+            let renamed = match (
+                next.nodes.binary_search_by_key(&guid, |n| n.id.guid),
+                &record,
+            ) {
                 (Ok(i), Some(r)) => {
-                    let renamed = next.nodes[i].description != r.description;
+                    let renamed = next.nodes[i].id.description != r.id.description;
                     next.nodes[i] = Arc::clone(r);
                     renamed
                 }

@@ -18,7 +18,7 @@ use tracing::{debug, warn};
 use super::cache::Cache;
 use super::engine::{Clock, Engine, EngineConfig, MadOutcome, MadRequest, system_clock};
 use super::mads::{get, port_counters_data};
-use super::state::{FabricState, SharedState, Slot};
+use super::state::{SharedState, Slot};
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::mad::{attr, method, status};
@@ -164,8 +164,8 @@ impl Controller {
     pub fn write(&self, ops: &[WriteOp]) -> Vec<Result<(), WriteError>> {
         let mut results: Vec<Result<(), WriteError>> = vec![Err(WriteError::Timeout); ops.len()];
         let mut reqs = Vec::new();
-        // (op index, node index, port index for a one-port clear)
-        let mut meta: Vec<(usize, usize, Option<usize>)> = Vec::new();
+        // (op index, node index, port number for a one-port clear)
+        let mut meta: Vec<(usize, usize, Option<u8>)> = Vec::new();
         {
             let st = self.state.lock();
             for (oi, op) in ops.iter().enumerate() {
@@ -173,16 +173,16 @@ impl Controller {
                     results[oi] = Err(WriteError::UnknownNode);
                     continue;
                 };
-                let node = &st.fabric().nodes[ni];
-                let (to, data, attr_id, pi) = match op {
+                let node = st.node(ni);
+                let (to, data, attr_id, num) = match op {
                     WriteOp::ClearCounters {
                         port,
                         select,
                         select2,
                         ..
                     } => {
-                        let pi = node.ports.iter().position(|p| p.num == *port);
-                        let to = match node.node_type {
+                        let pi = st.port_position(ni, *port);
+                        let to = match node.id.node_type {
                             NodeType::Switch => st.pma(ni, None),
                             _ => pi.and_then(|pi| st.pma(ni, Some(pi))),
                         };
@@ -191,7 +191,7 @@ impl Controller {
                             to,
                             data,
                             attr::PORT_COUNTERS,
-                            pi.filter(|_| *port != ALL_PORTS),
+                            pi.map(|_| *port).filter(|_| *port != ALL_PORTS),
                         )
                     }
                     WriteOp::SamplesControl { control, .. } => {
@@ -211,7 +211,7 @@ impl Controller {
                     attr_mod: 0,
                     data,
                 });
-                meta.push((oi, ni, pi));
+                meta.push((oi, ni, num));
             }
         }
         if reqs.is_empty() {
@@ -231,9 +231,9 @@ impl Controller {
         let mut readback_slots = Vec::new();
         {
             let mut st = self.state.lock();
-            let mut answered = vec![false; st.fabric().nodes.len()];
+            let mut answered = vec![false; st.node_count()];
             for (ri, outcome) in outcomes.into_iter().enumerate() {
-                let (oi, ni, pi) = meta[ri];
+                let (oi, ni, num) = meta[ri];
                 let (outcome, at) = outcome.unwrap_or((MadOutcome::Timeout, sent));
                 results[oi] = match &outcome {
                     MadOutcome::Reply { status: s, .. } if s & !status::REDIRECT == 0 => Ok(()),
@@ -261,25 +261,29 @@ impl Controller {
                 }
                 touched.insert(ni);
                 match &ops[oi] {
-                    WriteOp::ClearCounters { .. } => match pi {
+                    // The port by its number: a merge meanwhile may have
+                    // given the node other ports.
+                    WriteOp::ClearCounters { .. } => match num {
                         // The Set's reply shows the port after the clear.
-                        Some(pi) => {
-                            st.mark_agent_clear(ni, pi);
-                            st.apply(Slot::Counters(ni, pi), outcome, (sent, at), &mut answered)
+                        Some(num) => {
+                            if let Some(pi) = st.port_position(ni, num) {
+                                st.mark_agent_clear(ni, pi);
+                                st.apply(Slot::Counters(ni, pi), outcome, (sent, at), &mut answered)
+                            }
                         }
                         None => {
-                            let ports = st.fabric().nodes[ni].ports.len();
+                            let ports = st.node(ni).ports.len();
                             for pi in 0..ports {
                                 st.mark_agent_clear(ni, pi);
                             }
-                            for (pi, p) in st.fabric().nodes[ni].ports.iter().enumerate() {
+                            for (pi, p) in st.node(ni).ports.iter().enumerate() {
                                 if let Some(to) = st.pma(ni, Some(pi)) {
                                     readback.push(get(
                                         to,
                                         attr::PORT_COUNTERS,
-                                        port_counters_data(p.num, 0, 0),
+                                        port_counters_data(p.num(), 0, 0),
                                     ));
-                                    readback_slots.push(Slot::Counters(ni, pi));
+                                    readback_slots.push((Slot::Counters(ni, pi), Some(p.num())));
                                 }
                             }
                         }
@@ -290,7 +294,7 @@ impl Controller {
                         if let Some(to) = st.pma(ni, Some(0)) {
                             for (attr_id, slot) in st.sample_results(ni) {
                                 readback.push(get(to, attr_id, [0; 192]));
-                                readback_slots.push(slot);
+                                readback_slots.push((slot, None));
                             }
                         }
                         self.watch
@@ -306,8 +310,15 @@ impl Controller {
             let state = &self.state;
             engine.run_at(&readback, |i, o, now| {
                 let mut st = state.lock();
-                let mut answered = vec![false; st.fabric().nodes.len()];
-                st.apply(readback_slots[i], o, (sent, now), &mut answered);
+                let slot = match readback_slots[i] {
+                    (Slot::Counters(ni, _), Some(num)) => match st.port_position(ni, num) {
+                        Some(pi) => Slot::Counters(ni, pi),
+                        None => return,
+                    },
+                    (slot, _) => slot,
+                };
+                let mut answered = vec![false; st.node_count()];
+                st.apply(slot, o, (sent, now), &mut answered);
             });
         }
         drop(engine);
@@ -321,7 +332,7 @@ impl Controller {
     /// Re-read the nodes with a running sample once; stop watching those
     /// whose sample completed (or that stopped answering).
     pub fn poll_samples(&self) {
-        // Held throughout: node indexes stay valid (see `quiesced`).
+        // Held throughout: one poll at a time.
         let mut engine = self.poller.lock().unwrap_or_else(|e| e.into_inner());
         let watched: Vec<usize> = self
             .watch
@@ -349,7 +360,7 @@ impl Controller {
             }
         }
         let sent = (self.clock)();
-        let mut answered = vec![false; self.state.lock().fabric().nodes.len()];
+        let mut answered = vec![false; self.state.lock().node_count()];
         {
             let state = &self.state;
             engine.run_at(&reqs, |i, o, now| {
@@ -364,12 +375,12 @@ impl Controller {
                 let finished = self
                     .cache
                     .load()
-                    .node(st.fabric().nodes[ni].guid)
+                    .node(st.node(ni).id.guid)
                     .and_then(|r| r.samples_control.as_deref().copied())
                     .is_none_or(|c| c.sample_status == STATUS_DONE);
                 if finished || !answered[ni] {
                     if !answered[ni] {
-                        warn!(node = %st.fabric().nodes[ni].guid, "node stopped answering during a sample");
+                        warn!(node = %st.node(ni).id.guid, "node stopped answering during a sample");
                     }
                     done.push(ni);
                 }
@@ -382,24 +393,6 @@ impl Controller {
             w.remove(&ni);
         }
         drop(engine);
-    }
-
-    /// Run `f` on the state while no write or sample poll is in flight
-    /// (both hold their engine's lock for their whole round), so that it
-    /// may renumber nodes and ports; the nodes with a running sample keep
-    /// being watched under their new numbers.
-    pub fn quiesced<T>(&self, f: impl FnOnce(&mut FabricState) -> T) -> T {
-        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let _poller = self.poller.lock().unwrap_or_else(|e| e.into_inner());
-        let mut st = self.state.lock();
-        let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
-        let guids: Vec<Guid> = w
-            .iter()
-            .filter_map(|&ni| st.fabric().nodes.get(ni).map(|n| n.guid))
-            .collect();
-        let out = f(&mut st);
-        *w = guids.into_iter().filter_map(|g| st.node_index(g)).collect();
-        out
     }
 
     /// Poll running samples every `poll_interval` until `shutdown`.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
-use crate::ib::{Fabric, FecMode, Guid, Node, NodeType, PhysState, Port, PortState};
+use crate::ib::{Fabric, FecMode, Guid, Node, NodeIdentity, NodeType, PhysState, Port, PortState};
 pub use crate::smp::{
     ATTR_MLNX_EXT_PORT_INFO, ATTR_NODE_DESC, ATTR_NODE_INFO, ATTR_PORT_INFO,
     ATTR_PORT_INFO_EXTENDED, ATTR_SWITCH_INFO, CAP_EXT_SPEEDS, CLASS_SMP_DIRECTED, MAX_HOPS,
@@ -295,7 +295,7 @@ pub fn refresh_port_info(
         w.opts.max_hops,
     );
     for n in &known.nodes {
-        let Some(path) = routes.get(&n.guid) else {
+        let Some(path) = routes.get(&n.id.guid) else {
             continue;
         };
         let idx = w.nodes.len();
@@ -307,35 +307,35 @@ pub fn refresh_port_info(
             .collect();
         w.nodes.push(NodeBuild {
             info: NodeInfo {
-                node_type: match n.node_type {
+                node_type: match n.id.node_type {
                     NodeType::Switch => 2,
                     NodeType::Router => 3,
                     NodeType::Ca => 1,
                 },
-                num_ports: n.num_ports,
-                sys_guid: n.sys_guid.0,
-                node_guid: n.guid.0,
-                port_guid: n.ports.first().map_or(n.guid.0, |p| p.guid.0),
-                device_id: n.device_id,
-                local_port: if n.guid.0 == local.node_guid {
+                num_ports: n.id.num_ports,
+                sys_guid: n.id.sys_guid.0,
+                node_guid: n.id.guid.0,
+                port_guid: n.ports.first().map_or(n.id.guid.0, |p| p.guid.0),
+                device_id: n.id.device_id,
+                local_port: if n.id.guid.0 == local.node_guid {
                     local.local_port
                 } else {
                     0
                 },
-                vendor_id: n.vendor_id,
+                vendor_id: n.id.vendor_id,
             },
-            desc: Some(n.description.to_string()),
+            desc: Some(n.id.description.to_string()),
             path: path.clone(),
             port0: None,
             enhanced_port0: n.port(0).is_some(),
             ports,
         });
-        w.by_guid.insert(n.guid.0, idx);
+        w.by_guid.insert(n.id.guid.0, idx);
     }
     // The links as `known` has them (both ends reached).
     for n in &known.nodes {
         for p in &n.ports {
-            if let (Some(&a), Some((rg, rp))) = (w.by_guid.get(&n.guid.0), p.remote())
+            if let (Some(&a), Some((rg, rp))) = (w.by_guid.get(&n.id.guid.0), p.remote())
                 && let Some(&b) = w.by_guid.get(&rg.0)
                 && let Some(pb) = w.nodes[a].ports.get_mut(&p.num)
             {
@@ -360,11 +360,11 @@ pub fn refresh_port_info(
     // A port that did not answer (its node is gone, or the route to it
     // broke) keeps what `known` says of it; so does a switch's LID.
     for n in &mut fabric.nodes {
-        let Some(old) = known.node(n.guid) else {
+        let Some(old) = known.node(n.id.guid) else {
             continue;
         };
-        if n.lid == 0 {
-            n.lid = old.lid;
+        if n.id.lid == 0 {
+            n.id.lid = old.id.lid;
         }
         for p in &mut n.ports {
             let Some(o) = old.port(p.num) else {
@@ -383,7 +383,7 @@ pub fn refresh_port_info(
     }
     // Nodes no route reached keep what `known` says of them.
     for n in &known.nodes {
-        if !routes.contains_key(&n.guid) {
+        if !routes.contains_key(&n.id.guid) {
             fabric.nodes.push(n.clone());
         }
     }
@@ -457,13 +457,13 @@ fn routes_from(
     routes.insert(local, Vec::new());
     let mut queue = std::collections::VecDeque::from([start]);
     while let Some(n) = queue.pop_front() {
-        let path = routes[&n.guid].clone();
-        let is_local = n.guid == local;
-        if path.len() >= max_hops || (n.node_type != NodeType::Switch && !is_local) {
+        let path = routes[&n.id.guid].clone();
+        let is_local = n.id.guid == local;
+        if path.len() >= max_hops || (n.id.node_type != NodeType::Switch && !is_local) {
             continue;
         }
         for p in &n.ports {
-            if is_local && n.node_type != NodeType::Switch && p.num != local_port {
+            if is_local && n.id.node_type != NodeType::Switch && p.num != local_port {
                 continue;
             }
             let Some((rg, _)) = p.remote() else { continue };
@@ -804,18 +804,20 @@ impl Walk {
                 ports.iter().map(|p| p.lid).find(|&l| l != 0).unwrap_or(0)
             };
             fabric.nodes.push(Node {
-                guid: Guid(n.info.node_guid),
-                sys_guid: Guid(n.info.sys_guid),
-                vendor_id: n.info.vendor_id,
-                device_id: n.info.device_id,
-                node_type: match n.info.node_type {
-                    2 => NodeType::Switch,
-                    3 => NodeType::Router,
-                    _ => NodeType::Ca,
+                id: NodeIdentity {
+                    guid: Guid(n.info.node_guid),
+                    sys_guid: Guid(n.info.sys_guid),
+                    vendor_id: n.info.vendor_id,
+                    device_id: n.info.device_id,
+                    node_type: match n.info.node_type {
+                        2 => NodeType::Switch,
+                        3 => NodeType::Router,
+                        _ => NodeType::Ca,
+                    },
+                    description: n.desc.as_deref().unwrap_or_default().into(),
+                    num_ports: n.info.num_ports,
+                    lid,
                 },
-                description: n.desc.as_deref().unwrap_or_default().into(),
-                num_ports: n.info.num_ports,
-                lid,
                 ports,
             });
         }
@@ -1080,15 +1082,15 @@ mod tests {
         let fab = discover(&mut f, &quick()).unwrap();
         assert_eq!(fab.nodes.len(), 4);
         let ca = fab.node(Guid(0x30)).unwrap();
-        assert_eq!(ca.node_type, NodeType::Ca);
-        assert_eq!(&*ca.description, "node30");
+        assert_eq!(ca.id.node_type, NodeType::Ca);
+        assert_eq!(&*ca.id.description, "node30");
         let nums: Vec<u8> = ca.ports.iter().map(|p| p.num).collect();
         assert_eq!(nums, [1, 2]);
         assert_eq!(ca.ports[0].remote(), Some((Guid(0x200), 1)));
         assert_eq!(ca.ports[1].remote(), Some((Guid(0x100), 7)));
         assert_eq!(ca.ports[1].lid, 0x32);
         assert_eq!(ca.ports[1].guid, Guid(0x32));
-        assert_eq!(ca.lid, 0x31);
+        assert_eq!(ca.id.lid, 0x31);
         let sw = fab.node(Guid(0x100)).unwrap();
         assert_eq!(sw.ports.len(), 8, "a base port 0 is not listed");
         // An enhanced port 0 is a port of its own: Active, no peer.
@@ -1103,7 +1105,7 @@ mod tests {
         assert_eq!(sw.port(1).unwrap().fec, Some(FecMode::FireCode));
         assert_eq!(sw.port(5).unwrap().fec, None, "down");
         assert_eq!(sw2.port(1).unwrap().fec, None, "no PortInfoExtended");
-        assert_eq!(sw.lid, 0x100);
+        assert_eq!(sw.id.lid, 0x100);
         assert_eq!(sw.port(4).unwrap().remote(), Some((Guid(0x200), 4)));
         assert_eq!(sw.port(7).unwrap().remote(), Some((Guid(0x30), 2)));
         assert_eq!(sw.port(5).unwrap().remote(), None);
@@ -1124,7 +1126,7 @@ mod tests {
         let ports: usize = known
             .nodes
             .iter()
-            .map(|n| n.ports.len() + usize::from(n.node_type == NodeType::Switch))
+            .map(|n| n.ports.len() + usize::from(n.id.node_type == NodeType::Switch))
             .sum();
         // One of the parallel switch links goes down (both ends), and CA
         // 0x30 stops answering.
@@ -1143,7 +1145,7 @@ mod tests {
         assert_eq!(sw.port(3).unwrap().remote(), Some((Guid(0x200), 3)));
         let sw2 = fresh.node(Guid(0x200)).unwrap();
         assert_eq!(sw2.port(4).unwrap().state, Some(PortState::Down));
-        assert_eq!((sw2.lid, sw2.port(1).unwrap().lid), (0x200, 0x200));
+        assert_eq!((sw2.id.lid, sw2.port(1).unwrap().lid), (0x200, 0x200));
         // The silent CA keeps what was known of it.
         assert_eq!(fresh.node(Guid(0x30)), known.node(Guid(0x30)));
         assert_eq!(fresh.nodes.len(), known.nodes.len());
@@ -1163,7 +1165,7 @@ mod tests {
         f.nodes[2].silent = true;
         let (fab, stats) = discover_with_stats(&mut f, &quick()).unwrap();
         // 0x200 is gone; 0x30 is still reached through its second port.
-        let guids: Vec<u64> = fab.nodes.iter().map(|n| n.guid.0).collect();
+        let guids: Vec<u64> = fab.nodes.iter().map(|n| n.id.guid.0).collect();
         assert_eq!(guids, [0x10, 0x30, 0x100]);
         assert!(stats.timeouts >= 2, "{stats:?}");
         assert!(

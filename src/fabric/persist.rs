@@ -338,7 +338,7 @@ mod restart {
             .flat_map(|n| {
                 n.ports.iter().map(move |p| {
                     let t = std::array::from_fn(|k| p.hc.shown(k));
-                    (n.guid, p.num(), t)
+                    (n.id.guid, p.num(), t)
                 })
             })
             .collect()

@@ -46,10 +46,9 @@ impl PmGet {
         let attr_id = slot.attr_id()?;
         let (to, port) = match slot {
             Slot::Cpi(ni) => (st.pma(ni, None)?, 0),
-            Slot::Counters(ni, pi) | Slot::Extended(ni, pi) | Slot::Optional(ni, pi, _) => (
-                st.pma(ni, Some(pi))?,
-                st.fabric.nodes.get(ni)?.ports.get(pi)?.num,
-            ),
+            Slot::Counters(ni, pi) | Slot::Extended(ni, pi) | Slot::Optional(ni, pi, _) => {
+                (st.pma(ni, Some(pi))?, st.node(ni).ports.get(pi)?.num())
+            }
             Slot::SamplesControl(ni) | Slot::SamplesResult(ni) | Slot::SamplesResultExt(ni) => {
                 (st.pma(ni, Some(0))?, 0)
             }
@@ -144,15 +143,11 @@ struct Held {
 
 impl SlotStream {
     pub(super) fn new(st: &FabricState) -> SlotStream {
-        let optional = st.cfg.optional_attributes
-            && st
-                .sweep_no
-                .saturating_sub(1)
-                .is_multiple_of(u64::from(st.cfg.optional_every.max(1)));
+        let optional = st.optional_due();
         let mut scratch = Vec::new();
         let mut plan = Vec::new();
         let mut total = 0;
-        for ni in 0..st.fabric.nodes.len() {
+        for ni in 0..st.node_count() {
             scratch.clear();
             node_slots(st, ni, optional, true, &mut scratch);
             if !scratch.is_empty() {
@@ -224,12 +219,11 @@ impl Slots for SlotStream {
 /// of a sweep (`plan`) counts every port for the probes: by the time the
 /// node's requests are made, its kind may have answered.
 fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut Vec<PackedSlot>) {
-    let s = &st.nodes[ni];
-    let Some(cpi) = s.cpi() else {
+    let Some(cpi) = st.cpi(ni) else {
         return;
     };
-    let kind = st.kind(ni);
-    let node = &st.fabric.nodes[ni];
+    let (kind, health) = (st.kind(ni), st.health(ni));
+    let node = st.node(ni);
     let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
     for pi in ports() {
@@ -243,7 +237,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
         let every_port = if plan {
             !0
         } else {
-            s.health.optional_answered | kind.answered
+            health.optional_answered | kind.answered
         };
         for (i, pi) in ports().enumerate() {
             for k in (0..OPTIONAL_ATTRS.len())
@@ -253,10 +247,9 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
             }
         }
     }
-    if !s.health.no_samples && st.pma(ni, Some(0)).is_some() {
+    if !health.no_samples && st.pma(ni, Some(0)).is_some() {
         out.push(Slot::SamplesControl(ni).into());
-        if plan || s.health.samples_answered || kind.samples_answered || !s.health.samples_silent()
-        {
+        if plan || health.samples_answered || kind.samples_answered || !health.samples_silent() {
             out.extend(
                 st.sample_results(ni)
                     .map(|(_, slot)| PackedSlot::from(slot)),
@@ -272,14 +265,15 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
 pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
     let mut reqs = Vec::new();
     let mut slots = Vec::new();
-    if !st.cfg.clear_near_overflow {
+    if !st.config().clear_near_overflow {
         return (reqs, slots);
     }
-    for (ni, node) in st.fabric.nodes.iter().enumerate() {
+    for ni in 0..st.node_count() {
+        let node = st.node(ni);
         // A node with 64-bit error counters is never cleared: its
         // totals come from PortCountersExtended, which does not
         // saturate.
-        let wide = st.nodes[ni].cpi().map(|c| c.wide_counters());
+        let wide = st.cpi(ni).map(|c| c.wide_counters());
         if wide == Some(WideCounters::All) {
             continue;
         }
@@ -299,7 +293,7 @@ pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
                 method: method::SET,
                 attr_id: attr::PORT_COUNTERS,
                 attr_mod: 0,
-                data: port_counters_data(port.num, select, select2),
+                data: port_counters_data(port.num(), select, select2),
             });
             slots.push(Slot::Counters(ni, pi).into());
         }
@@ -336,7 +330,7 @@ pub(crate) mod tests {
         let st = rig.state.lock();
         let mut want = Vec::new();
         let mut largest = 0;
-        for ni in 0..st.fabric.nodes.len() {
+        for ni in 0..st.node_count() {
             let before = want.len();
             node_slots(&st, ni, true, false, &mut want);
             largest = largest.max(want.len() - before);
@@ -379,8 +373,8 @@ pub(crate) mod tests {
         let (second, m) = (stream.plan[1].0 as usize, stream.plan[1].1 as usize);
         // Between the plan and the making, the first node's samples go
         // (as a SET may do) and the second node's come back.
-        assert!(!st.nodes[first].health.no_samples);
-        st.nodes[first].health.no_samples = true;
+        assert!(!st.health(first).no_samples);
+        st.health_mut(first).no_samples = true;
         let mut fewer = Vec::new();
         node_slots(&st, first, true, false, &mut fewer);
         assert!(fewer.len() < n);

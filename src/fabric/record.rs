@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use super::hc::{HC_SLOTS, HcTotals, Rates};
-use crate::ib::{Guid, NodeType, Port};
+use crate::ib::{Node, NodeIdentity, Port};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
@@ -371,15 +371,8 @@ impl DataSource {
 /// What the cache knows about one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRecord {
-    pub guid: Guid,
-    pub sys_guid: Guid,
-    pub node_type: NodeType,
-    pub vendor_id: u32,
-    pub device_id: u16,
-    /// Shared with the fabric model's node.
-    pub description: Arc<str>,
-    pub num_ports: u8,
-    pub lid: u16,
+    /// The fabric model's node's identity (its description shared with it).
+    pub id: NodeIdentity,
     /// False once the node failed the configured number of sweeps in a row.
     pub reachable: bool,
     /// Consecutive sweeps in which the node did not answer.
@@ -398,6 +391,60 @@ pub struct NodeRecord {
 }
 
 impl NodeRecord {
+    /// The record of `node`, nothing read yet.
+    pub fn new(node: &Node) -> NodeRecord {
+        NodeRecord {
+            id: node.id.clone(),
+            reachable: true,
+            failed_sweeps: 0,
+            class_port_info: None,
+            ports: node.ports.iter().map(|&p| PortRecord::new(p)).collect(),
+            samples_control: None,
+            samples_result: None,
+            samples_result_ext: None,
+            source: DataSource::Pma,
+        }
+    }
+
+    /// The record holds `node` as it is: the same identity, the same
+    /// ports with the same link facts.
+    pub fn describes(&self, node: &Node) -> bool {
+        self.id == node.id
+            && self.ports.len() == node.ports.len()
+            && self
+                .ports
+                .iter()
+                .zip(&node.ports)
+                .all(|(r, p)| r.link == *p)
+    }
+
+    /// Take `node`'s identity and link facts, keeping what was read of
+    /// the node and of the ports it still has (matched by number).
+    pub fn relink(&mut self, node: &Node) {
+        self.id = node.id.clone();
+        let mut old = std::mem::take(&mut self.ports);
+        self.ports = node
+            .ports
+            .iter()
+            .map(|&p| {
+                let mut r = match old.iter().position(|r| r.num() == p.num) {
+                    Some(i) => old.swap_remove(i),
+                    None => PortRecord::new(p),
+                };
+                r.link = p;
+                r
+            })
+            .collect();
+    }
+
+    /// The fabric model's node the record holds.
+    pub fn to_node(&self) -> Node {
+        Node {
+            id: self.id.clone(),
+            ports: self.ports.iter().map(|p| p.link).collect(),
+        }
+    }
+
     pub fn port(&self, num: u8) -> Option<&PortRecord> {
         self.ports
             .binary_search_by_key(&num, |p| p.num())
@@ -489,12 +536,13 @@ mod tests {
         assert_eq!(std::mem::size_of::<Option<Stamp>>(), 8);
     }
 
-    /// The sizes docs/design.md gives (memory per port).
+    /// The sizes docs/design.md gives (memory per port and per node).
     #[test]
     fn a_port_record_and_its_fec_rates_take_what_the_design_says() {
         assert_eq!(std::mem::size_of::<crate::ib::Port>(), 32);
         assert_eq!(std::mem::size_of::<PortRecord>(), 328);
         assert_eq!(std::mem::size_of::<FecRates>(), 24);
+        assert_eq!(std::mem::size_of::<NodeRecord>(), 112);
     }
 
     #[test]

@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
 use super::cache::Cache;
-use super::control::Controller;
 use super::engine::{Clock, Engine, MadOutcome, Request, Requests};
 use super::plan::{self, PmGet, SlotStream, Slots};
 use super::state::{FabricState, PackedSlot, SharedState, Slot};
@@ -76,8 +75,6 @@ pub struct Sweeper {
     /// Set while the transport is down: the wait before the next reopen.
     reopen_backoff: Option<Duration>,
     interval: Duration,
-    /// The write path, paused while a newly discovered fabric is merged.
-    controller: Option<Arc<Controller>>,
     /// Where the 64-bit totals are saved.
     state_file: Option<PathBuf>,
     /// Runs after each published snapshot (the notifications).
@@ -273,7 +270,6 @@ impl Sweeper {
             clock,
             interval,
             reopen_backoff: None,
-            controller: None,
             state_file: None,
             after_publish: None,
             rediscovery: None,
@@ -344,22 +340,14 @@ impl Sweeper {
         }
     }
 
-    /// Merge newly discovered fabrics while `controller`'s writes and
-    /// sample polls are paused.
-    pub fn with_controller(mut self, controller: Arc<Controller>) -> Self {
-        self.controller = Some(controller);
-        self
-    }
-
-    /// Merge a fabric handed over by rediscovery, between sweeps.
+    /// Merge a fabric handed over by rediscovery, between sweeps (the
+    /// write path goes on meanwhile: a merge keeps every node's index).
     fn merge_pending(&mut self, now: Instant) {
-        let Some(fabric) = self.state.lock().take_pending() else {
+        let mut st = self.state.lock();
+        let Some(fabric) = st.take_pending() else {
             return;
         };
-        let report = match &self.controller {
-            Some(c) => c.quiesced(|st| st.merge(fabric, now)),
-            None => self.state.lock().merge(fabric, now),
-        };
+        let report = st.merge(fabric, now);
         if report.added > 0 || report.ports_changed > 0 {
             info!(
                 "fabric rediscovered: {} new nodes and {} changed ports merged ({} nodes in all)",
@@ -368,7 +356,6 @@ impl Sweeper {
         } else {
             debug!(nodes = report.nodes, "fabric rediscovered: no change");
         }
-        let mut st = self.state.lock();
         st.publish(&self.cache);
     }
 
@@ -1064,7 +1051,7 @@ mod tests {
     fn one_port_ca(f: &crate::ib::Fabric) -> u16 {
         f.nodes
             .iter()
-            .find(|n| n.node_type == NodeType::Ca && n.ports.len() == 1)
+            .find(|n| n.id.node_type == NodeType::Ca && n.ports.len() == 1)
             .unwrap()
             .ports[0]
             .lid
@@ -1146,11 +1133,11 @@ mod tests {
         assert_eq!(snap.sweep, 1);
         assert_eq!(snap.nodes.len(), fabric.nodes.len());
         for node in &fabric.nodes {
-            let rec = snap.node(node.guid).unwrap();
+            let rec = snap.node(node.id.guid).unwrap();
             assert!(rec.class_port_info.is_some() && rec.samples_control.is_some());
             for p in &node.ports {
-                let lid = if node.node_type == NodeType::Switch {
-                    node.lid
+                let lid = if node.id.node_type == NodeType::Switch {
+                    node.id.lid
                 } else {
                     p.lid
                 };
@@ -1160,11 +1147,11 @@ mod tests {
                     got,
                     rig::port_counters(&sim, lid, p.num),
                     "{} port {}",
-                    node.guid,
+                    node.id.guid,
                     p.num
                 );
                 assert!(
-                    sw.state().lock().extended(node.guid, p.num).is_some(),
+                    sw.state().lock().extended(node.id.guid, p.num).is_some(),
                     "capability says 64-bit"
                 );
             }
@@ -1187,7 +1174,7 @@ mod tests {
         let st = sw.state();
         let st = st.lock();
         assert_eq!(
-            st.readings.cpi.len(),
+            st.readings().cpi.len(),
             cpis,
             "the interner holds what is in use"
         );
@@ -1204,9 +1191,12 @@ mod tests {
         use crate::fabric::record::DataSource;
         let (mut sw, sim, clock, cache) = setup(SweepConfig::default());
         let fabric = sim.fabric();
-        let mut cas = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Ca);
-        let local = cas.next().unwrap().guid;
-        let other = cas.next().unwrap().guid;
+        let mut cas = fabric
+            .nodes
+            .iter()
+            .filter(|n| n.id.node_type == NodeType::Ca);
+        let local = cas.next().unwrap().id.guid;
+        let other = cas.next().unwrap().id.guid;
         sim.add_errors(local, 1, crate::sim::traffic::q::SYMBOL_ERRORS, 9);
         assert!(sw.state().lock().set_doca_ports(&[(local, 1)]).is_empty());
         let values: Vec<(usize, u64)> = (0..DATA_IDS.len())
@@ -1254,12 +1244,12 @@ mod tests {
             .fabric()
             .nodes
             .into_iter()
-            .find(|n| n.node_type == NodeType::Ca)
+            .find(|n| n.id.node_type == NodeType::Ca)
             .unwrap();
         let slot = crate::fabric::hc::OUT_PKTS;
         let total = |c: &Cache| {
             c.load()
-                .node(node.guid)
+                .node(node.id.guid)
                 .unwrap()
                 .port(1)
                 .unwrap()
@@ -1306,7 +1296,7 @@ mod tests {
             };
             let (mut sw, sim, _clock, cache) = setup(cfg);
             sw.sweep_once();
-            let victim = sim.fabric().nodes[3].guid;
+            let victim = sim.fabric().nodes[3].id.guid;
             let n = sim.fabric().nodes.len();
             sim.set_reachable(victim, false);
             let st = sw.sweep_once();
@@ -1406,8 +1396,8 @@ mod tests {
         let (mut sweeper, sim, _clock, cache) =
             setup_with(SweepConfig::default(), move |sim, t| {
                 let fabric = sim.fabric();
-                let find = |ty| fabric.nodes.iter().find(|n| n.node_type == ty).unwrap();
-                let sw_lid = find(NodeType::Switch).lid;
+                let find = |ty| fabric.nodes.iter().find(|n| n.id.node_type == ty).unwrap();
+                let sw_lid = find(NodeType::Switch).id.lid;
                 let mut answer: Vec<u16> = find(NodeType::Ca).ports.iter().map(|p| p.lid).collect();
                 answer.push(sw_lid);
                 Box::new(OptionalPma {
@@ -1423,7 +1413,7 @@ mod tests {
             fabric
                 .nodes
                 .iter()
-                .find(|n| n.node_type == ty)
+                .find(|n| n.id.node_type == ty)
                 .unwrap()
                 .clone()
         };
@@ -1444,10 +1434,10 @@ mod tests {
         let others: u64 = fabric
             .nodes
             .iter()
-            .filter(|n| n.guid != ca.guid && n.guid != sw.guid)
+            .filter(|n| n.id.guid != ca.id.guid && n.id.guid != sw.id.guid)
             .map(|n| {
                 n.ports.len() as u64
-                    * if n.node_type == NodeType::Switch {
+                    * if n.id.node_type == NodeType::Switch {
                         15
                     } else {
                         13
@@ -1472,7 +1462,7 @@ mod tests {
         assert_eq!(st1.timeouts, 0);
         assert_eq!(st1.optional_timeouts, 1);
         let snap = cache.load();
-        let rec = snap.node(ca.guid).unwrap();
+        let rec = snap.node(ca.id.guid).unwrap();
         let got: Vec<u16> = rec.ports[0].optional.attrs().collect();
         assert_eq!(got, OPTIONAL_ATTRS.to_vec());
         for a in rec.ports[0].optional.attrs() {
@@ -1487,7 +1477,7 @@ mod tests {
         let (n2, st2) = per_sweep(&mut sweeper);
         assert_eq!(n2, steady);
         assert_eq!((st2.timeouts, st2.optional_timeouts), (0, 0));
-        let swrec = cache.load().node(sw.guid).unwrap().clone();
+        let swrec = cache.load().node(sw.id.guid).unwrap().clone();
         assert!(
             swrec
                 .ports
@@ -1503,11 +1493,11 @@ mod tests {
         };
         let before = first(rec);
         let snap = cache.load();
-        assert_ne!(first(snap.node(ca.guid).unwrap()), before);
+        assert_ne!(first(snap.node(ca.id.guid).unwrap()), before);
         // Rarely, what went unanswered is asked again: once, on the sweep
         // numbered a multiple of RETRY_UNANSWERED_SWEEPS, by every node.
         let mut counts = Vec::new();
-        while sweeper.state().lock().sweep_no + 1 < RETRY_UNANSWERED_SWEEPS {
+        while sweeper.state().lock().sweep_no() + 1 < RETRY_UNANSWERED_SWEEPS {
             counts.push(per_sweep(&mut sweeper).0);
         }
         // Each switch that was never asked 0x18 itself (its kind's
@@ -1556,8 +1546,9 @@ mod tests {
             let ca = fabric
                 .nodes
                 .iter()
-                .find(|x| x.node_type == NodeType::Ca)
+                .find(|x| x.id.node_type == NodeType::Ca)
                 .unwrap()
+                .id
                 .guid;
             let mads: Vec<u64> = (0..7).map(|_| sw.sweep_once().mads).collect();
             let kept = cache.load().node(ca).unwrap().ports[0].optional.len();
@@ -1593,11 +1584,11 @@ mod tests {
             let ca = fabric
                 .nodes
                 .iter()
-                .find(|n| n.node_type == NodeType::Ca)
+                .find(|n| n.id.node_type == NodeType::Ca)
                 .unwrap();
             let lid = ca.ports[0].lid;
             let slot = crate::fabric::hc::OUT_OCTETS;
-            let t1 = cache.load().node(ca.guid).unwrap().ports[0]
+            let t1 = cache.load().node(ca.id.guid).unwrap().ports[0]
                 .hc
                 .value(slot)
                 .unwrap();
@@ -1611,7 +1602,7 @@ mod tests {
                 // The next sweep keeps counting from the cleared value.
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
-                let t2 = cache.load().node(ca.guid).unwrap().ports[0]
+                let t2 = cache.load().node(ca.id.guid).unwrap().ports[0]
                     .hc
                     .value(slot)
                     .unwrap();
@@ -1619,7 +1610,7 @@ mod tests {
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
                 let rec = cache.load();
-                let port = &rec.node(ca.guid).unwrap().ports[0];
+                let port = &rec.node(ca.id.guid).unwrap().ports[0];
                 assert!(port.discontinuity.is_some());
                 assert_eq!(port.external_resets, 0, "the agent's own clear is no news");
             } else {
@@ -1637,11 +1628,11 @@ mod tests {
         let ca = fabric
             .nodes
             .iter()
-            .find(|n| n.node_type == NodeType::Ca && n.ports[0].remote().is_some())
+            .find(|n| n.id.node_type == NodeType::Ca && n.ports[0].remote().is_some())
             .unwrap();
         let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
         let resets =
-            |rig: &AgentRig| rig.cache.load().node(ca.guid).unwrap().ports[0].external_resets;
+            |rig: &AgentRig| rig.cache.load().node(ca.id.guid).unwrap().ports[0].external_resets;
         assert_eq!(resets(&rig), 0);
         rig.advance(Duration::from_secs(10));
         rig.sweep();
@@ -1669,12 +1660,12 @@ mod tests {
         let (sw, port, peer) = fabric
             .nodes
             .iter()
-            .filter(|n| n.node_type == NodeType::Switch)
+            .filter(|n| n.id.node_type == NodeType::Switch)
             .find_map(|n| {
                 n.ports.iter().find_map(|p| {
                     let (g, q) = p.remote()?;
                     let r = fabric.node(g)?;
-                    (r.node_type == NodeType::Switch).then_some((n.guid, p.num, (g, q)))
+                    (r.id.node_type == NodeType::Switch).then_some((n.id.guid, p.num, (g, q)))
                 })
             })
             .unwrap();
@@ -1768,12 +1759,12 @@ mod tests {
         let cas: Vec<(crate::ib::Guid, u16, u8)> = fabric
             .nodes
             .iter()
-            .filter(|n| n.node_type == NodeType::Ca)
+            .filter(|n| n.id.node_type == NodeType::Ca)
             .flat_map(|n| {
                 n.ports
                     .iter()
                     .filter(|p| p.remote().is_some())
-                    .map(move |p| (n.guid, p.lid, p.num))
+                    .map(move |p| (n.id.guid, p.lid, p.num))
             })
             .collect();
         let words = |&(_, lid, port): &(crate::ib::Guid, u16, u8)| {
@@ -1867,10 +1858,10 @@ mod wide_error_tests {
         fabric
             .nodes
             .iter()
-            .filter(|n| n.node_type == t)
+            .filter(|n| n.id.node_type == t)
             .find_map(|n| {
                 let p = n.ports.iter().find(|p| p.remote().is_some())?;
-                Some((n.guid, n.pma_lid(p.num), p.num))
+                Some((n.id.guid, n.pma_lid(p.num), p.num))
             })
             .unwrap()
     }

@@ -205,8 +205,12 @@ impl Port {
     }
 }
 
+/// Who a node is and where its PMA is reached: what NodeInfo and
+/// NodeDescription say of it, and its LID. Made once when the node is
+/// discovered (or read from a topology file); the fabric model's node and
+/// the node's record in the cache both hold it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Node {
+pub struct NodeIdentity {
     pub guid: Guid,
     pub sys_guid: Guid,
     pub node_type: NodeType,
@@ -214,12 +218,29 @@ pub struct Node {
     pub vendor_id: u32,
     pub device_id: u16,
     /// NodeDescription (up to 64 bytes on the wire), shared with the
-    /// node's record in the cache and the notification evaluator.
+    /// notification evaluator.
     pub description: Arc<str>,
     /// Number of physical ports (NumPorts in NodeInfo).
     pub num_ports: u8,
     /// Port-0 LID for a switch, otherwise the LID of the first port.
     pub lid: u16,
+}
+
+impl NodeIdentity {
+    /// The LID of the PMA that answers for `port`: a switch's single PMA
+    /// behind its port-0 LID, a channel adapter port's own LID. 0 when
+    /// unassigned or when there is no such port.
+    pub fn pma_lid(&self, port: Option<&Port>) -> u16 {
+        match self.node_type {
+            NodeType::Switch => self.lid,
+            _ => port.map_or(0, |p| p.lid),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub id: NodeIdentity,
     /// Physical ports, ordered by number.
     pub ports: Vec<Port>,
 }
@@ -233,10 +254,7 @@ impl Node {
     /// PMA behind its port-0 LID, a channel adapter port's own LID. 0 when
     /// unassigned or when the node has no such port.
     pub fn pma_lid(&self, num: u8) -> u16 {
-        match self.node_type {
-            NodeType::Switch => self.lid,
-            _ => self.port(num).map_or(0, |p| p.lid),
-        }
+        self.id.pma_lid(self.port(num))
     }
 }
 
@@ -249,13 +267,13 @@ pub struct Fabric {
 impl Fabric {
     pub fn node(&self, guid: Guid) -> Option<&Node> {
         self.nodes
-            .binary_search_by_key(&guid, |n| n.guid)
+            .binary_search_by_key(&guid, |n| n.id.guid)
             .ok()
             .map(|i| &self.nodes[i])
     }
     /// Sort nodes by GUID (call after building).
     pub fn sort(&mut self) {
-        self.nodes.sort_by_key(|n| n.guid);
+        self.nodes.sort_by_key(|n| n.id.guid);
     }
 }
 

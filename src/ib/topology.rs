@@ -48,7 +48,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::ib::{Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeType, PhysState, Port, PortState};
+use crate::ib::{
+    Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeIdentity, NodeType, PhysState, Port, PortState,
+};
 
 /// The built-in default fabric (2 spine + 4 leaf switches, 12 HCAs).
 pub const DEFAULT_FABRIC_TEXT: &str = include_str!("../../config/default-fabric.net");
@@ -570,7 +572,7 @@ fn parse_header(
         );
     }
     // ibsim checks node GUIDs only.
-    if let Some(other) = st.nodes.iter().find(|n| n.node.guid.0 == guid) {
+    if let Some(other) = st.nodes.iter().find(|n| n.node.id.guid.0 == guid) {
         return err(
             lineno,
             format!(
@@ -616,14 +618,16 @@ fn parse_header(
     st.nodes.push(RawNode {
         name: name.to_string(),
         node: Node {
-            vendor_id,
-            device_id: st.devid,
-            guid: Guid(guid),
-            sys_guid: Guid(sys_guid),
-            node_type: t,
-            description: description.into(),
-            num_ports,
-            lid,
+            id: NodeIdentity {
+                vendor_id,
+                device_id: st.devid,
+                guid: Guid(guid),
+                sys_guid: Guid(sys_guid),
+                node_type: t,
+                description: description.into(),
+                num_ports,
+                lid,
+            },
             ports,
         },
         ports: HashMap::new(),
@@ -710,12 +714,12 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
         Ok(n) => n,
         Err(_) => return err(lineno, format!("bad port number '{}'", &body[..close])),
     };
-    if num == 0 || num > u32::from(cur.node.num_ports) {
+    if num == 0 || num > u32::from(cur.node.id.num_ports) {
         return err(
             lineno,
             format!(
                 "port {num} is beyond \"{}\"'s ports 1..{}",
-                cur.name, cur.node.num_ports
+                cur.name, cur.node.id.num_ports
             ),
         );
     }
@@ -757,7 +761,7 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
         }
     }
     let mut lid = 0;
-    if matches!(cur.node.node_type, NodeType::Switch | NodeType::Ca) {
+    if matches!(cur.node.id.node_type, NodeType::Switch | NodeType::Ca) {
         if let Some(w) = connection_data(rest, &mut enabled) {
             st.warnings.push(TopologyError {
                 file: None,
@@ -765,7 +769,7 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
                 message: format!("{w}: left unknown for this link"),
             });
         }
-        if cur.node.node_type == NodeType::Ca {
+        if cur.node.id.node_type == NodeType::Ca {
             lid = lid_in(rest).unwrap_or(0);
         }
     }
@@ -850,12 +854,12 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
             );
         };
         let r = &st.nodes[ri];
-        if rp.remote_port > r.node.num_ports {
+        if rp.remote_port > r.node.id.num_ports {
             return err(
                 line,
                 format!(
                     "\"{}\"[{p}] links to port {} beyond \"{}\"'s ports 1..{}",
-                    n.name, rp.remote_port, r.name, r.node.num_ports
+                    n.name, rp.remote_port, r.name, r.node.id.num_ports
                 ),
             );
         }
@@ -902,7 +906,7 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
             }
         }
     }
-    let guids: Vec<Guid> = st.nodes.iter().map(|n| n.node.guid).collect();
+    let guids: Vec<Guid> = st.nodes.iter().map(|n| n.node.id.guid).collect();
     let mut nodes: Vec<RawNode> = st.nodes;
     for (ni, p, ri, rport, (w, s)) in resolved {
         let n = &mut nodes[ni];
@@ -919,7 +923,7 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
             port.width = w;
             port.speed = s;
             port.caps = caps;
-            if n.node.node_type != NodeType::Switch && lid != 0 {
+            if n.node.id.node_type != NodeType::Switch && lid != 0 {
                 port.lid = lid;
             }
         }
@@ -928,8 +932,8 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
         nodes: nodes
             .into_iter()
             .map(|mut rn| {
-                if rn.node.node_type != NodeType::Switch {
-                    rn.node.lid = rn.node.ports.first().map_or(0, |p| p.lid);
+                if rn.node.id.node_type != NodeType::Switch {
+                    rn.node.id.lid = rn.node.ports.first().map_or(0, |p| p.lid);
                 }
                 rn.node
             })
@@ -950,12 +954,12 @@ mod tests {
         let sw = f
             .nodes
             .iter()
-            .filter(|n| n.node_type == NodeType::Switch)
+            .filter(|n| n.id.node_type == NodeType::Switch)
             .count();
         let ca = f
             .nodes
             .iter()
-            .filter(|n| n.node_type == NodeType::Ca)
+            .filter(|n| n.id.node_type == NodeType::Ca)
             .count();
         assert_eq!((sw, ca), (6, 12));
     }
@@ -967,7 +971,7 @@ mod tests {
                     Switch 4 \"S-2\" # \"sw two\" base port 0 lid 8 lmc 0\n\n\
                     Hca 1 \"H-1\"\n[1] \"S-1\"[1]\n";
         let f = parse(text).expect("topology");
-        let by = |d: &str| f.nodes.iter().find(|n| &*n.description == d).unwrap();
+        let by = |d: &str| f.nodes.iter().find(|n| &*n.id.description == d).unwrap();
         let nums = |d: &str| by(d).ports.iter().map(|p| p.num).collect::<Vec<_>>();
         assert_eq!(nums("sw one"), [0, 1, 2, 3, 4]);
         assert_eq!(nums("sw two"), [1, 2, 3, 4]);
@@ -976,7 +980,7 @@ mod tests {
             (p0.lid, p0.remote(), p0.state),
             (7, None, Some(PortState::Active))
         );
-        assert_eq!(by("sw one").num_ports, 4);
+        assert_eq!(by("sw one").id.num_ports, 4);
     }
 }
 

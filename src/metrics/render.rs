@@ -265,7 +265,7 @@ fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) ->
         endpoint: s.endpoint,
         node: Some(node),
         port,
-        index: RowIndex::port(node.guid, port.map_or(0, |p| p.num())),
+        index: RowIndex::port(node.id.guid, port.map_or(0, |p| p.num())),
         port_select: 0,
     }
 }
@@ -304,7 +304,7 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
                 l.clear();
                 l.extend_from_slice(f.name.as_bytes());
                 l.extend_from_slice(sample_suffix(kind).as_bytes());
-                push_port_labels(l, node.guid, port.num());
+                push_port_labels(l, node.id.guid, port.num());
                 if let Some(label) = f.lane {
                     l.push(b',');
                     l.extend_from_slice(label.as_bytes());
@@ -341,27 +341,27 @@ fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         let l = &mut w.line;
         l.clear();
         l.extend_from_slice(b"infiniband_node_info{node_guid=\"");
-        push_guid(l, n.guid);
+        push_guid(l, n.id.guid);
         l.push(b'"');
-        push_label(l, false, "node_desc", n.description.as_bytes());
-        push_label(l, false, "node_type", node_type(n.node_type));
+        push_label(l, false, "node_desc", n.id.description.as_bytes());
+        push_label(l, false, "node_type", node_type(n.id.node_type));
         push_label(
             l,
             false,
             "vendor_id",
-            format!("0x{:06x}", n.vendor_id).as_bytes(),
+            format!("0x{:06x}", n.id.vendor_id).as_bytes(),
         );
         push_label(
             l,
             false,
             "device_id",
-            format!("0x{:04x}", n.device_id).as_bytes(),
+            format!("0x{:04x}", n.id.device_id).as_bytes(),
         );
         push_label(
             l,
             false,
             "lid",
-            itoa::Buffer::new().format(n.lid).as_bytes(),
+            itoa::Buffer::new().format(n.id.lid).as_bytes(),
         );
         l.extend_from_slice(b"} 1\n");
         w.out.write_all(l)?;
@@ -375,7 +375,7 @@ fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         let l = &mut w.line;
         l.clear();
         l.extend_from_slice(b"infiniband_node_up{node_guid=\"");
-        push_guid(l, n.guid);
+        push_guid(l, n.id.guid);
         l.extend_from_slice(if n.reachable { b"\"} 1\n" } else { b"\"} 0\n" });
         w.out.write_all(l)?;
     }
@@ -403,7 +403,7 @@ fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
             let l = &mut w.line;
             l.clear();
             l.extend_from_slice(b"infiniband_port_info");
-            push_port_labels(l, node.guid, p.num());
+            push_port_labels(l, node.id.guid, p.num());
             push_label(l, false, "name", &name);
             l.extend_from_slice(b",port_guid=\"");
             push_guid(l, link.guid);

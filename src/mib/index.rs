@@ -127,7 +127,7 @@ impl IndexScheme {
     /// octets).
     pub fn first_node(self, nodes: &[Arc<NodeRecord>], after: &[u32]) -> usize {
         match guid_lower_bound(after) {
-            Some(g) => nodes.partition_point(|n| n.guid < g),
+            Some(g) => nodes.partition_point(|n| n.id.guid < g),
             None => nodes.len(),
         }
     }
@@ -140,7 +140,7 @@ impl IndexScheme {
             return 0;
         }
         match after.split_at_checked(GUID_INDEX_LEN) {
-            Some((guid, &[port, ..])) if parse_guid_index(guid) == Some(node.guid) => {
+            Some((guid, &[port, ..])) if parse_guid_index(guid) == Some(node.id.guid) => {
                 node.ports.partition_point(|p| u32::from(p.num()) < port)
             }
             _ => 0,

@@ -63,7 +63,7 @@ pub fn read(
     };
     if t.index != IndexScheme::Scalar {
         let node = node?;
-        if index.guid != node.guid || !(t.present)(node) {
+        if index.guid != node.id.guid || !(t.present)(node) {
             return None;
         }
         row.node = Some(node);
@@ -210,17 +210,17 @@ fn node_status(node: &NodeRecord, snap: &Snapshot) -> i32 {
 
 fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
     match c {
-        NodeCol::Description => text_value(&node.description),
-        NodeCol::Type => Value::Integer(match node.node_type {
+        NodeCol::Description => text_value(&node.id.description),
+        NodeCol::Type => Value::Integer(match node.id.node_type {
             NodeType::Ca => 1,
             NodeType::Switch => 2,
             NodeType::Router => 3,
         }),
-        NodeCol::SysGuid => guid_value(node.sys_guid),
-        NodeCol::VendorId => Value::Gauge32(node.vendor_id),
-        NodeCol::DeviceId => Value::Gauge32(node.device_id.into()),
-        NodeCol::NumPorts => Value::Gauge32(node.num_ports.into()),
-        NodeCol::Lid => Value::Gauge32(node.lid.into()),
+        NodeCol::SysGuid => guid_value(node.id.sys_guid),
+        NodeCol::VendorId => Value::Gauge32(node.id.vendor_id),
+        NodeCol::DeviceId => Value::Gauge32(node.id.device_id.into()),
+        NodeCol::NumPorts => Value::Gauge32(node.id.num_ports.into()),
+        NodeCol::Lid => Value::Gauge32(node.id.lid.into()),
         NodeCol::Status => Value::Integer(node_status(node, snap)),
         NodeCol::LastUpdate => Value::TimeTicks(timestamp(node_last_update(node))),
         NodeCol::PmaCapMask => Value::OctetString(
@@ -253,7 +253,7 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
     let l = &port.link;
     let peer = l.remote();
     match c {
-        PortCol::NodeDescription => text_value(&node.description),
+        PortCol::NodeDescription => text_value(&node.id.description),
         PortCol::Guid => guid_value(l.guid),
         PortCol::Lid => Value::Gauge32(l.lid.into()),
         PortCol::State => Value::Integer(l.state.map_or(0, |s| s.mib()) as i32),
@@ -265,7 +265,7 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
         PortCol::PeerPortNum => Value::Gauge32(peer.map_or(0, |p| p.1.into())),
         PortCol::PeerDescription => text_value(
             peer.and_then(|p| snap.node(p.0))
-                .map_or("", |n| &*n.description),
+                .map_or("", |n| &*n.id.description),
         ),
         PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
         PortCol::Name => Value::OctetString(port_name(node, port.num(), snap).into_bytes()),
@@ -309,11 +309,11 @@ fn link_value(c: LinkCol, port: &PortRecord) -> Option<Value> {
 /// another node shares (`MT4123 ConnectX6 Mellanox Technologies
 /// 0x0002c90300a1b2c3/1`) and in place of an empty one.
 pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
-    let d = clip(node.description.trim());
+    let d = clip(node.id.description.trim());
     if d.is_empty() {
-        format!("{}/{port}", node.guid)
-    } else if snap.description_is_shared(&node.description) {
-        format!("{d} {}/{port}", node.guid)
+        format!("{}/{port}", node.id.guid)
+    } else if snap.description_is_shared(&node.id.description) {
+        format!("{d} {}/{port}", node.id.guid)
     } else {
         format!("{d}/{port}")
     }

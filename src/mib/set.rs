@@ -139,7 +139,7 @@ fn all_port_select(node: &NodeRecord) -> bool {
 fn port_ok(node: &NodeRecord, port: u8) -> bool {
     match port {
         0xFF => all_port_select(node),
-        0 => node.node_type == NodeType::Switch,
+        0 => node.id.node_type == NodeType::Switch,
         p => node.port(p).is_some(),
     }
 }
@@ -254,7 +254,7 @@ impl Writes {
         index: u16,
     ) -> Result<(), SetError> {
         let recent_failure = lock(&self.failed)
-            .get(&node.guid)
+            .get(&node.id.guid)
             .is_some_and(|&t| now.saturating_duration_since(t) < snap.interval);
         if !node.reachable || recent_failure {
             return Err(err(ErrorStatus::ResourceUnavailable, index.into()));
@@ -294,7 +294,7 @@ impl Writes {
                 .node(row.guid)
                 .filter(|n| (table.present)(n))
                 .ok_or(err(ErrorStatus::NoCreation, index))?;
-            let np = nodes.entry(node.guid).or_default();
+            let np = nodes.entry(node.id.guid).or_default();
             let Access::ReadWrite(rule) = col.access else {
                 return Err(err(ErrorStatus::NotWritable, index));
             };
@@ -340,7 +340,7 @@ impl Writes {
                             return Err(err(ErrorStatus::WrongType, index));
                         };
                         let p = p as u8;
-                        let ok = match node.node_type {
+                        let ok = match node.id.node_type {
                             NodeType::Switch => port_ok(node, p),
                             _ => node.ports.first().is_some_and(|fp| fp.num() == p),
                         };
@@ -653,6 +653,7 @@ mod tests {
             .into_iter()
             .find(|n| n.ports.len() == 2)
             .unwrap()
+            .id
             .guid
     }
 

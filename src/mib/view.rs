@@ -79,7 +79,7 @@ impl MibView {
     /// that show it.
     fn port_select_for(&self, col: &Column, node: Option<&NodeRecord>) -> u8 {
         match (col.source, node) {
-            (Source::PortSelect | Source::Counter(_), Some(n)) => self.port_select(n.guid),
+            (Source::PortSelect | Source::Counter(_), Some(n)) => self.port_select(n.id.guid),
             _ => 1,
         }
     }
@@ -183,7 +183,7 @@ impl MibView {
                 continue;
             }
             if !table.per_port() {
-                let row = RowIndex::node(node.guid);
+                let row = RowIndex::node(node.id.guid);
                 if let Some(vb) = self.emit(col, table, snap, Some(node), None, row, after, include)
                 {
                     return Some(vb);
@@ -194,7 +194,7 @@ impl MibView {
             for port in &node.ports[first..] {
                 for lane in 0..table.index.lanes() {
                     let row = RowIndex {
-                        guid: node.guid,
+                        guid: node.id.guid,
                         port: port.num(),
                         lane,
                     };
@@ -306,14 +306,16 @@ mod tests {
 
     fn node(guid: u64, ports: u8) -> NodeRecord {
         NodeRecord {
-            guid: Guid(guid),
-            sys_guid: Guid(guid),
-            node_type: NodeType::Ca,
-            vendor_id: 0,
-            device_id: 0,
-            description: format!("n{guid:x}").into(),
-            num_ports: ports,
-            lid: 1,
+            id: crate::ib::NodeIdentity {
+                guid: Guid(guid),
+                sys_guid: Guid(guid),
+                node_type: NodeType::Ca,
+                vendor_id: 0,
+                device_id: 0,
+                description: format!("n{guid:x}").into(),
+                num_ports: ports,
+                lid: 1,
+            },
             reachable: true,
             failed_sweeps: 0,
             class_port_info: Some(ClassPortInfo::default().into()),
@@ -404,11 +406,11 @@ mod tests {
     #[test]
     fn port_names_are_unique_where_descriptions_repeat() {
         let mut twin = node(0x0002_c903_0000_0002, 1);
-        twin.description = "MT4123 ConnectX6 Mellanox Technologies".into();
+        twin.id.description = "MT4123 ConnectX6 Mellanox Technologies".into();
         let mut other = node(0x0002_c903_0000_0003, 1);
-        other.description = twin.description.clone();
+        other.id.description = twin.id.description.clone();
         let mut blank = node(0x0002_c903_0000_0004, 1);
-        blank.description = "".into();
+        blank.id.description = "".into();
         let v = view(vec![node(0x0002_c903_0000_0001, 2), twin, other, blank]);
         let name = |guid: &str, port: u32| match v
             .get(&oid(&format!("1.3.6.1.3.117.1.6.1.15.{guid}.{port}")))
@@ -439,7 +441,7 @@ mod tests {
         };
         assert_eq!(name(&v, "0.0.0.0.0.0.0.2"), "n2/1");
         let mut twin = node(2, 1);
-        twin.description = "n1".into();
+        twin.id.description = "n1".into();
         v.cache().patch(Guid(2), Some(Arc::new(twin)));
         assert_eq!(name(&v, "0.0.0.0.0.0.0.2"), "n1 0x0000000000000002/1");
         assert_eq!(name(&v, "0.0.0.0.0.0.0.1"), "n1 0x0000000000000001/1");

@@ -377,7 +377,7 @@ struct LimitSets(Vec<Box<[(u64, u64)]>>);
 
 impl LimitSets {
     fn get(&mut self, cfg: &NotifyConfig, node: &NodeRecord, port: u8) -> u32 {
-        let v = cfg.resolve(node.guid, &node.description, node.node_type, port);
+        let v = cfg.resolve(node.id.guid, &node.id.description, node.id.node_type, port);
         let i = match self.0.iter().position(|a| **a == *v) {
             Some(i) => i,
             None => {
@@ -428,12 +428,12 @@ impl Evaluator {
         let mut ports_events = Vec::new();
         let mut fresh = Vec::new();
         for node in &snap.nodes {
-            let Ok(i) = self.nodes.binary_search_by_key(&node.guid, |m| m.guid) else {
+            let Ok(i) = self.nodes.binary_search_by_key(&node.id.guid, |m| m.guid) else {
                 // First sight: taken as it is.
                 fresh.push(NodeMem {
-                    guid: node.guid,
+                    guid: node.id.guid,
                     reachable: node.reachable,
-                    description: node.description.clone(),
+                    description: node.id.description.clone(),
                     ports: ports_mem(&mut self.limits, &self.cfg, node),
                     samples: Box::default(),
                 });
@@ -441,11 +441,17 @@ impl Evaluator {
             };
             let mem = &mut self.nodes[i];
             match (mem.reachable, node.reachable) {
-                (true, false) => {
-                    events.push(Event::node(Kind::NodeLost, node.guid, &node.description))
-                }
+                (true, false) => events.push(Event::node(
+                    Kind::NodeLost,
+                    node.id.guid,
+                    &node.id.description,
+                )),
                 (false, true) => {
-                    events.push(Event::node(Kind::NodeFound, node.guid, &node.description));
+                    events.push(Event::node(
+                        Kind::NodeFound,
+                        node.id.guid,
+                        &node.id.description,
+                    ));
                     // Its ports are taken as they are now.
                     mem.ports = ports_mem(&mut self.limits, &self.cfg, node);
                     mem.samples = Box::default();
@@ -453,8 +459,8 @@ impl Evaluator {
                 _ => {}
             }
             mem.reachable = node.reachable;
-            if *mem.description != *node.description {
-                mem.description = node.description.clone();
+            if *mem.description != *node.id.description {
+                mem.description = node.id.description.clone();
             }
             if node.reachable {
                 let mut ctx = PortCtx {
@@ -521,7 +527,7 @@ fn peer_of(snap: &Snapshot, peer: Option<(Guid, u8)>) -> Option<Peer> {
         port,
         description: snap
             .node(guid)
-            .map_or(String::new(), |n| n.description.to_string()),
+            .map_or(String::new(), |n| n.id.description.to_string()),
     })
 }
 
@@ -537,7 +543,7 @@ struct PortCtx<'a> {
 
 impl PortCtx<'_> {
     fn event(&self, kind: Kind, p: &PortRecord, peer: Option<Peer>) -> Event {
-        let mut e = Event::node(kind, self.node.guid, &self.node.description);
+        let mut e = Event::node(kind, self.node.id.guid, &self.node.id.description);
         e.port = p.num();
         e.peer = peer;
         e
@@ -717,7 +723,9 @@ mod tests {
     use super::*;
     use crate::fabric::cache::SweepFigures;
     use crate::fabric::hc::HcTotals;
-    use crate::ib::{LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, NodeType, Port, PortState};
+    use crate::ib::{
+        LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, NodeIdentity, NodeType, Port, PortState,
+    };
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -737,14 +745,16 @@ mod tests {
             assert_eq!(hc::HC[SYM].name, "SymbolErrors");
             let nodes = (0..n)
                 .map(|i| NodeRecord {
-                    guid: Guid(0x100 + i),
-                    sys_guid: Guid(0),
-                    node_type: NodeType::Switch,
-                    vendor_id: 0,
-                    device_id: 0,
-                    description: format!("sw{i}").into(),
-                    num_ports: ports,
-                    lid: 1,
+                    id: NodeIdentity {
+                        guid: Guid(0x100 + i),
+                        sys_guid: Guid(0),
+                        node_type: NodeType::Switch,
+                        vendor_id: 0,
+                        device_id: 0,
+                        description: format!("sw{i}").into(),
+                        num_ports: ports,
+                        lid: 1,
+                    },
                     reachable: true,
                     failed_sweeps: 0,
                     class_port_info: None,
@@ -1359,8 +1369,8 @@ mod tests {
         }
         let mut f = Fab::new(48, 36);
         for (i, n) in f.nodes.iter_mut().enumerate().skip(4) {
-            n.node_type = NodeType::Ca;
-            n.description = format!("node{i:05} HCA-1").into();
+            n.id.node_type = NodeType::Ca;
+            n.id.description = format!("node{i:05} HCA-1").into();
             n.ports.truncate(1);
         }
         let mut ev = eval(0);

@@ -100,13 +100,13 @@ impl DeviceKind {
     /// The kind of `node`: by DeviceID, else by a word of its
     /// description; a kind is only ever a node of its own type.
     pub fn of(node: &Node) -> Option<&'static DeviceKind> {
-        let mine = || KINDS.iter().filter(|k| k.node_type == node.node_type);
-        if node.device_id != 0
-            && let Some(k) = mine().find(|k| k.device_ids.contains(&node.device_id))
+        let mine = || KINDS.iter().filter(|k| k.node_type == node.id.node_type);
+        if node.id.device_id != 0
+            && let Some(k) = mine().find(|k| k.device_ids.contains(&node.id.device_id))
         {
             return Some(k);
         }
-        let desc = node.description.to_ascii_lowercase();
+        let desc = node.id.description.to_ascii_lowercase();
         mine().find(|k| {
             k.words
                 .iter()
@@ -141,7 +141,7 @@ pub fn apply(nodes: &mut [Node]) -> Vec<bool> {
             let Some(k) = DeviceKind::of(n) else {
                 return false;
             };
-            let caps = k.caps(n.num_ports);
+            let caps = k.caps(n.id.num_ports);
             for p in n.ports.iter_mut().filter(|p| p.num != 0) {
                 p.caps = caps;
             }
@@ -162,7 +162,7 @@ mod tests {
         ))
         .unwrap();
         let kind = |desc: &str| {
-            let n = f.nodes.iter().find(|n| &*n.description == desc).unwrap();
+            let n = f.nodes.iter().find(|n| &*n.id.description == desc).unwrap();
             DeviceKind::of(n).map(|k| k.name)
         };
         assert_eq!(kind("MF0;gpu-sw-01:MQM9700/U1"), Some("Quantum-2"));

@@ -171,13 +171,13 @@ impl State {
         let ni = self
             .fabric
             .nodes
-            .binary_search_by_key(&guid, |n| n.guid)
+            .binary_search_by_key(&guid, |n| n.id.guid)
             .ok()?;
         let (rg, rp) = self.fabric.nodes[ni].port(port)?.remote()?;
         let ri = self
             .fabric
             .nodes
-            .binary_search_by_key(&rg, |n| n.guid)
+            .binary_search_by_key(&rg, |n| n.id.guid)
             .ok()?;
         Some((ni, ri, rp))
     }
@@ -190,7 +190,7 @@ impl State {
                 .fabric
                 .nodes
                 .get(ni)
-                .is_some_and(|n| self.wide_error_counters.contains(&n.node_type))
+                .is_some_and(|n| self.wide_error_counters.contains(&n.id.node_type))
     }
 
     fn now_ns(&self) -> u64 {
@@ -230,7 +230,7 @@ impl State {
         else {
             return t;
         };
-        let Ok(ri) = self.fabric.nodes.binary_search_by_key(&rg, |n| n.guid) else {
+        let Ok(ri) = self.fabric.nodes.binary_search_by_key(&rg, |n| n.id.guid) else {
             return t;
         };
         let rx = self.tx.get(&(ri, rp)).copied().unwrap_or_default();
@@ -259,20 +259,20 @@ impl SimFabric {
         let mut ports = HashMap::new();
         let mut samples = HashMap::new();
         for (ni, n) in fabric.nodes.iter().enumerate() {
-            if n.node_type == NodeType::Switch {
+            if n.id.node_type == NodeType::Switch {
                 ports.insert((ni, 0), SimPort::default());
                 samples.insert((ni, 0), Sample::initial(n, 0));
             }
             for p in &n.ports {
                 ports.insert((ni, p.num), SimPort::default());
-                if n.node_type != NodeType::Switch {
+                if n.id.node_type != NodeType::Switch {
                     samples.insert((ni, p.num), Sample::initial(n, p.num));
                 }
                 if p.remote().is_some() && opts.traffic {
                     // One stream per (seed, GUID, port): stable when other
                     // nodes are added or removed.
                     let mut rng = opts.seed
-                        ^ n.guid.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                        ^ n.id.guid.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
                         ^ u64::from(p.num).wrapping_mul(0xD1B5_4A32_D192_ED03);
                     traffic::splitmix64(&mut rng);
                     tx.insert((ni, p.num), traffic::draw(&mut rng, p.width, p.speed));
@@ -327,7 +327,7 @@ impl SimFabric {
     pub fn set_link(&self, guid: Guid, port: u8, up: bool) -> bool {
         let mut st = self.lock();
         let st = &mut *st;
-        let Ok(ni) = st.fabric.nodes.binary_search_by_key(&guid, |n| n.guid) else {
+        let Ok(ni) = st.fabric.nodes.binary_search_by_key(&guid, |n| n.id.guid) else {
             return false;
         };
         let Some(p) = st.fabric.nodes[ni].port(port).copied() else {
@@ -336,7 +336,7 @@ impl SimFabric {
         let Some((rg, rp)) = p.remote() else {
             return false;
         };
-        let Ok(ri) = st.fabric.nodes.binary_search_by_key(&rg, |n| n.guid) else {
+        let Ok(ri) = st.fabric.nodes.binary_search_by_key(&rg, |n| n.id.guid) else {
             return false;
         };
         let is_up = p.state == Some(ib::PortState::Active);
@@ -444,7 +444,7 @@ impl SimFabric {
     /// is no such port.
     pub fn add_errors(&self, guid: Guid, port: u8, counter: usize, n: u64) -> bool {
         let mut st = self.lock();
-        let Ok(ni) = st.fabric.nodes.binary_search_by_key(&guid, |x| x.guid) else {
+        let Ok(ni) = st.fabric.nodes.binary_search_by_key(&guid, |x| x.id.guid) else {
             return false;
         };
         if st.fabric.nodes[ni].port(port).is_none() || counter >= traffic::q::COUNT {
@@ -462,7 +462,7 @@ impl SimFabric {
             .tx
             .iter()
             .filter(|(_, d)| d.congested())
-            .filter_map(|(&(ni, p), _)| st.fabric.nodes.get(ni).map(|n| (n.guid, p)))
+            .filter_map(|(&(ni, p), _)| st.fabric.nodes.get(ni).map(|n| (n.id.guid, p)))
             .collect();
         v.sort();
         v
@@ -474,7 +474,7 @@ impl SimFabric {
         let mut st = self.lock();
         let &(ni, port) = st.lids.get(&lid)?;
         let node = st.fabric.nodes.get(ni)?;
-        if st.unreachable.contains(&node.guid) {
+        if st.unreachable.contains(&node.id.guid) {
             return None;
         }
         // A channel adapter port whose link is down cannot be reached.
@@ -500,7 +500,7 @@ fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
     let mut map: HashMap<u16, (usize, u8)> = HashMap::new();
     let mut want: Vec<(usize, u8)> = Vec::new();
     for (ni, n) in fabric.nodes.iter().enumerate() {
-        if n.node_type == NodeType::Switch {
+        if n.id.node_type == NodeType::Switch {
             want.push((ni, 0));
         } else {
             want.extend(n.ports.iter().map(|p| (ni, p.num)));
@@ -509,7 +509,7 @@ fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
     let given = |f: &Fabric, ni: usize, p: u8| -> u16 {
         let n = &f.nodes[ni];
         if p == 0 {
-            n.lid
+            n.id.lid
         } else {
             n.port(p).map_or(0, |x| x.lid)
         }
@@ -536,7 +536,7 @@ fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
     for (&lid, &(ni, p)) in &map {
         let n = &mut fabric.nodes[ni];
         if p == 0 {
-            n.lid = lid;
+            n.id.lid = lid;
             for port in &mut n.ports {
                 port.lid = lid;
             }
@@ -545,7 +545,7 @@ fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
                 port.lid = lid;
             }
             if n.ports.first().map(|x| x.num) == Some(p) {
-                n.lid = lid;
+                n.id.lid = lid;
             }
         }
     }

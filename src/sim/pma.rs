@@ -420,7 +420,7 @@ fn is_switch(st: &State, ni: usize) -> bool {
     st.fabric
         .nodes
         .get(ni)
-        .is_some_and(|n| n.node_type == NodeType::Switch)
+        .is_some_and(|n| n.id.node_type == NodeType::Switch)
 }
 
 fn class_port_info(st: &State, ni: usize) -> Data {
@@ -454,10 +454,10 @@ fn selected(
     allow_all: bool,
 ) -> Result<Vec<u8>, u16> {
     let n = st.fabric.nodes.get(ni).ok_or(status::INVALID_FIELD)?;
-    if n.node_type == NodeType::Switch {
+    if n.id.node_type == NodeType::Switch {
         if port_select == crate::pm::port_counters::ALL_PORTS && allow_all {
-            Ok((0..=n.num_ports).collect())
-        } else if port_select <= n.num_ports {
+            Ok((0..=n.id.num_ports).collect())
+        } else if port_select <= n.id.num_ports {
             Ok(vec![port_select])
         } else {
             Err(status::INVALID_FIELD)

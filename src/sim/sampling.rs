@@ -255,7 +255,7 @@ impl Sample {
     pub(super) fn initial(node: &Node, port: u8) -> Sample {
         let mut control = PortSamplesControl {
             op_code: ALL_OPCODES,
-            port_select: if node.node_type == NodeType::Switch {
+            port_select: if node.id.node_type == NodeType::Switch {
                 1
             } else {
                 port
@@ -307,7 +307,7 @@ fn node(st: &State, ni: usize) -> Result<&Node, u16> {
 
 /// The PMA's sample mechanism key: a switch has one, a CA one per port.
 fn key(n: &Node, ni: usize, arrival: u8) -> (usize, u8) {
-    if n.node_type == NodeType::Switch {
+    if n.id.node_type == NodeType::Switch {
         (ni, 0)
     } else {
         (ni, arrival)
@@ -330,7 +330,7 @@ pub(super) fn control(
     set: bool,
 ) -> Result<Data, u16> {
     let n = node(st, ni)?;
-    let caps = SampleCaps::of(n.node_type);
+    let caps = SampleCaps::of(n.id.node_type);
     let k = key(n, ni, arrival);
     let mut s = sample_of(st, n, k);
     let now = st.now_ns();
@@ -341,7 +341,7 @@ pub(super) fn control(
         // ports, AllPortSelect is set) or a port number, and for a number
         // that is not a port "the sample timers run normally but the
         // resulting sample counter values are zero" (IBA PortSelect).
-        if n.node_type != NodeType::Switch && req.port_select != arrival {
+        if n.id.node_type != NodeType::Switch && req.port_select != arrival {
             return Err(status::INVALID_FIELD);
         }
         // A Set while a sample is pending or underway changes nothing: the
@@ -370,12 +370,12 @@ pub(super) fn control(
 
 /// The ports a sample's PortSelect covers.
 fn sampled_ports(n: &Node, port_select: u8) -> Vec<u8> {
-    if n.node_type != NodeType::Switch {
+    if n.id.node_type != NodeType::Switch {
         return vec![port_select];
     }
     if port_select == pc::ALL_PORTS {
-        (0..=n.num_ports).collect()
-    } else if port_select <= n.num_ports {
+        (0..=n.id.num_ports).collect()
+    } else if port_select <= n.id.num_ports {
         vec![port_select]
     } else {
         Vec::new()
@@ -469,7 +469,7 @@ fn sample_counts(
     arrival: u8,
 ) -> Result<(u16, u8, [u64; samples::NUM_COUNTERS], SampleCaps), u16> {
     let n = node(st, ni)?;
-    let caps = SampleCaps::of(n.node_type);
+    let caps = SampleCaps::of(n.id.node_type);
     let s = sample_of(st, n, key(n, ni, arrival));
     let now = st.now_ns();
     let (status, start, end) = s.times(&caps, now);

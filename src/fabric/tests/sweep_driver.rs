@@ -152,14 +152,14 @@ fn rediscovery_is_asked_every_60_s_and_merged_before_the_next_sweep() {
     let (sw, port) = fabric
         .nodes
         .iter()
-        .filter(|n| n.node_type == NodeType::Switch)
+        .filter(|n| n.id.node_type == NodeType::Switch)
         .find_map(|n| {
             let p = n.ports.iter().find(|p| {
                 p.remote()
                     .and_then(|(g, _)| fabric.node(g))
-                    .is_some_and(|r| r.node_type == NodeType::Switch)
+                    .is_some_and(|r| r.id.node_type == NodeType::Switch)
             })?;
-            Some((n.guid, p.num))
+            Some((n.id.guid, p.num))
         })
         .unwrap();
     let mut rig = rig.with_sweeper(|s: Sweeper| {
@@ -250,12 +250,12 @@ fn a_sets_deadline_holds_while_a_reply_is_late() {
     let ca = fabric
         .nodes
         .iter()
-        .find(|n| n.node_type == NodeType::Ca)
+        .find(|n| n.id.node_type == NodeType::Ca)
         .unwrap();
     let (lid, port) = (ca.ports[0].lid, ca.ports[0].num);
     let cfg = ControlConfig::default();
     let clear = WriteOp::ClearCounters {
-        guid: ca.guid,
+        guid: ca.id.guid,
         port,
         select: 0xFFFF,
         select2: 0,
@@ -292,4 +292,163 @@ fn a_sets_deadline_holds_while_a_reply_is_late() {
             assert!(took <= cfg.deadline());
         }
     }
+}
+
+/// Merges `fabric` into `state` when the first MAD is sent through it (a
+/// rediscovery merged while a write is in flight), and says which LIDs
+/// its MADs went to.
+struct MergeOnSend {
+    inner: SimTransport,
+    state: crate::fabric::state::SharedState,
+    fabric: Option<crate::ib::Fabric>,
+    to: Arc<Mutex<Vec<u16>>>,
+}
+
+impl MadTransport for MergeOnSend {
+    fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+        if let Some(f) = self.fabric.take() {
+            let now = self.inner.virtual_time().unwrap().now();
+            self.state.lock().merge(f, now);
+        }
+        self.to.lock().unwrap().push(to.lid);
+        self.inner.send(to, m)
+    }
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
+        self.inner.recv(timeout)
+    }
+}
+
+/// A write and a sample poll in flight while a merge adds nodes ahead of
+/// theirs (by GUID) land on their node: a merge keeps every node's index.
+#[test]
+fn a_write_and_a_sample_poll_across_a_merge_land_on_their_node() {
+    use crate::ib::Guid;
+    let rig = AgentRig::swept(RigOptions::default());
+    let fabric = rig.fabric();
+    // A channel adapter with a node before it.
+    let ni = (1..fabric.nodes.len())
+        .find(|&i| fabric.nodes[i].id.node_type == NodeType::Ca)
+        .unwrap();
+    let (ca, before) = (&fabric.nodes[ni], &fabric.nodes[ni - 1]);
+    assert_eq!(rig.state.lock().node_index(ca.id.guid), Some(ni));
+    let port = ca.ports[0].num;
+    // Rediscovery finds the fabric and new nodes of GUIDs below every other.
+    let found = |guids: &[u64]| {
+        let mut f = fabric.clone();
+        for &g in guids {
+            let mut n = ca.clone();
+            n.id.guid = Guid(g);
+            n.ports.iter_mut().for_each(|p| p.set_remote(None));
+            f.nodes.push(n);
+        }
+        f
+    };
+    let counters = |guid| {
+        let snap = rig.cache.load();
+        *snap
+            .node(guid)
+            .unwrap()
+            .port(port)
+            .unwrap()
+            .counters()
+            .unwrap()
+    };
+    let (ca_before, other_before) = (counters(ca.id.guid), counters(before.id.guid));
+    assert!(ca_before.xmit_data > 0 && other_before.xmit_data > 0);
+
+    let to = Arc::new(Mutex::new(Vec::new()));
+    let polled = Arc::new(Mutex::new(Vec::new()));
+    let t = || rig.sim.transport().on_virtual_time(rig.time.clone());
+    let writer = |fabric| MergeOnSend {
+        inner: t(),
+        state: rig.state.clone(),
+        fabric: Some(fabric),
+        to: Arc::clone(&to),
+    };
+    let c = Controller::new(
+        rig.state.clone(),
+        Arc::clone(&rig.cache),
+        Box::new(writer(found(&[1]))),
+        Box::new(MergeOnSend {
+            inner: t(),
+            state: rig.state.clone(),
+            fabric: None,
+            to: Arc::clone(&polled),
+        }),
+        ControlConfig::default(),
+    )
+    .with_clock(rig.time.clock());
+    let clear = WriteOp::ClearCounters {
+        guid: ca.id.guid,
+        port,
+        select: 0xFFFF,
+        select2: 0,
+    };
+    assert_eq!(c.write(&[clear]), [Ok(())]);
+    {
+        let st = rig.state.lock();
+        assert_eq!(st.node_index(Guid(1)), Some(fabric.nodes.len()), "appended");
+        assert_eq!(st.node_index(ca.id.guid), Some(ni));
+    }
+    let ca_after = counters(ca.id.guid);
+    assert!(
+        ca_after.xmit_data < ca_before.xmit_data,
+        "the clear's reply"
+    );
+    assert_eq!(ca_after.symbol_errors, 0);
+    assert_eq!(
+        counters(before.id.guid),
+        other_before,
+        "not the node before"
+    );
+
+    // A sample started while another merge adds a node; the poll after
+    // it reads the node the sample runs on.
+    let c = Controller::new(
+        rig.state.clone(),
+        Arc::clone(&rig.cache),
+        Box::new(writer(found(&[1, 2]))),
+        Box::new(MergeOnSend {
+            inner: t(),
+            state: rig.state.clone(),
+            fabric: None,
+            to: Arc::clone(&polled),
+        }),
+        ControlConfig::default(),
+    )
+    .with_clock(rig.time.clock());
+    let mut control = *rig
+        .cache
+        .load()
+        .node(ca.id.guid)
+        .unwrap()
+        .samples_control
+        .as_deref()
+        .unwrap();
+    control.tag = 0x77;
+    control.sample_status = 0;
+    let start = WriteOp::SamplesControl {
+        guid: ca.id.guid,
+        control,
+    };
+    assert_eq!(c.write(&[start]), [Ok(())]);
+    assert_eq!(
+        rig.state.lock().node_index(Guid(2)),
+        Some(fabric.nodes.len() + 1)
+    );
+    c.poll_samples();
+    let polled = polled.lock().unwrap().clone();
+    assert!(!polled.is_empty());
+    assert!(
+        polled.iter().all(|&lid| lid == ca.ports[0].lid),
+        "{polled:?}"
+    );
+    let snap = rig.cache.load();
+    let tag = snap
+        .node(ca.id.guid)
+        .unwrap()
+        .samples_control
+        .as_ref()
+        .map(|c| c.tag);
+    assert_eq!(tag, Some(0x77));
 }

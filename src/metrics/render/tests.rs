@@ -52,10 +52,10 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
                     &snap,
                     &endpoint,
                     Some(node),
-                    RowIndex::port(node.guid, p.num()),
+                    RowIndex::port(node.id.guid, p.num()),
                     0,
                 );
-                let got = sample(&text, &name, node.guid, p.num());
+                let got = sample(&text, &name, node.id.guid, p.num());
                 let mut shown = Vec::new();
                 let want = want.filter(|v| push_value(&mut shown, v, f.scale));
                 match (want, got, Collectors::defaults().has(f.collector)) {
@@ -66,7 +66,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
                     (None, None, _) | (_, None, false) => {}
                     (w, g, on) => panic!(
                         "{name} {:?}/{}: MIB {w:?}, scrape {g:?} (collector on: {on})",
-                        node.guid,
+                        node.id.guid,
                         p.num()
                     ),
                 }
@@ -81,7 +81,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
         sample(
             &text,
             "infiniband_port_transmit_data_bytes_total",
-            n.guid,
+            n.id.guid,
             p.num()
         ),
         p.hc.shown(crate::fabric::hc::OUT_OCTETS)
@@ -93,7 +93,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
 fn an_unreachable_nodes_counters_leave_and_its_info_stays() {
     let rig = AgentRig::swept(RigOptions::default());
     let mut snap = Snapshot::clone(&rig.cache.load());
-    let gone = snap.nodes[0].guid;
+    let gone = snap.nodes[0].id.guid;
     Arc::make_mut(&mut snap.nodes[0]).reachable = false;
     let text = scrape_of(&snap, Format::Text, Collectors::defaults());
     let g = format!("node_guid=\"0x{:016x}\"", gone.0);
@@ -102,7 +102,7 @@ fn an_unreachable_nodes_counters_leave_and_its_info_stays() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines[0].starts_with("infiniband_node_info{"));
     assert_eq!(lines[1], format!("infiniband_node_up{{{g}}} 0"));
-    let other = snap.nodes[1].guid;
+    let other = snap.nodes[1].id.guid;
     assert!(text.contains(&format!(
         "infiniband_node_up{{node_guid=\"0x{:016x}\"}} 1",
         other.0
@@ -147,7 +147,8 @@ fn openmetrics_names_counters_and_infos_and_ends_with_eof() {
 fn collectors_choose_the_families_and_labels_are_escaped() {
     let rig = AgentRig::swept(RigOptions::default());
     let mut snap = Snapshot::clone(&rig.cache.load());
-    Arc::make_mut(&mut snap.nodes[0]).description = "a \"quoted\" \\ name\nwith a newline".into();
+    Arc::make_mut(&mut snap.nodes[0]).id.description =
+        "a \"quoted\" \\ name\nwith a newline".into();
     let only_errors = Collectors::NONE.with(Collector::Errors);
     let errors = scrape_of(&snap, Format::Text, only_errors);
     assert!(errors.contains("infiniband_port_symbol_errors_total{"));

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::cache::{Cache, Snapshot};
-use super::record::{DataSource, NodeRecord};
-use super::state::{FabricState, PUBLISH_AFTER_PORTS};
+use super::{FabricState, PUBLISH_AFTER_PORTS};
+use crate::fabric::cache::{Cache, Snapshot};
+use crate::fabric::record::{DataSource, NodeRecord};
 
 impl FabricState {
     /// Bring node `ni`'s record up to date with the node's state.
@@ -53,14 +53,14 @@ impl FabricState {
     /// returns the number of nodes in it.
     fn publish_as(&mut self, cache: &Cache, sweep: u64) -> usize {
         let prev = cache.load();
-        let nodes: Vec<Arc<NodeRecord>> = (0..self.fabric.nodes.len())
-            .filter_map(|ni| self.record(ni))
+        // In GUID order, as a snapshot's records are.
+        let nodes: Vec<Arc<NodeRecord>> = (0..self.by_guid.len())
+            .filter_map(|k| self.record(self.by_guid[k] as usize))
             .collect();
         let rows = nodes.len();
         self.copies = 0;
         let ports: usize = self.nodes.iter().map(|s| s.rec.ports.len()).sum();
         self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
-        // Fabric nodes are ordered by GUID, so the records are too.
         cache.publish(Snapshot {
             sweep,
             taken: Some(Instant::now()),
@@ -91,7 +91,7 @@ impl FabricState {
     /// Publish node `ni`'s record alone into the current snapshot.
     pub fn publish_node(&mut self, cache: &Cache, ni: usize) {
         let record = self.record(ni);
-        cache.patch(self.fabric.nodes[ni].guid, record);
+        cache.patch(self.nodes[ni].rec.id.guid, record);
     }
 
     /// Port records copied since the last publication, and how many make

@@ -1,0 +1,342 @@
+//! What the agent has learned about each node, shared by the sweeper and the
+//! write path, and turned into snapshots for the cache. Its fields are its
+//! own: the rest of the agent asks through its methods, grouped by idea:
+//! - here: the nodes by index and by GUID, their PMAs' addresses, the
+//!   sweep's settings and figures;
+//! - health.rs: what each node and kind of node answers, reachability, what
+//!   a sweep asks of each node;
+//! - readings.rs: replies, DOCA samples and writes folded into the records,
+//!   the totals of the state file;
+//! - merge.rs: a rediscovered fabric merged in, every node keeping its index;
+//! - publish.rs: the records into the cache;
+//! - slot.rs: which reading a reply is.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::cache::SweepFigures;
+use super::record::{NodeRecord, PortRecord, Readings, Stamp};
+use super::settings::SweepConfig;
+use super::strikes::{AttrMask, KindKey, KindState, NodeHealth};
+use crate::ib::{Fabric, Node};
+use crate::pm::ClassPortInfo;
+use crate::transport::MadAddr;
+
+mod health;
+mod merge;
+mod publish;
+mod readings;
+mod slot;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use merge::MergeReport;
+pub use slot::{PackedSlot, Slot};
+
+/// A sweep that copied node records holding this many port records (it
+/// changed records the published snapshot shares; a switch of 64 ports
+/// counts 64), or a 32nd of the fabric's ports when that is more,
+/// publishes what it has: the copies then replace the records they were
+/// made from instead of adding to them, and a sweep holds two versions of
+/// a bounded share of the ports at most (at 48,000 nodes a publication
+/// takes 2 - 6 ms, and so does the heap trim the sweeper makes after it:
+/// about 32 of each a sweep).
+const PUBLISH_AFTER_PORTS: usize = 4096;
+
+struct NodeState {
+    /// The PMA's address after a ClassPortInfo redirect.
+    redirect: Option<Box<MadAddr>>,
+    /// ClassPortInfo is asked at the next sweep (none read yet, or the
+    /// node came back): the record's reading is not to be relied on.
+    cpi_stale: bool,
+    failed_sweeps: u32,
+    /// Ever answered anything (a node that never did has no rows).
+    seen: bool,
+    /// What it answers of the sample mechanism and the optional
+    /// attributes, and what not.
+    health: NodeHealth,
+    samples_at: Option<Stamp>,
+    /// Bits of the health's `optional_unsupported` already said in the
+    /// log.
+    optional_reported: AttrMask,
+    /// The node's index into [`FabricState::kinds`].
+    kind: u32,
+    /// Some port is served by DOCA telemetry diag.
+    doca: bool,
+    /// DOCA delivered a sample since the last sweep ended.
+    doca_fresh: bool,
+    /// The node's record, shared with the published snapshot: its ports
+    /// are updated in place (copied first when the snapshot shares it);
+    /// the node's own fields are brought up to date when it is published.
+    rec: Arc<NodeRecord>,
+    /// A field the record takes from this state changed since.
+    dirty: bool,
+}
+
+pub struct FabricState {
+    cfg: SweepConfig,
+    /// Each node by its index, which it keeps for as long as the agent
+    /// runs (a merge appends the nodes it finds new), so that a write or
+    /// a sample poll in flight across a merge lands on its node. Its
+    /// record holds the node's identity and link facts: the fabric model.
+    nodes: Vec<NodeState>,
+    /// The node indexes in GUID order.
+    by_guid: Vec<u32>,
+    sweep_no: u64,
+    /// The last sweep's figures, published with each snapshot.
+    figures: SweepFigures,
+    /// A newly discovered fabric, merged by the sweeper between sweeps.
+    pending: Option<Fabric>,
+    /// Port records in the node records copied since the last
+    /// publication.
+    copies: usize,
+    /// How many make a publication due ([`PUBLISH_AFTER_PORTS`]).
+    copy_budget: usize,
+    /// The per-node readings, shared between nodes that answer the same.
+    readings: Readings,
+    /// What each kind of node showed ([`NodeState::kind`] indexes it).
+    kinds: Vec<(KindKey, KindState)>,
+}
+
+impl NodeState {
+    fn new(node: &Node) -> NodeState {
+        NodeState {
+            redirect: None,
+            cpi_stale: true,
+            failed_sweeps: 0,
+            seen: false,
+            health: NodeHealth::default(),
+            samples_at: None,
+            optional_reported: 0,
+            kind: 0,
+            doca: false,
+            doca_fresh: false,
+            rec: Arc::new(NodeRecord::new(node)),
+            dirty: true,
+        }
+    }
+
+    /// The ClassPortInfo read from the node, unless it is to be asked
+    /// again.
+    fn cpi(&self) -> Option<&ClassPortInfo> {
+        if self.cpi_stale {
+            return None;
+        }
+        self.rec.class_port_info.as_deref()
+    }
+
+    /// The node's record, to change (copied first when the published
+    /// snapshot shares it, counted in `copies`).
+    fn rec_mut(&mut self, copies: &mut usize) -> &mut NodeRecord {
+        if Arc::get_mut(&mut self.rec).is_none() {
+            *copies += self.rec.ports.len().max(1);
+        }
+        Arc::make_mut(&mut self.rec)
+    }
+
+    /// Port `pi`'s record, to change (copied first when the published
+    /// snapshot shares it, counted in `copies`).
+    fn port(&mut self, pi: usize, copies: &mut usize) -> Option<&mut PortRecord> {
+        if pi >= self.rec.ports.len() {
+            return None;
+        }
+        self.rec_mut(copies).ports.get_mut(pi)
+    }
+}
+
+impl FabricState {
+    /// Give every port's record the assessment of its link against the
+    /// port at its far end in the fabric model ([`crate::ib::Port::assess`]):
+    /// after the model's link facts changed (start, a merge that changed
+    /// ports). Only records whose assessment changed are touched.
+    fn assess_links(&mut self) {
+        for ni in 0..self.nodes.len() {
+            for pi in 0..self.nodes[ni].rec.ports.len() {
+                let p = &self.nodes[ni].rec.ports[pi];
+                let peer = p
+                    .link
+                    .remote()
+                    .and_then(|(g, q)| Some(&self.nodes[self.node_index(g)?].rec.port(q)?.link));
+                let a = p.link.assess(peer);
+                if p.assessment == a {
+                    continue;
+                }
+                let s = &mut self.nodes[ni];
+                if let Some(r) = s.port(pi, &mut self.copies) {
+                    r.assessment = a;
+                    s.dirty = true;
+                }
+            }
+        }
+    }
+}
+
+/// The state, shared by the sweeper and the write path.
+#[derive(Clone)]
+pub struct SharedState(Arc<Mutex<FabricState>>);
+
+impl SharedState {
+    /// The state of `fabric`, discovered at `discovered`.
+    pub fn new(mut fabric: Fabric, cfg: SweepConfig, discovered: Instant) -> Self {
+        fabric.sort();
+        let nodes: Vec<NodeState> = fabric.nodes.iter().map(NodeState::new).collect();
+        let mut st = FabricState {
+            cfg,
+            by_guid: (0..nodes.len() as u32).collect(),
+            nodes,
+            sweep_no: 0,
+            figures: SweepFigures {
+                discovered: Some(discovered),
+                ..Default::default()
+            },
+            pending: None,
+            copies: 0,
+            copy_budget: PUBLISH_AFTER_PORTS,
+            readings: Readings::default(),
+            kinds: Vec::new(),
+        };
+        st.assign_kinds();
+        st.assess_links();
+        SharedState(Arc::new(Mutex::new(st)))
+    }
+
+    /// Lock the state (a poisoned lock still holds consistent data: every
+    /// update is a plain field store).
+    pub fn lock(&self) -> MutexGuard<'_, FabricState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl FabricState {
+    /// The fabric as the agent knows it, nodes in GUID order (a copy:
+    /// what a PortInfo refresh reads again).
+    pub fn fabric(&self) -> Fabric {
+        Fabric {
+            nodes: self.by_guid().map(|ni| self.node(ni).to_node()).collect(),
+        }
+    }
+
+    /// How many nodes the state has: their indexes are `0..node_count()`.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Node `ni`'s record: its identity, its ports' link facts and what
+    /// was read of it.
+    pub fn node(&self, ni: usize) -> &NodeRecord {
+        &self.nodes[ni].rec
+    }
+
+    /// The node indexes in GUID order.
+    pub fn by_guid(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_guid.iter().map(|&ni| ni as usize)
+    }
+
+    pub fn node_index(&self, guid: crate::ib::Guid) -> Option<usize> {
+        let k = self
+            .by_guid
+            .binary_search_by_key(&guid, |&ni| self.nodes[ni as usize].rec.id.guid)
+            .ok()?;
+        Some(self.by_guid[k] as usize)
+    }
+
+    /// The index of port `num` among node `ni`'s ports.
+    pub fn port_position(&self, ni: usize, num: u8) -> Option<usize> {
+        self.nodes
+            .get(ni)?
+            .rec
+            .ports
+            .iter()
+            .position(|p| p.num() == num)
+    }
+
+    /// The indexes of port `num` of node `guid`: (node, port).
+    pub fn port_index(&self, guid: crate::ib::Guid, num: u8) -> Option<(usize, usize)> {
+        let ni = self.node_index(guid)?;
+        Some((ni, self.port_position(ni, num)?))
+    }
+
+    /// Hand over a newly discovered fabric; the sweeper merges it before
+    /// its next sweep.
+    pub fn offer(&mut self, fabric: Fabric) {
+        self.pending = Some(fabric);
+    }
+
+    /// The fabric handed over by [`Self::offer`] and not merged yet.
+    pub fn take_pending(&mut self) -> Option<Fabric> {
+        self.pending.take()
+    }
+
+    /// The sweep's settings.
+    pub fn config(&self) -> &SweepConfig {
+        &self.cfg
+    }
+
+    /// The number of the sweep under way (or the last one).
+    pub fn sweep_no(&self) -> u64 {
+        self.sweep_no
+    }
+
+    /// The optional attributes are asked this sweep (every
+    /// `optional_every` sweeps from the first, when they are asked at all).
+    pub fn optional_due(&self) -> bool {
+        self.cfg.optional_attributes
+            && self
+                .sweep_no
+                .saturating_sub(1)
+                .is_multiple_of(u64::from(self.cfg.optional_every.max(1)))
+    }
+
+    /// The ClassPortInfo read from node `ni`, unless it is to be asked
+    /// again.
+    pub fn cpi(&self, ni: usize) -> Option<&ClassPortInfo> {
+        self.nodes[ni].cpi()
+    }
+
+    /// What node `ni` answers of the sample mechanism and the optional
+    /// attributes, and what not.
+    pub(crate) fn health(&self, ni: usize) -> &NodeHealth {
+        &self.nodes[ni].health
+    }
+
+    /// The same, to change (tests: as a write or a strike would).
+    #[cfg(test)]
+    pub(crate) fn health_mut(&mut self, ni: usize) -> &mut NodeHealth {
+        &mut self.nodes[ni].health
+    }
+
+    /// The per-node readings' interners (tests: what they hold).
+    #[cfg(test)]
+    pub(crate) fn readings(&self) -> &Readings {
+        &self.readings
+    }
+
+    /// The figures of the sweep that ended at `ended` after `elapsed`,
+    /// for the agent's scalars.
+    pub fn sweep_figures(&mut self, ended: Instant, elapsed: Duration, mads: u64, timeouts: u64) {
+        self.figures.ended = Some(ended);
+        self.figures.duration_ms = elapsed.as_millis() as u64;
+        self.figures.mads = mads;
+        self.figures.timeouts = timeouts;
+    }
+
+    /// The address of the node's PMA; for a CA, the PMA of the port at index
+    /// `port` (None: the first port with a LID).
+    pub fn pma(&self, ni: usize, port: Option<usize>) -> Option<MadAddr> {
+        let s = &self.nodes[ni];
+        if let Some(r) = s.redirect.as_deref().copied() {
+            return Some(r);
+        }
+        let id = &s.rec.id;
+        let lid = match port {
+            Some(pi) => id.pma_lid(Some(&s.rec.ports.get(pi)?.link)),
+            None => s
+                .rec
+                .ports
+                .iter()
+                .map(|p| id.pma_lid(Some(&p.link)))
+                .find(|&l| l != 0)?,
+        };
+        (lid != 0).then(|| MadAddr::gsi(lid))
+    }
+}
