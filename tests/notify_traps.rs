@@ -38,14 +38,17 @@ impl Drop for Setup {
     }
 }
 
-/// Sweeps every 0.5 s, a node unreachable after 2 missed sweeps, the
-/// fabric rediscovered every second, thresholds over a 1 s window; XmitWait
+/// Sweeps every 0.5 s, a node unreachable after 2 missed sweeps (a silent
+/// node costs a sweep 50 ms and one resend, not the default 200 ms and
+/// three), the fabric rediscovered every second, thresholds over a 1 s
+/// window; XmitWait
 /// (which the simulated congested links raise all the time), SymbolBER
 /// (which the simulated noisy links, and every error burst, keep above
 /// 10^-12) and EffectiveBER (the noisy RS-FEC links' uncorrectable
 /// blocks) not watched unless a test says so.
 const BASE: &str = "[fabric]\nsweep_interval = 0.5\nunreachable_after = 2\n\
                     rediscover_interval = 1\n\
+                    [mad]\ntimeout_ms = 50\nretries = 1\n\
                     [notify]\nwindow = 1\n\
                     [[notify.threshold]]\ncounter = \"XmitWait\"\nrising = 0\n\
                     [[notify.threshold]]\ncounter = \"SymbolBER\"\nrising = 0\n\
