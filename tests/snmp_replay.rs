@@ -42,7 +42,7 @@ enabled = false
 [set]
 allow = true
 [fabric]
-sweep_interval = 1
+sweep_interval = 0.5
 [snmp]
 listen = "{listen}"
 engine_id = "{ENGINE}"
