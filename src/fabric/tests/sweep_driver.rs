@@ -365,19 +365,24 @@ fn a_write_and_a_sample_poll_across_a_merge_land_on_their_node() {
         fabric: Some(fabric),
         to: Arc::clone(&to),
     };
-    let c = Controller::new(
-        rig.state.clone(),
-        Arc::clone(&rig.cache),
-        Box::new(writer(found(&[1]))),
-        Box::new(MergeOnSend {
-            inner: t(),
-            state: rig.state.clone(),
-            fabric: None,
-            to: Arc::clone(&polled),
-        }),
-        ControlConfig::default(),
-    )
-    .with_clock(rig.time.clock());
+    // The write path: its writer merges `fabric` as it sends, its poller
+    // records the LIDs it polls.
+    let controller = |fabric| {
+        Controller::new(
+            rig.state.clone(),
+            Arc::clone(&rig.cache),
+            Box::new(writer(fabric)),
+            Box::new(MergeOnSend {
+                inner: t(),
+                state: rig.state.clone(),
+                fabric: None,
+                to: Arc::clone(&polled),
+            }),
+            ControlConfig::default(),
+        )
+        .with_clock(rig.time.clock())
+    };
+    let c = controller(found(&[1]));
     let clear = WriteOp::ClearCounters {
         guid: ca.id.guid,
         port,
@@ -404,19 +409,7 @@ fn a_write_and_a_sample_poll_across_a_merge_land_on_their_node() {
 
     // A sample started while another merge adds a node; the poll after
     // it reads the node the sample runs on.
-    let c = Controller::new(
-        rig.state.clone(),
-        Arc::clone(&rig.cache),
-        Box::new(writer(found(&[1, 2]))),
-        Box::new(MergeOnSend {
-            inner: t(),
-            state: rig.state.clone(),
-            fabric: None,
-            to: Arc::clone(&polled),
-        }),
-        ControlConfig::default(),
-    )
-    .with_clock(rig.time.clock());
+    let c = controller(found(&[1, 2]));
     let mut control = *rig
         .cache
         .load()
