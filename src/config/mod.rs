@@ -307,6 +307,12 @@ impl Config {
     /// against the file's directory, and with the simulated backend the
     /// topology file must be readable.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_text(path).map(|(cfg, _)| cfg)
+    }
+
+    /// [`Config::load`], and the text it read (wiped when dropped: it
+    /// holds the file's secrets), for errors that point into it.
+    fn load_text(path: &Path) -> Result<(Config, zeroize::Zeroizing<String>), ConfigError> {
         let file = path.display().to_string();
         // The text holds the file's secrets: wiped when dropped.
         let text = read_untrusted_text(path, MAX_CONFIG_FILE)
@@ -339,17 +345,16 @@ impl Config {
             )
             .in_file(&file, Keys::parse(&text).line("fabric", "topology")));
         }
-        Ok(cfg)
+        Ok((cfg, text))
     }
 
     /// [`Config::load`], then parse the topology file it names (what
     /// `check-config` checks): a topology error names the configuration
     /// file, its `fabric.topology` line and the topology file and line.
     pub fn check_file(path: &Path) -> Result<(Config, Option<Fabric>), ConfigError> {
-        let cfg = Config::load(path)?;
+        let (cfg, text) = Config::load_text(path)?;
         // An error of a file the configuration names, at the key naming it.
         let at = |section: &str, key: &str, reason: String| {
-            let text = read_untrusted_text(path, MAX_CONFIG_FILE).unwrap_or_default();
             ConfigError::at(section, key, reason).in_file(
                 &path.display().to_string(),
                 Keys::parse(&text).line(section, key),
