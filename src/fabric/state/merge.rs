@@ -3,7 +3,6 @@
 //! facts, new nodes are appended, nodes not found again are kept. Pure:
 //! the time of the discovery is passed in.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::{FabricState, NodeState};
@@ -52,8 +51,9 @@ impl FabricState {
                 s.redirect = None;
             }
             // The record takes the node's new facts and keeps what was
-            // read from it.
-            Arc::make_mut(&mut s.rec).relink(&n);
+            // read from it (a copy when the snapshot shares it, counted
+            // toward the next publication as a sweep's copies are).
+            s.rec_mut(&mut self.copies).relink(&n);
             s.dirty = true;
         }
         report.nodes = self.nodes.len();
@@ -78,6 +78,7 @@ mod tests {
     use crate::fabric::settings::SweepConfig;
     use crate::fabric::state::SharedState;
     use crate::ib::Guid;
+    use std::sync::Arc;
     use std::time::Duration;
 
     use crate::fabric::state::tests::TWO;
