@@ -808,8 +808,7 @@ mod tests {
                     ..Default::default()
                 },
                 reachable: 0,
-                notify: Default::default(),
-                shared_descriptions: Default::default(),
+                ..Default::default()
             }
         }
 
