@@ -13,6 +13,7 @@
 //! has an entry of its own besides ([`crate::ib::health::PortVerdict`]).
 
 pub mod state;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
