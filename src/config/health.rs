@@ -54,6 +54,9 @@ impl HealthSection {
     /// What the ranges of the limits table cannot say: keys that contradict
     /// each other or the sweep.
     pub(super) fn check(&self, sweep_interval: Duration) -> Result<(), ConfigError> {
+        if !self.enabled {
+            return Ok(());
+        }
         if self.unresponsive_missed > self.unresponsive_sweeps {
             return Err(ConfigError::at(
                 "health",

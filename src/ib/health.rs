@@ -274,20 +274,30 @@ pub struct Ack {
 }
 
 impl Verdicts {
-    /// The verdicts with `ack` applied to both ends of the link: what a
-    /// reader sees until the evaluator takes the acknowledgement in.
-    /// None when the port has no standing verdict to clear.
+    /// The verdicts with `ack` applied to both ends of the link (and, for
+    /// unresponsive, to the node): what a reader sees until the evaluator
+    /// takes the acknowledgement in. None when no verdict it names stands.
     pub fn acknowledged(&self, ack: Ack) -> Option<Verdicts> {
-        let v = self.port(ack.guid, ack.port)?;
         let mask = ack.condition.map_or(u8::MAX, Condition::bit);
-        if v.mask() & mask == 0 {
+        let port = self
+            .port(ack.guid, ack.port)
+            .filter(|v| v.mask() & mask != 0);
+        let node = self
+            .node(ack.guid)
+            .filter(|n| n.unresponsive.is_some() && mask & Condition::Unresponsive.bit() != 0);
+        if port.is_none() && node.is_none() {
             return None;
         }
-        let peer = v.peer;
+        let peer = port.and_then(|v| v.peer);
         let mut out = self.clone();
         for e in &mut out.ports {
             if (e.guid, e.port) == (ack.guid, ack.port) || Some((e.guid, e.port)) == peer {
                 clear(e, mask);
+            }
+        }
+        if node.is_some() {
+            for n in out.nodes.iter_mut().filter(|n| n.guid == ack.guid) {
+                n.unresponsive = None;
             }
         }
         Some(out)
