@@ -6,7 +6,8 @@
 //! the status page and `ibpm-agentx health` read its verdicts from the
 //! snapshot ([`crate::fabric::cache::Snapshot::health`]).
 //!
-//! What it keeps per port is bounded ([`PORT_BYTES`]): the last peer seen,
+//! What it keeps per port is bounded ([`PORT_BYTES`], in one array of every
+//! port's, with a node's 24 bytes beside): the last peer seen,
 //! the flaps of the flap window in eight 4-bit buckets, the low bits of
 //! LinkDowned, a moving average of the congestion and a few flags; no
 //! sample history. A port with a verdict, or one within `forget_after`,
@@ -15,7 +16,7 @@
 pub mod state;
 pub mod watch;
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fabric::cache::Snapshot;
@@ -97,10 +98,14 @@ const HAS_LINK_DOWNED: u8 = 16;
 /// [`PortMem::peer_guid`] holds the last peer.
 const HAS_PEER: u8 = 32;
 
-/// One port's state: no allocation of its own.
+/// One port's state: no allocation of its own, in one array of every
+/// port's ([`Evaluator::ports`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PortMem {
-    peer_guid: Guid,
+    /// The last peer's node GUID, in two halves (so the state aligns on
+    /// 4 bytes: 20 in all).
+    peer_hi: u32,
+    peer_lo: u32,
     /// Flaps per eighth of the flap window, the newest in the low nibble.
     flaps: u32,
     /// LinkDowned modulo 2^16 (it moves by a few between two sweeps).
@@ -112,13 +117,27 @@ struct PortMem {
     flags: u8,
 }
 
-/// The bytes one port's state takes at most.
-pub const PORT_BYTES: usize = 24;
+/// The bytes one port's state takes.
+pub const PORT_BYTES: usize = 20;
 const _: () = assert!(size_of::<PortMem>() <= PORT_BYTES);
 
 impl PortMem {
+    fn new(num: u8) -> PortMem {
+        PortMem {
+            num,
+            ..Default::default()
+        }
+    }
+
     fn peer(&self) -> Option<(Guid, u8)> {
-        (self.flags & HAS_PEER != 0).then_some((self.peer_guid, self.peer_port))
+        let guid = Guid((u64::from(self.peer_hi) << 32) | u64::from(self.peer_lo));
+        (self.flags & HAS_PEER != 0).then_some((guid, self.peer_port))
+    }
+
+    fn set_peer(&mut self, (guid, port): (Guid, u8)) {
+        (self.peer_hi, self.peer_lo) = ((guid.0 >> 32) as u32, guid.0 as u32);
+        self.peer_port = port;
+        self.flags |= HAS_PEER;
     }
 
     fn flaps_in_window(&self) -> u32 {
@@ -131,21 +150,28 @@ impl PortMem {
     }
 }
 
+/// One node's state; its ports are `len` entries of
+/// [`Evaluator::ports`] from `start`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct NodeMem {
     guid: Guid,
+    start: u32,
     /// Bit i: the PMA missed the sweep i evaluations ago.
     misses: u32,
+    len: u8,
     /// Sweeps counted in `misses` (at most the window).
     counted: u8,
-    ports: Box<[PortMem]>,
 }
 
 /// The evaluator: what it keeps between sweeps.
 pub struct Evaluator {
     cfg: HealthConfig,
+    /// Ordered by GUID, as a snapshot's nodes.
     nodes: Vec<NodeMem>,
-    entries: BTreeMap<(Guid, u8), PortVerdict>,
-    node_entries: BTreeMap<Guid, NodeVerdict>,
+    ports: Vec<PortMem>,
+    /// The verdict entries, shared with the verdicts last published.
+    entries: Arc<[PortVerdict]>,
+    node_entries: Arc<[NodeVerdict]>,
     last_sweep: Option<u64>,
     /// The flap bucket the newest nibbles stand for.
     bucket: Option<u64>,
@@ -163,13 +189,20 @@ struct Seen {
     flaps: u32,
 }
 
+/// What the evaluation of one port moves on with.
+struct PortStep {
+    shift: u32,
+    since_last: u64,
+}
+
 impl Evaluator {
     pub fn new(cfg: HealthConfig) -> Evaluator {
         Evaluator {
             cfg,
             nodes: Vec::new(),
-            entries: BTreeMap::new(),
-            node_entries: BTreeMap::new(),
+            ports: Vec::new(),
+            entries: Arc::new([]),
+            node_entries: Arc::new([]),
             last_sweep: None,
             bucket: None,
             last_at: None,
@@ -183,15 +216,19 @@ impl Evaluator {
     /// The bytes the evaluator holds for the ports it tracks (their state
     /// and their nodes'), not counting verdict entries.
     pub fn port_bytes(&self) -> usize {
-        self.nodes
-            .iter()
-            .map(|n| size_of::<NodeMem>() + n.ports.len() * size_of::<PortMem>())
-            .sum()
+        self.nodes.capacity() * size_of::<NodeMem>() + self.ports.capacity() * size_of::<PortMem>()
     }
 
     /// The ports tracked.
     pub fn ports(&self) -> usize {
-        self.nodes.iter().map(|n| n.ports.len()).sum()
+        self.ports.len()
+    }
+
+    fn node_ports(&self, n: &NodeMem) -> &[PortMem] {
+        let start = n.start as usize;
+        self.ports
+            .get(start..start + usize::from(n.len))
+            .unwrap_or_default()
     }
 
     /// Evaluate a published snapshot at `now` (wall-clock milliseconds),
@@ -206,71 +243,69 @@ impl Evaluator {
             return (!acks.is_empty()).then(|| self.verdicts(now, 0));
         }
         self.last_sweep = Some(snap.sweep);
-        let since_last = self.last_at.map_or(0, |t| now.saturating_sub(t));
+        let step = PortStep {
+            shift: self.rotate(now),
+            since_last: self.last_at.map_or(0, |t| now.saturating_sub(t)),
+        };
         self.last_at = Some(now);
-        let shift = self.rotate(now);
         let missed_nodes = snap.nodes.iter().filter(|n| n.failed_sweeps > 0).count();
         // The agent's own trouble (its port, the SM) is no node's fault.
         let fabric_answered = missed_nodes * 2 <= snap.nodes.len();
+        let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
         let mut seen: Vec<Seen> = Vec::new();
-        let mut mems = std::mem::take(&mut self.nodes);
-        let mut next: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
-        let mut old = mems.drain(..).peekable();
+        let mut misses: Vec<(Guid, u8, u8)> = Vec::new();
+        let total: usize = snap.nodes.iter().map(|n| n.ports.len()).sum();
+        let mut nodes: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
+        let mut ports: Vec<PortMem> = Vec::with_capacity(total);
+        let mut old = 0;
         for node in &snap.nodes {
-            while old.peek().is_some_and(|m| m.guid < node.id.guid) {
-                old.next();
+            let guid = node.id.guid;
+            while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
+                old += 1;
             }
-            let mut mem = match old.next_if(|m| m.guid == node.id.guid) {
-                Some(m) => m,
-                None => NodeMem {
-                    guid: node.id.guid,
-                    misses: 0,
-                    counted: 0,
-                    ports: Box::default(),
-                },
+            let prev = self.nodes.get(old).filter(|m| m.guid == guid).copied();
+            let before = prev.map_or(&[][..], |m| self.node_ports(&m));
+            let mut mem = NodeMem {
+                guid,
+                start: ports.len() as u32,
+                len: node.ports.len().min(usize::from(u8::MAX)) as u8,
+                ..prev.unwrap_or_default()
             };
             if fabric_answered {
-                let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
                 let missed = u32::from(node.failed_sweeps > 0);
                 mem.misses = (((u64::from(mem.misses) << 1) | u64::from(missed)) & window) as u32;
                 mem.counted = mem.counted.saturating_add(1).min(self.cfg.unresponsive_of);
-                self.node_seen(&mem, now);
+                misses.push((guid, mem.misses.count_ones() as u8, mem.counted));
             }
-            if mem.ports.len() != node.ports.len()
-                || mem
-                    .ports
+            // The ports as the record has them, each with its state (kept
+            // by number: rediscovery may change a node's ports).
+            let same = before.len() == node.ports.len()
+                && before
                     .iter()
                     .zip(&node.ports)
-                    .any(|(m, p)| m.num != p.num())
-            {
-                mem.ports = node
-                    .ports
-                    .iter()
-                    .map(|p| {
-                        mem.ports
-                            .iter()
-                            .find(|m| m.num == p.num())
-                            .copied()
-                            .unwrap_or(PortMem {
-                                num: p.num(),
-                                ..Default::default()
-                            })
-                    })
-                    .collect();
-            }
-            if node.reachable {
-                for (m, p) in mem.ports.iter_mut().zip(&node.ports) {
-                    seen.extend(self.port((node.id.guid, p.num()), m, p, shift, since_last));
+                    .all(|(m, p)| m.num == p.num());
+            for (i, p) in node.ports.iter().take(usize::from(mem.len)).enumerate() {
+                let mut m = if same {
+                    before[i]
+                } else {
+                    before
+                        .iter()
+                        .find(|m| m.num == p.num())
+                        .copied()
+                        .unwrap_or(PortMem::new(p.num()))
+                };
+                if node.reachable {
+                    seen.extend(self.port((guid, p.num()), &mut m, p, &step));
+                } else {
+                    m.flaps = shifted(m.flaps, step.shift);
                 }
-            } else {
-                for m in mem.ports.iter_mut() {
-                    m.flaps = shifted(m.flaps, shift);
-                }
+                ports.push(m);
             }
-            next.push(mem);
+            nodes.push(mem);
         }
-        drop(old);
-        self.nodes = next;
+        self.nodes = nodes;
+        self.ports = ports;
+        self.nodes_seen(&misses, now);
         self.join(seen, now);
         Some(self.verdicts(now, 0))
     }
@@ -288,72 +323,64 @@ impl Evaluator {
         shift
     }
 
-    /// The node's unresponsive verdict after its window moved.
-    fn node_seen(&mut self, mem: &NodeMem, now: u64) {
-        let missed = mem.misses.count_ones() as u8;
-        let holds = missed >= self.cfg.unresponsive_missed;
+    /// The nodes' unresponsive verdicts after their windows moved:
+    /// `misses` (GUID, sweeps missed, sweeps counted) in GUID order.
+    fn nodes_seen(&mut self, misses: &[(Guid, u8, u8)], now: u64) {
         let recovery = self.cfg.recovery.as_millis() as u64;
         let forget = self.cfg.forget_after.as_millis() as u64;
-        if missed == 0 && !self.node_entries.contains_key(&mem.guid) {
-            return;
-        }
-        let e = self.node_entries.entry(mem.guid).or_insert(NodeVerdict {
-            guid: mem.guid,
-            last_change: now,
-            ..Default::default()
-        });
-        e.missed = missed;
-        e.of = mem.counted;
-        if missed > 0 {
-            e.last_change = now;
-        }
-        match (&mut e.unresponsive, holds) {
-            (Some(m), true) => {
-                m.last_seen = now;
-                m.holding = true;
+        let mut out: Vec<NodeVerdict> = Vec::with_capacity(self.node_entries.len());
+        let mut old = self.node_entries.iter().peekable();
+        let mut take_old_before = |guid: Option<Guid>, out: &mut Vec<NodeVerdict>| {
+            while let Some(e) = old.next_if(|e| guid.is_none_or(|g| e.guid < g)) {
+                out.push(*e);
             }
-            (None, true) => {
-                e.unresponsive = Some(Mark {
-                    since: now,
-                    last_seen: now,
-                    holding: true,
-                });
-                e.raised += 1;
+            guid.and_then(|g| old.next_if(|e| e.guid == g).copied())
+        };
+        for &(guid, missed, of) in misses {
+            let prev = take_old_before(Some(guid), &mut out);
+            if missed == 0 && prev.is_none() {
+                continue;
+            }
+            let mut e = prev.unwrap_or(NodeVerdict {
+                guid,
+                last_change: now,
+                ..Default::default()
+            });
+            (e.missed, e.of) = (missed, of);
+            if missed > 0 {
                 e.last_change = now;
             }
-            (Some(m), false) => {
-                m.holding = false;
-                if now.saturating_sub(m.last_seen) >= recovery {
-                    e.unresponsive = None;
-                    e.last_change = now;
+            let holds = missed >= self.cfg.unresponsive_missed;
+            if step_mark(&mut e.unresponsive, holds, now, recovery) {
+                e.last_change = now;
+                if holds {
+                    e.raised += 1;
                 }
             }
-            (None, false) => {}
+            out.push(e);
         }
-        if e.unresponsive.is_none() && missed == 0 && now.saturating_sub(e.last_change) >= forget {
-            self.node_entries.remove(&mem.guid);
-        }
+        take_old_before(None, &mut out);
+        out.retain(|e| e.unresponsive.is_some() || now.saturating_sub(e.last_change) < forget);
+        self.node_entries = out.into();
     }
 
-    /// One port of a reachable node: its memory moved on, and what it
-    /// shows now. None when nothing is to be said of it.
+    /// One port of a reachable node: its state moved on, and what it shows
+    /// now. None when nothing is to be said of it.
     fn port(
         &self,
         key: (Guid, u8),
         m: &mut PortMem,
         p: &PortRecord,
-        shift: u32,
-        since_last: u64,
+        step: &PortStep,
     ) -> Option<Seen> {
-        m.flaps = shifted(m.flaps, shift);
+        m.flaps = shifted(m.flaps, step.shift);
         let l = &p.link;
         let active = l.state == Some(PortState::Active);
         let was_active = m.flags & ACTIVE != 0;
         let seen_before = m.flags & SEEN != 0;
         m.flags |= SEEN;
         if let Some(peer) = l.remote() {
-            (m.peer_guid, m.peer_port) = peer;
-            m.flags |= HAS_PEER;
+            m.set_peer(peer);
         }
         // Flaps: LinkDowned rising (a flap faster than a sweep too), or
         // the port seen leaving Active and coming back; one flap is not
@@ -404,10 +431,11 @@ impl Evaluator {
                 .rates
                 .get(hc::XMIT_WAIT)
                 .map_or(0, |r| congestion_hundredths(r).min(10_000) as u16);
-            let alpha = if since_last == 0 {
+            let alpha = if step.since_last == 0 {
                 1.0
             } else {
-                (since_last as f64 / self.cfg.congestion_window.as_millis().max(1) as f64).min(1.0)
+                let window = self.cfg.congestion_window.as_millis().max(1) as f64;
+                (step.since_last as f64 / window).min(1.0)
             };
             let avg = f64::from(m.congestion) + (f64::from(now) - f64::from(m.congestion)) * alpha;
             m.congestion = avg.round().clamp(0.0, 10_000.0) as u16;
@@ -450,118 +478,162 @@ impl Evaluator {
     /// Join the link's ends (each carries the other's conditions), and
     /// move every entry on to `now`.
     fn join(&mut self, seen: Vec<Seen>, now: u64) {
-        let mut observed: BTreeMap<(Guid, u8), (u8, Option<(Guid, u8)>, u32)> = BTreeMap::new();
+        // (key, conditions, peer, flaps) of the ports seen, and of their
+        // peers, in key order.
+        let mut observed: Vec<((Guid, u8), u8, Option<(Guid, u8)>, u32)> = Vec::new();
         for s in &seen {
-            let e = observed.entry(s.key).or_insert((0, None, 0));
-            e.0 |= s.mask;
-            e.1 = s.peer.or(e.1);
-            e.2 += s.flaps;
+            observed.push((s.key, s.mask, s.peer, s.flaps));
             if let Some(peer) = s.peer
                 && s.mask != 0
             {
-                let e = observed.entry(peer).or_insert((0, None, 0));
-                e.0 |= s.mask;
-                e.1 = e.1.or(Some(s.key));
+                observed.push((peer, s.mask, Some(s.key), 0));
             }
         }
+        observed.sort_unstable_by_key(|o| o.0);
         let recovery = self.cfg.recovery.as_millis() as u64;
         let forget = self.cfg.forget_after.as_millis() as u64;
-        for (&key, &(_, peer, flaps)) in &observed {
-            let e = self.entries.entry(key).or_insert_with(|| PortVerdict {
-                guid: key.0,
-                port: key.1,
-                last_change: now,
-                ..Default::default()
-            });
-            if peer.is_some() {
-                e.peer = peer;
-            }
-            if flaps > 0 {
-                e.flaps += u64::from(flaps);
-                e.last_flap = Some(now);
-                e.last_change = now;
-            }
-        }
+        let mut out: Vec<PortVerdict> = Vec::with_capacity(self.entries.len());
         let mut forgotten = Vec::new();
-        for (key, e) in self.entries.iter_mut() {
-            let mask = observed.get(key).map_or(0, |o| o.0);
+        let mut old = self.entries.iter().peekable();
+        let mut obs = observed.chunk_by(|a, b| a.0 == b.0).peekable();
+        loop {
+            let next_old = old.peek().map(|e| (e.guid, e.port));
+            let next_obs = obs.peek().map(|run| run[0].0);
+            let key = match (next_old, next_obs) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (Some(a), Some(b)) => a.min(b),
+            };
+            let mut e = old
+                .next_if(|e| (e.guid, e.port) == key)
+                .cloned()
+                .unwrap_or_else(|| PortVerdict {
+                    guid: key.0,
+                    port: key.1,
+                    last_change: now,
+                    ..Default::default()
+                });
+            let mut mask = 0;
+            if let Some(run) = obs.next_if(|run| run[0].0 == key) {
+                let flaps: u32 = run.iter().map(|o| o.3).sum();
+                mask = run.iter().fold(0, |m, o| m | o.1);
+                // The port's own view of its peer first (the first of the
+                // run with one: its own, as the port sorts its own entry
+                // before nothing else of the same key).
+                if let Some(peer) = run.iter().find_map(|o| o.2) {
+                    e.peer = Some(peer);
+                }
+                if flaps > 0 {
+                    e.flaps += u64::from(flaps);
+                    e.last_flap = Some(now);
+                    e.last_change = now;
+                }
+            }
             for c in Condition::ALL {
                 let i = c as usize;
                 let holds = mask & c.bit() != 0;
-                match (&mut e.marks[i], holds) {
-                    (Some(m), true) => {
-                        m.last_seen = now;
-                        m.holding = true;
-                    }
-                    (None, true) => {
-                        e.marks[i] = Some(Mark {
-                            since: now,
-                            last_seen: now,
-                            holding: true,
-                        });
+                if step_mark(&mut e.marks[i], holds, now, recovery) {
+                    e.last_change = now;
+                    if holds {
                         e.raised[i] += 1;
-                        e.last_change = now;
                     }
-                    (Some(m), false) => {
-                        m.holding = false;
-                        if now.saturating_sub(m.last_seen) >= recovery {
-                            e.marks[i] = None;
-                            e.last_change = now;
-                        }
-                    }
-                    (None, false) => {}
                 }
             }
             // A lost link is reported for forget_after at most.
-            if let Some(m) = e.marks[Condition::LinkLost as usize]
-                && now.saturating_sub(m.since) >= forget
-            {
-                e.marks[Condition::LinkLost as usize] = None;
+            let lost = Condition::LinkLost as usize;
+            if e.marks[lost].is_some_and(|m| now.saturating_sub(m.since) >= forget) {
+                e.marks[lost] = None;
                 e.last_change = now;
-                forgotten.push(*key);
+                forgotten.push(key);
+            }
+            if e.is_unhealthy() || now.saturating_sub(e.last_change) < forget {
+                out.push(e);
             }
         }
         // A link lost past forget_after is no longer looked for: its
         // ports are as if never Active.
         for (guid, num) in forgotten {
-            if let Ok(i) = self.nodes.binary_search_by_key(&guid, |n| n.guid)
-                && let Some(m) = self.nodes[i].ports.iter_mut().find(|m| m.num == num)
-            {
-                m.flags &= !EVER_ACTIVE;
+            if let Ok(i) = self.nodes.binary_search_by_key(&guid, |n| n.guid) {
+                let n = self.nodes[i];
+                let start = n.start as usize;
+                let ports = self
+                    .ports
+                    .get_mut(start..start + usize::from(n.len))
+                    .unwrap_or_default();
+                if let Some(m) = ports.iter_mut().find(|m| m.num == num) {
+                    m.flags &= !EVER_ACTIVE;
+                }
             }
         }
-        self.entries
-            .retain(|_, e| e.is_unhealthy() || now.saturating_sub(e.last_change) < forget);
-        self.node_entries
-            .retain(|_, e| e.unresponsive.is_some() || now.saturating_sub(e.last_change) < forget);
+        self.entries = out.into();
     }
 
     /// An operator's acknowledgement: the marks of the link's both ends
-    /// go.
+    /// (and, for unresponsive, of the node) go.
     fn take_ack(&mut self, a: Ack) {
         let mask = a.condition.map_or(u8::MAX, Condition::bit);
-        let peer = self.entries.get(&(a.guid, a.port)).and_then(|e| e.peer);
-        for key in std::iter::once((a.guid, a.port)).chain(peer) {
-            if let Some(e) = self.entries.get_mut(&key) {
+        let peer = self
+            .entries
+            .iter()
+            .find(|e| (e.guid, e.port) == (a.guid, a.port))
+            .and_then(|e| e.peer);
+        let mut entries = self.entries.to_vec();
+        for e in &mut entries {
+            if (e.guid, e.port) == (a.guid, a.port) || Some((e.guid, e.port)) == peer {
                 clear(e, mask);
             }
         }
-        if mask & Condition::Unresponsive.bit() != 0
-            && let Some(n) = self.node_entries.get_mut(&a.guid)
-        {
-            n.unresponsive = None;
+        self.entries = entries.into();
+        if mask & Condition::Unresponsive.bit() != 0 {
+            let mut nodes = self.node_entries.to_vec();
+            for n in nodes.iter_mut().filter(|n| n.guid == a.guid) {
+                n.unresponsive = None;
+            }
+            self.node_entries = nodes.into();
         }
     }
 
-    /// The published form of what the evaluator holds.
+    /// The published form of what the evaluator holds (its entries
+    /// shared, not copied).
     pub fn verdicts(&self, now: u64, took_us: u64) -> Verdicts {
         Verdicts {
             sweep: self.last_sweep.unwrap_or(0),
             at: now,
             took_us,
-            ports: self.entries.values().cloned().collect(),
-            nodes: self.node_entries.values().copied().collect(),
+            ports: Arc::clone(&self.entries),
+            nodes: Arc::clone(&self.node_entries),
         }
+    }
+}
+
+/// Move a verdict on: raised when its condition holds and none stands,
+/// kept while it holds or within `recovery` of the last time it did,
+/// cleared after. True when it was raised or cleared.
+fn step_mark(mark: &mut Option<Mark>, holds: bool, now: u64, recovery: u64) -> bool {
+    match (mark.as_mut(), holds) {
+        (Some(m), true) => {
+            m.last_seen = now;
+            m.holding = true;
+            false
+        }
+        (None, true) => {
+            *mark = Some(Mark {
+                since: now,
+                last_seen: now,
+                holding: true,
+            });
+            true
+        }
+        (Some(m), false) => {
+            m.holding = false;
+            let over = now.saturating_sub(m.last_seen) >= recovery;
+            if over {
+                *mark = None;
+            }
+            over
+        }
+        (None, false) => false,
     }
 }
 

@@ -95,7 +95,7 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
     let ports: Vec<(Guid, &PortMem)> = eval
         .nodes
         .iter()
-        .flat_map(|n| n.ports.iter().map(move |p| (n.guid, p)))
+        .flat_map(|n| eval.node_ports(n).iter().map(move |p| (n.guid, p)))
         .filter(|(_, p)| p.flags & EVER_ACTIVE != 0)
         .take(MAX_PORTS)
         .collect();
@@ -106,10 +106,11 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&guid.0.to_le_bytes());
         out.push(p.num);
         out.push(p.flags & KEPT_FLAGS);
-        out.extend_from_slice(&p.peer_guid.0.to_le_bytes());
-        out.push(p.peer_port);
+        let (peer, port) = p.peer().unwrap_or((Guid(0), 0));
+        out.extend_from_slice(&peer.0.to_le_bytes());
+        out.push(port);
     }
-    let entries: Vec<&PortVerdict> = eval.entries.values().take(MAX_PORTS).collect();
+    let entries: Vec<&PortVerdict> = eval.entries.iter().take(MAX_PORTS).collect();
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for e in entries {
         out.extend_from_slice(&e.guid.0.to_le_bytes());
@@ -129,7 +130,7 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&e.last_flap.unwrap_or(0).to_le_bytes());
         out.extend_from_slice(&e.last_change.to_le_bytes());
     }
-    let nodes: Vec<&NodeVerdict> = eval.node_entries.values().take(MAX_PORTS).collect();
+    let nodes: Vec<&NodeVerdict> = eval.node_entries.iter().take(MAX_PORTS).collect();
     out.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
     for n in nodes {
         out.extend_from_slice(&n.guid.0.to_le_bytes());
@@ -235,35 +236,38 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
 
 impl Evaluator {
     /// Take up what a state file saved: the ports that were Active, and the
-    /// verdict entries (the later of two for one port wins).
+    /// verdict entries (the first of two for one port wins).
     pub fn restore(&mut self, saved: Saved) {
         let mut ports = saved.ports;
         ports.sort_by_key(|p| (p.0, p.1));
         ports.dedup_by_key(|p| (p.0, p.1));
-        self.nodes = ports
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|run| NodeMem {
+        self.nodes.clear();
+        self.ports.clear();
+        for run in ports.chunk_by(|a, b| a.0 == b.0) {
+            let len = run.len().min(usize::from(u8::MAX));
+            self.nodes.push(NodeMem {
                 guid: run[0].0,
-                misses: 0,
-                counted: 0,
-                ports: run
-                    .iter()
-                    .map(|&(_, num, flags, peer_guid, peer_port)| PortMem {
-                        peer_guid,
-                        num,
-                        peer_port,
-                        flags: flags & !HAS_LINK_DOWNED,
-                        ..Default::default()
-                    })
-                    .collect(),
-            })
-            .collect();
-        for e in saved.entries {
-            self.entries.insert((e.guid, e.port), e);
+                start: self.ports.len() as u32,
+                len: len as u8,
+                ..Default::default()
+            });
+            for &(_, num, flags, peer_guid, peer_port) in &run[..len] {
+                let mut m = PortMem::new(num);
+                if flags & HAS_PEER != 0 {
+                    m.set_peer((peer_guid, peer_port));
+                }
+                m.flags = flags & !HAS_LINK_DOWNED;
+                self.ports.push(m);
+            }
         }
-        for n in saved.nodes {
-            self.node_entries.insert(n.guid, n);
-        }
+        let mut entries = saved.entries;
+        entries.sort_by_key(|e| (e.guid, e.port));
+        entries.dedup_by_key(|e| (e.guid, e.port));
+        self.entries = entries.into();
+        let mut nodes = saved.nodes;
+        nodes.sort_by_key(|n| n.guid);
+        nodes.dedup_by_key(|n| n.guid);
+        self.node_entries = nodes.into();
     }
 
     /// Save what the evaluator must not forget to `path` (atomically).

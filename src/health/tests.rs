@@ -430,5 +430,9 @@ fn a_port_costs_at_most_32_bytes_in_steady_state() {
     r.sweep();
     let per_port = r.ev.port_bytes() as f64 / r.ev.ports() as f64;
     assert!(per_port <= 32.0, "{per_port} bytes a port");
+    assert!(
+        per_port >= 20.0,
+        "{per_port} bytes a port: every port is kept"
+    );
     assert_eq!(r.ev.ports(), 3600);
 }

@@ -101,7 +101,7 @@ impl Drop for Watch {
 fn log_changes(old: &Verdicts, new: &Verdicts) {
     let mut said = 0;
     let mut more = 0;
-    for e in &new.ports {
+    for e in new.ports.iter() {
         let before = old.port(e.guid, e.port).map_or(0, |o| o.mask());
         let raised = e.mask() & !before;
         for c in Condition::of_mask(raised) {
@@ -119,7 +119,7 @@ fn log_changes(old: &Verdicts, new: &Verdicts) {
             }
         }
     }
-    for o in &old.ports {
+    for o in old.ports.iter() {
         let after = new.port(o.guid, o.port).map_or(0, |e| e.mask());
         for c in Condition::of_mask(o.mask() & !after) {
             if said < 20 {

@@ -12,6 +12,8 @@
 //! Times are wall-clock milliseconds since the UNIX epoch, as the
 //! evaluator was given them (they survive a restart in the state file).
 
+use std::sync::Arc;
+
 use super::Guid;
 
 /// The conditions a verdict may name, most severe first (the order of the
@@ -227,8 +229,9 @@ pub struct Verdicts {
     pub at: u64,
     /// How long the evaluation took, in microseconds.
     pub took_us: u64,
-    pub ports: Vec<PortVerdict>,
-    pub nodes: Vec<NodeVerdict>,
+    /// Shared with the evaluator: publishing copies no entry.
+    pub ports: Arc<[PortVerdict]>,
+    pub nodes: Arc<[NodeVerdict]>,
 }
 
 impl Verdicts {
@@ -254,7 +257,7 @@ impl Verdicts {
     /// Ports with a standing verdict of each condition.
     pub fn counts(&self) -> [usize; CONDITION_COUNT] {
         let mut n = [0; CONDITION_COUNT];
-        for v in &self.ports {
+        for v in self.ports.iter() {
             for c in Condition::of_mask(v.mask()) {
                 n[c as usize] += 1;
             }
@@ -290,15 +293,19 @@ impl Verdicts {
         }
         let peer = port.and_then(|v| v.peer);
         let mut out = self.clone();
-        for e in &mut out.ports {
+        let mut ports = self.ports.to_vec();
+        for e in &mut ports {
             if (e.guid, e.port) == (ack.guid, ack.port) || Some((e.guid, e.port)) == peer {
                 clear(e, mask);
             }
         }
+        out.ports = ports.into();
         if node.is_some() {
-            for n in out.nodes.iter_mut().filter(|n| n.guid == ack.guid) {
+            let mut nodes = self.nodes.to_vec();
+            for n in nodes.iter_mut().filter(|n| n.guid == ack.guid) {
                 n.unresponsive = None;
             }
+            out.nodes = nodes.into();
         }
         Some(out)
     }
@@ -389,7 +396,7 @@ mod tests {
         let mut b = a.clone();
         (b.guid, b.port, b.peer) = (Guid(2), 3, Some((Guid(1), 1)));
         let v = Verdicts {
-            ports: vec![a, b],
+            ports: vec![a, b].into(),
             ..Default::default()
         };
         let ack = Ack {
@@ -398,7 +405,7 @@ mod tests {
             condition: Some(Condition::Flapping),
         };
         let out = v.acknowledged(ack).unwrap();
-        for e in &out.ports {
+        for e in out.ports.iter() {
             assert_eq!(e.mask(), Condition::Erroring.bit());
         }
         assert!(out.acknowledged(ack).is_none(), "nothing left to clear");

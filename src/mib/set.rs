@@ -888,7 +888,7 @@ mod tests {
         ports.sort_by_key(|e| (e.guid, e.port));
         v.cache().set_health(Arc::new(Verdicts {
             sweep: 1,
-            ports,
+            ports: ports.into(),
             ..Default::default()
         }));
         let ack = |port: u8, value: Value| {

@@ -1536,7 +1536,7 @@ mod tests {
         let mut s = f.snap(1);
         s.health = Arc::new(Verdicts {
             sweep: 1,
-            ports: vec![entry(0x100, 0x101, true), entry(0x101, 0x100, true)],
+            ports: vec![entry(0x100, 0x101, true), entry(0x101, 0x100, true)].into(),
             ..Default::default()
         });
         let o = ev.evaluate(&s);
@@ -1558,7 +1558,7 @@ mod tests {
         let mut s3 = f.snap(3);
         s3.health = Arc::new(Verdicts {
             sweep: 3,
-            ports: vec![entry(0x100, 0x101, false), entry(0x101, 0x100, false)],
+            ports: vec![entry(0x100, 0x101, false), entry(0x101, 0x100, false)].into(),
             ..Default::default()
         });
         assert_eq!(
