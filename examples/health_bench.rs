@@ -28,15 +28,15 @@ fn unhealthy(snap: &Snapshot, sweep: u64) -> Snapshot {
     for n in &mut out.nodes {
         let first = k;
         k += n.ports.len() as u64;
-        if (first..k).all(|i| i % 100 != 0) {
+        if (first..k).all(|i| !i.is_multiple_of(100)) {
             continue;
         }
         let rec = Arc::make_mut(n);
         for (i, p) in (first..).zip(rec.ports.iter_mut()) {
-            if i % 100 == 0 {
+            if i.is_multiple_of(100) {
                 p.assessment.health = Some(LinkHealth::WidthDegraded);
             }
-            if i % 1000 == 0 && sweep % 2 == 0 {
+            if i % 1000 == 0 && sweep.is_multiple_of(2) {
                 p.link.state = Some(PortState::Down);
                 p.link.phys_state = Some(PhysState::Polling);
             }

@@ -33,6 +33,21 @@ const LINK_LOST: u32 = 1;
 const FLAPPING: u32 = 3;
 const FLAPS: u32 = 7;
 const PEER_GUID: u32 = 12;
+const RAISED: u32 = 11;
+const ACKNOWLEDGE: u32 = 14;
+
+/// snmpset with the write community; Ok(stdout) or Err(stderr).
+fn snmpset(target: &str, args: &[&str]) -> Result<String, String> {
+    let out = common::SnmpTool::new("snmpset")
+        .args(["-v2c", "-c", "private", "-On", "-t", "3", "-r", "0", target])
+        .args(args)
+        .run();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
 
 #[test]
 fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
@@ -76,6 +91,7 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
         "[agentx]\nsocket = \"{}\"\nreconnect_max = 1\n\
          [fabric]\nbackend = \"umad\"\nsweep_interval = 1\nunreachable_after = 2\n\
          rediscover_interval = 2\nportinfo_interval = 1\n\
+         [set]\nallow = true\n\
          [health]\nflap_count = 1\nflap_window = 8\nrecovery = 4\nforget_after = 600\n",
         snmpd.agentx_addr()
     ));
@@ -130,6 +146,13 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
         t[0]
     );
     assert!(is(&column(FLAPS), &(l0.guid, host_port), "1"));
+    // Acknowledging a condition that has no verdict: inconsistentValue.
+    let ack = format!(
+        "{HEALTH}.{ACKNOWLEDGE}.{}.{host_port}",
+        common::guid_index(l0.guid)
+    );
+    let err = snmpset(&target, &[&ack, "i", "4"]).expect_err("no erroring verdict");
+    assert!(err.contains("inconsistentValue"), "{err}");
     // The flap leaves the 8 s window, then 4 s of recovery: cleared.
     wait_for(Duration::from_secs(30), "flapping cleared", || {
         let c = column(FLAPPING);
@@ -162,6 +185,28 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
             .iter()
             .any(|t| t.contains("linkLost(1)"))
     });
+    // Acknowledged from S0's end while the link is still down: cleared,
+    // and raised again by the next sweep (a second pair of traps, the
+    // count of verdicts raised on L1's port up by one).
+    let raised = |c: &std::collections::BTreeMap<(u64, u8), String>| -> u64 {
+        c.get(&(l1.guid, up)).map_or(0, |v| v.parse().unwrap_or(0))
+    };
+    let before = raised(&column(RAISED));
+    let ack = format!(
+        "{HEALTH}.{ACKNOWLEDGE}.{}.{s0_port}",
+        common::guid_index(s0.guid)
+    );
+    snmpset(&target, &[&ack, "i", "1"]).expect("acknowledged");
+    wait_for(Duration::from_secs(10), "linkLost raised again", || {
+        let lost = |name: &str| {
+            v2_traps(&trapd.log(), name)
+                .iter()
+                .filter(|t| t.contains("linkLost(1)"))
+                .count()
+        };
+        lost("pmPortUnhealthy") == 2 && lost("pmPortHealthy") == 1
+    });
+    assert_eq!(raised(&column(RAISED)), before + 1);
     // Back: ReLink, and opensm brings the ports up again. The return is
     // a flap; the lost link clears after the recovery window.
     sim.console(&format!("ReLink \"L1\"[{up}]"));
@@ -177,7 +222,9 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
     wait_for(Duration::from_secs(10), "pmPortHealthy linkLost", || {
         v2_traps(&trapd.log(), "pmPortHealthy")
             .iter()
-            .any(|t| t.contains("linkLost(1)"))
+            .filter(|t| t.contains("linkLost(1)"))
+            .count()
+            == 2
     });
     assert!(agent.running(), "agent exited:\n{}", log());
     assert!(log().contains("link unhealthy: link lost"), "{}", log());

@@ -3,9 +3,15 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use super::{Config, ConfigError, seconds};
+
+/// A window in whole seconds that may be left out (then the default, or a
+/// sweep when the sweep is longer).
+fn window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Ok(Some(Duration::from_secs(u64::deserialize(d)?)))
+}
 use crate::health::HealthConfig;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -15,22 +21,25 @@ pub struct HealthSection {
     pub enabled: bool,
     /// Flaps within `flap_window` that make a link flapping.
     pub flap_count: u32,
-    #[serde(deserialize_with = "seconds")]
-    pub flap_window: Duration,
+    /// None: the default, at least a sweep.
+    #[serde(deserialize_with = "window")]
+    pub flap_window: Option<Duration>,
     /// Sweeps a PMA must miss of the last `unresponsive_sweeps`.
     pub unresponsive_missed: u8,
     pub unresponsive_sweeps: u8,
-    /// How long a condition must stay absent before its verdict clears.
-    #[serde(deserialize_with = "seconds")]
-    pub recovery: Duration,
+    /// How long a condition must stay absent before its verdict clears
+    /// (None: the default, at least a sweep).
+    #[serde(deserialize_with = "window")]
+    pub recovery: Option<Duration>,
     /// How long a lost link is reported and a cleared verdict remembered.
     #[serde(deserialize_with = "seconds")]
     pub forget_after: Duration,
     /// The share of the time a port waits to transmit, in percent, above
     /// which (on average over `congestion_window`) its link is congested.
     pub congestion_percent: f64,
-    #[serde(deserialize_with = "seconds")]
-    pub congestion_window: Duration,
+    /// None: the default, at least a sweep.
+    #[serde(deserialize_with = "window")]
+    pub congestion_window: Option<Duration>,
 }
 
 impl Default for HealthSection {
@@ -39,13 +48,13 @@ impl Default for HealthSection {
         HealthSection {
             enabled: true,
             flap_count: h.flap_count,
-            flap_window: h.flap_window,
+            flap_window: None,
             unresponsive_missed: h.unresponsive_missed,
             unresponsive_sweeps: h.unresponsive_of,
-            recovery: h.recovery,
+            recovery: None,
             forget_after: h.forget_after,
             congestion_percent: f64::from(h.congestion_hundredths) / 100.0,
-            congestion_window: h.congestion_window,
+            congestion_window: None,
         }
     }
 }
@@ -67,12 +76,16 @@ impl HealthSection {
                 ),
             ));
         }
+        // A window the file sets must hold a sweep (one it leaves out is
+        // made to).
         for (key, d) in [
             ("recovery", self.recovery),
             ("flap_window", self.flap_window),
             ("congestion_window", self.congestion_window),
         ] {
-            if d < sweep_interval {
+            if let Some(d) = d
+                && d < sweep_interval
+            {
                 return Err(ConfigError::at(
                     "health",
                     key,
@@ -84,18 +97,32 @@ impl HealthSection {
                 ));
             }
         }
-        if self.forget_after < self.recovery {
+        let recovery = self.windows(sweep_interval).1;
+        if self.forget_after < recovery {
             return Err(ConfigError::at(
                 "health",
                 "forget_after",
                 format!(
                     "{} s is shorter than recovery ({} s)",
                     self.forget_after.as_secs(),
-                    self.recovery.as_secs()
+                    recovery.as_secs()
                 ),
             ));
         }
         Ok(())
+    }
+
+    /// (flap window, recovery, congestion window) as the evaluator takes
+    /// them: as set, or the default and at least a sweep.
+    pub fn windows(&self, sweep_interval: Duration) -> (Duration, Duration, Duration) {
+        let h = HealthConfig::default();
+        let or =
+            |set: Option<Duration>, default: Duration| set.unwrap_or(default.max(sweep_interval));
+        (
+            or(self.flap_window, h.flap_window),
+            or(self.recovery, h.recovery),
+            or(self.congestion_window, h.congestion_window),
+        )
     }
 }
 
@@ -103,15 +130,16 @@ impl Config {
     /// The health evaluator's settings.
     pub fn health(&self) -> HealthConfig {
         let h = &self.health;
+        let (flap_window, recovery, congestion_window) = h.windows(self.fabric.sweep_interval);
         HealthConfig {
             flap_count: h.flap_count,
-            flap_window: h.flap_window,
+            flap_window,
             unresponsive_missed: h.unresponsive_missed,
             unresponsive_of: h.unresponsive_sweeps,
-            recovery: h.recovery,
+            recovery,
             forget_after: h.forget_after,
             congestion_hundredths: (h.congestion_percent * 100.0).round() as u32,
-            congestion_window: h.congestion_window,
+            congestion_window,
             threshold_window: self.notify.window,
         }
     }
@@ -155,5 +183,18 @@ mod tests {
         assert_eq!(e.key_path().as_deref(), Some("health.congestion_percent"));
         let e = Config::parse("[health]\nforget_after = 60\n", "c.toml").unwrap_err();
         assert_eq!(e.key_path().as_deref(), Some("health.forget_after"));
+    }
+
+    /// Windows left out are made to hold a sweep: a long sweep interval
+    /// needs no [health] keys.
+    #[test]
+    fn windows_left_out_hold_a_sweep() {
+        let c = Config::parse("[fabric]\nsweep_interval = 3600\n", "c.toml").unwrap();
+        let h = c.health();
+        assert_eq!(h.recovery, Duration::from_secs(3600));
+        assert_eq!(h.flap_window, Duration::from_secs(3600));
+        let c = Config::parse("[health]\nrecovery = 60\n", "c.toml").unwrap();
+        assert_eq!(c.health().recovery, Duration::from_secs(60));
+        assert_eq!(c.health().flap_window, Duration::from_secs(600));
     }
 }

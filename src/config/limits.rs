@@ -277,7 +277,7 @@ pub static LIMITS: &[Limit] = &[
         min: Num::Whole(1),
         max: Some(Num::Whole(DAY)),
         unit: Unit::Seconds,
-        value: |c| seconds(c.health.flap_window),
+        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).0),
     },
     Limit {
         section: "health",
@@ -301,7 +301,7 @@ pub static LIMITS: &[Limit] = &[
         min: Num::Whole(1),
         max: Some(Num::Whole(DAY)),
         unit: Unit::Seconds,
-        value: |c| seconds(c.health.recovery),
+        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).1),
     },
     Limit {
         section: "health",
@@ -325,7 +325,7 @@ pub static LIMITS: &[Limit] = &[
         min: Num::Whole(1),
         max: Some(Num::Whole(DAY)),
         unit: Unit::Seconds,
-        value: |c| seconds(c.health.congestion_window),
+        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).2),
     },
 ];
 

@@ -478,27 +478,32 @@ impl Evaluator {
     /// Join the link's ends (each carries the other's conditions), and
     /// move every entry on to `now`.
     fn join(&mut self, seen: Vec<Seen>, now: u64) {
-        // (key, conditions, peer, flaps) of the ports seen, and of their
-        // peers, in key order.
-        let mut observed: Vec<((Guid, u8), u8, Option<(Guid, u8)>, u32)> = Vec::new();
-        for s in &seen {
-            observed.push((s.key, s.mask, s.peer, s.flaps));
-            if let Some(peer) = s.peer
-                && s.mask != 0
-            {
-                observed.push((peer, s.mask, Some(s.key), 0));
-            }
-        }
-        observed.sort_unstable_by_key(|o| o.0);
+        // The ports seen, and the far ends of those with a condition, in
+        // key order.
+        let mut observed = seen;
+        let far: Vec<Seen> = observed
+            .iter()
+            .filter(|s| s.mask != 0)
+            .filter_map(|s| {
+                Some(Seen {
+                    key: s.peer?,
+                    peer: Some(s.key),
+                    mask: s.mask,
+                    flaps: 0,
+                })
+            })
+            .collect();
+        observed.extend(far);
+        observed.sort_unstable_by_key(|o| o.key);
         let recovery = self.cfg.recovery.as_millis() as u64;
         let forget = self.cfg.forget_after.as_millis() as u64;
         let mut out: Vec<PortVerdict> = Vec::with_capacity(self.entries.len());
         let mut forgotten = Vec::new();
         let mut old = self.entries.iter().peekable();
-        let mut obs = observed.chunk_by(|a, b| a.0 == b.0).peekable();
+        let mut obs = observed.chunk_by(|a, b| a.key == b.key).peekable();
         loop {
             let next_old = old.peek().map(|e| (e.guid, e.port));
-            let next_obs = obs.peek().map(|run| run[0].0);
+            let next_obs = obs.peek().map(|run| run[0].key);
             let key = match (next_old, next_obs) {
                 (None, None) => break,
                 (Some(a), None) => a,
@@ -515,13 +520,11 @@ impl Evaluator {
                     ..Default::default()
                 });
             let mut mask = 0;
-            if let Some(run) = obs.next_if(|run| run[0].0 == key) {
-                let flaps: u32 = run.iter().map(|o| o.3).sum();
-                mask = run.iter().fold(0, |m, o| m | o.1);
-                // The port's own view of its peer first (the first of the
-                // run with one: its own, as the port sorts its own entry
-                // before nothing else of the same key).
-                if let Some(peer) = run.iter().find_map(|o| o.2) {
+            if let Some(run) = obs.next_if(|run| run[0].key == key) {
+                let flaps: u32 = run.iter().map(|o| o.flaps).sum();
+                mask = run.iter().fold(0, |m, o| m | o.mask);
+                // The peer as the port saw it (or as its far end did).
+                if let Some(peer) = run.iter().find_map(|o| o.peer) {
                     e.peer = Some(peer);
                 }
                 if flaps > 0 {

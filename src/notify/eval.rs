@@ -532,7 +532,7 @@ impl Evaluator {
 /// pmPortUnhealthy and pmPortHealthy: the verdicts raised and cleared
 /// between two evaluations of the health evaluator, one per link and
 /// condition (from the end with the lower (GUID, port), or the end whose
-/// peer has no entry).
+/// peer has no entry); the cleared first.
 fn health_events(old: &Verdicts, new: &Verdicts, snap: &Snapshot) -> Vec<Event> {
     let mut out = Vec::new();
     let speaks = |v: &Verdicts, e: &PortVerdict| {
@@ -550,16 +550,22 @@ fn health_events(old: &Verdicts, new: &Verdicts, snap: &Snapshot) -> Vec<Event> 
         ev.value = e.raised[c as usize].into();
         out.push(ev);
     };
-    for e in new.ports.iter().filter(|e| speaks(new, e)) {
-        let before = old.port(e.guid, e.port).map_or(0, PortVerdict::mask);
-        for c in Condition::of_mask(e.mask() & !before) {
-            event(Kind::PortUnhealthy, e, c);
+    // A verdict standing in both with another since cleared (an
+    // acknowledgement) and was raised again in between.
+    let since = |v: Option<&PortVerdict>, c: Condition| v.and_then(|v| v.mark(c)).map(|m| m.since);
+    let gone = |e: &PortVerdict, other: Option<&PortVerdict>| {
+        Condition::of_mask(e.mask())
+            .filter(|&c| since(Some(e), c) != since(other, c))
+            .collect::<Vec<_>>()
+    };
+    for o in old.ports.iter().filter(|e| speaks(old, e)) {
+        for c in gone(o, new.port(o.guid, o.port)) {
+            event(Kind::PortHealthy, o, c);
         }
     }
-    for o in old.ports.iter().filter(|e| speaks(old, e)) {
-        let after = new.port(o.guid, o.port).map_or(0, PortVerdict::mask);
-        for c in Condition::of_mask(o.mask() & !after) {
-            event(Kind::PortHealthy, o, c);
+    for e in new.ports.iter().filter(|e| speaks(new, e)) {
+        for c in gone(e, old.port(e.guid, e.port)) {
+            event(Kind::PortUnhealthy, e, c);
         }
     }
     out
