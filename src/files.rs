@@ -76,3 +76,39 @@ fn sync_dir(path: &Path) -> std::io::Result<()> {
     };
     std::fs::File::open(dir)?.sync_all()
 }
+
+/// FNV-1a over `bytes`: the checksum the state files end with (against a
+/// torn or foreign file, not an attacker: the files are the agent's own).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The bytes ran out before a value of a state file's did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Truncated;
+
+/// A reader of a state file's little-endian values, bounded by its bytes.
+pub struct Cursor<'a>(pub &'a [u8]);
+
+impl Cursor<'_> {
+    pub fn take<const N: usize>(&mut self) -> Result<[u8; N], Truncated> {
+        let (head, rest) = self.0.split_at_checked(N).ok_or(Truncated)?;
+        self.0 = rest;
+        head.try_into().map_err(|_| Truncated)
+    }
+    pub fn u8(&mut self) -> Result<u8, Truncated> {
+        Ok(self.take::<1>()?[0])
+    }
+    pub fn u32(&mut self) -> Result<u32, Truncated> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    pub fn u64(&mut self) -> Result<u64, Truncated> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+    /// Bytes left.
+    pub fn left(&self) -> usize {
+        self.0.len()
+    }
+}

@@ -39,6 +39,7 @@ pub mod config;
 pub mod doca;
 pub mod fabric;
 pub mod files;
+pub mod health;
 pub mod heap;
 pub mod ib;
 pub mod metrics;

@@ -28,6 +28,7 @@ const ORDER: &[&str] = &[
     "agentx",
     "snmp",
     "notify",
+    "health",
     "metrics",
     "config",
     "doca::sampler",

@@ -336,13 +336,23 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         cfg.control(),
     ));
     let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
-    if let Some(path) = state_file_path(
+    let totals_file = state_file_path(
         cfg.fabric.state_file.as_deref(),
         std::env::var_os("STATE_DIRECTORY"),
-    ) {
-        restore_totals(&state, &path);
-        sweeper = sweeper.with_state_file(path);
+    );
+    if let Some(path) = &totals_file {
+        restore_totals(&state, path);
+        sweeper = sweeper.with_state_file(path.clone());
     }
+    // Port health: its state file beside the totals'.
+    let mut health = cfg.health.enabled.then(|| {
+        let path = totals_file.as_ref().map(|p| {
+            let mut s = p.as_os_str().to_owned();
+            s.push(".health");
+            std::path::PathBuf::from(s)
+        });
+        crate::health::watch::Watch::new(cfg.health(), path)
+    });
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
     let mut running = Running {
@@ -415,6 +425,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     running.session = session;
 
     // Notifications: through snmpd, or without it straight to the sinks.
+    let mut notifier = None;
     if cfg.notify.enabled {
         let sink: Option<Box<dyn Sink>> = match &running.session {
             Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
@@ -441,10 +452,19 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                 None
             }
         };
-        if let Some(sink) = sink {
-            let mut notifier = Notifier::new(cfg.notify(), sink);
-            sweeper = sweeper.with_after_publish(Box::new(move |c| notifier.after_sweep(c)));
-        }
+        notifier = sink.map(|sink| Notifier::new(cfg.notify(), sink));
+    }
+    // After each publication: the health verdicts, then the notifications
+    // (which include the verdicts' changes).
+    if health.is_some() || notifier.is_some() {
+        sweeper = sweeper.with_after_publish(Box::new(move |c| {
+            if let Some(h) = &mut health {
+                h.after_sweep(c);
+            }
+            if let Some(n) = &mut notifier {
+                n.after_sweep(c);
+            }
+        }));
     }
     let sweep_thread = sweeper
         .spawn(running.shutdown.flag())

@@ -263,6 +263,70 @@ pub static LIMITS: &[Limit] = &[
         unit: Unit::Count,
         value: |c| Num::Whole(c.notify.queue as u64),
     },
+    Limit {
+        section: "health",
+        key: "flap_count",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(crate::health::MAX_FLAP_COUNT as u64)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.health.flap_count.into()),
+    },
+    Limit {
+        section: "health",
+        key: "flap_window",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).0),
+    },
+    Limit {
+        section: "health",
+        key: "unresponsive_missed",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(crate::health::MAX_UNRESPONSIVE_OF as u64)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.health.unresponsive_missed.into()),
+    },
+    Limit {
+        section: "health",
+        key: "unresponsive_sweeps",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(crate::health::MAX_UNRESPONSIVE_OF as u64)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.health.unresponsive_sweeps.into()),
+    },
+    Limit {
+        section: "health",
+        key: "recovery",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).1),
+    },
+    Limit {
+        section: "health",
+        key: "forget_after",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(365 * DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.health.forget_after),
+    },
+    Limit {
+        section: "health",
+        key: "congestion_percent",
+        min: Num::Fraction(0.01),
+        max: Some(Num::Fraction(100.0)),
+        unit: Unit::Count,
+        value: |c| Num::Fraction(c.health.congestion_percent),
+    },
+    Limit {
+        section: "health",
+        key: "congestion_window",
+        min: Num::Whole(1),
+        max: Some(Num::Whole(DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).2),
+    },
 ];
 
 /// Checks every key of the table in `c`.
@@ -333,8 +397,26 @@ mod tests {
     /// either is refused with the row's range, at the key's line.
     #[test]
     fn every_row_checks_its_key_at_its_bounds() {
+        // The keys a row's bounds contradict, set out of their way (the
+        // health windows and their sweep, recovery and forget_after, k
+        // of n), but for the row's own.
         let parse = |l: &Limit, v: String| {
-            Config::parse(&format!("[{}]\n{} = {v}\n", l.section, l.key), "c.toml")
+            let mut text = format!("[{}]\n{} = {v}\n", l.section, l.key);
+            if l.section == "health" {
+                for (k, x) in [
+                    ("recovery", "1"),
+                    ("unresponsive_missed", "1"),
+                    ("unresponsive_sweeps", "32"),
+                ] {
+                    if k != l.key {
+                        text += &format!("{k} = {x}\n");
+                    }
+                }
+                text += "[fabric]\nsweep_interval = 1\n";
+            } else {
+                text += "[health]\nenabled = false\n";
+            }
+            Config::parse(&text, "c.toml")
         };
         for l in LIMITS {
             let mut refused = Vec::new();

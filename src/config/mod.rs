@@ -55,6 +55,7 @@ macro_rules! word_enum {
 mod agentx;
 mod doca;
 mod fabric;
+mod health;
 mod keys;
 pub mod limits;
 mod log;
@@ -71,6 +72,7 @@ pub use doca::{DocaSection, DocaTimestamps};
 pub use fabric::{
     FabricBackend, FabricConfig, UnreachableRows, parse_sweep_interval, sweep_interval_arg,
 };
+pub use health::HealthSection;
 use keys::Keys;
 pub use log::{LogConfig, check_log_level, log_filter};
 pub use mad::MadConfig;
@@ -95,6 +97,7 @@ pub struct Config {
     pub set: SetConfig,
     pub log: LogConfig,
     pub notify: NotifySection,
+    pub health: HealthSection,
     pub metrics: MetricsSection,
     /// The file it was loaded from may be read by users other than its
     /// owner and group (`check-config` warns when it holds secrets).
@@ -431,6 +434,7 @@ impl Config {
             ));
         }
         self.snmp.validate()?;
+        self.health.check(self.fabric.sweep_interval)?;
         if let Some(u) = &self.notify.user
             && !self.snmp.user.iter().any(|e| &e.name == u)
         {
@@ -563,10 +567,13 @@ mod tests {
     #[test]
     fn shipped_example_is_the_defaults() {
         let text = include_str!("../../config/ibpm-agentx.toml");
-        assert_eq!(
-            Config::parse(text, "ibpm-agentx.toml").unwrap(),
-            Config::default()
-        );
+        let mut c = Config::parse(text, "ibpm-agentx.toml").unwrap();
+        // The example writes out the health windows the defaults leave to
+        // be at least a sweep: the same at its sweep interval.
+        assert_eq!(c.health(), Config::default().health());
+        assert!(c.health.recovery.is_some());
+        c.health = HealthSection::default();
+        assert_eq!(c, Config::default());
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! The published snapshot: the sweeper builds a new [`Snapshot`] of the
 //! node records and swaps a pointer; readers never wait on the sweeper.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 
 use super::record::NodeRecord;
 use crate::ib::Guid;
+use crate::ib::health::{Ack, Verdicts};
 
 /// One consistent view of the fabric: nodes ordered by GUID.
 #[derive(Clone, Debug, Default)]
@@ -34,6 +35,10 @@ pub struct Snapshot {
     /// (pmPortName) adds the node GUID to them. Found when the snapshot is
     /// stored, so no request looks for them.
     pub shared_descriptions: Arc<[Arc<str>]>,
+    /// The health evaluator's verdicts of the latest sweep it evaluated
+    /// ([`Cache::set_health`]); a new snapshot carries the last ones over
+    /// until the evaluator has looked at it.
+    pub health: Arc<Verdicts>,
 }
 
 /// What the agent scalars say about notifications: totals since the start
@@ -106,7 +111,14 @@ impl Snapshot {
 #[derive(Debug)]
 pub struct Cache {
     current: ArcSwap<Snapshot>,
+    /// Acknowledgements of verdicts (SNMP SETs) the evaluator has not
+    /// taken in yet; at most [`MAX_ACKS`].
+    acks: Mutex<Vec<Ack>>,
 }
+
+/// Acknowledgements held for the evaluator at most (one SET's worth of
+/// varbinds many times over; past it the oldest are let go).
+pub const MAX_ACKS: usize = 4096;
 
 impl Default for Cache {
     fn default() -> Self {
@@ -118,6 +130,7 @@ impl Cache {
     pub fn new() -> Self {
         Cache {
             current: ArcSwap::from_pointee(Snapshot::default()),
+            acks: Mutex::new(Vec::new()),
         }
     }
     /// The latest snapshot (a cheap pointer copy).
@@ -129,6 +142,36 @@ impl Cache {
         snap.count_reachable();
         snap.find_shared_descriptions();
         self.current.store(Arc::new(snap));
+    }
+
+    /// Store the health verdicts in the current snapshot.
+    pub fn set_health(&self, verdicts: Arc<Verdicts>) {
+        self.current.rcu(|cur| {
+            let mut next = Snapshot::clone(cur);
+            next.health = Arc::clone(&verdicts);
+            next
+        });
+    }
+
+    /// Acknowledge a standing verdict: readers see it cleared at once, and
+    /// the evaluator takes the acknowledgement in at its next evaluation.
+    /// False (nothing changed) when the port has no such verdict.
+    pub fn acknowledge(&self, ack: Ack) -> bool {
+        let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(cleared) = self.current.load().health.acknowledged(ack) else {
+            return false;
+        };
+        if acks.len() >= MAX_ACKS {
+            acks.remove(0);
+        }
+        acks.push(ack);
+        self.set_health(Arc::new(cleared));
+        true
+    }
+
+    /// The acknowledgements made since the last call.
+    pub fn take_acks(&self) -> Vec<Ack> {
+        std::mem::take(&mut *self.acks.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Store the notification figures in the current snapshot.
@@ -153,6 +196,7 @@ impl Cache {
                 reachable: 0,
                 notify: cur.notify,
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
+                health: Arc::clone(&cur.health),
             };
             let renamed = match (
                 next.nodes.binary_search_by_key(&guid, |n| n.id.guid),

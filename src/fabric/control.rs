@@ -155,6 +155,11 @@ impl Controller {
         self
     }
 
+    /// The cache it publishes written nodes to.
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
     pub fn config(&self) -> ControlConfig {
         self.cfg
     }

@@ -80,10 +80,10 @@ impl std::fmt::Display for PersistError {
 
 impl std::error::Error for PersistError {}
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+impl From<crate::files::Truncated> for PersistError {
+    fn from(_: crate::files::Truncated) -> Self {
+        PersistError::Truncated
+    }
 }
 
 /// The state file's bytes for `ports` (at most [`MAX_PORTS`] of them: the
@@ -104,28 +104,9 @@ pub fn encode(ports: &[SavedPort]) -> Vec<u8> {
             out.extend_from_slice(&p.raw[k].to_le_bytes());
         }
     }
-    let sum = fnv1a(&out);
+    let sum = crate::files::fnv1a(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
-}
-
-struct Cursor<'a>(&'a [u8]);
-
-impl Cursor<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], PersistError> {
-        let (head, rest) = self.0.split_at_checked(N).ok_or(PersistError::Truncated)?;
-        self.0 = rest;
-        head.try_into().map_err(|_| PersistError::Truncated)
-    }
-    fn u8(&mut self) -> Result<u8, PersistError> {
-        Ok(self.take::<1>()?[0])
-    }
-    fn u32(&mut self) -> Result<u32, PersistError> {
-        Ok(u32::from_le_bytes(self.take()?))
-    }
-    fn u64(&mut self) -> Result<u64, PersistError> {
-        Ok(u64::from_le_bytes(self.take()?))
-    }
 }
 
 /// The ports a state file holds, or why it cannot be used.
@@ -135,12 +116,12 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<SavedPort>, PersistError> {
     }
     let body_len = bytes.len().checked_sub(8).ok_or(PersistError::Truncated)?;
     let (body, sum) = bytes.split_at(body_len);
-    let mut c = Cursor(body);
+    let mut c = crate::files::Cursor(body);
     if c.take::<8>()? != MAGIC {
         return Err(PersistError::BadMagic);
     }
     let sum = u64::from_le_bytes(sum.try_into().map_err(|_| PersistError::Truncated)?);
-    if fnv1a(body) != sum {
+    if crate::files::fnv1a(body) != sum {
         return Err(PersistError::Checksum);
     }
     let n = c.u32()?;
@@ -241,7 +222,7 @@ mod tests {
         }
         // A consistent checksum over a lying count or mask.
         let reseal = |mut body: Vec<u8>| {
-            let sum = fnv1a(&body);
+            let sum = crate::files::fnv1a(&body);
             body.extend_from_slice(&sum.to_le_bytes());
             body
         };

@@ -5,12 +5,15 @@ use std::time::Instant;
 
 use super::index::{IndexScheme, RowIndex};
 use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
-use super::schema::{AgentCol, Column, LinkCol, NodeCol, PortCol, RateCol, Source, Syntax, Table};
+use super::schema::{
+    AgentCol, Column, HealthCol, LinkCol, NodeCol, PortCol, RateCol, Source, Syntax, Table,
+};
 use super::tables::table;
 use super::{EndpointCounters, Value};
 use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord, Stamp};
+use crate::ib::health::Condition;
 use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::port_counters::PortCountersField;
@@ -163,8 +166,47 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
             field.width,
         )?)),
         Source::Agent(_) => return None,
+        Source::Health(c) => health_value(c, node, port?, snap)?,
     };
     Some(v)
+}
+
+/// A pmPortHealthTable column: the verdicts the evaluator published in
+/// the snapshot (a port without an entry has none: every condition false,
+/// no times).
+fn health_value(
+    c: HealthCol,
+    node: &NodeRecord,
+    port: &PortRecord,
+    snap: &Snapshot,
+) -> Option<Value> {
+    let v = snap.health.port(node.id.guid, port.num());
+    let unresponsive = || snap.health.node(node.id.guid).and_then(|n| n.unresponsive);
+    Some(match c {
+        HealthCol::Condition(Condition::Unresponsive) => truth(unresponsive().is_some()),
+        HealthCol::Condition(k) => truth(v.is_some_and(|v| v.mark(k).is_some())),
+        HealthCol::Flaps => Value::Counter64(v.map_or(0, |v| v.flaps)),
+        HealthCol::LastFlap => date_and_time(v?.last_flap?),
+        HealthCol::Since => {
+            let own = v.and_then(|v| v.since());
+            let node = unresponsive().map(|m| m.since);
+            date_and_time(own.into_iter().chain(node).min()?)
+        }
+        HealthCol::LastSeen => {
+            let own = v.iter().flat_map(|v| v.marks.iter().flatten());
+            date_and_time(
+                own.chain(unresponsive().iter())
+                    .map(|m| m.last_seen)
+                    .max()?,
+            )
+        }
+        HealthCol::Raised => {
+            Value::Counter64(v.map_or(0, |v| v.raised.iter().map(|&r| u64::from(r)).sum()))
+        }
+        HealthCol::PeerNodeGuid => guid_value(v.and_then(|v| v.peer).map_or(Guid(0), |p| p.0)),
+        HealthCol::PeerPortNum => Value::Gauge32(v.and_then(|v| v.peer).map_or(0, |p| p.1.into())),
+        HealthCol::Acknowledge => Value::Integer(0),
+    })
 }
 
 fn gauge(v: u64) -> u32 {
@@ -238,6 +280,11 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
             Value::OctetString(list.join(",").into_bytes())
         }
         NodeCol::Source => Value::Integer(node.source.mib()),
+        NodeCol::Unresponsive => truth(
+            snap.health
+                .node(node.id.guid)
+                .is_some_and(|n| n.unresponsive.is_some()),
+        ),
         NodeCol::WideCounters => Value::Integer(
             node.class_port_info
                 .as_deref()
@@ -387,7 +434,16 @@ pub fn wrap(syntax: Syntax, v: u64) -> Value {
         Syntax::Counter64 => Value::Counter64(v),
         Syntax::TimeStamp | Syntax::TimeTicks => Value::TimeTicks(v as u32),
         Syntax::DisplayString { .. } => Value::OctetString(v.to_string().into_bytes()),
+        Syntax::DateAndTime => date_and_time(v),
     }
+}
+
+/// DateAndTime (SNMPv2-TC) in UTC of a wall-clock time in milliseconds
+/// since the UNIX epoch: 11 octets, the last three `+ 0 0`.
+pub fn date_and_time(ms: u64) -> Value {
+    let (y, mo, d, h, mi, s, ds) = crate::ib::health::civil(ms);
+    let y = u16::try_from(y).unwrap_or(0).to_be_bytes();
+    Value::OctetString(vec![y[0], y[1], mo, d, h, mi, s, ds, b'+', 0, 0])
 }
 
 /// The field value a SET's value carries (the reverse of [`wrap`], for a

@@ -47,6 +47,10 @@ pub enum SetRule {
     /// port of a switch (as [`SetRule::PortSelect`]), a CA's own port;
     /// else inconsistentValue.
     SamplePortSelect,
+    /// pmPortHealthAcknowledge: a condition's number (or all) clears the
+    /// standing verdict of the row's link (agent state, no MAD); a port
+    /// without such a verdict: inconsistentValue.
+    Acknowledge,
 }
 
 /// pmPortClearCounters bits: 0..15 are PortCounters CounterSelect, bit 16
@@ -87,6 +91,8 @@ pub enum Syntax {
     /// TimeStamp: TimeTicks since the agent started.
     TimeStamp,
     TimeTicks,
+    /// DateAndTime (SNMPv2-TC) in UTC: 11 octets on the wire.
+    DateAndTime,
 }
 
 /// Unsigned32 (0..255).
@@ -167,6 +173,8 @@ pub enum Source {
         field: crate::pm::Field,
     },
     Agent(AgentCol),
+    /// A port's health verdicts ([`crate::ib::health`]).
+    Health(HealthCol),
 }
 
 /// Columns of pmNodeTable.
@@ -185,6 +193,24 @@ pub enum NodeCol {
     OptionalAttributes,
     Source,
     WideCounters,
+    /// The node's unresponsive verdict.
+    Unresponsive,
+}
+
+/// Columns of pmPortHealthTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HealthCol {
+    /// A verdict of the condition stands on the link (for
+    /// [`crate::ib::health::Condition::Unresponsive`]: on the node).
+    Condition(crate::ib::health::Condition),
+    Flaps,
+    LastFlap,
+    Since,
+    LastSeen,
+    Raised,
+    PeerNodeGuid,
+    PeerPortNum,
+    Acknowledge,
 }
 
 /// Columns of pmPortTable.
@@ -382,6 +408,9 @@ pub enum Walk {
     /// ([`crate::pm::optional::LANE_ATTRS`]), from 2 (column 1 is the
     /// lane index).
     Lanes(crate::pm::optional::Lane),
+    /// A column per health condition ([`crate::ib::health::CONDITIONS`]:
+    /// `pmPortHealth` and its MIB name), from 1.
+    Conditions,
 }
 
 /// One table: its number under pmMIBObjects, name, index scheme, when a

@@ -30,6 +30,7 @@ use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::Snapshot;
 use crate::fabric::control::{Controller, WriteError, WriteOp};
 use crate::fabric::record::NodeRecord;
+use crate::ib::health::{Ack, CONDITION_COUNT, Condition};
 use crate::ib::{Guid, NodeType};
 use crate::pm::PortSamplesControl;
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
@@ -61,13 +62,15 @@ pub const SET_ERRORS: &[(ErrorStatus, &str)] = &[
     (ErrorStatus::WrongLength, "Tag not 2 octets"),
     (
         ErrorStatus::WrongValue,
-        "out of range (PortSelect > 255), a counter written with anything but 0",
+        "out of range (PortSelect > 255, an acknowledgement other than 1 to 7), a counter \
+         written with anything but 0",
     ),
     (ErrorStatus::NoCreation, "a GUID with no row"),
     (
         ErrorStatus::InconsistentValue,
         "a port the node does not have, 0xFF without AllPortSelect, a sample write while one \
-         runs, timers wider than CounterWidth",
+         runs, timers wider than CounterWidth, an acknowledgement of a verdict that does not \
+         stand",
     ),
     (
         ErrorStatus::ResourceUnavailable,
@@ -103,6 +106,8 @@ pub struct Plan {
     port_selects: Vec<(Guid, u8, u8)>,
     /// Writes to the fabric, each with the 1-based index of its first varbind.
     ops: Vec<(WriteOp, u16)>,
+    /// Acknowledgements of health verdicts.
+    acks: Vec<Ack>,
     /// Some write reached the fabric (clears and sample starts cannot be
     /// undone).
     applied: bool,
@@ -284,6 +289,7 @@ impl Writes {
             cols.push(col);
         }
         let mut nodes: BTreeMap<Guid, NodePlan> = BTreeMap::new();
+        let mut plan = Plan::default();
         for (i, ((col, table, suffix), vb)) in cols.into_iter().zip(varbinds).enumerate() {
             let index = i + 1;
             let row = table
@@ -332,6 +338,17 @@ impl Writes {
                         np.clear_index = index as u16;
                     }
                 }
+                SetRule::Acknowledge => {
+                    let Value::Integer(v) = vb.value else {
+                        return Err(err(ErrorStatus::WrongType, index));
+                    };
+                    let ack = acknowledgement(row.guid, row.port, v)
+                        .ok_or(err(ErrorStatus::WrongValue, index))?;
+                    if snap.health.acknowledged(ack).is_none() {
+                        return Err(err(ErrorStatus::InconsistentValue, index));
+                    }
+                    plan.acks.push(ack);
+                }
                 SetRule::SampleControl | SetRule::SamplePortSelect => {
                     let current = node.samples_control.as_deref().copied().unwrap_or_default();
                     let c = np.control.get_or_insert(current);
@@ -356,7 +373,6 @@ impl Writes {
             }
         }
 
-        let mut plan = Plan::default();
         for (guid, np) in nodes {
             let Some(node) = snap.node(guid) else {
                 continue;
@@ -493,6 +509,15 @@ impl Writes {
             self.set_port_select(guid, new);
         }
         plan.committed = true;
+        if !plan.acks.is_empty()
+            && let Some(ctl) = self.controller()
+        {
+            for a in &plan.acks {
+                ctl.cache().acknowledge(*a);
+            }
+            // A verdict cleared cannot be put back.
+            plan.applied = true;
+        }
         if plan.ops.is_empty() {
             return Ok(());
         }
@@ -518,6 +543,22 @@ impl Writes {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// The acknowledgement pmPortHealthAcknowledge's value `v` asks of a row:
+/// 1..=6 a condition ([`crate::ib::health::CONDITIONS`] order), 7 all.
+fn acknowledgement(guid: Guid, port: u8, v: i32) -> Option<Ack> {
+    let v = usize::try_from(v).ok()?;
+    let condition = match v {
+        1..=CONDITION_COUNT => Some(Condition::ALL[v - 1]),
+        _ if v == CONDITION_COUNT + 1 => None,
+        _ => return None,
+    };
+    Some(Ack {
+        guid,
+        port,
+        condition,
+    })
 }
 
 /// The answer to a CommitSet whose fabric write failed: commitFailed for
@@ -819,6 +860,96 @@ mod tests {
         assert_eq!(
             status_name(ErrorStatus::ResourceUnavailable),
             "resourceUnavailable"
+        );
+    }
+
+    #[test]
+    fn an_acknowledgement_clears_a_standing_verdict_on_both_ends() {
+        use crate::ib::health::{Mark, PortVerdict, Verdicts};
+        use crate::mib::MibHandler;
+        let (v, sim) = view();
+        let ca = dual_port_ca(&sim);
+        let peer = (Guid(0xabc), 7);
+        let mark = Some(Mark {
+            since: 1,
+            last_seen: 2,
+            holding: true,
+        });
+        let mut own = PortVerdict {
+            guid: ca,
+            port: 1,
+            peer: Some(peer),
+            ..Default::default()
+        };
+        own.marks[Condition::Flapping as usize] = mark;
+        let mut far = own.clone();
+        (far.guid, far.port, far.peer) = (peer.0, peer.1, Some((ca, 1)));
+        let mut ports = vec![own, far];
+        ports.sort_by_key(|e| (e.guid, e.port));
+        v.cache().set_health(Arc::new(Verdicts {
+            sweep: 1,
+            ports: ports.into(),
+            ..Default::default()
+        }));
+        let ack = |port: u8, value: Value| {
+            let mut o = PM_OBJECTS.to_vec();
+            o.extend([23, 1, 14]);
+            o.extend(guid_index(ca));
+            o.push(port.into());
+            VarBind::new(Oid(o), value)
+        };
+        let cell = |column: u32, port: u8| {
+            let mut o = PM_OBJECTS.to_vec();
+            o.extend([23, 1, column]);
+            o.extend(guid_index(ca));
+            o.push(port.into());
+            v.get(&Oid(o))
+        };
+        assert_eq!(cell(3, 1), Value::Integer(1), "pmPortHealthFlapping");
+        assert_eq!(cell(4, 1), Value::Integer(2), "pmPortHealthErroring");
+        assert_eq!(cell(3, 2), Value::Integer(2), "a port without a verdict");
+        assert_eq!(
+            cell(9, 1),
+            Value::OctetString(vec![0x07, 0xb2, 1, 1, 0, 0, 0, 0, b'+', 0, 0]),
+            "pmPortHealthSince: 1 ms after the epoch"
+        );
+        assert_eq!(cell(12, 1), Value::OctetString(peer.0.octets().to_vec()));
+        assert!(
+            matches!(cell(8, 1), Value::NoSuchInstance),
+            "no flap: no pmPortHealthLastFlap"
+        );
+        let status = |r: Result<(), SetError>| r.map_err(|e| e.status);
+        let erroring = Value::Integer(Condition::Erroring as i32 + 1);
+        let flapping = Value::Integer(Condition::Flapping as i32 + 1);
+        assert_eq!(
+            status(v.test_set(txn(1, 1), &[ack(1, erroring)])),
+            Err(ErrorStatus::InconsistentValue),
+            "no such verdict"
+        );
+        assert_eq!(
+            status(v.test_set(txn(1, 2), &[ack(2, flapping.clone())])),
+            Err(ErrorStatus::InconsistentValue),
+            "another port"
+        );
+        assert_eq!(
+            status(v.test_set(txn(1, 3), &[ack(1, Value::Integer(8))])),
+            Err(ErrorStatus::WrongValue)
+        );
+        assert_eq!(
+            status(v.test_set(txn(1, 4), &[ack(1, Value::Gauge32(3))])),
+            Err(ErrorStatus::WrongType)
+        );
+        v.test_set(txn(1, 5), &[ack(1, flapping)]).unwrap();
+        assert!(v.cache().load().health.unhealthy().next().is_some());
+        v.commit_set(txn(1, 5)).unwrap();
+        let h = v.cache().load().health.clone();
+        assert!(h.unhealthy().next().is_none(), "both ends cleared: {h:?}");
+        assert_eq!(v.cache().take_acks().len(), 1, "for the evaluator");
+        assert!(v.undo_set(txn(1, 5)).is_err(), "cannot be put back");
+        assert_eq!(
+            status(v.test_set(txn(1, 6), &[ack(1, Value::Integer(7))])),
+            Err(ErrorStatus::InconsistentValue),
+            "nothing left"
         );
     }
 }

@@ -11,15 +11,18 @@ use std::sync::LazyLock;
 use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar};
 use super::schema::Access::{ReadOnly as RO, ReadWrite};
 use super::schema::SetRule::{
-    ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
+    Acknowledge, ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
 };
-use super::schema::Syntax::{Counter64, Enum, OctetString, TimeStamp, TimeTicks, TruthValue};
+use super::schema::Syntax::{
+    Counter64, DateAndTime, Enum, OctetString, TimeStamp, TimeTicks, TruthValue,
+};
 use super::schema::{
-    AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, LinkCol as L, NodeCol as N, PM_OBJECTS,
-    PortCol as P, RateCol as R, Source as S, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col,
-    column, every_port, gauge_of, pc,
+    AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, HealthCol as H, LinkCol as L,
+    NodeCol as N, PM_OBJECTS, PortCol as P, RateCol as R, Source as S, Syntax, TABLE, TEXT, Table,
+    U8, U16, U32, Walk, col, column, every_port, gauge_of, pc,
 };
 use crate::fabric::hc::{self, HC};
+use crate::ib::health::{CONDITION_COUNT, CONDITIONS};
 use crate::pm::decl::names15;
 use crate::pm::optional::{FecTotal as Fec, Lane, MibTable, OPTIONAL};
 use crate::pm::port_counters::PortCountersField as F;
@@ -135,6 +138,7 @@ const DECLARED: &[Table] = &[
             col(12, "pmNodeOptionalAttributes", TEXT, RO, S::Node(N::OptionalAttributes)),
             col(13, "pmNodeSource", Enum { max: 3 }, RO, S::Node(N::Source)),
             col(14, "pmNodeWideCounters", Enum { max: 3 }, RO, S::Node(N::WideCounters)),
+            col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
         ],
         ..TABLE
     },
@@ -294,7 +298,30 @@ const DECLARED: &[Table] = &[
         ],
         ..TABLE
     },
+    Table {
+        number: 23,
+        name: "pmPortHealthTable",
+        index: NodeGuidPort,
+        port_present: every_port,
+        columns: &[
+            Cols::Walk(Walk::Conditions),
+            col(7, "pmPortHealthFlaps", Counter64, RO, S::Health(H::Flaps)),
+            col(8, "pmPortHealthLastFlap", DateAndTime, RO, S::Health(H::LastFlap)),
+            col(9, "pmPortHealthSince", DateAndTime, RO, S::Health(H::Since)),
+            col(10, "pmPortHealthLastSeen", DateAndTime, RO, S::Health(H::LastSeen)),
+            col(11, "pmPortHealthRaised", Counter64, RO, S::Health(H::Raised)),
+            col(12, "pmPortHealthPeerNodeGuid", GUID, RO, S::Health(H::PeerNodeGuid)),
+            col(13, "pmPortHealthPeerPortNum", U8, RO, S::Health(H::PeerPortNum)),
+            col(14, "pmPortHealthAcknowledge", Enum { max: ACK_ALL }, ReadWrite(Acknowledge), S::Health(H::Acknowledge)),
+        ],
+        ..TABLE
+    },
 ];
+
+/// pmPortHealthAcknowledge: 1..=6 name a condition ([`CONDITIONS`] order),
+/// this value all of them.
+pub const ACK_ALL: u32 = CONDITION_COUNT as u32 + 1;
+const _: () = assert!(CONDITION_COUNT == 6, "pmPortHealthTable's columns 1..=6");
 
 /// The table of an optional attribute with one of its own
 /// ([`MibTable::Own`]): a sparse per-port table, a column per counter.
@@ -462,6 +489,14 @@ fn walk(t: &Table, w: Walk) -> Vec<Column> {
             .zip(2..)
             .map(|(a, c)| column(c, name("pm", a.name), gauge_of(a.max()), RO, S::Lane(*a)))
             .collect(),
+        Walk::Conditions => CONDITIONS
+            .iter()
+            .zip(1..)
+            .map(|(d, c)| {
+                let source = S::Health(H::Condition(d.condition));
+                column(c, name("pmPortHealth", d.mib), TruthValue, RO, source)
+            })
+            .collect(),
     }
 }
 
@@ -572,6 +607,7 @@ mod tests {
                 Syntax::Counter64 => syntax == "Counter64",
                 Syntax::TimeStamp => syntax == "TimeStamp",
                 Syntax::TimeTicks => syntax == "TimeTicks",
+                Syntax::DateAndTime => syntax == "DateAndTime",
                 Syntax::TruthValue => syntax == "TruthValue",
                 Syntax::Gauge32 { max } => ranged("Gauge32", max),
                 Syntax::Unsigned32 { max } => ranged("Unsigned32", max),
@@ -614,13 +650,14 @@ mod tests {
                 SetRule::ClearMask => c.source == S::PortClear,
                 SetRule::SampleControl => matches!(c.source, S::Ctl(_) | S::CtlSelect(_)),
                 SetRule::SamplePortSelect => c.source == S::Ctl(C::PortSelect),
+                SetRule::Acknowledge => c.source == S::Health(H::Acknowledge),
             };
             assert!(fits, "{}: {rule:?} on {:?}", c.name, c.source);
         }
         // pmPortCountersPortSelect and its 16 counters, pmPortClearCounters,
         // and PortSamplesControl's OpCode, PortSelect, SampleStart,
-        // SampleInterval, Tag and 15 CounterSelects.
-        assert_eq!(writable, 17 + 1 + 20);
+        // SampleInterval, Tag and 15 CounterSelects, pmPortHealthAcknowledge.
+        assert_eq!(writable, 17 + 1 + 20 + 1);
     }
 
     #[test]

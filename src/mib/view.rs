@@ -382,12 +382,13 @@ mod tests {
         ]);
         let seen = walk(&v, &Oid::new(&crate::mib::schema::PM_ROOT), &[]);
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
-        // pmNodeTable (13); per port (3): pmPortTable (14) and
+        // pmNodeTable (14); per port (3): pmPortTable (14) and
         // pmPortCounters64Table (the 17 totals PortCounters feeds and the
-        // discontinuity time) and pmPortLinkTable (7: no symbol BER
-        // without a rate); the agent's 17 scalars. One reading makes no
-        // rate.
-        assert_eq!(seen.len(), 2 * (18 + 13) + 3 * (14 + 18 + 7) + 17);
+        // discontinuity time), pmPortLinkTable (7: no symbol BER
+        // without a rate) and pmPortHealthTable (11: no times without a
+        // verdict or a flap); the agent's 17 scalars. One reading makes
+        // no rate.
+        assert_eq!(seen.len(), 2 * (18 + 14) + 3 * (14 + 18 + 7 + 11) + 17);
         let rates = oid("1.3.6.1.3.117.1.8");
         assert!(!seen.iter().any(|vb| vb.name.starts_with(rates.as_slice())));
         assert_eq!(

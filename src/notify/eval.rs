@@ -40,6 +40,7 @@ use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::Guid;
+use crate::ib::health::{Condition, PortVerdict, Verdicts};
 use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 
 // What the evaluator reads of a port, in one place: `PortRecord` is
@@ -369,6 +370,8 @@ pub struct Evaluator {
     nodes: Vec<NodeMem>,
     overrun: bool,
     last_sweep: Option<u64>,
+    /// The health verdicts of the last evaluation.
+    health: std::sync::Arc<Verdicts>,
 }
 
 /// Resolved thresholds, shared by the ports that have the same.
@@ -409,6 +412,7 @@ impl Evaluator {
             nodes: Vec::new(),
             overrun: false,
             last_sweep: None,
+            health: Default::default(),
         }
     }
 
@@ -487,6 +491,10 @@ impl Evaluator {
             self.nodes.shrink_to_fit();
         }
         events.extend(ports_events);
+        if !std::sync::Arc::ptr_eq(&self.health, &snap.health) {
+            events.extend(health_events(&self.health, &snap.health, snap));
+            self.health = std::sync::Arc::clone(&snap.health);
+        }
         // The sweep itself; not the first, which also reads every node's
         // ClassPortInfo once.
         let interval_ms = snap.interval.as_millis() as u64;
@@ -519,6 +527,48 @@ impl Evaluator {
         }
         out
     }
+}
+
+/// pmPortUnhealthy and pmPortHealthy: the verdicts raised and cleared
+/// between two evaluations of the health evaluator, one per link and
+/// condition (from the end with the lower (GUID, port), or the end whose
+/// peer has no entry); the cleared first.
+fn health_events(old: &Verdicts, new: &Verdicts, snap: &Snapshot) -> Vec<Event> {
+    let mut out = Vec::new();
+    let speaks = |v: &Verdicts, e: &PortVerdict| {
+        e.peer
+            .is_none_or(|p| (e.guid, e.port) < p || v.port(p.0, p.1).is_none())
+    };
+    let mut event = |kind: Kind, e: &PortVerdict, c: Condition| {
+        let description = snap
+            .node(e.guid)
+            .map_or(String::new(), |n| n.id.description.to_string());
+        let mut ev = Event::node(kind, e.guid, &description);
+        ev.port = e.port;
+        ev.peer = peer_of(snap, e.peer);
+        ev.condition = Some(c);
+        ev.value = e.raised[c as usize].into();
+        out.push(ev);
+    };
+    // A verdict standing in both with another since cleared (an
+    // acknowledgement) and was raised again in between.
+    let since = |v: Option<&PortVerdict>, c: Condition| v.and_then(|v| v.mark(c)).map(|m| m.since);
+    let gone = |e: &PortVerdict, other: Option<&PortVerdict>| {
+        Condition::of_mask(e.mask())
+            .filter(|&c| since(Some(e), c) != since(other, c))
+            .collect::<Vec<_>>()
+    };
+    for o in old.ports.iter().filter(|e| speaks(old, e)) {
+        for c in gone(o, new.port(o.guid, o.port)) {
+            event(Kind::PortHealthy, o, c);
+        }
+    }
+    for e in new.ports.iter().filter(|e| speaks(new, e)) {
+        for c in gone(e, old.port(e.guid, e.port)) {
+            event(Kind::PortUnhealthy, e, c);
+        }
+    }
+    out
 }
 
 fn peer_of(snap: &Snapshot, peer: Option<(Guid, u8)>) -> Option<Peer> {
@@ -808,8 +858,7 @@ mod tests {
                     ..Default::default()
                 },
                 reachable: 0,
-                notify: Default::default(),
-                shared_descriptions: Default::default(),
+                ..Default::default()
             }
         }
 
@@ -1469,5 +1518,58 @@ mod tests {
         // 6e9 ticks of 4 ns in a day: 0.03% of the time.
         assert_eq!(value("CongestedBandwidth"), None);
         assert_eq!(got.len(), 2, "{got:?}");
+    }
+
+    #[test]
+    fn a_verdict_raised_and_cleared_is_one_notification_each_per_link() {
+        use crate::ib::health::{Condition, Mark, PortVerdict, Verdicts};
+        let mut f = Fab::new(2, 2);
+        let mut ev = eval(0);
+        ev.evaluate(&f.snap(0));
+        let entry = |guid: u64, peer: u64, marked: bool| {
+            let mut e = PortVerdict {
+                guid: Guid(guid),
+                port: 1,
+                peer: Some((Guid(peer), 1)),
+                ..Default::default()
+            };
+            if marked {
+                e.marks[Condition::Flapping as usize] = Some(Mark::default());
+                e.raised[Condition::Flapping as usize] = 2;
+            }
+            e
+        };
+        let mut s = f.snap(1);
+        s.health = Arc::new(Verdicts {
+            sweep: 1,
+            ports: vec![entry(0x100, 0x101, true), entry(0x101, 0x100, true)].into(),
+            ..Default::default()
+        });
+        let o = ev.evaluate(&s);
+        assert_eq!(kinds(&o), vec![(Kind::PortUnhealthy, 0x100, 1)]);
+        let e = &o.events[0];
+        assert_eq!(e.condition, Some(Condition::Flapping));
+        assert_eq!(e.value, 2, "raised twice");
+        assert_eq!(e.peer.as_ref().unwrap().description, "sw1");
+        let vbs = e.varbinds();
+        assert_eq!(vbs.len(), 9);
+        assert_eq!(
+            vbs[7].value,
+            crate::mib::Value::Integer(Condition::Flapping as i32 + 1)
+        );
+        // The same verdicts again: nothing.
+        let mut s2 = f.snap(2);
+        s2.health = Arc::clone(&s.health);
+        assert!(ev.evaluate(&s2).events.is_empty());
+        let mut s3 = f.snap(3);
+        s3.health = Arc::new(Verdicts {
+            sweep: 3,
+            ports: vec![entry(0x100, 0x101, false), entry(0x101, 0x100, false)].into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            kinds(&ev.evaluate(&s3)),
+            vec![(Kind::PortHealthy, 0x100, 1)]
+        );
     }
 }

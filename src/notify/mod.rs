@@ -88,10 +88,12 @@ pub enum Obj {
     LinkSpeed = 17,
     LinkWidthExpected = 18,
     LinkSpeedExpected = 19,
+    HealthCondition = 20,
+    HealthRaised = 21,
 }
 
-/// The MIB names of [`Obj`] 1..=19, in number order.
-pub const OBJECT_NAMES: [&str; 19] = [
+/// The MIB names of [`Obj`] 1..=21, in number order.
+pub const OBJECT_NAMES: [&str; 21] = [
     "pmNotifyNodeGuid",
     "pmNotifyNodeDescription",
     "pmNotifyPortNum",
@@ -111,6 +113,8 @@ pub const OBJECT_NAMES: [&str; 19] = [
     "pmNotifyLinkSpeed",
     "pmNotifyLinkWidthExpected",
     "pmNotifyLinkSpeedExpected",
+    "pmNotifyHealthCondition",
+    "pmNotifyHealthRaised",
 ];
 
 impl Obj {
@@ -138,6 +142,8 @@ pub enum Kind {
     SweepOverrun,
     LinkDegraded,
     LinkRecovered,
+    PortUnhealthy,
+    PortHealthy,
 }
 
 /// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
@@ -189,8 +195,19 @@ const LINK_OBJS: [Obj; 11] = [
     Obj::LinkSpeedExpected,
 ];
 
+const HEALTH_OBJS: [Obj; 8] = [
+    Obj::NodeGuid,
+    Obj::NodeDescription,
+    Obj::PortNum,
+    Obj::PeerNodeGuid,
+    Obj::PeerPortNum,
+    Obj::PeerDescription,
+    Obj::HealthCondition,
+    Obj::HealthRaised,
+];
+
 /// Every notification, in number order.
-pub const KINDS: [KindDef; 9] = [
+pub const KINDS: [KindDef; 11] = [
     KindDef {
         kind: Kind::NodeLost,
         name: "pmNodeLost",
@@ -254,6 +271,20 @@ pub const KINDS: [KindDef; 9] = [
         family: Family::Port,
         objects: &LINK_OBJS,
     },
+    KindDef {
+        kind: Kind::PortUnhealthy,
+        name: "pmPortUnhealthy",
+        number: 10,
+        family: Family::Port,
+        objects: &HEALTH_OBJS,
+    },
+    KindDef {
+        kind: Kind::PortHealthy,
+        name: "pmPortHealthy",
+        number: 11,
+        family: Family::Port,
+        objects: &HEALTH_OBJS,
+    },
 ];
 
 impl Kind {
@@ -301,6 +332,8 @@ pub struct Event {
     /// pmPortLinkDegraded, the active and the expected width and speed
     /// (MIB values, 0: unknown).
     pub link: LinkFacts,
+    /// A health verdict's condition.
+    pub condition: Option<crate::ib::health::Condition>,
 }
 
 /// What a link notification says of the link, as MIB values (0: unknown).
@@ -331,6 +364,7 @@ impl Event {
             sweep_ms: 0,
             interval_ms: 0,
             link: LinkFacts::default(),
+            condition: None,
         }
     }
 
@@ -364,6 +398,8 @@ impl Event {
             Obj::LinkSpeed => Value::Integer(self.link.speed as i32),
             Obj::LinkWidthExpected => Value::Integer(self.link.width_expected as i32),
             Obj::LinkSpeedExpected => Value::Integer(self.link.speed_expected as i32),
+            Obj::HealthCondition => Value::Integer(self.condition.map_or(0, |c| c as i32 + 1)),
+            Obj::HealthRaised => u32v(self.value),
         }
     }
 

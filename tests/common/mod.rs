@@ -780,6 +780,15 @@ pub fn guid_hint(g: u64) -> String {
         .join(":")
 }
 
+/// A node GUID as the eight sub-identifiers of an index, dotted.
+pub fn guid_index(g: u64) -> String {
+    g.to_be_bytes()
+        .iter()
+        .map(u8::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
 /// The trap lines (snmptrapd's, varbinds separated by tabs) naming node
 /// `guid` (and `port`), varbinds compared whole.
 pub fn traps_about(lines: Vec<String>, guid: u64, port: Option<u8>) -> Vec<String> {

@@ -70,6 +70,7 @@ impl FabricState {
             reachable: 0,
             notify: prev.notify,
             shared_descriptions: Default::default(),
+            health: Arc::clone(&prev.health),
         });
         // The replaced snapshot's records are gone (unless a reader still
         // holds them): readings no node holds any more are forgotten.

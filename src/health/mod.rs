@@ -1,0 +1,650 @@
+//! Port health: a pure evaluator fed each published sweep (no clock, no
+//! I/O: the time is passed in), turning the history of the sweeps into
+//! verdicts per link ([`crate::ib::health`]): flapping, link lost,
+//! unresponsive, erroring, degraded, congested, each cleared only after a
+//! recovery window without it. The MIB, the notifications, the metrics,
+//! the status page and `ibpm-agentx health` read its verdicts from the
+//! snapshot ([`crate::fabric::cache::Snapshot::health`]).
+//!
+//! What it keeps per port is bounded ([`PORT_BYTES`], in one array of every
+//! port's, with a node's 24 bytes beside): the last peer seen,
+//! the flaps of the flap window in eight 4-bit buckets, the low bits of
+//! LinkDowned, a moving average of the congestion and a few flags; no
+//! sample history. A port with a verdict, or one within `forget_after`,
+//! has an entry of its own besides ([`crate::ib::health::PortVerdict`]).
+
+pub mod state;
+pub mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::fabric::cache::Snapshot;
+use crate::fabric::hc;
+use crate::fabric::record::PortRecord;
+use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts, clear};
+use crate::ib::{Guid, PhysState, PortState};
+use crate::mib::rate::congestion_hundredths;
+use crate::notify::rules::ERROR_THRESHOLDS;
+
+/// The error counters whose per-second rates make a link erroring, with
+/// the thresholds of [`ERROR_THRESHOLDS`] (per `[notify] window`).
+pub const ERROR_COUNTERS: [usize; 4] = [
+    hc::slot("SymbolErrors"),
+    hc::slot("LocalLinkIntegrityErrors"),
+    hc::slot("RcvErrors"),
+    hc::slot("XmitDiscards"),
+];
+
+/// What the evaluator is told, typed once by the configuration's
+/// `[health]` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HealthConfig {
+    /// Flaps within [`HealthConfig::flap_window`] that make a link
+    /// flapping.
+    pub flap_count: u32,
+    pub flap_window: Duration,
+    /// Sweeps a node's PMA must miss of the last
+    /// [`HealthConfig::unresponsive_of`] to be unresponsive.
+    pub unresponsive_missed: u8,
+    pub unresponsive_of: u8,
+    /// How long a condition must stay absent before its verdict clears.
+    pub recovery: Duration,
+    /// How long a lost link is reported, and an entry without verdict
+    /// kept.
+    pub forget_after: Duration,
+    /// The share of the time spent waiting to transmit, in hundredths of
+    /// a percent, above which (on average over
+    /// [`HealthConfig::congestion_window`]) a link is congested.
+    pub congestion_hundredths: u32,
+    pub congestion_window: Duration,
+    /// The window [`ERROR_THRESHOLDS`] count over (`[notify] window`).
+    pub threshold_window: Duration,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            flap_count: 3,
+            flap_window: Duration::from_secs(600),
+            unresponsive_missed: 5,
+            unresponsive_of: 7,
+            recovery: Duration::from_secs(900),
+            forget_after: Duration::from_secs(86_400),
+            congestion_hundredths: 1000,
+            congestion_window: Duration::from_secs(600),
+            threshold_window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Flap buckets of the flap window: its eighths, 4 bits each.
+const BUCKETS: u64 = 8;
+/// Most flaps a bucket counts (a 4-bit count saturates).
+pub const MAX_FLAP_COUNT: u32 = 15 * BUCKETS as u32;
+/// Most sweeps the unresponsive window counts.
+pub const MAX_UNRESPONSIVE_OF: u8 = 32;
+
+/// [`PortMem::flags`]: the port was seen.
+const SEEN: u8 = 1;
+/// The port was Active since the start (or the state file says so).
+const EVER_ACTIVE: u8 = 2;
+/// The port was Active at the last evaluation.
+const ACTIVE: u8 = 4;
+/// A LinkDowned rise was counted as a flap since the port left Active.
+const LEFT_COUNTED: u8 = 8;
+/// [`PortMem::link_downed`] holds a reading.
+const HAS_LINK_DOWNED: u8 = 16;
+/// [`PortMem::peer_guid`] holds the last peer.
+const HAS_PEER: u8 = 32;
+
+/// One port's state: no allocation of its own, in one array of every
+/// port's ([`Evaluator::ports`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PortMem {
+    /// The last peer's node GUID, in two halves (so the state aligns on
+    /// 4 bytes: 20 in all).
+    peer_hi: u32,
+    peer_lo: u32,
+    /// Flaps per eighth of the flap window, the newest in the low nibble.
+    flaps: u32,
+    /// LinkDowned modulo 2^16 (it moves by a few between two sweeps).
+    link_downed: u16,
+    /// The moving average of the congestion, in hundredths of a percent.
+    congestion: u16,
+    num: u8,
+    peer_port: u8,
+    flags: u8,
+}
+
+/// The bytes one port's state takes.
+pub const PORT_BYTES: usize = 20;
+const _: () = assert!(size_of::<PortMem>() <= PORT_BYTES);
+
+impl PortMem {
+    fn new(num: u8) -> PortMem {
+        PortMem {
+            num,
+            ..Default::default()
+        }
+    }
+
+    fn peer(&self) -> Option<(Guid, u8)> {
+        let guid = Guid((u64::from(self.peer_hi) << 32) | u64::from(self.peer_lo));
+        (self.flags & HAS_PEER != 0).then_some((guid, self.peer_port))
+    }
+
+    fn set_peer(&mut self, (guid, port): (Guid, u8)) {
+        (self.peer_hi, self.peer_lo) = ((guid.0 >> 32) as u32, guid.0 as u32);
+        self.peer_port = port;
+        self.flags |= HAS_PEER;
+    }
+
+    fn flaps_in_window(&self) -> u32 {
+        (0..BUCKETS).map(|i| (self.flaps >> (4 * i)) & 0xf).sum()
+    }
+
+    fn add_flaps(&mut self, n: u32) {
+        let b = (self.flaps & 0xf).saturating_add(n).min(15);
+        self.flaps = (self.flaps & !0xf) | b;
+    }
+}
+
+/// One node's state; its ports are `len` entries of
+/// [`Evaluator::ports`] from `start`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NodeMem {
+    guid: Guid,
+    start: u32,
+    /// Bit i: the PMA missed the sweep i evaluations ago.
+    misses: u32,
+    len: u8,
+    /// Sweeps counted in `misses` (at most the window).
+    counted: u8,
+}
+
+/// The evaluator: what it keeps between sweeps.
+pub struct Evaluator {
+    cfg: HealthConfig,
+    /// Ordered by GUID, as a snapshot's nodes.
+    nodes: Vec<NodeMem>,
+    ports: Vec<PortMem>,
+    /// The verdict entries, shared with the verdicts last published.
+    entries: Arc<[PortVerdict]>,
+    node_entries: Arc<[NodeVerdict]>,
+    last_sweep: Option<u64>,
+    /// The flap bucket the newest nibbles stand for.
+    bucket: Option<u64>,
+    /// When the last sweep was evaluated.
+    last_at: Option<u64>,
+}
+
+/// One port's evaluation, before the link's ends are joined.
+struct Seen {
+    key: (Guid, u8),
+    peer: Option<(Guid, u8)>,
+    /// The conditions observed.
+    mask: u8,
+    /// Flaps counted now.
+    flaps: u32,
+}
+
+/// What the evaluation of one port moves on with.
+struct PortStep {
+    shift: u32,
+    since_last: u64,
+}
+
+impl Evaluator {
+    pub fn new(cfg: HealthConfig) -> Evaluator {
+        Evaluator {
+            cfg,
+            nodes: Vec::new(),
+            ports: Vec::new(),
+            entries: Arc::new([]),
+            node_entries: Arc::new([]),
+            last_sweep: None,
+            bucket: None,
+            last_at: None,
+        }
+    }
+
+    pub fn config(&self) -> &HealthConfig {
+        &self.cfg
+    }
+
+    /// The bytes the evaluator holds for the ports it tracks (their state
+    /// and their nodes'), not counting verdict entries.
+    pub fn port_bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<NodeMem>() + self.ports.capacity() * size_of::<PortMem>()
+    }
+
+    /// The ports tracked.
+    pub fn ports(&self) -> usize {
+        self.ports.len()
+    }
+
+    fn node_ports(&self, n: &NodeMem) -> &[PortMem] {
+        let start = n.start as usize;
+        self.ports
+            .get(start..start + usize::from(n.len))
+            .unwrap_or_default()
+    }
+
+    /// Evaluate a published snapshot at `now` (wall-clock milliseconds),
+    /// taking in the operators' acknowledgements first. A snapshot of a
+    /// sweep already evaluated (or of no sweep yet) changes nothing and
+    /// gives None.
+    pub fn evaluate(&mut self, snap: &Snapshot, now: u64, acks: &[Ack]) -> Option<Verdicts> {
+        for a in acks {
+            self.take_ack(*a);
+        }
+        if snap.sweep == 0 || self.last_sweep == Some(snap.sweep) {
+            return (!acks.is_empty()).then(|| self.verdicts(now, 0));
+        }
+        self.last_sweep = Some(snap.sweep);
+        let step = PortStep {
+            shift: self.rotate(now),
+            since_last: self.last_at.map_or(0, |t| now.saturating_sub(t)),
+        };
+        self.last_at = Some(now);
+        let missed_nodes = snap.nodes.iter().filter(|n| n.failed_sweeps > 0).count();
+        // The agent's own trouble (its port, the SM) is no node's fault.
+        let fabric_answered = missed_nodes * 2 <= snap.nodes.len();
+        let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
+        let mut seen: Vec<Seen> = Vec::new();
+        let mut misses: Vec<(Guid, u8, u8)> = Vec::new();
+        let total: usize = snap.nodes.iter().map(|n| n.ports.len()).sum();
+        let mut nodes: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
+        let mut ports: Vec<PortMem> = Vec::with_capacity(total);
+        let mut old = 0;
+        for node in &snap.nodes {
+            let guid = node.id.guid;
+            while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
+                old += 1;
+            }
+            let prev = self.nodes.get(old).filter(|m| m.guid == guid).copied();
+            let before = prev.map_or(&[][..], |m| self.node_ports(&m));
+            let mut mem = NodeMem {
+                guid,
+                start: ports.len() as u32,
+                len: node.ports.len().min(usize::from(u8::MAX)) as u8,
+                ..prev.unwrap_or_default()
+            };
+            if fabric_answered {
+                let missed = u32::from(node.failed_sweeps > 0);
+                mem.misses = (((u64::from(mem.misses) << 1) | u64::from(missed)) & window) as u32;
+                mem.counted = mem.counted.saturating_add(1).min(self.cfg.unresponsive_of);
+                misses.push((guid, mem.misses.count_ones() as u8, mem.counted));
+            }
+            // The ports as the record has them, each with its state (kept
+            // by number: rediscovery may change a node's ports).
+            let same = before.len() == node.ports.len()
+                && before
+                    .iter()
+                    .zip(&node.ports)
+                    .all(|(m, p)| m.num == p.num());
+            for (i, p) in node.ports.iter().take(usize::from(mem.len)).enumerate() {
+                let mut m = if same {
+                    before[i]
+                } else {
+                    before
+                        .iter()
+                        .find(|m| m.num == p.num())
+                        .copied()
+                        .unwrap_or(PortMem::new(p.num()))
+                };
+                if node.reachable {
+                    seen.extend(self.port((guid, p.num()), &mut m, p, &step));
+                } else {
+                    m.flaps = shifted(m.flaps, step.shift);
+                }
+                ports.push(m);
+            }
+            nodes.push(mem);
+        }
+        self.nodes = nodes;
+        self.ports = ports;
+        self.nodes_seen(&misses, now);
+        self.join(seen, now);
+        Some(self.verdicts(now, 0))
+    }
+
+    /// Move the flap buckets on to `now`'s: the shift of every port's
+    /// nibbles, in bits.
+    fn rotate(&mut self, now: u64) -> u32 {
+        let width = (self.cfg.flap_window.as_millis() as u64 / BUCKETS).max(1);
+        let b = now / width;
+        let shift = match self.bucket {
+            Some(prev) if b > prev => ((b - prev).min(BUCKETS) * 4) as u32,
+            _ => 0,
+        };
+        self.bucket = Some(b);
+        shift
+    }
+
+    /// The nodes' unresponsive verdicts after their windows moved:
+    /// `misses` (GUID, sweeps missed, sweeps counted) in GUID order.
+    fn nodes_seen(&mut self, misses: &[(Guid, u8, u8)], now: u64) {
+        let recovery = self.cfg.recovery.as_millis() as u64;
+        let forget = self.cfg.forget_after.as_millis() as u64;
+        let mut out: Vec<NodeVerdict> = Vec::with_capacity(self.node_entries.len());
+        let mut old = self.node_entries.iter().peekable();
+        let mut take_old_before = |guid: Option<Guid>, out: &mut Vec<NodeVerdict>| {
+            while let Some(e) = old.next_if(|e| guid.is_none_or(|g| e.guid < g)) {
+                out.push(*e);
+            }
+            guid.and_then(|g| old.next_if(|e| e.guid == g).copied())
+        };
+        for &(guid, missed, of) in misses {
+            let prev = take_old_before(Some(guid), &mut out);
+            if missed == 0 && prev.is_none() {
+                continue;
+            }
+            let mut e = prev.unwrap_or(NodeVerdict {
+                guid,
+                last_change: now,
+                ..Default::default()
+            });
+            (e.missed, e.of) = (missed, of);
+            if missed > 0 {
+                e.last_change = now;
+            }
+            let holds = missed >= self.cfg.unresponsive_missed;
+            if step_mark(&mut e.unresponsive, holds, now, recovery) {
+                e.last_change = now;
+                if holds {
+                    e.raised += 1;
+                }
+            }
+            out.push(e);
+        }
+        take_old_before(None, &mut out);
+        out.retain(|e| e.unresponsive.is_some() || now.saturating_sub(e.last_change) < forget);
+        self.node_entries = out.into();
+    }
+
+    /// One port of a reachable node: its state moved on, and what it shows
+    /// now. None when nothing is to be said of it.
+    fn port(
+        &self,
+        key: (Guid, u8),
+        m: &mut PortMem,
+        p: &PortRecord,
+        step: &PortStep,
+    ) -> Option<Seen> {
+        m.flaps = shifted(m.flaps, step.shift);
+        let l = &p.link;
+        let active = l.state == Some(PortState::Active);
+        let was_active = m.flags & ACTIVE != 0;
+        let seen_before = m.flags & SEEN != 0;
+        m.flags |= SEEN;
+        if let Some(peer) = l.remote() {
+            m.set_peer(peer);
+        }
+        // Flaps: LinkDowned rising (a flap faster than a sweep too), or
+        // the port seen leaving Active and coming back; one flap is not
+        // counted twice.
+        let mut flaps = 0;
+        if let Some(ld) = p.hc.shown(hc::slot("LinkDowned")) {
+            let ld = ld as u16;
+            if m.flags & HAS_LINK_DOWNED != 0 {
+                let d = ld.wrapping_sub(m.link_downed);
+                if d < 0x8000 {
+                    flaps += u32::from(d);
+                }
+            }
+            m.link_downed = ld;
+            m.flags |= HAS_LINK_DOWNED;
+        }
+        if flaps > 0 && !active {
+            m.flags |= LEFT_COUNTED;
+        }
+        if active && !was_active && seen_before && m.flags & EVER_ACTIVE != 0 {
+            if m.flags & LEFT_COUNTED == 0 && flaps == 0 {
+                flaps = 1;
+            }
+            m.flags &= !LEFT_COUNTED;
+        }
+        if active {
+            m.flags |= ACTIVE | EVER_ACTIVE;
+        } else {
+            m.flags &= !ACTIVE;
+        }
+        m.add_flaps(flaps);
+        let mut mask = 0;
+        if m.flaps_in_window() >= self.cfg.flap_count {
+            mask |= Condition::Flapping.bit();
+        }
+        let down = l.state == Some(PortState::Down) && l.phys_state != Some(PhysState::Disabled);
+        if down && m.flags & EVER_ACTIVE != 0 {
+            mask |= Condition::LinkLost.bit();
+        }
+        if active {
+            if self.erroring(p) {
+                mask |= Condition::Erroring.bit();
+            }
+            if p.assessment.health.is_some_and(|h| h.is_degraded()) {
+                mask |= Condition::Degraded.bit();
+            }
+            let now = p
+                .rates
+                .get(hc::XMIT_WAIT)
+                .map_or(0, |r| congestion_hundredths(r).min(10_000) as u16);
+            let alpha = if step.since_last == 0 {
+                1.0
+            } else {
+                let window = self.cfg.congestion_window.as_millis().max(1) as f64;
+                (step.since_last as f64 / window).min(1.0)
+            };
+            let avg = f64::from(m.congestion) + (f64::from(now) - f64::from(m.congestion)) * alpha;
+            m.congestion = avg.round().clamp(0.0, 10_000.0) as u16;
+            if u32::from(m.congestion) >= self.cfg.congestion_hundredths {
+                mask |= Condition::Congested.bit();
+            }
+        } else {
+            m.congestion = 0;
+        }
+        (mask != 0 || flaps > 0).then(|| Seen {
+            key,
+            peer: m.peer(),
+            mask,
+            flaps,
+        })
+    }
+
+    /// Error rates over their thresholds, or a BER over its own.
+    fn erroring(&self, p: &PortRecord) -> bool {
+        let secs = self.cfg.threshold_window.as_secs_f64().max(1.0);
+        let over_rate = ERROR_COUNTERS.iter().any(|&k| {
+            let thr = ERROR_THRESHOLDS
+                .iter()
+                .find(|(s, _)| *s == k)
+                .map_or(0, |(_, t)| *t);
+            thr > 0 && p.rates.get(k).is_some_and(|r| r * secs >= thr as f64)
+        });
+        let l = &p.link;
+        let ber = |per_s: Option<f64>| crate::ib::ber::ber(per_s?, 1.0, l.width, l.speed);
+        let symbol = ber(p.rates.get(hc::slot("SymbolErrors")))
+            .is_some_and(|b| b.0 > crate::ib::ber::SYMBOL_BER_THRESHOLD.0);
+        let effective = ber(p
+            .fec_rates
+            .as_deref()
+            .and_then(|f| f.uncorrectable_blocks()))
+        .is_some_and(|b| b.0 > crate::ib::ber::EFFECTIVE_BER_THRESHOLD.0);
+        over_rate || symbol || effective
+    }
+
+    /// Join the link's ends (each carries the other's conditions), and
+    /// move every entry on to `now`.
+    fn join(&mut self, seen: Vec<Seen>, now: u64) {
+        // The ports seen, and the far ends of those with a condition, in
+        // key order.
+        let mut observed = seen;
+        let far: Vec<Seen> = observed
+            .iter()
+            .filter(|s| s.mask != 0)
+            .filter_map(|s| {
+                Some(Seen {
+                    key: s.peer?,
+                    peer: Some(s.key),
+                    mask: s.mask,
+                    flaps: 0,
+                })
+            })
+            .collect();
+        observed.extend(far);
+        observed.sort_unstable_by_key(|o| o.key);
+        let recovery = self.cfg.recovery.as_millis() as u64;
+        let forget = self.cfg.forget_after.as_millis() as u64;
+        let mut out: Vec<PortVerdict> = Vec::with_capacity(self.entries.len());
+        let mut forgotten = Vec::new();
+        let mut old = self.entries.iter().peekable();
+        let mut obs = observed.chunk_by(|a, b| a.key == b.key).peekable();
+        loop {
+            let next_old = old.peek().map(|e| (e.guid, e.port));
+            let next_obs = obs.peek().map(|run| run[0].key);
+            let key = match (next_old, next_obs) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (Some(a), Some(b)) => a.min(b),
+            };
+            let mut e = old
+                .next_if(|e| (e.guid, e.port) == key)
+                .cloned()
+                .unwrap_or_else(|| PortVerdict {
+                    guid: key.0,
+                    port: key.1,
+                    last_change: now,
+                    ..Default::default()
+                });
+            let mut mask = 0;
+            if let Some(run) = obs.next_if(|run| run[0].key == key) {
+                let flaps: u32 = run.iter().map(|o| o.flaps).sum();
+                mask = run.iter().fold(0, |m, o| m | o.mask);
+                // The peer as the port saw it (or as its far end did).
+                if let Some(peer) = run.iter().find_map(|o| o.peer) {
+                    e.peer = Some(peer);
+                }
+                if flaps > 0 {
+                    e.flaps += u64::from(flaps);
+                    e.last_flap = Some(now);
+                    e.last_change = now;
+                }
+            }
+            for c in Condition::ALL {
+                let i = c as usize;
+                let holds = mask & c.bit() != 0;
+                if step_mark(&mut e.marks[i], holds, now, recovery) {
+                    e.last_change = now;
+                    if holds {
+                        e.raised[i] += 1;
+                    }
+                }
+            }
+            // A lost link is reported for forget_after at most.
+            let lost = Condition::LinkLost as usize;
+            if e.marks[lost].is_some_and(|m| now.saturating_sub(m.since) >= forget) {
+                e.marks[lost] = None;
+                e.last_change = now;
+                forgotten.push(key);
+            }
+            if e.is_unhealthy() || now.saturating_sub(e.last_change) < forget {
+                out.push(e);
+            }
+        }
+        // A link lost past forget_after is no longer looked for: its
+        // ports are as if never Active.
+        for (guid, num) in forgotten {
+            if let Ok(i) = self.nodes.binary_search_by_key(&guid, |n| n.guid) {
+                let n = self.nodes[i];
+                let start = n.start as usize;
+                let ports = self
+                    .ports
+                    .get_mut(start..start + usize::from(n.len))
+                    .unwrap_or_default();
+                if let Some(m) = ports.iter_mut().find(|m| m.num == num) {
+                    m.flags &= !EVER_ACTIVE;
+                }
+            }
+        }
+        self.entries = out.into();
+    }
+
+    /// An operator's acknowledgement: the marks of the link's both ends
+    /// (and, for unresponsive, of the node) go.
+    fn take_ack(&mut self, a: Ack) {
+        let mask = a.condition.map_or(u8::MAX, Condition::bit);
+        let peer = self
+            .entries
+            .iter()
+            .find(|e| (e.guid, e.port) == (a.guid, a.port))
+            .and_then(|e| e.peer);
+        let mut entries = self.entries.to_vec();
+        for e in &mut entries {
+            if (e.guid, e.port) == (a.guid, a.port) || Some((e.guid, e.port)) == peer {
+                clear(e, mask);
+            }
+        }
+        self.entries = entries.into();
+        if mask & Condition::Unresponsive.bit() != 0 {
+            let mut nodes = self.node_entries.to_vec();
+            for n in nodes.iter_mut().filter(|n| n.guid == a.guid) {
+                n.unresponsive = None;
+            }
+            self.node_entries = nodes.into();
+        }
+    }
+
+    /// The published form of what the evaluator holds (its entries
+    /// shared, not copied).
+    pub fn verdicts(&self, now: u64, took_us: u64) -> Verdicts {
+        Verdicts {
+            sweep: self.last_sweep.unwrap_or(0),
+            at: now,
+            took_us,
+            ports: Arc::clone(&self.entries),
+            nodes: Arc::clone(&self.node_entries),
+        }
+    }
+}
+
+/// Move a verdict on: raised when its condition holds and none stands,
+/// kept while it holds or within `recovery` of the last time it did,
+/// cleared after. True when it was raised or cleared.
+fn step_mark(mark: &mut Option<Mark>, holds: bool, now: u64, recovery: u64) -> bool {
+    match (mark.as_mut(), holds) {
+        (Some(m), true) => {
+            m.last_seen = now;
+            m.holding = true;
+            false
+        }
+        (None, true) => {
+            *mark = Some(Mark {
+                since: now,
+                last_seen: now,
+                holding: true,
+            });
+            true
+        }
+        (Some(m), false) => {
+            m.holding = false;
+            let over = now.saturating_sub(m.last_seen) >= recovery;
+            if over {
+                *mark = None;
+            }
+            over
+        }
+        (None, false) => false,
+    }
+}
+
+/// `flaps` with its buckets moved on by `shift` bits (older ones fall
+/// out).
+fn shifted(flaps: u32, shift: u32) -> u32 {
+    flaps.checked_shl(shift).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

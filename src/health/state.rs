@@ -1,0 +1,285 @@
+//! The health state file: what the evaluator must not forget across a
+//! restart. The ports that were Active (so a link lost while the agent was
+//! down is still seen lost) with their last peers, and every verdict entry
+//! (since when, last seen, how many times, the flap total and the last
+//! flap). The flap buckets and the unresponsive windows start afresh.
+//!
+//! The codec is pure and bounded (at most [`MAX_PORTS`] ports and as many
+//! entries, sizes checked before anything is allocated, an FNV-1a sum at
+//! the end); the file is written atomically beside the totals
+//! (`fabric.state_file` with `.health` appended).
+
+use std::fmt;
+use std::path::Path;
+
+use super::{ACTIVE, EVER_ACTIVE, Evaluator, HAS_LINK_DOWNED, HAS_PEER, NodeMem, PortMem, SEEN};
+use crate::files::{Cursor, Truncated, fnv1a};
+use crate::ib::Guid;
+use crate::ib::health::{CONDITION_COUNT, Mark, NodeVerdict, PortVerdict};
+
+pub const MAGIC: [u8; 8] = *b"IBPMHL\x00\x01";
+/// Ports, entries and node entries a file holds at most (each).
+pub const MAX_PORTS: usize = 1 << 18;
+/// One Active port: GUID, number, flags, peer GUID and port.
+const PORT_LEN: usize = 8 + 1 + 1 + 8 + 1;
+/// A mark: present, holding, since, last seen.
+const MARK_LEN: usize = 1 + 1 + 8 + 8;
+/// One entry: GUID, port, peer (flag, GUID, port), marks, raised counts,
+/// flaps, last flap (flag, time), last change.
+const ENTRY_LEN: usize = 8 + 1 + 10 + CONDITION_COUNT * (MARK_LEN + 4) + 8 + 9 + 8;
+/// One node entry: GUID, missed, of, mark, raised, last change.
+const NODE_LEN: usize = 8 + 1 + 1 + MARK_LEN + 4 + 8;
+/// The largest file.
+pub const MAX_FILE: usize = MAGIC.len() + 12 + MAX_PORTS * (PORT_LEN + ENTRY_LEN + NODE_LEN) + 8;
+
+/// Why a health state file cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateError {
+    Io(String),
+    TooLarge(u64),
+    Truncated,
+    BadMagic,
+    Checksum,
+    TooMany(u32),
+    TrailingBytes,
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateError::Io(e) => write!(f, "{e}"),
+            StateError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
+            StateError::Truncated => f.write_str("truncated"),
+            StateError::BadMagic => f.write_str("not a health state file"),
+            StateError::Checksum => f.write_str("checksum mismatch"),
+            StateError::TooMany(n) => write!(f, "{n} records, more than {MAX_PORTS}"),
+            StateError::TrailingBytes => f.write_str("bytes after the last record"),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
+
+impl From<Truncated> for StateError {
+    fn from(_: Truncated) -> Self {
+        StateError::Truncated
+    }
+}
+
+/// The flags a port keeps across a restart (its LinkDowned reading does
+/// not: the first one after the start is taken as it is).
+const KEPT_FLAGS: u8 = SEEN | EVER_ACTIVE | ACTIVE | HAS_PEER;
+
+fn put_mark(out: &mut Vec<u8>, m: Option<Mark>) {
+    let m0 = m.unwrap_or_default();
+    out.push(u8::from(m.is_some()));
+    out.push(u8::from(m0.holding));
+    out.extend_from_slice(&m0.since.to_le_bytes());
+    out.extend_from_slice(&m0.last_seen.to_le_bytes());
+}
+
+fn get_mark(c: &mut Cursor) -> Result<Option<Mark>, StateError> {
+    let present = c.u8()? != 0;
+    let holding = c.u8()? != 0;
+    let since = c.u64()?;
+    let last_seen = c.u64()?;
+    Ok(present.then_some(Mark {
+        since,
+        last_seen,
+        holding,
+    }))
+}
+
+/// The state file's bytes for what `eval` holds.
+pub fn encode(eval: &Evaluator) -> Vec<u8> {
+    let ports: Vec<(Guid, &PortMem)> = eval
+        .nodes
+        .iter()
+        .flat_map(|n| eval.node_ports(n).iter().map(move |p| (n.guid, p)))
+        .filter(|(_, p)| p.flags & EVER_ACTIVE != 0)
+        .take(MAX_PORTS)
+        .collect();
+    let mut out = Vec::with_capacity(MAGIC.len() + 20 + ports.len() * PORT_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&(ports.len() as u32).to_le_bytes());
+    for (guid, p) in ports {
+        out.extend_from_slice(&guid.0.to_le_bytes());
+        out.push(p.num);
+        out.push(p.flags & KEPT_FLAGS);
+        let (peer, port) = p.peer().unwrap_or((Guid(0), 0));
+        out.extend_from_slice(&peer.0.to_le_bytes());
+        out.push(port);
+    }
+    let entries: Vec<&PortVerdict> = eval.entries.iter().take(MAX_PORTS).collect();
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for e in entries {
+        out.extend_from_slice(&e.guid.0.to_le_bytes());
+        out.push(e.port);
+        let (pg, pp) = e.peer.unwrap_or((Guid(0), 0));
+        out.push(u8::from(e.peer.is_some()));
+        out.extend_from_slice(&pg.0.to_le_bytes());
+        out.push(pp);
+        for m in e.marks {
+            put_mark(&mut out, m);
+        }
+        for r in e.raised {
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        out.extend_from_slice(&e.flaps.to_le_bytes());
+        out.push(u8::from(e.last_flap.is_some()));
+        out.extend_from_slice(&e.last_flap.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&e.last_change.to_le_bytes());
+    }
+    let nodes: Vec<&NodeVerdict> = eval.node_entries.iter().take(MAX_PORTS).collect();
+    out.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
+    for n in nodes {
+        out.extend_from_slice(&n.guid.0.to_le_bytes());
+        out.push(n.missed);
+        out.push(n.of);
+        put_mark(&mut out, n.unresponsive);
+        out.extend_from_slice(&n.raised.to_le_bytes());
+        out.extend_from_slice(&n.last_change.to_le_bytes());
+    }
+    let sum = fnv1a(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// What a state file holds, decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Saved {
+    /// (node GUID, port, flags, peer GUID, peer port) of the ports that
+    /// were Active.
+    pub ports: Vec<(Guid, u8, u8, Guid, u8)>,
+    pub entries: Vec<PortVerdict>,
+    pub nodes: Vec<NodeVerdict>,
+}
+
+fn count(c: &mut Cursor, len: usize) -> Result<usize, StateError> {
+    let n = c.u32()?;
+    if n as usize > MAX_PORTS {
+        return Err(StateError::TooMany(n));
+    }
+    if (n as usize).saturating_mul(len) > c.left() {
+        return Err(StateError::Truncated);
+    }
+    Ok(n as usize)
+}
+
+/// Decode a state file's bytes.
+pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
+    if bytes.len() > MAX_FILE {
+        return Err(StateError::TooLarge(bytes.len() as u64));
+    }
+    let body_len = bytes.len().checked_sub(8).ok_or(StateError::Truncated)?;
+    let (body, sum) = bytes.split_at(body_len);
+    let mut c = Cursor(body);
+    if c.take::<8>()? != MAGIC {
+        return Err(StateError::BadMagic);
+    }
+    if fnv1a(body) != u64::from_le_bytes(Cursor(sum).take()?) {
+        return Err(StateError::Checksum);
+    }
+    let mut saved = Saved::default();
+    for _ in 0..count(&mut c, PORT_LEN)? {
+        saved.ports.push((
+            Guid(c.u64()?),
+            c.u8()?,
+            c.u8()? & KEPT_FLAGS,
+            Guid(c.u64()?),
+            c.u8()?,
+        ));
+    }
+    for _ in 0..count(&mut c, ENTRY_LEN)? {
+        let guid = Guid(c.u64()?);
+        let port = c.u8()?;
+        let has_peer = c.u8()? != 0;
+        let peer = (Guid(c.u64()?), c.u8()?);
+        let mut e = PortVerdict {
+            guid,
+            port,
+            peer: has_peer.then_some(peer),
+            ..Default::default()
+        };
+        for m in &mut e.marks {
+            *m = get_mark(&mut c)?;
+        }
+        for r in &mut e.raised {
+            *r = c.u32()?;
+        }
+        e.flaps = c.u64()?;
+        let has_flap = c.u8()? != 0;
+        let last_flap = c.u64()?;
+        e.last_flap = has_flap.then_some(last_flap);
+        e.last_change = c.u64()?;
+        saved.entries.push(e);
+    }
+    for _ in 0..count(&mut c, NODE_LEN)? {
+        let guid = Guid(c.u64()?);
+        let missed = c.u8()?;
+        let of = c.u8()?;
+        let unresponsive = get_mark(&mut c)?;
+        saved.nodes.push(NodeVerdict {
+            guid,
+            missed,
+            of,
+            unresponsive,
+            raised: c.u32()?,
+            last_change: c.u64()?,
+        });
+    }
+    if c.left() != 0 {
+        return Err(StateError::TrailingBytes);
+    }
+    Ok(saved)
+}
+
+impl Evaluator {
+    /// Take up what a state file saved: the ports that were Active, and the
+    /// verdict entries (the first of two for one port wins).
+    pub fn restore(&mut self, saved: Saved) {
+        let mut ports = saved.ports;
+        ports.sort_by_key(|p| (p.0, p.1));
+        ports.dedup_by_key(|p| (p.0, p.1));
+        self.nodes.clear();
+        self.ports.clear();
+        for run in ports.chunk_by(|a, b| a.0 == b.0) {
+            let len = run.len().min(usize::from(u8::MAX));
+            self.nodes.push(NodeMem {
+                guid: run[0].0,
+                start: self.ports.len() as u32,
+                len: len as u8,
+                ..Default::default()
+            });
+            for &(_, num, flags, peer_guid, peer_port) in &run[..len] {
+                let mut m = PortMem::new(num);
+                if flags & HAS_PEER != 0 {
+                    m.set_peer((peer_guid, peer_port));
+                }
+                m.flags = flags & !HAS_LINK_DOWNED;
+                self.ports.push(m);
+            }
+        }
+        let mut entries = saved.entries;
+        entries.sort_by_key(|e| (e.guid, e.port));
+        entries.dedup_by_key(|e| (e.guid, e.port));
+        self.entries = entries.into();
+        let mut nodes = saved.nodes;
+        nodes.sort_by_key(|n| n.guid);
+        nodes.dedup_by_key(|n| n.guid);
+        self.node_entries = nodes.into();
+    }
+
+    /// Save what the evaluator must not forget to `path` (atomically).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        crate::files::write_atomic(path, &encode(self))
+    }
+}
+
+/// Read and decode the health state file at `path`: a regular file of at
+/// most [`MAX_FILE`] bytes.
+pub fn load(path: &Path) -> Result<Saved, StateError> {
+    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
+        .map_err(|e| StateError::Io(e.to_string()))?;
+    decode(&bytes)
+}

@@ -1,0 +1,438 @@
+//! The evaluator on virtual time: every condition, its window, its
+//! recovery, acknowledgements and a restart from the state file.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::state::{self, StateError};
+use super::*;
+use crate::fabric::hc::HcTotals;
+use crate::fabric::record::NodeRecord;
+use crate::ib::health::Ack;
+use crate::ib::{LinkHealth, NodeIdentity, NodeType, Port};
+
+const SEC: u64 = 1000;
+const MIN: u64 = 60 * SEC;
+/// The wall clock's start (2026-11-29).
+const T0: u64 = 1_795_944_802_000;
+const LD: usize = hc::slot("LinkDowned");
+const SYM: usize = hc::slot("SymbolErrors");
+
+/// `n` switches of `ports` ports; node 2k's port q is cabled to node
+/// 2k+1's port q.
+struct Fab {
+    nodes: Vec<NodeRecord>,
+    sweep: u64,
+}
+
+impl Fab {
+    fn new(n: u64, ports: u8) -> Fab {
+        let nodes = (0..n)
+            .map(|i| NodeRecord {
+                id: NodeIdentity {
+                    guid: Guid(0x100 + i),
+                    sys_guid: Guid(0),
+                    node_type: NodeType::Switch,
+                    vendor_id: 0,
+                    device_id: 0,
+                    description: format!("sw{i}").into(),
+                    num_ports: ports,
+                    lid: 1,
+                },
+                reachable: true,
+                failed_sweeps: 0,
+                class_port_info: None,
+                ports: (1..=ports)
+                    .map(|q| {
+                        PortRecord::new(Port {
+                            num: q,
+                            state: Some(PortState::Active),
+                            phys_state: Some(PhysState::LinkUp),
+                            remote_guid: Guid(0x100 + (i ^ 1)),
+                            remote_port: q,
+                            ..Default::default()
+                        })
+                    })
+                    .map(|mut p| {
+                        p.hc = HcTotals::zeros(u32::MAX >> (32 - hc::HC_SLOTS));
+                        p
+                    })
+                    .collect(),
+                samples_control: None,
+                samples_result: None,
+                samples_result_ext: None,
+                source: Default::default(),
+            })
+            .collect();
+        Fab { nodes, sweep: 0 }
+    }
+
+    fn snap(&mut self) -> Snapshot {
+        self.sweep += 1;
+        Snapshot {
+            sweep: self.sweep,
+            interval: Duration::from_secs(10),
+            nodes: self.nodes.iter().cloned().map(Arc::new).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn port(&mut self, node: usize, port: u8) -> &mut PortRecord {
+        &mut self.nodes[node].ports[usize::from(port) - 1]
+    }
+
+    /// `n` more on slot `k` of a port, and its rate as if over `secs`.
+    fn count(&mut self, node: usize, port: u8, k: usize, n: u64, secs: f64) {
+        let p = self.port(node, port);
+        let before = p.hc.all_shown();
+        p.hc.add(k, n);
+        p.rates.update(&before, &p.hc.clone(), 1 << k, (secs, 0.0));
+    }
+
+    fn set_state(&mut self, node: usize, port: u8, up: bool) {
+        let l = &mut self.port(node, port).link;
+        if up {
+            l.state = Some(PortState::Active);
+            l.phys_state = Some(PhysState::LinkUp);
+            l.set_remote(Some((Guid(0x100 + (node as u64 ^ 1)), port)));
+        } else {
+            l.state = Some(PortState::Down);
+            l.phys_state = Some(PhysState::Polling);
+            l.set_remote(None);
+        }
+    }
+}
+
+/// Sweeps the fabric every 10 s of virtual time.
+struct Run {
+    fab: Fab,
+    ev: Evaluator,
+    now: u64,
+    last: Verdicts,
+}
+
+impl Run {
+    fn new(fab: Fab) -> Run {
+        Run::with(fab, HealthConfig::default())
+    }
+
+    fn with(fab: Fab, cfg: HealthConfig) -> Run {
+        let mut r = Run {
+            fab,
+            ev: Evaluator::new(cfg),
+            now: T0,
+            last: Verdicts::default(),
+        };
+        r.sweep();
+        r
+    }
+
+    fn sweep(&mut self) -> &Verdicts {
+        self.now += 10 * SEC;
+        let snap = self.fab.snap();
+        self.last = self.ev.evaluate(&snap, self.now, &[]).unwrap();
+        &self.last
+    }
+
+    /// Sweeps until `ms` of virtual time passed.
+    fn run_for(&mut self, ms: u64) {
+        let end = self.now + ms;
+        while self.now < end {
+            self.sweep();
+        }
+    }
+
+    fn mask(&self, node: u64, port: u8) -> u8 {
+        self.last
+            .port(Guid(0x100 + node), port)
+            .map_or(0, |v| v.mask())
+    }
+}
+
+#[test]
+fn a_healthy_fabric_has_no_verdicts() {
+    let mut r = Run::new(Fab::new(4, 4));
+    for _ in 0..10 {
+        assert!(r.sweep().ports.is_empty());
+    }
+    assert!(r.last.nodes.is_empty());
+}
+
+#[test]
+fn link_downed_rising_three_times_in_the_window_is_flapping_on_both_ends() {
+    let mut r = Run::new(Fab::new(2, 2));
+    let f = Condition::Flapping.bit();
+    for i in 0..2 {
+        r.fab.count(0, 1, LD, 1, 10.0);
+        r.sweep();
+        assert_eq!(r.mask(0, 1), 0, "{} flaps are not enough", i + 1);
+    }
+    r.fab.count(0, 1, LD, 1, 10.0);
+    r.sweep();
+    assert_eq!(r.mask(0, 1), f);
+    assert_eq!(r.mask(1, 1), f, "the peer carries the link's verdict");
+    assert_eq!(r.mask(0, 2), 0);
+    let v = r.last.port(Guid(0x101), 1).unwrap().clone();
+    assert_eq!(v.peer, Some((Guid(0x100), 1)));
+    let own = r.last.port(Guid(0x100), 1).unwrap();
+    assert_eq!((own.flaps, own.last_flap), (3, Some(r.now)));
+    let since = own.mark(Condition::Flapping).unwrap().since;
+    // The flaps leave the window after 10 minutes; the verdict stands 15
+    // more, then clears.
+    r.run_for(10 * MIN);
+    let m = *r
+        .last
+        .port(Guid(0x100), 1)
+        .unwrap()
+        .mark(Condition::Flapping)
+        .unwrap();
+    assert!(!m.holding, "out of the window, in recovery");
+    assert_eq!(m.since, since);
+    // A flap stays in the window for 7/8 to 8/8 of it (its eighths).
+    r.run_for(13 * MIN);
+    assert_eq!(r.mask(0, 1), f, "still in recovery");
+    r.run_for(3 * MIN);
+    assert_eq!(r.mask(0, 1), 0, "recovered");
+    assert_eq!(r.mask(1, 1), 0);
+    let e = r.last.port(Guid(0x100), 1).unwrap();
+    assert_eq!(
+        (e.flaps, e.raised[Condition::Flapping as usize]),
+        (3, 1),
+        "history kept"
+    );
+    // Forgotten a day after the last change.
+    r.run_for(24 * 60 * MIN);
+    assert!(r.last.port(Guid(0x100), 1).is_none());
+}
+
+#[test]
+fn a_port_leaving_active_and_coming_back_is_one_flap_counted_once() {
+    let mut r = Run::new(Fab::new(2, 1));
+    // Seen down and back, LinkDowned not moving (a PMA without it): one.
+    r.fab.set_state(0, 1, false);
+    r.sweep();
+    r.fab.set_state(0, 1, true);
+    r.sweep();
+    assert_eq!(r.last.port(Guid(0x100), 1).unwrap().flaps, 1);
+    // Down with LinkDowned rising, then back: still one.
+    r.fab.set_state(0, 1, false);
+    r.fab.count(0, 1, LD, 1, 10.0);
+    r.sweep();
+    r.fab.set_state(0, 1, true);
+    r.sweep();
+    assert_eq!(r.last.port(Guid(0x100), 1).unwrap().flaps, 2);
+    // A flap faster than a sweep: LinkDowned alone.
+    r.fab.count(0, 1, LD, 1, 10.0);
+    r.sweep();
+    let e = r.last.port(Guid(0x100), 1).unwrap();
+    assert_eq!(e.flaps, 3);
+    assert!(e.mark(Condition::Flapping).is_some());
+}
+
+#[test]
+fn a_lost_link_stands_on_both_ends_until_it_returns_or_is_forgotten() {
+    let cfg = HealthConfig {
+        forget_after: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let mut r = Run::with(Fab::new(2, 2), cfg);
+    let lost = Condition::LinkLost.bit();
+    // Both ends go down; their peers are gone from the records.
+    r.fab.set_state(0, 2, false);
+    r.fab.set_state(1, 2, false);
+    r.sweep();
+    assert_eq!(r.mask(0, 2), lost);
+    assert_eq!(r.mask(1, 2), lost);
+    assert_eq!(
+        r.last.port(Guid(0x100), 2).unwrap().peer,
+        Some((Guid(0x101), 2)),
+        "the peer last seen"
+    );
+    // Back: the verdict clears after the recovery window.
+    r.fab.set_state(0, 2, true);
+    r.fab.set_state(1, 2, true);
+    r.run_for(14 * MIN);
+    assert_eq!(r.mask(0, 2), lost);
+    r.run_for(2 * MIN);
+    assert_eq!(r.mask(0, 2), 0);
+    // Lost for good: reported for forget_after, then let go.
+    r.fab.set_state(0, 1, false);
+    r.fab.set_state(1, 1, false);
+    r.run_for(59 * MIN);
+    assert_eq!(r.mask(0, 1), lost);
+    r.run_for(2 * MIN);
+    assert_eq!(r.mask(0, 1), 0);
+    r.run_for(20 * MIN);
+    assert_eq!(r.mask(0, 1), 0, "not raised again");
+    // A port disabled by an operator is not lost.
+    r.fab.set_state(0, 2, false);
+    r.fab.port(0, 2).link.phys_state = Some(PhysState::Disabled);
+    r.fab.set_state(1, 2, false);
+    r.fab.port(1, 2).link.phys_state = Some(PhysState::Disabled);
+    r.sweep();
+    assert_eq!(r.mask(0, 2), 0);
+}
+
+#[test]
+fn a_pma_missing_five_of_seven_sweeps_is_unresponsive_unless_the_fabric_was() {
+    let mut r = Run::new(Fab::new(4, 1));
+    let missing = [1, 0, 1, 1, 0, 1, 1];
+    for (i, m) in missing.iter().enumerate() {
+        r.fab.nodes[2].failed_sweeps = *m;
+        r.sweep();
+        let n = r.last.node(Guid(0x102)).unwrap();
+        assert_eq!(n.unresponsive.is_some(), i == 6, "sweep {i}");
+    }
+    assert_eq!(r.last.node(Guid(0x102)).unwrap().missed, 5);
+    // When most of the fabric is silent, the sweep is not counted.
+    let mut q = Run::new(Fab::new(4, 1));
+    for _ in 0..7 {
+        for n in &mut q.fab.nodes[..3] {
+            n.failed_sweeps = 1;
+        }
+        q.sweep();
+    }
+    assert!(q.last.nodes.is_empty(), "{:?}", q.last.nodes);
+    // Recovery: answering again, the verdict stands for the window.
+    r.fab.nodes[2].failed_sweeps = 0;
+    r.run_for(15 * MIN - 10 * SEC);
+    assert!(r.last.node(Guid(0x102)).unwrap().unresponsive.is_some());
+    r.run_for(20 * SEC);
+    assert!(r.last.node(Guid(0x102)).unwrap().unresponsive.is_none());
+}
+
+#[test]
+fn error_rates_and_ber_over_their_thresholds_are_erroring() {
+    let mut r = Run::new(Fab::new(2, 2));
+    let e = Condition::Erroring.bit();
+    // 10 symbol errors a minute is the threshold: 1 in 10 s is under it.
+    r.fab.count(0, 1, SYM, 1, 10.0);
+    r.sweep();
+    assert_eq!(r.mask(0, 1), 0);
+    r.fab.count(0, 1, SYM, 2, 10.0);
+    r.sweep();
+    assert_eq!(r.mask(0, 1), e);
+    assert_eq!(r.mask(1, 1), e);
+    // RcvErrors' threshold too.
+    let rcv = hc::slot("RcvErrors");
+    r.fab.count(0, 2, rcv, 100, 10.0);
+    r.sweep();
+    assert_eq!(r.mask(0, 2), e);
+}
+
+#[test]
+fn a_degraded_link_and_a_congested_one_are_seen() {
+    let mut r = Run::new(Fab::new(2, 2));
+    r.fab.port(0, 1).assessment.health = Some(LinkHealth::WidthDegraded);
+    r.sweep();
+    assert_eq!(r.mask(0, 1), Condition::Degraded.bit());
+    assert_eq!(r.mask(1, 1), Condition::Degraded.bit());
+    // XmitWait half of the time: over 10 % once the average over the
+    // 10-minute window catches up (a fifth of the way: 14 sweeps of 10 s).
+    let ticks = crate::mib::rate::XMIT_WAIT_TICKS_PER_SEC as u64 * 5;
+    let mut first = None;
+    for i in 0..60 {
+        r.fab.count(0, 2, hc::XMIT_WAIT, ticks, 10.0);
+        r.sweep();
+        if r.mask(0, 2) != 0 && first.is_none() {
+            first = Some(i);
+        }
+    }
+    let first = first.expect("congested");
+    assert!((12..=15).contains(&first), "after {first} sweeps");
+    assert_eq!(r.mask(1, 2), Condition::Congested.bit());
+}
+
+#[test]
+fn an_acknowledgement_clears_the_link_until_the_condition_returns() {
+    let mut r = Run::new(Fab::new(2, 1));
+    r.fab.port(0, 1).assessment.health = Some(LinkHealth::SpeedDegraded);
+    r.sweep();
+    assert_eq!(r.mask(1, 1), Condition::Degraded.bit());
+    r.fab.port(0, 1).assessment.health = Some(LinkHealth::Normal);
+    r.sweep();
+    assert_eq!(r.mask(1, 1), Condition::Degraded.bit(), "in recovery");
+    let ack = Ack {
+        guid: Guid(0x101),
+        port: 1,
+        condition: None,
+    };
+    let snap = r.fab.snap();
+    r.now += 10 * SEC;
+    let v = r.ev.evaluate(&snap, r.now, &[ack]).unwrap();
+    assert!(v.unhealthy().next().is_none());
+    // Taken in without a new sweep too.
+    let v = r.ev.evaluate(&snap, r.now, &[ack]).unwrap();
+    assert!(v.unhealthy().next().is_none());
+    assert!(r.ev.evaluate(&snap, r.now, &[]).is_none(), "nothing new");
+    r.sweep();
+    assert_eq!(r.mask(0, 1), 0);
+}
+
+#[test]
+fn verdicts_and_active_ports_survive_a_restart() {
+    let mut r = Run::new(Fab::new(2, 2));
+    for _ in 0..3 {
+        r.fab.count(0, 1, LD, 1, 10.0);
+        r.sweep();
+    }
+    let bytes = state::encode(&r.ev);
+    let saved = state::decode(&bytes).unwrap();
+    assert_eq!(saved.ports.len(), 4, "every Active port");
+    let mut ev = Evaluator::new(HealthConfig::default());
+    ev.restore(saved);
+    // The agent was down while a link went down: lost at the first sweep.
+    r.fab.set_state(0, 2, false);
+    r.fab.set_state(1, 2, false);
+    let snap = r.fab.snap();
+    let v = ev.evaluate(&snap, r.now + MIN, &[]).unwrap();
+    let e = v.port(Guid(0x100), 1).unwrap();
+    assert_eq!(e.flaps, 3);
+    assert!(e.mark(Condition::Flapping).is_some(), "still standing");
+    assert_eq!(
+        v.port(Guid(0x100), 2).unwrap().mask(),
+        Condition::LinkLost.bit()
+    );
+    assert_eq!(
+        v.port(Guid(0x101), 2).map(|e| e.peer),
+        Some(Some((Guid(0x100), 2)))
+    );
+    // The first LinkDowned reading after the start is taken as it is.
+    assert_eq!(v.port(Guid(0x100), 1).unwrap().flaps, 3);
+}
+
+#[test]
+fn a_broken_state_file_is_an_error_not_a_panic() {
+    let mut r = Run::new(Fab::new(2, 2));
+    r.fab.count(0, 1, LD, 1, 10.0);
+    r.sweep();
+    let bytes = state::encode(&r.ev);
+    for n in 0..bytes.len() {
+        assert!(state::decode(&bytes[..n]).is_err(), "cut at {n}");
+    }
+    let mut flipped = bytes.clone();
+    flipped[12] ^= 1;
+    assert_eq!(state::decode(&flipped), Err(StateError::Checksum));
+    let mut other = bytes.clone();
+    other[0] = b'X';
+    assert_eq!(state::decode(&other), Err(StateError::BadMagic));
+    // A count far beyond the bytes: refused before anything is allocated.
+    let mut huge = state::MAGIC.to_vec();
+    huge.extend_from_slice(&u32::MAX.to_le_bytes());
+    let sum = crate::files::fnv1a(&huge);
+    huge.extend_from_slice(&sum.to_le_bytes());
+    assert_eq!(state::decode(&huge), Err(StateError::TooMany(u32::MAX)));
+}
+
+#[test]
+fn a_port_costs_at_most_32_bytes_in_steady_state() {
+    let mut r = Run::new(Fab::new(100, 36));
+    r.sweep();
+    let per_port = r.ev.port_bytes() as f64 / r.ev.ports() as f64;
+    assert!(per_port <= 32.0, "{per_port} bytes a port");
+    assert!(
+        per_port >= 20.0,
+        "{per_port} bytes a port: every port is kept"
+    );
+    assert_eq!(r.ev.ports(), 3600);
+}

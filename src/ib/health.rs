@@ -1,0 +1,419 @@
+//! Link and node health verdicts: what the health evaluator
+//! (`crate::health`) concluded from the history of the sweeps, in the form
+//! every face of the agent reads them (the MIB, the notifications, the
+//! metrics, the status page, `ibpm-agentx health`). None of them computes a
+//! verdict of its own.
+//!
+//! A verdict belongs to a link: both ends of it carry it, each with its
+//! peer. It records since when it stands, when its condition was last
+//! seen and how many times it was raised; it clears only after the
+//! recovery window passes with the condition absent.
+//!
+//! Times are wall-clock milliseconds since the UNIX epoch, as the
+//! evaluator was given them (they survive a restart in the state file).
+
+use std::sync::Arc;
+
+use super::Guid;
+
+/// The conditions a verdict may name, most severe first (the order of the
+/// page and of [`PortVerdict::worst`]). `as usize` indexes
+/// [`CONDITIONS`] and [`PortVerdict::marks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Condition {
+    /// A port that was Active is now Down (not disabled).
+    LinkLost,
+    /// The node's PMA missed k of the last n sweeps while the rest of the
+    /// fabric answered: a verdict on the node ([`NodeVerdict`]), which the
+    /// ports of the node show.
+    Unresponsive,
+    /// The link went down and came back N times within the flap window.
+    Flapping,
+    /// Error rates or the symbol BER above their thresholds.
+    Erroring,
+    /// The link runs below the width or speed both ends support.
+    Degraded,
+    /// XmitWait takes more than the threshold's share of the time.
+    Congested,
+}
+
+/// How many conditions there are.
+pub const CONDITION_COUNT: usize = 6;
+
+/// One condition, declared once: the name the configuration, the metrics
+/// (`condition` label) and the JSON use, the title the page and the
+/// terminal show, and the suffix of its MIB column (`pmPortHealth<mib>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConditionDef {
+    pub condition: Condition,
+    pub name: &'static str,
+    pub title: &'static str,
+    pub mib: &'static str,
+    pub doc: &'static str,
+}
+
+/// Every condition, in [`Condition`] order.
+pub const CONDITIONS: [ConditionDef; CONDITION_COUNT] = [
+    ConditionDef {
+        condition: Condition::LinkLost,
+        name: "link_lost",
+        title: "link lost",
+        mib: "LinkLost",
+        doc: "a port that was Active is now Down",
+    },
+    ConditionDef {
+        condition: Condition::Unresponsive,
+        name: "unresponsive",
+        title: "unresponsive",
+        mib: "Unresponsive",
+        doc: "the node's PMA missed k of the last n sweeps while the fabric answered",
+    },
+    ConditionDef {
+        condition: Condition::Flapping,
+        name: "flapping",
+        title: "flapping",
+        mib: "Flapping",
+        doc: "the link went down and came back N times within the flap window",
+    },
+    ConditionDef {
+        condition: Condition::Erroring,
+        name: "erroring",
+        title: "erroring",
+        mib: "Erroring",
+        doc: "error rates or the symbol BER above their thresholds",
+    },
+    ConditionDef {
+        condition: Condition::Degraded,
+        name: "degraded",
+        title: "degraded",
+        mib: "Degraded",
+        doc: "the link runs below the width or speed both ends support",
+    },
+    ConditionDef {
+        condition: Condition::Congested,
+        name: "congested",
+        title: "congested",
+        mib: "Congested",
+        doc: "XmitWait takes more than the threshold's share of the time",
+    },
+];
+
+impl Condition {
+    pub const ALL: [Condition; CONDITION_COUNT] = [
+        Condition::LinkLost,
+        Condition::Unresponsive,
+        Condition::Flapping,
+        Condition::Erroring,
+        Condition::Degraded,
+        Condition::Congested,
+    ];
+
+    pub fn def(self) -> &'static ConditionDef {
+        &CONDITIONS[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    /// Its bit in a mask of conditions.
+    pub const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    /// The condition named `name` ([`ConditionDef::name`]).
+    pub fn from_name(name: &str) -> Option<Condition> {
+        CONDITIONS
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.condition)
+    }
+
+    /// The conditions of a mask, most severe first.
+    pub fn of_mask(mask: u8) -> impl Iterator<Item = Condition> {
+        Condition::ALL
+            .into_iter()
+            .filter(move |c| mask & c.bit() != 0)
+    }
+}
+
+/// One standing verdict of one condition on one port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mark {
+    /// When the verdict was raised.
+    pub since: u64,
+    /// The last evaluation that saw the condition.
+    pub last_seen: u64,
+    /// The condition holds at the latest evaluation (false: the verdict
+    /// stands in its recovery window).
+    pub holding: bool,
+}
+
+/// What the evaluator says of one port: its standing verdicts and its
+/// flaps. A port has an entry while a verdict stands on it or while it
+/// flapped or had a verdict within `forget_after`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortVerdict {
+    pub guid: Guid,
+    pub port: u8,
+    /// The port at the far end of the link, as last seen up.
+    pub peer: Option<(Guid, u8)>,
+    /// The standing verdict of each condition ([`Condition`] order;
+    /// [`Condition::Unresponsive`] is the node's, in [`NodeVerdict`]).
+    pub marks: [Option<Mark>; CONDITION_COUNT],
+    /// How many times each condition was raised on the port (a verdict
+    /// that cleared and came back counts again), since the agent started
+    /// or the state file says.
+    pub raised: [u32; CONDITION_COUNT],
+    /// Flaps counted on the port in all.
+    pub flaps: u64,
+    /// When the last flap was counted.
+    pub last_flap: Option<u64>,
+    /// The last time a verdict was raised, held or cleared, or a flap
+    /// counted: the entry is forgotten `forget_after` past it.
+    pub last_change: u64,
+}
+
+impl PortVerdict {
+    /// The conditions with a standing verdict, as a mask.
+    pub fn mask(&self) -> u8 {
+        Condition::ALL
+            .iter()
+            .filter(|c| self.marks[**c as usize].is_some())
+            .fold(0, |m, c| m | c.bit())
+    }
+
+    pub fn mark(&self, c: Condition) -> Option<&Mark> {
+        self.marks[c as usize].as_ref()
+    }
+
+    /// A verdict stands on the port.
+    pub fn is_unhealthy(&self) -> bool {
+        self.marks.iter().any(Option::is_some)
+    }
+
+    /// The most severe standing condition.
+    pub fn worst(&self) -> Option<Condition> {
+        Condition::of_mask(self.mask()).next()
+    }
+
+    /// The earliest `since` of the standing verdicts.
+    pub fn since(&self) -> Option<u64> {
+        self.marks.iter().flatten().map(|m| m.since).min()
+    }
+}
+
+/// What the evaluator says of one node's PMA.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeVerdict {
+    pub guid: Guid,
+    /// Sweeps the PMA missed of the last `of` counted.
+    pub missed: u8,
+    pub of: u8,
+    /// The standing unresponsive verdict.
+    pub unresponsive: Option<Mark>,
+    /// How many times it was raised.
+    pub raised: u32,
+    /// The last time it was raised, held or cleared, or a sweep was
+    /// missed: the entry is forgotten `forget_after` past it.
+    pub last_change: u64,
+}
+
+/// Every verdict of one evaluation, sorted by (GUID, port) and by GUID:
+/// published beside the snapshot it was made from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    /// The sweep evaluated (0: none yet).
+    pub sweep: u64,
+    /// When it was evaluated.
+    pub at: u64,
+    /// How long the evaluation took, in microseconds.
+    pub took_us: u64,
+    /// Shared with the evaluator: publishing copies no entry.
+    pub ports: Arc<[PortVerdict]>,
+    pub nodes: Arc<[NodeVerdict]>,
+}
+
+impl Verdicts {
+    pub fn port(&self, guid: Guid, port: u8) -> Option<&PortVerdict> {
+        self.ports
+            .binary_search_by(|v| (v.guid, v.port).cmp(&(guid, port)))
+            .ok()
+            .map(|i| &self.ports[i])
+    }
+
+    pub fn node(&self, guid: Guid) -> Option<&NodeVerdict> {
+        self.nodes
+            .binary_search_by_key(&guid, |v| v.guid)
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+
+    /// The ports with a standing verdict.
+    pub fn unhealthy(&self) -> impl Iterator<Item = &PortVerdict> {
+        self.ports.iter().filter(|v| v.is_unhealthy())
+    }
+
+    /// Ports with a standing verdict of each condition.
+    pub fn counts(&self) -> [usize; CONDITION_COUNT] {
+        let mut n = [0; CONDITION_COUNT];
+        for v in self.ports.iter() {
+            for c in Condition::of_mask(v.mask()) {
+                n[c as usize] += 1;
+            }
+        }
+        n
+    }
+}
+
+/// An operator's acknowledgement (an SNMP SET): clear the standing verdicts
+/// of a port's link, all of them or one condition's. A condition that
+/// still holds is raised again by the next evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    pub guid: Guid,
+    pub port: u8,
+    pub condition: Option<Condition>,
+}
+
+impl Verdicts {
+    /// The verdicts with `ack` applied to both ends of the link (and, for
+    /// unresponsive, to the node): what a reader sees until the evaluator
+    /// takes the acknowledgement in. None when no verdict it names stands.
+    pub fn acknowledged(&self, ack: Ack) -> Option<Verdicts> {
+        let mask = ack.condition.map_or(u8::MAX, Condition::bit);
+        let port = self
+            .port(ack.guid, ack.port)
+            .filter(|v| v.mask() & mask != 0);
+        let node = self
+            .node(ack.guid)
+            .filter(|n| n.unresponsive.is_some() && mask & Condition::Unresponsive.bit() != 0);
+        if port.is_none() && node.is_none() {
+            return None;
+        }
+        let peer = port.and_then(|v| v.peer);
+        let mut out = self.clone();
+        let mut ports = self.ports.to_vec();
+        for e in &mut ports {
+            if (e.guid, e.port) == (ack.guid, ack.port) || Some((e.guid, e.port)) == peer {
+                clear(e, mask);
+            }
+        }
+        out.ports = ports.into();
+        if node.is_some() {
+            let mut nodes = self.nodes.to_vec();
+            for n in nodes.iter_mut().filter(|n| n.guid == ack.guid) {
+                n.unresponsive = None;
+            }
+            out.nodes = nodes.into();
+        }
+        Some(out)
+    }
+}
+
+/// Remove the marks of `mask` from an entry.
+pub fn clear(e: &mut PortVerdict, mask: u8) {
+    for c in Condition::of_mask(mask) {
+        e.marks[c as usize] = None;
+    }
+}
+
+/// Civil date and time (UTC) of a wall-clock time in milliseconds since the
+/// UNIX epoch: (year, month, day, hour, minute, second, deciseconds), for
+/// the MIB's DateAndTime and the page.
+pub fn civil(ms: u64) -> (i64, u8, u8, u8, u8, u8, u8) {
+    let secs = (ms / 1000) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Days to a civil date (the proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        (rem / 3600) as u8,
+        (rem % 3600 / 60) as u8,
+        (rem % 60) as u8,
+        ((ms % 1000) / 100) as u8,
+    )
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of a wall-clock time in milliseconds.
+pub fn rfc3339(ms: u64) -> String {
+    let (y, mo, d, h, mi, s, _) = civil(ms);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_are_declared_in_their_order() {
+        for (i, d) in CONDITIONS.iter().enumerate() {
+            assert_eq!(d.condition as usize, i);
+            assert_eq!(Condition::from_name(d.name), Some(d.condition));
+        }
+        assert_eq!(Condition::from_name("nope"), None);
+        let m = Condition::Congested.bit() | Condition::LinkLost.bit();
+        let v: Vec<_> = Condition::of_mask(m).collect();
+        assert_eq!(v, [Condition::LinkLost, Condition::Congested]);
+    }
+
+    #[test]
+    fn civil_dates_match_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        // 2000-02-29 (a leap day of a year divisible by 400).
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        // 2026-11-29T09:33:22Z, 1_795_944_802 s.
+        assert_eq!(rfc3339(1_795_944_802_500), "2026-11-29T09:33:22Z");
+        assert_eq!(civil(1_795_944_802_500).6, 5);
+    }
+
+    #[test]
+    fn an_acknowledgement_clears_both_ends_and_only_a_standing_verdict() {
+        let mark = Mark {
+            since: 1,
+            last_seen: 2,
+            holding: true,
+        };
+        let mut a = PortVerdict {
+            guid: Guid(1),
+            port: 1,
+            peer: Some((Guid(2), 3)),
+            ..Default::default()
+        };
+        a.marks[Condition::Flapping as usize] = Some(mark);
+        a.marks[Condition::Erroring as usize] = Some(mark);
+        let mut b = a.clone();
+        (b.guid, b.port, b.peer) = (Guid(2), 3, Some((Guid(1), 1)));
+        let v = Verdicts {
+            ports: vec![a, b].into(),
+            ..Default::default()
+        };
+        let ack = Ack {
+            guid: Guid(2),
+            port: 3,
+            condition: Some(Condition::Flapping),
+        };
+        let out = v.acknowledged(ack).unwrap();
+        for e in out.ports.iter() {
+            assert_eq!(e.mask(), Condition::Erroring.bit());
+        }
+        assert!(out.acknowledged(ack).is_none(), "nothing left to clear");
+        let all = Ack {
+            condition: None,
+            ..ack
+        };
+        assert!(out.acknowledged(all).unwrap().unhealthy().next().is_none());
+        assert!(v.acknowledged(Ack { port: 9, ..ack }).is_none());
+    }
+}
