@@ -436,3 +436,22 @@ fn a_port_costs_at_most_32_bytes_in_steady_state() {
     );
     assert_eq!(r.ev.ports(), 3600);
 }
+
+/// The fuzz target's seed is a state file of this evaluator's: three flaps
+/// on a link of a two-switch fabric (`IBPM_WRITE_SEED=1` rewrites it).
+#[test]
+fn the_fuzz_seed_is_a_state_file_that_restores() {
+    let mut r = Run::new(Fab::new(2, 2));
+    for _ in 0..3 {
+        r.fab.count(0, 1, LD, 1, 10.0);
+        r.sweep();
+    }
+    let bytes = state::encode(&r.ev);
+    let seed = include_bytes!("../../fuzz/seeds/health_state/flaps.bin");
+    if std::env::var_os("IBPM_WRITE_SEED").is_some() {
+        std::fs::write("fuzz/seeds/health_state/flaps.bin", &bytes).unwrap();
+    }
+    let saved = state::decode(seed).expect("the seed decodes");
+    assert_eq!(saved.entries.len(), 2, "both ends of the flapping link");
+    assert_eq!(saved.ports.len(), 4);
+}
