@@ -160,6 +160,7 @@ fn walk(target: &str, column: &str, args: &[&str]) -> BTreeMap<(String, String),
 
 const NAME: &str = "1.3.6.1.3.117.1.6.1.15";
 const OUT_OCTETS: &str = "1.3.6.1.3.117.1.7.1.1";
+const LINK_DEGRADED: &str = "1.3.6.1.3.117.1.22.1.7";
 
 /// Checks a scrape against walks of the same target.
 fn check_scrape(body: &str, target: &str, walk_args: &[&str]) {
@@ -178,6 +179,21 @@ fn check_scrape(body: &str, target: &str, walk_args: &[&str]) {
         let want: u64 = octets[&key].parse().unwrap();
         assert_eq!(s.value, want as f64, "{s:?}");
     }
+    // pmPortLinkTable: pmPortLinkDegraded of every port, as the walk
+    // reads it; its text columns are left out.
+    let degraded = walk(target, LINK_DEGRADED, walk_args);
+    let got = series(body, "pmPortLinkDegraded");
+    assert!(!got.is_empty());
+    assert_eq!(got.len(), degraded.len(), "one series per port");
+    for s in &got {
+        let key = (
+            s.labels["pmNodeGuid"].clone(),
+            s.labels["pmPortNum"].clone(),
+        );
+        let want: u64 = degraded[&key].parse().unwrap();
+        assert_eq!(s.value, want as f64, "{s:?}");
+    }
+    assert!(series(body, "pmPortSymbolBer").is_empty());
 }
 
 /// The placeholder passphrase of the shipped ib_pm_v3 module.
