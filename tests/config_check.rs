@@ -108,3 +108,29 @@ fn a_flag_that_breaks_the_file_names_the_key() {
         "{err}"
     );
 }
+
+/// Health windows that contradict the sweep, and k of n the wrong way
+/// round, are refused by check-config and by run, with the line and key.
+#[test]
+fn contradicting_health_keys_are_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    for (text, want) in [
+        (
+            "[fabric]\nsweep_interval = 30\n[health]\nrecovery = 20\n",
+            "agent.toml:4: key `health.recovery`: 20 s is shorter than a sweep",
+        ),
+        (
+            "[health]\nunresponsive_sweeps = 3\nunresponsive_missed = 4\n",
+            "agent.toml:3: key `health.unresponsive_missed`: 4 is more than unresponsive_sweeps (3)",
+        ),
+    ] {
+        std::fs::write(&conf, text).unwrap();
+        let (code, err) = check(&conf);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want), "{err}");
+        let (code, err) = agent(&["run", "--no-agentx", "--config", conf.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}
