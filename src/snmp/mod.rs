@@ -66,7 +66,6 @@ pub(crate) mod codec;
 mod engine;
 pub mod engine_file;
 mod local;
-pub mod rate;
 pub mod usm;
 
 pub use engine::{

@@ -1,0 +1,126 @@
+//! What an HTTP edge reads from a request head, pure: the query's
+//! `collect[]` values, whether gzip is accepted, Basic credentials.
+
+use base64::Engine as _;
+use hyper::header::HeaderValue;
+
+/// The `collect[]` values of a query string, percent-decoded; `Err` with
+/// the raw value of one that is not percent-encoded UTF-8.
+pub fn collect_params(query: &str) -> Result<Vec<String>, String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| matches!(percent_decode(k).as_deref(), Some("collect[]")))
+        .map(|(_, v)| percent_decode(v).ok_or_else(|| v.to_string()))
+        .collect()
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Whether an Accept-Encoding header accepts gzip: gzip named with a
+/// q above 0, or not named and `*` with a q above 0 (`gzip;q=0, *` does
+/// not).
+pub fn accepts_gzip(h: Option<&str>) -> bool {
+    let Some(h) = h else { return false };
+    let (mut gzip, mut any) = (None, None);
+    for e in h.split(',') {
+        let mut p = e.split(';').map(str::trim);
+        let coding = p.next().unwrap_or("").to_ascii_lowercase();
+        let q = p
+            .filter_map(|x| x.strip_prefix("q=").or_else(|| x.strip_prefix("Q=")))
+            .next()
+            .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())
+            .unwrap_or(0.0);
+        match coding.as_str() {
+            "gzip" | "x-gzip" => gzip = Some(q > 0.0),
+            "*" => any = Some(q > 0.0),
+            _ => {}
+        }
+    }
+    gzip.or(any).unwrap_or(false)
+}
+
+/// The user and password of a Basic Authorization header.
+pub fn basic_credentials(h: &HeaderValue) -> Option<(String, Vec<u8>)> {
+    let v = h.to_str().ok()?;
+    let (scheme, b64) = v.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .ok()?;
+    let colon = raw.iter().position(|&c| c == b':')?;
+    let user = String::from_utf8(raw[..colon].to_vec()).ok()?;
+    Some((user, raw[colon + 1..].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collect_params_are_decoded() {
+        assert_eq!(
+            collect_params("collect%5B%5D=errors&x=1&collect[]=vl"),
+            Ok(vec!["errors".to_string(), "vl".to_string()])
+        );
+        assert_eq!(collect_params(""), Ok(vec![]));
+        assert_eq!(collect_params("x=%zz"), Ok(vec![]), "not a collect[]");
+        assert_eq!(collect_params("collect[]=%zz"), Err("%zz".into()));
+        assert_eq!(collect_params("collect[]=%ff%fe"), Err("%ff%fe".into()));
+    }
+
+    #[test]
+    fn gzip_is_taken_when_accepted() {
+        assert!(accepts_gzip(Some("gzip")));
+        assert!(accepts_gzip(Some("deflate, gzip;q=0.5")));
+        assert!(accepts_gzip(Some("*")));
+        assert!(!accepts_gzip(Some("gzip;q=0")));
+        assert!(!accepts_gzip(Some("gzip;q=0, *")));
+        assert!(!accepts_gzip(Some("*, gzip;q=0.0")));
+        assert!(!accepts_gzip(Some("*;q=0")));
+        assert!(!accepts_gzip(Some("gzip;q=x")));
+        assert!(!accepts_gzip(Some("identity")));
+        assert!(!accepts_gzip(None));
+    }
+
+    #[test]
+    fn basic_credentials_decode() {
+        let h = HeaderValue::from_static("Basic YWxpY2U6czNjcmV0OnRvbw==");
+        assert_eq!(
+            basic_credentials(&h),
+            Some(("alice".to_string(), b"s3cret:too".to_vec()))
+        );
+        assert_eq!(
+            basic_credentials(&HeaderValue::from_static("Bearer x")),
+            None
+        );
+        assert_eq!(
+            basic_credentials(&HeaderValue::from_static("Basic !!")),
+            None
+        );
+    }
+}
