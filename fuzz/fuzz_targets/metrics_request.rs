@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let mut parts = data.split(|&b| b == 0);
     let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or(&[])).into_owned();
     let (query, accept, encoding) = (text(parts.next()), text(parts.next()), text(parts.next()));
-    for name in collect_params(&query) {
+    for name in collect_params(&query).unwrap_or_default() {
         let _ = ibpm_agentx::metrics::Collector::from_name(&name);
     }
     let _ = Format::negotiate(Some(&accept));
