@@ -29,26 +29,26 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use sha2::Digest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{Notify, Semaphore, watch};
 use tracing::{debug, info, warn};
 
-use super::families::{Collector, Collectors};
-use super::render::{Format, Scrape, render};
+use super::decide::{Decision, Head, decide};
+use super::render::{Scrape, render};
 use super::stream::{Body, gzip_writer};
 use super::web::WebConfig;
 use super::{HttpCounters, MetricsSettings};
-use crate::edge::render::{Budget, Renders};
+use crate::edge::render::Renders;
 use crate::edge::slots::{Admit, ConnId, Slots};
 use crate::edge::{Gate, Refusal, RefusalLog};
 use crate::fabric::cache::Cache;
 use crate::mib::EndpointCounters;
 use crate::runtime::EdgeRuntime;
 
-pub use crate::edge::head::{accepts_gzip, basic_credentials, collect_params};
+use crate::edge::head::basic_credentials;
 
 /// bcrypt checks at once.
 const MAX_AUTH_CHECKS: usize = 2;
@@ -578,103 +578,91 @@ async fn handle(
 ) -> Response<Body> {
     let now = Instant::now();
     let limits = &sh.settings.limits;
-    let asked = req
-        .headers()
-        .get(SCRAPE_TIMEOUT)
-        .and_then(|v| v.to_str().ok());
-    let budget = Budget::new(now, limits.response_timeout, asked, limits.min_rate);
-    mark.busy(budget.deadline() + ANSWER_GRACE);
-    let mut r = route(req, peer, &mark, &sh, budget).await;
+    // The connection's time for this answer: the longest a scrape may take.
+    mark.busy(now + limits.response_timeout + ANSWER_GRACE);
+    let mut r = route(req, peer, &mark, &sh, now).await;
     sh.secure(&mut r);
     r.body_mut().hold(Box::new(IdleWhenSent(mark)));
     r
 }
 
+/// The request's [`Head`].
+fn head_of(req: &Request<Incoming>) -> Head<'_> {
+    let h = |name| {
+        req.headers()
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    Head {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        query: req.uri().query(),
+        accept: h(header::ACCEPT.as_str()),
+        accept_encoding: h(header::ACCEPT_ENCODING.as_str()),
+        scrape_timeout: h(SCRAPE_TIMEOUT),
+    }
+}
+
+/// The I/O of [`decide`]'s answer: credentials checked, a scrape rendered.
 async fn route(
     req: Request<Incoming>,
     peer: SocketAddr,
     mark: &Mark,
     sh: &Arc<Shared>,
-    budget: Budget,
+    now: Instant,
 ) -> Response<Body> {
-    if !mark.prepaid.swap(false, Ordering::Relaxed)
-        && let Err(r) = lock(&sh.gate).request(peer.ip(), Instant::now())
-    {
-        sh.refuse(r, peer, "a request on a kept-alive connection");
-        return refusal(r, "Too many requests");
-    }
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        sh.refuse(Refusal::BadRequest, peer, "method not GET or HEAD");
-        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "Only GET and HEAD");
-        r.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return r;
-    }
-    if !authorized(sh, &req).await {
+    let decision = {
+        let prepaid = mark.prepaid.swap(false, Ordering::Relaxed);
+        let mut gate = lock(&sh.gate);
+        decide(
+            &head_of(&req),
+            peer.ip(),
+            now,
+            &mut gate,
+            prepaid,
+            &sh.settings,
+        )
+    };
+    if decision.needs_credentials() && !authorized(sh, &req).await {
         sh.refuse(Refusal::Auth, peer, "no valid basic-auth credentials");
         return refusal(Refusal::Auth, "Unauthorized");
     }
-    let path = req.uri().path();
-    if path == "/" {
-        let mut r = Response::new(Body::full(Bytes::from(
-            INDEX.replace("PATH", &sh.settings.path),
-        )));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        );
-        return r;
-    }
-    if path != sh.settings.path {
-        return plain(StatusCode::NOT_FOUND, "Not found");
-    }
-    let asked = match collect_params(req.uri().query().unwrap_or("")) {
-        Ok(a) => a,
-        Err(raw) => {
-            sh.refuse(Refusal::BadRequest, peer, "collect[] not UTF-8");
-            return refusal(
-                Refusal::BadRequest,
-                &format!(
-                    "collect[] `{}` is not percent-encoded UTF-8",
-                    raw.escape_debug()
-                ),
+    let plan = match decision {
+        Decision::Refuse(r, text) => {
+            sh.refuse(r, peer, "a request on a kept-alive connection");
+            return refusal(r, &text);
+        }
+        Decision::Method => {
+            sh.refuse(Refusal::BadRequest, peer, "method not GET or HEAD");
+            let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "Only GET and HEAD");
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        Decision::Index => {
+            let mut r = Response::new(Body::full(Bytes::from(
+                INDEX.replace("PATH", &sh.settings.path),
+            )));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
             );
+            return r;
         }
-    };
-    let mut collectors = Collectors::NONE;
-    for name in &asked {
-        match Collector::from_name(name) {
-            Some(c) => collectors = collectors.with(c),
-            None => {
-                sh.refuse(Refusal::BadRequest, peer, "unknown collector");
-                let known: Vec<&str> = Collector::ALL.iter().map(|c| c.name()).collect();
-                return refusal(
-                    Refusal::BadRequest,
-                    &format!(
-                        "unknown collector `{}`; known: {}",
-                        name.escape_debug(),
-                        known.join(", ")
-                    ),
-                );
-            }
+        Decision::NotFound => return plain(StatusCode::NOT_FOUND, "Not found"),
+        Decision::Bad(why) => {
+            sh.refuse(Refusal::BadRequest, peer, &why);
+            return refusal(Refusal::BadRequest, &why);
         }
-    }
-    if asked.is_empty() {
-        collectors = sh.settings.collectors;
-    }
-    let header_str = |h| {
-        req.headers()
-            .get(h)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
+        Decision::Scrape(plan) => plan,
     };
-    let format = Format::negotiate(header_str(header::ACCEPT));
-    let gzip = accepts_gzip(header_str(header::ACCEPT_ENCODING));
+    mark.busy(plan.budget.deadline() + ANSWER_GRACE);
     let mut r = Response::new(Body::empty());
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
+        HeaderValue::from_static(plan.format.content_type()),
     );
-    if gzip {
+    if plan.gzip {
         r.headers_mut()
             .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
@@ -682,7 +670,7 @@ async fn route(
         header::VARY,
         HeaderValue::from_static("Accept, Accept-Encoding"),
     );
-    if req.method() == Method::HEAD {
+    if plan.head_only {
         return r;
     }
     if let Err(e) = lock(&sh.renders).take(peer.ip()) {
@@ -691,7 +679,7 @@ async fn route(
     }
     let permit = RenderPermit(Arc::clone(sh), peer.ip());
     HttpCounters::bump(&sh.counters.scrapes);
-    let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), budget);
+    let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), plan.budget);
     let sh2 = Arc::clone(sh);
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
@@ -704,11 +692,11 @@ async fn route(
             snap: &snap,
             endpoint: &sh2.endpoint,
             http: &sh2.counters,
-            format,
-            collectors,
+            format: plan.format,
+            collectors: plan.collectors,
             taken_unix,
         };
-        let result = if gzip {
+        let result = if plan.gzip {
             let mut z = gzip_writer(&mut sink);
             render(&scrape, &mut z).and_then(|()| z.finish().map(|_| ()))
         } else {

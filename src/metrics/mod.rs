@@ -3,6 +3,7 @@
 //! scrape renders the latest snapshot; it never waits on the fabric and
 //! never holds the sweeper.
 //!
+//! - [`decide`]: what a request is answered, from its head alone, pure;
 //! - [`families`]: every metric family, declared once over the MIB's
 //!   columns, and the collectors that group them;
 //! - [`render`]: the exposition, pure (a snapshot in, bytes out);
@@ -12,6 +13,7 @@
 //!   admission core [`crate::edge`]: authentication, gzip, a body streamed
 //!   as it is rendered.
 
+pub mod decide;
 pub mod families;
 pub mod http;
 pub mod render;
