@@ -203,6 +203,13 @@ impl MetricsSection {
                 );
             }
         }
+        if let Ok(Some(web)) = self.web() {
+            w.extend(
+                web.warnings()
+                    .into_iter()
+                    .map(|m| format!("metrics.web_config: {m}")),
+            );
+        }
         w
     }
 }

@@ -3,6 +3,9 @@
 
 use base64::Engine as _;
 use hyper::header::HeaderValue;
+use zeroize::Zeroizing;
+
+use super::secret::Secret;
 
 /// The `collect[]` values of a query string, percent-decoded; `Err` with
 /// the raw value of one that is not percent-encoded UTF-8.
@@ -63,18 +66,20 @@ pub fn accepts_gzip(h: Option<&str>) -> bool {
 }
 
 /// The user and password of a Basic Authorization header.
-pub fn basic_credentials(h: &HeaderValue) -> Option<(String, Vec<u8>)> {
+pub fn basic_credentials(h: &HeaderValue) -> Option<(String, Secret)> {
     let v = h.to_str().ok()?;
     let (scheme, b64) = v.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
     }
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .ok()?;
+    let raw = Zeroizing::new(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .ok()?,
+    );
     let colon = raw.iter().position(|&c| c == b':')?;
     let user = String::from_utf8(raw[..colon].to_vec()).ok()?;
-    Some((user, raw[colon + 1..].to_vec()))
+    Some((user, Secret::from(raw[colon + 1..].to_vec())))
 }
 
 #[cfg(test)]
@@ -110,17 +115,12 @@ mod tests {
     #[test]
     fn basic_credentials_decode() {
         let h = HeaderValue::from_static("Basic YWxpY2U6czNjcmV0OnRvbw==");
+        let (user, pass) = basic_credentials(&h).unwrap();
         assert_eq!(
-            basic_credentials(&h),
-            Some(("alice".to_string(), b"s3cret:too".to_vec()))
+            (user.as_str(), pass.expose()),
+            ("alice", &b"s3cret:too"[..])
         );
-        assert_eq!(
-            basic_credentials(&HeaderValue::from_static("Bearer x")),
-            None
-        );
-        assert_eq!(
-            basic_credentials(&HeaderValue::from_static("Basic !!")),
-            None
-        );
+        assert!(basic_credentials(&HeaderValue::from_static("Bearer x")).is_none());
+        assert!(basic_credentials(&HeaderValue::from_static("Basic !!")).is_none());
     }
 }

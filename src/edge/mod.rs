@@ -10,6 +10,7 @@
 //! - [`slots`]: the connection table, in all and by network, each
 //!   connection's phase and when it ends; the longest idle makes room;
 //! - [`render`]: renders at once and each response's time;
+//! - [`secret`]: a secret either edge holds, wiped, never printed;
 //! - [`refusal`]: the one table of refusal kinds, their counters and their
 //!   throttled log lines.
 
@@ -19,6 +20,7 @@ pub mod net;
 pub mod rate;
 pub mod refusal;
 pub mod render;
+pub mod secret;
 pub mod slots;
 
 use std::time::Duration;
@@ -26,6 +28,7 @@ use std::time::Duration;
 pub use gate::Gate;
 pub use net::Network;
 pub use refusal::{Refusal, RefusalCounts, RefusalLog};
+pub use secret::Secret;
 pub use slots::SlotLimits;
 
 /// An HTTP edge's bounds (the `[metrics]` limits).

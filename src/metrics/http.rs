@@ -14,7 +14,6 @@
 //!   one per source and `renders` in all, streamed in chunks within its
 //!   budget ([`super::stream`]).
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -31,11 +30,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use sha2::Digest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
 
+use super::auth::{Auth, Verdict};
 use super::decide::{Decision, Head, decide};
 use super::render::{Scrape, render};
 use super::stream::{Body, gzip_writer};
@@ -48,17 +47,10 @@ use crate::fabric::cache::Cache;
 use crate::mib::EndpointCounters;
 use crate::runtime::EdgeRuntime;
 
-use crate::edge::head::basic_credentials;
-
-/// bcrypt checks at once.
-const MAX_AUTH_CHECKS: usize = 2;
 /// The request head, at most (hyper answers 431 beyond it).
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Time a connection has past its answer's deadline to end it.
 const ANSWER_GRACE: Duration = Duration::from_secs(1);
-/// Successful basic-auth checks remembered (so a scrape costs one bcrypt
-/// check per credential, not per request).
-const MAX_AUTH_CACHE: usize = 64;
 /// A refusal of each kind is logged at most this often.
 const LOG_EVERY: Duration = Duration::from_secs(10);
 /// The header a Prometheus scrape says its timeout in.
@@ -79,11 +71,7 @@ struct Shared {
     /// The connection table; a connection's token wakes it to close.
     slots: Mutex<Slots<Arc<Notify>>>,
     renders: Mutex<Renders>,
-    auth_checks: Semaphore,
-    /// SHA-256 of `user \0 password` of credentials bcrypt accepted.
-    auth_ok: Mutex<HashSet<[u8; 32]>>,
-    /// Checked for an unknown user, so the answer takes as long.
-    dummy_hash: String,
+    auth: Auth,
     log: Mutex<RefusalLog>,
 }
 
@@ -166,13 +154,6 @@ pub fn serve(
         let _in = runtime.handle().enter();
         tokio::net::TcpListener::from_std(std_listener)?
     };
-    let dummy_hash = match web.users.values().next() {
-        Some(h) => {
-            let cost = h.parse::<bcrypt::HashParts>().map_or(10, |p| p.get_cost());
-            bcrypt::hash(b"not a password", cost).unwrap_or_else(|_| h.clone())
-        }
-        None => String::new(),
-    };
     let tls = web.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let limits = settings.limits;
     info!(
@@ -185,6 +166,7 @@ pub fn serve(
         renders = limits.renders(),
         "metrics endpoint listening"
     );
+    let auth = Auth::new(web.users.clone());
     let shared = Arc::new(Shared {
         gate: Mutex::new(Gate::new(
             settings.sources.clone(),
@@ -198,9 +180,7 @@ pub fn serve(
         cache,
         endpoint,
         counters: Arc::clone(&counters),
-        auth_checks: Semaphore::new(MAX_AUTH_CHECKS),
-        auth_ok: Mutex::new(HashSet::new()),
-        dummy_hash,
+        auth,
         log: Mutex::new(RefusalLog::every(LOG_EVERY)),
     });
     let (stop, stop_rx) = watch::channel(false);
@@ -530,44 +510,6 @@ fn refusal(r: Refusal, text: &str) -> Response<Body> {
     resp
 }
 
-async fn authorized(sh: &Arc<Shared>, req: &Request<Incoming>) -> bool {
-    if sh.web.users.is_empty() {
-        return true;
-    }
-    let Some((user, pass)) = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(basic_credentials)
-    else {
-        return false;
-    };
-    let mut h = sha2::Sha256::new();
-    h.update(user.as_bytes());
-    h.update([0]);
-    h.update(&pass);
-    let key: [u8; 32] = h.finalize().into();
-    if lock(&sh.auth_ok).contains(&key) {
-        return true;
-    }
-    let known = sh.web.users.get(&user).cloned();
-    let hash = known.clone().unwrap_or_else(|| sh.dummy_hash.clone());
-    let Ok(_permit) = sh.auth_checks.acquire().await else {
-        return false;
-    };
-    let ok = tokio::task::spawn_blocking(move || bcrypt::verify(&pass, &hash).unwrap_or(false))
-        .await
-        .unwrap_or(false)
-        && known.is_some();
-    if ok {
-        let mut cache = lock(&sh.auth_ok);
-        if cache.len() >= MAX_AUTH_CACHE {
-            cache.clear();
-        }
-        cache.insert(key);
-    }
-    ok
-}
-
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>ibpm-agentx</title></head><body>\n<h1>ibpm-agentx</h1>\n<p>InfiniBand performance counters of the fabric, from the agent's latest sweep.</p>\n<p><a href=\"PATH\">Metrics</a></p>\n</body></html>\n";
 
 async fn handle(
@@ -623,9 +565,22 @@ async fn route(
             &sh.settings,
         )
     };
-    if decision.needs_credentials() && !authorized(sh, &req).await {
-        sh.refuse(Refusal::Auth, peer, "no valid basic-auth credentials");
-        return refusal(Refusal::Auth, "Unauthorized");
+    if decision.needs_credentials() {
+        match sh
+            .auth
+            .check(req.headers().get(header::AUTHORIZATION))
+            .await
+        {
+            Verdict::Accepted => {}
+            Verdict::Refused => {
+                sh.refuse(Refusal::Auth, peer, "no valid basic-auth credentials");
+                return refusal(Refusal::Auth, "Unauthorized");
+            }
+            Verdict::Busy => {
+                sh.refuse(Refusal::Busy, peer, "the bcrypt queue is full");
+                return refusal(Refusal::Busy, "Too many credentials to check at once");
+            }
+        }
     }
     let plan = match decision {
         Decision::Refuse(r, text) => {

@@ -3,6 +3,7 @@
 //! scrape renders the latest snapshot; it never waits on the fabric and
 //! never holds the sweeper.
 //!
+//! - [`auth`]: basic authentication against bcrypt hashes, bounded;
 //! - [`decide`]: what a request is answered, from its head alone, pure;
 //! - [`families`]: every metric family, declared once over the MIB's
 //!   columns, and the collectors that group them;
@@ -13,6 +14,7 @@
 //!   admission core [`crate::edge`]: authentication, gzip, a body streamed
 //!   as it is rendered.
 
+pub mod auth;
 pub mod decide;
 pub mod families;
 pub mod http;

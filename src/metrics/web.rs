@@ -186,6 +186,28 @@ fn nesting(text: &str) -> usize {
 }
 
 impl WebConfig {
+    /// What `check-config` warns of: users whose hashes have different
+    /// costs (an unknown user's check takes as long as the highest; a user
+    /// of a lower cost answers sooner, and so tells it exists).
+    pub fn warnings(&self) -> Vec<String> {
+        let costs: std::collections::BTreeSet<u32> = self
+            .users
+            .values()
+            .filter_map(|h| h.parse::<bcrypt::HashParts>().ok())
+            .map(|p| p.get_cost())
+            .collect();
+        if costs.len() < 2 {
+            return Vec::new();
+        }
+        let list: Vec<String> = costs.iter().map(u32::to_string).collect();
+        vec![format!(
+            "basic_auth_users: the hashes have different bcrypt costs ({}); a check of a \
+             user of a lower cost answers sooner than one of an unknown user, so the time \
+             tells that user exists: hash every password at one cost",
+            list.join(", ")
+        )]
+    }
+
     /// Reads and checks the file at `path`.
     pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
         let err = |line, key: Option<String>, reason: String| WebConfigError {
@@ -472,6 +494,25 @@ mod tests {
             (e.0, e.1.as_deref()),
             (Some(2), Some("http_server_config.http2"))
         );
+    }
+
+    #[test]
+    fn mixed_costs_are_warned_of() {
+        let users = |costs: &[u32]| {
+            let lines: Vec<String> = costs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("  u{i}: {}", bcrypt::hash(b"x", *c).unwrap()))
+                .collect();
+            WebConfig::parse(
+                &format!("basic_auth_users:\n{}\n", lines.join("\n")),
+                Path::new("/"),
+            )
+            .unwrap()
+        };
+        assert!(users(&[4, 4]).warnings().is_empty());
+        let w = users(&[4, 5]).warnings();
+        assert!(w.len() == 1 && w[0].contains("(4, 5)"), "{w:?}");
     }
 
     #[test]
