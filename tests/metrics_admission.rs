@@ -255,3 +255,86 @@ fn stalled_readers_do_not_hold_the_renders() {
     assert!(refused(&body, "timeout") >= 1, "{body}");
     assert!(refused(&body, "busy") >= 3, "one render per source: {body}");
 }
+
+/// Sends `bytes` from `from` and reads the answer until the server closes
+/// (or 10 s).
+fn exchange_from(from: IpAddr, to: SocketAddr, bytes: &[u8]) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let s = rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind(SocketAddr::new(from, 0)).unwrap();
+        sock.connect(to).await.unwrap().into_std().unwrap()
+    });
+    let mut s = s;
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).to_lowercase()
+}
+
+#[test]
+fn refusals_close_and_carry_the_security_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("web.yml"),
+        "http_server_config:\n  headers:\n    X-Frame-Options: deny\n    X-Content-Type-Options: nosniff\n",
+    )
+    .unwrap();
+    let a = MetricsAgent::start(
+        d,
+        "[fabric]\nsweep_interval = 3600",
+        "sources = [\"127.0.0.1/32\"]\nweb_config = \"web.yml\"",
+        1,
+    );
+    let to: SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let listed: IpAddr = [127, 0, 0, 1].into();
+    let long = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Long: {}\r\n\r\n",
+        "a".repeat(64 * 1024)
+    );
+    let cases: [(IpAddr, &[u8], &str); 5] = [
+        (listed, b"GARBAGE\r\n\r\n", "http/1.1 400"),
+        (listed, long.as_bytes(), "http/1.1 431"),
+        (
+            listed,
+            b"GET /metrics?collect[]=cpu HTTP/1.1\r\nHost: x\r\n\r\n",
+            "http/1.1 400",
+        ),
+        (
+            listed,
+            b"GET /metrics?collect[]=%ff HTTP/1.1\r\nHost: x\r\n\r\n",
+            "http/1.1 400",
+        ),
+        (
+            [127, 0, 0, 2].into(),
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+            "http/1.1 403",
+        ),
+    ];
+    for (from, bytes, status) in cases {
+        let answer = exchange_from(from, to, bytes);
+        let head = answer.split("\r\n\r\n").next().unwrap_or("");
+        assert!(head.starts_with(status), "{status}: {answer}");
+        for h in [
+            "connection: close",
+            "x-frame-options: deny",
+            "x-content-type-options: nosniff",
+        ] {
+            assert!(head.lines().any(|l| l == h), "{status} lacks {h}: {head}");
+        }
+    }
+    // A scrape carries them too, and keeps the connection.
+    let answer = exchange_from(
+        listed,
+        to,
+        b"GET /metrics?collect[]=agent HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(answer.starts_with("http/1.1 200"), "{answer}");
+    assert!(answer.contains("x-frame-options: deny"), "{answer}");
+}

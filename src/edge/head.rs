@@ -2,7 +2,7 @@
 //! `collect[]` values, whether gzip is accepted, Basic credentials.
 
 use base64::Engine as _;
-use hyper::header::HeaderValue;
+use hyper::header::{HeaderName, HeaderValue};
 use zeroize::Zeroizing;
 
 use super::secret::Secret;
@@ -82,6 +82,32 @@ pub fn basic_credentials(h: &HeaderValue) -> Option<(String, Secret)> {
     Some((user, Secret::from(raw[colon + 1..].to_vec())))
 }
 
+/// hyper's own answer to a head it could not parse (400, 414, 431: a
+/// head with no content type, which every answer of the edge's own has),
+/// rewritten with `Connection: close` and the `extra` headers; `None` for
+/// anything else.
+pub fn automatic_answer(head: &[u8], extra: &[(HeaderName, HeaderValue)]) -> Option<Vec<u8>> {
+    if !head.starts_with(b"HTTP/1.1 4") {
+        return None;
+    }
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let fields = head[..end].to_ascii_lowercase();
+    if fields.windows(13).any(|w| w == b"content-type:") {
+        return None;
+    }
+    let status_end = head.windows(2).position(|w| w == b"\r\n")?;
+    let mut out = head[..status_end + 2].to_vec();
+    out.extend_from_slice(b"content-length: 0\r\nconnection: close\r\n");
+    for (k, v) in extra {
+        out.extend_from_slice(k.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +148,29 @@ mod tests {
         );
         assert!(basic_credentials(&HeaderValue::from_static("Bearer x")).is_none());
         assert!(basic_credentials(&HeaderValue::from_static("Basic !!")).is_none());
+    }
+
+    #[test]
+    fn hypers_own_answers_get_the_extra_headers() {
+        let extra = [(
+            HeaderName::from_static("x-frame-options"),
+            HeaderValue::from_static("deny"),
+        )];
+        let own =
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
+        let out = String::from_utf8(automatic_answer(own, &extra).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\nx-frame-options: deny\r\n\r\n"
+        );
+        let ours = b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\nno\n";
+        assert_eq!(automatic_answer(ours, &extra), None);
+        assert_eq!(automatic_answer(b"HTTP/1.1 200 OK\r\n\r\n", &extra), None);
+        assert_eq!(
+            automatic_answer(b"HTTP/1.1 400 Bad", &extra),
+            None,
+            "not a whole head"
+        );
+        assert_eq!(automatic_answer(b"0\r\n\r\n", &extra), None);
     }
 }

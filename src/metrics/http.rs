@@ -20,7 +20,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -40,6 +40,7 @@ use super::render::{Scrape, render};
 use super::stream::{Body, gzip_writer};
 use super::web::WebConfig;
 use super::{HttpCounters, MetricsSettings};
+use crate::edge::head::automatic_answer;
 use crate::edge::render::Renders;
 use crate::edge::slots::{Admit, ConnId, Slots};
 use crate::edge::{Gate, Refusal, RefusalLog};
@@ -328,10 +329,40 @@ impl Drop for Release {
     }
 }
 
-/// The connection's stream, telling its [`Mark`] when bytes arrive.
+/// The connection's stream, telling its [`Mark`] when bytes arrive, and
+/// giving hyper's own answers to heads it could not parse the configured
+/// headers ([`automatic_answer`]).
 struct Watched<I> {
     io: I,
     mark: Arc<Mark>,
+    /// Octets to write before any other, and how many are written.
+    pending: Vec<u8>,
+    written: usize,
+}
+
+impl<I: AsyncWrite + Unpin> Watched<I> {
+    fn new(io: I, mark: Arc<Mark>) -> Watched<I> {
+        Watched {
+            io,
+            mark,
+            pending: Vec::new(),
+            written: 0,
+        }
+    }
+
+    /// Writes what is pending; ready once it is all written.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.written < self.pending.len() {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &self.pending[self.written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+        self.pending.clear();
+        self.written = 0;
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
@@ -352,28 +383,32 @@ impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
 
 impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, b)
+        let me = self.get_mut();
+        ready!(me.poll_pending(cx))?;
+        if let Some(answer) = automatic_answer(b, &me.mark.shared.web.headers) {
+            me.pending = answer;
+            // Written by this call or the flush that follows.
+            if let Poll::Ready(Err(e)) = me.poll_pending(cx) {
+                return Poll::Ready(Err(e));
+            }
+            return Poll::Ready(Ok(b.len()));
+        }
+        Pin::new(&mut me.io).poll_write(cx, b)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+        let me = self.get_mut();
+        ready!(me.poll_pending(cx))?;
+        Pin::new(&mut me.io).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+        let me = self.get_mut();
+        ready!(me.poll_pending(cx))?;
+        Pin::new(&mut me.io).poll_shutdown(cx)
     }
 
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
+    // Not vectored: hyper hands a head over whole, for `automatic_answer`.
 }
 
 /// One connection, from its slot to its close: the TLS handshake (within
@@ -399,9 +434,9 @@ async fn connection(
         let (mark, shared, stop) = (Arc::clone(&mark), Arc::clone(&shared), stop.clone());
         async move {
             match tls {
-                None => serve_connection(Watched { io: stream, mark }, peer, &shared, stop).await,
+                None => serve_connection(Watched::new(stream, mark), peer, &shared, stop).await,
                 Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(s) => serve_connection(Watched { io: s, mark }, peer, &shared, stop).await,
+                    Ok(s) => serve_connection(Watched::new(s, mark), peer, &shared, stop).await,
                     Err(e) => shared.refuse(Refusal::Tls, peer, &format!("TLS handshake: {e}")),
                 },
             }
@@ -637,7 +672,6 @@ async fn route(
     let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), plan.budget);
     let sh2 = Arc::clone(sh);
     tokio::task::spawn_blocking(move || {
-        let _permit = permit;
         let snap = sh2.cache.load();
         let taken_unix = snap
             .published_wall(std::time::SystemTime::now(), Instant::now())
@@ -657,8 +691,12 @@ async fn route(
         } else {
             render(&scrape, &mut sink)
         };
-        match result.and_then(|()| sink.finish()) {
-            Ok(()) => {}
+        let result = result.and_then(|()| sink.send_rest());
+        // The render's place is free before the body can end, so that the
+        // source's next scrape never finds it taken.
+        drop(permit);
+        match result {
+            Ok(()) => sink.complete(),
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 sh2.refuse(Refusal::Timeout, peer, &e.to_string());
             }

@@ -148,12 +148,15 @@ impl ChunkSink {
         }
     }
 
-    /// Sends the rest: the body ends whole. Dropped without it, the body
-    /// ends in an error.
-    pub fn finish(mut self) -> io::Result<()> {
-        self.send()?;
+    /// Sends what is left of the render.
+    pub fn send_rest(&mut self) -> io::Result<()> {
+        self.send()
+    }
+
+    /// The render was sent whole: the body ends whole when the sink is
+    /// dropped. Dropped without it, the body ends in an error.
+    pub fn complete(self) {
         self.complete.store(true, Ordering::Release);
-        Ok(())
     }
 }
 
