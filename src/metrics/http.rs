@@ -246,6 +246,7 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
+        debug!(%peer, id, "metrics: connection accepted");
         let (shared, tls, stop) = (Arc::clone(&shared), tls.clone(), stop.clone());
         tasks.spawn(connection(stream, peer, id, wake, tls, shared, stop));
     }
