@@ -13,24 +13,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::pki::{curl, make_pki};
+use common::pki::{curl, tls_web_config};
 use common::{MetricsAgent, sweeps, wait_more_sweeps};
 
 #[test]
 fn tls_client_certificates_basic_auth_and_sources() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    make_pki(d);
-    let hash = bcrypt::hash("s3cret pass", 4).unwrap();
-    std::fs::write(
-        d.join("web.yml"),
-        format!(
-            "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  \
-             client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n\
-             basic_auth_users:\n  prometheus: {hash}\n"
-        ),
-    )
-    .unwrap();
+    tls_web_config(d, "prometheus", "s3cret pass");
     let a = MetricsAgent::start(
         d,
         "[fabric]\nsweep_interval = 3600",
@@ -202,22 +192,13 @@ fn hostile_clients_get_bounded_answers_and_the_agent_goes_on() {
     }
     // Meanwhile another source scrapes, SNMP answers and the sweeps go on.
     let before = sweeps(&snmp).unwrap();
-    let out = Command::new("curl")
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "--interface",
-            "127.0.0.2",
-            "--max-time",
-            "10",
-        ])
-        .arg(format!("http://127.0.0.1:{port}/metrics"))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    assert_eq!(
+        curl(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            &["--interface", "127.0.0.2"]
+        ),
+        "200"
+    );
     wait_more_sweeps(&snmp, 2, Duration::from_secs(20), &mut agent, agent_log);
     assert!(sweeps(&snmp).unwrap() >= before + 2);
     // Each connection ends: with a 429, or closed without an answer (to

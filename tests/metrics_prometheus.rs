@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::pki::make_pki;
+use common::pki::tls_web_config;
 use common::{ChildGuard, MetricsAgent, SnmpTool, free_tcp_port, poll, walk_ports};
 use ibpm_agentx::metrics::Collector;
 use ibpm_agentx::metrics::families::{FAMILIES, Kind};
@@ -351,17 +351,7 @@ fn formats_gzip_and_collectors_per_scrape() {
 fn prometheus_keeps_one_tls_connection_with_basic_auth_across_scrapes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    make_pki(d);
-    let hash = bcrypt::hash("scrape pass", 4).unwrap();
-    std::fs::write(
-        d.join("web.yml"),
-        format!(
-            "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  \
-             client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n\
-             basic_auth_users:\n  prometheus: {hash}\n"
-        ),
-    )
-    .unwrap();
+    tls_web_config(d, "prometheus", "scrape pass");
     let a = MetricsAgent::start(
         d,
         "[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n\

@@ -88,6 +88,23 @@ pub fn make_pki(dir: &Path) {
     }
 }
 
+/// The PKI of [`make_pki`] in `dir` and `dir/web.yml`: TLS with client
+/// certificates verified against the CA, and one basic-auth user (bcrypt
+/// cost 4).
+pub fn tls_web_config(dir: &Path, user: &str, password: &str) {
+    make_pki(dir);
+    let hash = bcrypt::hash(password, 4).expect("bcrypt");
+    std::fs::write(
+        dir.join("web.yml"),
+        format!(
+            "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  \
+             client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n\
+             basic_auth_users:\n  {user}: {hash}\n"
+        ),
+    )
+    .expect("write web.yml");
+}
+
 /// curl's HTTP status for `url` with `args` (000 when no HTTP answer).
 pub fn curl(url: &str, args: &[&str]) -> String {
     let out = Command::new("curl")
