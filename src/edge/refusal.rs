@@ -1,7 +1,8 @@
 //! Why an edge refused a connection or a request: one table of the kinds,
 //! declared once. It names the `reason` label of `…_refused_total`, the
 //! HTTP status a refusal answers with, and the log line's words; the
-//! counters and the per-kind log throttle are arrays walked over it.
+//! counters and the per-kind log throttle are arrays walked over it. The
+//! per-kind throttle ([`KindLog`]) serves the SNMP responder's events too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -116,20 +117,37 @@ impl RefusalCounts {
     }
 }
 
-/// The refusals' log: one line per kind at most every `period`, with how
-/// many refusals it stands for.
+/// Throttled log lines by kind of event, for either edge: one line per
+/// kind (a number below the count given) at most every `period`, with the
+/// number of events it stands for.
 #[derive(Debug)]
-pub struct RefusalLog([Throttle; KINDS.len()]);
+pub struct KindLog(Vec<Throttle>);
+
+impl KindLog {
+    pub fn every(kinds: usize, period: Duration) -> KindLog {
+        KindLog(vec![Throttle::every(period); kinds])
+    }
+
+    /// One event of kind `k` at `now`: the number its line stands for,
+    /// when one is due (never for a kind beyond the count).
+    pub fn due(&mut self, k: usize, now: Instant) -> Option<u64> {
+        self.0.get_mut(k)?.at(now).map(|d| d.since)
+    }
+}
+
+/// The refusals' log: a [`KindLog`] over [`KINDS`].
+#[derive(Debug)]
+pub struct RefusalLog(KindLog);
 
 impl RefusalLog {
     pub fn every(period: Duration) -> RefusalLog {
-        RefusalLog(std::array::from_fn(|_| Throttle::every(period)))
+        RefusalLog(KindLog::every(KINDS.len(), period))
     }
 
     /// One refusal of kind `r` at `now`: the number its line stands for,
     /// when one is due.
     pub fn due(&mut self, r: Refusal, now: Instant) -> Option<u64> {
-        self.0[r as usize].at(now).map(|d| d.since)
+        self.0.due(r as usize, now)
     }
 }
 
@@ -167,5 +185,9 @@ mod tests {
             log.due(Refusal::Source, t + Duration::from_secs(11)),
             Some(2)
         );
+        let mut kinds = KindLog::every(2, Duration::from_secs(10));
+        assert_eq!(kinds.due(1, t), Some(1));
+        assert_eq!(kinds.due(1, t), None);
+        assert_eq!(kinds.due(2, t), None, "beyond the count");
     }
 }
