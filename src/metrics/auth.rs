@@ -262,4 +262,37 @@ mod tests {
         );
         assert_eq!(a.lock().len(), 1);
     }
+
+    #[tokio::test]
+    async fn beyond_the_queue_a_check_is_busy_at_once() {
+        let a = std::sync::Arc::new(Auth::new(BTreeMap::from([(
+            "alice".to_string(),
+            bcrypt::hash(b"s3cret", 6).unwrap(),
+        )])));
+        let tasks: Vec<_> = (0..2 * (CHECKS + QUEUE))
+            .map(|n| {
+                let a = std::sync::Arc::clone(&a);
+                tokio::spawn(async move {
+                    let wrong = format!("wrong{n}");
+                    a.check(Some(&basic("alice", wrong.as_bytes()))).await
+                })
+            })
+            .collect();
+        let mut verdicts = Vec::new();
+        for t in tasks {
+            verdicts.push(t.await.unwrap());
+        }
+        let busy = verdicts.iter().filter(|v| **v == Verdict::Busy).count();
+        let refused = verdicts.iter().filter(|v| **v == Verdict::Refused).count();
+        assert_eq!(
+            (refused, busy),
+            (CHECKS + QUEUE, CHECKS + QUEUE),
+            "{verdicts:?}"
+        );
+        // Once the queue drains, checks are taken again.
+        assert_eq!(
+            a.check(Some(&basic("alice", b"s3cret"))).await,
+            Verdict::Accepted
+        );
+    }
 }
