@@ -6,7 +6,11 @@
 //!   the scraper gets its 200s;
 //! - four connections from one listed address ask for a large exposition
 //!   and stop reading, while another source scrapes: it is answered, and
-//!   the stalled answers end at their deadline.
+//!   the stalled answers end at their deadline;
+//! - six listed sources scrape as fast as their rate allows: the scraper
+//!   still gets its turn;
+//! - refusals, hyper's own 400 and 431 included, say `Connection: close`
+//!   and carry the configured security headers.
 
 mod common;
 
@@ -337,4 +341,90 @@ fn refusals_close_and_carry_the_security_headers() {
     );
     assert!(answer.starts_with("http/1.1 200"), "{answer}");
     assert!(answer.contains("x-frame-options: deny"), "{answer}");
+}
+
+/// `n`-second load: from each of `sources`, full scrapes one after another
+/// with `pause` between them; the statuses each source got.
+fn scrape_load(
+    to: SocketAddr,
+    sources: &[IpAddr],
+    pause: Duration,
+    n: Duration,
+) -> std::thread::JoinHandle<Vec<u16>> {
+    let sources = sources.to_vec();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let end = tokio::time::Instant::now() + n;
+            let tasks: Vec<_> = sources
+                .into_iter()
+                .map(|src| {
+                    tokio::spawn(async move {
+                        let mut got = Vec::new();
+                        while tokio::time::Instant::now() < end {
+                            let sock = tokio::net::TcpSocket::new_v4().unwrap();
+                            sock.bind(SocketAddr::new(src, 0)).unwrap();
+                            let Ok(s) = sock.connect(to).await else { continue };
+                            let mut s = s.into_std().unwrap();
+                            let status = tokio::task::spawn_blocking(move || {
+                                s.set_nonblocking(false).unwrap();
+                                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                                let _ = s.write_all(
+                                    b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                );
+                                let mut b = Vec::new();
+                                let _ = s.read_to_end(&mut b);
+                                std::str::from_utf8(b.get(9..12).unwrap_or(b"000"))
+                                    .ok()
+                                    .and_then(|c| c.parse().ok())
+                                    .unwrap_or(0)
+                            })
+                            .await
+                            .unwrap();
+                            got.push(status);
+                            tokio::time::sleep(pause).await;
+                        }
+                        got
+                    })
+                })
+                .collect();
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.unwrap());
+            }
+            all
+        })
+    })
+}
+
+#[test]
+fn busy_sources_leave_the_scraper_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = MetricsAgent::start(d, &large_fabric(d), "sources = [\"127.0.0.0/8\"]", 1);
+    let to: SocketAddr = ([127, 0, 0, 1], a.port).into();
+    // Six sources, each scraping within its rate (10 a second), keep every
+    // render place busy.
+    let busy: Vec<IpAddr> = (3..=8).map(|n| IpAddr::from([127, 0, 0, n])).collect();
+    let load = scrape_load(
+        to,
+        &busy,
+        Duration::from_millis(100),
+        Duration::from_secs(10),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let url = format!("http://127.0.0.1:{}/metrics", a.port);
+    let got = scrapes(&url, &["--interface", "127.0.0.2"], 16);
+    let theirs = load.join().unwrap();
+    let ok = got.iter().filter(|s| *s == "200").count();
+    let their_ok = theirs.iter().filter(|s| **s == 200).count();
+    println!(
+        "the scraper: {ok} of 16 answered 200; the six others: {their_ok} of {} 200",
+        theirs.len()
+    );
+    assert!(ok >= 15, "{got:?}");
+    assert!(their_ok >= 6, "the others were served too: {theirs:?}");
 }

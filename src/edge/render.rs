@@ -1,4 +1,4 @@
-//! What an answer may take: renders at once (one per source, a bound in
+//! What an answer may take: scrapes at once (one per source, a bound in
 //! all) and each answer's time (a deadline for the whole response and a
 //! minimum rate). Pure: time is an argument.
 
@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use super::net::source_of;
 use super::refusal::Refusal;
 
-/// Renders under way: at most one per source, at most `max` in all.
+/// Scrapes rendering or waiting to: at most one per source, at most `max`
+/// in all. How many render at once is the edge's FIFO of render places
+/// (the number of cores): the others wait their turn in order, so every
+/// source is served in its turn however often the others ask.
 #[derive(Debug)]
 pub struct Renders {
     max: usize,
@@ -24,8 +27,8 @@ impl Renders {
         }
     }
 
-    /// A render for `ip`; refused while its source renders or every render
-    /// is taken.
+    /// A scrape for `ip`; refused while its source has one, or `max` are
+    /// rendering or waiting.
     pub fn take(&mut self, ip: IpAddr) -> Result<(), Refusal> {
         let s = source_of(ip);
         if self.sources.len() >= self.max || self.sources.contains(&s) {
@@ -35,7 +38,7 @@ impl Renders {
         Ok(())
     }
 
-    /// `ip`'s render ended.
+    /// `ip`'s scrape ended.
     pub fn give_back(&mut self, ip: IpAddr) {
         self.sources.remove(&source_of(ip));
     }

@@ -11,7 +11,8 @@
 //!   within `head_timeout`, a kept-alive connection idle up to
 //!   `idle_timeout`, an answer within its deadline.
 //! - A scrape renders the latest snapshot on a blocking thread, at most
-//!   one per source and `renders` in all, streamed in chunks within its
+//!   one per source and `renders` at once (the others wait their turn in
+//!   order, within their deadline), streamed in chunks within its
 //!   budget ([`super::stream`]).
 
 use std::convert::Infallible;
@@ -31,7 +32,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 use tracing::{debug, info, warn};
 
 use super::auth::{Auth, Verdict};
@@ -71,7 +72,10 @@ struct Shared {
     gate: Mutex<Gate>,
     /// The connection table; a connection's token wakes it to close.
     slots: Mutex<Slots<Arc<Notify>>>,
+    /// Scrapes rendering or waiting, one per source.
     renders: Mutex<Renders>,
+    /// The places to render in (the number of cores), taken in order.
+    render_places: Arc<Semaphore>,
     auth: Auth,
     log: Mutex<RefusalLog>,
 }
@@ -175,7 +179,8 @@ pub fn serve(
             limits.burst,
         )),
         slots: Mutex::new(Slots::new(limits.slots())),
-        renders: Mutex::new(Renders::new(limits.renders())),
+        renders: Mutex::new(Renders::new(limits.connections)),
+        render_places: Arc::new(Semaphore::new(limits.renders())),
         settings,
         web,
         cache,
@@ -665,10 +670,22 @@ async fn route(
         return r;
     }
     if let Err(e) = lock(&sh.renders).take(peer.ip()) {
-        sh.refuse(e, peer, "its source renders, or every render is taken");
-        return refusal(e, "Too many scrapes at once");
+        sh.refuse(e, peer, "a scrape of its source is under way");
+        return refusal(e, "A scrape of this source is under way");
     }
-    let permit = RenderPermit(Arc::clone(sh), peer.ip());
+    let source = RenderPermit(Arc::clone(sh), peer.ip());
+    // Its turn among the sources waiting, within its budget.
+    let deadline = tokio::time::Instant::from_std(plan.budget.deadline());
+    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
+    let Ok(Ok(place)) = place.await else {
+        sh.refuse(
+            Refusal::Busy,
+            peer,
+            "no render place free within its deadline",
+        );
+        return refusal(Refusal::Busy, "Too many scrapes at once");
+    };
+    let permit = (source, place);
     HttpCounters::bump(&sh.counters.scrapes);
     let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), plan.budget);
     let sh2 = Arc::clone(sh);
@@ -708,7 +725,7 @@ async fn route(
     r
 }
 
-/// A render's place in [`Renders`], given back when dropped (a render
+/// A source's scrape in [`Renders`], given back when dropped (a render
 /// that ends early or panics gives it back too).
 struct RenderPermit(Arc<Shared>, IpAddr);
 
