@@ -5,9 +5,9 @@
 //! A connection is `Fresh` (accepted, no request yet), `Head` (a request
 //! head is arriving), `Busy` (a request is being answered) or `Idle`
 //! (kept alive between requests). When the table, or the network's share
-//! of it, is full, the connection idle the longest (fresh or kept alive)
-//! makes room: a listed peer is never refused because idle peers hold the
-//! slots, only when every slot is working.
+//! of it, is full, the connection idle the longest makes room (a fresh one
+//! before a kept-alive one): a listed peer is never refused because idle
+//! peers hold the slots, only when every slot is working.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -138,14 +138,15 @@ impl<T> Slots<T> {
         Admit::Taken { id, evicted }
     }
 
-    /// The idle (fresh or kept-alive) connection idle the longest, in
-    /// `net` or in all.
+    /// The idle connection idle the longest, in `net` or in all: a fresh
+    /// one (no request yet) before one kept alive between requests, so
+    /// that connections nobody used go before a scraper's.
     fn longest_idle(&self, net: Option<IpAddr>) -> Option<ConnId> {
         self.conns
             .iter()
             .filter(|(_, c)| matches!(c.phase, Phase::Fresh | Phase::Idle))
             .filter(|(_, c)| net.is_none_or(|n| c.net == n))
-            .min_by_key(|(id, c)| (c.since, **id))
+            .min_by_key(|(id, c)| (c.phase == Phase::Idle, c.since, **id))
             .map(|(id, _)| *id)
     }
 
@@ -299,6 +300,27 @@ mod tests {
         assert_eq!(evicted, Some(9));
         slots.busy(eight, s(8), s(40));
         assert_eq!(slots.admit(ip("10.0.7.1"), s(9), 7), Admit::Full);
+    }
+
+    #[test]
+    fn fresh_connections_go_before_a_kept_alive_one() {
+        let t = Instant::now();
+        let s = |n| t + Duration::from_secs(n);
+        let mut slots = Slots::new(limits());
+        // A scraper's connection, kept alive since second 1.
+        let (scraper, _) = taken(slots.admit(ip("10.0.1.1"), s(0), "scraper"));
+        slots.busy(scraper, s(0), s(30));
+        slots.idle(scraper, s(1));
+        // Fresh connections from elsewhere fill the table after it.
+        for (n, a) in ["10.0.2.1", "10.0.3.1", "10.0.4.1"].iter().enumerate() {
+            taken(slots.admit(ip(a), s(2 + n as u64), "fresh"));
+        }
+        for n in 0..5 {
+            let (_, evicted) = taken(slots.admit(ip("10.0.5.1"), s(10 + n), "more"));
+            assert_ne!(evicted, Some("scraper"), "round {n}");
+            assert!(evicted.is_some());
+        }
+        assert_eq!(slots.phase(scraper), Some(Phase::Idle));
     }
 
     #[test]
