@@ -37,6 +37,8 @@ pub struct Kind {
     pub label: &'static str,
     /// The HTTP status the refusal answers with, when it answers at all.
     pub status: Option<u16>,
+    /// Whether the answer says `Retry-After` (the refusal passes).
+    pub retry: bool,
     /// What the log line says the refusal was.
     pub what: &'static str,
 }
@@ -47,42 +49,49 @@ pub const KINDS: [Kind; 7] = [
         refusal: Refusal::Source,
         label: "source",
         status: Some(403),
+        retry: false,
         what: "source not in sources",
     },
     Kind {
         refusal: Refusal::Auth,
         label: "auth",
         status: Some(401),
+        retry: false,
         what: "no valid credentials",
     },
     Kind {
         refusal: Refusal::Rate,
         label: "rate",
         status: Some(429),
+        retry: true,
         what: "over its source's request rate",
     },
     Kind {
         refusal: Refusal::Busy,
         label: "busy",
         status: Some(503),
+        retry: true,
         what: "no connection, render or check free",
     },
     Kind {
         refusal: Refusal::BadRequest,
         label: "bad_request",
         status: Some(400),
+        retry: false,
         what: "malformed or unserved request",
     },
     Kind {
         refusal: Refusal::Tls,
         label: "tls",
         status: None,
+        retry: false,
         what: "TLS handshake failed",
     },
     Kind {
         refusal: Refusal::Timeout,
         label: "timeout",
         status: None,
+        retry: false,
         what: "too slow",
     },
 ];

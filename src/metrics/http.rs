@@ -276,7 +276,7 @@ fn answer_at_accept(stream: &tokio::net::TcpStream, r: Refusal, web: &WebConfig)
         status.as_u16(),
         status.canonical_reason().unwrap_or("")
     );
-    if matches!(r, Refusal::Rate | Refusal::Busy) {
+    if r.kind().retry {
         head.push_str("Retry-After: 1\r\n");
     }
     for (k, v) in &web.headers {
@@ -536,17 +536,14 @@ fn refusal(r: Refusal, text: &str) -> Response<Body> {
     let mut resp = plain(status, text);
     let h = resp.headers_mut();
     h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    match r {
-        Refusal::Rate | Refusal::Busy => {
-            h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        Refusal::Auth => {
-            h.insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"ibpm-agentx\""),
-            );
-        }
-        _ => {}
+    if r.kind().retry {
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    if r == Refusal::Auth {
+        h.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"ibpm-agentx\""),
+        );
     }
     resp
 }
