@@ -14,7 +14,7 @@ use std::time::Instant;
 use ibpm_agentx::ib::topology;
 use ibpm_agentx::metrics::HttpCounters;
 use ibpm_agentx::metrics::render::{Format, Scrape, render};
-use ibpm_agentx::metrics::{Collectors, http::gzip_writer};
+use ibpm_agentx::metrics::{Collectors, stream::gzip_writer};
 use ibpm_agentx::mib::EndpointCounters;
 use ibpm_agentx::rig::{AgentRig, RigOptions};
 

@@ -37,6 +37,7 @@ pub mod agentx;
 pub mod app;
 pub mod config;
 pub mod doca;
+pub mod edge;
 pub mod fabric;
 pub mod files;
 pub mod health;

@@ -25,6 +25,7 @@ const ORDER: &[&str] = &[
     "doca",
     "mib",
     "runtime",
+    "edge",
     "agentx",
     "snmp",
     "notify",

@@ -3,7 +3,9 @@
 //! linked port and counter, each transmitted-bytes series equal to
 //! pmPortHCOutOctets of the same port through SNMP from the same sweep (the
 //! simulator's counters stand still without traffic); `promtool check
-//! metrics` finds nothing to say of the text format.
+//! metrics` finds nothing to say of the text format; over TLS with a client
+//! certificate and basic auth, Prometheus keeps one connection across its
+//! scrapes.
 
 mod common;
 
@@ -14,6 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::pki::tls_web_config;
 use common::{ChildGuard, MetricsAgent, SnmpTool, free_tcp_port, poll, walk_ports};
 use ibpm_agentx::metrics::Collector;
 use ibpm_agentx::metrics::families::{FAMILIES, Kind};
@@ -77,13 +80,18 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(dir: &Path, target: &str) -> Prometheus {
+        Prometheus::start_with(dir, target, "")
+    }
+
+    /// `job`: more keys of the scrape job (scheme, tls_config, basic_auth).
+    fn start_with(dir: &Path, target: &str, job: &str) -> Prometheus {
         let port = free_tcp_port();
         let conf = dir.join("prometheus.yml");
         std::fs::write(
             &conf,
             format!(
                 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-                 scrape_configs:\n  - job_name: infiniband\n    static_configs:\n      - targets: ['{target}']\n"
+                 scrape_configs:\n  - job_name: infiniband\n{job}    static_configs:\n      - targets: ['{target}']\n"
             ),
         )
         .unwrap();
@@ -337,4 +345,50 @@ fn formats_gzip_and_collectors_per_scrape() {
             .contains("<a href=\"/metrics\">")
     );
     assert_eq!(get(mport, "/other", "").0, 404);
+}
+
+#[test]
+fn prometheus_keeps_one_tls_connection_with_basic_auth_across_scrapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tls_web_config(d, "prometheus", "scrape pass");
+    let a = MetricsAgent::start(
+        d,
+        "[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n\
+         [log]\nlevel = \"info,ibpm_agentx::metrics::http=debug\"",
+        "web_config = \"web.yml\"\ncollectors = [\"agent\"]",
+        1,
+    );
+    let p = d.display();
+    let prom = Prometheus::start_with(
+        d,
+        &format!("127.0.0.1:{}", a.port),
+        &format!(
+            "    scrape_interval: 6s\n    scrape_timeout: 5s\n    scheme: https\n    tls_config:\n      ca_file: {p}/ca.pem\n      \
+             cert_file: {p}/client.pem\n      key_file: {p}/client.key\n    \
+             basic_auth:\n      username: prometheus\n      password: scrape pass\n"
+        ),
+    );
+    // Three scrapes or more, 6 s apart (longer than a head may take), every
+    // one up.
+    let scrapes = poll(Duration::from_secs(60), Duration::from_millis(500), || {
+        let r = prom.query("infiniband_agent_metrics_requests_total")?;
+        let n: f64 = r.first()?.1.parse().ok()?;
+        (n >= 3.0).then_some(n)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no 3 scrapes: {}",
+            std::fs::read_to_string(d.join("prometheus.log")).unwrap_or_default()
+        )
+    });
+    let down = prom
+        .query("count_over_time(up{job=\"infiniband\"}[1m]) - sum_over_time(up{job=\"infiniband\"}[1m])")
+        .unwrap();
+    assert_eq!(down[0].1, "0", "a scrape was down");
+    // One connection carried them all: one accept, one TLS handshake.
+    let log = std::fs::read_to_string(&a.log).unwrap();
+    let accepted = log.matches("metrics: connection accepted").count();
+    println!("{scrapes} scrapes over {accepted} connection(s)");
+    assert_eq!(accepted, 1, "{log}");
 }

@@ -5,13 +5,14 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
 use super::ConfigError;
+use crate::edge::{Limits, Network};
 use crate::metrics::web::WebConfig;
 use crate::metrics::{Collector, Collectors, MetricsSettings};
-use crate::snmp::access::Network;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -19,7 +20,7 @@ pub struct MetricsSection {
     /// host:port of the endpoint; `None`: off.
     #[serde(deserialize_with = "super::listen")]
     pub listen: Option<SocketAddr>,
-    /// Clients outside these networks get 403.
+    /// Clients outside these networks are closed at accept.
     #[serde(deserialize_with = "super::snmp::networks")]
     pub sources: Vec<Network>,
     /// exporter-toolkit's web configuration file (TLS, basic auth);
@@ -31,16 +32,47 @@ pub struct MetricsSection {
     /// The collectors a scrape without `collect[]` gets.
     #[serde(deserialize_with = "collectors")]
     pub collectors: Collectors,
+    /// Connections at once, in all and from one network (/24, /64).
+    pub max_connections: usize,
+    pub max_connections_per_network: usize,
+    /// Requests a second per source (0: no limit), after a burst.
+    pub rate_limit: u32,
+    pub rate_burst: u32,
+    /// Renders at once (0: the number of cores).
+    pub max_renders: usize,
+    /// Whole seconds: a request head; a kept-alive connection's idle time;
+    /// a whole response; a connection's life.
+    #[serde(deserialize_with = "super::seconds")]
+    pub head_timeout: Duration,
+    #[serde(deserialize_with = "super::seconds")]
+    pub idle_timeout: Duration,
+    #[serde(deserialize_with = "super::seconds")]
+    pub response_timeout: Duration,
+    #[serde(deserialize_with = "super::seconds")]
+    pub connection_lifetime: Duration,
+    /// Octets a second a client must take a response at (0: no minimum).
+    pub min_rate: u64,
 }
 
 impl Default for MetricsSection {
     fn default() -> Self {
+        let l = Limits::default();
         MetricsSection {
             listen: None,
             sources: Network::loopback(),
             web_config: None,
             path: "/metrics".into(),
             collectors: Collectors::defaults(),
+            max_connections: l.connections,
+            max_connections_per_network: l.per_network,
+            rate_limit: l.rate,
+            rate_burst: l.burst,
+            max_renders: l.renders,
+            head_timeout: l.head_timeout,
+            idle_timeout: l.idle_timeout,
+            response_timeout: l.response_timeout,
+            connection_lifetime: l.lifetime,
+            min_rate: l.min_rate,
         }
     }
 }
@@ -131,7 +163,24 @@ impl MetricsSection {
             path: self.path.clone(),
             web_config: self.web_config.clone(),
             collectors: self.collectors,
+            limits: self.limits(),
         })
+    }
+
+    /// The endpoint's limits.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            connections: self.max_connections,
+            per_network: self.max_connections_per_network,
+            rate: self.rate_limit,
+            burst: self.rate_burst,
+            renders: self.max_renders,
+            head_timeout: self.head_timeout,
+            idle_timeout: self.idle_timeout,
+            response_timeout: self.response_timeout,
+            min_rate: self.min_rate,
+            lifetime: self.connection_lifetime,
+        }
     }
 
     /// Warnings: a listen beyond loopback open to sources beyond loopback
@@ -153,6 +202,13 @@ impl MetricsSection {
                         .into(),
                 );
             }
+        }
+        if let Ok(Some(web)) = self.web() {
+            w.extend(
+                web.warnings()
+                    .into_iter()
+                    .map(|m| format!("metrics.web_config: {m}")),
+            );
         }
         w
     }

@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer};
-use zeroize::Zeroizing;
 
 use super::limits::{self, Num};
 use super::{Config, ConfigError, ValueError, listen, non_empty, path, some_from_str};
+pub use crate::edge::Secret;
 use crate::mib::Oid;
 use crate::snmp::access::{AccessTable, Level, Network, Principal, RateGuard, Rule, Subtrees};
 use crate::snmp::engine_file::{self, NO_FILE};
@@ -609,7 +609,7 @@ impl Config {
 fn hex_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
     let s = Secret::deserialize(d)?;
     parse_hex(s.text())
-        .map(|k| Some(Secret(Zeroizing::new(k))))
+        .map(|k| Some(Secret::from(k)))
         .map_err(serde::de::Error::custom)
 }
 
@@ -617,43 +617,6 @@ fn hex_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> 
 fn non_empty_secret<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
     let s = Secret::deserialize(d)?;
     Ok((!s.expose().is_empty()).then_some(s))
-}
-
-/// A secret of the configuration: a community, a passphrase, a key. Wiped
-/// when dropped; its `Debug` prints nothing of it, and no message does.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secret(Zeroizing<Vec<u8>>);
-
-impl Secret {
-    /// The octets, for the one place that uses them.
-    pub fn expose(&self) -> &[u8] {
-        &self.0
-    }
-
-    /// The text (a secret is read from a TOML string: UTF-8).
-    pub fn text(&self) -> &str {
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
-}
-
-impl From<&str> for Secret {
-    fn from(s: &str) -> Secret {
-        Secret(Zeroizing::new(s.as_bytes().to_vec()))
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
-
-impl<'de> Deserialize<'de> for Secret {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Secret, D::Error> {
-        // The String the TOML parser hands over is wiped once copied.
-        let s = Zeroizing::new(String::deserialize(d)?);
-        Ok(Secret(Zeroizing::new(s.as_bytes().to_vec())))
-    }
 }
 
 impl SnmpConfig {

@@ -3,17 +3,23 @@
 //! scrape renders the latest snapshot; it never waits on the fabric and
 //! never holds the sweeper.
 //!
+//! - [`auth`]: basic authentication against bcrypt hashes, bounded;
+//! - [`decide`]: what a request is answered, from its head alone, pure;
 //! - [`families`]: every metric family, declared once over the MIB's
 //!   columns, and the collectors that group them;
 //! - [`render`]: the exposition, pure (a snapshot in, bytes out);
 //! - [`web`]: the web configuration file exporter-toolkit reads (TLS,
 //!   basic auth, headers);
-//! - [`http`]: the HTTP edge (hyper on the edge runtime): sources, limits,
-//!   authentication, gzip, a body streamed as it is rendered.
+//! - [`http`]: the HTTP edge (hyper on the edge runtime) over the
+//!   admission core [`crate::edge`]: authentication, gzip, a body streamed
+//!   as it is rendered.
 
+pub mod auth;
+pub mod decide;
 pub mod families;
 pub mod http;
 pub mod render;
+pub mod stream;
 pub mod web;
 
 use std::net::SocketAddr;
@@ -23,13 +29,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use families::{Collector, Collectors};
 pub use http::{MetricsHandle, serve};
 
-use crate::snmp::access::Network;
+use crate::edge::refusal::{KINDS, RefusalCounts};
+use crate::edge::{Limits, Network};
 
 /// What the endpoint serves and to whom (the `[metrics]` section, typed).
 #[derive(Clone, Debug)]
 pub struct MetricsSettings {
     pub listen: SocketAddr,
-    /// Clients outside these networks get 403.
+    /// Clients outside these networks are closed at accept.
     pub sources: Vec<Network>,
     /// The path of the exposition (`/metrics`).
     pub path: String,
@@ -37,61 +44,37 @@ pub struct MetricsSettings {
     pub web_config: Option<PathBuf>,
     /// The collectors a scrape without `collect[]` gets.
     pub collectors: Collectors,
+    /// Connections, rates, renders and times.
+    pub limits: Limits,
 }
 
 /// The endpoint's own counters, shown in the `agent` collector.
 #[derive(Debug, Default)]
 pub struct HttpCounters {
     pub scrapes: AtomicU64,
-    pub source: AtomicU64,
-    pub auth: AtomicU64,
-    pub rate: AtomicU64,
-    pub busy: AtomicU64,
-    pub bad_request: AtomicU64,
-    pub tls: AtomicU64,
-    pub timeout: AtomicU64,
+    /// Refused connections and requests, by kind.
+    pub refused: RefusalCounts,
 }
 
 /// A reading of [`HttpCounters`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpFigures {
     pub scrapes: u64,
-    pub source: u64,
-    pub auth: u64,
-    pub rate: u64,
-    pub busy: u64,
-    pub bad_request: u64,
-    pub tls: u64,
-    pub timeout: u64,
+    refused: [(&'static str, u64); KINDS.len()],
 }
 
 impl HttpFigures {
     /// The refusals by reason, as the `reason` label names them.
-    pub fn refusals(&self) -> [(&'static str, u64); 7] {
-        [
-            ("source", self.source),
-            ("auth", self.auth),
-            ("rate", self.rate),
-            ("busy", self.busy),
-            ("bad_request", self.bad_request),
-            ("tls", self.tls),
-            ("timeout", self.timeout),
-        ]
+    pub fn refusals(&self) -> [(&'static str, u64); KINDS.len()] {
+        self.refused
     }
 }
 
 impl HttpCounters {
     pub fn figures(&self) -> HttpFigures {
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         HttpFigures {
-            scrapes: l(&self.scrapes),
-            source: l(&self.source),
-            auth: l(&self.auth),
-            rate: l(&self.rate),
-            busy: l(&self.busy),
-            bad_request: l(&self.bad_request),
-            tls: l(&self.tls),
-            timeout: l(&self.timeout),
+            scrapes: self.scrapes.load(Ordering::Relaxed),
+            refused: self.refused.by_label(),
         }
     }
 

@@ -14,9 +14,26 @@ use serde::Deserialize;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use zeroize::Zeroizing;
 
 /// The largest web configuration file read.
-const MAX_FILE: u64 = 1 << 20;
+const MAX_FILE: u64 = 64 * 1024;
+/// The largest certificate, key or CA file read.
+const MAX_PEM: u64 = 1 << 20;
+/// The deepest nesting the YAML parser is given (its time grows as the
+/// square of the depth); a web configuration file needs 3.
+const MAX_DEPTH: usize = 16;
+
+/// The headers `http_server_config.headers` may set, as exporter-toolkit
+/// allows them, with the values it takes (empty: any). The agent's own
+/// framing and content headers are never among them.
+const SECURITY_HEADERS: &[(&str, &[&str])] = &[
+    ("Strict-Transport-Security", &[]),
+    ("X-Content-Type-Options", &["nosniff"]),
+    ("X-Frame-Options", &["deny", "sameorigin"]),
+    ("X-XSS-Protection", &[]),
+    ("Content-Security-Policy", &[]),
+];
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -108,30 +125,89 @@ impl fmt::Display for WebConfigError {
 
 impl std::error::Error for WebConfigError {}
 
-/// The line (1-based) where `key` is written under `section` (or at the
-/// top level): the first line that starts, after its indentation, with
-/// `key:` after the section's own line.
-fn key_line(text: &str, section: Option<&str>, key: &str) -> Option<usize> {
-    let mut in_section = section.is_none();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let indented = trimmed.len() != line.len();
-        if let Some(s) = section
-            && !indented
-            && !trimmed.is_empty()
-            && !trimmed.starts_with('#')
-        {
-            in_section = trimmed.starts_with(&format!("{s}:"));
-            continue;
-        }
-        if in_section && trimmed.starts_with(&format!("{key}:")) {
+/// The line (1-based) where the key at `path` is written: each key of
+/// the path on a line that starts, after its indentation, with `key:`,
+/// within the block of the one before (the first at the top level).
+fn key_line(text: &str, path: &[&str]) -> Option<usize> {
+    let mut lines = text.lines().enumerate();
+    let mut parent: Option<usize> = None;
+    for (depth, key) in path.iter().enumerate() {
+        let (i, indent) = lines.find_map(|(i, line)| {
+            let t = line.trim_start();
+            let indent = line.len() - t.len();
+            if t.is_empty() || t.starts_with('#') {
+                return None;
+            }
+            let quoted = [
+                format!("{key}:"),
+                format!("\"{key}\":"),
+                format!("'{key}':"),
+            ];
+            let at_level = match parent {
+                None => indent == 0,
+                Some(p) => indent > p,
+            };
+            (at_level && quoted.iter().any(|q| t.starts_with(q.as_str()))).then_some((i, indent))
+        })?;
+        if depth + 1 == path.len() {
             return Some(i + 1);
         }
+        parent = Some(indent);
     }
     None
 }
 
+/// The deepest nesting of `text`: flow collections (`[`, `{`) outside
+/// quotes and comments, on top of each line's block depth (its indentation
+/// and leading `- `, `? ` indicators, a bound of the block nesting).
+fn nesting(text: &str) -> usize {
+    let (mut flow, mut deepest) = (0usize, 0usize);
+    for line in text.lines() {
+        let t = line.trim_start_matches([' ', '-', '?', '\t']);
+        let block = line.len() - t.len();
+        let mut quote = None;
+        let mut prev = ' ';
+        for c in t.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') if prev == ' ' || prev == '\t' => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+            deepest = deepest.max(flow + block / 2);
+        }
+        deepest = deepest.max(flow + block / 2);
+    }
+    deepest
+}
+
 impl WebConfig {
+    /// What `check-config` warns of: users whose hashes have different
+    /// costs (an unknown user's check takes as long as the highest; a user
+    /// of a lower cost answers sooner, and so tells it exists).
+    pub fn warnings(&self) -> Vec<String> {
+        let costs: std::collections::BTreeSet<u32> = self
+            .users
+            .values()
+            .filter_map(|h| h.parse::<bcrypt::HashParts>().ok())
+            .map(|p| p.get_cost())
+            .collect();
+        if costs.len() < 2 {
+            return Vec::new();
+        }
+        let list: Vec<String> = costs.iter().map(u32::to_string).collect();
+        vec![format!(
+            "basic_auth_users: the hashes have different bcrypt costs ({}); a check of a \
+             user of a lower cost answers sooner than one of an unknown user, so the time \
+             tells that user exists: hash every password at one cost",
+            list.join(", ")
+        )]
+    }
+
     /// Reads and checks the file at `path`.
     pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
         let err = |line, key: Option<String>, reason: String| WebConfigError {
@@ -157,6 +233,16 @@ impl WebConfig {
         text: &str,
         dir: &Path,
     ) -> Result<WebConfig, (Option<usize>, Option<String>, String)> {
+        let depth = nesting(text);
+        if depth > MAX_DEPTH {
+            return Err((
+                None,
+                None,
+                format!(
+                    "nested {depth} deep, more than the {MAX_DEPTH} a web configuration file may be"
+                ),
+            ));
+        }
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
@@ -168,26 +254,19 @@ impl WebConfig {
                 (line, None, msg)
             })?
         };
-        let at = |section: Option<&str>, key: &str, reason: String| {
-            let dotted = match section {
-                Some(s) => format!("{s}.{key}"),
-                None => key.to_string(),
-            };
-            (key_line(text, section, key), Some(dotted), reason)
-        };
+        let at =
+            |path: &[&str], reason: String| (key_line(text, path), Some(path.join(".")), reason);
         let mut users = BTreeMap::new();
         for (user, hash) in file.basic_auth_users.unwrap_or_default() {
             if user.is_empty() || user.contains(':') {
                 return Err(at(
-                    Some("basic_auth_users"),
-                    &user,
+                    &["basic_auth_users", &user],
                     "a user name is not empty and has no `:`".into(),
                 ));
             }
             if hash.parse::<bcrypt::HashParts>().is_err() {
                 return Err(at(
-                    Some("basic_auth_users"),
-                    &user,
+                    &["basic_auth_users", &user],
                     "not a bcrypt hash ($2a$, $2b$ or $2y$; htpasswd -nBC 10 makes one)".into(),
                 ));
             }
@@ -197,23 +276,34 @@ impl WebConfig {
         if let Some(h) = file.http_server_config {
             if h.http2 == Some(true) {
                 return Err(at(
-                    Some("http_server_config"),
-                    "http2",
+                    &["http_server_config", "http2"],
                     "HTTP/2 is not served; HTTP/1.1 is".into(),
                 ));
             }
             for (k, v) in h.headers {
-                let name = hyper::http::HeaderName::from_bytes(k.as_bytes());
-                let value = hyper::http::HeaderValue::from_str(&v);
-                match (name, value) {
-                    (Ok(n), Ok(v)) => headers.push((n, v)),
-                    _ => {
-                        return Err(at(
-                            Some("headers"),
-                            &k,
-                            "not a valid HTTP header name and value".into(),
-                        ));
-                    }
+                let refuse = |why: String| at(&["http_server_config", "headers", &k], why);
+                let Some((name, allowed)) = SECURITY_HEADERS
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(&k))
+                else {
+                    let names: Vec<&str> = SECURITY_HEADERS.iter().map(|(n, _)| *n).collect();
+                    return Err(refuse(format!(
+                        "`{}` cannot be set: only the security headers {} can",
+                        k.escape_debug(),
+                        names.join(", ")
+                    )));
+                };
+                if !allowed.is_empty() && !allowed.iter().any(|a| a.eq_ignore_ascii_case(&v)) {
+                    return Err(refuse(format!(
+                        "`{}` is not one of {}",
+                        v.escape_debug(),
+                        allowed.join(", ")
+                    )));
+                }
+                let name = hyper::http::HeaderName::from_bytes(name.as_bytes());
+                match (name, hyper::http::HeaderValue::from_str(&v)) {
+                    (Ok(n), Ok(value)) => headers.push((n, value)),
+                    _ => return Err(refuse("not a valid HTTP header value".into())),
                 }
             }
         }
@@ -221,7 +311,7 @@ impl WebConfig {
             None => (None, false),
             Some(t) => {
                 let (cfg, client) = tls_config(&t, dir)
-                    .map_err(|(key, reason)| at(Some("tls_server_config"), key, reason))?;
+                    .map_err(|(key, reason)| at(&["tls_server_config", key], reason))?;
                 (Some(Arc::new(cfg)), client)
             }
         };
@@ -236,15 +326,25 @@ impl WebConfig {
 
 type Refusal = (&'static str, String);
 
+/// A file a key names, read bounded: a regular file of at most
+/// [`MAX_PEM`] octets (a FIFO or a device is refused without being waited
+/// on).
+fn read_named(path: &Path, key: &'static str) -> Result<Zeroizing<Vec<u8>>, Refusal> {
+    crate::files::read_untrusted(path, MAX_PEM)
+        .map(Zeroizing::new)
+        .map_err(|e| (key, format!("cannot read {}: {e}", path.display())))
+}
+
 fn read_pem_certs(path: &Path, key: &'static str) -> Result<Vec<CertificateDer<'static>>, Refusal> {
-    let iter = CertificateDer::pem_file_iter(path)
-        .map_err(|e| (key, format!("cannot read {}: {e}", path.display())))?;
-    let certs: Vec<_> = iter.collect::<Result<_, _>>().map_err(|e| {
-        (
-            key,
-            format!("{}: not PEM certificates: {e}", path.display()),
-        )
-    })?;
+    let bytes = read_named(path, key)?;
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            (
+                key,
+                format!("{}: not PEM certificates: {e}", path.display()),
+            )
+        })?;
     if certs.is_empty() {
         return Err((key, format!("{}: holds no certificate", path.display())));
     }
@@ -271,7 +371,7 @@ fn tls_config(t: &TlsFile, dir: &Path) -> Result<(rustls::ServerConfig, bool), R
     }
     let certs = read_pem_certs(&dir.join(&t.cert_file), "cert_file")?;
     let key_path = dir.join(&t.key_file);
-    let key = PrivateKeyDer::from_pem_file(&key_path).map_err(|e| {
+    let key = PrivateKeyDer::from_pem_slice(&read_named(&key_path, "key_file")?).map_err(|e| {
         (
             "key_file",
             format!("{}: no PEM private key: {e}", key_path.display()),
@@ -397,6 +497,25 @@ mod tests {
     }
 
     #[test]
+    fn mixed_costs_are_warned_of() {
+        let users = |costs: &[u32]| {
+            let lines: Vec<String> = costs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("  u{i}: {}", bcrypt::hash(b"x", *c).unwrap()))
+                .collect();
+            WebConfig::parse(
+                &format!("basic_auth_users:\n{}\n", lines.join("\n")),
+                Path::new("/"),
+            )
+            .unwrap()
+        };
+        assert!(users(&[4, 4]).warnings().is_empty());
+        let w = users(&[4, 5]).warnings();
+        assert!(w.len() == 1 && w[0].contains("(4, 5)"), "{w:?}");
+    }
+
+    #[test]
     fn users_keep_their_hashes_and_debug_shows_none() {
         let hash = "$2y$04$0nW5ul3Ck6T7DqjvsbtGuOyGkdkv0u.S5yUSyUuRfd5kF9qKqyrTi";
         let w = WebConfig::parse(
@@ -406,5 +525,93 @@ mod tests {
         .unwrap();
         assert_eq!(w.users.get("alice").map(String::as_str), Some(hash));
         assert!(!format!("{w:?}").contains("$2y$"));
+    }
+
+    #[test]
+    fn only_the_security_headers_can_be_set_and_errors_find_their_line() {
+        let parse = |h: &str| {
+            WebConfig::parse(
+                &format!("# headers\nhttp_server_config:\n  headers:\n    {h}\n"),
+                Path::new("/"),
+            )
+        };
+        for bad in [
+            "Content-Length: \"3\"",
+            "Content-Type: text/html",
+            "Connection: keep-alive",
+            "Transfer-Encoding: chunked",
+            "X-Frame-Options: allow",
+        ] {
+            let e = parse(bad).err().unwrap();
+            let key = bad.split(':').next().unwrap();
+            assert_eq!(e.0, Some(4), "{bad}: {e:?}");
+            assert_eq!(
+                e.1.as_deref(),
+                Some(format!("http_server_config.headers.{key}").as_str())
+            );
+        }
+        let w = parse("X-Frame-Options: DENY\n    x-content-type-options: nosniff\n    Content-Security-Policy: \"default-src 'self'\"").unwrap();
+        let mut names: Vec<&str> = w.headers.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "content-security-policy",
+                "x-content-type-options",
+                "x-frame-options"
+            ]
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_the_parser_sees_it() {
+        let flow = format!(
+            "basic_auth_users: {}{}",
+            "[".repeat(30_000),
+            "]".repeat(30_000)
+        );
+        let block = format!("basic_auth_users:\n  {}x\n", "- ".repeat(20_000));
+        for text in [flow, block] {
+            let start = std::time::Instant::now();
+            let e = WebConfig::parse(&text, Path::new("/")).err().unwrap();
+            assert!(e.2.contains("nested"), "{e:?}");
+            assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        }
+        assert_eq!(nesting("a:\n  b: [1, {c: \"[[[\"}] # [[[\n"), 3);
+        assert_eq!(nesting("a:\n  - - - b\n"), 4);
+    }
+
+    #[test]
+    fn a_file_a_key_names_is_read_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let big = dir.path().join("big.pem");
+        std::fs::write(&big, vec![b'A'; (MAX_PEM + 1) as usize]).unwrap();
+        for (key, path) in [
+            ("cert_file", Path::new("/dev/zero")),
+            ("cert_file", fifo.as_path()),
+            ("cert_file", big.as_path()),
+        ] {
+            let start = std::time::Instant::now();
+            let text = format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: k.pem\n",
+                path.display()
+            );
+            let e = WebConfig::parse(&text, dir.path()).err().unwrap();
+            assert_eq!(
+                e.1.as_deref(),
+                Some(format!("tls_server_config.{key}").as_str())
+            );
+            assert_eq!(e.0, Some(2));
+            assert!(e.2.contains("cannot read"), "{e:?}");
+            assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        }
     }
 }

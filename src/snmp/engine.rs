@@ -20,8 +20,8 @@ use tracing::warn;
 use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
 use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
 use super::local::{LocalObjects, WithLocal};
-use super::rate::RateLimiter;
 use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
+use crate::edge::rate::RateLimiter;
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 

@@ -26,7 +26,8 @@
 //!   over it are dropped, counted (`rate_limited`) and logged at most every
 //!   10 s with their number. Without one, every request is answered: a
 //!   poller with one request outstanding is never dropped.
-//! - No datagram writes a log line but through a throttle ([`Throttle`]):
+//! - No datagram writes a log line but through the per-kind throttle
+//!   ([`KindLog`], the one both edges use):
 //!   one line every 10 s per kind of event, with the count.
 //! - Set: through a rule that may write, the handler's `test_set` /
 //!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run
@@ -66,7 +67,6 @@ pub(crate) mod codec;
 mod engine;
 pub mod engine_file;
 mod local;
-pub mod rate;
 pub mod usm;
 
 pub use engine::{
@@ -83,9 +83,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
+use crate::edge::refusal::KindLog;
 use crate::mib::{EndpointCounters, MibHandler};
 use crate::runtime::{EdgeRuntime, OnRuntime};
-use crate::time::{Due, Throttle};
 use usm::Usm;
 
 /// How often, at most, the responder logs that it drops requests.
@@ -180,38 +180,26 @@ impl Responder {
     }
 }
 
-/// The throttled logs of a responder, one per kind of event: no datagram
-/// writes a log line but through one of these, at most one line every
-/// [`DROP_LOG_EVERY`] per kind, with the number of events it stands for.
-struct Logs {
-    unlisted: Throttle,
-    rate: Throttle,
-    user: Throttle,
-    community: Throttle,
-    malformed: Throttle,
-    ignored: Throttle,
-    too_big: Throttle,
-    report: Throttle,
-    usm_drop: Throttle,
-    send: Throttle,
+/// The kinds of event a responder logs: no datagram writes a log line but
+/// through their [`KindLog`], at most one line every [`DROP_LOG_EVERY`] per
+/// kind, with the number of events it stands for.
+#[derive(Clone, Copy)]
+enum Event {
+    Unlisted,
+    Rate,
+    User,
+    Community,
+    Malformed,
+    Ignored,
+    TooBig,
+    Report,
+    UsmDrop,
+    Send,
 }
 
-impl Default for Logs {
-    fn default() -> Logs {
-        let t = Throttle::every(DROP_LOG_EVERY);
-        Logs {
-            unlisted: t.clone(),
-            rate: t.clone(),
-            user: t.clone(),
-            community: t.clone(),
-            malformed: t.clone(),
-            ignored: t.clone(),
-            too_big: t.clone(),
-            report: t.clone(),
-            usm_drop: t.clone(),
-            send: t,
-        }
-    }
+impl Event {
+    /// How many kinds there are (`Send` is the last).
+    const COUNT: usize = Event::Send as usize + 1;
 }
 
 /// A responder on the runtime.
@@ -227,7 +215,7 @@ impl Serving {
             info!(addr = %a, "SNMP responder listening");
         }
         let mut buf = vec![0u8; 65536];
-        let mut logs = Logs::default();
+        let mut logs = KindLog::every(Event::COUNT, DROP_LOG_EVERY);
         loop {
             let received = tokio::select! {
                 r = self.socket.recv_from(&mut buf) => r,
@@ -237,7 +225,7 @@ impl Serving {
                 Ok(r) => r,
                 Err(e) => {
                     // e.g. ECONNREFUSED left over from an earlier send: not fatal.
-                    if let Some(Due { since: n, .. }) = logs.send.at(Instant::now()) {
+                    if let Some(n) = logs.due(Event::Send as usize, Instant::now()) {
                         debug!(error = %e, "snmp: {n} receive error(s) (logged at most every 10 s)");
                     }
                     continue;
@@ -253,7 +241,7 @@ impl Serving {
             let is_report = matches!(outcome, Outcome::Report(..));
             match outcome {
                 Outcome::Reply(bytes) | Outcome::Report(_, bytes) => {
-                    if is_report && let Some(Due { since: n, .. }) = logs.report.at(now) {
+                    if is_report && let Some(n) = logs.due(Event::Report as usize, now) {
                         debug!(
                             "snmp: {n} SNMPv3 Report(s) sent (the last to {ip}; logged at most every 10 s)"
                         );
@@ -262,7 +250,7 @@ impl Serving {
                         Ok(_) => EndpointCounters::bump(&stats.out_packets),
                         Err(e) => {
                             EndpointCounters::bump(&stats.send_errors);
-                            if let Some(Due { since: n, .. }) = logs.send.at(now) {
+                            if let Some(n) = logs.due(Event::Send as usize, now) {
                                 warn!(
                                     "snmp: {n} answer(s) could not be sent (the last, of {} \
                                      octets to {ip}: {e}; logged at most every 10 s)",
@@ -274,7 +262,7 @@ impl Serving {
                 }
                 Outcome::Unlisted => {
                     EndpointCounters::bump(&stats.unlisted);
-                    if let Some(Due { since: n, .. }) = logs.unlisted.at(now) {
+                    if let Some(n) = logs.due(Event::Unlisted as usize, now) {
                         info!(
                             "snmp: dropped {n} request(s) from sources no access rule lists \
                              (the last from {ip}; logged at most every 10 s)"
@@ -283,7 +271,7 @@ impl Serving {
                 }
                 Outcome::RateLimited => {
                     EndpointCounters::bump(&stats.rate_limited);
-                    if let Some(Due { since: n, .. }) = logs.rate.at(now) {
+                    if let Some(n) = logs.due(Event::Rate as usize, now) {
                         warn!(
                             "snmp: dropped {n} request(s) over an access rule's rate guard \
                              (the last from {ip}; logged at most every 10 s)"
@@ -292,7 +280,7 @@ impl Serving {
                 }
                 Outcome::BadCommunity => {
                     EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(Due { since: n, .. }) = logs.community.at(now) {
+                    if let Some(n) = logs.due(Event::Community as usize, now) {
                         debug!(
                             "snmp: dropped {n} request(s) with a community no rule gives to \
                              their source (the last from {ip}; logged at most every 10 s)"
@@ -301,7 +289,7 @@ impl Serving {
                 }
                 Outcome::Malformed(why) => {
                     EndpointCounters::bump(&stats.malformed);
-                    if let Some(Due { since: n, .. }) = logs.malformed.at(now) {
+                    if let Some(n) = logs.due(Event::Malformed as usize, now) {
                         debug!(
                             "snmp: dropped {n} undecodable datagram(s) (the last from {ip}, \
                              {len} octets: {why}; logged at most every 10 s)"
@@ -310,7 +298,7 @@ impl Serving {
                 }
                 Outcome::Ignored(why) => {
                     EndpointCounters::bump(&stats.ignored);
-                    if let Some(Due { since: n, .. }) = logs.ignored.at(now) {
+                    if let Some(n) = logs.due(Event::Ignored as usize, now) {
                         debug!(
                             "snmp: ignored {n} message(s) (the last from {ip}: {why}; logged at \
                              most every 10 s)"
@@ -319,7 +307,7 @@ impl Serving {
                 }
                 Outcome::TooBig => {
                     EndpointCounters::bump(&stats.silent_drops);
-                    if let Some(Due { since: n, .. }) = logs.too_big.at(now) {
+                    if let Some(n) = logs.due(Event::TooBig as usize, now) {
                         debug!(
                             "snmp: dropped {n} answer(s) too big even as tooBig (the last to \
                              {ip}; logged at most every 10 s)"
@@ -328,7 +316,7 @@ impl Serving {
                 }
                 Outcome::UsmDrop(why) => {
                     EndpointCounters::bump(&stats.ignored);
-                    if let Some(Due { since: n, .. }) = logs.usm_drop.at(now) {
+                    if let Some(n) = logs.due(Event::UsmDrop as usize, now) {
                         debug!(
                             "snmp: dropped {n} SNMPv3 message(s) (the last from {ip}: {why:?}; \
                              logged at most every 10 s)"
@@ -337,7 +325,7 @@ impl Serving {
                 }
                 Outcome::UnknownUser => {
                     EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(Due { since: n, .. }) = logs.user.at(now) {
+                    if let Some(n) = logs.due(Event::User as usize, now) {
                         info!(
                             "snmp: dropped {n} request(s) of SNMPv3 users no access rule lets ask \
                              from their source (the last from {ip}; logged at most every 10 s)"
