@@ -14,6 +14,8 @@
 pub mod families;
 pub mod http;
 pub mod render;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod web;
 
 use std::net::SocketAddr;

@@ -114,6 +114,9 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     if s.collectors.has(Collector::Agent) {
         agent_extras(s, &mut w)?;
     }
+    if s.collectors.has(Collector::Health) {
+        health::health_families(s, &mut w)?;
+    }
     if s.format == Format::OpenMetrics {
         w.out.write_all(b"# EOF\n")?;
     }
@@ -519,5 +522,6 @@ fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
     Ok(())
 }
 
+pub(crate) mod health;
 #[cfg(test)]
 mod tests;
