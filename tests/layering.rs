@@ -35,6 +35,7 @@ const ORDER: &[&str] = &[
     "app",
     "rig",
     "query",
+    "checkup",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -10,94 +10,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::pki::make_pki;
 use common::{MetricsAgent, sweeps, wait_more_sweeps};
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA, a server certificate for 127.0.0.1 and a client certificate.
-fn make_pki(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec![
-        "req",
-        "-x509",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=ibpm test CA",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-    ];
-    ca.extend(ec);
-    openssl(dir, &ca);
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    for who in ["server", "client"] {
-        let (key, csr, pem, ext) = (
-            format!("{who}.key"),
-            format!("{who}.csr"),
-            format!("{who}.pem"),
-            format!("{who}.ext"),
-        );
-        let mut req = vec![
-            "req",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-        ];
-        req.extend(ec);
-        openssl(dir, &req);
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-days",
-                "2",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &pem,
-                "-extfile",
-                &ext,
-            ],
-        );
-    }
-}
 
 /// curl's HTTP status for `url` with `args` (000 when no HTTP answer).
 fn curl(url: &str, args: &[&str]) -> String {
@@ -135,7 +52,7 @@ fn tls_client_certificates_basic_auth_and_sources() {
     .unwrap();
     let a = MetricsAgent::start(
         d,
-        "[fabric]\nsweep_interval = 3600",
+        "[fabric]\nsweep_interval = 600",
         "sources = [\"127.0.0.2/32\"]\nweb_config = \"web.yml\"",
         1,
     );

@@ -584,8 +584,6 @@ async fn authorized(sh: &Arc<Shared>, req: &Request<Incoming>) -> bool {
     ok
 }
 
-const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>ibpm-agentx</title></head><body>\n<h1>ibpm-agentx</h1>\n<p>InfiniBand performance counters of the fabric, from the agent's latest sweep.</p>\n<p><a href=\"PATH\">Metrics</a></p>\n</body></html>\n";
-
 async fn handle(
     req: Request<Incoming>,
     peer: SocketAddr,
@@ -641,15 +639,33 @@ async fn route(
         return r;
     }
     let path = req.uri().path();
-    if path == "/" {
-        let mut r = Response::new(Body::Full(Some(Bytes::from(
-            INDEX.replace("PATH", &sh.settings.path),
-        ))));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
+    if let Some(view) = super::views::View::of_path(path, &sh.settings.path) {
+        let (snap, query, metrics) = (
+            sh.cache.load(),
+            req.uri().query().unwrap_or("").to_string(),
+            sh.settings.path.clone(),
         );
-        return r;
+        let now = (
+            crate::health::watch::wall_ms(std::time::SystemTime::now()),
+            Instant::now(),
+        );
+        let answer = tokio::task::spawn_blocking(move || {
+            super::views::answer(view, &query, &snap, &metrics, now)
+        })
+        .await;
+        return match answer {
+            Ok(Ok((ty, body))) => {
+                let mut r = Response::new(Body::Full(Some(Bytes::from(body))));
+                r.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+                r
+            }
+            Ok(Err(why)) => {
+                sh.refuse(Refusal::BadRequest, peer, "bad status page query");
+                plain(StatusCode::BAD_REQUEST, &why)
+            }
+            Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the report failed"),
+        };
     }
     if path != sh.settings.path {
         return plain(StatusCode::NOT_FOUND, "Not found");

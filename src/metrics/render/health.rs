@@ -179,7 +179,7 @@ mod tests {
     use super::super::{Format, Scrape, render};
     use crate::ib::health::Condition;
     use crate::metrics::families::{Collector, Collectors};
-    use crate::metrics::testing::unhealthy;
+    use crate::metrics::tests::unhealthy;
     use crate::metrics::{HttpCounters, families::HEALTH_FAMILIES};
     use crate::mib::EndpointCounters;
 
