@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod doca;
+pub mod health;
 pub mod mibpath;
 pub mod pki;
 
