@@ -55,7 +55,7 @@ th{font-weight:600;white-space:nowrap}td.n{text-align:right;font-variant-numeric
 .c.link_lost,.c.unresponsive,.c.flapping{border-color:var(--bad);color:var(--bad)}\
 .c.erroring{border-color:var(--warn);color:var(--warn)}.rec{opacity:.6}\
 .mute,.more{color:var(--mute)}code{font-size:.9em}form{margin:.5em 0}\
-select,button{font:inherit}dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:0}\
+.c.zero{border-color:#8886;color:var(--mute)}select,button{font:inherit}dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:0}\
 dt{color:var(--mute)}dd{margin:0}\
 @media (max-width:40em){body{font-size:14px;padding:.3em}th,td{padding:.2em .3em}}";
 
@@ -214,8 +214,9 @@ fn counts(o: &mut String, r: &Report) {
     for c in &r.conditions {
         let _ = write!(
             o,
-            "<span class=\"c {}\">{} {}</span>",
+            "<span class=\"c {}{}\">{} {}</span>",
             escape(&c.condition),
+            if c.ports == 0 { " zero" } else { "" },
             escape(&c.title),
             c.ports
         );
