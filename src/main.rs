@@ -52,15 +52,8 @@ enum Cmd {
         /// The port (default: the port a port GUID or a channel adapter's
         /// LID names, else 1).
         port: Option<u8>,
-        /// Configuration file (backend, topology, MAD settings).
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// Where counters come from: sim, umad or doca.
-        #[arg(long, value_name = "BACKEND")]
-        backend: Option<FabricBackend>,
-        /// Topology file for the simulator.
-        #[arg(long, value_name = "FILE")]
-        topology: Option<PathBuf>,
+        #[command(flatten)]
+        fabric: FabricArgs,
         /// One JSON object instead of perfquery's layout.
         #[arg(long)]
         json: bool,
@@ -83,6 +76,20 @@ enum Cmd {
     },
 }
 
+/// How a command that reads the fabric itself opens it.
+#[derive(clap::Args)]
+struct FabricArgs {
+    /// Configuration file (backend, topology, MAD settings, [health]).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where counters come from: sim, umad or doca.
+    #[arg(long, value_name = "BACKEND")]
+    backend: Option<FabricBackend>,
+    /// Topology file for the simulator.
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+}
+
 #[derive(clap::Args)]
 struct HealthArgs {
     /// The agent's metrics endpoint (http:// or https://, with a path
@@ -103,15 +110,8 @@ struct HealthArgs {
     /// error rates and congestion.
     #[arg(long, value_name = "SECONDS", requires = "sweep", value_parser = clap::value_parser!(u64).range(1..=60))]
     rates: Option<u64>,
-    /// Configuration file (backend, topology, MAD settings, [health]).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Where counters come from with --sweep: sim, umad or doca.
-    #[arg(long, value_name = "BACKEND")]
-    backend: Option<FabricBackend>,
-    /// Topology file for the simulator.
-    #[arg(long, value_name = "FILE")]
-    topology: Option<PathBuf>,
+    #[command(flatten)]
+    fabric: FabricArgs,
     /// Only the links with this condition (link_lost, unresponsive,
     /// flapping, erroring, degraded, congested).
     #[arg(long, value_name = "NAME")]
@@ -167,6 +167,24 @@ struct RunArgs {
     /// Accept SNMP SETs.
     #[arg(long)]
     allow_set: bool,
+}
+
+impl RunArgs {
+    /// The arguments of a command that reads the fabric once, outside an
+    /// agent (`query`, `health --sweep`): no AgentX, no endpoints.
+    fn offline(f: FabricArgs) -> RunArgs {
+        RunArgs {
+            config: f.config,
+            agentx_socket: None,
+            no_agentx: true,
+            backend: f.backend,
+            topology: f.topology,
+            sweep_interval: None,
+            snmp_listen: None,
+            metrics_listen: None,
+            allow_set: false,
+        }
+    }
 }
 
 /// The description the man page gives (`--help` shows it too).
@@ -230,22 +248,10 @@ fn main() -> ExitCode {
         Cmd::Query {
             node,
             port,
-            config,
-            backend,
-            topology,
+            fabric,
             json,
         } => {
-            let run_args = RunArgs {
-                config,
-                agentx_socket: None,
-                no_agentx: true,
-                backend,
-                topology,
-                sweep_interval: None,
-                snmp_listen: None,
-                metrics_listen: None,
-                allow_set: false,
-            };
+            let run_args = RunArgs::offline(fabric);
             let cfg = match build_config(run_args) {
                 Ok(c) => c,
                 Err(e) => {
@@ -335,11 +341,7 @@ fn query(
     node: &str,
     port: Option<u8>,
 ) -> Result<ibpm_agentx::query::Reading, Box<dyn std::error::Error>> {
-    init_logging(if cfg.log.level == "info" {
-        "warn"
-    } else {
-        &cfg.log.level
-    });
+    init_offline_logging(cfg);
     let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())?;
     let (n, port) = ibpm_agentx::query::find_port(&backend.fabric, node, port)?;
     Ok(ibpm_agentx::query::read(
@@ -375,17 +377,7 @@ fn health(a: HealthArgs) -> ExitCode {
         }
     };
     let got = if a.sweep {
-        let run_args = RunArgs {
-            config: a.config,
-            agentx_socket: None,
-            no_agentx: true,
-            backend: a.backend,
-            topology: a.topology,
-            sweep_interval: None,
-            snmp_listen: None,
-            metrics_listen: None,
-            allow_set: false,
-        };
+        let run_args = RunArgs::offline(a.fabric);
         let cfg = match build_config(run_args) {
             Ok(c) => c,
             Err(e) => {
@@ -393,11 +385,7 @@ fn health(a: HealthArgs) -> ExitCode {
                 return ExitCode::from(EXIT_CONFIG);
             }
         };
-        init_logging(if cfg.log.level == "info" {
-            "warn"
-        } else {
-            &cfg.log.level
-        });
+        init_offline_logging(&cfg);
         checkup::sweep(&cfg, a.rates.map(Duration::from_secs), &q)
     } else {
         let user = match a.user {
@@ -545,6 +533,16 @@ fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     }
     cfg.validate().map_err(ConfigFailure::Flags)?;
     Ok(cfg)
+}
+
+/// The log of a command that reads the fabric once: warnings and worse
+/// unless the configuration asks for more than `info`.
+fn init_offline_logging(cfg: &Config) {
+    init_logging(if cfg.log.level == "info" {
+        "warn"
+    } else {
+        &cfg.log.level
+    });
 }
 
 fn init_logging(level: &str) {

@@ -6,7 +6,10 @@
 
 use std::io::{self, Write};
 
-use super::{HeaderKind, Out, Scrape, push_guid, push_label, push_u64, sample_suffix};
+use super::{
+    HeaderKind, Out, Scrape, push_guid, push_label, push_peer_labels, push_port_labels, push_u64,
+    sample_suffix,
+};
 use crate::ib::health::{CONDITIONS, Condition, PortVerdict, Verdicts};
 use crate::metrics::families::{
     HEALTH_CONDITION, HEALTH_EVALUATED, HEALTH_FLAPS, HEALTH_LAST_FLAP, HEALTH_NODE_UNRESPONSIVE,
@@ -28,23 +31,10 @@ fn start(l: &mut Vec<u8>, f: &HealthFamily) {
 }
 
 /// `{node_guid="…",port="N",peer_node_guid="…",peer_port="M"` (the brace
-/// left open; empty peer labels when the peer is not known).
+/// left open).
 fn push_link_labels(l: &mut Vec<u8>, v: &PortVerdict) {
-    l.extend_from_slice(b"{node_guid=\"");
-    push_guid(l, v.guid);
-    l.extend_from_slice(b"\",port=\"");
-    push_u64(l, v.port.into());
-    l.push(b'"');
-    match v.peer {
-        Some((g, p)) => {
-            l.extend_from_slice(b",peer_node_guid=\"");
-            push_guid(l, g);
-            l.extend_from_slice(b"\",peer_port=\"");
-            push_u64(l, p.into());
-            l.push(b'"');
-        }
-        None => l.extend_from_slice(b",peer_node_guid=\"\",peer_port=\"\""),
-    }
+    push_port_labels(l, v.guid, v.port);
+    push_peer_labels(l, v.peer);
 }
 
 /// Whether `c` stands on the port: its own mark, or, for

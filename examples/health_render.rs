@@ -1,0 +1,141 @@
+//! The cost of the status page and of `/api/health` at a fabric's size,
+//! without HTTP: the simulated agent sweeps the fabric of a topology file
+//! twice (for rates), a share of its links is taken down and swept again,
+//! the health evaluator judges every sweep (link lost on both ends of each
+//! link taken down), and the page, the JSON and (the baseline) the default
+//! metrics exposition of the same snapshot are rendered ROUNDS times.
+//! Prints the median of each, and the page's and the JSON's ratio to the
+//! baseline (`scripts/bench-health` runs it on the largest subnet).
+//!
+//! ```text
+//! health_render TOPOLOGY [ROUNDS] [UNHEALTHY_PERCENT]
+//! ```
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ibpm_agentx::health::{Evaluator, HealthConfig};
+use ibpm_agentx::ib::topology;
+use ibpm_agentx::metrics::render::{Format, Scrape, render};
+use ibpm_agentx::metrics::status::{Query, report};
+use ibpm_agentx::metrics::{Collectors, HttpCounters, health_api, page};
+use ibpm_agentx::mib::EndpointCounters;
+use ibpm_agentx::rig::{AgentRig, RigOptions};
+
+/// Counts what it is given.
+struct Count(u64);
+
+impl Write for Count {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = args
+        .get(1)
+        .expect("usage: health_render TOPOLOGY [ROUNDS] [UNHEALTHY_PERCENT]");
+    let rounds: usize = args.get(2).map_or(5, |r| r.parse().expect("ROUNDS"));
+    let percent: f64 = args.get(3).map_or(1.0, |r| r.parse().expect("PERCENT"));
+    let fabric = topology::load(std::path::Path::new(path)).expect("topology");
+    let t = Instant::now();
+    let mut rig = AgentRig::new(RigOptions {
+        fabric,
+        ..Default::default()
+    });
+    let mut eval = Evaluator::new(HealthConfig::default());
+    let mut now = 1_796_032_800_000u64;
+    let mut sweep = |rig: &mut AgentRig, eval: &mut Evaluator| {
+        rig.advance(Duration::from_secs(10));
+        rig.sweep();
+        now += 10_000;
+        let v = eval.evaluate(&rig.cache.load(), now, &[]).expect("a sweep");
+        rig.cache.set_health(Arc::new(v));
+    };
+    sweep(&mut rig, &mut eval);
+    sweep(&mut rig, &mut eval);
+    // Take down links until `percent` of the ports have a verdict.
+    let f = rig.sim.fabric();
+    let ports: usize = f.nodes.iter().map(|n| n.ports.len()).sum();
+    // The simulated traffic's own verdicts (erroring, congested links)
+    // count toward the share.
+    let already = rig.cache.load().health.unhealthy().count();
+    let target = (ports as f64 * percent / 100.0).round() as usize;
+    let want = target.saturating_sub(already) / 2;
+    let mut down = 0;
+    'links: for n in &f.nodes {
+        for p in &n.ports {
+            if down >= want {
+                break 'links;
+            }
+            if let Some(peer) = p.remote()
+                && (n.id.guid, p.num) < peer
+                && rig.sim.set_link(n.id.guid, p.num, false)
+            {
+                down += 1;
+            }
+        }
+    }
+    rig.state.lock().offer(rig.sim.fabric());
+    sweep(&mut rig, &mut eval);
+    let snap = rig.cache.load();
+    let h = &snap.health;
+    println!(
+        "fabric: {} nodes, {ports} ports, {down} links taken down, {} ports with a verdict ({:.2} %), set up in {:.1?}",
+        snap.nodes.len(),
+        h.unhealthy().count(),
+        100.0 * h.unhealthy().count() as f64 / ports as f64,
+        t.elapsed()
+    );
+    let (endpoint, http) = (EndpointCounters::default(), HttpCounters::default());
+    let scrape = Scrape {
+        snap: &snap,
+        endpoint: &endpoint,
+        http: &http,
+        format: Format::Text,
+        collectors: Collectors::defaults(),
+        taken_unix: None,
+    };
+    let q = Query::default();
+    let (mut pg, mut js, mut base) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pg_len, mut js_len, mut base_len) = (0, 0, 0);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let r = report(&snap, now, Instant::now(), &q);
+        let html = page::render(&r, &q, "/metrics");
+        pg.push(t.elapsed().as_secs_f64() * 1000.0);
+        pg_len = html.len();
+        let t = Instant::now();
+        let r = report(&snap, now, Instant::now(), &q);
+        let json = health_api::render(&r);
+        js.push(t.elapsed().as_secs_f64() * 1000.0);
+        js_len = json.len();
+        let mut out = Count(0);
+        let t = Instant::now();
+        render(&scrape, &mut out).expect("render");
+        base.push(t.elapsed().as_secs_f64() * 1000.0);
+        base_len = out.0;
+    }
+    let (pg, js, base) = (median(pg), median(js), median(base));
+    println!(
+        "baseline: the default metrics exposition of the same snapshot: {base:.1} ms ({base_len} octets)"
+    );
+    for (what, ms, len) in [("status page", pg, pg_len), ("/api/health", js, js_len)] {
+        println!(
+            "{what}: {ms:.1} ms ({len} octets), {:.3}x the baseline, target 50 ms: {}",
+            ms / base,
+            if ms <= 50.0 { "met" } else { "MISSED" }
+        );
+    }
+}
