@@ -1,5 +1,5 @@
-//! The status page, /api/health, the health collector and `ibpm-agentx
-//! health` over real sockets, on an agent whose simulated fabric loses a
+//! The status page, /api/health, the health collector (stored by a real
+//! Prometheus) and `ibpm-agentx health` over real sockets, on an agent whose simulated fabric loses a
 //! link: the verdict shows on both ends in every face, and clears after
 //! the recovery window once the link is back.
 
@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::health::{HealthAgent, get};
-use common::wait_until;
+use common::http::Prometheus;
+use common::{poll, wait_until};
 use ibpm_agentx::metrics::health_api;
 use ibpm_agentx::metrics::page::escape;
 use ibpm_agentx::metrics::status::Report;
@@ -48,6 +49,7 @@ fn a_lost_link_shows_on_the_page_the_api_the_metrics_and_the_command() {
     let a = HealthAgent::start(dir.path(), "");
     let port = a.port;
     let url = format!("http://127.0.0.1:{port}");
+    let prom = Prometheus::start(dir.path(), &format!("127.0.0.1:{port}"));
 
     // Healthy to begin with.
     let r = report(port, "");
@@ -103,6 +105,23 @@ fn a_lost_link_shows_on_the_page_the_api_the_metrics_and_the_command() {
         assert!(text.contains(&line), "{line}\n{text}");
     }
     assert!(text.contains("infiniband_health_unhealthy_ports{condition=\"link_lost\"} 2"));
+    // A real Prometheus stores both ends' series.
+    let stored = poll(Duration::from_secs(60), Duration::from_millis(500), || {
+        prom.query("infiniband_port_health_condition{condition=\"link_lost\"} == 1")
+            .filter(|r| r.len() == 2)
+    })
+    .expect("Prometheus stores the lost link's series");
+    let mut ends: Vec<(String, String)> = stored
+        .iter()
+        .map(|(l, _)| (l["node_guid"].clone(), l["peer_node_guid"].clone()))
+        .collect();
+    ends.sort();
+    let mut want = vec![
+        (x.0.to_string(), y.0.to_string()),
+        (y.0.to_string(), x.0.to_string()),
+    ];
+    want.sort();
+    assert_eq!(ends, want);
 
     // The command: the table and the exit status; JSON too.
     let (code, out, err) = health_cmd(&["--url", &url]);

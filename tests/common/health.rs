@@ -3,8 +3,6 @@
 //! link taken down shows as a verdict within a few sweeps and clears
 //! seconds after it comes back.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
@@ -94,16 +92,13 @@ impl HealthAgent {
     }
 }
 
-/// An HTTP/1.0 GET on 127.0.0.1:`port` with extra header lines: the
-/// status, the head and the body.
+/// A GET on 127.0.0.1:`port` with extra header lines: the status, the
+/// head and the body as text.
 pub fn get(port: u16, path: &str, headers: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{headers}\r\n").unwrap();
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).unwrap();
-    let resp = String::from_utf8(resp).expect("a text answer");
-    let (head, body) = resp.split_once("\r\n\r\n").expect("an HTTP head");
-    let status = head[9..12].parse().unwrap();
-    (status, head.to_string(), body.to_string())
+    let (status, head, body) = super::http::get(port, path, headers);
+    (
+        status,
+        head,
+        String::from_utf8(body).expect("a text answer"),
+    )
 }

@@ -5,6 +5,7 @@
 
 pub mod doca;
 pub mod health;
+pub mod http;
 pub mod mibpath;
 pub mod pki;
 
