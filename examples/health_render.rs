@@ -1,8 +1,9 @@
 //! The cost of the status page and of `/api/health` at a fabric's size,
 //! without HTTP: the simulated agent sweeps the fabric of a topology file
-//! twice (for rates), a share of its links is taken down and swept again,
-//! the health evaluator judges every sweep (link lost on both ends of each
-//! link taken down), and the page, the JSON and (the baseline) the default
+//! without traffic, then a share of its links is taken down and another
+//! given symbol errors, and it is swept twice again (for rates); the
+//! health evaluator judges every sweep (link lost, erroring: both ends of
+//! each link), and the page, the JSON and (the baseline) the default
 //! metrics exposition of the same snapshot are rendered ROUNDS times.
 //! Prints the median of each, and the page's and the JSON's ratio to the
 //! baseline (`scripts/bench-health` runs it on the largest subnet).
@@ -52,6 +53,7 @@ fn main() {
     let t = Instant::now();
     let mut rig = AgentRig::new(RigOptions {
         fabric,
+        traffic: false,
         ..Default::default()
     });
     let mut eval = Evaluator::new(HealthConfig::default());
@@ -64,35 +66,36 @@ fn main() {
         rig.cache.set_health(Arc::new(v));
     };
     sweep(&mut rig, &mut eval);
-    sweep(&mut rig, &mut eval);
-    // Take down links until `percent` of the ports have a verdict.
+    // Without traffic no link has a verdict of its own: half the share is
+    // links taken down (link lost), half links with a symbol error rate
+    // (erroring, and ranked by error rate), both ends of each.
     let f = rig.sim.fabric();
     let ports: usize = f.nodes.iter().map(|n| n.ports.len()).sum();
-    // The simulated traffic's own verdicts (erroring, congested links)
-    // count toward the share.
-    let already = rig.cache.load().health.unhealthy().count();
-    let target = (ports as f64 * percent / 100.0).round() as usize;
-    let want = target.saturating_sub(already) / 2;
-    let mut down = 0;
+    let links = (ports as f64 * percent / 100.0 / 2.0).round() as usize;
+    let (mut down, mut noisy) = (0, 0);
     'links: for n in &f.nodes {
         for p in &n.ports {
-            if down >= want {
+            if down + noisy >= links {
                 break 'links;
             }
-            if let Some(peer) = p.remote()
-                && (n.id.guid, p.num) < peer
-                && rig.sim.set_link(n.id.guid, p.num, false)
-            {
-                down += 1;
+            let Some(peer) = p.remote().filter(|peer| (n.id.guid, p.num) < *peer) else {
+                continue;
+            };
+            if down <= noisy {
+                down += usize::from(rig.sim.set_link(n.id.guid, p.num, false));
+            } else {
+                let per_s = 1.0 + (noisy % 97) as f64;
+                noisy += usize::from(rig.sim.set_symbol_error_rate(peer.0, peer.1, per_s));
             }
         }
     }
     rig.state.lock().offer(rig.sim.fabric());
     sweep(&mut rig, &mut eval);
+    sweep(&mut rig, &mut eval);
     let snap = rig.cache.load();
     let h = &snap.health;
     println!(
-        "fabric: {} nodes, {ports} ports, {down} links taken down, {} ports with a verdict ({:.2} %), set up in {:.1?}",
+        "fabric: {} nodes, {ports} ports, {down} links taken down, {noisy} with symbol errors, {} ports with a verdict ({:.2} %), set up in {:.1?}",
         snap.nodes.len(),
         h.unhealthy().count(),
         100.0 * h.unhealthy().count() as f64 / ports as f64,

@@ -66,8 +66,9 @@ impl Outcome {
     }
 }
 
-/// How to reach a running agent.
-#[derive(Clone, Debug, Default)]
+/// How to reach a running agent (no Debug: it holds a password, wiped
+/// when dropped).
+#[derive(Clone, Default)]
 pub struct Remote {
     pub url: String,
     /// A PEM file of the CA that signed the agent's certificate (HTTPS).

@@ -428,26 +428,38 @@ fn sort_links(rows: &mut [LinkRow], sort: Sort) {
     }
 }
 
-/// The `top` ports of the reachable nodes with the highest `value`
-/// (ports whose value is 0 or unknown are not ranked), and how many were
-/// ranked.
-fn ranking(
-    snap: &Snapshot,
-    top: usize,
-    value: impl Fn(&crate::fabric::record::PortRecord) -> Option<f64>,
-) -> Section<PortRate> {
-    let mut all: Vec<(f64, Guid, u8)> = Vec::new();
+/// A ranked port: its value and where it is.
+type Ranked = (f64, Guid, u8);
+
+/// The two rankings of the reachable nodes' ports, in one pass: by error
+/// rate (every error counter, per second) and by congestion (the share of
+/// the time spent waiting, in percent). A port whose value is 0 or unknown
+/// is not ranked.
+fn rankings(snap: &Snapshot, top: usize) -> (Section<PortRate>, Section<PortRate>) {
+    let error_slots: Vec<usize> = (0..HC.len()).filter(|&k| HC[k].error).collect();
+    let (mut errors, mut congested): (Vec<Ranked>, Vec<Ranked>) = (Vec::new(), Vec::new());
     for n in snap.nodes.iter().filter(|n| n.reachable) {
-        for p in &n.ports {
-            if let Some(x) = value(p).filter(|x| *x > 0.0 && x.is_finite()) {
-                all.push((x, n.id.guid, p.num()));
+        for p in n.ports.iter().filter(|p| p.rates.valid != 0) {
+            let e: f64 = error_slots.iter().filter_map(|&k| p.rates.get(k)).sum();
+            if e > 0.0 && e.is_finite() {
+                errors.push((e, n.id.guid, p.num()));
+            }
+            if let Some(w) = p.rates.get(hc::XMIT_WAIT) {
+                let c = f64::from(congestion_hundredths(w)) / 100.0;
+                if c > 0.0 {
+                    congested.push((c, n.id.guid, p.num()));
+                }
             }
         }
     }
+    (ranked(snap, errors, top), ranked(snap, congested, top))
+}
+
+/// The `top` highest of `all`, with their ends named, and how many there
+/// were.
+fn ranked(snap: &Snapshot, mut all: Vec<Ranked>, top: usize) -> Section<PortRate> {
     let total = all.len();
-    let order = |a: &(f64, Guid, u8), b: &(f64, Guid, u8)| {
-        b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2)))
-    };
+    let order = |a: &Ranked, b: &Ranked| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2)));
     if top < all.len() && top > 0 {
         all.select_nth_unstable_by(top - 1, order);
     }
@@ -551,20 +563,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
             unhealthy.push(l);
         }
     }
-    let errors = ranking(snap, q.top, |p| {
-        let mut sum = None;
-        for (k, c) in HC.iter().enumerate() {
-            if let Some(r) = p.rates.get(k).filter(|_| c.error) {
-                sum = Some(sum.unwrap_or(0.0) + r);
-            }
-        }
-        sum
-    });
-    let congested = ranking(snap, q.top, |p| {
-        p.rates
-            .get(hc::XMIT_WAIT)
-            .map(|r| f64::from(congestion_hundredths(r)) / 100.0)
-    });
+    let (errors, congested) = rankings(snap, q.top);
     let any_verdict = !unhealthy.is_empty() || !degraded.is_empty();
     let status = if stale {
         "stale"
