@@ -1,7 +1,8 @@
 //! The status page in a real browser: Debian's Chromium, headless, loads
 //! it from a running agent over TLS with basic auth (the certificate
 //! pinned by its public key, the credentials in the URL), sees the lost
-//! link's row and no console message, and keeps a screenshot of the page
+//! link's row and no console message (and `ibpm-agentx health` reads
+//! the same agent with the CA file and the password), and keeps a screenshot of the page
 //! at a phone's width as a test artifact (target/test-artifacts/).
 
 mod common;
@@ -154,6 +155,35 @@ fn chromium_shows_the_unhealthy_link_over_tls_with_basic_auth() {
         "console messages:\n{}",
         console(&log).join("\n")
     );
+
+    // `ibpm-agentx health` over the same TLS and basic auth.
+    let health = |password: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
+            .args(["health", "--url", &format!("https://127.0.0.1:{}", a.port)])
+            .arg("--cacert")
+            .arg(d.join("ca.pem"))
+            .args(["--user", "oncall"])
+            .env("IBPM_AGENTX_PASSWORD", password)
+            .output()
+            .expect("run ibpm-agentx health")
+    };
+    let out = health("s3cret");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("link lost") && l.contains(&a.name(x)) && l.contains(&a.name(y))),
+        "{text}"
+    );
+    let out = health("wrong");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("answered 401"), "{err}");
 
     // A screenshot at a phone's width, kept.
     let shot = artifacts().join("health-page-phone.png");
