@@ -243,12 +243,15 @@ fn split_response(raw: &[u8]) -> Result<(u16, &[u8]), String> {
 }
 
 /// One sweep of the fabric (two, `rates` apart, when given) through the
-/// configured backend, judged by the health evaluator.
+/// configured backend, judged by the health evaluator. A single sweep
+/// does not ask for the optional attributes: without a second reading
+/// nothing of them reaches a verdict.
 pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report, String> {
     let mut cfg = cfg.clone();
-    if let Some(r) = rates {
+    match rates {
         // The rates of two readings `r` apart are kept.
-        cfg.fabric.sweep_interval = r;
+        Some(r) => cfg.fabric.sweep_interval = r,
+        None => cfg.fabric.optional_attributes = false,
     }
     crate::time::start();
     let backend = open_backend(&cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
