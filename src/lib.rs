@@ -35,6 +35,7 @@ macro_rules! wire_enum {
 
 pub mod agentx;
 pub mod app;
+pub mod checkup;
 pub mod config;
 pub mod doca;
 pub mod edge;

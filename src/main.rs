@@ -52,19 +52,19 @@ enum Cmd {
         /// The port (default: the port a port GUID or a channel adapter's
         /// LID names, else 1).
         port: Option<u8>,
-        /// Configuration file (backend, topology, MAD settings).
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// Where counters come from: sim, umad or doca.
-        #[arg(long, value_name = "BACKEND")]
-        backend: Option<FabricBackend>,
-        /// Topology file for the simulator.
-        #[arg(long, value_name = "FILE")]
-        topology: Option<PathBuf>,
+        #[command(flatten)]
+        fabric: FabricArgs,
         /// One JSON object instead of perfquery's layout.
         #[arg(long)]
         json: bool,
     },
+    /// Show what is unhealthy in the fabric now, as the status page does:
+    /// the agent, the nodes that do not answer, the unhealthy and degraded
+    /// links, the worst ports. Reads a running agent's /api/health, or
+    /// with --sweep sweeps the fabric itself. Exit status: 0 healthy, 3
+    /// unhealthy (a verdict stands or a node does not answer), 4 the agent
+    /// is not sweeping, 1 no report, 2 a wrong command line.
+    Health(HealthArgs),
     /// Print the MIB index of a node GUID (as hex: 0x0002c90300001234 or
     /// 0002:c903:0000:1234) and the OID of each table's first column for it
     /// (with PORT, of the per-port tables too).
@@ -74,6 +74,60 @@ enum Cmd {
         #[arg(value_name = "PORT")]
         port: Option<u8>,
     },
+}
+
+/// How a command that reads the fabric itself opens it.
+#[derive(clap::Args)]
+struct FabricArgs {
+    /// Configuration file (backend, topology, MAD settings, [health]).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where counters come from: sim, umad or doca.
+    #[arg(long, value_name = "BACKEND")]
+    backend: Option<FabricBackend>,
+    /// Topology file for the simulator.
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct HealthArgs {
+    /// The agent's metrics endpoint (http:// or https://, with a path
+    /// prefix when it is behind a proxy).
+    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL, conflicts_with = "sweep")]
+    url: String,
+    /// The CA certificate (PEM) of an https:// endpoint.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Sweep the fabric through the configured backend instead of asking
+    /// an agent.
+    #[arg(long)]
+    sweep: bool,
+    /// With --sweep: sweep again after this many seconds (1 to 60), for
+    /// error rates and congestion.
+    #[arg(long, value_name = "SECONDS", requires = "sweep", value_parser = clap::value_parser!(u64).range(1..=60))]
+    rates: Option<u64>,
+    #[command(flatten)]
+    fabric: FabricArgs,
+    /// Only the links with this condition (link_lost, unresponsive,
+    /// flapping, erroring, degraded, congested).
+    #[arg(long, value_name = "NAME")]
+    condition: Option<String>,
+    /// Order of the links: severity, since, flaps or name.
+    #[arg(long, value_name = "ORDER")]
+    sort: Option<String>,
+    /// Rows per section (1 to 200).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Ports per ranking (0 to 200).
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// The report as JSON (the schema of /api/health).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -115,6 +169,24 @@ struct RunArgs {
     allow_set: bool,
 }
 
+impl RunArgs {
+    /// The arguments of a command that reads the fabric once, outside an
+    /// agent (`query`, `health --sweep`): no AgentX, no endpoints.
+    fn offline(f: FabricArgs) -> RunArgs {
+        RunArgs {
+            config: f.config,
+            agentx_socket: None,
+            no_agentx: true,
+            backend: f.backend,
+            topology: f.topology,
+            sweep_interval: None,
+            snmp_listen: None,
+            metrics_listen: None,
+            allow_set: false,
+        }
+    }
+}
+
 /// The description the man page gives (`--help` shows it too).
 const LONG_ABOUT: &str = "AgentX subagent serving IB-PM-MIB for an InfiniBand fabric: it sweeps \
 every node's Performance Management counters (umad, the built-in simulator, or NVIDIA DOCA \
@@ -142,9 +214,10 @@ documents every key (/etc/ibpm-agentx.toml).";
 
 /// Exit status, one per kind of failure, the same for every command.
 const EXIT_STATUS: &str = "Exit status: 0 success; 1 the agent or the fabric failed (a backend \
-that cannot be opened, a part that cannot start); 2 the command line, the configuration or a \
-file it names (topology, state file path) is wrong: `run` and `check-config` exit 2 for the \
-same bad file.";
+that cannot be opened, a part that cannot start, an agent that gave no report); 2 the command \
+line, the configuration or a file it names (topology, state file path) is wrong: `run` and \
+`check-config` exit 2 for the same bad file. `health`: 0 nothing unhealthy, 3 a verdict stands \
+or a node does not answer, 4 the agent is not sweeping.";
 /// The agent or the fabric failed.
 const EXIT_FAILED: u8 = 1;
 /// The command line, the configuration or a file it names is wrong (clap
@@ -175,22 +248,10 @@ fn main() -> ExitCode {
         Cmd::Query {
             node,
             port,
-            config,
-            backend,
-            topology,
+            fabric,
             json,
         } => {
-            let run_args = RunArgs {
-                config,
-                agentx_socket: None,
-                no_agentx: true,
-                backend,
-                topology,
-                sweep_interval: None,
-                snmp_listen: None,
-                metrics_listen: None,
-                allow_set: false,
-            };
+            let run_args = RunArgs::offline(fabric);
             let cfg = match build_config(run_args) {
                 Ok(c) => c,
                 Err(e) => {
@@ -213,6 +274,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::Health(args) => health(args),
         Cmd::Oid { guid, port } => match guid.parse::<Guid>() {
             Ok(g) => {
                 print!("{}", oid_text(g, port));
@@ -279,11 +341,7 @@ fn query(
     node: &str,
     port: Option<u8>,
 ) -> Result<ibpm_agentx::query::Reading, Box<dyn std::error::Error>> {
-    init_logging(if cfg.log.level == "info" {
-        "warn"
-    } else {
-        &cfg.log.level
-    });
+    init_offline_logging(cfg);
     let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())?;
     let (n, port) = ibpm_agentx::query::find_port(&backend.fabric, node, port)?;
     Ok(ibpm_agentx::query::read(
@@ -293,6 +351,77 @@ fn query(
         n,
         port,
     )?)
+}
+
+/// `health`: the report of an agent or of a sweep of its own; the exit
+/// status says what it found.
+fn health(a: HealthArgs) -> ExitCode {
+    use ibpm_agentx::checkup::{self, Outcome, Remote};
+    use ibpm_agentx::metrics::status::Query;
+    let mut parts = Vec::new();
+    for (k, v) in [
+        ("condition", a.condition.clone()),
+        ("sort", a.sort.clone()),
+        ("limit", a.limit.map(|n| n.to_string())),
+        ("top", a.top.map(|n| n.to_string())),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{k}={v}"));
+        }
+    }
+    let q = match Query::parse(&parts.join("&")) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("ibpm-agentx: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let got = if a.sweep {
+        let run_args = RunArgs::offline(a.fabric);
+        let cfg = match build_config(run_args) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("ibpm-agentx: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        };
+        init_offline_logging(&cfg);
+        checkup::sweep(&cfg, a.rates.map(Duration::from_secs), &q)
+    } else {
+        let user = match a.user {
+            Some(u) => match std::env::var("IBPM_AGENTX_PASSWORD") {
+                Ok(p) => Some((u, zeroize::Zeroizing::new(p))),
+                Err(_) => {
+                    eprintln!("ibpm-agentx: --user needs the password in IBPM_AGENTX_PASSWORD");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            },
+            None => None,
+        };
+        let remote = Remote {
+            url: a.url,
+            cacert: a.cacert,
+            user,
+        };
+        checkup::fetch(&remote, &q)
+    };
+    match got {
+        Ok(r) => {
+            if a.json {
+                print!(
+                    "{}",
+                    String::from_utf8_lossy(&ibpm_agentx::metrics::health_api::render(&r))
+                );
+            } else {
+                print!("{}", checkup::text(&r));
+            }
+            ExitCode::from(Outcome::of(&r).code())
+        }
+        Err(e) => {
+            eprintln!("ibpm-agentx: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
 }
 
 /// The man page or completions, from the command-line declaration itself.
@@ -404,6 +533,16 @@ fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     }
     cfg.validate().map_err(ConfigFailure::Flags)?;
     Ok(cfg)
+}
+
+/// The log of a command that reads the fabric once: warnings and worse
+/// unless the configuration asks for more than `info`.
+fn init_offline_logging(cfg: &Config) {
+    init_logging(if cfg.log.level == "info" {
+        "warn"
+    } else {
+        &cfg.log.level
+    });
 }
 
 fn init_logging(level: &str) {

@@ -36,6 +36,7 @@ const ORDER: &[&str] = &[
     "app",
     "rig",
     "query",
+    "checkup",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

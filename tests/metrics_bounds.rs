@@ -23,7 +23,7 @@ fn tls_client_certificates_basic_auth_and_sources() {
     tls_web_config(d, "prometheus", "s3cret pass");
     let a = MetricsAgent::start(
         d,
-        "[fabric]\nsweep_interval = 3600",
+        "[fabric]\nsweep_interval = 600",
         "sources = [\"127.0.0.2/32\"]\nweb_config = \"web.yml\"",
         1,
     );

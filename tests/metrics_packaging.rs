@@ -116,6 +116,7 @@ fn names_in(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_metric_the_rules_and_dashboard_name_is_served() {
+    use ibpm_agentx::metrics::families::{HEALTH_FAMILIES, Kind};
     let dir = tempfile::tempdir().unwrap();
     // Two sweeps: a bit error ratio needs two readings of a port.
     let a = MetricsAgent::start(dir.path(), "[fabric]\nsweep_interval = 1", "", 2);
@@ -159,6 +160,18 @@ fn every_metric_the_rules_and_dashboard_name_is_served() {
     }
     named.retain(|n| !n.ends_with('_'));
     assert!(named.len() > 15, "{named:?}");
+    // The health collector's per-port and per-node series exist only where
+    // a verdict does (the simulated fabric here has none): those names
+    // must be declared families (their render test serves each of them).
+    let health: BTreeSet<String> = HEALTH_FAMILIES
+        .iter()
+        .map(|f| match f.kind {
+            Kind::Counter => format!("{}_total", f.name),
+            Kind::Gauge => f.name.to_string(),
+        })
+        .collect();
+    assert!(served.contains("infiniband_health_unhealthy_ports"));
+    named.retain(|n| !health.contains(n));
     for n in &named {
         assert!(
             served.contains(n),
@@ -179,5 +192,19 @@ fn the_metric_list_in_the_docs_is_complete() {
         };
         let row = format!("| `{name}` | {} | `{}`", f.collector.name(), f.column.name);
         assert!(doc.contains(&row), "docs/metrics.md has no row {row}");
+    }
+    for f in ibpm_agentx::metrics::families::HEALTH_FAMILIES {
+        let name = match f.kind {
+            Kind::Counter => format!("{}_total", f.name),
+            Kind::Gauge => f.name.to_string(),
+        };
+        let row = format!("| `{name}` | health |");
+        assert!(doc.contains(&row), "docs/metrics.md has no row {row}");
+        assert!(
+            doc.lines()
+                .any(|l| l.starts_with(&row) && l.ends_with(&format!("| {} |", f.labels))),
+            "docs/metrics.md's row {row} lists the labels {}",
+            f.labels
+        );
     }
 }

@@ -44,7 +44,8 @@ pub enum Decision {
     /// Not GET or HEAD (405, counted as a bad request).
     Method,
     /// Answered once the credentials are good:
-    Index,
+    /// the status page or `/api/health`,
+    View(super::views::View),
     NotFound,
     /// A bad request (400) with its reason.
     Bad(String),
@@ -77,8 +78,8 @@ pub fn decide(
         "HEAD" => true,
         _ => return Decision::Method,
     };
-    if head.path == "/" {
-        return Decision::Index;
+    if let Some(view) = super::views::View::of_path(head.path, &settings.path) {
+        return Decision::View(view);
     }
     if head.path != settings.path {
         return Decision::NotFound;
@@ -199,7 +200,11 @@ mod tests {
         let peer: IpAddr = [10, 0, 0, 1].into();
         let mut gate = Gate::new(s.sources.clone(), 0, 1);
         let mut d = |h: Head<'_>| decide(&h, peer, t, &mut gate, false, &s);
-        assert_eq!(d(get("/")), Decision::Index);
+        assert_eq!(d(get("/")), Decision::View(super::super::views::View::Page));
+        assert_eq!(
+            d(get("/api/health")),
+            Decision::View(super::super::views::View::Json)
+        );
         assert_eq!(d(get("/other")), Decision::NotFound);
         let post = Head {
             method: "POST",

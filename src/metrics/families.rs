@@ -48,10 +48,13 @@ pub enum Collector {
     Sl,
     /// The per-physical-lane FEC counters (label `lane`).
     Lanes,
+    /// The health evaluator's verdicts: per condition, for the ports and
+    /// nodes that have one ([`crate::ib::health`]).
+    Health,
 }
 
 impl Collector {
-    pub const ALL: [Collector; 11] = [
+    pub const ALL: [Collector; 12] = [
         Collector::Traffic,
         Collector::Errors,
         Collector::Congestion,
@@ -63,6 +66,7 @@ impl Collector {
         Collector::Vl,
         Collector::Sl,
         Collector::Lanes,
+        Collector::Health,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -78,6 +82,7 @@ impl Collector {
             Collector::Vl => "vl",
             Collector::Sl => "sl",
             Collector::Lanes => "lanes",
+            Collector::Health => "health",
         }
     }
 
@@ -244,6 +249,81 @@ const NAMED: &[(&str, &str, Kind, Collector, Scale, &str)] = {
         ("pmAgentSnmpRateLimited", "agent_snmp_rate_limited", Counter, Agent, One, "Datagrams the SNMP endpoint dropped by a rate guard."),
     ]
 };
+
+/// A family of the `health` collector: no MIB column, it reads the
+/// verdicts of the snapshot ([`crate::ib::health::Verdicts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HealthFamily {
+    /// The name without `_total`.
+    pub name: &'static str,
+    pub kind: Kind,
+    /// Its labels, as docs/metrics.md lists them.
+    pub labels: &'static str,
+    pub help: &'static str,
+}
+
+/// One 0/1 series per port with a verdict entry and condition.
+pub const HEALTH_CONDITION: HealthFamily = HealthFamily {
+    name: "infiniband_port_health_condition",
+    kind: Kind::Gauge,
+    labels: "`peer_node_guid`, `peer_port`, `condition`",
+    help: "1 while a verdict of the condition stands on the port's link (until its recovery window passes without it), else 0; only ports with a verdict or one within health.forget_after. unresponsive is the node's verdict.",
+};
+/// How many times each condition was raised on the port.
+pub const HEALTH_RAISED: HealthFamily = HealthFamily {
+    name: "infiniband_port_health_condition_raised",
+    kind: Kind::Counter,
+    labels: "`peer_node_guid`, `peer_port`, `condition`",
+    help: "Times a verdict of the condition was raised on the port's link (a verdict that cleared and came back counts again).",
+};
+/// The flaps counted on the port.
+pub const HEALTH_FLAPS: HealthFamily = HealthFamily {
+    name: "infiniband_port_health_flaps",
+    kind: Kind::Counter,
+    labels: "`peer_node_guid`, `peer_port`",
+    help: "Flaps counted on the port: LinkDownedCounter rising, or the port seen leaving Active and coming back.",
+};
+/// When the last flap was counted.
+pub const HEALTH_LAST_FLAP: HealthFamily = HealthFamily {
+    name: "infiniband_port_health_last_flap_timestamp_seconds",
+    kind: Kind::Gauge,
+    labels: "`peer_node_guid`, `peer_port`",
+    help: "When the last flap of the port was counted (Unix time).",
+};
+/// A node's unresponsive verdict.
+pub const HEALTH_NODE_UNRESPONSIVE: HealthFamily = HealthFamily {
+    name: "infiniband_node_health_unresponsive",
+    kind: Kind::Gauge,
+    labels: "",
+    help: "1 while the node's PMA is held unresponsive (it missed k of the last n sweeps while the fabric answered), else 0; only nodes that missed a sweep within health.forget_after.",
+};
+/// Ports with a standing verdict, per condition: served on a healthy
+/// fabric too.
+pub const HEALTH_UNHEALTHY_PORTS: HealthFamily = HealthFamily {
+    name: "infiniband_health_unhealthy_ports",
+    kind: Kind::Gauge,
+    labels: "`condition`",
+    help: "Ports on which a verdict of the condition stands.",
+};
+/// When the verdicts were made.
+pub const HEALTH_EVALUATED: HealthFamily = HealthFamily {
+    name: "infiniband_health_last_evaluation_timestamp_seconds",
+    kind: Kind::Gauge,
+    labels: "",
+    help: "When the health evaluator last looked at a sweep (Unix time).",
+};
+
+/// Every family of the `health` collector, in the order a scrape writes
+/// them.
+pub const HEALTH_FAMILIES: [HealthFamily; 7] = [
+    HEALTH_UNHEALTHY_PORTS,
+    HEALTH_EVALUATED,
+    HEALTH_NODE_UNRESPONSIVE,
+    HEALTH_CONDITION,
+    HEALTH_RAISED,
+    HEALTH_FLAPS,
+    HEALTH_LAST_FLAP,
+];
 
 /// Optional counters counted in 4-octet words that their MIB column does
 /// not say (a lane counter's units do): shown in bytes.
@@ -484,6 +564,7 @@ mod tests {
         }
         let d = Collectors::defaults();
         assert!(d.has(Collector::Errors) && !d.has(Collector::Vl));
-        assert_eq!(d.names().count(), 7);
+        assert!(d.has(Collector::Health));
+        assert_eq!(d.names().count(), 8);
     }
 }

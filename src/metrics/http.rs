@@ -39,6 +39,7 @@ use super::auth::{Auth, Verdict};
 use super::decide::{Decision, Head, decide};
 use super::render::{Scrape, render};
 use super::stream::{Body, gzip_writer};
+use super::views::View;
 use super::web::WebConfig;
 use super::{HttpCounters, MetricsSettings};
 use crate::edge::head::automatic_answer;
@@ -548,8 +549,6 @@ fn refusal(r: Refusal, text: &str) -> Response<Body> {
     resp
 }
 
-const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>ibpm-agentx</title></head><body>\n<h1>ibpm-agentx</h1>\n<p>InfiniBand performance counters of the fabric, from the agent's latest sweep.</p>\n<p><a href=\"PATH\">Metrics</a></p>\n</body></html>\n";
-
 async fn handle(
     req: Request<Incoming>,
     peer: SocketAddr,
@@ -580,6 +579,52 @@ fn head_of(req: &Request<Incoming>) -> Head<'_> {
         accept: h(header::ACCEPT.as_str()),
         accept_encoding: h(header::ACCEPT_ENCODING.as_str()),
         scrape_timeout: h(SCRAPE_TIMEOUT),
+    }
+}
+
+/// The status page or `/api/health`: the report of the latest snapshot,
+/// made on a blocking thread in a render place of its own, within the
+/// response deadline.
+async fn answer_view(
+    view: View,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+    sh: &Arc<Shared>,
+    now: Instant,
+) -> Response<Body> {
+    let deadline = tokio::time::Instant::from_std(now + sh.settings.limits.response_timeout);
+    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
+    let Ok(Ok(place)) = place.await else {
+        sh.refuse(
+            Refusal::Busy,
+            peer,
+            "no render place free within its deadline",
+        );
+        return refusal(Refusal::Busy, "Too many renders at once");
+    };
+    let (snap, query, metrics) = (
+        sh.cache.load(),
+        req.uri().query().unwrap_or("").to_string(),
+        sh.settings.path.clone(),
+    );
+    let wall = crate::health::watch::wall_ms(std::time::SystemTime::now());
+    let answer = tokio::task::spawn_blocking(move || {
+        let _place = place;
+        super::views::answer(view, &query, &snap, &metrics, (wall, now))
+    })
+    .await;
+    match answer {
+        Ok(Ok((ty, body))) => {
+            let mut r = Response::new(Body::full(Bytes::from(body)));
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+            r
+        }
+        Ok(Err(why)) => {
+            sh.refuse(Refusal::BadRequest, peer, "bad status page query");
+            refusal(Refusal::BadRequest, &why)
+        }
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the report failed"),
     }
 }
 
@@ -632,16 +677,7 @@ async fn route(
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return r;
         }
-        Decision::Index => {
-            let mut r = Response::new(Body::full(Bytes::from(
-                INDEX.replace("PATH", &sh.settings.path),
-            )));
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            return r;
-        }
+        Decision::View(view) => return answer_view(view, &req, peer, sh, now).await,
         Decision::NotFound => return plain(StatusCode::NOT_FOUND, "Not found"),
         Decision::Bad(why) => {
             sh.refuse(Refusal::BadRequest, peer, &why);

@@ -10,6 +10,10 @@
 //! - [`render`]: the exposition, pure (a snapshot in, bytes out);
 //! - [`web`]: the web configuration file exporter-toolkit reads (TLS,
 //!   basic auth, headers);
+//! - [`status`]: the status report (what is wrong now) of a snapshot and
+//!   its verdicts, pure; [`page`] shows it as HTML (the page at `/`),
+//!   [`health_api`] as JSON (`/api/health`); [`views`] answers their
+//!   paths;
 //! - [`http`]: the HTTP edge (hyper on the edge runtime) over the
 //!   admission core [`crate::edge`]: authentication, gzip, a body streamed
 //!   as it is rendered.
@@ -17,9 +21,15 @@
 pub mod auth;
 pub mod decide;
 pub mod families;
+pub mod health_api;
 pub mod http;
+pub mod page;
 pub mod render;
+pub mod status;
 pub mod stream;
+#[cfg(test)]
+pub(crate) mod tests;
+pub mod views;
 pub mod web;
 
 use std::net::SocketAddr;

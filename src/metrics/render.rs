@@ -114,6 +114,9 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     if s.collectors.has(Collector::Agent) {
         agent_extras(s, &mut w)?;
     }
+    if s.collectors.has(Collector::Health) {
+        health::health_families(s, &mut w)?;
+    }
     if s.format == Format::OpenMetrics {
         w.out.write_all(b"# EOF\n")?;
     }
@@ -211,6 +214,21 @@ fn push_port_labels(l: &mut Vec<u8>, guid: Guid, port: u8) {
     l.extend_from_slice(b"\",port=\"");
     push_u64(l, port.into());
     l.push(b'"');
+}
+
+/// Appends `,peer_node_guid="0x…",peer_port="N"` (empty values when the
+/// peer is not known).
+fn push_peer_labels(l: &mut Vec<u8>, peer: Option<(Guid, u8)>) {
+    match peer {
+        Some((g, n)) => {
+            l.extend_from_slice(b",peer_node_guid=\"");
+            push_guid(l, g);
+            l.extend_from_slice(b"\",peer_port=\"");
+            push_u64(l, n.into());
+            l.push(b'"');
+        }
+        None => l.extend_from_slice(b",peer_node_guid=\"\",peer_port=\"\""),
+    }
 }
 
 /// The sample value of a MIB value under `scale`.
@@ -408,16 +426,7 @@ fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
             l.extend_from_slice(b",port_guid=\"");
             push_guid(l, link.guid);
             l.push(b'"');
-            match link.remote() {
-                Some((g, n)) => {
-                    l.extend_from_slice(b",peer_node_guid=\"");
-                    push_guid(l, g);
-                    l.extend_from_slice(b"\",peer_port=\"");
-                    push_u64(l, n.into());
-                    l.push(b'"');
-                }
-                None => l.extend_from_slice(b",peer_node_guid=\"\",peer_port=\"\""),
-            }
+            push_peer_labels(l, link.remote());
             let width = link.width.map_or("", |x| x.name());
             let speed = link.speed.map_or("", |x| x.name());
             let state = link.state.map_or("", |x| x.name());
@@ -519,5 +528,6 @@ fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
     Ok(())
 }
 
+pub(crate) mod health;
 #[cfg(test)]
 mod tests;

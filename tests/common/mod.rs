@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod doca;
+pub mod health;
+pub mod http;
 pub mod mibpath;
 pub mod pki;
 

@@ -1,0 +1,488 @@
+//! `ibpm-agentx health`: the status report ([`crate::metrics::status`]) in a
+//! terminal. It reads a running agent's `/api/health` (HTTP, or HTTPS with
+//! a CA file, and basic auth), or with `--sweep` sweeps the fabric itself
+//! through the configured backend (once, or twice some seconds apart for
+//! the rates) and has the health evaluator judge what it read, for a host
+//! where no agent runs. Its exit status says whether anything is
+//! unhealthy ([`Outcome::code`]).
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::app::{Shutdown, open_backend};
+use crate::config::Config;
+use crate::fabric::cache::Cache;
+use crate::fabric::engine::Engine;
+use crate::fabric::state::SharedState;
+use crate::fabric::sweep::Sweeper;
+use crate::health::Evaluator;
+use crate::health::watch::wall_ms;
+use crate::ib::Escaped;
+use crate::metrics::health_api;
+use crate::metrics::page::age;
+use crate::metrics::status::{LinkRow, PortRate, Query, Report, Section, report};
+
+/// The agent's metrics endpoint when no URL is given.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:9683";
+/// The answer read at most.
+const MAX_BODY: usize = 16 << 20;
+/// Time to connect, and to wait for each read.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the report says, as the exit status tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// No verdict stands and every node answers.
+    Healthy,
+    /// A verdict stands (under the query's condition, if any) or a node
+    /// does not answer.
+    Unhealthy,
+    /// The agent is not sweeping: no sweep yet, or the last one too old.
+    Stale,
+}
+
+impl Outcome {
+    pub fn of(r: &Report) -> Outcome {
+        match r.status.as_str() {
+            "healthy" => Outcome::Healthy,
+            "stale" => Outcome::Stale,
+            _ => Outcome::Unhealthy,
+        }
+    }
+
+    /// The exit status: 0 healthy, 3 unhealthy, 4 stale (1 is a report
+    /// that could not be had, 2 a wrong command line or configuration).
+    pub fn code(self) -> u8 {
+        match self {
+            Outcome::Healthy => 0,
+            Outcome::Unhealthy => 3,
+            Outcome::Stale => 4,
+        }
+    }
+}
+
+/// How to reach a running agent (no Debug: it holds a password, wiped
+/// when dropped).
+#[derive(Clone, Default)]
+pub struct Remote {
+    pub url: String,
+    /// A PEM file of the CA that signed the agent's certificate (HTTPS).
+    pub cacert: Option<std::path::PathBuf>,
+    /// Basic auth: the user and the password.
+    pub user: Option<(String, zeroize::Zeroizing<String>)>,
+}
+
+/// The parts of `http[s]://HOST[:PORT][/PREFIX]`.
+#[derive(Debug, PartialEq, Eq)]
+struct Url {
+    tls: bool,
+    host: String,
+    port: u16,
+    prefix: String,
+}
+
+fn parse_url(u: &str) -> Result<Url, String> {
+    let (tls, rest) = if let Some(r) = u.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = u.strip_prefix("https://") {
+        (true, r)
+    } else {
+        return Err(format!(
+            "{}: the URL must start with http:// or https://",
+            Escaped(u)
+        ));
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if authority.contains('@') {
+        return Err("give the user with --user, not in the URL".into());
+    }
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => match p.parse() {
+            Ok(p) if !h.contains(':') || h.starts_with('[') => (h, p),
+            _ => (authority, if tls { 443 } else { 80 }),
+        },
+        _ => (authority, if tls { 443 } else { 80 }),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("{}: no host", Escaped(u)));
+    }
+    Ok(Url {
+        tls,
+        host: host.to_string(),
+        port,
+        prefix: path.trim_end_matches('/').to_string(),
+    })
+}
+
+/// The report of a running agent.
+pub fn fetch(remote: &Remote, q: &Query) -> Result<Report, String> {
+    let url = parse_url(&remote.url)?;
+    let qs = q.to_query_string();
+    let path = format!(
+        "{}/api/health{}{qs}",
+        url.prefix,
+        if qs.is_empty() { "" } else { "?" }
+    );
+    let addr = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?
+        .next()
+        .ok_or_else(|| format!("{}: no address", Escaped(&url.host)))?;
+    let tcp = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    tcp.set_read_timeout(Some(READ_TIMEOUT)).ok();
+    tcp.set_write_timeout(Some(READ_TIMEOUT)).ok();
+    let mut head = format!(
+        "GET {path} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nUser-Agent: ibpm-agentx/{}\r\n",
+        url.host,
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some((user, pass)) = &remote.user {
+        use base64::Engine as _;
+        let raw = zeroize::Zeroizing::new(format!("{user}:{}", pass.as_str()));
+        let b64 = zeroize::Zeroizing::new(
+            base64::engine::general_purpose::STANDARD.encode(raw.as_bytes()),
+        );
+        let _ = write!(head, "Authorization: Basic {}\r\n", b64.as_str());
+    }
+    head.push_str("\r\n");
+    let head = zeroize::Zeroizing::new(head);
+    let raw = if url.tls {
+        let cfg = tls_config(remote.cacert.as_deref())?;
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(url.host.clone())
+            .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?;
+        let conn = tokio_rustls::rustls::ClientConnection::new(Arc::new(cfg), name)
+            .map_err(|e| format!("TLS: {e}"))?;
+        let mut s = tokio_rustls::rustls::StreamOwned::new(conn, tcp);
+        exchange(&mut s, head.as_bytes())?
+    } else {
+        let mut s = tcp;
+        exchange(&mut s, head.as_bytes())?
+    };
+    let (status, body) = split_response(&raw)?;
+    if status != 200 {
+        let text = String::from_utf8_lossy(body);
+        return Err(format!(
+            "{} answered {status}: {}",
+            Escaped(&remote.url),
+            Escaped(text.trim())
+        ));
+    }
+    health_api::parse(body).map_err(|e| format!("the agent's answer is no report: {e}"))
+}
+
+fn tls_config(cacert: Option<&Path>) -> Result<tokio_rustls::rustls::ClientConfig, String> {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let Some(path) = cacert else {
+        return Err("an https:// URL needs --cacert (the CA of the agent's certificate)".into());
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    let certs =
+        CertificateDer::pem_file_iter(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for c in certs {
+        let c = c.map_err(|e| format!("{}: {e}", path.display()))?;
+        roots
+            .add(c)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+/// Sends the request and reads the answer to its end (at most
+/// [`MAX_BODY`]).
+fn exchange<S: Read + Write>(s: &mut S, request: &[u8]) -> Result<Vec<u8>, String> {
+    s.write_all(request)
+        .and_then(|()| s.flush())
+        .map_err(|e| format!("sending the request: {e}"))?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                if out.len() > MAX_BODY {
+                    return Err(format!("the answer is over {MAX_BODY} bytes"));
+                }
+            }
+            // A TLS peer that closes without close_notify: what came is
+            // what was sent (the length is checked by the JSON parser).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !out.is_empty() => break,
+            Err(e) => return Err(format!("reading the answer: {e}")),
+        }
+    }
+    Ok(out)
+}
+
+/// The status and the body of an HTTP/1.x answer.
+fn split_response(raw: &[u8]) -> Result<(u16, &[u8]), String> {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("the answer has no HTTP head")?;
+    let head = std::str::from_utf8(&raw[..end]).map_err(|_| "the HTTP head is not text")?;
+    let status = head
+        .strip_prefix("HTTP/1.")
+        .and_then(|r| r.get(2..5))
+        .and_then(|s| s.parse().ok())
+        .ok_or("the answer has no HTTP status")?;
+    Ok((status, &raw[end + 4..]))
+}
+
+/// One sweep of the fabric (two, `rates` apart, when given) through the
+/// configured backend, judged by the health evaluator. A single sweep
+/// does not ask for the optional attributes: without a second reading
+/// nothing of them reaches a verdict.
+pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report, String> {
+    let mut cfg = cfg.clone();
+    match rates {
+        // The rates of two readings `r` apart are kept.
+        Some(r) => cfg.fabric.sweep_interval = r,
+        None => cfg.fabric.optional_attributes = false,
+    }
+    crate::time::start();
+    let backend = open_backend(&cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
+    let cache = Arc::new(Cache::new());
+    let state = SharedState::new(backend.fabric, cfg.sweep(), Instant::now());
+    let engine = Engine::new(backend.sweep, cfg.engine());
+    let mut sweeper = Sweeper::new(state, engine, Arc::clone(&cache));
+    let mut eval = Evaluator::new(cfg.health());
+    let mut judge = |sweeper: &mut Sweeper| {
+        sweeper.sweep_once();
+        let started = Instant::now();
+        let snap = cache.load();
+        if let Some(mut v) = eval.evaluate(&snap, wall_ms(SystemTime::now()), &[]) {
+            v.took_us = started.elapsed().as_micros() as u64;
+            cache.set_health(Arc::new(v));
+        }
+    };
+    judge(&mut sweeper);
+    if let Some(r) = rates {
+        std::thread::sleep(r);
+        judge(&mut sweeper);
+    }
+    Ok(report(
+        &cache.load(),
+        wall_ms(SystemTime::now()),
+        Instant::now(),
+        q,
+    ))
+}
+
+/// The report as terminal tables.
+pub fn text(r: &Report) -> String {
+    let mut o = String::new();
+    let a = &r.agent;
+    let _ = writeln!(
+        o,
+        "{} · ibpm-agentx {} · {}",
+        r.status.to_uppercase(),
+        Escaped(&a.version),
+        r.generated
+    );
+    let last = a.last_sweep_age_s.map_or("no sweep yet".to_string(), |s| {
+        format!("sweep #{} {} ago", a.sweep, age((s * 1000.0) as u64))
+    });
+    let _ = writeln!(
+        o,
+        "agent: {last}{}, {} ms, {} MADs, {} timed out; {} of {} nodes reachable, {} ports",
+        if a.stale { " (not sweeping)" } else { "" },
+        a.sweep_duration_ms,
+        a.mads,
+        a.timeouts,
+        a.nodes_reachable,
+        a.nodes,
+        a.ports
+    );
+    let counts: Vec<String> = r
+        .conditions
+        .iter()
+        .map(|c| format!("{} {}", c.title, c.ports))
+        .collect();
+    let _ = writeln!(o, "ports per condition: {}", counts.join(", "));
+    let nodes: Vec<Vec<String>> = r
+        .unreachable_nodes
+        .rows
+        .iter()
+        .map(|n| {
+            let state = match (&n.unresponsive, n.reachable) {
+                (Some(_), _) => format!(
+                    "unresponsive ({} of {} missed)",
+                    n.missed.unwrap_or(0),
+                    n.of.unwrap_or(0)
+                ),
+                (None, _) => format!("unreachable ({} sweeps)", n.failed_sweeps),
+            };
+            vec![Escaped(&n.name).to_string(), n.guid.clone(), state]
+        })
+        .collect();
+    table(
+        &mut o,
+        "NODES NOT ANSWERING",
+        &r.unreachable_nodes,
+        &["NODE", "GUID", "STATE"],
+        nodes,
+    );
+    for (title, s) in [
+        ("UNHEALTHY LINKS", &r.unhealthy_links),
+        ("DEGRADED LINKS", &r.degraded_links),
+    ] {
+        let rows = s.rows.iter().map(|l| link_cells(r, l)).collect();
+        table(
+            &mut o,
+            title,
+            s,
+            &["LINK", "PEER", "VERDICTS", "FLAPS"],
+            rows,
+        );
+    }
+    for (title, unit, s) in [
+        (
+            "WORST PORTS BY ERROR RATE",
+            "ERRORS/S",
+            &r.worst_error_ports,
+        ),
+        (
+            "WORST PORTS BY CONGESTION",
+            "% WAITING",
+            &r.worst_congested_ports,
+        ),
+    ] {
+        let rows = s.rows.iter().map(rate_cells).collect();
+        table(&mut o, title, s, &["PORT", "PEER", unit], rows);
+    }
+    o
+}
+
+fn link_cells(r: &Report, l: &LinkRow) -> Vec<String> {
+    let verdicts: Vec<String> = l
+        .verdicts
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {} ago ×{}{}",
+                v.title,
+                age(r.generated_ms.saturating_sub(v.since_ms)),
+                v.raised,
+                if v.holding { "" } else { " (recovering)" }
+            )
+        })
+        .collect();
+    vec![
+        Escaped(&l.a.name).to_string(),
+        l.b.as_ref()
+            .map_or("?".to_string(), |b| Escaped(&b.name).to_string()),
+        verdicts.join("; "),
+        l.flaps.to_string(),
+    ]
+}
+
+fn rate_cells(p: &PortRate) -> Vec<String> {
+    vec![
+        Escaped(&p.port.name).to_string(),
+        p.peer
+            .as_ref()
+            .map_or(String::new(), |e| Escaped(&e.name).to_string()),
+        format!("{:.3}", p.value),
+    ]
+}
+
+/// A section: its title and count, its rows in aligned columns, and how
+/// many more there are.
+fn table<T>(o: &mut String, title: &str, s: &Section<T>, head: &[&str], rows: Vec<Vec<String>>) {
+    let _ = writeln!(o, "\n{title} ({})", s.total);
+    if rows.is_empty() {
+        o.push_str("  none\n");
+        return;
+    }
+    let mut width: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |o: &mut String, cells: Vec<&str>| {
+        let mut l = String::from(" ");
+        for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
+            l.push(' ');
+            l.push_str(c);
+            if i + 1 < cells.len() {
+                l.extend(std::iter::repeat_n(' ', w - c.chars().count()));
+            }
+        }
+        o.push_str(l.trim_end());
+        o.push('\n');
+    };
+    line(o, head.to_vec());
+    for r in &rows {
+        line(o, r.iter().map(String::as_str).collect());
+    }
+    if s.more > 0 {
+        let _ = writeln!(o, "  ({} more not shown)", s.more);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_split_and_refused_with_a_reason() {
+        let u = parse_url("http://127.0.0.1:9683").unwrap();
+        assert_eq!(
+            u,
+            Url {
+                tls: false,
+                host: "127.0.0.1".into(),
+                port: 9683,
+                prefix: String::new()
+            }
+        );
+        let u = parse_url("https://[::1]:8443/ib/").unwrap();
+        assert_eq!(
+            (u.tls, u.host.as_str(), u.port, u.prefix.as_str()),
+            (true, "::1", 8443, "/ib")
+        );
+        assert_eq!(parse_url("https://agent").unwrap().port, 443);
+        assert!(parse_url("ftp://x").is_err());
+        assert!(parse_url("http://u:p@x/").unwrap_err().contains("--user"));
+        assert!(parse_url("http://").is_err());
+    }
+
+    #[test]
+    fn answers_are_split_into_status_and_body() {
+        let (s, b) = split_response(b"HTTP/1.1 400 Bad Request\r\nA: b\r\n\r\nwhy\n").unwrap();
+        assert_eq!((s, b), (400, &b"why\n"[..]));
+        assert!(split_response(b"garbage").is_err());
+        assert!(split_response(b"SSH-2.0\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn the_terminal_table_shows_the_report() {
+        let u = crate::metrics::tests::unhealthy();
+        let r = report(&u.snap, u.now, Instant::now(), &Query::default());
+        let t = text(&r);
+        assert!(t.starts_with("UNHEALTHY · ibpm-agentx "), "{t}");
+        let l = &r.unhealthy_links.rows[0];
+        let row = t
+            .lines()
+            .find(|x| x.contains(&l.a.name) && x.contains("link lost"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(row.contains(&l.b.as_ref().unwrap().name), "{row}");
+        assert!(t.contains("\nNODES NOT ANSWERING (1)\n"), "{t}");
+        assert_eq!(Outcome::of(&r).code(), 3);
+    }
+}

@@ -1,0 +1,266 @@
+//! The `health` collector: the evaluator's verdicts as series, read from
+//! the snapshot ([`crate::fabric::cache::Snapshot::health`]). Per-port
+//! series exist only for ports with a verdict entry (a verdict standing,
+//! or one within `health.forget_after`), so a healthy fabric adds the
+//! per-condition totals and little else.
+
+use std::io::{self, Write};
+
+use super::{
+    HeaderKind, Out, Scrape, push_guid, push_label, push_peer_labels, push_port_labels, push_u64,
+    sample_suffix,
+};
+use crate::ib::health::{CONDITIONS, Condition, PortVerdict, Verdicts};
+use crate::metrics::families::{
+    HEALTH_CONDITION, HEALTH_EVALUATED, HEALTH_FLAPS, HEALTH_LAST_FLAP, HEALTH_NODE_UNRESPONSIVE,
+    HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily, Kind,
+};
+
+fn header_kind(f: &HealthFamily) -> HeaderKind {
+    match f.kind {
+        Kind::Counter => HeaderKind::Counter,
+        Kind::Gauge => HeaderKind::Gauge,
+    }
+}
+
+/// Starts a sample line of `f`: its name and suffix.
+fn start(l: &mut Vec<u8>, f: &HealthFamily) {
+    l.clear();
+    l.extend_from_slice(f.name.as_bytes());
+    l.extend_from_slice(sample_suffix(header_kind(f)).as_bytes());
+}
+
+/// `{node_guid="…",port="N",peer_node_guid="…",peer_port="M"` (the brace
+/// left open).
+fn push_link_labels(l: &mut Vec<u8>, v: &PortVerdict) {
+    push_port_labels(l, v.guid, v.port);
+    push_peer_labels(l, v.peer);
+}
+
+/// Whether `c` stands on the port: its own mark, or, for
+/// [`Condition::Unresponsive`], its node's.
+pub(crate) fn shows(h: &Verdicts, v: &PortVerdict, c: Condition) -> bool {
+    match c {
+        Condition::Unresponsive => h.node(v.guid).is_some_and(|n| n.unresponsive.is_some()),
+        _ => v.mark(c).is_some(),
+    }
+}
+
+/// Ports with a verdict entry on which `c` stands, per condition.
+pub(crate) fn unhealthy_ports(h: &Verdicts) -> [usize; CONDITIONS.len()] {
+    let mut n = [0; CONDITIONS.len()];
+    for v in h.ports.iter() {
+        for c in Condition::ALL {
+            n[c as usize] += usize::from(shows(h, v, c));
+        }
+    }
+    n
+}
+
+/// Milliseconds as seconds with three decimals.
+fn push_seconds(l: &mut Vec<u8>, ms: u64) {
+    push_u64(l, ms / 1000);
+    l.push(b'.');
+    let frac = ms % 1000;
+    l.extend_from_slice(&[
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+}
+
+pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    let h = &*s.snap.health;
+    let f = &HEALTH_UNHEALTHY_PORTS;
+    w.header(f.name, header_kind(f), f.help)?;
+    for (def, n) in CONDITIONS.iter().zip(unhealthy_ports(h)) {
+        let l = &mut w.line;
+        start(l, f);
+        l.push(b'{');
+        push_label(l, true, "condition", def.name.as_bytes());
+        l.extend_from_slice(b"} ");
+        push_u64(l, n as u64);
+        l.push(b'\n');
+        w.out.write_all(l)?;
+    }
+    if h.sweep > 0 {
+        let f = &HEALTH_EVALUATED;
+        w.header(f.name, header_kind(f), f.help)?;
+        let l = &mut w.line;
+        start(l, f);
+        l.push(b' ');
+        push_seconds(l, h.at);
+        l.push(b'\n');
+        w.out.write_all(l)?;
+    }
+    if !h.nodes.is_empty() {
+        let f = &HEALTH_NODE_UNRESPONSIVE;
+        w.header(f.name, header_kind(f), f.help)?;
+        for n in h.nodes.iter() {
+            let l = &mut w.line;
+            start(l, f);
+            l.extend_from_slice(b"{node_guid=\"");
+            push_guid(l, n.guid);
+            l.extend_from_slice(if n.unresponsive.is_some() {
+                b"\"} 1\n"
+            } else {
+                b"\"} 0\n"
+            });
+            w.out.write_all(l)?;
+        }
+    }
+    if h.ports.is_empty() {
+        return Ok(());
+    }
+    for f in [&HEALTH_CONDITION, &HEALTH_RAISED] {
+        w.header(f.name, header_kind(f), f.help)?;
+        for v in h.ports.iter() {
+            for def in &CONDITIONS {
+                let l = &mut w.line;
+                start(l, f);
+                push_link_labels(l, v);
+                push_label(l, false, "condition", def.name.as_bytes());
+                l.extend_from_slice(b"} ");
+                let value = if f.name == HEALTH_CONDITION.name {
+                    u64::from(shows(h, v, def.condition))
+                } else if def.condition == Condition::Unresponsive {
+                    h.node(v.guid).map_or(0, |n| n.raised.into())
+                } else {
+                    v.raised[def.condition as usize].into()
+                };
+                push_u64(l, value);
+                l.push(b'\n');
+                w.out.write_all(l)?;
+            }
+        }
+    }
+    let f = &HEALTH_FLAPS;
+    w.header(f.name, header_kind(f), f.help)?;
+    for v in h.ports.iter() {
+        let l = &mut w.line;
+        start(l, f);
+        push_link_labels(l, v);
+        l.extend_from_slice(b"} ");
+        push_u64(l, v.flaps);
+        l.push(b'\n');
+        w.out.write_all(l)?;
+    }
+    let mut started = false;
+    let f = &HEALTH_LAST_FLAP;
+    for v in h.ports.iter() {
+        let Some(t) = v.last_flap else { continue };
+        if !started {
+            w.header(f.name, header_kind(f), f.help)?;
+            started = true;
+        }
+        let l = &mut w.line;
+        start(l, f);
+        push_link_labels(l, v);
+        l.extend_from_slice(b"} ");
+        push_seconds(l, t);
+        l.push(b'\n');
+        w.out.write_all(l)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Format, Scrape, render};
+    use crate::ib::health::Condition;
+    use crate::metrics::families::{Collector, Collectors};
+    use crate::metrics::tests::unhealthy;
+    use crate::metrics::{HttpCounters, families::HEALTH_FAMILIES};
+    use crate::mib::EndpointCounters;
+
+    fn scrape(snap: &crate::fabric::cache::Snapshot, format: Format) -> String {
+        let (endpoint, http) = (EndpointCounters::default(), HttpCounters::default());
+        let s = Scrape {
+            snap,
+            endpoint: &endpoint,
+            http: &http,
+            format,
+            collectors: Collectors::NONE.with(Collector::Health),
+            taken_unix: None,
+        };
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn verdicts_become_series_only_for_ports_that_have_one() {
+        let u = unhealthy();
+        let h = &*u.snap.health;
+        let text = scrape(&u.snap, Format::Text);
+        let ((ga, pa), (gb, pb)) = u.lost;
+        for (g, p, peer) in [(ga, pa, (gb, pb)), (gb, pb, (ga, pa))] {
+            let line = format!(
+                "infiniband_port_health_condition{{node_guid=\"{g}\",port=\"{p}\",peer_node_guid=\"{}\",peer_port=\"{}\",condition=\"link_lost\"}} 1",
+                peer.0, peer.1
+            );
+            assert!(text.contains(&line), "{line}\n{text}");
+        }
+        // One series per port and condition, for the ports with an entry.
+        let series = |name: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{name}{{")))
+                .count()
+        };
+        assert!(!h.ports.is_empty());
+        assert_eq!(
+            series("infiniband_port_health_condition"),
+            h.ports.len() * Condition::ALL.len()
+        );
+        assert_eq!(
+            series("infiniband_port_health_condition_raised_total"),
+            h.ports.len() * Condition::ALL.len()
+        );
+        assert_eq!(series("infiniband_port_health_flaps_total"), h.ports.len());
+        let ports: usize = u.snap.nodes.iter().map(|n| n.ports.len()).sum();
+        assert!(h.ports.len() * 4 < ports, "a few ports, not all");
+        // The silent node: unresponsive, its verdict on its node series.
+        assert!(text.contains(&format!(
+            "infiniband_node_health_unresponsive{{node_guid=\"{}\"}} 1",
+            u.silent
+        )));
+        let lost = h.counts()[Condition::LinkLost as usize];
+        assert!(text.contains(&format!(
+            "infiniband_health_unhealthy_ports{{condition=\"link_lost\"}} {lost}"
+        )));
+        assert!(lost >= 2);
+        // A flap was counted on the lost link's ends (LinkDowned rose).
+        let v = h.port(ga, pa).unwrap();
+        assert!(v.flaps >= 1 && v.last_flap.is_some(), "{v:?}");
+        let secs = v.last_flap.unwrap() / 1000;
+        assert!(text.contains(&format!(
+            "infiniband_port_health_last_flap_timestamp_seconds{{node_guid=\"{ga}\",port=\"{pa}\""
+        )) && text.contains(&format!("}} {secs}.")));
+        // The noisy port's link is erroring; the time of the evaluation.
+        let noisy = h.port(u.noisy.0, u.noisy.1).expect("an entry");
+        assert!(noisy.mark(Condition::Erroring).is_some(), "{noisy:?}");
+        assert_eq!(h.at, u.now);
+        assert!(std::sync::Arc::ptr_eq(&u.rig.cache.load(), &u.snap));
+        assert!(text.contains(&format!(
+            "infiniband_health_last_evaluation_timestamp_seconds {}.000\n",
+            u.now / 1000
+        )));
+        // Every family is declared once with HELP and TYPE; OpenMetrics
+        // names the counters without `_total`.
+        for f in HEALTH_FAMILIES {
+            assert!(text.contains(&format!("# HELP {}", f.name)), "{}", f.name);
+        }
+        let om = scrape(&u.snap, Format::OpenMetrics);
+        assert!(om.contains("# TYPE infiniband_port_health_flaps counter\n"));
+        assert!(om.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn a_fabric_without_verdicts_serves_the_totals_only() {
+        let rig = crate::rig::AgentRig::swept(Default::default());
+        let text = scrape(&rig.cache.load(), Format::Text);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(samples.len(), Condition::ALL.len(), "{text}");
+        assert!(samples.iter().all(|l| l.ends_with(" 0")), "{text}");
+    }
+}
