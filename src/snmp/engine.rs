@@ -25,10 +25,8 @@ use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
-pub use crate::mib::bulk::MAX_UDP_PAYLOAD;
-
-/// The smallest message size every SNMP entity must accept (RFC 3417).
-pub const MIN_MESSAGE_SIZE: usize = 484;
+use super::ber::MIN_MESSAGE_SIZE;
+use crate::mib::bulk::MAX_UDP_PAYLOAD;
 
 /// The AgentX-style session id the responder uses in every `SetTxn`, so a
 /// handler can tell its SETs apart from those an AgentX master sends.

@@ -69,9 +69,10 @@ mod local;
 pub mod rate;
 pub mod usm;
 
+pub use crate::mib::bulk::MAX_UDP_PAYLOAD;
+pub use ber::MIN_MESSAGE_SIZE;
 pub use engine::{
-    MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE, Outcome, Processor, RESPONDER_SESSION_ID, ResponderConfig,
-    handle_packet, process,
+    Outcome, Processor, RESPONDER_SESSION_ID, ResponderConfig, handle_packet, process,
 };
 
 use std::io;

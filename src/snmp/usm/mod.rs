@@ -98,8 +98,9 @@ pub use crypto::{
     password_to_key,
 };
 
+use super::ber::MIN_MESSAGE_SIZE;
 use super::codec::{int_size, tlv};
-use super::engine::{MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE};
+use crate::mib::bulk::MAX_UDP_PAYLOAD;
 
 /// The USM's securityModel number (RFC 3411).
 const USM_MODEL: i64 = 3;
