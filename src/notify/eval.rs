@@ -100,22 +100,9 @@ fn window_value(
             u64::from(utilization_hundredths(delta as f64 / secs, rate_mbps(p)))
         }
         Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
-        Measure::SymbolBer => {
-            let l = &p.link;
-            u64::from(crate::ib::ber::ber(delta as f64, secs, l.width, l.speed)?.per_1e15())
-        }
+        Measure::SymbolBer => u64::from(p.ber(delta as f64, secs)?.per_1e15()),
         Measure::EffectiveBer => return None,
     })
-}
-
-/// The effective BER between the port's last two PortExtendedSpeedsCounters
-/// readings, in errors per 10^15 bits.
-fn effective_ber(p: &PortRecord) -> Option<u64> {
-    let per_s = p.fec_rates.as_deref()?.uncorrectable_blocks()?;
-    let l = &p.link;
-    Some(u64::from(
-        crate::ib::ber::ber(per_s, 1.0, l.width, l.speed)?.per_1e15(),
-    ))
 }
 
 /// Samples kept per port at most (one every half window: the newest at
@@ -679,7 +666,7 @@ impl PortCtx<'_> {
                 continue;
             }
             let value = match d.measure {
-                Measure::EffectiveBer => effective_ber(p),
+                Measure::EffectiveBer => p.effective_ber().map(|b| u64::from(b.per_1e15())),
                 m => base
                     .filter(|b| b.valid & cur.valid & both != 0)
                     .and_then(|b| window_value(m, p, cur.increase(&b, i), window, age(&b))),
