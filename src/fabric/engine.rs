@@ -478,6 +478,39 @@ mod tests {
         time: VirtualClock,
     }
 
+    impl Fake {
+        /// Answers `live` on a virtual clock of its own.
+        fn answering(live: Vec<u16>) -> Fake {
+            Fake {
+                live,
+                queue: VecDeque::new(),
+                outstanding: 0,
+                max_outstanding: Default::default(),
+                sends: Vec::new(),
+                time: VirtualClock::new(ManualClock::new()),
+            }
+        }
+    }
+
+    /// An engine over `transport` (a fake, or one wrapping it) on `time`.
+    fn engine_on(
+        time: &VirtualClock,
+        transport: Box<dyn MadTransport>,
+        window: usize,
+        timeout_ms: u64,
+        retries: u32,
+    ) -> Engine {
+        Engine::new(
+            transport,
+            EngineConfig {
+                window,
+                timeout: Duration::from_millis(timeout_ms),
+                retries,
+            },
+        )
+        .with_clock(time.clock())
+    }
+
     impl MadTransport for Fake {
         fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             self.sends.push(to.lid);
@@ -526,24 +559,9 @@ mod tests {
 
     #[test]
     fn window_retries_and_no_head_of_line_blocking() {
-        let fake = Fake {
-            live: (1..=40).collect(),
-            queue: VecDeque::new(),
-            outstanding: 0,
-            max_outstanding: Default::default(),
-            sends: Vec::new(),
-            time: VirtualClock::new(ManualClock::new()),
-        };
+        let fake = Fake::answering((1..=40).collect());
         let time = fake.time.clone();
-        let mut engine = Engine::new(
-            Box::new(fake),
-            EngineConfig {
-                window: 8,
-                timeout: Duration::from_millis(300),
-                retries: 2,
-            },
-        )
-        .with_clock(time.clock());
+        let mut engine = engine_on(&time, Box::new(fake), 8, 300, 2);
         // Dead LIDs 100..103 first in the queue: live requests must not wait
         // behind them.
         let mut reqs: Vec<MadRequest> = (100..103).map(req).collect();
@@ -597,24 +615,9 @@ mod tests {
 
     #[test]
     fn tids_leave_the_route_byte_to_the_transport() {
-        let fake = Fake {
-            live: vec![5],
-            queue: VecDeque::new(),
-            outstanding: 0,
-            max_outstanding: Default::default(),
-            sends: Vec::new(),
-            time: VirtualClock::new(ManualClock::new()),
-        };
+        let fake = Fake::answering(vec![5]);
         let time = fake.time.clone();
-        let mut engine = Engine::new(
-            Box::new(Stamping(fake, 0xA5)),
-            EngineConfig {
-                window: 4,
-                timeout: Duration::from_millis(500),
-                retries: 0,
-            },
-        )
-        .with_clock(time.clock());
+        let mut engine = engine_on(&time, Box::new(Stamping(fake, 0xA5)), 4, 500, 0);
         // Start just below the 24-bit wrap.
         engine.win.set_next_tid(TID_MASK - 2);
         let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
@@ -628,23 +631,11 @@ mod tests {
     fn window_bounds_outstanding() {
         let max = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let fake = Fake {
-            live: (1..=20).collect(),
-            queue: VecDeque::new(),
-            outstanding: 0,
             max_outstanding: max.clone(),
-            sends: Vec::new(),
-            time: VirtualClock::new(ManualClock::new()),
+            ..Fake::answering((1..=20).collect())
         };
         let time = fake.time.clone();
-        let mut engine = Engine::new(
-            Box::new(fake),
-            EngineConfig {
-                window: 4,
-                timeout: Duration::from_millis(500),
-                retries: 0,
-            },
-        )
-        .with_clock(time.clock());
+        let mut engine = engine_on(&time, Box::new(fake), 4, 500, 0);
         let reqs: Vec<MadRequest> = (1..=20).map(req).collect();
         let mut n = 0;
         let stats = engine.run(&reqs, |_, o| {
