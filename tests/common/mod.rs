@@ -5,6 +5,7 @@
 
 pub mod doca;
 pub mod mibpath;
+pub mod snmpv3;
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
