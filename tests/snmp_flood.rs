@@ -39,7 +39,7 @@ fn plain_get(user: &str, n: u32) -> Vec<u8> {
         error_index: 0,
         variable_bindings: vbs,
     }));
-    snmpv3::plain_message(&snmpv3::engine_bytes(ENGINE), user, 4242, get)
+    ibpm_agentx::rig::plain_v3_message(&snmpv3::engine_bytes(ENGINE), user, 4242, get)
 }
 
 fn config(dir: &Path, listen: &str) -> std::path::PathBuf {

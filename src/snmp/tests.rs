@@ -765,34 +765,8 @@ fn v3_plain_get(engine: &[u8], user: &str, varbinds: Vec<v2::VarBind>) -> Vec<u8
     )
 }
 
-/// An SNMPv3 noAuthNoPriv message from `user` to `engine` carrying `data`.
 fn v3_plain(engine: &[u8], user: &str, data: Pdus) -> Vec<u8> {
-    use rasn::types::Integer;
-    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
-    let sec = USMSecurityParameters {
-        authoritative_engine_id: engine.to_vec().into(),
-        authoritative_engine_boots: Integer::from(1),
-        authoritative_engine_time: Integer::from(0),
-        user_name: user.as_bytes().to_vec().into(),
-        authentication_parameters: Vec::new().into(),
-        privacy_parameters: Vec::new().into(),
-    };
-    let msg = rasn_snmp::v3::Message {
-        version: Integer::from(3),
-        global_data: HeaderData {
-            message_id: Integer::from(77),
-            max_size: Integer::from(65507),
-            flags: vec![0x04].into(),
-            security_model: Integer::from(3),
-        },
-        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
-        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
-            engine_id: engine.to_vec().into(),
-            name: Vec::new().into(),
-            data,
-        }),
-    };
-    rasn::ber::encode(&msg).unwrap()
+    crate::rig::plain_v3_message(engine, user, 77, data)
 }
 
 /// A processor with user `nms` (authPriv keys) whose one rule, from

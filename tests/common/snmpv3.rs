@@ -1,13 +1,9 @@
 //! The SNMPv3 endpoint the integration tests start: its configuration (an
 //! engine ID and engine file, users, access rules), the net-snmp arguments
-//! of each user at its level, the numeric OIDs the tests ask for, and a
-//! noAuthNoPriv message built by hand.
+//! of each user at its level and the numeric OIDs the tests ask for (a
+//! message built by hand: [`ibpm_agentx::rig::plain_v3_message`]).
 
 use std::path::{Path, PathBuf};
-
-use rasn::types::Integer;
-use rasn_snmp::v2::Pdus;
-use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
 
 /// pmAgentVersion.0 (a STRING in every view of pmAgent).
 pub const PM_AGENT_VERSION: &str = "1.3.6.1.3.117.1.9.1.0";
@@ -111,33 +107,4 @@ pub fn engine_bytes(hex: &str) -> Vec<u8> {
     (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect()
-}
-
-/// A noAuthNoPriv, reportable message of `user` to `engine` carrying
-/// `data`, as at boots 1, time 0.
-pub fn plain_message(engine: &[u8], user: &str, message_id: u32, data: Pdus) -> Vec<u8> {
-    let sec = USMSecurityParameters {
-        authoritative_engine_id: engine.to_vec().into(),
-        authoritative_engine_boots: Integer::from(1),
-        authoritative_engine_time: Integer::from(0),
-        user_name: user.as_bytes().to_vec().into(),
-        authentication_parameters: Vec::new().into(),
-        privacy_parameters: Vec::new().into(),
-    };
-    let msg = Message {
-        version: Integer::from(3),
-        global_data: HeaderData {
-            message_id: Integer::from(message_id),
-            max_size: Integer::from(65507),
-            flags: vec![0x04].into(),
-            security_model: Integer::from(3),
-        },
-        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
-        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
-            engine_id: engine.to_vec().into(),
-            name: Vec::new().into(),
-            data,
-        }),
-    };
-    rasn::ber::encode(&msg).unwrap()
 }
