@@ -860,13 +860,9 @@ mod tests {
         d[35] = 0x41; // active QDR, enabled 1
         d[62] = 0x10; // ext FDR
         let p = PortInfo::decode(&d);
-        assert_eq!(p.lid, 0x0102);
-        assert_eq!(p.local_port, 7);
-        assert_eq!(p.state, 4);
-        assert_eq!(p.phys_state, 5);
-        assert_eq!(p.lmc, 2);
-        assert_eq!(p.speed_active, 4);
-        assert_eq!(p.speed_ext_active, 1);
+        let fields = (p.lid, p.local_port, p.state, p.phys_state, p.lmc);
+        assert_eq!(fields, (0x0102, 7, 4, 5, 2));
+        assert_eq!((p.speed_active, p.speed_ext_active), (4, 1));
         assert!(p.link_up());
         assert_eq!(LinkWidth::from_code(p.width_active), Some(LinkWidth::X4));
         assert_eq!(
