@@ -414,3 +414,44 @@ fn the_cycle_check_reads_whole_segments_groups_and_code_only() {
     edges.insert("c".to_string(), vec![]);
     assert!(cycles(&edges).is_empty());
 }
+
+/// `src/fabric`'s production code reads no clock of its own beyond a few
+/// drivers' reads: its parts are given the time, its drivers a
+/// `time::Clock` (design.md, "Time").
+#[test]
+fn fabric_reads_the_clock_only_through_what_it_is_given() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root.join("fabric"), &mut files);
+    files.sort();
+    // What it counts: a read in code, not in a test module.
+    let sample = code(
+        "fn f() { let t = Instant::now(); }\n#[cfg(test)]\nmod tests {\n    fn g() { Instant::now(); }\n}\n",
+    );
+    assert_eq!(sample.matches("Instant::now()").count(), 1);
+    let mut reads = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if layer(&rel).is_none() {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(f).unwrap());
+        for (i, line) in text.lines().enumerate() {
+            for read in ["Instant::now()", "SystemTime::now()", ".elapsed()"] {
+                if line.contains(read) {
+                    reads.push(format!("src/{rel} (code line {}): {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(files.len() > 10, "only {} files", files.len());
+    assert!(
+        reads.len() <= 3,
+        "clock reads in src/fabric:\n{}",
+        reads.join("\n")
+    );
+}

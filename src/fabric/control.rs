@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
 use super::cache::Cache;
-use super::engine::{Clock, Engine, EngineConfig, MadOutcome, MadRequest, system_clock};
+use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
 use super::mads::{get, port_counters_data};
 use super::state::{SharedState, Slot};
 use crate::ib::{Guid, NodeType};
@@ -24,6 +24,7 @@ use crate::pm::PortSamplesControl;
 use crate::pm::mad::{attr, method, status};
 use crate::pm::port_counters::ALL_PORTS;
 use crate::pm::samples::STATUS_DONE;
+use crate::time::Clock;
 use crate::transport::{MadTransport, TransportError};
 
 #[derive(Clone, Copy, Debug)]
@@ -141,7 +142,7 @@ impl Controller {
             poller: Mutex::new(Engine::new(poll_transport, ecfg)),
             watch: Mutex::new(BTreeSet::new()),
             cfg,
-            clock: system_clock(),
+            clock: Clock::system(),
         }
     }
 
@@ -149,7 +150,7 @@ impl Controller {
     pub fn with_clock(mut self, clock: Clock) -> Self {
         for engine in [&mut self.writer, &mut self.poller] {
             let engine = engine.get_mut().unwrap_or_else(|e| e.into_inner());
-            engine.set_clock(Arc::clone(&clock));
+            engine.set_clock(clock.clone());
         }
         self.clock = clock;
         self
@@ -219,7 +220,7 @@ impl Controller {
         }
 
         let mut engine = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let sent = (self.clock)();
+        let sent = self.clock.now();
         // The outcomes and when each was taken.
         let mut outcomes: Vec<Option<(MadOutcome, Instant)>> = vec![None; reqs.len()];
         engine.run_at(&reqs, |i, o, now| outcomes[i] = Some((o, now)));
@@ -306,7 +307,7 @@ impl Controller {
             }
         }
         if !readback.is_empty() {
-            let sent = (self.clock)();
+            let sent = self.clock.now();
             let state = &self.state;
             engine.run_at(&readback, |i, o, now| {
                 let mut st = state.lock();
@@ -359,7 +360,7 @@ impl Controller {
                 }
             }
         }
-        let sent = (self.clock)();
+        let sent = self.clock.now();
         let mut answered = vec![false; self.state.lock().node_count()];
         {
             let state = &self.state;

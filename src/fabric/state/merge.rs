@@ -167,7 +167,7 @@ mod tests {
         let model: Vec<Guid> = st.fabric().nodes.iter().map(|n| n.id.guid).collect();
         assert_eq!(model, order);
         st.end_sweep(&[true; 4]);
-        st.publish(&cache);
+        st.publish(&cache, Instant::now());
         let published: Vec<Guid> = cache.load().nodes.iter().map(|n| n.id.guid).collect();
         assert_eq!(published, order);
     }

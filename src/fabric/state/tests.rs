@@ -115,7 +115,7 @@ fn readings_fold_into_the_totals_and_the_published_record() {
 
     st.sweep_no = 1;
     st.end_sweep(&[true, false]);
-    st.publish(&cache);
+    st.publish(&cache, Instant::now());
     let snap = cache.load();
     assert_eq!(snap.nodes.len(), 1, "node 1 never answered");
     assert_eq!(snap.stats.discovered, Some(discovered));
@@ -156,7 +156,7 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
         assert_eq!(answered, [true, false]);
         st.end_sweep(&answered);
         assert_eq!(st.nodes[1].failed_sweeps, sweep);
-        st.publish(&cache);
+        st.publish(&cache, Instant::now());
         let snap = cache.load();
         let rec = snap
             .nodes
@@ -169,7 +169,7 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
     // It answers again.
     st.end_sweep(&[true, true]);
     assert_eq!(st.nodes[1].failed_sweeps, 0);
-    st.publish(&cache);
+    st.publish(&cache, Instant::now());
     assert_eq!(cache.load().reachable, 2);
 
     // A DOCA sample since the last sweep ended is an answer.
@@ -183,7 +183,7 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
     assert_eq!(st.nodes[1].failed_sweeps, 1, "once per sample");
 
     st.mark_all_unreachable();
-    st.publish(&cache);
+    st.publish(&cache, Instant::now());
     assert_eq!(cache.load().reachable, 0);
     assert!(
         st.nodes
@@ -480,6 +480,6 @@ fn doca_ports_take_their_data_counters_from_doca() {
     );
     assert!(st.export_totals().is_empty());
     st.end_sweep(&[false, false]);
-    st.publish(&cache);
+    st.publish(&cache, Instant::now());
     assert_eq!(cache.load().nodes[0].source, DataSource::PmaAndDoca);
 }
