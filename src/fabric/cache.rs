@@ -34,6 +34,9 @@ pub struct Snapshot {
     /// (pmPortName) adds the node GUID to them. Found when the snapshot is
     /// stored, so no request looks for them.
     pub shared_descriptions: Arc<[Arc<str>]>,
+    /// The nodes forgotten since the snapshot before it
+    /// (`fabric.forget_after`): the notification evaluator lets them go.
+    pub forgotten: Arc<[crate::ib::Guid]>,
 }
 
 /// What the agent scalars say about notifications: totals since the start
@@ -153,6 +156,7 @@ impl Cache {
                 reachable: 0,
                 notify: cur.notify,
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
+                forgotten: Arc::clone(&cur.forgotten),
             };
             let renamed = match (
                 next.nodes.binary_search_by_key(&guid, |n| n.id.guid),

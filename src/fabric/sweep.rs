@@ -484,7 +484,15 @@ impl Sweeper {
         };
         if stats.transport_down.is_none() {
             let mut st = self.state.lock();
-            st.end_sweep(&answered);
+            st.end_sweep(&answered, ended);
+            for f in st.forget_silent(stats.answered > 0, ended) {
+                info!(
+                    "node forgotten: {} \"{}\" has not answered for {} days: its rows, metrics and totals are gone",
+                    f.guid,
+                    crate::ib::Escaped(&f.description),
+                    f.silent.as_secs() / 86_400
+                );
+            }
             st.sweep_figures(ended, stats.elapsed, stats.mads, stats.timeouts);
             st.publish(&self.cache, ended);
         }

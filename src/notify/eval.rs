@@ -411,6 +411,11 @@ impl Evaluator {
             return Evaluation::default();
         }
         self.last_sweep = Some(snap.sweep);
+        // Forgotten nodes (`fabric.forget_after`) are let go.
+        if !snap.forgotten.is_empty() {
+            self.nodes
+                .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
+        }
         // Nodes: lost (marked unreachable or gone) and found.
         let mut ports_events = Vec::new();
         let mut fresh = Vec::new();
@@ -797,6 +802,7 @@ mod tests {
                 reachable: 0,
                 notify: Default::default(),
                 shared_descriptions: Default::default(),
+                forgotten: Default::default(),
             }
         }
 

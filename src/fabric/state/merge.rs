@@ -1,7 +1,8 @@
 //! The merge of a rediscovered fabric into the state: nodes found again
 //! keep their index and what the agent learned of them and take their new
-//! facts, new nodes are appended, nodes not found again are kept. Pure:
-//! the time of the discovery is passed in.
+//! facts, new nodes are appended, nodes not found again are kept (until
+//! their silence forgets them: forget.rs). Pure: the time of the discovery
+//! is passed in.
 
 use std::time::Instant;
 
@@ -31,7 +32,7 @@ impl FabricState {
         for n in new.nodes {
             let Some(ni) = self.node_index(n.id.guid) else {
                 report.added += 1;
-                self.nodes.push(NodeState::new(&n));
+                self.nodes.push(NodeState::new(&n, now));
                 continue;
             };
             let s = &mut self.nodes[ni];
@@ -166,7 +167,7 @@ mod tests {
         let order = [Guid(1), guids[0], guids[1], guids[2]];
         let model: Vec<Guid> = st.fabric().nodes.iter().map(|n| n.id.guid).collect();
         assert_eq!(model, order);
-        st.end_sweep(&[true; 4]);
+        st.end_sweep(&[true; 4], Instant::now());
         st.publish(&cache, Instant::now());
         let published: Vec<Guid> = cache.load().nodes.iter().map(|n| n.id.guid).collect();
         assert_eq!(published, order);

@@ -70,6 +70,7 @@ impl FabricState {
             reachable: 0,
             notify: prev.notify,
             shared_descriptions: Default::default(),
+            forgotten: std::mem::take(&mut self.forgotten).into(),
         });
         // The replaced snapshot's records are gone (unless a reader still
         // holds them): readings no node holds any more are forgotten.
@@ -143,11 +144,11 @@ mod tests {
                 1
             );
             assert_eq!(cache.load().sweep, 0, "the first sweep is not done");
-            st.end_sweep(&[true, true]);
+            st.end_sweep(&[true, true], std::time::Instant::now());
             st.publish(&cache, std::time::Instant::now());
             assert_eq!((cache.load().sweep, cache.load().nodes.len()), (1, 2));
             st.sweep_no = 2;
-            st.end_sweep(&[true, false]);
+            st.end_sweep(&[true, false], std::time::Instant::now());
             st.publish(&cache, std::time::Instant::now());
             let snap = cache.load();
             assert_eq!(snap.nodes.len(), if keep { 2 } else { 1 }, "keep {keep}");

@@ -445,3 +445,98 @@ fn a_write_and_a_sample_poll_across_a_merge_land_on_their_node() {
         .map(|c| c.tag);
     assert_eq!(tag, Some(0x77));
 }
+
+/// A rig sweeping every 600 s that forgets nodes silent for an hour.
+fn forgetting_rig() -> AgentRig {
+    AgentRig::new(RigOptions {
+        sweep: SweepConfig {
+            interval: Duration::from_secs(600),
+            forget_after: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+/// A node whose PMA stays silent for `forget_after` leaves the state, the
+/// snapshot and the state file's totals at the end of the sweep that finds
+/// it so, which names it for the notification evaluator; the other nodes
+/// keep their rows. Before that it stays, unreachable.
+#[test]
+fn a_node_silent_for_forget_after_is_forgotten_the_others_stay() {
+    let mut rig = forgetting_rig();
+    let t0 = rig.time.now();
+    rig.step_and_wait();
+    let fabric = rig.fabric();
+    let n = fabric.nodes.len();
+    let gone = fabric
+        .nodes
+        .iter()
+        .find(|x| x.id.node_type == NodeType::Ca)
+        .unwrap()
+        .id
+        .guid;
+    let stays = fabric
+        .nodes
+        .iter()
+        .find(|x| x.id.guid != gone)
+        .unwrap()
+        .id
+        .guid;
+    assert!(rig.cache.load().node(gone).is_some());
+    rig.sim.set_reachable(gone, false);
+    let mut forgotten_at = None;
+    while rig.time.now() - t0 <= Duration::from_secs(6000) {
+        rig.step_and_wait();
+        let snap = rig.cache.load();
+        let st = rig.state.lock();
+        match st.node_index(gone) {
+            Some(_) => {
+                assert_eq!(st.node_count(), n);
+                assert!(snap.forgotten.is_empty());
+                // Its rows kept (unreachable after three sweeps).
+                assert!(snap.node(gone).is_some());
+            }
+            None if forgotten_at.is_none() => {
+                forgotten_at = Some(snap.stats.ended.unwrap() - t0);
+                assert_eq!(st.node_count(), n - 1);
+                assert_eq!(&snap.forgotten[..], &[gone]);
+                assert!(snap.node(gone).is_none());
+                assert_eq!(snap.nodes.len(), n - 1);
+                assert!(snap.node(stays).unwrap().reachable);
+                assert!(st.export_totals().iter().all(|p| p.guid != gone));
+                assert!(st.export_totals().iter().any(|p| p.guid == stays));
+            }
+            None => {
+                // Said once: the next publication names nobody.
+                assert!(snap.forgotten.is_empty());
+                assert!(snap.node(gone).is_none());
+            }
+        }
+    }
+    // Its last answer ended the first sweep; the first sweep that ends an
+    // hour after that forgets it: the one at 3600 s or the next.
+    let at = forgotten_at.expect("forgotten");
+    assert!(
+        at >= Duration::from_secs(3600) && at < Duration::from_secs(4800),
+        "{at:?}"
+    );
+}
+
+/// After a sweep in which no node answered (the local port down, not the
+/// nodes) nothing is forgotten, however long the silence.
+#[test]
+fn nothing_is_forgotten_while_no_node_answers() {
+    let mut rig = forgetting_rig();
+    let t0 = rig.time.now();
+    rig.step_and_wait();
+    let fabric = rig.fabric();
+    for node in &fabric.nodes {
+        rig.sim.set_reachable(node.id.guid, false);
+    }
+    while rig.time.now() - t0 <= Duration::from_secs(6000) {
+        rig.step_and_wait();
+    }
+    assert_eq!(rig.state.lock().node_count(), fabric.nodes.len());
+    assert_eq!(rig.cache.load().nodes.len(), fabric.nodes.len());
+}
