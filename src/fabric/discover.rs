@@ -367,19 +367,9 @@ pub fn refresh_port_info(
         let Some(old) = known.node(n.id.guid) else {
             continue;
         };
-        if n.id.lid == 0 {
-            n.id.lid = old.id.lid;
-        }
+        n.keep_unread(old);
+        // As discovery shows it: a port whose link is down has no peer.
         for p in &mut n.ports {
-            let Some(o) = old.port(p.num) else {
-                continue;
-            };
-            if p.state.is_none() {
-                *p = *o;
-            } else if p.lid == 0 {
-                p.lid = o.lid;
-            }
-            // As discovery shows it: a port whose link is down has no peer.
             if p.state == Some(PortState::Down) {
                 p.set_remote(None);
             }
