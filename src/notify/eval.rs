@@ -826,6 +826,26 @@ mod tests {
         })
     }
 
+    /// A node the snapshot says is forgotten is let go: no notification,
+    /// no memory of it.
+    #[test]
+    fn a_forgotten_node_is_let_go() {
+        let mut f = Fab::new(3, 4);
+        let mut ev = eval(0);
+        ev.evaluate(&f.snap(0));
+        f.nodes[1].reachable = false;
+        assert_eq!(
+            kinds(&ev.evaluate(&f.snap(1))),
+            vec![(Kind::NodeLost, 0x101, 0)]
+        );
+        let gone = f.nodes.remove(1);
+        let mut snap = f.snap(2);
+        snap.forgotten = vec![gone.id.guid].into();
+        assert!(ev.evaluate(&snap).events.is_empty());
+        assert_eq!(ev.nodes.len(), 2);
+        assert!(ev.nodes.iter().all(|m| m.guid != gone.id.guid));
+    }
+
     #[test]
     fn a_node_is_lost_once_and_found_once_and_its_ports_stay_quiet() {
         let mut f = Fab::new(3, 4);
