@@ -446,16 +446,21 @@ fn a_write_and_a_sample_poll_across_a_merge_land_on_their_node() {
     assert_eq!(tag, Some(0x77));
 }
 
-/// A rig sweeping every 600 s that forgets nodes silent for an hour.
-fn forgetting_rig() -> AgentRig {
-    AgentRig::new(RigOptions {
+/// A rig sweeping every 600 s that forgets nodes silent for an hour,
+/// after its first step; with the time of that step and the fabric.
+fn forgetting_rig() -> (AgentRig, Instant, crate::ib::Fabric) {
+    let mut rig = AgentRig::new(RigOptions {
         sweep: SweepConfig {
             interval: Duration::from_secs(600),
             forget_after: Some(Duration::from_secs(3600)),
             ..Default::default()
         },
         ..Default::default()
-    })
+    });
+    let t0 = rig.time.now();
+    rig.step_and_wait();
+    let fabric = rig.fabric();
+    (rig, t0, fabric)
 }
 
 /// A node whose PMA stays silent for `forget_after` leaves the state, the
@@ -464,25 +469,13 @@ fn forgetting_rig() -> AgentRig {
 /// keep their rows. Before that it stays, unreachable.
 #[test]
 fn a_node_silent_for_forget_after_is_forgotten_the_others_stay() {
-    let mut rig = forgetting_rig();
-    let t0 = rig.time.now();
-    rig.step_and_wait();
-    let fabric = rig.fabric();
+    let (mut rig, t0, fabric) = forgetting_rig();
     let n = fabric.nodes.len();
-    let gone = fabric
+    let (cas, switches): (Vec<_>, Vec<_>) = fabric
         .nodes
         .iter()
-        .find(|x| x.id.node_type == NodeType::Ca)
-        .unwrap()
-        .id
-        .guid;
-    let stays = fabric
-        .nodes
-        .iter()
-        .find(|x| x.id.guid != gone)
-        .unwrap()
-        .id
-        .guid;
+        .partition(|x| x.id.node_type == NodeType::Ca);
+    let (gone, stays) = (cas[0].id.guid, switches[0].id.guid);
     assert!(rig.cache.load().node(gone).is_some());
     rig.sim.set_reachable(gone, false);
     let mut forgotten_at = None;
@@ -527,10 +520,7 @@ fn a_node_silent_for_forget_after_is_forgotten_the_others_stay() {
 /// nodes) nothing is forgotten, however long the silence.
 #[test]
 fn nothing_is_forgotten_while_no_node_answers() {
-    let mut rig = forgetting_rig();
-    let t0 = rig.time.now();
-    rig.step_and_wait();
-    let fabric = rig.fabric();
+    let (mut rig, t0, fabric) = forgetting_rig();
     for node in &fabric.nodes {
         rig.sim.set_reachable(node.id.guid, false);
     }
