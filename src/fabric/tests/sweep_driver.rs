@@ -530,3 +530,70 @@ fn nothing_is_forgotten_while_no_node_answers() {
     assert_eq!(rig.state.lock().node_count(), fabric.nodes.len());
     assert_eq!(rig.cache.load().nodes.len(), fabric.nodes.len());
 }
+
+/// Forgets the nodes silent for `forget_after` at `at` when the first MAD
+/// is sent through it (forgetting while a write is in flight).
+struct ForgetOnSend {
+    inner: SimTransport,
+    state: crate::fabric::state::SharedState,
+    at: Option<Instant>,
+}
+
+impl MadTransport for ForgetOnSend {
+    fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+        if let Some(at) = self.at.take() {
+            assert_eq!(self.state.lock().forget_silent(true, at).len(), 1);
+        }
+        self.inner.send(to, m)
+    }
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
+        self.inner.recv(timeout)
+    }
+}
+
+/// A write in flight while a node ahead of its own is forgotten (every
+/// index after it moves down) answers, and its outcome goes into no other
+/// node: the node now at the written node's old index keeps its counters.
+#[test]
+fn a_write_across_a_forgetting_lands_on_no_other_node() {
+    let (mut rig, t0, _) = forgetting_rig();
+    // The nodes by their indexes in the state.
+    let nodes: Vec<crate::ib::Node> = {
+        let st = rig.state.lock();
+        (0..st.node_count()).map(|i| st.node(i).to_node()).collect()
+    };
+    let ni = (2..nodes.len() - 1)
+        .find(|&i| nodes[i].id.node_type == NodeType::Ca)
+        .unwrap();
+    let (silent, written, next) = (&nodes[0], &nodes[ni], &nodes[ni + 1]);
+    rig.sim.set_reachable(silent.id.guid, false);
+    // Silent for 50 minutes at the next sweep (the rig's first step
+    // waited 10 of them): kept.
+    rig.time.advance(Duration::from_secs(2400));
+    rig.sweep();
+    assert_eq!(rig.state.lock().node_index(written.id.guid), Some(ni));
+    let before = rig.cache.load().node(next.id.guid).unwrap().clone();
+    let c = Controller::new(
+        rig.state.clone(),
+        Arc::clone(&rig.cache),
+        Box::new(ForgetOnSend {
+            inner: rig.sim.transport().on_virtual_time(rig.time.clone()),
+            state: rig.state.clone(),
+            at: Some(t0 + Duration::from_secs(4200)),
+        }),
+        Box::new(rig.sim.transport().on_virtual_time(rig.time.clone())),
+        ControlConfig::default(),
+    )
+    .with_clock(rig.time.clock());
+    let clear = WriteOp::ClearCounters {
+        guid: written.id.guid,
+        port: written.ports[0].num,
+        select: 0xFFFF,
+        select2: 0,
+    };
+    assert_eq!(c.write(&[clear]), [Ok(())]);
+    let st = rig.state.lock();
+    assert_eq!(st.node_index(silent.id.guid), None, "forgotten");
+    assert_eq!(st.node_index(next.id.guid), Some(ni), "moved down");
+    assert_eq!(st.node(ni), &before, "untouched by the write");
+}
