@@ -487,10 +487,11 @@ impl Sweeper {
             st.end_sweep(&answered, ended);
             for f in st.forget_silent(stats.answered > 0, ended) {
                 info!(
-                    "node forgotten: {} \"{}\" has not answered for {} days: its rows, metrics and totals are gone",
+                    silent_s = f.silent.as_secs(),
+                    "node forgotten: {} \"{}\" has not answered for {:.1} days: its rows, metrics and totals are gone",
                     f.guid,
                     crate::ib::Escaped(&f.description),
-                    f.silent.as_secs() / 86_400
+                    f.silent.as_secs_f64() / 86_400.0
                 );
             }
             st.sweep_figures(ended, stats.elapsed, stats.mads, stats.timeouts);
