@@ -33,6 +33,40 @@ macro_rules! wire_enum {
     };
 }
 
+/// Counters many threads bump (relaxed atomics) and the plain struct of
+/// their values, from one list of fields: `snapshot()` reads each.
+macro_rules! atomic_counters {
+    (
+        $(#[$cmeta:meta])*
+        $cvis:vis struct $counters:ident: $atomic:ty;
+        $(#[$fmeta:meta])*
+        $fvis:vis struct $figures:ident: $int:ty {
+            $($(#[$m:meta])* $field:ident,)+
+        }
+    ) => {
+        $(#[$cmeta])*
+        #[derive(Debug, Default)]
+        $cvis struct $counters {
+            $($(#[$m])* pub $field: $atomic,)+
+        }
+
+        $(#[$fmeta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        $fvis struct $figures {
+            $($(#[$m])* pub $field: $int,)+
+        }
+
+        impl $counters {
+            /// Every counter's value (each read on its own).
+            pub fn snapshot(&self) -> $figures {
+                $figures {
+                    $($field: self.$field.load(std::sync::atomic::Ordering::Relaxed),)+
+                }
+            }
+        }
+    };
+}
+
 pub mod agentx;
 pub mod app;
 pub mod checkup;

@@ -12,6 +12,8 @@
 //!   simulator transport (the simulator's own tests).
 //! - [`pma_get`], [`port_counters`], [`port_counters_extended`]: read what
 //!   a simulated PMA holds, bypassing the agent.
+//! - [`plain_v3_message`]: an SNMPv3 noAuthNoPriv message built by hand,
+//!   for the endpoint's tests.
 //!
 //! This is test support: its functions panic (with a message) when the
 //! simulator does not answer as a simulator always does.
@@ -403,6 +405,42 @@ impl PmaRig {
             .find(|(n, _, _)| n.id.node_type == t)
             .unwrap_or_else(|| panic!("no cabled {t:?} in the fabric"))
     }
+}
+
+/// A noAuthNoPriv, reportable SNMPv3 message of `user` to `engine`
+/// carrying `data`, as at boots 1, time 0.
+pub fn plain_v3_message(
+    engine: &[u8],
+    user: &str,
+    message_id: u32,
+    data: rasn_snmp::v2::Pdus,
+) -> Vec<u8> {
+    use rasn::types::Integer;
+    use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
+    let sec = USMSecurityParameters {
+        authoritative_engine_id: engine.to_vec().into(),
+        authoritative_engine_boots: Integer::from(1),
+        authoritative_engine_time: Integer::from(0),
+        user_name: user.as_bytes().to_vec().into(),
+        authentication_parameters: Vec::new().into(),
+        privacy_parameters: Vec::new().into(),
+    };
+    let msg = Message {
+        version: Integer::from(3),
+        global_data: HeaderData {
+            message_id: Integer::from(message_id),
+            max_size: Integer::from(65507),
+            flags: vec![0x04].into(),
+            security_model: Integer::from(3),
+        },
+        security_parameters: rasn::ber::encode(&sec).expect("a message").into(),
+        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
+            engine_id: engine.to_vec().into(),
+            name: Vec::new().into(),
+            data,
+        }),
+    };
+    rasn::ber::encode(&msg).expect("a message")
 }
 
 #[cfg(test)]

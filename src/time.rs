@@ -7,13 +7,16 @@
 //!   8-byte stamps (`fabric::record::Stamp`) are kept relative to it. The
 //!   agent fixes it when it starts ([`start`]); whatever reads it first
 //!   fixes it otherwise (a test).
+//! - [`Clock`]: where a driver reads the time, the one shape a clock is
+//!   passed in: [`Clock::system`] (the system's monotonic clock, read here
+//!   only) in the agent, a virtual clock in tests.
 //! - [`Throttle`]: every log line that an event can repeat (a flood of
 //!   datagrams, a master that keeps refusing, a device whose writes keep
 //!   stalling) is written through one, which decides whether this event
 //!   gets its line and counts what it left out, so the next line can say
 //!   how many it stands for. It is pure: the caller passes the time.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 static ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -27,6 +30,42 @@ pub fn start() {
 /// The process's time origin: the agent's start.
 pub fn origin() -> Instant {
     *ORIGIN
+}
+
+/// Where a driver reads the time. Clones read the same clock. The parts
+/// a driver drives take the time as an argument; the drivers (the MAD
+/// engines, the sweeper, the write path, discovery, the AgentX session)
+/// are given a `Clock`, owned or as `&Clock`.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> Instant + Send + Sync>);
+
+impl Clock {
+    /// The system's monotonic clock: the agent's.
+    pub fn system() -> Clock {
+        Clock(Arc::new(Instant::now))
+    }
+
+    /// A clock that reads `now` (a virtual clock of a test).
+    pub fn new(now: impl Fn() -> Instant + Send + Sync + 'static) -> Clock {
+        Clock(Arc::new(now))
+    }
+
+    /// The time now.
+    pub fn now(&self) -> Instant {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
 }
 
 /// Which events of a [`Throttle`] get a line. The first always does.

@@ -181,8 +181,15 @@ fn the_check_sees_code_and_skips_comments_and_tests() {
 /// `use super::{X, Y::Z}` groups included. Whole path segments only:
 /// `super::session_id` does not name `session`.
 fn siblings_named(text: &str, folder: &str, siblings: &[String]) -> Vec<String> {
+    siblings_named_from(text, "super::", folder, siblings)
+}
+
+/// [`siblings_named`] for code that reaches the folder through `up`
+/// (`super::` from a file of the folder or a subfolder's `mod.rs`,
+/// `super::super::` from a file of a subfolder).
+fn siblings_named_from(text: &str, up: &str, folder: &str, siblings: &[String]) -> Vec<String> {
     let mut out = Vec::new();
-    let mut prefixes = vec!["super::".to_string()];
+    let mut prefixes = vec![up.to_string()];
     if !folder.is_empty() {
         prefixes.push(format!("crate::{}::", folder.replace('/', "::")));
     }
@@ -276,8 +283,11 @@ fn cycles(edges: &std::collections::BTreeMap<String, Vec<String>>) -> Vec<String
 }
 
 /// No two files in one folder of `src/` import each other, directly or
-/// through others of the folder (a folder's `mod.rs`, which declares and
-/// re-exports its files, aside; test code and comments aside).
+/// through others of the folder (test code and comments aside). A
+/// subfolder is one of them: what its files name in the folder (its
+/// `mod.rs` through `super::`, its other files through `super::super::`,
+/// any of them through `crate::FOLDER::`) are its edges. A folder's own
+/// `mod.rs`, which declares and re-exports its files, is not one of them.
 #[test]
 fn no_cycle_between_the_files_of_a_folder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -326,6 +336,34 @@ fn no_cycle_between_the_files_of_a_folder() {
                 .collect();
             edges.insert(me, named);
         }
+        // Each subfolder, as one module of this folder.
+        let subfolders = siblings
+            .iter()
+            .filter(|s| !folder.is_empty() && *s != "tests" && dir.join(s).is_dir());
+        for sub in subfolders {
+            let mut inner = Vec::new();
+            rust_files(&dir.join(sub), &mut inner);
+            let mut named = Vec::new();
+            for f in &inner {
+                let rel = f.strip_prefix(dir.join(sub)).unwrap();
+                if rel.iter().any(|c| c == "tests" || c == "tests.rs") {
+                    continue;
+                }
+                let depth = rel.components().count() + 1 - usize::from(stem(f) == "mod");
+                let text = code(&std::fs::read_to_string(f).unwrap());
+                named.extend(siblings_named_from(
+                    &text,
+                    &"super::".repeat(depth),
+                    &folder,
+                    &siblings,
+                ));
+            }
+            // A file `X.rs` beside its folder `X/` is the same module.
+            let all: &mut Vec<String> = edges.entry(sub.clone()).or_default();
+            all.extend(named.into_iter().filter(|n| n != sub));
+            all.sort();
+            all.dedup();
+        }
         for c in cycles(&edges) {
             wrong.push(format!("src/{folder}: {c}"));
         }
@@ -360,6 +398,16 @@ fn the_cycle_check_reads_whole_segments_groups_and_code_only() {
         siblings_named("use crate::agentx::session;", "fabric", &sib),
         Vec::<String>::new()
     );
+    // From a subfolder's file, `super::super::` names the folder's files.
+    assert_eq!(
+        siblings_named_from(
+            "use super::super::{engine::Usm, cache};\nuse super::wire;",
+            "super::super::",
+            "fabric",
+            &sib
+        ),
+        vec!["cache", "engine"]
+    );
     let mut edges = std::collections::BTreeMap::new();
     edges.insert("a".to_string(), vec!["b".to_string()]);
     edges.insert("b".to_string(), vec!["c".to_string()]);
@@ -368,4 +416,45 @@ fn the_cycle_check_reads_whole_segments_groups_and_code_only() {
     assert_eq!(cycles(&edges), vec!["a -> b -> c -> a"]);
     edges.insert("c".to_string(), vec![]);
     assert!(cycles(&edges).is_empty());
+}
+
+/// `src/fabric`'s production code reads no clock of its own beyond a few
+/// drivers' reads: its parts are given the time, its drivers a
+/// `time::Clock` (design.md, "Time").
+#[test]
+fn fabric_reads_the_clock_only_through_what_it_is_given() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root.join("fabric"), &mut files);
+    files.sort();
+    // What it counts: a read in code, not in a test module.
+    let sample = code(
+        "fn f() { let t = Instant::now(); }\n#[cfg(test)]\nmod tests {\n    fn g() { Instant::now(); }\n}\n",
+    );
+    assert_eq!(sample.matches("Instant::now()").count(), 1);
+    let mut reads = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if layer(&rel).is_none() {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(f).unwrap());
+        for (i, line) in text.lines().enumerate() {
+            for read in ["Instant::now()", "SystemTime::now()", ".elapsed()"] {
+                if line.contains(read) {
+                    reads.push(format!("src/{rel} (code line {}): {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(files.len() > 10, "only {} files", files.len());
+    assert!(
+        reads.len() <= 3,
+        "clock reads in src/fabric:\n{}",
+        reads.join("\n")
+    );
 }

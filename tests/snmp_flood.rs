@@ -15,96 +15,42 @@ use std::net::UdpSocket;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::snmpv3;
 use common::{SnmpTool, free_udp_port, run_agent};
-use rasn::types::{Integer, ObjectIdentifier};
+use rasn::types::ObjectIdentifier;
 use rasn_snmp::v2::{self, Pdu, Pdus, VarBindValue};
-use rasn_snmp::v3::{HeaderData, Message, ScopedPdu, ScopedPduData, USMSecurityParameters};
 
 const ENGINE: &str = "800000000501020304f100d0";
 const PASS: &str = "flood-test-passphrase";
 const RATE: u64 = 10;
 const BURST: u64 = 5;
 
-fn engine() -> Vec<u8> {
-    (0..ENGINE.len() / 2)
-        .map(|i| u8::from_str_radix(&ENGINE[2 * i..2 * i + 2], 16).unwrap())
-        .collect()
-}
-
 /// A noAuthNoPriv GetRequest of `user` with `n` varbinds (reportable).
 fn plain_get(user: &str, n: u32) -> Vec<u8> {
-    let sec = USMSecurityParameters {
-        authoritative_engine_id: engine().into(),
-        authoritative_engine_boots: Integer::from(1),
-        authoritative_engine_time: Integer::from(0),
-        user_name: user.as_bytes().to_vec().into(),
-        authentication_parameters: Vec::new().into(),
-        privacy_parameters: Vec::new().into(),
-    };
     let vbs = (0..n)
         .map(|i| v2::VarBind {
             name: ObjectIdentifier::new(vec![1, 3, 6, 1, 3, 117, 1, 6, 1, 2, 0, 0, 0, i]).unwrap(),
             value: VarBindValue::Unspecified,
         })
         .collect();
-    let msg = Message {
-        version: Integer::from(3),
-        global_data: HeaderData {
-            message_id: Integer::from(4242),
-            max_size: Integer::from(65507),
-            flags: vec![0x04].into(),
-            security_model: Integer::from(3),
-        },
-        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
-        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
-            engine_id: engine().into(),
-            name: Vec::new().into(),
-            data: Pdus::GetRequest(v2::GetRequest(Pdu {
-                request_id: 7,
-                error_status: 0,
-                error_index: 0,
-                variable_bindings: vbs,
-            })),
-        }),
-    };
-    rasn::ber::encode(&msg).unwrap()
+    let get = Pdus::GetRequest(v2::GetRequest(Pdu {
+        request_id: 7,
+        error_status: 0,
+        error_index: 0,
+        variable_bindings: vbs,
+    }));
+    ibpm_agentx::rig::plain_v3_message(&snmpv3::engine_bytes(ENGINE), user, 4242, get)
 }
 
 fn config(dir: &Path, listen: &str) -> std::path::PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"[agentx]
-enabled = false
-[fabric]
-sweep_interval = 3600
-[sim]
-traffic = false
-[snmp]
-listen = "{listen}"
-engine_id = "{ENGINE}"
-engine_file = "engine"
-[[snmp.user]]
-name = "ops"
-auth = "SHA-256"
-auth_passphrase = "{PASS}"
-privacy = "AES"
-privacy_passphrase = "{PASS}"
-[[snmp.access]]
-user = "ops"
-rate_limit = {RATE}
-rate_burst = {BURST}
-max_response_octets = 1472
-[[snmp.access]]
-community = "public"
-"#
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p
+    let settings = "[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n";
+    let access = format!(
+        "[[snmp.access]]\nuser = \"ops\"\nrate_limit = {RATE}\nrate_burst = {BURST}\n\
+         max_response_octets = 1472\n[[snmp.access]]\ncommunity = \"public\"\n"
+    );
+    let ops = snmpv3::User::auth_priv("ops", PASS);
+    let text = snmpv3::config_text(listen, ENGINE, settings, &[ops], &access);
+    snmpv3::write_config(dir, &text, 0o600)
 }
 
 /// The agent's pmAgentSnmp counter `name`, read with v2c.

@@ -19,52 +19,25 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use common::snmpv3::{self, User, usm_stat};
 use common::{ChildGuard, SnmpTool, free_udp_port, run_agent, sweeps, wait_until};
 use rasn_snmp::v3::{Message, ScopedPduData};
 
 const ENGINE: &str = "800000000501020304c0ffee";
 const PASS: &str = "replay-test-passphrase";
+const OPS: User = User::auth_priv("ops", PASS);
 /// pmPortClearCounters of that port.
 const CLEAR: &str = "1.3.6.1.3.117.1.6.1.14.0.0.0.0.0.16.0.0.1";
 /// pmPortCountersXmitData of node01 (the port its PortSelect names, 1): the
 /// PMA's own 32-bit counter, which a clear sets back to 0.
 const XMIT_DATA: &str = "1.3.6.1.3.117.1.4.1.15.0.0.0.0.0.16.0.0";
-const NOT_IN_TIME_WINDOWS: &str = "1.3.6.1.6.3.15.1.1.2.0";
-const UNKNOWN_ENGINE_IDS: &str = "1.3.6.1.6.3.15.1.1.4.0";
 
 fn config(dir: &Path, listen: &str) -> PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"[agentx]
-enabled = false
-[set]
-allow = true
-[fabric]
-sweep_interval = 0.5
-[snmp]
-listen = "{listen}"
-engine_id = "{ENGINE}"
-engine_file = "engine"
-[[snmp.user]]
-name = "ops"
-auth = "SHA-256"
-auth_passphrase = "{PASS}"
-privacy = "AES"
-privacy_passphrase = "{PASS}"
-[[snmp.access]]
-user = "ops"
-write = true
-[[snmp.access]]
-community = "public"
-"#
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p
+    let settings = "[set]\nallow = true\n[fabric]\nsweep_interval = 0.5\n";
+    let access = "[[snmp.access]]\nuser = \"ops\"\nwrite = true\n\
+                  [[snmp.access]]\ncommunity = \"public\"\n";
+    let text = snmpv3::config_text(listen, ENGINE, settings, &[OPS], access);
+    snmpv3::write_config(dir, &text, 0o600)
 }
 
 fn start(cfg: &Path, log: &Path, target: &str, at_least: u64) -> ChildGuard {
@@ -192,10 +165,8 @@ fn a_set_captured_before_a_restart_is_refused_after_it() {
     assert!(before > 0, "traffic flows");
     let relay = Relay::new(target.parse().unwrap());
     let o = SnmpTool::new("snmpset")
-        .args([
-            "-v3", "-l", "authPriv", "-u", "ops", "-a", "SHA-256", "-A", PASS, "-x", "AES", "-X",
-            PASS, "-t", "2", "-r", "0",
-        ])
+        .args(OPS.args())
+        .args(["-t", "2", "-r", "0"])
         .arg(&relay.addr.to_string())
         .args([CLEAR, "u", "65535"])
         .timeout(Duration::from_secs(30))
@@ -246,11 +217,11 @@ fn a_set_captured_before_a_restart_is_refused_after_it() {
     assert!(
         reports
             .iter()
-            .all(|o| o == NOT_IN_TIME_WINDOWS || o == UNKNOWN_ENGINE_IDS),
+            .all(|o| *o == usm_stat(2) || *o == usm_stat(4)),
         "{reports:?}"
     );
     assert!(
-        reports.iter().any(|o| o == NOT_IN_TIME_WINDOWS),
+        reports.iter().any(|o| *o == usm_stat(2)),
         "the SET is outside the time window: {reports:?}"
     );
 

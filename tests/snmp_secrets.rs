@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::snmpv3::{self, PM_AGENT, PM_AGENT_VERSION, User};
 use common::{SnmpTool, free_udp_port, run_agent, wait_until};
 use ibpm_agentx::config::Config;
 use ibpm_agentx::snmp::usm::{AuthProtocol, EngineId, Usm, localize, password_to_key};
@@ -71,30 +72,16 @@ fn assert_clean(what: &str, text: &str) {
 }
 
 fn config_text(listen: &str) -> String {
-    format!(
-        r#"[agentx]
-enabled = false
-[set]
-allow = true
-[log]
-level = "trace"
-[notify]
-community = "{TRAPS}"
-[fabric]
-sweep_interval = 3600
-[sim]
-traffic = false
-[snmp]
-listen = "{listen}"
-engine_id = "{ENGINE}"
-engine_file = "engine"
-[[snmp.user]]
-name = "ops"
-auth = "SHA-256"
-auth_passphrase = "{AUTH}"
-privacy = "AES"
-privacy_passphrase = "{PRIV}"
-[[snmp.user]]
+    let settings = format!(
+        "[set]\nallow = true\n[log]\nlevel = \"trace\"\n[notify]\ncommunity = \"{TRAPS}\"\n\
+         [fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n"
+    );
+    let ops = User {
+        privacy: Some(PRIV),
+        ..User::auth_priv("ops", AUTH)
+    };
+    let rest = format!(
+        r#"[[snmp.user]]
 name = "keyed"
 auth = "SHA-256"
 auth_key = "{AUTH_KEY}"
@@ -112,16 +99,13 @@ write = true
 community = "{RO}"
 sources = ["127.0.0.0/8", "192.0.2.0/24"]
 "#
-    )
+    );
+    snmpv3::config_text(listen, ENGINE, &settings, &[ops], &rest)
 }
 
 fn write_config(dir: &Path, listen: &str) -> std::path::PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(&p, config_text(listen)).unwrap();
     // Readable by others: check-config warns (without the secrets).
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-    p
+    snmpv3::write_config(dir, &config_text(listen), 0o644)
 }
 
 #[test]
@@ -205,20 +189,23 @@ fn the_agent_logs_no_secret_at_trace() {
             SnmpTool::new("snmpget")
                 .args(["-v2c", "-c", RO, "-t", "1", "-r", "0"])
                 .arg(&target)
-                .arg("1.3.6.1.3.117.1.9.1.0")
+                .arg(PM_AGENT_VERSION)
                 .run()
                 .status
                 .success()
         },
     );
-    let v3 = |user: &str, auth: &str, privacy: &str| {
+    let v3 = |name: &str, auth: &str, privacy: &str| {
+        let user = User {
+            name,
+            privacy: Some(privacy),
+            ..User::auth_priv(name, auth)
+        };
         SnmpTool::new("snmpget")
-            .args([
-                "-v3", "-l", "authPriv", "-u", user, "-a", "SHA-256", "-A", auth, "-x", "AES",
-                "-X", privacy, "-t", "1", "-r", "0",
-            ])
+            .args(user.args())
+            .args(["-t", "1", "-r", "0"])
             .arg(&target)
-            .arg("1.3.6.1.3.117.1.9.1.0")
+            .arg(PM_AGENT_VERSION)
             .run()
     };
     assert!(v3("ops", AUTH, PRIV).status.success());
@@ -228,7 +215,7 @@ fn the_agent_logs_no_secret_at_trace() {
         let _ = SnmpTool::new("snmpwalk")
             .args(["-v2c", "-c", community, "-t", "1", "-r", "0"])
             .arg(&target)
-            .arg("1.3.6.1.3.117.1.9")
+            .arg(PM_AGENT)
             .run();
     }
     assert!(agent.stop().unwrap().success());

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
+use common::snmpv3::{self, PM_AGENT_SWEEPS, PM_AGENT_VERSION, PORT_TABLE, User};
 use common::{ChildGuard, SnmpTool, free_udp_port, run_agent, wait_sweeps};
 
 const ENGINE: &str = "800000000501020304aabbcc";
@@ -28,42 +29,33 @@ impl Agent {
     }
 }
 
+/// The users, one at each level (two at authPriv, one of them SHA-1).
+const USERS: [User; 4] = [
+    User {
+        name: "priv256",
+        auth: Some(("SHA-256", PASS)),
+        privacy: Some(PASS),
+    },
+    User {
+        name: "priv1",
+        auth: Some(("SHA", PASS)),
+        privacy: Some(PASS),
+    },
+    User {
+        name: "auth256",
+        auth: Some(("SHA-256", PASS)),
+        privacy: None,
+    },
+    User {
+        name: "anon",
+        auth: None,
+        privacy: None,
+    },
+];
+
 fn config(dir: &Path, listen: &str) -> PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"[agentx]
-enabled = false
-[set]
-allow = true
-[fabric]
-sweep_interval = 3600
-[sim]
-traffic = false
-[snmp]
-listen = "{listen}"
-engine_id = "{ENGINE}"
-engine_file = "engine"
-[[snmp.user]]
-name = "priv256"
-auth = "SHA-256"
-auth_passphrase = "{PASS}"
-privacy = "AES"
-privacy_passphrase = "{PASS}"
-[[snmp.user]]
-name = "priv1"
-auth = "SHA"
-auth_passphrase = "{PASS}"
-privacy = "AES"
-privacy_passphrase = "{PASS}"
-[[snmp.user]]
-name = "auth256"
-auth = "SHA-256"
-auth_passphrase = "{PASS}"
-[[snmp.user]]
-name = "anon"
-[[snmp.access]]
+    let settings = "[set]\nallow = true\n[fabric]\nsweep_interval = 3600\n[sim]\ntraffic = false\n";
+    let access = r#"[[snmp.access]]
 user = "priv256"
 write = true
 [[snmp.access]]
@@ -75,13 +67,9 @@ user = "anon"
 subtrees = ["pmAgent"]
 [[snmp.access]]
 community = "public"
-"#
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p
+"#;
+    let text = snmpv3::config_text(listen, ENGINE, settings, &USERS, access);
+    snmpv3::write_config(dir, &text, 0o600)
 }
 
 fn start(dir: tempfile::TempDir, cfg: PathBuf, target: String) -> Agent {
@@ -107,29 +95,9 @@ fn agent() -> Agent {
 
 /// The net-snmp arguments of a user at its level.
 fn v3(user: &str) -> Vec<String> {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     match user {
-        "priv256" => s(&[
-            "-v3", "-l", "authPriv", "-u", user, "-a", "SHA-256", "-A", PASS, "-x", "AES", "-X",
-            PASS,
-        ]),
-        "priv1" => s(&[
-            "-v3", "-l", "authPriv", "-u", user, "-a", "SHA", "-A", PASS, "-x", "AES", "-X", PASS,
-        ]),
-        "auth256" => s(&[
-            "-v3",
-            "-l",
-            "authNoPriv",
-            "-u",
-            user,
-            "-a",
-            "SHA-256",
-            "-A",
-            PASS,
-        ]),
-        "anon" => s(&["-v3", "-l", "noAuthNoPriv", "-u", user]),
-        "public" => s(&["-v2c", "-c", "public"]),
-        _ => unreachable!(),
+        "public" => ["-v2c", "-c", "public"].map(String::from).to_vec(),
+        _ => USERS.iter().find(|u| u.name == user).unwrap().args(),
     }
 }
 
@@ -159,15 +127,13 @@ fn usm_stat(a: &Agent, column: u32) -> u64 {
         "snmpget",
         &auth,
         &a.target,
-        &["-Oqv", &format!("1.3.6.1.6.3.15.1.1.{column}.0")],
+        &["-Oqv", &snmpv3::usm_stat(column)],
     );
     out(&o)
         .trim()
         .parse()
         .unwrap_or_else(|_| panic!("{}{}", out(&o), err(&o)))
 }
-
-const PORT_TABLE: &str = "1.3.6.1.3.117.1.6";
 
 #[test]
 fn every_security_level_reads_what_v2c_reads() {
@@ -187,12 +153,7 @@ fn every_security_level_reads_what_v2c_reads() {
             &["-On", "-Cr25", PORT_TABLE],
         );
         assert_eq!(out(&o), want, "{user}: {}", err(&o));
-        let o = run(
-            "snmpget",
-            &v3(user),
-            &a.target,
-            &["-On", "1.3.6.1.3.117.1.9.1.0"],
-        );
+        let o = run("snmpget", &v3(user), &a.target, &["-On", PM_AGENT_VERSION]);
         assert!(
             out(&o).contains("STRING: \""),
             "{user}: {}{}",
@@ -201,12 +162,7 @@ fn every_security_level_reads_what_v2c_reads() {
         );
     }
     // noAuthNoPriv sees only its subtree.
-    let o = run(
-        "snmpget",
-        &v3("anon"),
-        &a.target,
-        &["-On", "1.3.6.1.3.117.1.9.3.0"],
-    );
+    let o = run("snmpget", &v3("anon"), &a.target, &["-On", PM_AGENT_SWEEPS]);
     assert!(out(&o).contains("Counter64"), "{}{}", out(&o), err(&o));
     let o = run(
         "snmpget",
@@ -218,20 +174,13 @@ fn every_security_level_reads_what_v2c_reads() {
     // A user below the level its rule asks for: authorizationError.
     let o = run(
         "snmpget",
-        &[
-            "-v3",
-            "-l",
-            "authNoPriv",
-            "-u",
-            "priv256",
-            "-a",
-            "SHA-256",
-            "-A",
-            PASS,
-        ]
-        .map(String::from),
+        &User {
+            privacy: None,
+            ..USERS[0]
+        }
+        .args(),
         &a.target,
-        &["1.3.6.1.3.117.1.9.1.0"],
+        &[PM_AGENT_VERSION],
     );
     assert!(
         err(&o).contains("authorizationError"),
@@ -281,7 +230,7 @@ fn snmptable_and_snmpset_work_at_auth_priv() {
 #[test]
 fn each_failure_gets_its_report() {
     let a = agent();
-    let get = |auth: Vec<String>| run("snmpget", &auth, &a.target, &["1.3.6.1.3.117.1.9.1.0"]);
+    let get = |auth: Vec<String>| run("snmpget", &auth, &a.target, &[PM_AGENT_VERSION]);
 
     let before = usm_stat(&a, 3);
     let mut nobody = v3("auth256");

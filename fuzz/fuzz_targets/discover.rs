@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
         timeout: Duration::from_millis(1),
         retries: 0,
         max_hops: discover::MAX_HOPS,
-        cancel: None,
+        ..Default::default()
     };
     if let Ok((fabric, _stats)) = discover::discover_with_stats(&mut t, &opts) {
         // A light sweep of what was found, answered from the rest of the

@@ -29,7 +29,7 @@ use super::pdu::{
 };
 use crate::mib::bulk::{self, Budget, Range};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
-use crate::time::{Due, Throttle};
+use crate::time::{Clock, Due, Throttle};
 
 /// How long the master has to answer Open, Register and Ping.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -452,7 +452,7 @@ impl AgentxCore {
     /// Bytes read from the master: every complete PDU is handled.
     pub fn on_bytes(&mut self, data: &[u8], now: Instant, mib: &dyn MibHandler) -> Vec<Action> {
         let mut out = Vec::new();
-        self.on_bytes_into(data, &|| now, mib, &mut out);
+        self.on_bytes_into(data, &Clock::new(move || now), mib, &mut out);
         out
     }
 
@@ -463,7 +463,7 @@ impl AgentxCore {
     pub fn on_bytes_into(
         &mut self,
         data: &[u8],
-        clock: &dyn Fn() -> Instant,
+        clock: &Clock,
         mib: &dyn MibHandler,
         out: &mut Vec<Action>,
     ) {
@@ -487,7 +487,7 @@ impl AgentxCore {
     ) -> Vec<Action> {
         let mut out = Vec::new();
         if self.connected {
-            self.handle_pdu(pdu, &|| now, mib, &mut out);
+            self.handle_pdu(pdu, &Clock::new(move || now), mib, &mut out);
         }
         out
     }
@@ -534,7 +534,7 @@ impl AgentxCore {
     fn on_frame(
         &mut self,
         frame: Result<Vec<u8>, FrameError>,
-        clock: &dyn Fn() -> Instant,
+        clock: &Clock,
         mib: &dyn MibHandler,
         out: &mut Vec<Action>,
     ) {
@@ -569,7 +569,7 @@ impl AgentxCore {
     fn handle_pdu(
         &mut self,
         pdu: Result<Pdu, DecodeError>,
-        clock: &dyn Fn() -> Instant,
+        clock: &Clock,
         mib: &dyn MibHandler,
         out: &mut Vec<Action>,
     ) {
@@ -590,7 +590,7 @@ impl AgentxCore {
             }
         };
         match &pdu.payload {
-            Payload::Response { .. } => self.on_response(pdu, clock(), out),
+            Payload::Response { .. } => self.on_response(pdu, clock.now(), out),
             Payload::Close { reason } => {
                 let reason = *reason;
                 self.lose(Lost::ClosedByMaster(reason), out);

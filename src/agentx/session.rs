@@ -27,13 +27,13 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use super::config::{AgentxAddr, ParseAddrError, SessionConfig};
 use super::core::{Action, AgentxCore, Backoff, LOG_EVERY, Lost};
 use super::pdu::CloseReason;
 use crate::mib::{MibHandler, VarBind};
-use crate::time::{Due, Throttle};
+use crate::time::{Clock, Due, Throttle};
 
 /// How long a write to the master may take, and a TCP connect.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
@@ -360,6 +360,8 @@ struct Link {
     inner: Mutex<Inner>,
     handler: Arc<dyn MibHandler>,
     shared: Arc<Shared>,
+    /// The time, for both threads.
+    clock: Clock,
 }
 
 struct Runner {
@@ -461,7 +463,7 @@ impl Link {
                 Ok(0) => return End::Lost(Lost::Eof),
                 Ok(n) => inner.core.on_bytes_into(
                     &buf[..n],
-                    &Instant::now,
+                    &self.clock,
                     self.handler.as_ref(),
                     &mut actions,
                 ),
@@ -485,7 +487,7 @@ impl Link {
         loop {
             let wait = {
                 let inner = self.lock();
-                let now = Instant::now();
+                let now = self.clock.now();
                 inner
                     .core
                     .next_deadline()
@@ -522,7 +524,7 @@ impl Link {
                 conn.shut();
                 return;
             }
-            let now = Instant::now();
+            let now = self.clock.now();
             let mut actions = Vec::new();
             if inner.core.is_registered() {
                 // What waited for a session goes first, in order.
@@ -568,6 +570,7 @@ impl Runner {
                 }),
                 handler,
                 shared,
+                clock: Clock::system(),
             },
             rx,
             failures: Throttle::nth(LOG_EVERY),
@@ -578,9 +581,9 @@ impl Runner {
     /// Waits `d`, waking for shutdown; keeps notifications for the next
     /// session.
     fn idle(&mut self, d: Duration) {
-        let until = Instant::now() + d;
+        let until = self.link.clock.now() + d;
         while !self.link.stopping() {
-            let left = until.saturating_duration_since(Instant::now());
+            let left = until.saturating_duration_since(self.link.clock.now());
             if left.is_zero() {
                 break;
             }
@@ -656,7 +659,7 @@ impl Runner {
         let link = &self.link;
         let opened = {
             let mut inner = link.lock();
-            let actions = inner.core.on_connected(Instant::now());
+            let actions = inner.core.on_connected(self.link.clock.now());
             link.act(&inner.core, &mut conn, actions)
         };
         let end = match (opened, conn.try_clone()) {

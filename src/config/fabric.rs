@@ -80,6 +80,10 @@ pub struct FabricConfig {
     /// between rediscoveries.
     #[serde(deserialize_with = "optional_seconds")]
     pub portinfo_interval: Option<Duration>,
+    /// A node whose PMA has not answered for this long (seconds in the
+    /// file, 0 = never) leaves the tables, the metrics and the state file.
+    #[serde(deserialize_with = "optional_seconds")]
+    pub forget_after: Option<Duration>,
 }
 
 impl Default for FabricConfig {
@@ -96,6 +100,7 @@ impl Default for FabricConfig {
             rediscover_interval: Some(Duration::from_secs(60)),
             state_file: None,
             portinfo_interval: Some(Duration::from_secs(10)),
+            forget_after: Some(crate::fabric::settings::FORGET_AFTER),
         }
     }
 }
@@ -161,6 +166,7 @@ impl Config {
             clear_near_overflow: self.fabric.clear_near_overflow,
             health_every: self.log.health_every,
             mads: self.fabric.backend != FabricBackend::Doca,
+            forget_after: self.fabric.forget_after,
         }
     }
 }

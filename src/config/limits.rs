@@ -199,6 +199,14 @@ pub static LIMITS: &[Limit] = &[
         value: |c| seconds(c.fabric.portinfo_interval.unwrap_or_default()),
     },
     Limit {
+        section: "fabric",
+        key: "forget_after",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(365 * DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.fabric.forget_after.unwrap_or_default()),
+    },
+    Limit {
         section: "mad",
         key: "window",
         min: Num::Whole(1),

@@ -138,6 +138,12 @@ const IBDEV_NAME_SIZE: usize = 64;
 /// the C API, loaded by [`Doca::load`].
 macro_rules! doca_fns {
     ($($field:ident = $sym:literal : fn($($arg:ty),*);)+) => {
+        /// Each bound function's C name, by its field's name.
+        #[allow(non_upper_case_globals)]
+        mod c_name {
+            $(pub const $field: &str = $sym;)+
+        }
+
         struct Fns {
             $($field: unsafe extern "C" fn($($arg),*) -> i32,)+
         }
@@ -161,11 +167,19 @@ macro_rules! doca_fns {
                                 break;
                             }
                         }
-                        found.ok_or(LoadError::Symbol { name: $sym })?
+                        found.ok_or(LoadError::Symbol { name: c_name::$field })?
                     },)+
                 })
             }
         }
+    };
+}
+
+/// Calls the bound function `name` of `fns` and [`check`]s what it
+/// returns, naming it as in C. Unsafe as the call is.
+macro_rules! call {
+    ($fns:expr, $name:ident($($arg:expr),* $(,)?)) => {
+        check(c_name::$name, ($fns.$name)($($arg),*))
     };
 }
 
@@ -261,9 +275,7 @@ impl Doca {
         let mut n: u32 = 0;
         // SAFETY: both out-pointers point at live locals of the types the
         // function writes.
-        check("doca_devinfo_create_list", unsafe {
-            (self.fns.devinfo_create_list)(&mut list, &mut n)
-        })?;
+        unsafe { call!(self.fns, devinfo_create_list(&mut list, &mut n)) }?;
         if list.is_null() {
             return f(&[]);
         }
@@ -281,9 +293,12 @@ impl Doca {
         let mut buf = [0u8; IBDEV_NAME_SIZE];
         // SAFETY: `d` is an element of a live device list; `buf` has the
         // size passed, which is DOCA_DEVINFO_IBDEV_NAME_SIZE.
-        check("doca_devinfo_get_ibdev_name", unsafe {
-            (self.fns.devinfo_get_ibdev_name)(d, buf.as_mut_ptr().cast(), buf.len() as u32)
-        })?;
+        unsafe {
+            call!(
+                self.fns,
+                devinfo_get_ibdev_name(d, buf.as_mut_ptr().cast(), buf.len() as u32)
+            )
+        }?;
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
     }
@@ -304,13 +319,11 @@ impl Doca {
                         continue;
                     }
                     // SAFETY: `d` is an element of the live list.
-                    check("doca_telemetry_diag_cap_is_supported", unsafe {
-                        (self.fns.cap_is_supported)(d)
-                    })?;
+                    unsafe { call!(self.fns, cap_is_supported(d)) }?;
                     let mut dev: *mut Dev = std::ptr::null_mut();
                     // SAFETY: `d` is live; `dev` is a local out-pointer.
                     // The opened device does not depend on the list.
-                    check("doca_dev_open", unsafe { (self.fns.dev_open)(d, &mut dev) })?;
+                    unsafe { call!(self.fns, dev_open(d, &mut dev)) }?;
                     return Ok(Some(dev));
                 }
                 Ok(None)
@@ -319,9 +332,12 @@ impl Doca {
             .ok_or(OpenError::NoSuchDevice)?;
         let mut ctx: *mut DiagCtx = std::ptr::null_mut();
         // SAFETY: `dev` was opened above; `ctx` is a local out-pointer.
-        if let Err(e) = check("doca_telemetry_diag_create", unsafe {
-            (self.fns.create)(dev, u8::from(cfg.force_ownership), &mut ctx)
-        }) {
+        if let Err(e) = unsafe {
+            call!(
+                self.fns,
+                create(dev, u8::from(cfg.force_ownership), &mut ctx)
+            )
+        } {
             // SAFETY: `dev` was opened above and nothing else holds it.
             unsafe { (self.fns.dev_close)(dev) };
             return Err(OpenError::Call(e));
@@ -338,41 +354,21 @@ impl Doca {
         // SAFETY: (every call below) `ctx` is the live context created
         // above, owned by `diag`; the arguments are plain values.
         unsafe {
-            check(
-                "doca_telemetry_diag_set_output_format",
-                (f.set_output_format)(ctx, cfg.format as i32),
-            )?;
-            check(
-                "doca_telemetry_diag_set_sample_period",
-                (f.set_sample_period)(ctx, cfg.sample_period_ns),
-            )?;
+            call!(f, set_output_format(ctx, cfg.format as i32))?;
+            call!(f, set_sample_period(ctx, cfg.sample_period_ns))?;
             // Repetitive: the device keeps sampling, the oldest samples
             // are overwritten when the buffer is full.
-            check(
-                "doca_telemetry_diag_set_sample_mode",
-                (f.set_sample_mode)(ctx, 1),
-            )?;
-            check(
-                "doca_telemetry_diag_set_data_timestamp_source",
-                (f.set_data_timestamp_source)(ctx, cfg.timestamps as i32),
-            )?;
-            check(
-                "doca_telemetry_diag_set_log_max_num_samples",
-                (f.set_log_max_num_samples)(ctx, cfg.log_max_num_samples),
-            )?;
-            check(
-                "doca_telemetry_diag_set_max_num_data_ids",
-                (f.set_max_num_data_ids)(ctx, cfg.max_num_data_ids),
-            )?;
-            check("doca_telemetry_diag_apply_config", (f.apply_config)(ctx))?;
+            call!(f, set_sample_mode(ctx, 1))?;
+            call!(f, set_data_timestamp_source(ctx, cfg.timestamps as i32))?;
+            call!(f, set_log_max_num_samples(ctx, cfg.log_max_num_samples))?;
+            call!(f, set_max_num_data_ids(ctx, cfg.max_num_data_ids))?;
+            call!(f, apply_config(ctx))?;
         }
         let mut applied = Vec::with_capacity(ids.len());
         let mut rejected = Vec::new();
         for &id in ids {
             // SAFETY: `ctx` is live and configured.
-            match check("doca_telemetry_diag_check_data_id", unsafe {
-                (f.check_data_id)(ctx, id)
-            }) {
+            match unsafe { call!(f, check_data_id(ctx, id)) } {
                 Ok(()) => applied.push(id),
                 Err(e) if matches!(e.code, code::NOT_SUPPORTED | code::BAD_CONFIG) => {
                     rejected.push((id, e))
@@ -392,7 +388,7 @@ impl Doca {
             let rc = unsafe {
                 (f.apply_counters)(ctx, applied.as_ptr(), applied.len() as u32, &mut failed)
             };
-            match check("doca_telemetry_diag_apply_counters_list_by_id", rc) {
+            match check(c_name::apply_counters, rc) {
                 Ok(()) => break,
                 Err(e) => match applied.iter().position(|&i| i == failed) {
                     Some(k) if failed != 0 => rejected.push((applied.remove(k), e)),
@@ -401,12 +397,10 @@ impl Doca {
             }
         }
         // SAFETY: `ctx` is live, configured and has IDs applied.
-        check("doca_telemetry_diag_start", unsafe { (f.start)(ctx) })?;
+        unsafe { call!(f, start(ctx)) }?;
         let mut size: u32 = 0;
         // SAFETY: `ctx` is started; `size` is a local out-pointer.
-        check("doca_telemetry_diag_get_sample_size", unsafe {
-            (f.get_sample_size)(ctx, &mut size)
-        })?;
+        unsafe { call!(f, get_sample_size(ctx, &mut size)) }?;
         diag.sample_size = size as usize;
         Ok(Started {
             diag,
@@ -482,7 +476,7 @@ impl Diag {
             code::SKIPPED => QueryStatus::Dropped,
             c => {
                 return Err(CallError {
-                    call: "doca_telemetry_diag_query_counters",
+                    call: c_name::query_counters,
                     code: c,
                 });
             }

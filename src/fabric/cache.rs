@@ -39,6 +39,9 @@ pub struct Snapshot {
     /// ([`Cache::set_health`]); a new snapshot carries the last ones over
     /// until the evaluator has looked at it.
     pub health: Arc<Verdicts>,
+    /// The nodes forgotten since the snapshot before it
+    /// (`fabric.forget_after`): the notification evaluator lets them go.
+    pub forgotten: Arc<[crate::ib::Guid]>,
 }
 
 /// What the agent scalars say about notifications: totals since the start
@@ -197,6 +200,7 @@ impl Cache {
                 notify: cur.notify,
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
                 health: Arc::clone(&cur.health),
+                forgotten: Arc::clone(&cur.forgotten),
             };
             let renamed = match (
                 next.nodes.binary_search_by_key(&guid, |n| n.id.guid),

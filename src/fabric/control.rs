@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
 use super::cache::Cache;
-use super::engine::{Clock, Engine, EngineConfig, MadOutcome, MadRequest, system_clock};
+use super::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
 use super::mads::{get, port_counters_data};
 use super::state::{SharedState, Slot};
 use crate::ib::{Guid, NodeType};
@@ -24,6 +24,7 @@ use crate::pm::PortSamplesControl;
 use crate::pm::mad::{attr, method, status};
 use crate::pm::port_counters::ALL_PORTS;
 use crate::pm::samples::STATUS_DONE;
+use crate::time::Clock;
 use crate::transport::{MadTransport, TransportError};
 
 #[derive(Clone, Copy, Debug)]
@@ -113,7 +114,7 @@ pub struct Controller {
     writer: Mutex<Engine>,
     poller: Mutex<Engine>,
     /// Node indexes with a sample running.
-    watch: Mutex<BTreeSet<usize>>,
+    watch: Mutex<BTreeSet<Guid>>,
     cfg: ControlConfig,
     /// Where the writes and the polls read the time.
     clock: Clock,
@@ -141,7 +142,7 @@ impl Controller {
             poller: Mutex::new(Engine::new(poll_transport, ecfg)),
             watch: Mutex::new(BTreeSet::new()),
             cfg,
-            clock: system_clock(),
+            clock: Clock::system(),
         }
     }
 
@@ -149,7 +150,7 @@ impl Controller {
     pub fn with_clock(mut self, clock: Clock) -> Self {
         for engine in [&mut self.writer, &mut self.poller] {
             let engine = engine.get_mut().unwrap_or_else(|e| e.into_inner());
-            engine.set_clock(Arc::clone(&clock));
+            engine.set_clock(clock.clone());
         }
         self.clock = clock;
         self
@@ -171,8 +172,13 @@ impl Controller {
         let mut reqs = Vec::new();
         // (op index, node index, port number for a one-port clear)
         let mut meta: Vec<(usize, usize, Option<u8>)> = Vec::new();
+        // The node indexes are the state's of this epoch: forgotten nodes
+        // meanwhile make them stale, and the outcomes are then not folded
+        // in (the next sweep reads the counters anyway).
+        let epoch;
         {
             let st = self.state.lock();
+            epoch = st.epoch();
             for (oi, op) in ops.iter().enumerate() {
                 let Some(ni) = st.node_index(op.guid()) else {
                     results[oi] = Err(WriteError::UnknownNode);
@@ -224,7 +230,7 @@ impl Controller {
         }
 
         let mut engine = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let sent = (self.clock)();
+        let sent = self.clock.now();
         // The outcomes and when each was taken.
         let mut outcomes: Vec<Option<(MadOutcome, Instant)>> = vec![None; reqs.len()];
         engine.run_at(&reqs, |i, o, now| outcomes[i] = Some((o, now)));
@@ -236,6 +242,7 @@ impl Controller {
         let mut readback_slots = Vec::new();
         {
             let mut st = self.state.lock();
+            let stale = st.epoch() != epoch;
             let mut answered = vec![false; st.node_count()];
             for (ri, outcome) in outcomes.into_iter().enumerate() {
                 let (oi, ni, num) = meta[ri];
@@ -261,7 +268,7 @@ impl Controller {
                         results[oi] = Err(WriteError::Busy { tag: now.tag });
                     }
                 }
-                if results[oi].is_err() {
+                if results[oi].is_err() || stale {
                     continue;
                 }
                 touched.insert(ni);
@@ -305,16 +312,19 @@ impl Controller {
                         self.watch
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .insert(ni);
+                            .insert(st.node(ni).id.guid);
                     }
                 }
             }
         }
         if !readback.is_empty() {
-            let sent = (self.clock)();
+            let sent = self.clock.now();
             let state = &self.state;
             engine.run_at(&readback, |i, o, now| {
                 let mut st = state.lock();
+                if st.epoch() != epoch {
+                    return;
+                }
                 let slot = match readback_slots[i] {
                     (Slot::Counters(ni, _), Some(num)) => match st.port_position(ni, num) {
                         Some(pi) => Slot::Counters(ni, pi),
@@ -328,8 +338,10 @@ impl Controller {
         }
         drop(engine);
         let mut st = self.state.lock();
-        for ni in touched {
-            st.publish_node(&self.cache, ni);
+        if st.epoch() == epoch {
+            for ni in touched {
+                st.publish_node(&self.cache, ni);
+            }
         }
         results
     }
@@ -339,7 +351,7 @@ impl Controller {
     pub fn poll_samples(&self) {
         // Held throughout: one poll at a time.
         let mut engine = self.poller.lock().unwrap_or_else(|e| e.into_inner());
-        let watched: Vec<usize> = self
+        let watched: Vec<Guid> = self
             .watch
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -351,9 +363,18 @@ impl Controller {
         }
         let mut reqs = Vec::new();
         let mut slots = Vec::new();
+        // The watched nodes' indexes in this epoch of the state (a node
+        // forgotten since is watched no more).
+        let mut nodes = Vec::new();
+        let epoch;
         {
             let st = self.state.lock();
-            for &ni in &watched {
+            epoch = st.epoch();
+            for &guid in &watched {
+                let Some(ni) = st.node_index(guid) else {
+                    continue;
+                };
+                nodes.push((guid, ni));
                 if let Some(to) = st.pma(ni, Some(0)) {
                     reqs.push(get(to, attr::PORT_SAMPLES_CONTROL, [0; 192]));
                     slots.push(Slot::SamplesControl(ni));
@@ -364,38 +385,49 @@ impl Controller {
                 }
             }
         }
-        let sent = (self.clock)();
+        let sent = self.clock.now();
         let mut answered = vec![false; self.state.lock().node_count()];
         {
             let state = &self.state;
             engine.run_at(&reqs, |i, o, now| {
-                state.lock().apply(slots[i], o, (sent, now), &mut answered)
+                let mut st = state.lock();
+                if st.epoch() == epoch {
+                    st.apply(slots[i], o, (sent, now), &mut answered)
+                }
             });
         }
-        let snap_done: Vec<usize> = {
+        let done: Vec<Guid> = {
             let mut st = self.state.lock();
-            let mut done = Vec::new();
-            for &ni in &watched {
+            if st.epoch() != epoch {
+                // Asked again at the next poll, under the new indexes.
+                return;
+            }
+            let mut done: Vec<Guid> = watched
+                .iter()
+                .copied()
+                .filter(|g| !nodes.iter().any(|(n, _)| n == g))
+                .collect();
+            for &(guid, ni) in &nodes {
                 st.publish_node(&self.cache, ni);
                 let finished = self
                     .cache
                     .load()
-                    .node(st.node(ni).id.guid)
+                    .node(guid)
                     .and_then(|r| r.samples_control.as_deref().copied())
                     .is_none_or(|c| c.sample_status == STATUS_DONE);
                 if finished || !answered[ni] {
                     if !answered[ni] {
-                        warn!(node = %st.node(ni).id.guid, "node stopped answering during a sample");
+                        warn!(node = %guid, "node stopped answering during a sample");
                     }
-                    done.push(ni);
+                    done.push(guid);
                 }
             }
             done
         };
         let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
-        for ni in snap_done {
-            debug!(node = ni, "sample finished");
-            w.remove(&ni);
+        for guid in done {
+            debug!(node = %guid, "sample finished");
+            w.remove(&guid);
         }
         drop(engine);
     }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::engine::{DriveEnd, DriveOptions, Requester, drive};
 use super::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
@@ -26,6 +26,7 @@ pub use crate::smp::{
     METHOD_GET, METHOD_GET_RESP, MlnxExtPortInfo, NodeInfo, PortInfo, PortInfoExtended, SmpReply,
     SwitchInfo, dr_smp_get, parse_smp_reply,
 };
+use crate::time::Clock;
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
@@ -54,6 +55,8 @@ pub struct DiscoverOptions {
     /// [`CANCEL_POLL`](super::engine::CANCEL_POLL) and returns
     /// [`DiscoverError::Cancelled`].
     pub cancel: Option<Arc<AtomicBool>>,
+    /// The time: deadlines, resends and how long a discovery took.
+    pub clock: Clock,
 }
 
 impl Default for DiscoverOptions {
@@ -64,6 +67,7 @@ impl Default for DiscoverOptions {
             retries: 2,
             max_hops: MAX_HOPS,
             cancel: None,
+            clock: Clock::system(),
         }
     }
 }
@@ -246,7 +250,7 @@ pub fn discover_with_stats(
     t: &mut dyn MadTransport,
     opts: &DiscoverOptions,
 ) -> Result<(Fabric, DiscoverStats), DiscoverError> {
-    let start = Instant::now();
+    let start = opts.clock.now();
     let mut w = Walk::new(opts);
     w.ask(Query::NodeInfo {
         path: Vec::new(),
@@ -260,7 +264,7 @@ pub fn discover_with_stats(
         return Err(DiscoverError::NoAnswer(NoAnswer::NoReply));
     }
     let fabric = w.build();
-    w.stats.elapsed = start.elapsed();
+    w.stats.elapsed = opts.clock.now().saturating_duration_since(start);
     let (nodes, smps, timeouts) = (fabric.nodes.len(), w.stats.smps_sent, w.stats.timeouts);
     let ms = w.stats.elapsed.as_millis() as u64;
     tracing::info!(
@@ -354,7 +358,7 @@ pub fn refresh_port_info(
             w.queries.push(Query::PortInfo { node: idx, port });
         }
     }
-    let start = Instant::now();
+    let start = opts.clock.now();
     w.run(t)?;
     let mut fabric = w.build();
     // A port that did not answer (its node is gone, or the route to it
@@ -363,19 +367,9 @@ pub fn refresh_port_info(
         let Some(old) = known.node(n.id.guid) else {
             continue;
         };
-        if n.id.lid == 0 {
-            n.id.lid = old.id.lid;
-        }
+        n.keep_unread(old);
+        // As discovery shows it: a port whose link is down has no peer.
         for p in &mut n.ports {
-            let Some(o) = old.port(p.num) else {
-                continue;
-            };
-            if p.state.is_none() {
-                *p = *o;
-            } else if p.lid == 0 {
-                p.lid = o.lid;
-            }
-            // As discovery shows it: a port whose link is down has no peer.
             if p.state == Some(PortState::Down) {
                 p.set_remote(None);
             }
@@ -392,7 +386,11 @@ pub fn refresh_port_info(
         nodes = fabric.nodes.len(),
         smps = w.stats.smps_sent,
         timeouts = w.stats.timeouts,
-        ms = start.elapsed().as_millis() as u64,
+        ms = opts
+            .clock
+            .now()
+            .saturating_duration_since(start)
+            .as_millis() as u64,
         "port info refreshed"
     );
     Ok(fabric)
@@ -432,7 +430,7 @@ fn local_node_info(
         cancel: opts.cancel.as_deref(),
         class: Some(CLASS_SMP_DIRECTED),
     };
-    match drive(t, &mut win, &drive_opts, &mut local) {
+    match drive(t, &mut win, &drive_opts, &mut local, &opts.clock) {
         DriveEnd::Cancelled => return Err(DiscoverError::Cancelled),
         DriveEnd::Failed(e) => return Err(DiscoverError::Transport(e)),
         DriveEnd::Idle | DriveEnd::Stopped => {}
@@ -540,7 +538,8 @@ impl Walk {
         for i in self.asked.drain(..) {
             win.push(i);
         }
-        let end = drive(t, &mut win, &opts, self);
+        let clock = self.opts.clock.clone();
+        let end = drive(t, &mut win, &opts, self, &clock);
         self.stats.smps_sent += win.take_stats().sent;
         match end {
             DriveEnd::Idle | DriveEnd::Stopped => {}
@@ -860,13 +859,9 @@ mod tests {
         d[35] = 0x41; // active QDR, enabled 1
         d[62] = 0x10; // ext FDR
         let p = PortInfo::decode(&d);
-        assert_eq!(p.lid, 0x0102);
-        assert_eq!(p.local_port, 7);
-        assert_eq!(p.state, 4);
-        assert_eq!(p.phys_state, 5);
-        assert_eq!(p.lmc, 2);
-        assert_eq!(p.speed_active, 4);
-        assert_eq!(p.speed_ext_active, 1);
+        let fields = (p.lid, p.local_port, p.state, p.phys_state, p.lmc);
+        assert_eq!(fields, (0x0102, 7, 4, 5, 2));
+        assert_eq!((p.speed_active, p.speed_ext_active), (4, 1));
         assert!(p.link_up());
         assert_eq!(LinkWidth::from_code(p.width_active), Some(LinkWidth::X4));
         assert_eq!(
@@ -1069,7 +1064,7 @@ mod tests {
             timeout: Duration::from_millis(200),
             retries: 1,
             max_hops: MAX_HOPS,
-            cancel: None,
+            ..Default::default()
         }
     }
 

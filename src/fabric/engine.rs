@@ -3,7 +3,7 @@
 //! blocking behind a node that does not answer) over a [`MadTransport`].
 //! Replies are matched on the [`TID_MASK`] bits of the transaction ID.
 
-use std::sync::Arc;
+use crate::time::Clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -80,21 +80,6 @@ pub use super::window::MAX_WINDOW;
 /// Counts of one batch.
 pub type BatchStats = WindowStats;
 
-/// Where a driver reads the time: [`system_clock`] in the agent, a virtual
-/// clock in tests (the simulator's transport moves it instead of waiting).
-pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
-
-/// The monotonic clock: the one place the drivers of `fabric` read the
-/// system's time (the engines, the sweeper and the write path are given
-/// it unless a test gives them a virtual clock).
-pub fn system_clock() -> Clock {
-    Arc::new(monotonic)
-}
-
-fn monotonic() -> Instant {
-    Instant::now()
-}
-
 /// The driver of one [`MadWindow`] over a transport: the only code on the
 /// PM path that touches the transport; it reads the time from its
 /// [`Clock`].
@@ -119,7 +104,7 @@ impl Engine {
             }),
             failure: None,
             cancel: None,
-            clock: system_clock(),
+            clock: Clock::system(),
         }
     }
 
@@ -199,12 +184,12 @@ impl Engine {
             cancel: self.cancel.as_deref(),
             ..Default::default()
         };
-        let end = drive_with(
+        let end = drive(
             &mut *self.transport,
             &mut self.win,
             &opts,
             &mut batch,
-            &*self.clock,
+            &self.clock,
         );
         let cancelled = matches!(end, DriveEnd::Cancelled);
         self.failure = match end {
@@ -284,7 +269,7 @@ where
     }
 
     fn on_event(&mut self, _win: &mut MadWindow, _ev: WindowEvent) -> bool {
-        // `drive_with` calls `on_event_at`.
+        // `drive` calls `on_event_at`.
         true
     }
 
@@ -344,26 +329,16 @@ pub enum DriveEnd {
     Failed(TransportError),
 }
 
-/// [`drive_with`] on the system's monotonic clock.
+/// Feed `win` from `transport` until it is idle, the requester stops it, or
+/// it is cancelled: the only loop that touches the transport for a window.
+/// It reads the time from `clock` (a transport on virtual time moves that
+/// clock when it has nothing to give, rather than wait).
 pub fn drive(
     transport: &mut dyn MadTransport,
     win: &mut MadWindow,
     opts: &DriveOptions<'_>,
     req: &mut dyn Requester,
-) -> DriveEnd {
-    drive_with(transport, win, opts, req, &monotonic)
-}
-
-/// Feed `win` from `transport` until it is idle, the requester stops it, or
-/// it is cancelled: the only loop that touches the transport for a window.
-/// It reads the time from `clock` (a transport on virtual time moves that
-/// clock when it has nothing to give, rather than wait).
-pub fn drive_with(
-    transport: &mut dyn MadTransport,
-    win: &mut MadWindow,
-    opts: &DriveOptions<'_>,
-    req: &mut dyn Requester,
-    clock: &dyn Fn() -> Instant,
+    clock: &Clock,
 ) -> DriveEnd {
     let mut failure = None;
     // Whether any send went out, and the first refusal not caused by the
@@ -375,7 +350,7 @@ pub fn drive_with(
         if cancelled() {
             return DriveEnd::Cancelled;
         }
-        let now = clock();
+        let now = clock.now();
         while let Some(tx) = win.poll_transmit(now) {
             let Some((to, mad)) = req.build(tx) else {
                 win.handle_send_error(tx.tid, TransportError::NoAddress);
@@ -413,13 +388,13 @@ pub fn drive_with(
         let Some(deadline) = win.poll_timeout() else {
             continue;
         };
-        let mut wait = deadline.saturating_duration_since(clock());
+        let mut wait = deadline.saturating_duration_since(clock.now());
         if opts.cancel.is_some() {
             wait = wait.min(CANCEL_POLL);
         }
         req.wait();
         let rx = transport.recv(wait);
-        let now = clock();
+        let now = clock.now();
         match rx {
             Ok(Some(rx)) => {
                 if opts.class.is_none_or(|c| rx.mad[1] == c) {
@@ -478,6 +453,39 @@ mod tests {
         time: VirtualClock,
     }
 
+    impl Fake {
+        /// Answers `live` on a virtual clock of its own.
+        fn answering(live: Vec<u16>) -> Fake {
+            Fake {
+                live,
+                queue: VecDeque::new(),
+                outstanding: 0,
+                max_outstanding: Default::default(),
+                sends: Vec::new(),
+                time: VirtualClock::new(ManualClock::new()),
+            }
+        }
+    }
+
+    /// An engine over `transport` (a fake, or one wrapping it) on `time`.
+    fn engine_on(
+        time: &VirtualClock,
+        transport: Box<dyn MadTransport>,
+        window: usize,
+        timeout_ms: u64,
+        retries: u32,
+    ) -> Engine {
+        Engine::new(
+            transport,
+            EngineConfig {
+                window,
+                timeout: Duration::from_millis(timeout_ms),
+                retries,
+            },
+        )
+        .with_clock(time.clock())
+    }
+
     impl MadTransport for Fake {
         fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
             self.sends.push(to.lid);
@@ -526,24 +534,9 @@ mod tests {
 
     #[test]
     fn window_retries_and_no_head_of_line_blocking() {
-        let fake = Fake {
-            live: (1..=40).collect(),
-            queue: VecDeque::new(),
-            outstanding: 0,
-            max_outstanding: Default::default(),
-            sends: Vec::new(),
-            time: VirtualClock::new(ManualClock::new()),
-        };
+        let fake = Fake::answering((1..=40).collect());
         let time = fake.time.clone();
-        let mut engine = Engine::new(
-            Box::new(fake),
-            EngineConfig {
-                window: 8,
-                timeout: Duration::from_millis(300),
-                retries: 2,
-            },
-        )
-        .with_clock(time.clock());
+        let mut engine = engine_on(&time, Box::new(fake), 8, 300, 2);
         // Dead LIDs 100..103 first in the queue: live requests must not wait
         // behind them.
         let mut reqs: Vec<MadRequest> = (100..103).map(req).collect();
@@ -597,24 +590,9 @@ mod tests {
 
     #[test]
     fn tids_leave_the_route_byte_to_the_transport() {
-        let fake = Fake {
-            live: vec![5],
-            queue: VecDeque::new(),
-            outstanding: 0,
-            max_outstanding: Default::default(),
-            sends: Vec::new(),
-            time: VirtualClock::new(ManualClock::new()),
-        };
+        let fake = Fake::answering(vec![5]);
         let time = fake.time.clone();
-        let mut engine = Engine::new(
-            Box::new(Stamping(fake, 0xA5)),
-            EngineConfig {
-                window: 4,
-                timeout: Duration::from_millis(500),
-                retries: 0,
-            },
-        )
-        .with_clock(time.clock());
+        let mut engine = engine_on(&time, Box::new(Stamping(fake, 0xA5)), 4, 500, 0);
         // Start just below the 24-bit wrap.
         engine.win.set_next_tid(TID_MASK - 2);
         let reqs: Vec<MadRequest> = (0..6).map(|_| req(5)).collect();
@@ -628,23 +606,11 @@ mod tests {
     fn window_bounds_outstanding() {
         let max = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let fake = Fake {
-            live: (1..=20).collect(),
-            queue: VecDeque::new(),
-            outstanding: 0,
             max_outstanding: max.clone(),
-            sends: Vec::new(),
-            time: VirtualClock::new(ManualClock::new()),
+            ..Fake::answering((1..=20).collect())
         };
         let time = fake.time.clone();
-        let mut engine = Engine::new(
-            Box::new(fake),
-            EngineConfig {
-                window: 4,
-                timeout: Duration::from_millis(500),
-                retries: 0,
-            },
-        )
-        .with_clock(time.clock());
+        let mut engine = engine_on(&time, Box::new(fake), 4, 500, 0);
         let reqs: Vec<MadRequest> = (1..=20).map(req).collect();
         let mut n = 0;
         let stats = engine.run(&reqs, |_, o| {

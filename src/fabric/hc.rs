@@ -149,6 +149,7 @@ pub const IN_OCTETS: usize = slot("InOctets");
 pub const OUT_PKTS: usize = slot("OutPkts");
 pub const IN_PKTS: usize = slot("InPkts");
 pub const XMIT_WAIT: usize = slot("XmitWait");
+pub const SYMBOL_ERRORS: usize = slot("SymbolErrors");
 // pmPortRateTable's bit, packet and congestion columns read these rates,
 // and it has a column for each error counter's.
 const _: () = {

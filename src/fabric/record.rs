@@ -11,6 +11,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use super::hc::{HC_SLOTS, HcTotals, Rates};
+use crate::ib::ber::Ber;
 use crate::ib::{Node, NodeIdentity, Port};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
@@ -100,6 +101,29 @@ impl PortRecord {
     /// The latest PortCounters reading.
     pub fn counters(&self) -> Option<&PortCounters> {
         self.hc.pc()
+    }
+
+    /// `errors` over what the port's link received in `secs` at its active
+    /// width and speed ([`crate::ib::ber`]).
+    pub fn ber(&self, errors: f64, secs: f64) -> Option<Ber> {
+        crate::ib::ber::ber(errors, secs, self.link.width, self.link.speed)
+    }
+
+    /// The symbol BER between the port's last two PortCounters readings.
+    pub fn symbol_ber(&self) -> Option<Ber> {
+        self.ber(self.rates.get(super::hc::SYMBOL_ERRORS)?, 1.0)
+    }
+
+    /// The raw (before FEC) BER between the port's last two
+    /// PortExtendedSpeedsCounters readings: corrected FEC symbols.
+    pub fn raw_ber(&self) -> Option<Ber> {
+        self.ber(self.fec_rates.as_deref()?.corrected_symbols()?, 1.0)
+    }
+
+    /// The effective (after FEC) BER between the port's last two
+    /// PortExtendedSpeedsCounters readings: uncorrectable FEC blocks.
+    pub fn effective_ber(&self) -> Option<Ber> {
+        self.ber(self.fec_rates.as_deref()?.uncorrectable_blocks()?, 1.0)
     }
 }
 

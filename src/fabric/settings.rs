@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+/// How long a node may stay silent before it is forgotten, unless
+/// configured (`fabric.forget_after`): 7 days.
+pub const FORGET_AFTER: Duration = Duration::from_secs(7 * 86_400);
+
 #[derive(Clone, Debug)]
 pub struct SweepConfig {
     /// Time from the start of one sweep to the start of the next.
@@ -25,6 +29,9 @@ pub struct SweepConfig {
     /// Send PM MADs (false: the doca backend alone, which has no MAD
     /// transport; sweeps then only count and publish).
     pub mads: bool,
+    /// A node whose PMA has not answered for this long is forgotten: its
+    /// state, record and rows go (None: never).
+    pub forget_after: Option<Duration>,
 }
 
 impl Default for SweepConfig {
@@ -38,6 +45,7 @@ impl Default for SweepConfig {
             clear_near_overflow: false,
             health_every: 60,
             mads: true,
+            forget_after: Some(FORGET_AFTER),
         }
     }
 }

@@ -29,9 +29,10 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
 use super::cache::Cache;
-use super::engine::{Clock, Engine, MadOutcome, Request, Requests};
+use super::engine::{Engine, MadOutcome, Request, Requests};
 use super::plan::{self, PmGet, SlotStream, Slots};
 use super::state::{FabricState, PackedSlot, SharedState, Slot};
+use crate::time::Clock;
 use crate::transport::{MadAddr, TransportError};
 
 /// What one sweep did.
@@ -248,9 +249,9 @@ impl std::ops::AddAssign for Tally {
 
 /// Sleep until `next` by `clock`, waking every 100 ms at most to see
 /// `shutdown`.
-fn wait_until(next: Instant, shutdown: &AtomicBool, clock: &dyn Fn() -> Instant) {
+fn wait_until(next: Instant, shutdown: &AtomicBool, clock: &Clock) {
     while !shutdown.load(Ordering::Relaxed) {
-        let left = next.saturating_duration_since(clock());
+        let left = next.saturating_duration_since(clock.now());
         if left.is_zero() {
             return;
         }
@@ -262,7 +263,7 @@ impl Sweeper {
     /// A sweeper on the engine's clock.
     pub fn new(state: SharedState, engine: Engine, cache: Arc<Cache>) -> Self {
         let interval = state.lock().config().interval;
-        let clock = Arc::clone(engine.clock());
+        let clock = engine.clock().clone();
         Sweeper {
             state,
             engine,
@@ -279,7 +280,7 @@ impl Sweeper {
 
     /// The sweeper and its engine read the time from `clock`.
     pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.engine = self.engine.with_clock(Arc::clone(&clock));
+        self.engine = self.engine.with_clock(clock.clone());
         self.clock = clock;
         self
     }
@@ -356,7 +357,7 @@ impl Sweeper {
         } else {
             debug!(nodes = report.nodes, "fabric rediscovered: no change");
         }
-        st.publish(&self.cache);
+        st.publish(&self.cache, now);
     }
 
     pub fn state(&self) -> &SharedState {
@@ -382,7 +383,7 @@ impl Sweeper {
         }
         if self.timers.reopen.is_none() && due(self.timers.sweep, now) {
             let start = now;
-            let stats = self.sweep_once();
+            let stats = self.sweep_at(now);
             self.timers.sweep = Some(start + self.interval);
             // The sweep took its time: what follows is reckoned from its end.
             now = start + stats.elapsed;
@@ -444,9 +445,14 @@ impl Sweeper {
         (r.ask)(what);
     }
 
-    /// Run one sweep and publish its snapshot.
+    /// Run one sweep now and publish its snapshot.
     pub fn sweep_once(&mut self) -> SweepStats {
-        let started = (self.clock)();
+        let now = self.clock.now();
+        self.sweep_at(now)
+    }
+
+    /// Run one sweep that starts at `started` and publish its snapshot.
+    fn sweep_at(&mut self, started: Instant) -> SweepStats {
         self.merge_pending(started);
         let (sweep_no, n) = self.state.lock().begin_sweep();
         let first = sweep_no == 1;
@@ -460,12 +466,12 @@ impl Sweeper {
         if transport_down.is_some() {
             let mut st = self.state.lock();
             st.mark_all_unreachable();
-            st.publish(&self.cache);
+            st.publish(&self.cache, self.clock.now());
             answered.fill(false);
         } else {
             tally += self.clear_near_overflow(&mut answered);
         }
-        let ended = (self.clock)();
+        let ended = self.clock.now();
         let stats = SweepStats {
             sweep: sweep_no,
             nodes: n,
@@ -478,14 +484,23 @@ impl Sweeper {
         };
         if stats.transport_down.is_none() {
             let mut st = self.state.lock();
-            st.end_sweep(&answered);
+            st.end_sweep(&answered, ended);
+            for f in st.forget_silent(stats.answered > 0, ended) {
+                info!(
+                    silent_s = f.silent.as_secs(),
+                    "node forgotten: {} \"{}\" has not answered for {:.1} days: its rows, metrics and totals are gone",
+                    f.guid,
+                    crate::ib::Escaped(&f.description),
+                    f.silent.as_secs_f64() / 86_400.0
+                );
+            }
             st.sweep_figures(ended, stats.elapsed, stats.mads, stats.timeouts);
-            st.publish(&self.cache);
+            st.publish(&self.cache, ended);
         }
         self.notify();
         if stats.transport_down.is_none() {
             // The records this sweep replaced are free now: their pages go back.
-            trim_heap(&*self.clock);
+            trim_heap(&self.clock);
             self.log_health(&stats, first);
         }
         stats
@@ -514,7 +529,11 @@ impl Sweeper {
             }
         }
         if first {
-            let rows = self.state.lock().publish_partial(&self.cache, answered);
+            let now = self.clock.now();
+            let rows = self
+                .state
+                .lock()
+                .publish_partial(&self.cache, answered, now);
             info!(
                 nodes_with_rows = rows,
                 "first sweep: ClassPortInfo read, {rows} of {n} nodes have rows"
@@ -618,7 +637,7 @@ impl Sweeper {
         let total = reqs.count();
         let mut tally = Tally::default();
         let mut done = 0usize;
-        let sent = (self.clock)();
+        let sent = self.clock.now();
         let mut progress = Every::new(FIRST_SWEEP_PROGRESS, sent);
         let cache = &self.cache;
         let on_done = |i, outcome, now| {
@@ -642,13 +661,13 @@ impl Sweeper {
                 // it goes: the memory of two versions stays bounded, and
                 // the pages of the records replaced go back at once
                 // rather than when the sweep ends.
-                if st.publish_if_due(cache, answered).is_some() {
+                if st.publish_if_due(cache, answered, now).is_some() {
                     held.trim.set(true);
                 }
                 if log_progress && progress.due(now) {
                     // Serve from the first second: the nodes read so far
                     // get their rows now, not when the first sweep ends.
-                    let rows = st.publish_partial(cache, answered);
+                    let rows = st.publish_partial(cache, answered, now);
                     info!(
                         nodes_with_rows = rows,
                         "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
@@ -700,10 +719,10 @@ impl Sweeper {
         std::thread::Builder::new()
             .name("sweeper".into())
             .spawn(move || {
-                let clock = Arc::clone(&self.clock);
+                let clock = self.clock.clone();
                 while !shutdown.load(Ordering::Relaxed) {
-                    let next = self.step(clock());
-                    wait_until(next, &shutdown, &*clock);
+                    let next = self.step(clock.now());
+                    wait_until(next, &shutdown, &clock);
                 }
                 self.save_state();
             })
@@ -711,14 +730,14 @@ impl Sweeper {
 }
 
 /// Give the heap's free pages back, with a debug line of what that took.
-fn trim_heap(clock: &dyn Fn() -> Instant) {
-    let trim = clock();
+fn trim_heap(clock: &Clock) {
+    let trim = clock.now();
     crate::heap::trim();
     if tracing::enabled!(tracing::Level::DEBUG) {
         // Read only for the log line: /proc and the allocator's counters.
         let (in_use, held) = crate::heap::usage().unwrap_or_default();
         debug!(
-            us = clock().saturating_duration_since(trim).as_micros() as u64,
+            us = clock.now().saturating_duration_since(trim).as_micros() as u64,
             heap_in_use_kb = in_use / 1024,
             heap_held_kb = held / 1024,
             rss_kb = crate::heap::resident_kb().unwrap_or(0),

@@ -202,11 +202,6 @@ impl LinkSpeed {
             ..SpeedCodes::default()
         })
     }
-
-    /// Bit of the speed in a [`LinkSpeeds`] set.
-    const fn bit(self) -> u16 {
-        1 << (self as u16)
-    }
 }
 
 /// PortInfo LinkSpeed{Active,Supported,Enabled} bits (IBTA 14.2.5.6).
@@ -244,60 +239,110 @@ pub struct SpeedCodes {
     pub mlnx: u8,
 }
 
+/// What a [`LinkSet`] can hold: a link enum with one bit each.
+pub trait Member: Copy + fmt::Display + 'static {
+    /// The bits a set of them takes (as small as the members allow: a
+    /// port holds four sets).
+    type Bits: Copy
+        + Default
+        + Eq
+        + fmt::Debug
+        + std::hash::Hash
+        + std::ops::BitAnd<Output = Self::Bits>
+        + std::ops::BitOr<Output = Self::Bits>;
+    /// Every member, in the set's order (narrowest or slowest first).
+    const ALL: &'static [Self];
+    /// The member's bit.
+    fn bit(self) -> Self::Bits;
+}
+
+impl Member for LinkWidth {
+    type Bits = u8;
+    const ALL: &'static [LinkWidth] = LinkWidth::ALL;
+    /// The PortInfo LinkWidth* bit.
+    fn bit(self) -> u8 {
+        self.code()
+    }
+}
+
+impl Member for LinkSpeed {
+    type Bits = u16;
+    const ALL: &'static [LinkSpeed] = LinkSpeed::ALL;
+    /// Bit n: the speed whose MIB value is n + 1.
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+/// A set of link widths or speeds. Empty: not known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LinkSet<T: Member>(T::Bits);
+
+impl<T: Member> Default for LinkSet<T> {
+    fn default() -> Self {
+        LinkSet(T::Bits::default())
+    }
+}
+
 /// A set of link widths (PortInfo LinkWidthSupported / LinkWidthEnabled
-/// bits, [`LinkWidth::code`]). Empty: not known.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct LinkWidths(pub u8);
+/// bits, [`LinkWidth::code`]).
+pub type LinkWidths = LinkSet<LinkWidth>;
+
+/// A set of link speeds.
+pub type LinkSpeeds = LinkSet<LinkSpeed>;
+
+impl<T: Member> LinkSet<T> {
+    pub fn of(members: &[T]) -> Self {
+        LinkSet(members.iter().fold(T::Bits::default(), |m, x| m | x.bit()))
+    }
+
+    pub fn is_known(self) -> bool {
+        self.0 != T::Bits::default()
+    }
+
+    pub fn contains(self, x: T) -> bool {
+        self.0 & x.bit() != T::Bits::default()
+    }
+
+    /// The members in the set, narrowest or slowest first.
+    pub fn iter(self) -> impl Iterator<Item = T> {
+        T::ALL.iter().copied().filter(move |x| self.contains(*x))
+    }
+
+    /// The widest or fastest.
+    pub fn best(self) -> Option<T> {
+        self.iter().last()
+    }
+
+    pub fn and(self, o: Self) -> Self {
+        LinkSet(self.0 & o.0)
+    }
+
+    /// This (enabled) set within `supported`, where that is known.
+    pub fn within(self, supported: Self) -> Self {
+        if supported.is_known() {
+            self.and(supported)
+        } else {
+            self
+        }
+    }
+
+    /// The best member both sets hold; None where either is not known.
+    pub fn best_in_common(self, o: Self) -> Option<T> {
+        (self.is_known() && o.is_known())
+            .then(|| self.and(o).best())
+            .flatten()
+    }
+}
 
 impl LinkWidths {
     /// From a PortInfo width field (bits IBTA does not define dropped;
     /// 255, "set to LinkWidthSupported", is only written, never read).
     pub fn from_port_info(code: u8) -> LinkWidths {
-        let all = LinkWidth::ALL.iter().fold(0, |m, w| m | w.code());
-        LinkWidths(if code == 255 { 0 } else { code & all })
-    }
-
-    pub fn of(widths: &[LinkWidth]) -> LinkWidths {
-        LinkWidths(widths.iter().fold(0, |m, w| m | w.code()))
-    }
-
-    pub fn is_known(self) -> bool {
-        self.0 != 0
-    }
-
-    pub fn contains(self, w: LinkWidth) -> bool {
-        self.0 & w.code() != 0
-    }
-
-    /// The widths in the set, narrowest first.
-    pub fn iter(self) -> impl Iterator<Item = LinkWidth> {
-        LinkWidth::ALL
-            .iter()
-            .copied()
-            .filter(move |w| self.contains(*w))
-    }
-
-    /// The widest.
-    pub fn best(self) -> Option<LinkWidth> {
-        self.iter().last()
-    }
-
-    pub fn and(self, o: LinkWidths) -> LinkWidths {
-        LinkWidths(self.0 & o.0)
+        let all = LinkWidths::of(LinkWidth::ALL).0;
+        LinkSet(if code == 255 { 0 } else { code & all })
     }
 }
-
-/// `1x,4x` (empty when not known).
-impl fmt::Display for LinkWidths {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        join(f, self.iter().map(LinkWidth::name))
-    }
-}
-
-/// A set of link speeds (bit n: the speed whose MIB value is n + 1).
-/// Empty: not known.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct LinkSpeeds(pub u16);
 
 impl LinkSpeeds {
     /// From PortInfo's Supported or Enabled speed fields. A
@@ -319,11 +364,7 @@ impl LinkSpeeds {
                 }
             }
         }
-        LinkSpeeds(s)
-    }
-
-    pub fn of(speeds: &[LinkSpeed]) -> LinkSpeeds {
-        LinkSpeeds(speeds.iter().fold(0, |m, s| m | s.bit()))
+        LinkSet(s)
     }
 
     /// Every speed from `lo` to `hi`, FDR10 only when `fdr10`.
@@ -336,48 +377,19 @@ impl LinkSpeeds {
                 .collect::<Vec<_>>(),
         )
     }
-
-    pub fn is_known(self) -> bool {
-        self.0 != 0
-    }
-
-    pub fn contains(self, s: LinkSpeed) -> bool {
-        self.0 & s.bit() != 0
-    }
-
-    /// The speeds in the set, slowest first.
-    pub fn iter(self) -> impl Iterator<Item = LinkSpeed> {
-        LinkSpeed::ALL
-            .iter()
-            .copied()
-            .filter(move |s| self.contains(*s))
-    }
-
-    /// The fastest.
-    pub fn best(self) -> Option<LinkSpeed> {
-        self.iter().last()
-    }
-
-    pub fn and(self, o: LinkSpeeds) -> LinkSpeeds {
-        LinkSpeeds(self.0 & o.0)
-    }
 }
 
-/// `SDR,DDR,QDR` (empty when not known).
-impl fmt::Display for LinkSpeeds {
+/// `1x,4x` or `SDR,DDR,QDR` (empty when not known).
+impl<T: Member> fmt::Display for LinkSet<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        join(f, self.iter().map(LinkSpeed::name))
-    }
-}
-
-fn join<'a>(f: &mut fmt::Formatter<'_>, names: impl Iterator<Item = &'a str>) -> fmt::Result {
-    for (i, n) in names.enumerate() {
-        if i > 0 {
-            f.write_str(",")?;
+        for (i, x) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{x}")?;
         }
-        f.write_str(n)?;
+        Ok(())
     }
-    Ok(())
 }
 
 /// What a port's PortInfo says it supports and has enabled. A set that
@@ -395,18 +407,12 @@ impl LinkCaps {
     /// alone where supported is not known: IBTA has enabled within
     /// supported); not known without the enabled set.
     pub fn widths(&self) -> LinkWidths {
-        match (self.width_supported.is_known(), self.width_enabled) {
-            (true, e) => e.and(self.width_supported),
-            (false, e) => e,
-        }
+        self.width_enabled.within(self.width_supported)
     }
 
     /// The speeds the port may train at, as [`LinkCaps::widths`].
     pub fn speeds(&self) -> LinkSpeeds {
-        match (self.speed_supported.is_known(), self.speed_enabled) {
-            (true, e) => e.and(self.speed_supported),
-            (false, e) => e,
-        }
+        self.speed_enabled.within(self.speed_supported)
     }
 }
 
@@ -449,18 +455,8 @@ pub fn assess(port: &super::Port, peer: Option<&super::Port>) -> LinkAssessment 
         return LinkAssessment::default();
     };
     let (a, b) = (port.caps, peer.caps);
-    let expect_w = |x: LinkWidths, y: LinkWidths| {
-        (x.is_known() && y.is_known())
-            .then(|| x.and(y).best())
-            .flatten()
-    };
-    let expect_s = |x: LinkSpeeds, y: LinkSpeeds| {
-        (x.is_known() && y.is_known())
-            .then(|| x.and(y).best())
-            .flatten()
-    };
-    let expected_width = expect_w(a.widths(), b.widths());
-    let expected_speed = expect_s(a.speeds(), b.speeds());
+    let expected_width = a.widths().best_in_common(b.widths());
+    let expected_speed = a.speeds().best_in_common(b.speeds());
     let below_w = match (port.width, expected_width) {
         (Some(w), Some(e)) => Some(w.lanes() < e.lanes()),
         _ => None,

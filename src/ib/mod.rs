@@ -251,6 +251,30 @@ impl Node {
         self.ports.iter().find(|p| p.num == num)
     }
 
+    /// Takes from `old` (the same node as known before) what a discovery
+    /// of it did not read: a port whose PortInfo went unanswered (no
+    /// state) keeps its old facts, a port or the node without a LID its
+    /// old LID, a node whose NodeDescription went unanswered (empty) its
+    /// old description.
+    pub fn keep_unread(&mut self, old: &Node) {
+        if self.id.lid == 0 {
+            self.id.lid = old.id.lid;
+        }
+        if self.id.description.is_empty() {
+            self.id.description = old.id.description.clone();
+        }
+        for p in &mut self.ports {
+            let Some(o) = old.port(p.num) else {
+                continue;
+            };
+            if p.state.is_none() {
+                *p = *o;
+            } else if p.lid == 0 {
+                p.lid = o.lid;
+            }
+        }
+    }
+
     /// The LID of the PMA that answers for port `num`: a switch's single
     /// PMA behind its port-0 LID, a channel adapter port's own LID. 0 when
     /// unassigned or when the node has no such port.

@@ -17,29 +17,32 @@ pub use value::{Value, VarBind};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counters of the built-in SNMP endpoint, kept by the responder and shown
-/// by the pmAgent scalars (after snmpInPkts and its kin of SNMPv2-MIB).
-#[derive(Debug, Default)]
-pub struct EndpointCounters {
-    /// Datagrams received.
-    pub in_packets: AtomicU64,
-    /// Responses and Reports sent.
-    pub out_packets: AtomicU64,
-    /// Dropped unanswered: from a source no access rule lists.
-    pub unlisted: AtomicU64,
-    /// Dropped unanswered: a community, or an authenticated SNMPv3 user, no
-    /// rule gives to the source.
-    pub bad_communities: AtomicU64,
-    /// Dropped: not a decodable SNMP message.
-    pub malformed: AtomicU64,
-    /// Dropped: a well-formed message the endpoint does not answer.
-    pub ignored: AtomicU64,
-    /// Dropped: not even an error response fits the size bound.
-    pub silent_drops: AtomicU64,
-    /// Responses the socket would not send.
-    pub send_errors: AtomicU64,
-    /// Dropped by the rate guard of the access rule that matched.
-    pub rate_limited: AtomicU64,
+atomic_counters! {
+    /// Counters of the built-in SNMP endpoint, kept by the responder and shown
+    /// by the pmAgent scalars (after snmpInPkts and its kin of SNMPv2-MIB).
+    pub struct EndpointCounters: AtomicU64;
+    /// A reading of [`EndpointCounters`].
+    pub struct EndpointFigures: u64 {
+        /// Datagrams received.
+        in_packets,
+        /// Responses and Reports sent.
+        out_packets,
+        /// Dropped unanswered: from a source no access rule lists.
+        unlisted,
+        /// Dropped unanswered: a community, or an authenticated SNMPv3 user, no
+        /// rule gives to the source.
+        bad_communities,
+        /// Dropped: not a decodable SNMP message.
+        malformed,
+        /// Dropped: a well-formed message the endpoint does not answer.
+        ignored,
+        /// Dropped: not even an error response fits the size bound.
+        silent_drops,
+        /// Responses the socket would not send.
+        send_errors,
+        /// Dropped by the rate guard of the access rule that matched.
+        rate_limited,
+    }
 }
 
 impl EndpointCounters {

@@ -326,11 +326,6 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
 fn link_value(c: LinkCol, port: &PortRecord) -> Option<Value> {
     let l = &port.link;
     let text = |s: String| Value::OctetString(s.into_bytes());
-    let of = |per_s: Option<f64>| crate::ib::ber::ber(per_s?, 1.0, l.width, l.speed);
-    let symbol_ber = || of(port.rates.get(hc::slot("SymbolErrors")));
-    let fec = port.fec_rates.as_deref();
-    let raw_ber = || of(fec?.corrected_symbols());
-    let effective_ber = || of(fec?.uncorrectable_blocks());
     Some(match c {
         LinkCol::WidthSupported => text(l.caps.width_supported.to_string()),
         LinkCol::WidthEnabled => text(l.caps.width_enabled.to_string()),
@@ -343,12 +338,12 @@ fn link_value(c: LinkCol, port: &PortRecord) -> Option<Value> {
             Value::Integer(port.assessment.expected_speed.map_or(0, |s| s.mib()) as i32)
         }
         LinkCol::Degraded => Value::Integer(port.assessment.health.map_or(0, |h| h.mib()) as i32),
-        LinkCol::SymbolBer => text(symbol_ber()?.scientific()),
-        LinkCol::SymbolBerPer1e15 => Value::Gauge32(symbol_ber()?.per_1e15()),
-        LinkCol::RawBer => text(raw_ber()?.scientific()),
-        LinkCol::RawBerPer1e15 => Value::Gauge32(raw_ber()?.per_1e15()),
-        LinkCol::EffectiveBer => text(effective_ber()?.scientific()),
-        LinkCol::EffectiveBerPer1e15 => Value::Gauge32(effective_ber()?.per_1e15()),
+        LinkCol::SymbolBer => text(port.symbol_ber()?.scientific()),
+        LinkCol::SymbolBerPer1e15 => Value::Gauge32(port.symbol_ber()?.per_1e15()),
+        LinkCol::RawBer => text(port.raw_ber()?.scientific()),
+        LinkCol::RawBerPer1e15 => Value::Gauge32(port.raw_ber()?.per_1e15()),
+        LinkCol::EffectiveBer => text(port.effective_ber()?.scientific()),
+        LinkCol::EffectiveBerPer1e15 => Value::Gauge32(port.effective_ber()?.per_1e15()),
     })
 }
 

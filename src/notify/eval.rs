@@ -101,22 +101,9 @@ fn window_value(
             u64::from(utilization_hundredths(delta as f64 / secs, rate_mbps(p)))
         }
         Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
-        Measure::SymbolBer => {
-            let l = &p.link;
-            u64::from(crate::ib::ber::ber(delta as f64, secs, l.width, l.speed)?.per_1e15())
-        }
+        Measure::SymbolBer => u64::from(p.ber(delta as f64, secs)?.per_1e15()),
         Measure::EffectiveBer => return None,
     })
-}
-
-/// The effective BER between the port's last two PortExtendedSpeedsCounters
-/// readings, in errors per 10^15 bits.
-fn effective_ber(p: &PortRecord) -> Option<u64> {
-    let per_s = p.fec_rates.as_deref()?.uncorrectable_blocks()?;
-    let l = &p.link;
-    Some(u64::from(
-        crate::ib::ber::ber(per_s, 1.0, l.width, l.speed)?.per_1e15(),
-    ))
 }
 
 /// Samples kept per port at most (one every half window: the newest at
@@ -428,6 +415,11 @@ impl Evaluator {
             return Evaluation::default();
         }
         self.last_sweep = Some(snap.sweep);
+        // Forgotten nodes (`fabric.forget_after`) are let go.
+        if !snap.forgotten.is_empty() {
+            self.nodes
+                .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
+        }
         // Nodes: lost (marked unreachable or gone) and found.
         let mut ports_events = Vec::new();
         let mut fresh = Vec::new();
@@ -729,7 +721,7 @@ impl PortCtx<'_> {
                 continue;
             }
             let value = match d.measure {
-                Measure::EffectiveBer => effective_ber(p),
+                Measure::EffectiveBer => p.effective_ber().map(|b| u64::from(b.per_1e15())),
                 m => base
                     .filter(|b| b.valid & cur.valid & both != 0)
                     .and_then(|b| window_value(m, p, cur.increase(&b, i), window, age(&b))),
@@ -880,6 +872,26 @@ mod tests {
             limit_per_sweep: limit,
             rules: vec![],
         })
+    }
+
+    /// A node the snapshot says is forgotten is let go: no notification,
+    /// no memory of it.
+    #[test]
+    fn a_forgotten_node_is_let_go() {
+        let mut f = Fab::new(3, 4);
+        let mut ev = eval(0);
+        ev.evaluate(&f.snap(0));
+        f.nodes[1].reachable = false;
+        assert_eq!(
+            kinds(&ev.evaluate(&f.snap(1))),
+            vec![(Kind::NodeLost, 0x101, 0)]
+        );
+        let gone = f.nodes.remove(1);
+        let mut snap = f.snap(2);
+        snap.forgotten = vec![gone.id.guid].into();
+        assert!(ev.evaluate(&snap).events.is_empty());
+        assert_eq!(ev.nodes.len(), 2);
+        assert!(ev.nodes.iter().all(|m| m.guid != gone.id.guid));
     }
 
     #[test]

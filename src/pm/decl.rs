@@ -127,8 +127,25 @@ macro_rules! names15 {
 
 pub(crate) use names15;
 
-/// Declares a PM attribute; see the module documentation.
+/// Declares a PM attribute; see the module documentation. `per port` in
+/// place of `in [u8; SIZE]`: a PM attribute of one port, its data area the
+/// MAD's, starting with PortSelect (8:8) and CounterSelect (16:16).
 macro_rules! pm_attr {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident per port, fields $fenum:ident, table $table:ident {
+            $($fields:tt)*
+        }
+    ) => {
+        pm_attr! {
+            $(#[$meta])*
+            pub struct $name in [u8; $crate::pm::mad::DATA_SIZE], fields $fenum, table $table {
+                PortSelect port_select: u8 = "PortSelect" @ 8:8;
+                CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+                $($fields)*
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident in [u8; $size:expr], fields $fenum:ident, table $table:ident {

@@ -11,9 +11,7 @@
 
 pm_attr! {
     /// PortRcvErrorDetails (0x0015).
-    pub struct PortRcvErrorDetails in [u8; super::mad::DATA_SIZE], fields PortRcvErrorDetailsField, table RCV_ERROR_DETAILS_FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortRcvErrorDetails per port, fields PortRcvErrorDetailsField, table RCV_ERROR_DETAILS_FIELDS {
         LocalPhysicalErrors local_physical_errors: u16 = "PortLocalPhysicalErrors" @ 32:16, clear cs 0;
         MalformedPacketErrors malformed_packet_errors: u16 = "PortMalformedPacketErrors" @ 48:16, clear cs 1;
         BufferOverrunErrors buffer_overrun_errors: u16 = "PortBufferOverrunErrors" @ 64:16, clear cs 2;
@@ -25,9 +23,7 @@ pm_attr! {
 
 pm_attr! {
     /// PortXmitDiscardDetails (0x0016).
-    pub struct PortXmitDiscardDetails in [u8; super::mad::DATA_SIZE], fields PortXmitDiscardDetailsField, table XMIT_DISCARD_DETAILS_FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortXmitDiscardDetails per port, fields PortXmitDiscardDetailsField, table XMIT_DISCARD_DETAILS_FIELDS {
         InactiveDiscards inactive_discards: u16 = "PortInactiveDiscards" @ 32:16, clear cs 0;
         NeighborMtuDiscards neighbor_mtu_discards: u16 = "PortNeighborMTUDiscards" @ 48:16, clear cs 1;
         SwLifetimeLimitDiscards sw_lifetime_limit_discards: u16 = "PortSwLifetimeLimitDiscards" @ 64:16, clear cs 2;
@@ -50,9 +46,7 @@ pm_attr! {
 
 pm_attr! {
     /// PortFlowCtlCounters (0x0018).
-    pub struct PortFlowCtlCounters in [u8; super::mad::DATA_SIZE], fields PortFlowCtlCountersField, table FLOW_CTL_COUNTERS_FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortFlowCtlCounters per port, fields PortFlowCtlCountersField, table FLOW_CTL_COUNTERS_FIELDS {
         XmitFlowPkts xmit_flow_pkts: u32 = "PortXmitFlowPkts" @ 32:32, clear cs 0;
         RcvFlowPkts rcv_flow_pkts: u32 = "PortRcvFlowPkts" @ 64:32, clear cs 1;
     }
@@ -61,9 +55,7 @@ pm_attr! {
 pm_attr! {
     /// PortRcvConCtrl (0x0031): packets received with a congestion
     /// notification bit set.
-    pub struct PortRcvConCtrl in [u8; super::mad::DATA_SIZE], fields PortRcvConCtrlField, table RCV_CON_CTRL_FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortRcvConCtrl per port, fields PortRcvConCtrlField, table RCV_CON_CTRL_FIELDS {
         PktRcvFecn pkt_rcv_fecn: u32 = "PortPktRcvFECN" @ 32:32, clear cs 0;
         PktRcvBecn pkt_rcv_becn: u32 = "PortPktRcvBECN" @ 64:32, clear cs 1;
     }
@@ -72,9 +64,7 @@ pm_attr! {
 pm_attr! {
     /// PortXmitConCtrl (0x0034): time the port's transmitter spent in
     /// congestion.
-    pub struct PortXmitConCtrl in [u8; super::mad::DATA_SIZE], fields PortXmitConCtrlField, table XMIT_CON_CTRL_FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortXmitConCtrl per port, fields PortXmitConCtrlField, table XMIT_CON_CTRL_FIELDS {
         XmitTimeCong xmit_time_cong: u32 = "PortXmitTimeCong" @ 32:32, clear cs 0;
     }
 }

@@ -3,9 +3,7 @@
 use super::layout::Field;
 
 pm_attr! {
-    pub struct PortCounters in [u8; super::mad::DATA_SIZE], fields PortCountersField, table FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortCounters per port, fields PortCountersField, table FIELDS {
         SymbolErrors symbol_errors: u16 = "SymbolErrorCounter" @ 32:16, clear cs 0;
         LinkErrorRecovery link_error_recovery: u8 = "LinkErrorRecoveryCounter" @ 48:8, clear cs 1;
         LinkDowned link_downed: u8 = "LinkDownedCounter" @ 56:8, clear cs 2;

@@ -3,9 +3,7 @@
 //! ClassPortInfo CapabilityMask2 bit 1; otherwise those bytes read 0).
 
 pm_attr! {
-    pub struct PortCountersExtended in [u8; super::mad::DATA_SIZE], fields PortCountersExtendedField, table FIELDS {
-        PortSelect port_select: u8 = "PortSelect" @ 8:8;
-        CounterSelect counter_select: u16 = "CounterSelect" @ 16:16;
+    pub struct PortCountersExtended per port, fields PortCountersExtendedField, table FIELDS {
         CounterSelect2 counter_select2: u32 = "CounterSelect2" @ 32:32;
         /// Octets divided by 4.
         XmitData xmit_data: u64 = "PortXmitData" @ 64:64, clear cs 0;

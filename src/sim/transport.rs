@@ -49,10 +49,10 @@ impl VirtualClock {
         self.advance(at.saturating_duration_since(self.now()));
     }
 
-    /// The clock as the fabric's drivers take one.
-    pub fn clock(&self) -> Arc<dyn Fn() -> Instant + Send + Sync> {
+    /// The clock as the drivers take one.
+    pub fn clock(&self) -> crate::time::Clock {
         let c = self.clone();
-        Arc::new(move || c.now())
+        crate::time::Clock::new(move || c.now())
     }
 }
 

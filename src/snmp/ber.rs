@@ -13,6 +13,12 @@
 
 use std::borrow::Cow;
 
+/// The smallest message size every SNMP entity must accept (RFC 3417 §3.2;
+/// the least msgMaxSize RFC 3412 allows). The largest is
+/// [`MAX_UDP_PAYLOAD`](crate::mib::bulk::MAX_UDP_PAYLOAD), which the AgentX
+/// front end shares.
+pub const MIN_MESSAGE_SIZE: usize = 484;
+
 /// Constructed values nested deeper than this are not looked into (an SNMP
 /// message nests 6 deep at most; the decoder bounds the rest).
 const MAX_DEPTH: usize = 16;

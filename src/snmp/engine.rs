@@ -9,6 +9,7 @@
 //! rule's view within a bound on the response PDU's octets, whatever
 //! message carries it.
 
+use std::cell::RefCell;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -24,11 +25,10 @@ use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
 use crate::edge::rate::RateLimiter;
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
+use crate::time::{Due, Throttle};
 
-pub use crate::mib::bulk::MAX_UDP_PAYLOAD;
-
-/// The smallest message size every SNMP entity must accept (RFC 3417).
-pub const MIN_MESSAGE_SIZE: usize = 484;
+use super::ber::MIN_MESSAGE_SIZE;
+use crate::mib::bulk::MAX_UDP_PAYLOAD;
 
 /// The AgentX-style session id the responder uses in every `SetTxn`, so a
 /// handler can tell its SETs apart from those an AgentX master sends.
@@ -129,6 +129,8 @@ pub struct Processor {
     /// The USM and the time its engine booted (snmpEngineTime counts from
     /// it).
     usm: Option<(Usm, Instant)>,
+    /// The line of a MIB varbind BER cannot carry: at most one every 10 s.
+    unencodable_log: Throttle,
 }
 
 impl Processor {
@@ -143,6 +145,7 @@ impl Processor {
             access: config.access,
             guards,
             usm: None,
+            unencodable_log: Throttle::every(super::DROP_LOG_EVERY),
         }
     }
 
@@ -215,7 +218,10 @@ impl Processor {
             inner: handler,
             local: local.as_ref(),
         };
-        match respond(&msg.data, &Grant::new(rule, &mib, version, max_pdu)) {
+        let grant = Grant::new(rule, &mib, version, max_pdu);
+        let answer = respond(&msg.data, &grant);
+        log_unencodable(&mut self.unencodable_log, &grant, now);
+        match answer {
             Ok(pdu) => {
                 let reply = Message {
                     version: version_num.into(),
@@ -243,6 +249,7 @@ impl Processor {
             access,
             guards,
             usm,
+            unencodable_log,
         } = self;
         let Some((usm, booted)) = usm.as_mut() else {
             return Outcome::Ignored("an SNMPv3 message, but no [[snmp.user]] is configured");
@@ -313,7 +320,9 @@ impl Processor {
             local: Some(&local),
         };
         let grant = Grant::new(rule, &mib, Version::V2, max_pdu);
-        match respond(&pdus, &grant) {
+        let answer = respond(&pdus, &grant);
+        log_unencodable(unencodable_log, &grant, now);
+        match answer {
             Ok(pdu) => match usm.response(&ctx, Pdus::Response(v2::Response(pdu)), time) {
                 Some(b) if b.len() <= max_message => Outcome::Reply(b),
                 _ => Outcome::TooBig,
@@ -420,6 +429,8 @@ pub(crate) struct Grant<'a> {
     pub write: bool,
     pub version: Version,
     pub max_pdu: usize,
+    /// The MIB varbind BER could not carry (the answer is genErr at it).
+    unencodable: RefCell<Option<VarBind>>,
 }
 
 impl<'a> Grant<'a> {
@@ -437,6 +448,7 @@ impl<'a> Grant<'a> {
             write: rule.write,
             version,
             max_pdu,
+            unencodable: RefCell::new(None),
         }
     }
 }
@@ -547,19 +559,24 @@ fn v1_status(s: ErrorStatus) -> ErrorStatus {
     }
 }
 
-/// Logs of MIB varbinds BER cannot carry: at most one line every 10 s.
-static UNENCODABLE_LOG: std::sync::Mutex<crate::time::Throttle> =
-    std::sync::Mutex::new(crate::time::Throttle::every(super::DROP_LOG_EVERY));
-
-fn wire_vb(vb: &VarBind) -> Option<v2::VarBind> {
+/// `vb` on the wire; `None` (kept in `g` for its log line) when BER cannot
+/// carry it.
+fn wire_vb(g: &Grant, vb: &VarBind) -> Option<v2::VarBind> {
     let w = codec::to_wire_varbind(vb);
-    if w.is_none()
-        && let Ok(mut log) = UNENCODABLE_LOG.lock()
-        && let Some(crate::time::Due { since: n, .. }) = log.at(Instant::now())
+    if w.is_none() {
+        *g.unencodable.borrow_mut() = Some(vb.clone());
+    }
+    w
+}
+
+/// The line of an answer that met a MIB varbind BER cannot carry, at
+/// `now`, through `log`.
+fn log_unencodable(log: &mut Throttle, g: &Grant, now: Instant) {
+    if let Some(vb) = g.unencodable.borrow().as_ref()
+        && let Some(Due { since: n, .. }) = log.at(now)
     {
         warn!(name = %vb.name, value = ?vb.value, "snmp: the MIB returned {n} varbind(s) BER cannot carry (answered genErr; logged at most every 10 s)");
     }
-    w
 }
 
 fn get(g: &Grant, p: &Pdu) -> Answer {
@@ -576,7 +593,7 @@ fn get(g: &Grant, p: &Pdu) -> Answer {
         {
             return Answer::error(ErrorStatus::NoSuchName, i + 1, &p.variable_bindings);
         }
-        match wire_vb(&VarBind::new(name, value)) {
+        match wire_vb(g, &VarBind::new(name, value)) {
             Some(vb) => out.push(vb),
             None => return Answer::error(ErrorStatus::GenErr, i + 1, &p.variable_bindings),
         }
@@ -603,7 +620,7 @@ fn get_next(g: &Grant, p: &Pdu) -> Answer {
             }
             None => VarBind::new(start.start, Value::EndOfMibView),
         };
-        match wire_vb(&vb) {
+        match wire_vb(g, &vb) {
             Some(w) => out.push(w),
             None => return Answer::error(ErrorStatus::GenErr, i + 1, &p.variable_bindings),
         }
@@ -626,7 +643,7 @@ fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
         octets: codec::varbinds_within(g.max_pdu, b.request_id),
     };
     let encode = |vb: VarBind| {
-        let w = wire_vb(&vb)?;
+        let w = wire_vb(g, &vb)?;
         let n = codec::varbind_size(&w)?;
         Some((w, n))
     };

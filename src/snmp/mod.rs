@@ -69,15 +69,15 @@ pub mod engine_file;
 mod local;
 pub mod usm;
 
+pub use crate::mib::bulk::MAX_UDP_PAYLOAD;
+pub use ber::MIN_MESSAGE_SIZE;
 pub use engine::{
-    MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE, Outcome, Processor, RESPONDER_SESSION_ID, ResponderConfig,
-    handle_packet, process,
+    Outcome, Processor, RESPONDER_SESSION_ID, ResponderConfig, handle_packet, process,
 };
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -339,20 +339,7 @@ impl Serving {
 }
 
 /// Counts since the responder started (after the snmpInPkts etc. of SNMPv2-MIB).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ResponderStats {
-    pub in_packets: u64,
-    pub out_packets: u64,
-    /// From sources no access rule lists.
-    pub unlisted: u64,
-    pub bad_communities: u64,
-    pub malformed: u64,
-    pub ignored: u64,
-    pub silent_drops: u64,
-    pub send_errors: u64,
-    /// Requests dropped by a rate guard.
-    pub rate_limited: u64,
-}
+pub type ResponderStats = crate::mib::EndpointFigures;
 
 /// A running responder; shuts it down when dropped.
 pub struct ResponderHandle {
@@ -372,19 +359,7 @@ impl ResponderHandle {
     }
 
     pub fn stats(&self) -> ResponderStats {
-        let c = &self.stats;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ResponderStats {
-            in_packets: l(&c.in_packets),
-            out_packets: l(&c.out_packets),
-            unlisted: l(&c.unlisted),
-            bad_communities: l(&c.bad_communities),
-            malformed: l(&c.malformed),
-            ignored: l(&c.ignored),
-            silent_drops: l(&c.silent_drops),
-            send_errors: l(&c.send_errors),
-            rate_limited: l(&c.rate_limited),
-        }
+        self.stats.snapshot()
     }
 
     /// Stops serving (after the request in hand, if any) and waits for it.

@@ -758,32 +758,15 @@ fn discovery_reports_go_only_to_sources_a_user_rule_lists() {
 
 /// A noAuthNoPriv SNMPv3 GetRequest of `user` to `engine` (reportable).
 fn v3_plain_get(engine: &[u8], user: &str, varbinds: Vec<v2::VarBind>) -> Vec<u8> {
-    use rasn::types::Integer;
-    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
-    let sec = USMSecurityParameters {
-        authoritative_engine_id: engine.to_vec().into(),
-        authoritative_engine_boots: Integer::from(1),
-        authoritative_engine_time: Integer::from(0),
-        user_name: user.as_bytes().to_vec().into(),
-        authentication_parameters: Vec::new().into(),
-        privacy_parameters: Vec::new().into(),
-    };
-    let msg = rasn_snmp::v3::Message {
-        version: Integer::from(3),
-        global_data: HeaderData {
-            message_id: Integer::from(77),
-            max_size: Integer::from(65507),
-            flags: vec![0x04].into(),
-            security_model: Integer::from(3),
-        },
-        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
-        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
-            engine_id: engine.to_vec().into(),
-            name: Vec::new().into(),
-            data: Pdus::GetRequest(v2::GetRequest(pdu(9, varbinds))),
-        }),
-    };
-    rasn::ber::encode(&msg).unwrap()
+    v3_plain(
+        engine,
+        user,
+        Pdus::GetRequest(v2::GetRequest(pdu(9, varbinds))),
+    )
+}
+
+fn v3_plain(engine: &[u8], user: &str, data: Pdus) -> Vec<u8> {
+    crate::rig::plain_v3_message(engine, user, 77, data)
 }
 
 /// A processor with user `nms` (authPriv keys) whose one rule, from
@@ -976,8 +959,7 @@ fn trailing_octets_and_indefinite_lengths_are_refused() {
 fn negative_get_bulk_fields_count_as_zero_over_v3() {
     use super::access::{AccessTable, Level, Principal, Rule, Subtrees};
     use super::usm::{EngineId, User, Usm};
-    use rasn::types::Integer;
-    use rasn_snmp::v3::{HeaderData, ScopedPdu, ScopedPduData, USMSecurityParameters};
+    use rasn_snmp::v3::ScopedPduData;
     let engine = EngineId::from_hex("8000000005a1a2a3a4").unwrap();
     let anon = User::from_passphrases("anon", None, None, &engine).unwrap();
     let config = ResponderConfig {
@@ -996,36 +978,17 @@ fn negative_get_bulk_fields_count_as_zero_over_v3() {
     let now = std::time::Instant::now();
     let mut p =
         Processor::new(config).with_usm(Usm::new(engine.clone(), 1, vec![anon]).unwrap(), now);
-    let sec = USMSecurityParameters {
-        authoritative_engine_id: engine.as_bytes().to_vec().into(),
-        authoritative_engine_boots: Integer::from(1),
-        authoritative_engine_time: Integer::from(0),
-        user_name: b"anon".to_vec().into(),
-        authentication_parameters: Vec::new().into(),
-        privacy_parameters: Vec::new().into(),
-    };
     let c1 = oid(&[2, 1]);
-    let msg = rasn_snmp::v3::Message {
-        version: Integer::from(3),
-        global_data: HeaderData {
-            message_id: Integer::from(77),
-            max_size: Integer::from(65507),
-            flags: vec![0x04].into(),
-            security_model: Integer::from(3),
-        },
-        security_parameters: rasn::ber::encode(&sec).unwrap().into(),
-        scoped_data: ScopedPduData::CleartextPdu(ScopedPdu {
-            engine_id: engine.as_bytes().to_vec().into(),
-            name: Vec::new().into(),
-            data: Pdus::GetBulkRequest(v2::GetBulkRequest(BulkPdu {
-                request_id: 9,
-                non_repeaters: 0x55,
-                max_repetitions: 2,
-                variable_bindings: null_vbs(std::slice::from_ref(&c1)),
-            })),
-        }),
-    };
-    let mut bytes = rasn::ber::encode(&msg).unwrap();
+    let mut bytes = v3_plain(
+        engine.as_bytes(),
+        "anon",
+        Pdus::GetBulkRequest(v2::GetBulkRequest(BulkPdu {
+            request_id: 9,
+            non_repeaters: 0x55,
+            max_repetitions: 2,
+            variable_bindings: null_vbs(std::slice::from_ref(&c1)),
+        })),
+    );
     let at = bytes
         .windows(3)
         .position(|w| w == [0x02, 0x01, 0x55])

@@ -8,6 +8,7 @@ pub mod health;
 pub mod http;
 pub mod mibpath;
 pub mod pki;
+pub mod snmpv3;
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};

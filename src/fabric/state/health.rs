@@ -4,10 +4,12 @@
 //! them (ClassPortInfo, the sample results, the probes).
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use tracing::{debug, info, warn};
 
 use super::{FabricState, Slot};
+use crate::fabric::record::Stamp;
 use crate::fabric::strikes::{
     AttrMask, KIND_VERDICT, KindKey, KindState, NodeHealth, RETRY_UNANSWERED_SWEEPS, attr_list,
 };
@@ -130,8 +132,9 @@ impl FabricState {
         }
     }
 
-    /// End of a sweep: count failures, mark nodes unreachable or back.
-    pub fn end_sweep(&mut self, answered: &[bool]) {
+    /// End of a sweep at `now`: count failures, mark nodes unreachable or
+    /// back.
+    pub fn end_sweep(&mut self, answered: &[bool], now: Instant) {
         // Nodes that newly left optional attributes unanswered, by the set
         // of attributes: (count, first node's GUID and index). One log line
         // per set, not per node: a fabric of one device type logs once.
@@ -177,6 +180,7 @@ impl FabricState {
                 s.dirty |= s.failed_sweeps != 0 || !s.seen;
                 s.failed_sweeps = 0;
                 s.seen = true;
+                s.answered_at = Stamp::from(now);
             } else {
                 s.dirty = true;
                 s.failed_sweeps = s.failed_sweeps.saturating_add(1);

@@ -1,7 +1,8 @@
 //! The merge of a rediscovered fabric into the state: nodes found again
 //! keep their index and what the agent learned of them and take their new
-//! facts, new nodes are appended, nodes not found again are kept. Pure:
-//! the time of the discovery is passed in.
+//! facts, new nodes are appended, nodes not found again are kept (until
+//! their silence forgets them: forget.rs). Pure: the time of the discovery
+//! is passed in.
 
 use std::time::Instant;
 
@@ -20,7 +21,8 @@ pub struct MergeReport {
 impl FabricState {
     /// Merge a newly discovered fabric: nodes found again keep their
     /// index and everything the agent learned of them (readings, totals,
-    /// strikes) and take the new facts of the node and its ports; new
+    /// strikes) and take the new facts of the node and its ports (those
+    /// the discovery read: [`crate::ib::Node::keep_unread`]); new
     /// nodes are appended, each with the next index; a node not found
     /// again is kept (its sweeps decide whether it is reachable). No index
     /// changes, so a write or a sample poll in flight meanwhile folds its
@@ -28,13 +30,19 @@ impl FabricState {
     /// discovered.
     pub fn merge(&mut self, new: Fabric, now: Instant) -> MergeReport {
         let mut report = MergeReport::default();
-        for n in new.nodes {
+        for mut n in new.nodes {
             let Some(ni) = self.node_index(n.id.guid) else {
                 report.added += 1;
-                self.nodes.push(NodeState::new(&n));
+                self.nodes.push(NodeState::new(&n, now));
                 continue;
             };
             let s = &mut self.nodes[ni];
+            if !s.rec.describes(&n) {
+                // What this discovery could not read of the node (an SMP
+                // lost under load) is what was known, not a blank: a port
+                // without a LID, a node without its description.
+                n.keep_unread(&s.rec.to_node());
+            }
             if s.rec.describes(&n) {
                 // Nothing changed: the record stays as it is.
                 continue;
@@ -85,6 +93,42 @@ mod tests {
 
     fn fabric(text: &str) -> Fabric {
         crate::ib::topology::parse(text).unwrap()
+    }
+
+    /// A rediscovery that could not read a node (its NodeDescription and
+    /// its ports' PortInfo lost under load: an empty description, ports
+    /// with no state and no LID) leaves what was known of it: the sweeps
+    /// go on asking its PMA at its LID (without one it would be asked
+    /// nothing and reported lost), and a notification names it as before.
+    #[test]
+    fn a_merge_keeps_what_a_discovery_did_not_read() {
+        let mut lids = fabric(TWO);
+        for (i, n) in lids.nodes.iter_mut().enumerate() {
+            n.id.lid = 10 + i as u16;
+            n.ports.iter_mut().for_each(|p| p.lid = n.id.lid);
+        }
+        let state = SharedState::new(lids, SweepConfig::default(), Instant::now());
+        let mut st = state.lock();
+        let known = st.fabric();
+        let mut unread = known.clone();
+        let n = &mut unread.nodes[1];
+        (n.id.description, n.id.lid) = ("".into(), 0);
+        for p in &mut n.ports {
+            (p.state, p.phys_state, p.width, p.speed, p.lid) = (None, None, None, None, 0);
+        }
+        let r = st.merge(unread, Instant::now());
+        assert_eq!((r.added, r.ports_changed), (0, 0));
+        assert_eq!(st.fabric(), known);
+        assert!(!known.nodes[1].id.description.is_empty());
+        assert!(
+            st.pma(1, None)
+                .is_some_and(|a| a.lid == known.nodes[1].id.lid)
+        );
+        // What it did read is taken: a port that answered down.
+        let mut down = known.clone();
+        down.nodes[1].ports[0].state = Some(crate::ib::PortState::Down);
+        assert_eq!(st.merge(down.clone(), Instant::now()).ports_changed, 1);
+        assert_eq!(st.fabric(), down);
     }
 
     #[test]
@@ -166,8 +210,8 @@ mod tests {
         let order = [Guid(1), guids[0], guids[1], guids[2]];
         let model: Vec<Guid> = st.fabric().nodes.iter().map(|n| n.id.guid).collect();
         assert_eq!(model, order);
-        st.end_sweep(&[true; 4]);
-        st.publish(&cache);
+        st.end_sweep(&[true; 4], Instant::now());
+        st.publish(&cache, Instant::now());
         let published: Vec<Guid> = cache.load().nodes.iter().map(|n| n.id.guid).collect();
         assert_eq!(published, order);
     }

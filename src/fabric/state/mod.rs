@@ -8,6 +8,7 @@
 //! - readings.rs: replies, DOCA samples and writes folded into the records,
 //!   the totals of the state file;
 //! - merge.rs: a rediscovered fabric merged in, every node keeping its index;
+//! - forget.rs: nodes silent for `forget_after` forgotten;
 //! - publish.rs: the records into the cache;
 //! - slot.rs: which reading a reply is.
 
@@ -22,6 +23,7 @@ use crate::ib::{Fabric, Node};
 use crate::pm::ClassPortInfo;
 use crate::transport::MadAddr;
 
+mod forget;
 mod health;
 mod merge;
 mod publish;
@@ -30,6 +32,7 @@ mod slot;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use forget::Forgotten;
 pub use merge::MergeReport;
 pub use slot::{PackedSlot, Slot};
 
@@ -71,6 +74,10 @@ struct NodeState {
     rec: Arc<NodeRecord>,
     /// A field the record takes from this state changed since.
     dirty: bool,
+    /// When its PMA last answered (or DOCA delivered a sample), or when
+    /// the node was added: what [`FabricState::forget_silent`] counts
+    /// from.
+    answered_at: Stamp,
 }
 
 pub struct FabricState {
@@ -96,10 +103,15 @@ pub struct FabricState {
     readings: Readings,
     /// What each kind of node showed ([`NodeState::kind`] indexes it).
     kinds: Vec<(KindKey, KindState)>,
+    /// Bumped each time nodes are forgotten ([`FabricState::epoch`]).
+    epoch: u64,
+    /// The nodes forgotten since the last publication, which it carries.
+    forgotten: Vec<crate::ib::Guid>,
 }
 
 impl NodeState {
-    fn new(node: &Node) -> NodeState {
+    /// A node added at `now`.
+    fn new(node: &Node, now: Instant) -> NodeState {
         NodeState {
             redirect: None,
             cpi_stale: true,
@@ -113,6 +125,7 @@ impl NodeState {
             doca_fresh: false,
             rec: Arc::new(NodeRecord::new(node)),
             dirty: true,
+            answered_at: Stamp::from(now),
         }
     }
 
@@ -179,7 +192,11 @@ impl SharedState {
     /// The state of `fabric`, discovered at `discovered`.
     pub fn new(mut fabric: Fabric, cfg: SweepConfig, discovered: Instant) -> Self {
         fabric.sort();
-        let nodes: Vec<NodeState> = fabric.nodes.iter().map(NodeState::new).collect();
+        let nodes: Vec<NodeState> = fabric
+            .nodes
+            .iter()
+            .map(|n| NodeState::new(n, discovered))
+            .collect();
         let mut st = FabricState {
             cfg,
             by_guid: (0..nodes.len() as u32).collect(),
@@ -194,6 +211,8 @@ impl SharedState {
             copy_budget: PUBLISH_AFTER_PORTS,
             readings: Readings::default(),
             kinds: Vec::new(),
+            epoch: 0,
+            forgotten: Vec::new(),
         };
         st.assign_kinds();
         st.assess_links();

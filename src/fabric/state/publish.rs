@@ -44,14 +44,14 @@ impl FabricState {
         rows.then(|| Arc::clone(&s.rec))
     }
 
-    /// Publish a whole new snapshot.
-    pub fn publish(&mut self, cache: &Cache) {
-        self.publish_as(cache, self.sweep_no);
+    /// Publish a whole new snapshot, taken at `now`.
+    pub fn publish(&mut self, cache: &Cache, now: Instant) {
+        self.publish_as(cache, self.sweep_no, now);
     }
 
-    /// Publish a snapshot of every node with rows, numbered `sweep`;
-    /// returns the number of nodes in it.
-    fn publish_as(&mut self, cache: &Cache, sweep: u64) -> usize {
+    /// Publish a snapshot of every node with rows, numbered `sweep` and
+    /// taken at `now`; returns the number of nodes in it.
+    fn publish_as(&mut self, cache: &Cache, sweep: u64, now: Instant) -> usize {
         let prev = cache.load();
         // In GUID order, as a snapshot's records are.
         let nodes: Vec<Arc<NodeRecord>> = (0..self.by_guid.len())
@@ -63,7 +63,7 @@ impl FabricState {
         self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
         cache.publish(Snapshot {
             sweep,
-            taken: Some(Instant::now()),
+            taken: Some(now),
             interval: self.cfg.interval,
             nodes,
             stats: self.figures,
@@ -71,6 +71,7 @@ impl FabricState {
             notify: prev.notify,
             shared_descriptions: Default::default(),
             health: Arc::clone(&prev.health),
+            forgotten: std::mem::take(&mut self.forgotten).into(),
         });
         // The replaced snapshot's records are gone (unless a reader still
         // holds them): readings no node holds any more are forgotten.
@@ -82,11 +83,11 @@ impl FabricState {
     /// During the first sweep: mark the nodes that answered so far as seen
     /// and publish them (the sweep count stays at the sweeps completed).
     /// Returns the number of nodes with rows.
-    pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool]) -> usize {
+    pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool], now: Instant) -> usize {
         for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
             s.seen = true;
         }
-        self.publish_as(cache, self.sweep_no.saturating_sub(1))
+        self.publish_as(cache, self.sweep_no.saturating_sub(1), now)
     }
 
     /// Publish node `ni`'s record alone into the current snapshot.
@@ -105,8 +106,13 @@ impl FabricState {
     /// Publish what the sweep has so far when it has copied enough
     /// records ([`PUBLISH_AFTER_PORTS`]); returns the number of nodes with
     /// rows when it did.
-    pub fn publish_if_due(&mut self, cache: &Cache, answered: &[bool]) -> Option<usize> {
-        (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered))
+    pub fn publish_if_due(
+        &mut self,
+        cache: &Cache,
+        answered: &[bool],
+        now: Instant,
+    ) -> Option<usize> {
+        (self.copies >= self.copy_budget).then(|| self.publish_partial(cache, answered, now))
     }
 }
 
@@ -131,17 +137,20 @@ mod tests {
             let state = SharedState::new(two_switches(), cfg, std::time::Instant::now());
             let cache = Cache::new();
             let mut st = state.lock();
-            st.publish(&cache);
+            st.publish(&cache, std::time::Instant::now());
             assert!(cache.load().nodes.is_empty(), "nothing answered yet");
             st.sweep_no = 1;
-            assert_eq!(st.publish_partial(&cache, &[true, false]), 1);
+            assert_eq!(
+                st.publish_partial(&cache, &[true, false], std::time::Instant::now()),
+                1
+            );
             assert_eq!(cache.load().sweep, 0, "the first sweep is not done");
-            st.end_sweep(&[true, true]);
-            st.publish(&cache);
+            st.end_sweep(&[true, true], std::time::Instant::now());
+            st.publish(&cache, std::time::Instant::now());
             assert_eq!((cache.load().sweep, cache.load().nodes.len()), (1, 2));
             st.sweep_no = 2;
-            st.end_sweep(&[true, false]);
-            st.publish(&cache);
+            st.end_sweep(&[true, false], std::time::Instant::now());
+            st.publish(&cache, std::time::Instant::now());
             let snap = cache.load();
             assert_eq!(snap.nodes.len(), if keep { 2 } else { 1 }, "keep {keep}");
             assert_eq!(snap.reachable, 1);

@@ -114,8 +114,8 @@ fn readings_fold_into_the_totals_and_the_published_record() {
     assert_eq!(port(&st, 0, 0).hc.shown(OUT_OCTETS), Some(4400));
 
     st.sweep_no = 1;
-    st.end_sweep(&[true, false]);
-    st.publish(&cache);
+    st.end_sweep(&[true, false], Instant::now());
+    st.publish(&cache, Instant::now());
     let snap = cache.load();
     assert_eq!(snap.nodes.len(), 1, "node 1 never answered");
     assert_eq!(snap.stats.discovered, Some(discovered));
@@ -142,7 +142,7 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
     let mut answered = [false; 2];
     st.apply(Slot::Cpi(1), cpi(0), (t0, t0 + MS), &mut answered);
     assert!(st.nodes[1].cpi().is_some());
-    st.end_sweep(&answered);
+    st.end_sweep(&answered, Instant::now());
     for sweep in 1..=3u32 {
         let mut answered = [false; 2];
         let at = t0 + 10 * S * sweep;
@@ -154,9 +154,9 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
         );
         st.apply(Slot::Cpi(0), cpi(0), (at, at + MS), &mut answered);
         assert_eq!(answered, [true, false]);
-        st.end_sweep(&answered);
+        st.end_sweep(&answered, Instant::now());
         assert_eq!(st.nodes[1].failed_sweeps, sweep);
-        st.publish(&cache);
+        st.publish(&cache, Instant::now());
         let snap = cache.load();
         let rec = snap
             .nodes
@@ -167,9 +167,9 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
     }
     assert_eq!(cache.load().reachable, 1);
     // It answers again.
-    st.end_sweep(&[true, true]);
+    st.end_sweep(&[true, true], Instant::now());
     assert_eq!(st.nodes[1].failed_sweeps, 0);
-    st.publish(&cache);
+    st.publish(&cache, Instant::now());
     assert_eq!(cache.load().reachable, 2);
 
     // A DOCA sample since the last sweep ended is an answer.
@@ -177,13 +177,13 @@ fn a_silent_node_is_unreachable_after_the_configured_sweeps_until_it_answers() {
     st.set_doca_ports(&[(guid, 1)]);
     let now = t0 + 60 * S;
     assert_eq!(st.apply_doca(guid, 1, &[(0, 5)], 64, false, now), Some(1));
-    st.end_sweep(&[true, false]);
+    st.end_sweep(&[true, false], Instant::now());
     assert_eq!(st.nodes[1].failed_sweeps, 0, "DOCA answered");
-    st.end_sweep(&[true, false]);
+    st.end_sweep(&[true, false], Instant::now());
     assert_eq!(st.nodes[1].failed_sweeps, 1, "once per sample");
 
     st.mark_all_unreachable();
-    st.publish(&cache);
+    st.publish(&cache, Instant::now());
     assert_eq!(cache.load().reachable, 0);
     assert!(
         st.nodes
@@ -307,7 +307,7 @@ fn silence_of_an_answering_node_strikes_an_attribute_out() {
         silent(&mut st, 1, k, at, &mut answered);
         // Node 0 answers something, node 1 nothing.
         st.apply(Slot::Cpi(0), cpi(0), (at, at + MS), &mut answered);
-        st.end_sweep(&answered);
+        st.end_sweep(&answered, Instant::now());
         let out = sweep == u32::from(STRIKES);
         assert_eq!(st.nodes[0].health.no_samples, out, "sweep {sweep}");
         assert!(st.nodes[0].health.samples_silent());
@@ -322,7 +322,7 @@ fn silence_of_an_answering_node_strikes_an_attribute_out() {
     let mut answered = [false; 2];
     silent(&mut st, 0, k, at, &mut answered);
     st.apply(Slot::Cpi(0), cpi(0), (at, at + MS), &mut answered);
-    st.end_sweep(&answered);
+    st.end_sweep(&answered, Instant::now());
     let control = reply(|d| PortSamplesControl::default().encode(d));
     st.apply(
         Slot::SamplesControl(0),
@@ -342,7 +342,7 @@ fn silence_of_an_answering_node_strikes_an_attribute_out() {
     assert!(!st.is_probe(Slot::Counters(0, 0)));
     for _ in 0..STRIKES - 1 {
         silent(&mut st, 0, k, at, &mut answered);
-        st.end_sweep(&answered);
+        st.end_sweep(&answered, Instant::now());
     }
     assert!(!st.nodes[0].health.no_samples);
     assert_eq!(st.nodes[0].health.optional_unsupported, 0);
@@ -479,7 +479,7 @@ fn doca_ports_take_their_data_counters_from_doca() {
         "from PortCounters"
     );
     assert!(st.export_totals().is_empty());
-    st.end_sweep(&[false, false]);
-    st.publish(&cache);
+    st.end_sweep(&[false, false], Instant::now());
+    st.publish(&cache, Instant::now());
     assert_eq!(cache.load().nodes[0].source, DataSource::PmaAndDoca);
 }

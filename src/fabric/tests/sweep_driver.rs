@@ -445,3 +445,155 @@ fn a_write_and_a_sample_poll_across_a_merge_land_on_their_node() {
         .map(|c| c.tag);
     assert_eq!(tag, Some(0x77));
 }
+
+/// A rig sweeping every 600 s that forgets nodes silent for an hour,
+/// after its first step; with the time of that step and the fabric.
+fn forgetting_rig() -> (AgentRig, Instant, crate::ib::Fabric) {
+    let mut rig = AgentRig::new(RigOptions {
+        sweep: SweepConfig {
+            interval: Duration::from_secs(600),
+            forget_after: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let t0 = rig.time.now();
+    rig.step_and_wait();
+    let fabric = rig.fabric();
+    (rig, t0, fabric)
+}
+
+/// A node whose PMA stays silent for `forget_after` leaves the state, the
+/// snapshot and the state file's totals at the end of the sweep that finds
+/// it so, which names it for the notification evaluator; the other nodes
+/// keep their rows. Before that it stays, unreachable.
+#[test]
+fn a_node_silent_for_forget_after_is_forgotten_the_others_stay() {
+    let (mut rig, t0, fabric) = forgetting_rig();
+    let n = fabric.nodes.len();
+    let (cas, switches): (Vec<_>, Vec<_>) = fabric
+        .nodes
+        .iter()
+        .partition(|x| x.id.node_type == NodeType::Ca);
+    let (gone, stays) = (cas[0].id.guid, switches[0].id.guid);
+    assert!(rig.cache.load().node(gone).is_some());
+    rig.sim.set_reachable(gone, false);
+    let mut forgotten_at = None;
+    while rig.time.now() - t0 <= Duration::from_secs(6000) {
+        rig.step_and_wait();
+        let snap = rig.cache.load();
+        let st = rig.state.lock();
+        match st.node_index(gone) {
+            Some(_) => {
+                assert_eq!(st.node_count(), n);
+                assert!(snap.forgotten.is_empty());
+                // Its rows kept (unreachable after three sweeps).
+                assert!(snap.node(gone).is_some());
+            }
+            None if forgotten_at.is_none() => {
+                forgotten_at = Some(snap.stats.ended.unwrap() - t0);
+                assert_eq!(st.node_count(), n - 1);
+                assert_eq!(&snap.forgotten[..], &[gone]);
+                assert!(snap.node(gone).is_none());
+                assert_eq!(snap.nodes.len(), n - 1);
+                assert!(snap.node(stays).unwrap().reachable);
+                assert!(st.export_totals().iter().all(|p| p.guid != gone));
+                assert!(st.export_totals().iter().any(|p| p.guid == stays));
+            }
+            None => {
+                // Said once: the next publication names nobody.
+                assert!(snap.forgotten.is_empty());
+                assert!(snap.node(gone).is_none());
+            }
+        }
+    }
+    // Its last answer ended the first sweep; the first sweep that ends an
+    // hour after that forgets it: the one at 3600 s or the next.
+    let at = forgotten_at.expect("forgotten");
+    assert!(
+        at >= Duration::from_secs(3600) && at < Duration::from_secs(4800),
+        "{at:?}"
+    );
+}
+
+/// After a sweep in which no node answered (the local port down, not the
+/// nodes) nothing is forgotten, however long the silence.
+#[test]
+fn nothing_is_forgotten_while_no_node_answers() {
+    let (mut rig, t0, fabric) = forgetting_rig();
+    for node in &fabric.nodes {
+        rig.sim.set_reachable(node.id.guid, false);
+    }
+    while rig.time.now() - t0 <= Duration::from_secs(6000) {
+        rig.step_and_wait();
+    }
+    assert_eq!(rig.state.lock().node_count(), fabric.nodes.len());
+    assert_eq!(rig.cache.load().nodes.len(), fabric.nodes.len());
+}
+
+/// Forgets the nodes silent for `forget_after` at `at` when the first MAD
+/// is sent through it (forgetting while a write is in flight).
+struct ForgetOnSend {
+    inner: SimTransport,
+    state: crate::fabric::state::SharedState,
+    at: Option<Instant>,
+}
+
+impl MadTransport for ForgetOnSend {
+    fn send(&mut self, to: &MadAddr, m: &[u8; MAD_SIZE]) -> Result<(), Fault> {
+        if let Some(at) = self.at.take() {
+            assert_eq!(self.state.lock().forget_silent(true, at).len(), 1);
+        }
+        self.inner.send(to, m)
+    }
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
+        self.inner.recv(timeout)
+    }
+}
+
+/// A write in flight while a node ahead of its own is forgotten (every
+/// index after it moves down) answers, and its outcome goes into no other
+/// node: the node now at the written node's old index keeps its counters.
+#[test]
+fn a_write_across_a_forgetting_lands_on_no_other_node() {
+    let (mut rig, t0, _) = forgetting_rig();
+    // The nodes by their indexes in the state.
+    let nodes: Vec<crate::ib::Node> = {
+        let st = rig.state.lock();
+        (0..st.node_count()).map(|i| st.node(i).to_node()).collect()
+    };
+    let ni = (2..nodes.len() - 1)
+        .find(|&i| nodes[i].id.node_type == NodeType::Ca)
+        .unwrap();
+    let (silent, written, next) = (&nodes[0], &nodes[ni], &nodes[ni + 1]);
+    rig.sim.set_reachable(silent.id.guid, false);
+    // Silent for 50 minutes at the next sweep (the rig's first step
+    // waited 10 of them): kept.
+    rig.time.advance(Duration::from_secs(2400));
+    rig.sweep();
+    assert_eq!(rig.state.lock().node_index(written.id.guid), Some(ni));
+    let before = rig.cache.load().node(next.id.guid).unwrap().clone();
+    let c = Controller::new(
+        rig.state.clone(),
+        Arc::clone(&rig.cache),
+        Box::new(ForgetOnSend {
+            inner: rig.sim.transport().on_virtual_time(rig.time.clone()),
+            state: rig.state.clone(),
+            at: Some(t0 + Duration::from_secs(4200)),
+        }),
+        Box::new(rig.sim.transport().on_virtual_time(rig.time.clone())),
+        ControlConfig::default(),
+    )
+    .with_clock(rig.time.clock());
+    let clear = WriteOp::ClearCounters {
+        guid: written.id.guid,
+        port: written.ports[0].num,
+        select: 0xFFFF,
+        select2: 0,
+    };
+    assert_eq!(c.write(&[clear]), [Ok(())]);
+    let st = rig.state.lock();
+    assert_eq!(st.node_index(silent.id.guid), None, "forgotten");
+    assert_eq!(st.node_index(next.id.guid), Some(ni), "moved down");
+    assert_eq!(st.node(ni), &before, "untouched by the write");
+}

@@ -98,8 +98,9 @@ pub use crypto::{
     password_to_key,
 };
 
+use super::ber::MIN_MESSAGE_SIZE;
 use super::codec::{int_size, tlv};
-use super::engine::{MAX_UDP_PAYLOAD, MIN_MESSAGE_SIZE};
+use crate::mib::bulk::MAX_UDP_PAYLOAD;
 
 /// The USM's securityModel number (RFC 3411).
 const USM_MODEL: i64 = 3;
@@ -180,21 +181,24 @@ impl fmt::Display for SecurityLevel {
     }
 }
 
-/// The counters of SNMP-USER-BASED-SM-MIB's usmStats and SNMP-MPD-MIB, and
-/// snmpInASNParseErrs for the v3 messages that did not decode. Counter32:
-/// they wrap.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    pub unsupported_sec_levels: u32,
-    pub not_in_time_windows: u32,
-    pub unknown_user_names: u32,
-    pub unknown_engine_ids: u32,
-    pub wrong_digests: u32,
-    pub decryption_errors: u32,
-    pub unknown_security_models: u32,
-    pub invalid_msgs: u32,
-    pub unknown_pdu_handlers: u32,
-    pub asn_parse_errs: u32,
+atomic_counters! {
+    /// [`Stats`] as the engine counts them, shared by everyone who holds it.
+    struct Counters: AtomicU32;
+    /// The counters of SNMP-USER-BASED-SM-MIB's usmStats and SNMP-MPD-MIB, and
+    /// snmpInASNParseErrs for the v3 messages that did not decode. Counter32:
+    /// they wrap.
+    pub struct Stats: u32 {
+        unsupported_sec_levels,
+        not_in_time_windows,
+        unknown_user_names,
+        unknown_engine_ids,
+        wrong_digests,
+        decryption_errors,
+        unknown_security_models,
+        invalid_msgs,
+        unknown_pdu_handlers,
+        asn_parse_errs,
+    }
 }
 
 impl Stats {
@@ -230,41 +234,10 @@ pub enum ReportKind {
     UnknownPduHandler,
 }
 
-/// [`Stats`] as the engine counts them, shared by everyone who holds it.
-#[derive(Debug, Default)]
-struct Counters {
-    unsupported_sec_levels: AtomicU32,
-    not_in_time_windows: AtomicU32,
-    unknown_user_names: AtomicU32,
-    unknown_engine_ids: AtomicU32,
-    wrong_digests: AtomicU32,
-    decryption_errors: AtomicU32,
-    unknown_security_models: AtomicU32,
-    invalid_msgs: AtomicU32,
-    unknown_pdu_handlers: AtomicU32,
-    asn_parse_errs: AtomicU32,
-}
-
 impl Counters {
     /// Counts one (Counter32: wraps); the new value.
     fn bump(c: &AtomicU32) -> u32 {
         c.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
-    }
-
-    fn snapshot(&self) -> Stats {
-        let l = |c: &AtomicU32| c.load(Ordering::Relaxed);
-        Stats {
-            unsupported_sec_levels: l(&self.unsupported_sec_levels),
-            not_in_time_windows: l(&self.not_in_time_windows),
-            unknown_user_names: l(&self.unknown_user_names),
-            unknown_engine_ids: l(&self.unknown_engine_ids),
-            wrong_digests: l(&self.wrong_digests),
-            decryption_errors: l(&self.decryption_errors),
-            unknown_security_models: l(&self.unknown_security_models),
-            invalid_msgs: l(&self.invalid_msgs),
-            unknown_pdu_handlers: l(&self.unknown_pdu_handlers),
-            asn_parse_errs: l(&self.asn_parse_errs),
-        }
     }
 }
 

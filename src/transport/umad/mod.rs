@@ -165,13 +165,26 @@ pub struct UmadTransport {
     owns_route: bool,
 }
 
-/// Where the reader sends completions.
-#[derive(Default)]
+/// Where the reader sends completions; with the line of a stalled device,
+/// which outlives each device a reopen replaces.
 struct Routes {
     /// PerfMgt (and other non-SMP) completions by route byte.
     pm: Vec<Option<Sender<Message>>>,
     /// Directed-route SMP completions once split off; else route 0.
     smp: Option<Sender<Message>>,
+    /// Each reopen of a device whose writes still block would say it
+    /// again: once a minute, with a count.
+    stalls: Throttle,
+}
+
+impl Default for Routes {
+    fn default() -> Routes {
+        Routes {
+            pm: Vec::new(),
+            smp: None,
+            stalls: Throttle::every(STALL_LOG_EVERY),
+        }
+    }
 }
 
 impl Routes {
@@ -269,7 +282,7 @@ impl UmadTransport {
         let (tx, rx) = mpsc::channel();
         let routes = Arc::new(Mutex::new(Routes {
             pm: vec![Some(tx)],
-            smp: None,
+            ..Routes::default()
         }));
         let reader = spawn_reader(&device, &routes, &local)?;
         tracing::info!(
@@ -751,11 +764,9 @@ fn fatal(dev: &Device, routes: &Mutex<Routes>, down: Down) {
     if dev.failed.swap(true, Ordering::Relaxed) {
         return;
     }
+    let mut routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     if dev.stalled() {
-        // Each reopen of a device whose writes still block would say it
-        // again: once a minute, with a count.
-        static STALLS: Mutex<Throttle> = Mutex::new(Throttle::every(STALL_LOG_EVERY));
-        let mut log = STALLS.lock().unwrap_or_else(|e| e.into_inner());
+        let log = &mut routes.stalls;
         match log.at(Instant::now()) {
             Some(Due { total: n, .. }) => tracing::warn!(stalls = n, "{down}"),
             None => tracing::debug!(stalls = log.total(), "{down}"),
@@ -763,7 +774,6 @@ fn fatal(dev: &Device, routes: &Mutex<Routes>, down: Down) {
     } else {
         tracing::warn!("{down}");
     }
-    let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
     for tx in routes.pm.iter().flatten().chain(routes.smp.iter()) {
         let _ = tx.send(Message::Fatal(down));
     }
