@@ -145,18 +145,7 @@ fn gauge(target: &str, oid: &str) -> u64 {
     l.value.parse().unwrap()
 }
 
-/// snmpset with the write community; Ok(stdout) or Err(stderr).
-fn set(target: &str, community: &str, args: &[&str]) -> Result<String, String> {
-    let out = SnmpTool::new("snmpset")
-        .args(["-v2c", "-c", community, "-On", "-t", "3", "-r", "0", target])
-        .args(args)
-        .run();
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
+use common::snmpset as set;
 
 fn expect_error(r: Result<String, String>, reason: &str, failed_oid: &str) {
     let err = r.expect_err("the SET must fail");

@@ -14,7 +14,9 @@ mod ibsim;
 use std::fs;
 use std::time::Duration;
 
-use common::{ChildGuard, PrivateSnmpd, PrivateSnmptrapd, traps_about, v2_traps, walk_ports};
+use common::{
+    ChildGuard, PrivateSnmpd, PrivateSnmptrapd, snmpset, traps_about, v2_traps, walk_ports,
+};
 use ibsim::{IbSim, gen_fat_tree, parse_ibnetdiscover};
 
 /// 2 leaves x 2 hosts + 2 spines.
@@ -35,19 +37,6 @@ const FLAPS: u32 = 7;
 const PEER_GUID: u32 = 12;
 const RAISED: u32 = 11;
 const ACKNOWLEDGE: u32 = 14;
-
-/// snmpset with the write community; Ok(stdout) or Err(stderr).
-fn snmpset(target: &str, args: &[&str]) -> Result<String, String> {
-    let out = common::SnmpTool::new("snmpset")
-        .args(["-v2c", "-c", "private", "-On", "-t", "3", "-r", "0", target])
-        .args(args)
-        .run();
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
 
 #[test]
 fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
@@ -151,7 +140,7 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
         "{HEALTH}.{ACKNOWLEDGE}.{}.{host_port}",
         common::guid_index(l0.guid)
     );
-    let err = snmpset(&target, &[&ack, "i", "4"]).expect_err("no erroring verdict");
+    let err = snmpset(&target, "private", &[&ack, "i", "4"]).expect_err("no erroring verdict");
     assert!(err.contains("inconsistentValue"), "{err}");
     // The flap leaves the 8 s window, then 4 s of recovery: cleared.
     wait_for(Duration::from_secs(30), "flapping cleared", || {
@@ -196,7 +185,7 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
         "{HEALTH}.{ACKNOWLEDGE}.{}.{s0_port}",
         common::guid_index(s0.guid)
     );
-    snmpset(&target, &[&ack, "i", "1"]).expect("acknowledged");
+    snmpset(&target, "private", &[&ack, "i", "1"]).expect("acknowledged");
     wait_for(Duration::from_secs(10), "linkLost raised again", || {
         let lost = |name: &str| {
             v2_traps(&trapd.log(), name)

@@ -477,6 +477,48 @@ impl NodeRecord {
     }
 }
 
+#[cfg(test)]
+impl NodeRecord {
+    /// A reachable switch `sw{i}` of GUID 0x100 + i with `ports` ports,
+    /// each Active with every 64-bit total at zero, its link to what
+    /// `peer` says (tests build fabrics of them).
+    pub(crate) fn test_switch(
+        i: u64,
+        ports: u8,
+        peer: impl Fn(u8) -> (crate::ib::Guid, u8),
+    ) -> NodeRecord {
+        use crate::ib::{Guid, NodeType, PortState};
+        let node = Node {
+            id: NodeIdentity {
+                guid: Guid(0x100 + i),
+                sys_guid: Guid(0),
+                node_type: NodeType::Switch,
+                vendor_id: 0,
+                device_id: 0,
+                description: format!("sw{i}").into(),
+                num_ports: ports,
+                lid: 1,
+            },
+            ports: (1..=ports)
+                .map(|q| {
+                    let mut p = Port {
+                        num: q,
+                        state: Some(PortState::Active),
+                        ..Default::default()
+                    };
+                    p.set_remote(Some(peer(q)));
+                    p
+                })
+                .collect(),
+        };
+        let mut rec = NodeRecord::new(&node);
+        for p in &mut rec.ports {
+            p.hc = HcTotals::zeros(u32::MAX >> (32 - super::hc::HC_SLOTS));
+        }
+        rec
+    }
+}
+
 /// What the sweeper keeps of a port to fold its next readings in: part of
 /// its record ([`PortRecord::sweep`]), where no table looks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

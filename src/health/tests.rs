@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use super::state::{self, StateError};
 use super::*;
-use crate::fabric::hc::HcTotals;
 use crate::fabric::record::NodeRecord;
+use crate::ib::LinkHealth;
 use crate::ib::health::Ack;
-use crate::ib::{LinkHealth, NodeIdentity, NodeType, Port};
 
 const SEC: u64 = 1000;
 const MIN: u64 = 60 * SEC;
@@ -28,40 +27,12 @@ struct Fab {
 impl Fab {
     fn new(n: u64, ports: u8) -> Fab {
         let nodes = (0..n)
-            .map(|i| NodeRecord {
-                id: NodeIdentity {
-                    guid: Guid(0x100 + i),
-                    sys_guid: Guid(0),
-                    node_type: NodeType::Switch,
-                    vendor_id: 0,
-                    device_id: 0,
-                    description: format!("sw{i}").into(),
-                    num_ports: ports,
-                    lid: 1,
-                },
-                reachable: true,
-                failed_sweeps: 0,
-                class_port_info: None,
-                ports: (1..=ports)
-                    .map(|q| {
-                        PortRecord::new(Port {
-                            num: q,
-                            state: Some(PortState::Active),
-                            phys_state: Some(PhysState::LinkUp),
-                            remote_guid: Guid(0x100 + (i ^ 1)),
-                            remote_port: q,
-                            ..Default::default()
-                        })
-                    })
-                    .map(|mut p| {
-                        p.hc = HcTotals::zeros(u32::MAX >> (32 - hc::HC_SLOTS));
-                        p
-                    })
-                    .collect(),
-                samples_control: None,
-                samples_result: None,
-                samples_result_ext: None,
-                source: Default::default(),
+            .map(|i| {
+                let mut rec = NodeRecord::test_switch(i, ports, |q| (Guid(0x100 + (i ^ 1)), q));
+                for p in &mut rec.ports {
+                    p.link.phys_state = Some(PhysState::LinkUp);
+                }
+                rec
             })
             .collect();
         Fab { nodes, sweep: 0 }

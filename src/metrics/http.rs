@@ -582,6 +582,28 @@ fn head_of(req: &Request<Incoming>) -> Head<'_> {
     }
 }
 
+/// A render place (scrapes, the status page and `/api/health` share the
+/// cores), waited for in order until `deadline`; past it a 503.
+async fn render_place(
+    sh: &Arc<Shared>,
+    peer: SocketAddr,
+    deadline: Instant,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Response<Body>> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
+    match place.await {
+        Ok(Ok(place)) => Ok(place),
+        _ => {
+            sh.refuse(
+                Refusal::Busy,
+                peer,
+                "no render place free within its deadline",
+            );
+            Err(refusal(Refusal::Busy, "Too many renders at once"))
+        }
+    }
+}
+
 /// The status page or `/api/health`: the report of the latest snapshot,
 /// made on a blocking thread in a render place of its own, within the
 /// response deadline.
@@ -592,15 +614,9 @@ async fn answer_view(
     sh: &Arc<Shared>,
     now: Instant,
 ) -> Response<Body> {
-    let deadline = tokio::time::Instant::from_std(now + sh.settings.limits.response_timeout);
-    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
-    let Ok(Ok(place)) = place.await else {
-        sh.refuse(
-            Refusal::Busy,
-            peer,
-            "no render place free within its deadline",
-        );
-        return refusal(Refusal::Busy, "Too many renders at once");
+    let place = match render_place(sh, peer, now + sh.settings.limits.response_timeout).await {
+        Ok(p) => p,
+        Err(r) => return r,
     };
     let (snap, query, metrics) = (
         sh.cache.load(),
@@ -708,15 +724,9 @@ async fn route(
     }
     let source = RenderPermit(Arc::clone(sh), peer.ip());
     // Its turn among the sources waiting, within its budget.
-    let deadline = tokio::time::Instant::from_std(plan.budget.deadline());
-    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
-    let Ok(Ok(place)) = place.await else {
-        sh.refuse(
-            Refusal::Busy,
-            peer,
-            "no render place free within its deadline",
-        );
-        return refusal(Refusal::Busy, "Too many scrapes at once");
+    let place = match render_place(sh, peer, plan.budget.deadline()).await {
+        Ok(p) => p,
+        Err(r) => return r,
     };
     let permit = (source, place);
     HttpCounters::bump(&sh.counters.scrapes);

@@ -764,10 +764,7 @@ mod tests {
     use super::super::rules::{CounterName, ThresholdRule};
     use super::*;
     use crate::fabric::cache::SweepFigures;
-    use crate::fabric::hc::HcTotals;
-    use crate::ib::{
-        LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, NodeIdentity, NodeType, Port, PortState,
-    };
+    use crate::ib::{LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, NodeType, Port, PortState};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -786,38 +783,7 @@ mod tests {
         fn new(n: u64, ports: u8) -> Fab {
             assert_eq!(hc::HC[SYM].name, "SymbolErrors");
             let nodes = (0..n)
-                .map(|i| NodeRecord {
-                    id: NodeIdentity {
-                        guid: Guid(0x100 + i),
-                        sys_guid: Guid(0),
-                        node_type: NodeType::Switch,
-                        vendor_id: 0,
-                        device_id: 0,
-                        description: format!("sw{i}").into(),
-                        num_ports: ports,
-                        lid: 1,
-                    },
-                    reachable: true,
-                    failed_sweeps: 0,
-                    class_port_info: None,
-                    ports: (1..=ports)
-                        .map(|q| PortRecord {
-                            link: Port {
-                                num: q,
-                                state: Some(PortState::Active),
-                                remote_guid: Guid(0x100 + (i + 1) % n),
-                                remote_port: q,
-                                ..Default::default()
-                            },
-                            hc: HcTotals::zeros(u32::MAX >> (32 - hc::HC_SLOTS)),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    samples_control: None,
-                    samples_result: None,
-                    samples_result_ext: None,
-                    source: Default::default(),
-                })
+                .map(|i| NodeRecord::test_switch(i, ports, |q| (Guid(0x100 + (i + 1) % n), q)))
                 .collect();
             Fab {
                 t0: Instant::now(),

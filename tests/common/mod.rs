@@ -784,6 +784,20 @@ pub fn guid_hint(g: u64) -> String {
         .join(":")
 }
 
+/// snmpset, SNMPv2c with `community`, numeric OIDs, one try of 3 s:
+/// Ok(stdout) or Err(stderr).
+pub fn snmpset(target: &str, community: &str, args: &[&str]) -> Result<String, String> {
+    let out = SnmpTool::new("snmpset")
+        .args(["-v2c", "-c", community, "-On", "-t", "3", "-r", "0", target])
+        .args(args)
+        .run();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
 /// A node GUID as the eight sub-identifiers of an index, dotted.
 pub fn guid_index(g: u64) -> String {
     g.to_be_bytes()
