@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::{
     ChildGuard, PrivateSnmpd, PrivateSnmptrapd, snmpset, traps_about, v2_traps, walk_ports,
 };
-use ibsim::{IbSim, gen_fat_tree, parse_ibnetdiscover};
+use ibsim::{FatTree, named};
 
 /// 2 leaves x 2 hosts + 2 spines.
 const LEAVES: usize = 2;
@@ -44,20 +44,12 @@ fn flaps_and_a_lost_link_are_verdicts_on_both_ends_that_clear_after_recovery() {
         PrivateSnmpd::available(),
         "snmpd and the net-snmp tools are needed: run scripts/install-deps"
     );
-    let netdir = tempfile::Builder::new()
-        .prefix("ibpm-health-")
-        .tempdir()
-        .expect("temp dir");
-    let net = netdir.path().join("fat-tree.net");
-    fs::write(&net, gen_fat_tree(LEAVES, SPINES, HOSTS, 0)).expect("write netfile");
-    let mut sim = IbSim::start(&net);
-    let ib = parse_ibnetdiscover(&sim.tool("ibnetdiscover", &[]).stdout);
-    let node = |desc: &str| {
-        ib.values()
-            .find(|n| n.desc == desc)
-            .unwrap_or_else(|| panic!("no node {desc}"))
-            .clone()
-    };
+    let FatTree {
+        dir: _dir,
+        mut sim,
+        nodes: ib,
+    } = FatTree::start(LEAVES, SPINES, HOSTS, 0);
+    let node = |desc: &str| named(&ib, desc).clone();
     let l0 = node("L0");
     let l1 = node("L1");
     // L0's link to its first host, and L1's link to spine S0.

@@ -12,7 +12,7 @@ use std::fs;
 use std::time::Duration;
 
 use common::{ChildGuard, PrivateSnmpd, PrivateSnmptrapd, v2_traps};
-use ibsim::{IbSim, gen_fat_tree, parse_ibnetdiscover};
+use ibsim::{FatTree, named};
 
 /// 4 leaves x 4 hosts (the last of each dual-port) + 2 spines.
 const LEAVES: usize = 4;
@@ -32,20 +32,13 @@ fn unlinked_switch_is_one_node_lost_and_a_fast_error_counter_rises() {
         PrivateSnmpd::available(),
         "snmpd and the net-snmp tools are needed: run scripts/install-deps"
     );
-    let netdir = tempfile::Builder::new()
-        .prefix("ibpm-ft-")
-        .tempdir()
-        .expect("temp dir");
-    let net = netdir.path().join("fat-tree.net");
-    fs::write(&net, gen_fat_tree(LEAVES, SPINES, HOSTS, DUAL)).expect("write netfile");
-    let mut sim = IbSim::start(&net);
-    let ib = parse_ibnetdiscover(&sim.tool("ibnetdiscover", &[]).stdout);
+    let FatTree {
+        dir: _dir,
+        mut sim,
+        nodes: ib,
+    } = FatTree::start(LEAVES, SPINES, HOSTS, DUAL);
     assert_eq!(ib.len(), LEAVES + SPINES + LEAVES * HOSTS);
-    let node = |desc: &str| {
-        ib.values()
-            .find(|n| n.desc == desc)
-            .unwrap_or_else(|| panic!("no node {desc}"))
-    };
+    let node = |desc: &str| named(&ib, desc);
 
     let trapd = PrivateSnmptrapd::start().expect("snmptrapd");
     let snmpd = PrivateSnmpd::start_with_conf(&format!("trap2sink {} public\n", trapd.sink()))

@@ -645,3 +645,34 @@ pub fn assert_same_fabric(probe_out: &str, ibnd: &BTreeMap<u64, IbndNode>) -> us
     }
     links
 }
+
+/// ibsim running `gen_fat_tree(leaves, spines, hosts, dual)` from a
+/// temporary directory of its own (kept while this lives), and the nodes
+/// ibnetdiscover finds in it.
+pub struct FatTree {
+    pub dir: tempfile::TempDir,
+    pub sim: IbSim,
+    pub nodes: BTreeMap<u64, IbndNode>,
+}
+
+impl FatTree {
+    pub fn start(leaves: usize, spines: usize, hosts: usize, dual: usize) -> FatTree {
+        let dir = tempfile::Builder::new()
+            .prefix("ibpm-ft-")
+            .tempdir()
+            .expect("temp dir");
+        let net = dir.path().join("fat-tree.net");
+        fs::write(&net, gen_fat_tree(leaves, spines, hosts, dual)).expect("write netfile");
+        let sim = IbSim::start(&net);
+        let nodes = parse_ibnetdiscover(&sim.tool("ibnetdiscover", &[]).stdout);
+        FatTree { dir, sim, nodes }
+    }
+}
+
+/// The node ibnetdiscover names `desc`.
+pub fn named<'a>(nodes: &'a BTreeMap<u64, IbndNode>, desc: &str) -> &'a IbndNode {
+    nodes
+        .values()
+        .find(|n| n.desc == desc)
+        .unwrap_or_else(|| panic!("no node {desc}"))
+}
