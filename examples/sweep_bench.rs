@@ -84,6 +84,7 @@ fn main() -> ExitCode {
         timeout_ms: args.timeout_ms,
         retries: 0,
         serve_perf_mgt: false,
+        ..Default::default()
     }) {
         Ok(t) => t,
         Err(e) => {

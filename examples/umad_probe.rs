@@ -109,6 +109,7 @@ fn main() -> ExitCode {
         timeout_ms: args.timeout_ms,
         retries: 0,
         serve_perf_mgt: false,
+        ..Default::default()
     };
     let mut t = match UmadTransport::open(&cfg) {
         Ok(t) => t,

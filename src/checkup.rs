@@ -248,6 +248,9 @@ fn split_response(raw: &[u8]) -> Result<(u16, &[u8]), String> {
 /// nothing of them reaches a verdict.
 pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report, String> {
     let mut cfg = cfg.clone();
+    // The device is closed as soon as the report is made: its threads
+    // look at their stop flag often.
+    cfg.umad.reader_poll = Duration::from_millis(2);
     match rates {
         // The rates of two readings `r` apart are kept.
         Some(r) => cfg.fabric.sweep_interval = r,

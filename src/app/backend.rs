@@ -144,6 +144,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             .clamp(1, u64::from(u32::MAX)) as u32,
         retries: 0,
         serve_perf_mgt: false,
+        poll: cfg.umad.reader_poll,
     };
     let sweep = UmadTransport::open(&ucfg).map_err(AppError::Umad)?;
     let local = sweep.local_port().clone();

@@ -21,6 +21,11 @@ pub struct UmadSection {
     /// (`discovery_timeout_ms` in the file).
     #[serde(rename = "discovery_timeout_ms", deserialize_with = "milliseconds")]
     pub discovery_timeout: Duration,
+    /// How often the device's threads look at their stop flag (not in the
+    /// file: the agent keeps the default, a one-shot command that closes
+    /// the device at once gives a short one).
+    #[serde(skip)]
+    pub reader_poll: Duration,
 }
 
 impl Default for UmadSection {
@@ -29,6 +34,7 @@ impl Default for UmadSection {
             ca: None,
             port: None,
             discovery_timeout: Duration::from_millis(500),
+            reader_poll: crate::transport::umad::POLL,
         }
     }
 }

@@ -86,8 +86,8 @@ const IOCTL_REGISTER_AGENT: c_ulong = 0xC01C_1B01;
 /// `_IOW(0x1b, 2, __u32)`.
 const IOCTL_UNREGISTER_AGENT: c_ulong = 0x4004_1B02;
 /// How often the reader thread looks at the shutdown flag (and at a
-/// stalled writer).
-const POLL_MS: c_int = 50;
+/// stalled writer), unless [`UmadConfig::poll`] says otherwise.
+pub const POLL: Duration = Duration::from_millis(50);
 /// The longest one MAD's `write()` may take before the device counts as
 /// failed (a kernel device returns at once; umad2sim blocks while ibsim
 /// is stopped).
@@ -121,6 +121,10 @@ pub struct UmadConfig {
     /// Also receive PerfMgt Get and Set requests sent to this port (to act
     /// as a PMA; they arrive on the handle `open` returned).
     pub serve_perf_mgt: bool,
+    /// How often the reader and writer threads look at the stop flag: what
+    /// closing the device may wait. A one-shot command, which closes it
+    /// at once, gives a short one; the agent wakes up less.
+    pub poll: Duration,
 }
 
 impl Default for UmadConfig {
@@ -131,6 +135,7 @@ impl Default for UmadConfig {
             timeout_ms: 100,
             retries: 0,
             serve_perf_mgt: false,
+            poll: POLL,
         }
     }
 }
@@ -223,6 +228,8 @@ struct Device {
     smp_agent: u32,
     timeout_ms: u32,
     retries: u32,
+    /// [`UmadConfig::poll`], in milliseconds.
+    poll_ms: c_int,
     /// Set when the device failed (a failed read, a stalled write): sends
     /// fail from then on.
     failed: AtomicBool,
@@ -493,6 +500,7 @@ fn open_agents(cfg: &UmadConfig, path: &str) -> Result<Device, UmadError> {
         smp_agent: u32::MAX,
         timeout_ms: cfg.timeout_ms,
         retries: cfg.retries,
+        poll_ms: cfg.poll.as_millis().clamp(1, 1000) as c_int,
         failed: AtomicBool::new(false),
         queue: OnceLock::new(),
         busy_since: AtomicU64::new(0),
@@ -659,7 +667,7 @@ fn reader(dev: &Device, stop: &AtomicBool, routes: &Mutex<Routes>) {
         if dev.stalled() && !dev.failed.load(Ordering::Relaxed) {
             fatal(dev, routes, stalled(dev));
         }
-        let revents = match sys::poll_in(dev.fd.as_fd(), POLL_MS) {
+        let revents = match sys::poll_in(dev.fd.as_fd(), dev.poll_ms) {
             Ok(Some(r)) => r,
             Ok(None) => continue,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -726,7 +734,7 @@ fn deliver(routes: &Mutex<Routes>, rx: Received) {
 /// refused (EINVAL), the device counts as failed.
 fn writer(dev: &Device, stop: &AtomicBool, rx: &Receiver<Box<Frame>>, routes: &Mutex<Routes>) {
     while !stop.load(Ordering::Relaxed) {
-        let frame = match rx.recv_timeout(Duration::from_millis(POLL_MS as u64)) {
+        let frame = match rx.recv_timeout(Duration::from_millis(dev.poll_ms as u64)) {
             Ok(f) => f,
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
