@@ -159,6 +159,9 @@ pub enum Scale {
     LaneBytesPerSecond,
     /// A DisplayString that is a decimal number (`1.2E-12`), as it is.
     Decimal,
+    /// 1 when the MIB's value is at least this, else 0: a yes/no family
+    /// over an enumeration.
+    AtLeast(u64),
 }
 
 /// The label a per-lane table adds after `node_guid` and `port`.
@@ -220,7 +223,7 @@ const HC_NAMES: &[(&str, &str, &str)] = &[
 const NAMED: &[(&str, &str, Kind, Collector, Scale, &str)] = {
     use Collector::{Agent, Fec, Port};
     use Kind::{Counter, Gauge};
-    use Scale::{Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times};
+    use Scale::{AtLeast, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times};
     &[
         ("pmPortState", "port_state", Gauge, Port, One, "PortInfo PortState: 1 down, 2 init, 3 armed, 4 active, 0 unknown."),
         ("pmPortPhysState", "port_physical_state", Gauge, Port, One, "PortInfo PortPhysicalState: 1 sleep, 2 polling, 3 disabled, 4 training, 5 link up, 6 link error recovery, 7 phy test, 0 unknown."),
@@ -229,7 +232,8 @@ const NAMED: &[(&str, &str, Kind, Collector, Scale, &str)] = {
         ("pmPortRateMbps", "port_rate_bytes_per_second", Gauge, Port, Times(125_000), "Data rate of the link (width times lane speed), in bytes per second."),
         ("pmPortLinkWidthExpected", "port_link_width_expected_lanes", Gauge, Port, One, "Lanes of the widest width both ends of the link support and enable (0 unknown)."),
         ("pmPortLinkSpeedExpected", "port_link_speed_expected_bytes_per_second", Gauge, Port, LaneBytesPerSecond, "Data rate of one lane at the fastest speed both ends support and enable, in bytes per second (0 unknown)."),
-        ("pmPortLinkDegraded", "port_link_degraded", Gauge, Port, One, "Whether the link runs below what both ends support and enable: 1 normal, 2 width degraded, 3 speed degraded, 4 both, 0 unknown (down, or a fact not known)."),
+        ("pmPortLinkDegraded", "port_link_degraded", Gauge, Port, AtLeast(2), "1 while the link runs below the width or speed both ends support and enable, else 0 (also while it is down or a fact is not known); infiniband_port_link_health says which."),
+        ("pmPortLinkDegraded", "port_link_health", Gauge, Port, One, "How the link runs against what both ends support and enable: 1 normal, 2 width degraded, 3 speed degraded, 4 both, 0 unknown (down, or a fact not known)."),
         ("pmPortSymbolBer", "port_symbol_bit_error_ratio", Gauge, Port, Decimal, "Symbol errors over the bits received at the active width and speed between the port's last two readings."),
         ("pmPortRawBer", "port_raw_bit_error_ratio", Gauge, Fec, Decimal, "Bit error ratio before FEC (corrected symbols over bits received) between the last two readings."),
         ("pmPortEffectiveBer", "port_effective_bit_error_ratio", Gauge, Fec, Decimal, "Bit error ratio after FEC (uncorrectable blocks over bits received) between the last two readings."),

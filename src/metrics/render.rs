@@ -261,6 +261,7 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
     match scale {
         Scale::One => push_u64(l, raw),
         Scale::Times(k) => push_u64(l, raw.saturating_mul(k)),
+        Scale::AtLeast(min) => push_u64(l, u64::from(raw >= min)),
         Scale::MillisToSeconds => {
             let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
         }

@@ -191,3 +191,33 @@ fn accept_headers_choose_the_format() {
         Format::Text
     );
 }
+
+/// A yes/no name is 0 or 1: infiniband_port_link_degraded is 1 exactly
+/// where pmPortLinkDegraded says a degraded value, which
+/// infiniband_port_link_health serves as it is.
+#[test]
+fn link_degraded_is_zero_or_one_and_link_health_the_enumeration() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let snap = rig.cache.load();
+    let node = &snap.nodes[0];
+    let mut rec = (**node).clone();
+    rec.ports[0].assessment.health = Some(crate::ib::LinkHealth::SpeedDegraded);
+    rig.cache.patch(rec.id.guid, Some(Arc::new(rec)));
+    let snap = rig.cache.load();
+    let text = scrape_of(&snap, Format::Text, Collectors::defaults());
+    let mut degraded = 0;
+    for n in snap.nodes.iter() {
+        for p in &n.ports {
+            let flag = sample(&text, "infiniband_port_link_degraded", n.id.guid, p.num());
+            let code = sample(&text, "infiniband_port_link_health", n.id.guid, p.num());
+            let (Some(flag), Some(code)) = (flag, code) else {
+                panic!("{:?}/{}: both served", n.id.guid, p.num());
+            };
+            let code: u64 = code.parse().unwrap();
+            assert_eq!(code, u64::from(p.assessment.health.map_or(0, |h| h.mib())));
+            assert_eq!(flag, if code >= 2 { "1" } else { "0" });
+            degraded += usize::from(code >= 2);
+        }
+    }
+    assert!(degraded >= 1);
+}
