@@ -87,10 +87,23 @@ pub struct PortRecord {
 impl PortRecord {
     /// A port with no reading yet.
     pub fn new(link: Port) -> PortRecord {
-        PortRecord {
+        let mut r = PortRecord {
             link,
             ..Default::default()
-        }
+        };
+        r.note_link();
+        r
+    }
+
+    /// Remember that the link is up, if it is.
+    fn note_link(&mut self) {
+        self.sweep.ever_linked |= self.link.state == Some(crate::ib::PortState::Active);
+    }
+
+    /// The port's link was Active at some time since the agent started: a
+    /// port never cabled has no counters worth a series.
+    pub fn ever_linked(&self) -> bool {
+        self.sweep.ever_linked
     }
 
     /// The port's number.
@@ -456,6 +469,7 @@ impl NodeRecord {
                     None => PortRecord::new(p),
                 };
                 r.link = p;
+                r.note_link();
                 r
             })
             .collect();
@@ -536,6 +550,8 @@ pub struct PortMemo {
     pub(super) agent_clear: bool,
     /// The same for PortCountersExtended (a PMA may clear both).
     pub(super) agent_clear_ext: bool,
+    /// The port's link was Active at some time since the agent started.
+    pub(super) ever_linked: bool,
 }
 
 /// A DOCA-served port: the latest value of each [`super::doca_ids::DATA_IDS`]

@@ -307,8 +307,14 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
         1
     };
     let mut started = false;
+    // Counters only of the ports whose link was ever up: an uncabled port
+    // shows its state and info alone (the `port` collector).
+    let linked_only = f.collector != Collector::Port;
     for node in answering(s).filter(|n| (t.present)(n)) {
         for port in &node.ports {
+            if linked_only && !port.ever_linked() {
+                continue;
+            }
             let mut r = row(s, node, Some(port));
             for lane in 0..lanes {
                 r.index.lane = lane;

@@ -58,6 +58,8 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
                 let got = sample(&text, &name, node.id.guid, p.num());
                 let mut shown = Vec::new();
                 let want = want.filter(|v| push_value(&mut shown, v, f.scale));
+                // Counters only of ports whose link was ever up.
+                let want = want.filter(|_| f.collector == Collector::Port || p.ever_linked());
                 match (want, got, Collectors::defaults().has(f.collector)) {
                     (Some(_), Some(g), true) => {
                         assert_eq!(String::from_utf8(shown).unwrap(), g, "{name}");
@@ -220,4 +222,60 @@ fn link_degraded_is_zero_or_one_and_link_health_the_enumeration() {
         }
     }
     assert!(degraded >= 1);
+}
+
+/// A port never linked since the start serves its state and info only; a
+/// port once linked keeps its counters after its link goes down.
+#[test]
+fn counters_only_of_ports_that_were_ever_linked() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let snap = rig.cache.load();
+    let (mut never, mut ever) = (0, 0);
+    let text = scrape_of(&snap, Format::Text, Collectors::defaults());
+    for n in snap.nodes.iter() {
+        for p in &n.ports {
+            let state = sample(&text, "infiniband_port_state", n.id.guid, p.num());
+            let errors = sample(
+                &text,
+                "infiniband_port_symbol_errors_total",
+                n.id.guid,
+                p.num(),
+            );
+            assert!(state.is_some());
+            assert_eq!(errors.is_some(), p.ever_linked() && p.hc.valid != 0);
+            if p.ever_linked() {
+                ever += 1;
+            } else {
+                never += 1;
+            }
+        }
+    }
+    assert!(never > 0 && ever > 0, "{never} never linked, {ever} linked");
+    // A linked port that goes down keeps its counter series.
+    let node = snap
+        .nodes
+        .iter()
+        .find(|n| n.ports.iter().any(|p| p.ever_linked() && p.hc.valid != 0))
+        .unwrap();
+    let mut rec = (**node).clone();
+    let i = rec
+        .ports
+        .iter()
+        .position(|p| p.ever_linked() && p.hc.valid != 0)
+        .unwrap();
+    let mut down = rec.to_node();
+    down.ports[i].state = Some(crate::ib::PortState::Down);
+    rec.relink(&down);
+    let num = rec.ports[i].num();
+    rig.cache.patch(rec.id.guid, Some(Arc::new(rec)));
+    let text = scrape_of(&rig.cache.load(), Format::Text, Collectors::defaults());
+    assert!(
+        sample(
+            &text,
+            "infiniband_port_symbol_errors_total",
+            node.id.guid,
+            num
+        )
+        .is_some()
+    );
 }
