@@ -415,8 +415,14 @@ impl Evaluator {
             return Evaluation::default();
         }
         self.last_sweep = Some(snap.sweep);
-        // Forgotten nodes (`fabric.forget_after`) are let go.
+        // Forgotten nodes (`fabric.forget_after`) are let go, each with a
+        // pmNodeForgotten (its description from the evaluator's memory).
         if !snap.forgotten.is_empty() {
+            for m in &self.nodes {
+                if snap.forgotten.binary_search(&m.guid).is_ok() {
+                    events.push(Event::node(Kind::NodeForgotten, m.guid, &m.description));
+                }
+            }
             self.nodes
                 .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
         }
@@ -840,8 +846,8 @@ mod tests {
         })
     }
 
-    /// A node the snapshot says is forgotten is let go: no notification,
-    /// no memory of it.
+    /// A node the snapshot says is forgotten is let go: one
+    /// pmNodeForgotten, no memory of it.
     #[test]
     fn a_forgotten_node_is_let_go() {
         let mut f = Fab::new(3, 4);
@@ -855,7 +861,10 @@ mod tests {
         let gone = f.nodes.remove(1);
         let mut snap = f.snap(2);
         snap.forgotten = vec![gone.id.guid].into();
-        assert!(ev.evaluate(&snap).events.is_empty());
+        let o = ev.evaluate(&snap);
+        assert_eq!(kinds(&o), vec![(Kind::NodeForgotten, 0x101, 0)]);
+        assert_eq!(o.events[0].description, "sw1");
+        assert!(ev.evaluate(&f.snap(3)).events.is_empty(), "once");
         assert_eq!(ev.nodes.len(), 2);
         assert!(ev.nodes.iter().all(|m| m.guid != gone.id.guid));
     }

@@ -144,6 +144,7 @@ pub enum Kind {
     LinkRecovered,
     PortUnhealthy,
     PortHealthy,
+    NodeForgotten,
 }
 
 /// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
@@ -207,7 +208,7 @@ const HEALTH_OBJS: [Obj; 8] = [
 ];
 
 /// Every notification, in number order.
-pub const KINDS: [KindDef; 11] = [
+pub const KINDS: [KindDef; 12] = [
     KindDef {
         kind: Kind::NodeLost,
         name: "pmNodeLost",
@@ -284,6 +285,13 @@ pub const KINDS: [KindDef; 11] = [
         number: 11,
         family: Family::Port,
         objects: &HEALTH_OBJS,
+    },
+    KindDef {
+        kind: Kind::NodeForgotten,
+        name: "pmNodeForgotten",
+        number: 12,
+        family: Family::Node,
+        objects: &[Obj::NodeGuid, Obj::NodeDescription],
     },
 ];
 
