@@ -166,6 +166,9 @@ struct NodeMem {
 /// The evaluator: what it keeps between sweeps.
 pub struct Evaluator {
     cfg: HealthConfig,
+    /// Per [`ERROR_COUNTERS`] entry, its threshold as a rate per second
+    /// (None: the counter has none), resolved once.
+    error_rates: [Option<f64>; ERROR_COUNTERS.len()],
     /// Ordered by GUID, as a snapshot's nodes.
     nodes: Vec<NodeMem>,
     ports: Vec<PortMem>,
@@ -197,8 +200,16 @@ struct PortStep {
 
 impl Evaluator {
     pub fn new(cfg: HealthConfig) -> Evaluator {
+        let secs = cfg.threshold_window.as_secs_f64().max(1.0);
+        let error_rates = ERROR_COUNTERS.map(|k| {
+            ERROR_THRESHOLDS
+                .iter()
+                .find(|(s, t)| *s == k && *t > 0)
+                .map(|(_, t)| *t as f64 / secs)
+        });
         Evaluator {
             cfg,
+            error_rates,
             nodes: Vec::new(),
             ports: Vec::new(),
             entries: Arc::new([]),
@@ -240,7 +251,7 @@ impl Evaluator {
             self.take_ack(*a);
         }
         if snap.sweep == 0 || self.last_sweep == Some(snap.sweep) {
-            return (!acks.is_empty()).then(|| self.verdicts(now, 0));
+            return (!acks.is_empty()).then(|| self.verdicts(now));
         }
         self.last_sweep = Some(snap.sweep);
         let step = PortStep {
@@ -307,7 +318,7 @@ impl Evaluator {
         self.ports = ports;
         self.nodes_seen(&misses, now);
         self.join(seen, now);
-        Some(self.verdicts(now, 0))
+        Some(self.verdicts(now))
     }
 
     /// Move the flap buckets on to `now`'s: the shift of every port's
@@ -455,23 +466,16 @@ impl Evaluator {
 
     /// Error rates over their thresholds, or a BER over its own.
     fn erroring(&self, p: &PortRecord) -> bool {
-        let secs = self.cfg.threshold_window.as_secs_f64().max(1.0);
-        let over_rate = ERROR_COUNTERS.iter().any(|&k| {
-            let thr = ERROR_THRESHOLDS
-                .iter()
-                .find(|(s, _)| *s == k)
-                .map_or(0, |(_, t)| *t);
-            thr > 0 && p.rates.get(k).is_some_and(|r| r * secs >= thr as f64)
-        });
-        let l = &p.link;
-        let ber = |per_s: Option<f64>| crate::ib::ber::ber(per_s?, 1.0, l.width, l.speed);
-        let symbol = ber(p.rates.get(hc::slot("SymbolErrors")))
+        let over_rate = ERROR_COUNTERS
+            .iter()
+            .zip(self.error_rates)
+            .any(|(&k, thr)| thr.is_some_and(|t| p.rates.get(k).is_some_and(|r| r >= t)));
+        let symbol = p
+            .symbol_ber()
             .is_some_and(|b| b.0 > crate::ib::ber::SYMBOL_BER_THRESHOLD.0);
-        let effective = ber(p
-            .fec_rates
-            .as_deref()
-            .and_then(|f| f.uncorrectable_blocks()))
-        .is_some_and(|b| b.0 > crate::ib::ber::EFFECTIVE_BER_THRESHOLD.0);
+        let effective = p
+            .effective_ber()
+            .is_some_and(|b| b.0 > crate::ib::ber::EFFECTIVE_BER_THRESHOLD.0);
         over_rate || symbol || effective
     }
 
@@ -598,12 +602,12 @@ impl Evaluator {
     }
 
     /// The published form of what the evaluator holds (its entries
-    /// shared, not copied).
-    pub fn verdicts(&self, now: u64, took_us: u64) -> Verdicts {
+    /// shared, not copied); its driver fills in how long it took.
+    fn verdicts(&self, now: u64) -> Verdicts {
         Verdicts {
             sweep: self.last_sweep.unwrap_or(0),
             at: now,
-            took_us,
+            took_us: 0,
             ports: Arc::clone(&self.entries),
             nodes: Arc::clone(&self.node_entries),
         }
