@@ -42,6 +42,9 @@ pub struct Snapshot {
     /// The nodes forgotten since the snapshot before it
     /// (`fabric.forget_after`): the notification evaluator lets them go.
     pub forgotten: Arc<[crate::ib::Guid]>,
+    /// The subnets the agent sweeps, by index (empty before the first
+    /// publication of a sweeper that knows its subnet).
+    pub subnets: Arc<[crate::ib::subnet::SubnetView]>,
 }
 
 /// What the agent scalars say about notifications: totals since the start
@@ -201,6 +204,7 @@ impl Cache {
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
                 health: Arc::clone(&cur.health),
                 forgotten: Arc::clone(&cur.forgotten),
+                subnets: Arc::clone(&cur.subnets),
             };
             let renamed = match (
                 next.nodes.binary_search_by_key(&guid, |n| n.id.guid),

@@ -76,6 +76,9 @@ pub struct PortRecord {
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
+    /// The subnet the port is swept in: its index among the agent's
+    /// subnets ([`crate::ib::subnet::SubnetView::index`]); 0 with one.
+    pub subnet: u8,
     /// What the port's link should run at given its far end, and whether
     /// it does: made when the fabric's link facts change
     /// ([`super::state::FabricState::assess_links`]), not on every read.

@@ -72,6 +72,7 @@ impl FabricState {
             shared_descriptions: Default::default(),
             health: Arc::clone(&prev.health),
             forgotten: std::mem::take(&mut self.forgotten).into(),
+            subnets: Arc::clone(&prev.subnets),
         });
         // The replaced snapshot's records are gone (unless a reader still
         // holds them): readings no node holds any more are forgotten.
