@@ -462,6 +462,7 @@ impl NodeRecord {
     /// the node and of the ports it still has (matched by number).
     pub fn relink(&mut self, node: &Node) {
         self.id = node.id.clone();
+        let subnet = self.ports.first().map_or(0, |p| p.subnet);
         let mut old = std::mem::take(&mut self.ports);
         self.ports = node
             .ports
@@ -469,13 +470,24 @@ impl NodeRecord {
             .map(|&p| {
                 let mut r = match old.iter().position(|r| r.num() == p.num) {
                     Some(i) => old.swap_remove(i),
-                    None => PortRecord::new(p),
+                    None => PortRecord {
+                        subnet,
+                        ..PortRecord::new(p)
+                    },
                 };
                 r.link = p;
                 r.note_link();
                 r
             })
             .collect();
+    }
+
+    /// The record with every port in subnet `subnet`.
+    pub fn in_subnet(mut self, subnet: u8) -> NodeRecord {
+        for p in &mut self.ports {
+            p.subnet = subnet;
+        }
+        self
     }
 
     /// The fabric model's node the record holds.

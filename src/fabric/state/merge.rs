@@ -33,7 +33,7 @@ impl FabricState {
         for mut n in new.nodes {
             let Some(ni) = self.node_index(n.id.guid) else {
                 report.added += 1;
-                self.nodes.push(NodeState::new(&n, now));
+                self.nodes.push(NodeState::new(&n, self.subnet.index, now));
                 continue;
             };
             let s = &mut self.nodes[ni];

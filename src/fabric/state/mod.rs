@@ -19,6 +19,7 @@ use super::cache::SweepFigures;
 use super::record::{NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
 use super::strikes::{AttrMask, KindKey, KindState, NodeHealth};
+use crate::ib::subnet::SubnetView;
 use crate::ib::{Fabric, Node};
 use crate::pm::ClassPortInfo;
 use crate::transport::MadAddr;
@@ -107,11 +108,15 @@ pub struct FabricState {
     epoch: u64,
     /// The nodes forgotten since the last publication, which it carries.
     forgotten: Vec<crate::ib::Guid>,
+    /// The subnet the state is of: what its publications say of it
+    /// ([`Snapshot::subnets`](super::cache::Snapshot::subnets)) and the
+    /// index its port records carry.
+    subnet: SubnetView,
 }
 
 impl NodeState {
-    /// A node added at `now`.
-    fn new(node: &Node, now: Instant) -> NodeState {
+    /// A node of subnet `subnet` added at `now`.
+    fn new(node: &Node, subnet: u8, now: Instant) -> NodeState {
         NodeState {
             redirect: None,
             cpi_stale: true,
@@ -123,7 +128,7 @@ impl NodeState {
             kind: 0,
             doca: false,
             doca_fresh: false,
-            rec: Arc::new(NodeRecord::new(node)),
+            rec: Arc::new(NodeRecord::new(node).in_subnet(subnet)),
             dirty: true,
             answered_at: Stamp::from(now),
         }
@@ -195,7 +200,7 @@ impl SharedState {
         let nodes: Vec<NodeState> = fabric
             .nodes
             .iter()
-            .map(|n| NodeState::new(n, discovered))
+            .map(|n| NodeState::new(n, 0, discovered))
             .collect();
         let mut st = FabricState {
             cfg,
@@ -213,10 +218,18 @@ impl SharedState {
             kinds: Vec::new(),
             epoch: 0,
             forgotten: Vec::new(),
+            subnet: SubnetView::default(),
         };
         st.assign_kinds();
         st.assess_links();
         SharedState(Arc::new(Mutex::new(st)))
+    }
+
+    /// The state of a subnet: its port records carry `view.index`, and
+    /// its publications say `view` of it.
+    pub fn in_subnet(self, view: SubnetView) -> Self {
+        self.lock().set_subnet(view);
+        self
     }
 
     /// Lock the state (a poisoned lock still holds consistent data: every
@@ -328,6 +341,27 @@ impl FabricState {
     #[cfg(test)]
     pub(crate) fn readings(&self) -> &Readings {
         &self.readings
+    }
+
+    /// What the state's publications say of its subnet.
+    pub fn subnet(&self) -> &SubnetView {
+        &self.subnet
+    }
+
+    /// Say `view` of the subnet from the next publication on (its SM, its
+    /// local ports); a new index is stamped on every port record.
+    pub fn set_subnet(&mut self, view: SubnetView) {
+        if view.index != self.subnet.index {
+            for s in &mut self.nodes {
+                if s.rec.ports.iter().any(|p| p.subnet != view.index) {
+                    let rec = Arc::make_mut(&mut s.rec);
+                    for p in &mut rec.ports {
+                        p.subnet = view.index;
+                    }
+                }
+            }
+        }
+        self.subnet = view;
     }
 
     /// The figures of the sweep that ended at `ended` after `elapsed`,

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::{FabricState, PUBLISH_AFTER_PORTS};
 use crate::fabric::cache::{Cache, Snapshot};
 use crate::fabric::record::{DataSource, NodeRecord};
+use crate::ib::subnet::SubnetView;
 
 impl FabricState {
     /// Bring node `ni`'s record up to date with the node's state.
@@ -61,6 +62,7 @@ impl FabricState {
         self.copies = 0;
         let ports: usize = self.nodes.iter().map(|s| s.rec.ports.len()).sum();
         self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
+        let subnet = self.subnet_view(sweep, &nodes);
         cache.publish(Snapshot {
             sweep,
             taken: Some(now),
@@ -72,13 +74,26 @@ impl FabricState {
             shared_descriptions: Default::default(),
             health: Arc::clone(&prev.health),
             forgotten: std::mem::take(&mut self.forgotten).into(),
-            subnets: Arc::clone(&prev.subnets),
+            subnets: Arc::new([subnet]),
         });
         // The replaced snapshot's records are gone (unless a reader still
         // holds them): readings no node holds any more are forgotten.
         drop(prev);
         self.readings.prune();
         rows
+    }
+
+    /// What the publication numbered `sweep`, of `nodes`, says of the
+    /// subnet.
+    fn subnet_view(&self, sweep: u64, nodes: &[Arc<NodeRecord>]) -> SubnetView {
+        SubnetView {
+            nodes: nodes.len() as u32,
+            ports: nodes.iter().map(|n| n.ports.len() as u32).sum(),
+            sweep,
+            swept: self.figures.ended,
+            duration_ms: self.figures.duration_ms,
+            ..self.subnet.clone()
+        }
     }
 
     /// During the first sweep: mark the nodes that answered so far as seen
