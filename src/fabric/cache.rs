@@ -120,6 +120,18 @@ pub struct Cache {
     /// Acknowledgements of verdicts (SNMP SETs) the evaluator has not
     /// taken in yet; at most [`MAX_ACKS`].
     acks: Mutex<Vec<Ack>>,
+    /// Called after each store of a publication or a patch (a member of a
+    /// [`super::federation::Federation`] merges the members again).
+    listener: std::sync::OnceLock<Listener>,
+}
+
+/// What a cache calls after a store.
+pub struct Listener(Box<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Listener")
+    }
 }
 
 /// Acknowledgements held for the evaluator at most (one SET's worth of
@@ -137,7 +149,34 @@ impl Cache {
         Cache {
             current: ArcSwap::from_pointee(Snapshot::default()),
             acks: Mutex::new(Vec::new()),
+            listener: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Call `f` after each store of a publication or a patch (once set, it
+    /// stays).
+    pub fn on_store(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.listener.set(Listener(f));
+    }
+
+    fn stored(&self) {
+        if let Some(Listener(f)) = self.listener.get() {
+            f();
+        }
+    }
+
+    /// Publish a snapshot merged from others: the health verdicts and the
+    /// notification figures stay the current ones.
+    pub fn publish_merged(&self, mut snap: Snapshot) {
+        snap.count_reachable();
+        snap.find_shared_descriptions();
+        let snap = Arc::new(snap);
+        self.current.rcu(|cur| {
+            let mut next = Snapshot::clone(&snap);
+            next.health = Arc::clone(&cur.health);
+            next.notify = cur.notify;
+            next
+        });
     }
     /// The latest snapshot (a cheap pointer copy).
     pub fn load(&self) -> Arc<Snapshot> {
@@ -148,6 +187,7 @@ impl Cache {
         snap.count_reachable();
         snap.find_shared_descriptions();
         self.current.store(Arc::new(snap));
+        self.stored();
     }
 
     /// Store the health verdicts in the current snapshot.
@@ -231,6 +271,7 @@ impl Cache {
             }
             next
         });
+        self.stored();
     }
 }
 

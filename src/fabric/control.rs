@@ -156,6 +156,24 @@ impl Controller {
         self
     }
 
+    /// Whether its state has node `guid` and its port `port` (unless None
+    /// or 0xFF, every port): None when not, else whether that port (or
+    /// some port of the node) has a link here.
+    pub fn serves(&self, guid: Guid, port: Option<u8>) -> Option<bool> {
+        let st = self.state.lock();
+        let linked = |p: &crate::fabric::record::PortRecord| p.link.remote_port != 0;
+        match port {
+            Some(p) if p != ALL_PORTS => {
+                let (ni, pi) = st.port_index(guid, p)?;
+                Some(linked(&st.node(ni).ports[pi]))
+            }
+            _ => {
+                let ni = st.node_index(guid)?;
+                Some(st.node(ni).ports.iter().any(linked))
+            }
+        }
+    }
+
     /// The cache it publishes written nodes to.
     pub fn cache(&self) -> &Arc<Cache> {
         &self.cache

@@ -6,6 +6,7 @@ pub mod control;
 pub mod discover;
 pub mod doca_ids;
 pub mod engine;
+pub mod federation;
 pub mod fold;
 pub mod hc;
 pub mod mads;

@@ -28,7 +28,8 @@ use super::schema::{Access, Column, SetRule, Source, Syntax, clear_selects};
 use super::tables::column_of;
 use super::{ErrorStatus, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::Snapshot;
-use crate::fabric::control::{Controller, WriteError, WriteOp};
+use crate::fabric::control::{WriteError, WriteOp};
+use crate::fabric::federation::Writers;
 use crate::fabric::record::NodeRecord;
 use crate::ib::health::{Ack, CONDITION_COUNT, Condition};
 use crate::ib::{Guid, NodeType};
@@ -191,8 +192,8 @@ fn set_ctl(c: &mut PortSamplesControl, source: Source, v: &Value) {
 
 /// The agent's own write state and the SET pipeline over it.
 pub struct Writes {
-    /// The write path, when SETs are allowed.
-    controller: Option<Arc<Controller>>,
+    /// The write paths, when SETs are allowed.
+    controller: Option<Arc<Writers>>,
     /// pmPortCountersPortSelect per node: agent state shared by all managers.
     port_select: Mutex<HashMap<Guid, u8>>,
     pending: Mutex<Pending>,
@@ -208,7 +209,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Writes {
     /// `None`: every SET gets notWritable.
-    pub fn new(controller: Option<Arc<Controller>>) -> Self {
+    pub fn new(controller: Option<Arc<Writers>>) -> Self {
         Writes {
             controller,
             port_select: Mutex::new(HashMap::new()),
@@ -221,7 +222,7 @@ impl Writes {
         self.controller.is_some()
     }
 
-    pub fn controller(&self) -> Option<&Arc<Controller>> {
+    pub fn controller(&self) -> Option<&Arc<Writers>> {
         self.controller.as_ref()
     }
 

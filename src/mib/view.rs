@@ -12,6 +12,7 @@ use super::tables::{COLUMNS, column_of, table};
 use super::{EndpointCounters, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::fabric::cache::{Cache, Snapshot};
 use crate::fabric::control::Controller;
+use crate::fabric::federation::Writers;
 use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::Guid;
 
@@ -36,9 +37,15 @@ impl MibView {
 
     /// A view that accepts SETs and sends them through `controller`.
     pub fn with_writes(cache: Arc<Cache>, controller: Arc<Controller>) -> Self {
+        Self::with_writers(cache, Writers::one(controller))
+    }
+
+    /// A view that accepts SETs and sends each through the write path of
+    /// its node's subnet.
+    pub fn with_writers(cache: Arc<Cache>, writers: Writers) -> Self {
         MibView {
             cache,
-            writes: Writes::new(Some(controller)),
+            writes: Writes::new(Some(Arc::new(writers))),
             endpoint: Arc::default(),
         }
     }
@@ -57,7 +64,7 @@ impl MibView {
         self.writes.enabled()
     }
 
-    pub fn controller(&self) -> Option<&Arc<Controller>> {
+    pub fn controller(&self) -> Option<&Arc<Writers>> {
         self.writes.controller()
     }
 

@@ -383,12 +383,19 @@ impl FabricState {
         let id = &s.rec.id;
         let lid = match port {
             Some(pi) => id.pma_lid(Some(&s.rec.ports.get(pi)?.link)),
-            None => s
-                .rec
-                .ports
-                .iter()
-                .map(|p| id.pma_lid(Some(&p.link)))
-                .find(|&l| l != 0)?,
+            // A port with a link first: a channel adapter whose port 1 is
+            // down (or on another plane) answers through the port that
+            // is up.
+            None => {
+                let lid = |p: &&PortRecord| id.pma_lid(Some(&p.link));
+                let ports = &s.rec.ports;
+                ports
+                    .iter()
+                    .filter(|p| p.link.remote_port != 0)
+                    .map(|p| lid(&p))
+                    .find(|&l| l != 0)
+                    .or_else(|| ports.iter().map(|p| lid(&p)).find(|&l| l != 0))?
+            }
         };
         (lid != 0).then(|| MadAddr::gsi(lid))
     }

@@ -1,0 +1,218 @@
+//! Two subnets, each a simulated plane swept by its own stack, merged.
+
+use super::*;
+use crate::fabric::control::Controller;
+use crate::fabric::engine::{Engine, EngineConfig};
+use crate::fabric::settings::SweepConfig;
+use crate::fabric::state::SharedState;
+use crate::fabric::sweep::Sweeper;
+use crate::ib::subnet::{SmInfo, SmState, SubnetKey};
+use crate::ib::topology;
+use crate::rig::port_counters;
+use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Plane A: switch SA, adapter H on its port 1, adapter A1.
+const PLANE_A: &str = "Hca 2 \"H\"\n[1] \"SA\"[1]\n\nHca 1 \"A1\"\n[1] \"SA\"[2]\n\n\
+Switch 4 \"SA\"\n[1] \"H\"[1]\n[2] \"A1\"[1]\n\n";
+/// Plane B: switch SB, the same adapter H on its port 2, adapter B1.
+const PLANE_B: &str = "Hca 2 \"H\"\n[2] \"SB\"[1]\n\ncaguid=0x300000\nHca 1 \"B1\"\n[1] \"SB\"[2]\n\n\
+switchguid=0x400000\nSwitch 4 \"SB\"\n[1] \"H\"[2]\n[2] \"B1\"[1]\n\n";
+
+const H: Guid = Guid(0x100000);
+
+struct Plane {
+    sim: SimFabric,
+    sweeper: Sweeper,
+    writer: Arc<Controller>,
+}
+
+fn plane(fed: &Arc<Federation>, text: &str, index: u8, name: &str) -> Plane {
+    // Traffic on a manual clock: a minute of it, then none while the
+    // test runs.
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(60));
+    let opts = SimOptions {
+        clock: SimClock::Manual(clock),
+        ..Default::default()
+    };
+    let sim = SimFabric::new(topology::parse(text).unwrap(), opts);
+    let cache = fed.add_member();
+    let view = SubnetView {
+        index,
+        name: Some(name.into()),
+        key: SubnetKey {
+            prefix: 0xfe80_0000_0000_0000 + u64::from(index),
+            sm_guid: Guid(0x200000),
+        },
+        sm: Some(SmInfo {
+            lid: 1,
+            guid: Guid(0x200000),
+            priority: 5,
+            state: SmState::Master,
+            act_count: 7,
+        }),
+        ..Default::default()
+    };
+    let state =
+        SharedState::new(sim.fabric(), SweepConfig::default(), Instant::now()).in_subnet(view);
+    let writer = Arc::new(Controller::new(
+        state.clone(),
+        Arc::clone(&cache),
+        Box::new(sim.transport()),
+        Box::new(sim.transport()),
+        ControlConfig::default(),
+    ));
+    let engine = Engine::new(Box::new(sim.transport()), EngineConfig::default());
+    let sweeper = Sweeper::new(state, engine, cache);
+    Plane {
+        sim,
+        sweeper,
+        writer,
+    }
+}
+
+fn two_planes() -> (Arc<Federation>, Plane, Plane) {
+    let fed = Federation::new(Arc::new(Cache::new()));
+    let a = plane(&fed, PLANE_A, 0, "plane-a");
+    let b = plane(&fed, PLANE_B, 1, "plane-b");
+    (fed, a, b)
+}
+
+#[test]
+fn a_node_in_two_subnets_is_one_record_with_its_ports_from_each() {
+    let (fed, mut a, mut b) = two_planes();
+    a.sweeper.sweep_once();
+    b.sweeper.sweep_once();
+    let snap = fed.public().load();
+    let guids: Vec<Guid> = snap.nodes.iter().map(|n| n.id.guid).collect();
+    let mut sorted = guids.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(guids, sorted, "in GUID order, each node once");
+    // SA, SB, H, A1, B1.
+    assert_eq!(snap.nodes.len(), 5);
+    let h = snap.node(H).expect("the adapter on both planes");
+    let linked: Vec<(u8, u8)> = h
+        .ports
+        .iter()
+        .filter(|p| p.link.remote_port != 0)
+        .map(|p| (p.link.num, p.subnet))
+        .collect();
+    assert_eq!(
+        linked,
+        [(1, 0), (2, 1)],
+        "port 1 on plane a, port 2 on plane b"
+    );
+    // Each port's counters are its own plane's.
+    for (num, sim) in [(1u8, &a.sim), (2u8, &b.sim)] {
+        let lid = sim.fabric().node(H).unwrap().port(num).unwrap().lid;
+        let direct = port_counters(sim, lid, num);
+        let rec = h.port(num).unwrap();
+        assert!(rec.read_at.is_some(), "port {num} read");
+        assert!(
+            direct.xmit_data > 0,
+            "the simulator moved traffic on port {num}"
+        );
+    }
+    // Every other node is in one subnet.
+    let sb = snap.node(Guid(0x400000)).unwrap();
+    assert!(sb.ports.iter().all(|p| p.subnet == 1));
+    let sa = snap.node(Guid(0x200000)).unwrap();
+    assert!(sa.ports.iter().all(|p| p.subnet == 0));
+}
+
+#[test]
+fn the_snapshot_says_each_subnet_and_sums_the_sweeps() {
+    let (fed, mut a, mut b) = two_planes();
+    let sa = a.sweeper.sweep_once();
+    b.sweeper.sweep_once();
+    b.sweeper.sweep_once();
+    let snap = fed.public().load();
+    assert_eq!(snap.subnets.len(), 2);
+    let (va, vb) = (&snap.subnets[0], &snap.subnets[1]);
+    assert_eq!((va.index, vb.index), (0, 1));
+    assert_eq!(
+        (va.label(), vb.label()),
+        ("plane-a".into(), "plane-b".into())
+    );
+    assert_eq!((va.sweep, vb.sweep), (1, 2));
+    assert_eq!(snap.sweep, 3);
+    assert_eq!(va.nodes, 3, "SA, H and A1");
+    assert_eq!(va.sm.unwrap().priority, 5);
+    assert!(va.swept.is_some());
+    assert!(snap.stats.mads >= sa.mads);
+}
+
+#[test]
+fn the_evaluators_run_once_a_round() {
+    let (fed, mut a, mut b) = two_planes();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    fed.set_after_round(Box::new(move |_| {
+        r.fetch_add(1, Ordering::SeqCst);
+    }));
+    let f = Arc::clone(&fed);
+    a.sweeper = a
+        .sweeper
+        .with_after_publish(Box::new(move |_| f.member_swept()));
+    let f = Arc::clone(&fed);
+    b.sweeper = b
+        .sweeper
+        .with_after_publish(Box::new(move |_| f.member_swept()));
+    a.sweeper.sweep_once();
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "plane b has not swept yet");
+    b.sweeper.sweep_once();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // Plane a sweeps twice more: its second sweep is not a round while b
+    // has not swept again (the sweeps are much shorter than the interval).
+    a.sweeper.sweep_once();
+    a.sweeper.sweep_once();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    b.sweeper.sweep_once();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_write_goes_to_the_subnet_of_its_port() {
+    let (fed, mut a, mut b) = two_planes();
+    a.sweeper.sweep_once();
+    b.sweeper.sweep_once();
+    let writers = Writers::new(
+        Arc::clone(fed.public()),
+        vec![Arc::clone(&a.writer), Arc::clone(&b.writer)],
+    );
+    let lid_b = b.sim.fabric().node(H).unwrap().port(2).unwrap().lid;
+    let lid_a = a.sim.fabric().node(H).unwrap().port(1).unwrap().lid;
+    assert!(port_counters(&b.sim, lid_b, 2).xmit_data > 0);
+    let before_a = port_counters(&a.sim, lid_a, 1).xmit_data;
+    let clear = |port| WriteOp::ClearCounters {
+        guid: H,
+        port,
+        select: 0xffff,
+        select2: 0,
+    };
+    let out = writers.write(&[clear(2)]);
+    assert_eq!(out, [Ok(())]);
+    assert_eq!(
+        port_counters(&b.sim, lid_b, 2).xmit_data,
+        0,
+        "cleared on plane b"
+    );
+    assert!(
+        port_counters(&a.sim, lid_a, 1).xmit_data >= before_a,
+        "plane a untouched"
+    );
+    // A node no member has.
+    let out = writers.write(&[WriteOp::ClearCounters {
+        guid: Guid(0xdead),
+        port: 1,
+        select: 1,
+        select2: 0,
+    }]);
+    assert_eq!(out, [Err(WriteError::UnknownNode)]);
+    // Both planes in one SET.
+    let out = writers.write(&[clear(1), clear(2)]);
+    assert_eq!(out, [Ok(()), Ok(())]);
+    assert_eq!(port_counters(&a.sim, lid_a, 1).xmit_data, 0);
+}
