@@ -282,6 +282,7 @@ impl Planes {
             }
             nodes.push(Node { id, ports });
         }
+        nodes.shrink_to_fit();
         Fabric { nodes }
     }
 }
