@@ -395,3 +395,55 @@ fn gen_fat_tree_builds_planes_of_their_own() {
             .collect::<Vec<_>>()
     );
 }
+
+/// The topologies shipped and used by the tests are one plane each, but
+/// for generations.net: four disconnected parts, four planes, that hold
+/// every node and port once.
+#[test]
+fn the_shipped_topologies_and_their_planes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("config/default-fabric.net")];
+    for dir in [
+        root.join("tests/fixtures/topology"),
+        Path::new("/usr/share/doc/ibsim-utils/net-examples").to_path_buf(),
+    ] {
+        for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".net") || name.starts_with("net") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 4, "{files:?}");
+    for f in files {
+        let t = topology::load_topology(&f).unwrap_or_else(|e| panic!("{e}"));
+        let whole = SimFabric::new(t.fabric.clone(), quiet()).fabric();
+        let sim = SimFabric::from_topology(t, quiet());
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if name != "generations.net" {
+            assert_eq!(sim.plane_count(), 1, "{name}");
+            assert_eq!(sim.fabric(), whole, "{name}");
+            continue;
+        }
+        assert_eq!(sim.plane_count(), 4, "{name}");
+        let mut seen: Vec<(Guid, u8)> = sim
+            .planes()
+            .iter()
+            .flat_map(|p| p.fabric().nodes)
+            .flat_map(|n| {
+                n.ports
+                    .iter()
+                    .map(|p| (n.id.guid, p.num))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        seen.sort_unstable();
+        let all: Vec<(Guid, u8)> = whole
+            .nodes
+            .iter()
+            .flat_map(|n| n.ports.iter().map(|p| (n.id.guid, p.num)))
+            .collect();
+        assert_eq!(seen, all);
+    }
+}
