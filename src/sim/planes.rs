@@ -4,7 +4,7 @@
 //! tests may change or take away.
 
 use crate::ib::planes::Planes;
-use crate::ib::subnet::{LocalPort, SmInfo, SmState};
+use crate::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey};
 use crate::ib::{Fabric, NodeType};
 
 use super::{SimFabric, SimTransport};
@@ -91,6 +91,15 @@ impl SimPlane {
     /// Its master SM (None: it has none).
     pub fn master_sm(&self) -> Option<SmInfo> {
         self.sim.master_sm(self.index)
+    }
+
+    /// Its subnet key: its prefix and its master SM's GUID (zero while it
+    /// has none).
+    pub fn key(&self) -> SubnetKey {
+        SubnetKey {
+            prefix: self.prefix(),
+            sm_guid: self.master_sm().map(|s| s.guid).unwrap_or_default(),
+        }
     }
 
     /// See [`SimFabric::set_master_sm`].
