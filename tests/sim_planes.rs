@@ -298,6 +298,10 @@ fn prefix_lines_are_checked_with_their_line() {
     assert!(e.message.contains("bad subnet prefix"), "{e}");
     let e = topology::parse("Switch 2 \"S\"\n\n# subnetprefix=0x1\n").unwrap_err();
     assert_eq!(e.line, 3, "{e}");
+    for bad in ["0x", "0x1ffffffffffffffff", "-1", "", "0xfe80 junk"] {
+        let e = topology::parse(&format!("# subnetprefix={bad}\nSwitch 2 \"S\"\n")).unwrap_err();
+        assert!(e.message.contains("bad subnet prefix"), "{bad}: {e}");
+    }
     // Decimal is a number too; other comments are comments.
     let t =
         topology::parse_topology("#subnetprefix=7\nSwitch 2 \"S\"\n# subnet prefix 9\n").unwrap();
