@@ -73,12 +73,22 @@ impl Sim {
 
     /// Runs a umad2sim client to completion (bounded) and returns its stdout.
     fn run(&self, prog: &str, args: &[&str]) -> String {
+        self.run_at(None, prog, args)
+    }
+
+    /// [`Sim::run`] with the client attached to node `host` (SIM_HOST; by
+    /// default the file's first node).
+    fn run_at(&self, host: Option<&str>, prog: &str, args: &[&str]) -> String {
         assert!(
             Path::new(UMAD2SIM).exists(),
             "{UMAD2SIM} missing (libumad2sim0)"
         );
         let out_path = self.dir.join(format!("{prog}.out"));
-        let mut child = Command::new(prog)
+        let mut cmd = Command::new(prog);
+        if let Some(h) = host {
+            cmd.env("SIM_HOST", h);
+        }
+        let mut child = cmd
             .args(args)
             .env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sock)
@@ -245,4 +255,49 @@ fn parser_agrees_with_ibsim_on_examples_and_default_fabric() {
         let text = sim.run("ibnetdiscover", &[]);
         compare(&f.display().to_string(), &ours, &text);
     }
+}
+
+/// A file of several planes (the generators' `--planes`, `# subnetprefix`
+/// lines included) runs under ibsim, and what ibnetdiscover finds from a
+/// host of a plane is that plane as the parser makes it: its own nodes
+/// and, of an adapter with a port on each plane, that plane's port alone.
+#[test]
+fn ibsim_sees_one_plane_from_a_host_on_it() {
+    use ibpm_agentx::sim::{SimFabric, SimOptions};
+    let dir = std::env::temp_dir().join(format!("ibpm-planes-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-fat-tree");
+    // Per file: the generator's arguments, and the host a client attaches
+    // to on each plane (umad2sim attaches to a node's first port, the
+    // first node's by default).
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [Option<&'a str>]);
+    let cases: [Case; 2] = [
+        (
+            "shared",
+            &["--planes", "2", "--multi-plane-hcas", "2", "1", "2"],
+            &[None],
+        ),
+        (
+            "apart",
+            &["--planes", "2", "2", "1", "2", "1"],
+            &[Some("P0_H1_0"), Some("P1_H0_1")],
+        ),
+    ];
+    for (name, args, hosts) in cases {
+        let out = Command::new(&script).args(args).output().unwrap();
+        assert!(out.status.success());
+        let net = dir.join(format!("{name}.net"));
+        fs::write(&net, &out.stdout).unwrap();
+        let planes = SimFabric::from_topology(
+            topology::load_topology(&net).unwrap(),
+            SimOptions::default(),
+        );
+        assert_eq!(planes.plane_count(), 2);
+        let sim = Sim::start(&net);
+        for (i, host) in hosts.iter().enumerate() {
+            let text = sim.run_at(*host, "ibnetdiscover", &[]);
+            compare(&format!("{name} plane {i}"), &planes.plane_fabric(i), &text);
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
 }

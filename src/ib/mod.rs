@@ -4,6 +4,7 @@
 pub mod ber;
 pub mod health;
 pub mod link;
+pub mod planes;
 pub mod subnet;
 pub mod topology;
 

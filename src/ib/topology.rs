@@ -43,14 +43,26 @@
 //! `vendid=` sets the next node's NodeInfo VendorID, `devid=` the DeviceID
 //! of every node after it (as ibsim does); `pdebug=` and `do ...` lines are
 //! accepted and have no effect here; `include`, `module` and `@alias` lines are not supported.
+//!
+//! A file may hold several disconnected fabrics, the planes of
+//! [`crate::ib::planes`]; a comment line `# subnetprefix=0xfe80000000000002`
+//! gives the subnet prefix of the plane of the node after it ([`Topology`]).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::ib::planes::{self, PrefixDecl};
 use crate::ib::{
     Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeIdentity, NodeType, PhysState, Port, PortState,
 };
+
+/// A topology file's fabric and the subnet prefixes it gives its planes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Topology {
+    pub fabric: Fabric,
+    pub prefixes: Vec<PrefixDecl>,
+}
 
 /// The built-in default fabric (2 spine + 4 leaf switches, 12 HCAs).
 pub const DEFAULT_FABRIC_TEXT: &str = include_str!("../../config/default-fabric.net");
@@ -132,6 +144,11 @@ pub fn check_readable(path: &Path) -> std::io::Result<()> {
 
 /// Reads and parses a topology file.
 pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
+    load_topology(path).map(|t| t.fabric)
+}
+
+/// Reads and parses a topology file, with its planes' prefixes.
+pub fn load_topology(path: &Path) -> Result<Topology, TopologyError> {
     let text = crate::files::read_untrusted(path, MAX_FILE).map_err(|e| TopologyError {
         file: Some(path.to_path_buf()),
         line: 0,
@@ -142,9 +159,9 @@ pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
         file: Some(path.to_path_buf()),
         ..e
     };
-    let (fabric, warnings) = parse_with_warnings(&text).map_err(in_file)?;
+    let (topology, warnings) = parse_all(&text).map_err(in_file)?;
     warn_all(&warnings.into_iter().map(in_file).collect::<Vec<_>>());
-    Ok(fabric)
+    Ok(topology)
 }
 
 /// The built-in default fabric.
@@ -276,6 +293,9 @@ struct State {
     by_name: HashMap<String, usize>,
     /// Tokens the parser did not know, one per line.
     warnings: Vec<TopologyError>,
+    /// A `# subnetprefix=` line waiting for its node: (line, prefix).
+    prefix: Option<(usize, u64)>,
+    prefixes: Vec<PrefixDecl>,
 }
 
 fn type_index(t: NodeType) -> usize {
@@ -289,9 +309,15 @@ fn type_index(t: NodeType) -> usize {
 /// Parses topology text; each token it did not know is one warning in
 /// the log.
 pub fn parse(text: &str) -> Result<Fabric, TopologyError> {
-    let (fabric, warnings) = parse_with_warnings(text)?;
+    parse_topology(text).map(|t| t.fabric)
+}
+
+/// Parses topology text with its planes' prefixes; each token it did not
+/// know is one warning in the log.
+pub fn parse_topology(text: &str) -> Result<Topology, TopologyError> {
+    let (topology, warnings) = parse_all(text)?;
     warn_all(&warnings);
-    Ok(fabric)
+    Ok(topology)
 }
 
 fn warn_all(warnings: &[TopologyError]) {
@@ -303,6 +329,10 @@ fn warn_all(warnings: &[TopologyError]) {
 /// Parses topology text, returning the tokens it did not know beside the
 /// fabric (the links they are on have that width or speed unknown).
 pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), TopologyError> {
+    parse_all(text).map(|(t, w)| (t.fabric, w))
+}
+
+fn parse_all(text: &str) -> Result<(Topology, Vec<TopologyError>), TopologyError> {
     let mut st = State {
         abs_base: [0x100000, 0x200000, u64::MAX],
         next: [0x100000, 0x200000, u64::MAX],
@@ -320,6 +350,8 @@ pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), T
         nodes: Vec::new(),
         warnings: Vec::new(),
         by_name: HashMap::new(),
+        prefix: None,
+        prefixes: Vec::new(),
     };
     let mut in_record = false;
     for (idx, raw) in text.lines().enumerate() {
@@ -330,6 +362,11 @@ pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), T
             continue;
         }
         if line.starts_with('#') {
+            match planes::prefix_comment(line) {
+                Some(Ok(v)) => st.prefix = Some((lineno, v)),
+                Some(Err(v)) => return err(lineno, format!("bad subnet prefix '{v}'")),
+                None => {}
+            }
             continue;
         }
         if line.starts_with('[') {
@@ -393,8 +430,16 @@ pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), T
     if st.nodes.is_empty() {
         return err(0, "no nodes: the topology describes no Switch, Hca or Rt");
     }
+    if let Some((line, _)) = st.prefix {
+        return err(line, "a subnet prefix with no node after it");
+    }
     let warnings = std::mem::take(&mut st.warnings);
-    link(st).map(|f| (f, warnings))
+    let prefixes = std::mem::take(&mut st.prefixes);
+    let fabric = link(st)?;
+    if let Some((line, message)) = planes::prefix_conflict(&fabric, &prefixes) {
+        return err(line, message);
+    }
+    Ok((Topology { fabric, prefixes }, warnings))
 }
 
 fn excerpt(s: &str) -> String {
@@ -614,6 +659,13 @@ fn parse_header(
             Port::unlinked(n, Guid(port_guid), lid)
         }))
         .collect();
+    if let Some((line, prefix)) = st.prefix.take() {
+        st.prefixes.push(PrefixDecl {
+            line,
+            node: Guid(guid),
+            prefix,
+        });
+    }
     st.by_name.insert(name.to_string(), st.nodes.len());
     st.nodes.push(RawNode {
         name: name.to_string(),

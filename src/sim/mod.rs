@@ -2,10 +2,17 @@
 //! node that answers encoded PM MADs, with counters that advance like real
 //! traffic, lazily, from a clock.
 //!
+//! - Planes: made from a topology file ([`SimFabric::from_topology`]) or
+//!   with [`SimFabric::with_planes`], each plane of the fabric
+//!   ([`crate::ib::planes`]) is a subnet of its own, with its prefix, its
+//!   LIDs and a master SM ([`SimFabric::planes`]); a transport reaches one
+//!   plane. [`SimFabric::new`] makes the whole fabric one subnet, whatever
+//!   its links join. With one plane (every connected topology) the first
+//!   plane is the whole fabric.
 //! - LIDs: [`SimFabric::new`] keeps a LID the topology gave (non-zero and
-//!   unique) and assigns the rest sequentially from 1 in node order (GUID
-//!   order): a switch gets one LID (port 0, copied to all its ports), a CA
-//!   one per port.
+//!   unique in its plane) and assigns the rest sequentially from 1 in node
+//!   order (GUID order), per plane: a switch gets one LID (port 0, copied to
+//!   all its ports), a CA one per port.
 //! - Traffic: per link direction a rate drawn from a seeded splitmix64
 //!   (`SimOptions::seed`): data in octets/4, packets, some multicast, rare
 //!   errors on noisy links (symbol errors, receive errors, link error
@@ -24,11 +31,13 @@
 //!   quantities and their per-VL encoding ([`quantity`], [`option_bit`]).
 
 pub mod device;
+mod planes;
 mod pma;
 mod sampling;
 pub mod traffic;
 mod transport;
 
+pub use planes::SimPlane;
 pub use sampling::{
     CA_CAPS, LINK_TRANSFER_PERIOD_PS, SWITCH_CAPS, SampleCaps, option_bit, quantity, tick_ns,
 };
@@ -39,6 +48,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::ib::planes::{Planes, PrefixDecl};
+use crate::ib::subnet::SmInfo;
+use crate::ib::topology::Topology;
 use crate::ib::{self, Fabric, Guid, LinkSpeed, LinkWidth, NodeType, PhysState};
 use crate::transport::MAD_SIZE;
 
@@ -139,11 +151,16 @@ struct Segment {
 }
 
 struct State {
+    /// Every node once, with all its ports (an adapter on two planes too).
     fabric: Fabric,
+    /// The plane of each node and port, and the planes' prefixes.
+    planes: Planes,
+    /// Per plane: its master SM (None: it has none).
+    sm: Vec<Option<SmInfo>>,
     clock: SimClock,
     started: Instant,
-    /// LID -> (node index, port number; 0 for a switch).
-    lids: HashMap<u16, (usize, u8)>,
+    /// Per plane: LID -> (node index, port number; 0 for a switch).
+    lids: Vec<HashMap<u16, (usize, u8)>>,
     /// Transmit direction of each cabled (node index, port).
     tx: HashMap<(usize, u8), Direction>,
     ports: HashMap<(usize, u8), SimPort>,
@@ -246,9 +263,34 @@ pub struct SimFabric {
 }
 
 impl SimFabric {
+    /// The simulated `fabric` as one subnet (one plane at the default
+    /// prefix, one LID space), whatever its links join.
     pub fn new(mut fabric: Fabric, opts: SimOptions) -> SimFabric {
         fabric.sort();
-        let lids = assign_lids(&mut fabric);
+        let planes = Planes::whole(&fabric);
+        SimFabric::build(fabric, planes, opts)
+    }
+
+    /// The simulated fabric of a topology file: each of its planes a subnet,
+    /// at the prefix the file gives it.
+    pub fn from_topology(topology: Topology, opts: SimOptions) -> SimFabric {
+        SimFabric::with_planes(topology.fabric, &topology.prefixes, opts)
+    }
+
+    /// The simulated `fabric`, each of its planes (connected components,
+    /// [`crate::ib::planes`]) a subnet, at the prefix `prefixes` give it
+    /// (the first for a plane wins; the default otherwise).
+    pub fn with_planes(mut fabric: Fabric, prefixes: &[PrefixDecl], opts: SimOptions) -> SimFabric {
+        fabric.sort();
+        let (planes, _) = Planes::of(&fabric, prefixes);
+        SimFabric::build(fabric, planes, opts)
+    }
+
+    fn build(mut fabric: Fabric, planes: Planes, opts: SimOptions) -> SimFabric {
+        let lids = assign_lids(&mut fabric, &planes);
+        let sm = (0..planes.count())
+            .map(|i| planes::first_sm(&fabric, &planes, i))
+            .collect();
         // Ports of a known device support and enable what its kind does.
         let kind_wide_errors = device::apply(&mut fabric.nodes);
         // Every link runs the FEC of its speed.
@@ -282,6 +324,8 @@ impl SimFabric {
         SimFabric {
             state: Arc::new(Mutex::new(State {
                 fabric,
+                planes,
+                sm,
                 clock: opts.clock,
                 started: Instant::now(),
                 lids,
@@ -304,9 +348,24 @@ impl SimFabric {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The fabric with the LIDs the simulator assigned.
+    /// The first plane's fabric with the LIDs the simulator assigned (with
+    /// one plane, the whole fabric), as it is now.
     pub fn fabric(&self) -> Fabric {
-        self.lock().fabric.clone()
+        self.plane_fabric(0)
+    }
+
+    /// Plane `plane`'s nodes as they are now, an adapter on several planes
+    /// with only its ports on this one (empty past the last plane).
+    pub fn plane_fabric(&self, plane: usize) -> Fabric {
+        let st = self.lock();
+        if st.planes.count() == 1 {
+            return if plane == 0 {
+                st.fabric.clone()
+            } else {
+                Fabric::default()
+            };
+        }
+        st.planes.extract(&st.fabric, plane)
     }
 
     /// An unreachable node answers nothing (its MADs are dropped).
@@ -468,11 +527,22 @@ impl SimFabric {
         v
     }
 
-    /// Handles one MAD sent to `lid`; `None` when nothing answers (unknown
-    /// LID, unreachable node, not a PerfMgt request).
+    /// Handles one MAD sent to `lid` of the first plane; `None` when
+    /// nothing answers (unknown LID, unreachable node, not a PerfMgt
+    /// request).
     pub fn handle(&self, lid: u16, mad: &[u8; MAD_SIZE]) -> Option<[u8; MAD_SIZE]> {
+        self.handle_in(0, lid, mad)
+    }
+
+    /// Handles one MAD sent to `lid` of plane `plane`, as [`Self::handle`].
+    pub fn handle_in(
+        &self,
+        plane: usize,
+        lid: u16,
+        mad: &[u8; MAD_SIZE],
+    ) -> Option<[u8; MAD_SIZE]> {
         let mut st = self.lock();
-        let &(ni, port) = st.lids.get(&lid)?;
+        let &(ni, port) = st.lids.get(plane)?.get(&lid)?;
         let node = st.fabric.nodes.get(ni)?;
         if st.unreachable.contains(&node.id.guid) {
             return None;
@@ -488,24 +558,34 @@ impl SimFabric {
         pma::answer(&mut st, ni, port, mad)
     }
 
-    /// A MAD transport over this fabric with its own reply queue.
+    /// A MAD transport over the first plane with its own reply queue.
     pub fn transport(&self) -> SimTransport {
         SimTransport::new(self.clone())
     }
 }
 
-/// Keeps valid, unique LIDs from the topology and assigns the rest from 1.
-fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
-    const MAX_UNICAST: u16 = 0xBFFF;
-    let mut map: HashMap<u16, (usize, u8)> = HashMap::new();
-    let mut want: Vec<(usize, u8)> = Vec::new();
+/// Keeps valid LIDs from the topology, unique in their plane, and assigns
+/// the rest from 1, per plane.
+fn assign_lids(fabric: &mut Fabric, planes: &Planes) -> Vec<HashMap<u16, (usize, u8)>> {
+    let mut want: Vec<Vec<(usize, u8)>> = vec![Vec::new(); planes.count()];
     for (ni, n) in fabric.nodes.iter().enumerate() {
         if n.id.node_type == NodeType::Switch {
-            want.push((ni, 0));
+            want[planes.of_node(ni)].push((ni, 0));
         } else {
-            want.extend(n.ports.iter().map(|p| (ni, p.num)));
+            for p in &n.ports {
+                want[planes.of_port(ni, p.num)].push((ni, p.num));
+            }
         }
     }
+    want.into_iter()
+        .map(|w| assign_plane_lids(fabric, &w))
+        .collect()
+}
+
+/// [`assign_lids`] for the PMAs of one plane, `want`.
+fn assign_plane_lids(fabric: &mut Fabric, want: &[(usize, u8)]) -> HashMap<u16, (usize, u8)> {
+    const MAX_UNICAST: u16 = 0xBFFF;
+    let mut map: HashMap<u16, (usize, u8)> = HashMap::new();
     let given = |f: &Fabric, ni: usize, p: u8| -> u16 {
         let n = &f.nodes[ni];
         if p == 0 {
@@ -515,7 +595,7 @@ fn assign_lids(fabric: &mut Fabric) -> HashMap<u16, (usize, u8)> {
         }
     };
     let mut missing = Vec::new();
-    for &(ni, p) in &want {
+    for &(ni, p) in want {
         let lid = given(fabric, ni, p);
         if (1..=MAX_UNICAST).contains(&lid) && !map.contains_key(&lid) {
             map.insert(lid, (ni, p));

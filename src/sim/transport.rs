@@ -64,15 +64,24 @@ impl VirtualClock {
 #[derive(Clone)]
 pub struct SimTransport {
     fabric: SimFabric,
+    /// The plane it reaches.
+    plane: usize,
     queue: Queue,
     /// When set, an empty queue moves this clock instead of waiting.
     virtual_time: Option<VirtualClock>,
 }
 
 impl SimTransport {
+    /// A transport that reaches the first plane.
     pub fn new(fabric: SimFabric) -> SimTransport {
+        SimTransport::on_plane(fabric, 0)
+    }
+
+    /// A transport that reaches plane `plane` alone.
+    pub fn on_plane(fabric: SimFabric, plane: usize) -> SimTransport {
         SimTransport {
             fabric,
+            plane,
             queue: Arc::new((Mutex::new(VecDeque::new()), Condvar::new())),
             virtual_time: None,
         }
@@ -97,7 +106,7 @@ impl SimTransport {
 
 impl MadTransport for SimTransport {
     fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
-        if let Some(reply) = self.fabric.handle(to.lid, mad) {
+        if let Some(reply) = self.fabric.handle_in(self.plane, to.lid, mad) {
             let (lock, cv) = &*self.queue;
             let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
             q.push_back(Received {
