@@ -73,14 +73,8 @@ fn main() -> ExitCode {
         eprintln!("silent_node_agent: the fabric has no CA");
         return ExitCode::FAILURE;
     };
-    let backend = Backend {
-        fabric: fabric.clone(),
-        sweep: Box::new(sim.transport()),
-        write: Box::new(sim.transport()),
-        poll: Box::new(sim.transport()),
-        source: None,
-        doca: None,
-    };
+    let mut backend = Backend::sim(&sim);
+    backend.subnets[0].source = None;
     let running = match app::start(&cfg, backend) {
         Ok(r) => r,
         Err(e) => {

@@ -17,11 +17,13 @@ use crate::app::{Shutdown, open_backend};
 use crate::config::Config;
 use crate::fabric::cache::Cache;
 use crate::fabric::engine::Engine;
+use crate::fabric::federation::Federation;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
 use crate::health::Evaluator;
 use crate::health::watch::wall_ms;
 use crate::ib::Escaped;
+use crate::ib::subnet::SubnetView;
 use crate::metrics::health_api;
 use crate::metrics::page::age;
 use crate::metrics::status::{LinkRow, PortRate, Query, Report, Section, report};
@@ -259,12 +261,30 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
     crate::time::start();
     let backend = open_backend(&cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
     let cache = Arc::new(Cache::new());
-    let state = SharedState::new(backend.fabric, cfg.sweep(), Instant::now());
-    let engine = Engine::new(backend.sweep, cfg.engine());
-    let mut sweeper = Sweeper::new(state, engine, Arc::clone(&cache));
+    // Several subnets are swept one after the other, merged as the agent
+    // merges them.
+    let federation = (backend.subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
+    let mut sweepers: Vec<Sweeper> = backend
+        .subnets
+        .into_iter()
+        .enumerate()
+        .map(|(index, s)| {
+            let member = federation
+                .as_ref()
+                .map_or_else(|| Arc::clone(&cache), |f| f.add_member());
+            let view = SubnetView {
+                index: index as u8,
+                ..s.view
+            };
+            let state = SharedState::new(s.fabric, cfg.sweep(), Instant::now()).in_subnet(view);
+            Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
+        })
+        .collect();
     let mut eval = Evaluator::new(cfg.health());
-    let mut judge = |sweeper: &mut Sweeper| {
-        sweeper.sweep_once();
+    let mut judge = |sweepers: &mut Vec<Sweeper>| {
+        for s in sweepers.iter_mut() {
+            s.sweep_once();
+        }
         let started = Instant::now();
         let snap = cache.load();
         if let Some(mut v) = eval.evaluate(&snap, wall_ms(SystemTime::now()), &[]) {
@@ -272,10 +292,10 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
             cache.set_health(Arc::new(v));
         }
     };
-    judge(&mut sweeper);
+    judge(&mut sweepers);
     if let Some(r) = rates {
         std::thread::sleep(r);
-        judge(&mut sweeper);
+        judge(&mut sweepers);
     }
     Ok(report(
         &cache.load(),

@@ -343,14 +343,26 @@ fn query(
 ) -> Result<ibpm_agentx::query::Reading, Box<dyn std::error::Error>> {
     init_offline_logging(cfg);
     let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())?;
-    let (n, port) = ibpm_agentx::query::find_port(&backend.fabric, node, port)?;
-    Ok(ibpm_agentx::query::read(
-        backend.sweep,
-        cfg.engine(),
-        &backend.fabric,
-        n,
-        port,
-    )?)
+    // The port is read in the first subnet that has it (a node on several
+    // planes has each port in one).
+    let mut first_error = None;
+    for subnet in backend.subnets {
+        match ibpm_agentx::query::find_port(&subnet.fabric, node, port) {
+            Ok((n, port)) => {
+                return Ok(ibpm_agentx::query::read(
+                    subnet.sweep,
+                    cfg.engine(),
+                    &subnet.fabric,
+                    n,
+                    port,
+                )?);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.expect("a backend has a subnet").into())
 }
 
 /// `health`: the report of an agent or of a sweep of its own; the exit

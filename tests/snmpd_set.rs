@@ -58,14 +58,8 @@ impl Agent {
         cfg.fabric.sweep_interval = Duration::from_secs_f64(sweep_interval);
         let sim = SimFabric::new(topology::load(&fixture()).unwrap(), sim_options(&cfg));
         let fabric = sim.fabric();
-        let backend = Backend {
-            fabric: fabric.clone(),
-            sweep: Box::new(sim.transport()),
-            write: Box::new(sim.transport()),
-            poll: Box::new(sim.transport()),
-            source: None,
-            doca: None,
-        };
+        let mut backend = Backend::sim(&sim);
+        backend.subnets[0].source = None;
         let running = app::start(&cfg, backend).expect("start the agent");
         let a = Agent {
             snmpd,

@@ -1,5 +1,6 @@
 //! The fabric backends: the simulator, umad (and DOCA beside it), DOCA
-//! alone; what each provides, and where the fabric is discovered again.
+//! alone; what each provides for each subnet it sweeps, and where the
+//! fabric is discovered again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,26 +12,39 @@ use crate::config::{Config, FabricBackend};
 use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{AskRediscovery, Rediscover};
+use crate::ib::subnet::{LocalPort, SubnetKey, SubnetView};
 use crate::ib::topology::{self};
-use crate::ib::{Escaped, Fabric, NodeType};
-use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
+use crate::ib::{Escaped, Fabric, Node, NodeType};
+use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimPlane};
 use crate::transport::umad::{UmadConfig, UmadTransport};
 use crate::transport::{Fault, MadTransport};
 
 use super::{AppError, Shutdown};
 
-/// What a backend provides: the fabric's shape and independent transports
-/// to its PMAs (the sweeper's, the write path's and the sample poller's).
+/// What a backend provides: the subnets it sweeps, and DOCA telemetry
+/// diag beside them.
 pub struct Backend {
+    /// At least one; each is swept by a stack of its own.
+    pub subnets: Vec<SubnetBackend>,
+    /// The local adapters' ports DOCA telemetry diag fills, and its
+    /// sampler (the doca backend, or umad with `doca.enabled`): in the
+    /// first subnet.
+    pub doca: Option<crate::doca::sampler::Opened>,
+}
+
+/// One subnet: what tells it apart, its fabric's shape, and independent
+/// transports to its PMAs (the sweeper's, the write path's and the sample
+/// poller's).
+pub struct SubnetBackend {
+    /// Its name, key, master SM and local ports (its index is given when
+    /// the agent starts).
+    pub view: SubnetView,
     pub fabric: Fabric,
     pub sweep: Box<dyn MadTransport>,
     pub write: Box<dyn MadTransport>,
     pub poll: Box<dyn MadTransport>,
     /// Where the fabric is discovered again (None: never).
     pub source: Option<Box<dyn FabricSource>>,
-    /// The local adapters' ports DOCA telemetry diag fills, and its
-    /// sampler (the doca backend, or umad with `doca.enabled`).
-    pub doca: Option<crate::doca::sampler::Opened>,
 }
 
 /// Discovers the fabric again, on its own handle to it.
@@ -54,6 +68,13 @@ pub trait FabricSource: Send {
 impl FabricSource for SimFabric {
     fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
         Ok(self.fabric())
+    }
+}
+
+/// A simulated plane as it is now.
+impl FabricSource for SimPlane {
+    fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
+        Ok(SimPlane::fabric(self))
     }
 }
 
@@ -86,16 +107,37 @@ impl FabricSource for SmpDiscovery {
 }
 
 impl Backend {
-    /// The simulated fabric `sim`: its fabric (with the LIDs the simulator
-    /// assigned) and three transports of its own.
+    /// The simulated fabric `sim`: a subnet per plane, each with its
+    /// fabric (with the LIDs the simulator assigned), three transports of
+    /// its own and its master SM.
     pub fn sim(sim: &SimFabric) -> Backend {
         Backend {
-            fabric: sim.fabric(),
-            sweep: Box::new(sim.transport()),
-            write: Box::new(sim.transport()),
-            poll: Box::new(sim.transport()),
-            source: Some(Box::new(sim.clone())),
+            subnets: sim.planes().into_iter().map(SubnetBackend::sim).collect(),
             doca: None,
+        }
+    }
+
+    /// The nodes of every subnet (a node in several, once per subnet).
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.subnets.iter().flat_map(|s| &s.fabric.nodes)
+    }
+}
+
+impl SubnetBackend {
+    /// A simulated plane.
+    pub fn sim(plane: SimPlane) -> SubnetBackend {
+        SubnetBackend {
+            view: SubnetView {
+                key: plane.key(),
+                sm: plane.master_sm(),
+                sweeping: Some(plane.local_port()),
+                ..Default::default()
+            },
+            fabric: plane.fabric(),
+            sweep: Box::new(plane.transport()),
+            write: Box::new(plane.transport()),
+            poll: Box::new(plane.transport()),
+            source: Some(Box::new(plane)),
         }
     }
 }
@@ -109,12 +151,13 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
             let mut doca = crate::doca::sampler::open(&cfg.doca).map_err(AppError::Doca)?;
             // The local adapter is in the discovered fabric; a node that
             // is not (a port without a link) is served by DOCA alone.
+            let fabric = &mut b.subnets[0].fabric;
             for n in std::mem::take(&mut doca.nodes) {
-                if b.fabric.node(n.id.guid).is_none() {
-                    b.fabric.nodes.push(n);
+                if fabric.node(n.id.guid).is_none() {
+                    fabric.nodes.push(n);
                 }
             }
-            b.fabric.sort();
+            fabric.sort();
             b.doca = Some(doca);
             return Ok(b);
         }
@@ -122,11 +165,20 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
         FabricBackend::Doca => return open_doca(cfg),
         FabricBackend::Sim => {}
     }
-    let fabric = match cfg.topology_path() {
-        Some(p) => topology::load(&p).map_err(AppError::Topology)?,
-        None => topology::default_fabric(),
+    // A file with subnet prefix lines is a plane per connected part (as
+    // many subnets); without them the whole file is one subnet, as ibsim
+    // reads it.
+    let sim = match cfg.topology_path() {
+        Some(p) => {
+            let t = topology::load_topology(&p).map_err(AppError::Topology)?;
+            if t.prefixes.is_empty() {
+                SimFabric::new(t.fabric, sim_options(cfg))
+            } else {
+                SimFabric::from_topology(t, sim_options(cfg))
+            }
+        }
+        None => SimFabric::new(topology::default_fabric(), sim_options(cfg)),
     };
-    let sim = SimFabric::new(fabric, sim_options(cfg));
     Ok(Backend::sim(&sim))
 }
 
@@ -216,12 +268,23 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             ..dopts
         },
     };
+    let view = SubnetView {
+        key: SubnetKey {
+            prefix: crate::ib::subnet::DEFAULT_PREFIX,
+            sm_guid: crate::ib::Guid(0),
+        },
+        sweeping: Some(LocalPort::new(&local.ca, local.port)),
+        ..Default::default()
+    };
     Ok(Backend {
-        fabric,
-        sweep: Box::new(sweep),
-        write: Box::new(write),
-        poll: Box::new(poll),
-        source: Some(Box::new(source)),
+        subnets: vec![SubnetBackend {
+            view,
+            fabric,
+            sweep: Box::new(sweep),
+            write: Box::new(write),
+            poll: Box::new(poll),
+            source: Some(Box::new(source)),
+        }],
         doca: None,
     })
 }
@@ -236,11 +299,14 @@ pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
     };
     fabric.sort();
     Ok(Backend {
-        fabric,
-        sweep: Box::new(NoMads),
-        write: Box::new(NoMads),
-        poll: Box::new(NoMads),
-        source: None,
+        subnets: vec![SubnetBackend {
+            view: SubnetView::default(),
+            fabric,
+            sweep: Box::new(NoMads),
+            write: Box::new(NoMads),
+            poll: Box::new(NoMads),
+            source: None,
+        }],
         doca: Some(doca),
     })
 }

@@ -14,9 +14,11 @@ use crate::fabric::cache::Cache;
 use crate::fabric::control::Controller;
 use crate::fabric::discover::DiscoverError;
 use crate::fabric::engine::Engine;
+use crate::fabric::federation::{Federation, Writers};
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
 use crate::ib::Escaped;
+use crate::ib::subnet::SubnetView;
 use crate::ib::topology::TopologyError;
 use crate::mib::schema::PM_ROOT;
 use crate::mib::view::MibView;
@@ -33,7 +35,8 @@ mod service_loop;
 
 use backend::spawn_rediscovery;
 pub use backend::{
-    Backend, FROZEN_AFTER, FabricSource, open_backend, open_doca, open_umad, sim_options,
+    Backend, FROZEN_AFTER, FabricSource, SubnetBackend, open_backend, open_doca, open_umad,
+    sim_options,
 };
 use engine::snmp_engine;
 pub use service_loop::{STOP_BUDGET, run};
@@ -297,19 +300,18 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
 /// [`start`] with the given shutdown signal. When a part cannot start, the
 /// parts already started are stopped before the error is returned.
 pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
-    let Backend {
-        fabric,
-        sweep: transport,
-        write,
-        poll,
-        source,
-        doca,
-    } = backend;
+    let Backend { subnets, doca } = backend;
     let discovered = Instant::now();
-    let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
+    let nodes = subnets.iter().map(|s| s.fabric.nodes.len()).sum::<usize>();
+    let ports: usize = subnets
+        .iter()
+        .flat_map(|s| &s.fabric.nodes)
+        .map(|n| n.ports.len())
+        .sum();
     info!(
         backend = %cfg.fabric.backend,
-        nodes = fabric.nodes.len(),
+        subnets = subnets.len(),
+        nodes,
         ports,
         rss_kb = crate::heap::resident_kb().unwrap_or(0),
         peak_kb = crate::heap::peak_kb().unwrap_or(0),
@@ -324,25 +326,23 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         Some(snmp_engine(cfg)?)
     };
     let cache = Arc::new(Cache::new());
-    // A sweep in progress ends at the shutdown signal: the stop does not
-    // wait for a sweep of a fabric that stopped answering.
-    let engine = Engine::new(transport, cfg.engine()).with_cancel(shutdown.flag());
-    let state = SharedState::new(fabric, cfg.sweep(), discovered);
-    let controller = Arc::new(Controller::new(
-        state.clone(),
-        Arc::clone(&cache),
-        write,
-        poll,
-        cfg.control(),
-    ));
-    let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
+    // With several subnets each publishes into a cache of its own and the
+    // federation merges them into `cache`; with one it publishes there.
+    let federation = (subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
     let totals_file = state_file_path(
         cfg.fabric.state_file.as_deref(),
         std::env::var_os("STATE_DIRECTORY"),
     );
-    if let Some(path) = &totals_file {
-        restore_totals(&state, path);
-        sweeper = sweeper.with_state_file(path.clone());
+    let mut stacks = Vec::with_capacity(subnets.len());
+    for (index, subnet) in subnets.into_iter().enumerate() {
+        let member = match &federation {
+            Some(f) => f.add_member(),
+            None => Arc::clone(&cache),
+        };
+        let totals = totals_file.as_ref().map(|p| subnet_file(p, index));
+        stacks.push(Stack::new(
+            cfg, subnet, index, member, totals, &shutdown, discovered,
+        ));
     }
     // Port health: its state file beside the totals'.
     let mut health = cfg.health.enabled.then(|| {
@@ -363,37 +363,52 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         metrics: None,
         cache: Arc::clone(&cache),
     };
-    let poller = controller
-        .spawn_poller(running.shutdown.flag())
-        .map_err(AppError::start("the sample poller"))?;
-    running.threads.push(("sample poller", poller));
+    for s in &stacks {
+        let poller = s
+            .controller
+            .spawn_poller(running.shutdown.flag())
+            .map_err(AppError::start("the sample poller"))?;
+        running.threads.push(("sample poller", poller));
+    }
     if let Some(doca) = doca {
+        let state = stacks[0].sweeper.state().clone();
         let missing = state.lock().set_doca_ports(&doca.ports);
         for (g, p) in missing {
             warn!(node = %g, port = p, "DOCA serves a port the fabric does not have; skipped");
         }
         let t = doca
             .sampler
-            .spawn(state.clone(), Arc::clone(&cache), running.shutdown.flag())
+            .spawn(state, Arc::clone(&stacks[0].cache), running.shutdown.flag())
             .map_err(AppError::start("the DOCA sampler"))?;
         running.threads.push(("doca sampler", t));
     }
     let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
-    if let Some(source) = source.filter(|_| rediscover.is_some() || portinfo.is_some()) {
-        let (ask, t) = spawn_rediscovery(source, state, running.shutdown.flag())
-            .map_err(AppError::start("rediscovery"))?;
-        running.threads.push(("rediscovery", t));
-        sweeper = sweeper.with_rediscovery(rediscover, portinfo, ask);
+    for s in &mut stacks {
+        if let Some(source) = s
+            .source
+            .take()
+            .filter(|_| rediscover.is_some() || portinfo.is_some())
+        {
+            let state = s.sweeper.state().clone();
+            let (ask, t) = spawn_rediscovery(source, state, running.shutdown.flag())
+                .map_err(AppError::start("rediscovery"))?;
+            running.threads.push(("rediscovery", t));
+            s.sweeper.set_rediscovery(rediscover, portinfo, ask);
+        }
     }
+    let writers = Writers::new(
+        Arc::clone(&cache),
+        stacks.iter().map(|s| Arc::clone(&s.controller)).collect(),
+    );
 
     let endpoint_counters = Arc::new(EndpointCounters::default());
     let view: Arc<dyn MibHandler> = if cfg.set.allow {
         info!(
-            deadline_ms = controller.config().deadline().as_millis() as u64,
+            deadline_ms = writers.config().deadline().as_millis() as u64,
             "SETs enabled: counters can be cleared and samples started"
         );
         Arc::new(
-            MibView::with_writes(Arc::clone(&cache), Arc::clone(&controller))
+            MibView::with_writers(Arc::clone(&cache), writers)
                 .with_endpoint_counters(Arc::clone(&endpoint_counters)),
         )
     } else {
@@ -454,22 +469,37 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         };
         notifier = sink.map(|sink| Notifier::new(cfg.notify(), sink));
     }
-    // After each publication: the health verdicts, then the notifications
-    // (which include the verdicts' changes).
+    // After each publication (with several subnets, each round): the
+    // health verdicts, then the notifications (which include the
+    // verdicts' changes).
     if health.is_some() || notifier.is_some() {
-        sweeper = sweeper.with_after_publish(Box::new(move |c| {
+        let evaluate: crate::fabric::sweep::AfterPublish = Box::new(move |c| {
             if let Some(h) = &mut health {
                 h.after_sweep(c);
             }
             if let Some(n) = &mut notifier {
                 n.after_sweep(c);
             }
-        }));
+        });
+        match &federation {
+            Some(f) => f.set_after_round(evaluate),
+            None => stacks[0].sweeper.set_after_publish(evaluate),
+        }
     }
-    let sweep_thread = sweeper
-        .spawn(running.shutdown.flag())
-        .map_err(AppError::start("the sweeper"))?;
-    running.threads.push(("sweeper", sweep_thread));
+    if let Some(f) = &federation {
+        for s in &mut stacks {
+            let f = Arc::clone(f);
+            s.sweeper
+                .set_after_publish(Box::new(move |_| f.member_swept()));
+        }
+    }
+    for s in stacks {
+        let sweep_thread = s
+            .sweeper
+            .spawn(running.shutdown.flag())
+            .map_err(AppError::start("the sweeper"))?;
+        running.threads.push(("sweeper", sweep_thread));
+    }
 
     let responder = if let Some(addr) = cfg.snmp.listen {
         let config = ResponderConfig {
@@ -518,6 +548,68 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         running.metrics = Some(handle);
     }
     Ok(running)
+}
+
+/// One subnet's sweeping stack: its state and sweeper, its write path,
+/// where its fabric is discovered again, and the cache it publishes into.
+struct Stack {
+    sweeper: Sweeper,
+    controller: Arc<Controller>,
+    source: Option<Box<dyn FabricSource>>,
+    cache: Arc<Cache>,
+}
+
+impl Stack {
+    /// The stack of subnet `index`, publishing into `cache`, its 64-bit
+    /// totals restored from and saved to `totals`.
+    fn new(
+        cfg: &Config,
+        subnet: SubnetBackend,
+        index: usize,
+        cache: Arc<Cache>,
+        totals: Option<std::path::PathBuf>,
+        shutdown: &Shutdown,
+        discovered: Instant,
+    ) -> Stack {
+        let view = SubnetView {
+            index: index as u8,
+            name: subnet.view.name.clone(),
+            ..subnet.view
+        };
+        // A sweep in progress ends at the shutdown signal: the stop does
+        // not wait for a sweep of a fabric that stopped answering.
+        let engine = Engine::new(subnet.sweep, cfg.engine()).with_cancel(shutdown.flag());
+        let state = SharedState::new(subnet.fabric, cfg.sweep(), discovered).in_subnet(view);
+        let controller = Arc::new(Controller::new(
+            state.clone(),
+            Arc::clone(&cache),
+            subnet.write,
+            subnet.poll,
+            cfg.control(),
+        ));
+        let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
+        if let Some(path) = totals {
+            restore_totals(&state, &path);
+            sweeper = sweeper.with_state_file(path);
+        }
+        Stack {
+            sweeper,
+            controller,
+            source: subnet.source,
+            cache,
+        }
+    }
+}
+
+/// The state file of subnet `index`: the first subnet's is `path`, the
+/// others' `path.2`, `path.3`, ...
+fn subnet_file(path: &std::path::Path, index: usize) -> std::path::PathBuf {
+    if index == 0 {
+        return path.to_path_buf();
+    }
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{}", index + 1));
+    std::path::PathBuf::from(s)
 }
 
 /// The state file of the 64-bit totals: the configured path, none for
@@ -597,11 +689,14 @@ mod tests {
             })
         };
         let backend = Backend {
-            fabric: sim.fabric(),
-            sweep: t(),
-            write: t(),
-            poll: t(),
-            source: None,
+            subnets: vec![SubnetBackend {
+                view: Default::default(),
+                fabric: sim.fabric(),
+                sweep: t(),
+                write: t(),
+                poll: t(),
+                source: None,
+            }],
             doca: None,
         };
         (backend, token)

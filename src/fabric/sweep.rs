@@ -301,12 +301,22 @@ impl Sweeper {
         refresh_every: Option<Duration>,
         ask: AskRediscovery,
     ) -> Self {
+        self.set_rediscovery(every, refresh_every, ask);
+        self
+    }
+
+    /// [`Self::with_rediscovery`] on a sweeper in place.
+    pub fn set_rediscovery(
+        &mut self,
+        every: Option<Duration>,
+        refresh_every: Option<Duration>,
+        ask: AskRediscovery,
+    ) {
         self.rediscovery = Some(Rediscovery {
             every,
             refresh_every,
             ask,
         });
-        self
     }
 
     /// Write the state file now, if there is one.
@@ -329,8 +339,13 @@ impl Sweeper {
     /// Call `f` with the cache after every sweep's snapshot is published
     /// (the notifications are evaluated and sent there).
     pub fn with_after_publish(mut self, f: AfterPublish) -> Self {
-        self.after_publish = Some(f);
+        self.set_after_publish(f);
         self
+    }
+
+    /// [`Self::with_after_publish`] on a sweeper in place.
+    pub fn set_after_publish(&mut self, f: AfterPublish) {
+        self.after_publish = Some(f);
     }
 
     /// After a snapshot was published (on this thread; requests are
