@@ -1,0 +1,86 @@
+//! One agent, two subnets: a simulated fabric of two planes and an adapter
+//! cabled to both, each plane swept by its own stack and merged into the
+//! one snapshot the agent serves; a SET reaches the plane of its port.
+
+use std::time::{Duration, Instant};
+
+use ibpm_agentx::agentx::AgentxAddr;
+use ibpm_agentx::app::{self, open_backend};
+use ibpm_agentx::config::{Config, FabricBackend};
+use ibpm_agentx::ib::Guid;
+use ibpm_agentx::ib::subnet::prefix_text;
+
+/// Plane 1 (prefix ...:1): switch SA, adapters H (port 1) and A1; plane 2
+/// (prefix ...:2): switch SB, the same H (port 2) and B1.
+const TWO_PLANES: &str = "\
+Hca 2 \"H\"
+[1] \"SA\"[1]
+[2] \"SB\"[1]
+
+Hca 1 \"A1\"
+[1] \"SA\"[2]
+
+Hca 1 \"B1\"
+[1] \"SB\"[2]
+
+# subnetprefix=0xfe80000000000001
+Switch 4 \"SA\"
+[1] \"H\"[1]
+[2] \"A1\"[1]
+
+# subnetprefix=0xfe80000000000002
+Switch 4 \"SB\"
+[1] \"H\"[2]
+[2] \"B1\"[1]
+";
+
+const H: Guid = Guid(0x100000);
+
+fn config(dir: &std::path::Path) -> Config {
+    let topo = dir.join("two-planes.net");
+    std::fs::write(&topo, TWO_PLANES).unwrap();
+    let mut cfg = Config::default();
+    cfg.fabric.backend = FabricBackend::Sim;
+    cfg.fabric.topology = Some(topo);
+    cfg.fabric.sweep_interval = Duration::from_millis(500);
+    // No master there: the session keeps trying to connect.
+    cfg.agentx.socket = AgentxAddr::Unix(dir.join("no-master"));
+    cfg.set.allow = true;
+    cfg
+}
+
+#[test]
+fn two_planes_are_two_subnets_of_one_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let backend = open_backend(&cfg, &app::Shutdown::new()).expect("backend");
+    assert_eq!(backend.subnets.len(), 2, "a subnet per plane");
+    let running = app::start(&cfg, backend).expect("start");
+    // Both planes swept twice (rates known).
+    let t0 = Instant::now();
+    let snap = loop {
+        let s = running.cache().load();
+        if s.subnets.len() == 2 && s.subnets.iter().all(|v| v.sweep >= 2) {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "both planes swept");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let prefixes: Vec<String> = snap.subnets.iter().map(|v| prefix_text(v.key.prefix)).collect();
+    assert_eq!(prefixes, ["fe80:0:0:1::/64", "fe80:0:0:2::/64"]);
+    assert_eq!(
+        snap.subnets.iter().map(|v| v.nodes).collect::<Vec<_>>(),
+        [3, 3],
+        "SA, H, A1 and SB, H, B1"
+    );
+    assert_eq!(snap.nodes.len(), 5, "H once");
+    let h = snap.node(H).expect("H");
+    let ports: Vec<(u8, u8, bool)> = h
+        .ports
+        .iter()
+        .map(|p| (p.link.num, p.subnet, p.read_at.is_some()))
+        .collect();
+    assert_eq!(ports, [(1, 0, true), (2, 1, true)]);
+    assert!(h.ports.iter().all(|p| p.rates.valid != 0), "rates on both ports");
+    running.stop();
+}
