@@ -66,7 +66,11 @@ fn two_planes_are_two_subnets_of_one_agent() {
         assert!(t0.elapsed() < Duration::from_secs(20), "both planes swept");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let prefixes: Vec<String> = snap.subnets.iter().map(|v| prefix_text(v.key.prefix)).collect();
+    let prefixes: Vec<String> = snap
+        .subnets
+        .iter()
+        .map(|v| prefix_text(v.key.prefix))
+        .collect();
     assert_eq!(prefixes, ["fe80:0:0:1::/64", "fe80:0:0:2::/64"]);
     assert_eq!(
         snap.subnets.iter().map(|v| v.nodes).collect::<Vec<_>>(),
@@ -81,6 +85,59 @@ fn two_planes_are_two_subnets_of_one_agent() {
         .map(|p| (p.link.num, p.subnet, p.read_at.is_some()))
         .collect();
     assert_eq!(ports, [(1, 0, true), (2, 1, true)]);
-    assert!(h.ports.iter().all(|p| p.rates.valid != 0), "rates on both ports");
+    assert!(
+        h.ports.iter().all(|p| p.rates.valid != 0),
+        "rates on both ports"
+    );
+    running.stop();
+}
+
+/// A plane whose master SM changes (a failover to another SM) or goes
+/// away shows it in its subnet's view at the next sweep; the other plane's
+/// stays.
+#[test]
+fn a_new_master_sm_shows_at_the_next_sweep() {
+    use ibpm_agentx::app::{Backend, sim_options};
+    use ibpm_agentx::ib::subnet::{SmInfo, SmState};
+    use ibpm_agentx::ib::topology;
+    use ibpm_agentx::sim::SimFabric;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let sim = SimFabric::from_topology(
+        topology::load_topology(cfg.fabric.topology.as_ref().unwrap()).unwrap(),
+        sim_options(&cfg),
+    );
+    let running = app::start(&cfg, Backend::sim(&sim)).expect("start");
+    let wait_for = |what: &str, ok: &dyn Fn(&ibpm_agentx::fabric::cache::Snapshot) -> bool| {
+        let t0 = Instant::now();
+        loop {
+            let s = running.cache().load();
+            if ok(&s) {
+                return s;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let first = wait_for("both swept", &|s| {
+        s.subnets.len() == 2 && s.subnets.iter().all(|v| v.sweep >= 1)
+    });
+    let sm_b = first.subnets[1].sm.expect("plane 2's SM");
+    assert_eq!(sm_b.state, SmState::Master);
+    let standby = SmInfo {
+        lid: 3,
+        guid: Guid(0x100004),
+        priority: 15,
+        state: SmState::Master,
+        act_count: 1,
+    };
+    sim.set_master_sm(1, Some(standby));
+    let s = wait_for("the new SM seen", &|s| {
+        s.subnets[1].sm.map(|x| x.guid) == Some(standby.guid)
+    });
+    assert_eq!(s.subnets[1].sm.unwrap().priority, 15);
+    assert_eq!(s.subnets[0].sm, first.subnets[0].sm, "plane 1 keeps its SM");
+    sim.set_master_sm(1, None);
+    wait_for("no SM seen", &|s| s.subnets[1].sm.is_none());
     running.stop();
 }

@@ -45,6 +45,26 @@ pub struct SubnetBackend {
     pub poll: Box<dyn MadTransport>,
     /// Where the fabric is discovered again (None: never).
     pub source: Option<Box<dyn FabricSource>>,
+    /// What reads the subnet's master SM and local ports again before
+    /// each sweep (None: the view stays as opened).
+    pub probe: Option<Box<dyn SubnetProbe>>,
+}
+
+/// Reads what tells a subnet apart as it is now.
+pub trait SubnetProbe: Send {
+    /// `view` with its master SM (and local ports) as they are now.
+    fn probe(&mut self, view: &SubnetView) -> SubnetView;
+}
+
+/// A simulated plane's master SM as the tests set it.
+impl SubnetProbe for SimPlane {
+    fn probe(&mut self, view: &SubnetView) -> SubnetView {
+        SubnetView {
+            sm: self.master_sm(),
+            key: self.key(),
+            ..view.clone()
+        }
+    }
 }
 
 /// Discovers the fabric again, on its own handle to it.
@@ -137,7 +157,8 @@ impl SubnetBackend {
             sweep: Box::new(plane.transport()),
             write: Box::new(plane.transport()),
             poll: Box::new(plane.transport()),
-            source: Some(Box::new(plane)),
+            source: Some(Box::new(plane.clone())),
+            probe: Some(Box::new(plane)),
         }
     }
 }
@@ -284,6 +305,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             write: Box::new(write),
             poll: Box::new(poll),
             source: Some(Box::new(source)),
+            probe: None,
         }],
         doca: None,
     })
@@ -306,6 +328,7 @@ pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
             write: Box::new(NoMads),
             poll: Box::new(NoMads),
             source: None,
+            probe: None,
         }],
         doca: Some(doca),
     })

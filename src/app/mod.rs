@@ -588,6 +588,16 @@ impl Stack {
             cfg.control(),
         ));
         let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
+        if let Some(mut probe) = subnet.probe {
+            sweeper.set_before_sweep(Box::new(move |state| {
+                let was = state.lock().subnet().clone();
+                let now = probe.probe(&was);
+                if now != was {
+                    say_subnet_change(&was, &now);
+                    state.lock().set_subnet(now);
+                }
+            }));
+        }
         if let Some(path) = totals {
             restore_totals(&state, &path);
             sweeper = sweeper.with_state_file(path);
@@ -597,6 +607,31 @@ impl Stack {
             controller,
             source: subnet.source,
             cache,
+        }
+    }
+}
+
+/// One log line for a subnet's master SM or sweeping port that changed.
+fn say_subnet_change(was: &SubnetView, now: &SubnetView) {
+    let label = Escaped(&now.label()).to_string();
+    if was.sm.map(|s| s.guid) != now.sm.map(|s| s.guid) {
+        match &now.sm {
+            Some(sm) => info!(
+                subnet = %label,
+                sm_guid = %sm.guid,
+                sm_lid = sm.lid,
+                priority = sm.priority,
+                "the subnet's master SM is now {} at LID {}", sm.guid, sm.lid
+            ),
+            None => warn!(subnet = %label, "the subnet has no master SM"),
+        }
+    }
+    if was.sweeping != now.sweeping {
+        match &now.sweeping {
+            Some(p) => {
+                warn!(subnet = %label, local_port = %p, "the subnet is now swept through {p}")
+            }
+            None => warn!(subnet = %label, "no local port of the subnet is up"),
         }
     }
 }
@@ -696,6 +731,7 @@ mod tests {
                 write: t(),
                 poll: t(),
                 source: None,
+                probe: None,
             }],
             doca: None,
         };

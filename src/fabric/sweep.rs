@@ -61,6 +61,9 @@ pub struct SweepStats {
 /// What runs after each published snapshot.
 pub type AfterPublish = Box<dyn FnMut(&Cache) + Send>;
 
+/// What a sweeper runs before each sweep ([`Sweeper::set_before_sweep`]).
+pub type BeforeSweep = Box<dyn FnMut(&SharedState) + Send>;
+
 /// First wait before reopening a failed transport; doubles up to
 /// [`REOPEN_MAX`].
 pub const REOPEN_FIRST: Duration = Duration::from_millis(500);
@@ -80,6 +83,8 @@ pub struct Sweeper {
     state_file: Option<PathBuf>,
     /// Runs after each published snapshot (the notifications).
     after_publish: Option<AfterPublish>,
+    /// Runs before each sweep (what tells the subnet apart read again).
+    before_sweep: Option<BeforeSweep>,
     /// Asks for a discovery or a PortInfo refresh when one is due.
     rediscovery: Option<Rediscovery>,
     /// When each kind of work is due next.
@@ -273,6 +278,7 @@ impl Sweeper {
             reopen_backoff: None,
             state_file: None,
             after_publish: None,
+            before_sweep: None,
             rediscovery: None,
             timers: Timers::default(),
         }
@@ -341,6 +347,12 @@ impl Sweeper {
     pub fn with_after_publish(mut self, f: AfterPublish) -> Self {
         self.set_after_publish(f);
         self
+    }
+
+    /// Call `f` with the state before every sweep (a subnet's probe: its
+    /// master SM and local ports read again, into the subnet's view).
+    pub fn set_before_sweep(&mut self, f: BeforeSweep) {
+        self.before_sweep = Some(f);
     }
 
     /// [`Self::with_after_publish`] on a sweeper in place.
@@ -468,6 +480,9 @@ impl Sweeper {
 
     /// Run one sweep that starts at `started` and publish its snapshot.
     fn sweep_at(&mut self, started: Instant) -> SweepStats {
+        if let Some(f) = &mut self.before_sweep {
+            f(&self.state);
+        }
         self.merge_pending(started);
         let (sweep_no, n) = self.state.lock().begin_sweep();
         let first = sweep_no == 1;
