@@ -8,6 +8,7 @@ pub mod doca_ids;
 pub mod engine;
 pub mod fold;
 pub mod hc;
+pub mod local;
 pub mod mads;
 pub mod persist;
 pub mod plan;
