@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::ib::Guid;
 use crate::ib::subnet::{DEFAULT_PREFIX, LocalPort, MAX_SUBNETS, SmInfo, SmState, SubnetKey};
+use crate::transport::umad::SysfsPort;
 
 /// PortState Active (sysfs `4: ACTIVE`, PortInfo's 4).
 pub const PORT_ACTIVE: u8 = 4;
@@ -41,6 +42,17 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// A port as sysfs shows it, with the master SM's GUID read through
+    /// it (zero: none read).
+    pub fn from_sysfs(p: &SysfsPort, sm_guid: Guid) -> Seen {
+        Seen {
+            port: LocalPort::new(&p.ca, p.port),
+            state: p.state,
+            prefix: p.prefix,
+            sm_guid,
+        }
+    }
+
     pub fn active(&self) -> bool {
         self.state == PORT_ACTIVE
     }
