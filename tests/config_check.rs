@@ -5,8 +5,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn agent(args: &[&str]) -> (i32, String) {
+    agent_env(args, &[])
+}
+
+fn agent_env(args: &[&str], env: &[(&str, &Path)]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir("/")
         .stdin(Stdio::null())
         .output()
@@ -133,4 +138,65 @@ fn contradicting_health_keys_are_refused_before_running() {
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(want), "{err}");
     }
+}
+
+/// The local ports `[umad]` names are checked against the host's CAs (here
+/// the fixture tree standing in for /sys: mlx5_0 with one port, mlx5_1
+/// with two, ...) by check-config and by run, with the line and the key: a
+/// CA that does not exist, a port past the CA's ports, a port listed
+/// twice, a number out of range.
+#[test]
+fn local_ports_the_host_does_not_have_are_refused_with_line_and_key() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
+    let env = [("IBPM_SYSFS_ROOT", root.as_path())];
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("agent.toml");
+    let umad = "[fabric]\nbackend = \"umad\"\n";
+    for good in [
+        "[umad]\nports = [\"mlx5_0:1\", \"mlx5_1:2\", \"mlx5_10:1\"]\n",
+        "[[umad.plane]]\nname = \"plane-a\"\nports = [\"mlx5_0:1\", \"mlx5_10:1\"]\n\
+         [[umad.plane]]\nname = \"plane-b\"\nports = [\"mlx5_1:1\"]\n",
+        "[umad]\nca = \"mlx5_1\"\nport = 2\n",
+    ] {
+        std::fs::write(&conf, format!("{umad}{good}")).unwrap();
+        let (code, err) = agent_env(&["check-config", "--config", conf.to_str().unwrap()], &env);
+        assert_eq!(code, 0, "{good}: {err}");
+    }
+    for (text, want) in [
+        (
+            "[umad]\nports = [\"mlx5_0:1\", \"mlx5_9:1\"]\n",
+            "agent.toml:4: key `umad.ports`: no CA `mlx5_9` (known: mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_10)",
+        ),
+        (
+            "[[umad.plane]]\nports = [\"mlx5_1:1\"]\n\n[[umad.plane]]\nname = \"b\"\nports = [\"mlx5_0:2\"]\n",
+            "agent.toml:8: key `umad.plane.ports`: port 2 is out of range: mlx5_0 has 1 port",
+        ),
+        (
+            "[umad]\nca = \"mlx5_1\"\nport = 3\n",
+            "agent.toml:4: key `umad.ca`: port 3 is out of range: mlx5_1 has 2 ports",
+        ),
+        (
+            "[umad]\nports = [\n  \"mlx5_0:1\",\n  \"mlx5_0:1\",\n]\n",
+            "agent.toml:4: key `umad.ports`: port mlx5_0:1 is listed twice",
+        ),
+        (
+            "[umad]\nports = [\"mlx5_0:300\"]\n",
+            "agent.toml:4: key `umad.ports`: `mlx5_0:300`: port 300 is out of range (1 to 254)",
+        ),
+    ] {
+        std::fs::write(&conf, format!("{umad}{text}")).unwrap();
+        let (code, err) = agent_env(&["check-config", "--config", conf.to_str().unwrap()], &env);
+        assert_eq!(code, 2, "{text}: {err}");
+        assert!(err.contains(want), "{text}: {err}");
+        let (code, err) = agent_env(
+            &["run", "--no-agentx", "--config", conf.to_str().unwrap()],
+            &env,
+        );
+        assert_eq!(code, 2, "{text}: {err}");
+        assert!(err.contains(want), "{text}: {err}");
+    }
+    // With the simulator the umad ports are not used, and not looked for.
+    std::fs::write(&conf, "[umad]\nports = [\"mlx5_9:1\"]\n").unwrap();
+    let (code, err) = agent_env(&["check-config", "--config", conf.to_str().unwrap()], &env);
+    assert_eq!(code, 0, "{err}");
 }

@@ -146,6 +146,12 @@ pub const MAX_RESPONSE_OCTETS: Limit = Limit {
     value: |c| Num::Whole(c.snmp.max_response_octets as u64),
 };
 
+/// The highest number a local port may have (a CA's ports are numbered
+/// from 1; 255 is no port). Every port of `umad.ports` and
+/// `[[umad.plane]] ports` is in 1 to this, `umad.port` in 0 (the first
+/// active port) to this.
+pub const MAX_LOCAL_PORT: u8 = 254;
+
 /// Every numeric key with a range.
 pub static LIMITS: &[Limit] = &[
     Limit {
@@ -229,6 +235,14 @@ pub static LIMITS: &[Limit] = &[
         max: Some(Num::Whole(20)),
         unit: Unit::Count,
         value: |c| Num::Whole(c.mad.retries.into()),
+    },
+    Limit {
+        section: "umad",
+        key: "port",
+        min: Num::Whole(0),
+        max: Some(Num::Whole(MAX_LOCAL_PORT as u64)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.umad.port.map_or(0, u64::from)),
     },
     Limit {
         section: "umad",

@@ -81,7 +81,7 @@ pub use notify::{NotifySection, ThresholdEntry};
 pub use set::SetConfig;
 pub use sim::SimConfig;
 pub use snmp::{AccessEntry, Secret, SnmpConfig, UserEntry, UserEntryError, parse_subtree};
-pub use umad::UmadSection;
+pub use umad::{PlaneEntry, UmadSection, parse_local_port};
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -336,6 +336,8 @@ impl Config {
                 *p = dir.join(&*p);
             }
         }
+        cfg.check_local_ports()
+            .map_err(|e| umad::placed(&Keys::parse(&text), &file, e))?;
         cfg.metrics.resolve(dir);
         cfg.metrics.web()?;
         if let (FabricBackend::Sim, Some(t)) = (cfg.fabric.backend, &cfg.fabric.topology)
@@ -349,6 +351,18 @@ impl Config {
             .in_file(&file, Keys::parse(&text).line("fabric", "topology")));
         }
         Ok((cfg, text))
+    }
+
+    /// With the umad backend, the CAs and ports `[umad]` names must be
+    /// this host's (read where [`crate::transport::umad::sysfs_root`]
+    /// says).
+    fn check_local_ports(&self) -> Result<(), umad::AtPlane> {
+        if self.fabric.backend != FabricBackend::Umad || !self.umad.names_ports() {
+            return Ok(());
+        }
+        let root = crate::transport::umad::sysfs_root();
+        let cas = crate::transport::umad::read_cas(&root).unwrap_or_default();
+        self.umad.check_host(&cas, &root)
     }
 
     /// [`Config::load`], then parse the topology file it names (what
@@ -407,6 +421,9 @@ impl Config {
             t.check().map_err(|e| in_table((i, e)))?;
         }
         cfg.snmp.check_entries().map_err(in_table)?;
+        cfg.umad
+            .check_ports()
+            .map_err(|e| umad::placed(&keys, file, e))?;
         cfg.validate().map_err(|e| {
             let line = match (&e.section, &e.key) {
                 (Some(section), Some(key)) => keys.line(section, key),

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod federation;
 pub mod fold;
 pub mod hc;
+pub mod local;
 pub mod mads;
 pub mod persist;
 pub mod plan;

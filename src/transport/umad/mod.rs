@@ -69,6 +69,10 @@ use crate::time::{Due, Throttle};
 mod sys;
 mod sysfs;
 
+pub use sysfs::{
+    LinkLayer, PortFiles, SYSFS_ROOT_ENV, SysfsCa, SysfsPort, ib_ports, parse_gid, parse_port,
+    read_cas, sysfs_root,
+};
 use sysfs::{check_abi, select_port};
 
 pub use crate::pm::mad::MGMT_CLASS_PERF as CLASS_PERF_MGT;
