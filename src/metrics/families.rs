@@ -249,8 +249,6 @@ const NAMED: &[(&str, &str, Kind, Collector, Scale, &str)] = {
         ("pmAgentNotificationsDropped", "agent_notifications_dropped", Counter, Agent, One, "Notifications lost while snmpd was away."),
         ("pmAgentSnmpInPkts", "agent_snmp_in_packets", Counter, Agent, One, "Datagrams received by the agent's SNMP endpoint."),
         ("pmAgentSnmpOutPkts", "agent_snmp_out_packets", Counter, Agent, One, "Responses and Reports the SNMP endpoint sent."),
-        ("pmAgentSnmpRefused", "agent_snmp_refused", Counter, Agent, One, "Datagrams the SNMP endpoint dropped unanswered (source, community, malformed)."),
-        ("pmAgentSnmpRateLimited", "agent_snmp_rate_limited", Counter, Agent, One, "Datagrams the SNMP endpoint dropped by a rate guard."),
     ]
 };
 

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use super::HttpCounters;
 use super::families::{Collector, Collectors, FAMILIES, Family, Kind, Scale};
+use crate::edge::refusal::Edge;
 use crate::fabric::cache::Snapshot;
 use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::{Guid, LinkSpeed, NodeType};
@@ -521,16 +522,13 @@ fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         "infiniband_agent_metrics_requests_total {}",
         h.scrapes
     )?;
-    w.header(
-        "infiniband_agent_metrics_refused",
-        HeaderKind::Counter,
-        "HTTP requests and connections the metrics endpoint refused, by reason.",
-    )?;
-    for (reason, n) in h.refusals() {
-        writeln!(
-            w.out,
-            "infiniband_agent_metrics_refused_total{{reason=\"{reason}\"}} {n}"
-        )?;
+    let snmp = s.endpoint.refused.figures();
+    for (edge, refused) in [(Edge::Http, h.refused), (Edge::Snmp, snmp)] {
+        let name = format!("infiniband_agent_{}_refused", edge.name());
+        w.header(&name, HeaderKind::Counter, edge.refused_help())?;
+        for (reason, n) in refused.by_label(edge) {
+            writeln!(w.out, "{name}_total{{reason=\"{reason}\"}} {n}")?;
+        }
     }
     Ok(())
 }

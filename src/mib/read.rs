@@ -387,6 +387,7 @@ fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
 }
 
 fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Value {
+    use crate::edge::refusal::Column::{RateLimited, Refused};
     let reachable = snap.reachable;
     let count = |a: &std::sync::atomic::AtomicU64| {
         Value::Counter64(a.load(std::sync::atomic::Ordering::Relaxed))
@@ -407,8 +408,10 @@ fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Val
         AgentCol::NotificationsDropped => Value::Counter64(snap.notify.dropped),
         AgentCol::SnmpInPackets => count(&endpoint.in_packets),
         AgentCol::SnmpOutPackets => count(&endpoint.out_packets),
-        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused()),
-        AgentCol::SnmpRateLimited => count(&endpoint.rate_limited),
+        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused.figures().column(Refused)),
+        AgentCol::SnmpRateLimited => {
+            Value::Counter64(endpoint.refused.figures().column(RateLimited))
+        }
     }
 }
 
