@@ -284,6 +284,7 @@ fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) ->
         endpoint: s.endpoint,
         node: Some(node),
         port,
+        subnet: None,
         index: RowIndex::port(node.id.guid, port.map_or(0, |p| p.num())),
         port_select: 0,
     }
@@ -453,6 +454,7 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
         endpoint: s.endpoint,
         node: None,
         port: None,
+        subnet: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
     };

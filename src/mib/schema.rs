@@ -173,6 +173,8 @@ pub enum Source {
         field: crate::pm::Field,
     },
     Agent(AgentCol),
+    /// What the snapshot says of a subnet ([`crate::ib::subnet::SubnetView`]).
+    Subnet(SubnetCol),
     /// A port's health verdicts ([`crate::ib::health`]).
     Health(HealthCol),
 }
@@ -195,6 +197,8 @@ pub enum NodeCol {
     WideCounters,
     /// The node's unresponsive verdict.
     Unresponsive,
+    /// The labels of the subnets its ports are swept in.
+    Subnets,
 }
 
 /// Columns of pmPortHealthTable.
@@ -229,6 +233,8 @@ pub enum PortCol {
     PeerDescription,
     LastUpdate,
     Name,
+    /// The pmSubnetIndex of the subnet the port is swept in.
+    Subnet,
 }
 
 /// Columns of pmPortLinkTable: what a port's link should run at, whether
@@ -283,6 +289,25 @@ pub enum AgentCol {
     SnmpOutPackets,
     SnmpRefused,
     SnmpRateLimited,
+}
+
+/// Columns of pmSubnetTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubnetCol {
+    Name,
+    Prefix,
+    SmGuid,
+    SmLid,
+    SmPriority,
+    SmState,
+    LocalCa,
+    LocalPort,
+    StandbyPorts,
+    Nodes,
+    Ports,
+    LastSweep,
+    SweepDuration,
+    Sweeps,
 }
 
 /// One accessible column (or scalar).
@@ -447,6 +472,11 @@ pub const fn always(_: &NodeRecord) -> bool {
 
 /// Per-node tables: no port rows.
 pub const fn no_ports(_: &PortRecord) -> bool {
+    false
+}
+
+/// Tables not of nodes (pmSubnetTable): no node has rows.
+pub const fn no_nodes(_: &NodeRecord) -> bool {
     false
 }
 

@@ -8,7 +8,7 @@
 
 use std::sync::LazyLock;
 
-use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar};
+use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar, Subnet};
 use super::schema::Access::{ReadOnly as RO, ReadWrite};
 use super::schema::SetRule::{
     Acknowledge, ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
@@ -18,11 +18,12 @@ use super::schema::Syntax::{
 };
 use super::schema::{
     AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, HealthCol as H, LinkCol as L,
-    NodeCol as N, PM_OBJECTS, PortCol as P, RateCol as R, Source as S, Syntax, TABLE, TEXT, Table,
-    U8, U16, U32, Walk, col, column, every_port, gauge_of, pc,
+    NodeCol as N, PM_OBJECTS, PortCol as P, RateCol as R, Source as S, SubnetCol as Sn, Syntax,
+    TABLE, TEXT, Table, U8, U16, U32, Walk, col, column, every_port, gauge_of, no_nodes, pc,
 };
 use crate::fabric::hc::{self, HC};
 use crate::ib::health::{CONDITION_COUNT, CONDITIONS};
+use crate::ib::subnet::MAX_SUBNETS;
 use crate::pm::decl::names15;
 use crate::pm::optional::{FecTotal as Fec, Lane, MibTable, OPTIONAL};
 use crate::pm::port_counters::PortCountersField as F;
@@ -139,6 +140,7 @@ const DECLARED: &[Table] = &[
             col(13, "pmNodeSource", Enum { max: 3 }, RO, S::Node(N::Source)),
             col(14, "pmNodeWideCounters", Enum { max: 3 }, RO, S::Node(N::WideCounters)),
             col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
+            col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets)),
         ],
         ..TABLE
     },
@@ -162,6 +164,7 @@ const DECLARED: &[Table] = &[
             col(13, "pmPortLastUpdate", TimeStamp, RO, S::Port(P::LastUpdate)),
             col(14, "pmPortClearCounters", Syntax::Unsigned32 { max: CLEAR_MASK_MAX, }, ReadWrite(ClearMask), S::PortClear),
             col(15, "pmPortName", Syntax::DisplayString { max: 96 }, RO, S::Port(P::Name)),
+            col(16, "pmPortSubnet", Syntax::Unsigned32 { max: MAX_SUBNETS as u32 }, RO, S::Port(P::Subnet)),
         ],
         ..TABLE
     },
@@ -316,7 +319,40 @@ const DECLARED: &[Table] = &[
         ],
         ..TABLE
     },
+    Table {
+        number: 24,
+        name: "pmSubnetTable",
+        index: Subnet,
+        present: no_nodes,
+        columns: &[
+            col(2, "pmSubnetName", TEXT, RO, S::Subnet(Sn::Name)),
+            col(3, "pmSubnetPrefix", Syntax::OctetString { size: 8 }, RO, S::Subnet(Sn::Prefix)),
+            col(4, "pmSubnetSmGuid", GUID, RO, S::Subnet(Sn::SmGuid)),
+            col(5, "pmSubnetSmLid", U16, RO, S::Subnet(Sn::SmLid)),
+            col(6, "pmSubnetSmPriority", Syntax::Unsigned32 { max: 15 }, RO, S::Subnet(Sn::SmPriority)),
+            col(7, "pmSubnetSmState", Enum { max: SM_STATE_NONE }, RO, S::Subnet(Sn::SmState)),
+            col(8, "pmSubnetLocalCa", TEXT, RO, S::Subnet(Sn::LocalCa)),
+            col(9, "pmSubnetLocalPort", U8, RO, S::Subnet(Sn::LocalPort)),
+            col(10, "pmSubnetStandbyPorts", LIST, RO, S::Subnet(Sn::StandbyPorts)),
+            col(11, "pmSubnetNodes", G32, RO, S::Subnet(Sn::Nodes)),
+            col(12, "pmSubnetPorts", G32, RO, S::Subnet(Sn::Ports)),
+            col(13, "pmSubnetLastSweep", TimeStamp, RO, S::Subnet(Sn::LastSweep)),
+            col(14, "pmSubnetSweepDuration", U32, RO, S::Subnet(Sn::SweepDuration)),
+            col(15, "pmSubnetSweeps", Counter64, RO, S::Subnet(Sn::Sweeps)),
+        ],
+        ..TABLE
+    },
 ];
+
+/// A comma-separated list (pmNodeSubnets, pmSubnetStandbyPorts):
+/// DisplayString at its largest.
+const LIST: Syntax = Syntax::DisplayString {
+    max: crate::mib::read::LIST_MAX,
+};
+
+/// pmSubnetSmState's none(4): no SM answered SMInfo (0..=3 are SMInfo's
+/// SMState).
+pub const SM_STATE_NONE: u32 = 4;
 
 /// pmPortHealthAcknowledge: 1..=6 name a condition ([`CONDITIONS`] order),
 /// this value all of them.
