@@ -350,17 +350,14 @@ pub fn subnet_of(snap: &Snapshot, index: u8) -> Option<&SubnetView> {
         .filter(|s| s.index == index)
 }
 
-/// The longest a comma-separated list column (pmNodeSubnets,
-/// pmSubnetStandbyPorts) is: a DisplayString's 255 octets.
-pub const LIST_MAX: usize = 255;
-
-/// `items` separated by commas, as many as fit in [`LIST_MAX`] octets
+/// `items` separated by commas, as many as fit in
+/// [`super::schema::LIST_MAX`] octets
 /// (the rest left out).
 fn list(items: impl Iterator<Item = String>) -> String {
     let mut out = String::new();
     for item in items {
         let sep = usize::from(!out.is_empty());
-        if out.len() + sep + item.len() > LIST_MAX {
+        if out.len() + sep + item.len() > super::schema::LIST_MAX {
             break;
         }
         if sep == 1 {

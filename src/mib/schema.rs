@@ -10,6 +10,7 @@ use crate::pm::samples::{
     PortSamplesControlField, PortSamplesResultExtendedField, PortSamplesResultField,
 };
 
+use super::face::{Collector, Face, Part};
 use super::index::IndexScheme;
 
 /// `pm` = experimental 117.
@@ -105,6 +106,9 @@ pub const U32: Syntax = Syntax::Unsigned32 { max: u32::MAX };
 pub const G32: Syntax = Syntax::Gauge32 { max: u32::MAX };
 /// A GUID: OCTET STRING (SIZE(8)).
 pub const GUID: Syntax = Syntax::OctetString { size: 8 };
+/// The longest a comma-separated list column (pmNodeSubnets,
+/// pmSubnetStandbyPorts) is: a DisplayString's 255 octets.
+pub const LIST_MAX: usize = 255;
 /// A NodeDescription: DisplayString (SIZE(0..64)).
 pub const TEXT: Syntax = Syntax::DisplayString { max: 64 };
 
@@ -324,6 +328,9 @@ pub struct Column {
     pub source: Source,
     /// A scalar: `{ group column }.0`, no entry.
     pub scalar: bool,
+    /// Its Prometheus face: the families it is shown as and the info
+    /// labels it fills.
+    pub faces: &'static [Face],
 }
 
 impl Column {
@@ -393,6 +400,20 @@ pub const fn column(
         access,
         source,
         scalar: false,
+        faces: &[],
+    }
+}
+
+impl Cols {
+    /// The column with its Prometheus face (`col(...).prom(&[...])`).
+    pub const fn prom(self, faces: &'static [Face]) -> Cols {
+        match self {
+            Cols::One(mut c) => {
+                c.faces = faces;
+                Cols::One(c)
+            }
+            _ => panic!("a face is declared on one column"),
+        }
     }
 }
 
@@ -453,6 +474,12 @@ pub struct Table {
     /// The optional attribute whose reading a port needs for a row.
     pub attr: Option<u16>,
     pub columns: &'static [Cols],
+    /// Where the families declared on its columns come in a scrape.
+    pub part: Part,
+    /// The collector of the families named from its columns by one rule
+    /// (an optional attribute's counters: `metrics::families`), for the
+    /// columns with no face of their own.
+    pub collector: Option<Collector>,
 }
 
 impl Table {
@@ -494,4 +521,6 @@ pub const TABLE: Table = Table {
     port_present: no_ports,
     attr: None,
     columns: &[],
+    part: Part::Derived,
+    collector: None,
 };
