@@ -369,7 +369,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
 }
 
 /// A pmSubnetTable column.
-fn subnet_value(c: SubnetCol, s: &SubnetView) -> Value {
+pub fn subnet_value(c: SubnetCol, s: &SubnetView) -> Value {
     let sm = s.sm.as_ref();
     match c {
         SubnetCol::Name => text_value(&s.label()),
