@@ -26,7 +26,7 @@ use crate::ib::Escaped;
 use crate::ib::subnet::SubnetView;
 use crate::metrics::health_api;
 use crate::metrics::page::age;
-use crate::metrics::status::{LinkRow, PortRate, Query, Report, Section, report};
+use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, report};
 
 /// The agent's metrics endpoint when no URL is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:9683";
@@ -336,6 +336,10 @@ pub fn text(r: &Report) -> String {
         .map(|c| format!("{} {}", c.title, c.ports))
         .collect();
     let _ = writeln!(o, "ports per condition: {}", counts.join(", "));
+    let shows = r.shows_subnets();
+    if shows {
+        subnets(&mut o, r);
+    }
     let nodes: Vec<Vec<String>> = r
         .unreachable_nodes
         .rows
@@ -349,14 +353,24 @@ pub fn text(r: &Report) -> String {
                 ),
                 (None, _) => format!("unreachable ({} sweeps)", n.failed_sweeps),
             };
-            vec![Escaped(&n.name).to_string(), n.guid.clone(), state]
+            let mut row = vec![Escaped(&n.name).to_string(), n.guid.clone()];
+            if shows {
+                row.push(Escaped(&n.subnets.join(",")).to_string());
+            }
+            row.push(state);
+            row
         })
         .collect();
+    let head: &[&str] = if shows {
+        &["NODE", "GUID", "SUBNETS", "STATE"]
+    } else {
+        &["NODE", "GUID", "STATE"]
+    };
     table(
         &mut o,
         "NODES NOT ANSWERING",
         &r.unreachable_nodes,
-        &["NODE", "GUID", "STATE"],
+        head,
         nodes,
     );
     for (title, s) in [
@@ -384,7 +398,7 @@ pub fn text(r: &Report) -> String {
             &r.worst_congested_ports,
         ),
     ] {
-        let rows = s.rows.iter().map(rate_cells).collect();
+        let rows = s.rows.iter().map(|p| rate_cells(r, p)).collect();
         table(&mut o, title, s, &["PORT", "PEER", unit], rows);
     }
     o
@@ -405,22 +419,85 @@ fn link_cells(r: &Report, l: &LinkRow) -> Vec<String> {
         })
         .collect();
     vec![
-        Escaped(&l.a.name).to_string(),
-        l.b.as_ref()
-            .map_or("?".to_string(), |b| Escaped(&b.name).to_string()),
+        end_text(r, &l.a),
+        l.b.as_ref().map_or("?".to_string(), |b| end_text(r, b)),
         verdicts.join("; "),
         l.flaps.to_string(),
     ]
 }
 
-fn rate_cells(p: &PortRate) -> Vec<String> {
+fn rate_cells(r: &Report, p: &PortRate) -> Vec<String> {
     vec![
-        Escaped(&p.port.name).to_string(),
-        p.peer
-            .as_ref()
-            .map_or(String::new(), |e| Escaped(&e.name).to_string()),
+        end_text(r, &p.port),
+        p.peer.as_ref().map_or(String::new(), |e| end_text(r, e)),
         format!("{:.3}", p.value),
     ]
+}
+
+/// A port's name, with its subnet in brackets when the report says which
+/// subnet things are in.
+fn end_text(r: &Report, e: &End) -> String {
+    match &e.subnet {
+        Some(s) if r.shows_subnets() => format!("{} [{}]", Escaped(&e.name), Escaped(s)),
+        _ => Escaped(&e.name).to_string(),
+    }
+}
+
+/// The subnets the agent sweeps, one row each.
+fn subnets(o: &mut String, r: &Report) {
+    let rows = r
+        .subnets
+        .iter()
+        .map(|s| {
+            let sm = s.sm.as_ref().map_or("none".to_string(), |sm| {
+                format!(
+                    "{} LID {} prio {} {}",
+                    sm.guid, sm.lid, sm.priority, sm.state
+                )
+            });
+            let last = s.last_sweep_age_s.map_or("none yet".to_string(), |a| {
+                format!(
+                    "#{} {} ago, {} ms",
+                    s.sweep,
+                    age((a * 1000.0) as u64),
+                    s.sweep_duration_ms
+                )
+            });
+            vec![
+                Escaped(&s.label).to_string(),
+                s.prefix.clone(),
+                sm,
+                s.local_port
+                    .as_ref()
+                    .map_or("none up".to_string(), |p| Escaped(p).to_string()),
+                Escaped(&s.standby.join(",")).to_string(),
+                s.nodes.to_string(),
+                s.ports.to_string(),
+                last,
+            ]
+        })
+        .collect();
+    let all = Section::<()> {
+        total: r.subnets.len(),
+        more: 0,
+        rows: Vec::new(),
+    };
+    table(
+        o,
+        "SUBNETS",
+        &all,
+        &[
+            "SUBNET",
+            "PREFIX",
+            "MASTER SM",
+            "LOCAL PORT",
+            "STANDBY",
+            "NODES",
+            "PORTS",
+            "LAST SWEEP",
+        ],
+        rows,
+    );
 }
 
 /// A section: its title and count, its rows in aligned columns, and how
@@ -507,5 +584,40 @@ mod tests {
         assert!(row.contains(&l.b.as_ref().unwrap().name), "{row}");
         assert!(t.contains("\nNODES NOT ANSWERING (1)\n"), "{t}");
         assert_eq!(Outcome::of(&r).code(), 3);
+    }
+
+    #[test]
+    fn the_terminal_table_says_which_subnet() {
+        let u = crate::metrics::tests::unhealthy();
+        let one = text(&report(&u.snap, u.now, Instant::now(), &Query::default()));
+        assert!(!one.contains("SUBNETS") && !one.contains(" ["), "{one}");
+        let snap = crate::metrics::tests::two_subnets(&u);
+        let r = report(&snap, u.now, Instant::now(), &Query::default());
+        let t = text(&r);
+        assert!(t.contains("\nSUBNETS (2)\n"), "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("plane-a "))
+            .unwrap_or_else(|| panic!("{t}"));
+        for says in [
+            "fe80::/64",
+            "0x0002c90300a1b2c3 LID 1 prio 14 master",
+            "mlx5_0:1",
+            "mlx5_2:1",
+        ] {
+            assert!(row.contains(says), "{says}: {row}");
+        }
+        assert!(t.contains("none up"), "{t}");
+        let l = &r.unhealthy_links.rows[0];
+        let a = format!("{} [{}]", l.a.name, l.a.subnet.as_deref().unwrap());
+        assert!(
+            t.lines().any(|x| x.contains(&a) && x.contains("link lost")),
+            "{a}\n{t}"
+        );
+        let head = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("NODE "))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(head.contains(" SUBNETS "), "{head}");
     }
 }

@@ -71,12 +71,12 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn counter(a: &Agent, column: u32) -> u64 {
+fn counter(target: &str, column: u32) -> u64 {
     let o = tool(
         "snmpget",
         "public",
         None,
-        &a.target,
+        target,
         &["-Oqv", &format!("1.3.6.1.3.117.1.9.{column}.0")],
     );
     text(&o)
@@ -107,7 +107,7 @@ write = true
 #[test]
 fn a_source_no_rule_lists_gets_no_answer_and_is_counted() {
     let a = agent("127.0.0.1", RULES);
-    let refused = counter(&a, 16);
+    let refused = counter(&a.target, 16);
     // "ports" from 127.0.0.2: answered (pmPortTable only).
     let o = tool(
         "snmpbulkwalk",
@@ -130,15 +130,15 @@ fn a_source_no_rule_lists_gets_no_answer_and_is_counted() {
     // Any community from 127.0.0.3, which no rule lists: nothing.
     let o = tool("snmpget", "public", Some("127.0.0.3"), &a.target, &[SWEEPS]);
     assert!(text(&o).contains("Timeout"), "{}", text(&o));
-    assert_eq!(counter(&a, 16), refused + 2);
+    assert_eq!(counter(&a.target, 16), refused + 2);
     assert!(
-        a.log()
-            .contains("from sources no access rule lists (the last from 127.0.0.3"),
+        a.log().lines().any(|l| l.contains("snmp: refused")
+            && l.contains("source not listed; the last from 127.0.0.3")),
         "{}",
         a.log()
     );
     // Counted in and out: the refused ones went in and not out.
-    let (inp, out) = (counter(&a, 14), counter(&a, 15));
+    let (inp, out) = (counter(&a.target, 14), counter(&a.target, 15));
     assert!(inp >= out + 2, "in {inp} out {out}");
 }
 
@@ -191,5 +191,114 @@ fn ipv6_sources_are_rules_too() {
     // A rule for IPv4 sources does not let ::1 use its community.
     let o = tool("snmpget", "v4", None, &a.target, &[SWEEPS]);
     assert!(text(&o).contains("Timeout"), "{}", text(&o));
-    assert_eq!(counter(&a, 16), 1);
+    assert_eq!(counter(&a.target, 16), 1);
+}
+
+/// A v2c GetRequest of pmAgentSweeps.0 with `community`, request-id `id`.
+fn get_request(community: &str, id: u8) -> Vec<u8> {
+    let vbs = [
+        0x30, 0x0f, 0x30, 0x0d, 0x06, 0x09, 0x2b, 6, 1, 3, 0x75, 1, 9, 3, 0, 0x05, 0x00,
+    ];
+    let mut pdu = vec![0x02, 0x01, id, 0x02, 0x01, 0x00, 0x02, 0x01, 0x00];
+    pdu.extend_from_slice(&vbs);
+    let mut inner = vec![0x02, 0x01, 0x01, 0x04, community.len() as u8];
+    inner.extend_from_slice(community.as_bytes());
+    inner.push(0xa0);
+    inner.push(pdu.len() as u8);
+    inner.extend_from_slice(&pdu);
+    let mut m = vec![0x30, inner.len() as u8];
+    m.extend_from_slice(&inner);
+    m
+}
+
+/// The `reason`s and values of the series `name` in `body`.
+fn by_reason(body: &str, name: &str) -> std::collections::BTreeMap<String, u64> {
+    let prefix = format!("{name}{{reason=\"");
+    body.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(|l| {
+            let (reason, value) = l.split_once("\"} ").unwrap();
+            (reason.to_string(), value.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn snmp_refusals_are_served_by_reason_beside_the_metrics_endpoints() {
+    use std::net::UdpSocket;
+    let dir = tempfile::tempdir().unwrap();
+    // "public" answers the sweep probe; "slow" is guarded: one answer, then
+    // one a second.
+    let rules = "[[snmp.access]]\ncommunity = \"public\"\nsources = [\"127.0.0.1\"]\n\
+                 [[snmp.access]]\ncommunity = \"slow\"\nsources = [\"127.0.0.1\"]\n\
+                 rate_limit = 1\nrate_burst = 1\n";
+    let mut a = common::MetricsAgent::start(dir.path(), "[log]\nlevel = \"info\"", rules, 1);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(&a.snmp).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    // A source no rule lists, a community no rule gives, an undecodable
+    // datagram: one each.
+    let other = UdpSocket::bind("127.0.0.3:0").unwrap();
+    other.send_to(&get_request("public", 1), &a.snmp).unwrap();
+    sock.send(&get_request("nope", 2)).unwrap();
+    sock.send(b"\x30\x03\x02\x01").unwrap();
+    // Twenty at once through the guarded rule: the burst is answered.
+    const SENT: u64 = 20;
+    for i in 0..SENT {
+        sock.send(&get_request("slow", 10 + i as u8)).unwrap();
+    }
+    let mut answered = 0u64;
+    let mut buf = [0u8; 1500];
+    while sock.recv(&mut buf).is_ok() {
+        answered += 1;
+    }
+    assert!((1..SENT).contains(&answered), "{answered} answered");
+    let want = [
+        ("source", 1),
+        ("auth", 1),
+        ("rate", SENT - answered),
+        ("bad_request", 1),
+        ("too_big", 0),
+        ("usm", 0),
+    ];
+    let want: std::collections::BTreeMap<String, u64> =
+        want.iter().map(|(r, n)| (r.to_string(), *n)).collect();
+    // The responder counts as it reads; the scrape shows it at once after.
+    let mut body = String::new();
+    let seen = common::poll(Duration::from_secs(10), Duration::from_millis(100), || {
+        let (status, _, b) = common::http::get(a.port, "/metrics?collect[]=agent", "");
+        assert_eq!(status, 200);
+        body = String::from_utf8_lossy(&b).to_string();
+        let got = by_reason(&body, "infiniband_agent_snmp_refused_total");
+        (got == want).then_some(())
+    });
+    assert!(seen.is_some(), "want {want:?}:\n{body}");
+    // Named as the metrics endpoint's, each edge with its own kinds.
+    let http = by_reason(&body, "infiniband_agent_metrics_refused_total");
+    assert!(
+        http.contains_key("busy") && !http.contains_key("usm"),
+        "{body}"
+    );
+    assert!(
+        body.contains("# TYPE infiniband_agent_snmp_refused_total counter"),
+        "{body}"
+    );
+    // The MIB's columns are the same counts: pmAgentSnmpRefused (source and
+    // auth) and pmAgentSnmpRateLimited.
+    assert_eq!(counter(&a.snmp, 16), 2);
+    assert_eq!(counter(&a.snmp, 17), SENT - answered);
+    // Each kind logged in a line of its own.
+    let log = std::fs::read_to_string(&a.log).unwrap();
+    for what in [
+        "source not listed",
+        "no valid credentials",
+        "over its source's request rate",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains("snmp: refused") && l.contains(what)),
+            "{what}:\n{log}"
+        );
+    }
+    assert!(a.agent.stop().unwrap().success());
 }

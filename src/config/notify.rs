@@ -21,7 +21,7 @@ pub struct NotifySection {
     #[serde(deserialize_with = "seconds")]
     pub window: Duration,
     /// Notifications of one family (node, port, threshold, discontinuity,
-    /// sweep) per sweep; the rest are counted as suppressed. 0 = no limit.
+    /// sweep, subnet) per sweep; the rest are counted as suppressed. 0 = no limit.
     pub limit_per_sweep: u32,
     /// Notifications kept while snmpd is away; beyond that the oldest are
     /// dropped and counted.

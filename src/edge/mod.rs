@@ -11,8 +11,8 @@
 //!   connection's phase and when it ends; the longest idle makes room;
 //! - [`render`]: renders at once and each response's time;
 //! - [`secret`]: a secret either edge holds, wiped, never printed;
-//! - [`refusal`]: the one table of refusal kinds, their counters and their
-//!   throttled log lines.
+//! - [`refusal`]: the one table of the refusal kinds of both edges, their
+//!   counters and their throttled log lines.
 
 pub mod gate;
 pub mod head;
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 pub use gate::Gate;
 pub use net::Network;
-pub use refusal::{Refusal, RefusalCounts, RefusalLog};
+pub use refusal::{Edge, Refusal, RefusalCounts, RefusalLog};
 pub use secret::Secret;
 pub use slots::SlotLimits;
 

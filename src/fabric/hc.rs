@@ -31,10 +31,22 @@ pub struct HcCounter {
     pub error: bool,
     /// Its rate is kept ([`Rates`]): pmPortRateTable shows it.
     pub rate: bool,
+    /// Its Prometheus family: the name after `infiniband_` (in base units,
+    /// without `_total`) and its help.
+    pub family: &'static str,
+    pub help: &'static str,
+    /// It counts faults (errors, discards): its family is in the `errors`
+    /// collector, else in `traffic`.
+    pub fault: bool,
 }
 
-const fn data(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
+type Face = (&'static str, &'static str);
+
+const fn data(name: &'static str, pc: Pc, pcx: Pcx, (family, help): Face) -> HcCounter {
     HcCounter {
+        family,
+        help,
+        fault: false,
         name,
         pc: Some(pc),
         pcx: Some(pcx),
@@ -46,8 +58,17 @@ const fn data(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
     }
 }
 
-const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx, rate: bool) -> HcCounter {
+const fn pkts(
+    name: &'static str,
+    pc: Option<Pc>,
+    pcx: Pcx,
+    rate: bool,
+    (family, help): Face,
+) -> HcCounter {
     HcCounter {
+        family,
+        help,
+        fault: false,
         name,
         pc,
         pcx: Some(pcx),
@@ -59,8 +80,11 @@ const fn pkts(name: &'static str, pc: Option<Pc>, pcx: Pcx, rate: bool) -> HcCou
     }
 }
 
-const fn err(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
+const fn err(name: &'static str, pc: Pc, pcx: Pcx, (family, help): Face) -> HcCounter {
     HcCounter {
+        family,
+        help,
+        fault: true,
         name,
         pc: Some(pc),
         pcx: Some(pcx),
@@ -77,26 +101,26 @@ const fn err(name: &'static str, pc: Pc, pcx: Pcx) -> HcCounter {
 /// added after it follow it).
 #[rustfmt::skip]
 pub const HC: [HcCounter; 22] = [
-    data("OutOctets", Pc::XmitData, Pcx::XmitData),
-    data("InOctets", Pc::RcvData, Pcx::RcvData),
-    pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts, true),
-    pkts("InPkts", Some(Pc::RcvPkts), Pcx::RcvPkts, true),
-    pkts("OutUcastPkts", None, Pcx::UnicastXmitPkts, false),
-    pkts("InUcastPkts", None, Pcx::UnicastRcvPkts, false),
-    pkts("OutMulticastPkts", None, Pcx::MulticastXmitPkts, false),
-    pkts("InMulticastPkts", None, Pcx::MulticastRcvPkts, false),
-    err("SymbolErrors", Pc::SymbolErrors, Pcx::SymbolErrors),
-    err("LinkErrorRecovery", Pc::LinkErrorRecovery, Pcx::LinkErrorRecovery),
-    err("LinkDowned", Pc::LinkDowned, Pcx::LinkDowned),
-    err("RcvErrors", Pc::RcvErrors, Pcx::RcvErrors),
-    err("RcvRemotePhysErrors", Pc::RcvRemotePhysErrors, Pcx::RcvRemotePhysErrors),
-    err("RcvSwitchRelayErrors", Pc::RcvSwitchRelayErrors, Pcx::RcvSwitchRelayErrors),
-    err("XmitDiscards", Pc::XmitDiscards, Pcx::XmitDiscards),
-    err("XmitConstraintErrors", Pc::XmitConstraintErrors, Pcx::XmitConstraintErrors),
-    err("RcvConstraintErrors", Pc::RcvConstraintErrors, Pcx::RcvConstraintErrors),
-    err("LocalLinkIntegrityErrors", Pc::LocalLinkIntegrityErrors, Pcx::LocalLinkIntegrityErrors),
-    err("ExcessiveBufferOverrunErrors", Pc::ExcessiveBufferOverrunErrors, Pcx::ExcessiveBufferOverrunErrors),
-    err("VL15Dropped", Pc::Vl15Dropped, Pcx::Vl15Dropped),
+    data("OutOctets", Pc::XmitData, Pcx::XmitData, ("port_transmit_data_bytes", "Data octets transmitted on the port (PortXmitData, in bytes).")),
+    data("InOctets", Pc::RcvData, Pcx::RcvData, ("port_receive_data_bytes", "Data octets received on the port (PortRcvData, in bytes).")),
+    pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts, true, ("port_transmit_packets", "Packets transmitted on the port (PortXmitPkts).")),
+    pkts("InPkts", Some(Pc::RcvPkts), Pcx::RcvPkts, true, ("port_receive_packets", "Packets received on the port (PortRcvPkts).")),
+    pkts("OutUcastPkts", None, Pcx::UnicastXmitPkts, false, ("port_unicast_transmit_packets", "Unicast packets transmitted (PortUnicastXmitPkts).")),
+    pkts("InUcastPkts", None, Pcx::UnicastRcvPkts, false, ("port_unicast_receive_packets", "Unicast packets received (PortUnicastRcvPkts).")),
+    pkts("OutMulticastPkts", None, Pcx::MulticastXmitPkts, false, ("port_multicast_transmit_packets", "Multicast packets transmitted (PortMulticastXmitPkts).")),
+    pkts("InMulticastPkts", None, Pcx::MulticastRcvPkts, false, ("port_multicast_receive_packets", "Multicast packets received (PortMulticastRcvPkts).")),
+    err("SymbolErrors", Pc::SymbolErrors, Pcx::SymbolErrors, ("port_symbol_errors", "Minor link errors detected on a physical lane (SymbolErrorCounter).")),
+    err("LinkErrorRecovery", Pc::LinkErrorRecovery, Pcx::LinkErrorRecovery, ("port_link_error_recovery", "Successful link error recovery processes (LinkErrorRecoveryCounter).")),
+    err("LinkDowned", Pc::LinkDowned, Pcx::LinkDowned, ("port_link_downed", "Failed link error recoveries that downed the link (LinkDownedCounter).")),
+    err("RcvErrors", Pc::RcvErrors, Pcx::RcvErrors, ("port_receive_errors", "Received packets with an error (PortRcvErrors).")),
+    err("RcvRemotePhysErrors", Pc::RcvRemotePhysErrors, Pcx::RcvRemotePhysErrors, ("port_receive_remote_physical_errors", "Received packets marked with the EBP delimiter (PortRcvRemotePhysicalErrors).")),
+    err("RcvSwitchRelayErrors", Pc::RcvSwitchRelayErrors, Pcx::RcvSwitchRelayErrors, ("port_receive_switch_relay_errors", "Received packets discarded because they could not be forwarded (PortRcvSwitchRelayErrors).")),
+    err("XmitDiscards", Pc::XmitDiscards, Pcx::XmitDiscards, ("port_transmit_discards", "Outbound packets discarded (PortXmitDiscards).")),
+    err("XmitConstraintErrors", Pc::XmitConstraintErrors, Pcx::XmitConstraintErrors, ("port_transmit_constraint_errors", "Packets not transmitted for outbound partition or IP version checks (PortXmitConstraintErrors).")),
+    err("RcvConstraintErrors", Pc::RcvConstraintErrors, Pcx::RcvConstraintErrors, ("port_receive_constraint_errors", "Packets received and discarded for inbound partition or IP version checks (PortRcvConstraintErrors).")),
+    err("LocalLinkIntegrityErrors", Pc::LocalLinkIntegrityErrors, Pcx::LocalLinkIntegrityErrors, ("port_local_link_integrity_errors", "Times the local physical errors exceeded LocalPhyErrors (LocalLinkIntegrityErrors).")),
+    err("ExcessiveBufferOverrunErrors", Pc::ExcessiveBufferOverrunErrors, Pcx::ExcessiveBufferOverrunErrors, ("port_excessive_buffer_overrun_errors", "Times buffer overruns exceeded OverrunErrors (ExcessiveBufferOverrunErrors).")),
+    err("VL15Dropped", Pc::Vl15Dropped, Pcx::Vl15Dropped, ("port_vl15_dropped", "Incoming VL15 packets dropped for lack of buffers (VL15Dropped).")),
     HcCounter {
         name: "XmitWait",
         pc: Some(Pc::XmitWait),
@@ -106,6 +130,9 @@ pub const HC: [HcCounter; 22] = [
         units: "ticks",
         error: false,
         rate: true,
+        family: "port_transmit_wait",
+        help: "Ticks during which the port had data to transmit but none was sent (PortXmitWait).",
+        fault: false,
     },
     // No PM attribute has it: only DOCA telemetry diag fills it
     // (port_rx_discard_buf_packets).
@@ -118,6 +145,9 @@ pub const HC: [HcCounter; 22] = [
         units: "packets",
         error: false,
         rate: false,
+        family: "port_receive_discards",
+        help: "Received packets dropped for lack of receive buffers (DOCA port_rx_discard_buf_packets).",
+        fault: true,
     },
 ];
 

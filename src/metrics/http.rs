@@ -33,7 +33,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{Notify, Semaphore, watch};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::auth::{Auth, Verdict};
 use super::decide::{Decision, Head, decide};
@@ -45,7 +45,7 @@ use super::{HttpCounters, MetricsSettings};
 use crate::edge::head::automatic_answer;
 use crate::edge::render::Renders;
 use crate::edge::slots::{Admit, ConnId, Slots};
-use crate::edge::{Gate, Refusal, RefusalLog};
+use crate::edge::{Edge, Gate, Refusal, RefusalLog};
 use crate::fabric::cache::Cache;
 use crate::mib::EndpointCounters;
 use crate::runtime::EdgeRuntime;
@@ -83,18 +83,7 @@ struct Shared {
 
 impl Shared {
     fn refuse(&self, r: Refusal, peer: SocketAddr, detail: &str) {
-        self.counters.refused.bump(r);
-        let due = lock(&self.log).due(r, Instant::now());
-        if let Some(n) = due {
-            let k = r.kind();
-            warn!(
-                %peer,
-                reason = k.label,
-                count = n,
-                "metrics: refused ({}: {detail}); at most one line per reason every 10 s",
-                k.what
-            );
-        }
+        lock(&self.log).refuse(&self.counters.refused, r, peer, detail, Instant::now());
     }
 
     /// The configured headers on `r`.
@@ -188,7 +177,7 @@ pub fn serve(
         endpoint,
         counters: Arc::clone(&counters),
         auth,
-        log: Mutex::new(RefusalLog::every(LOG_EVERY)),
+        log: Mutex::new(RefusalLog::every(Edge::Http, LOG_EVERY)),
     });
     let (stop, stop_rx) = watch::channel(false);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();

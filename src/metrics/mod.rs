@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use families::{Collector, Collectors};
 pub use http::{MetricsHandle, serve};
 
-use crate::edge::refusal::{KINDS, RefusalCounts};
+use crate::edge::refusal::{RefusalCounts, RefusalFigures};
 use crate::edge::{Limits, Network};
 
 /// What the endpoint serves and to whom (the `[metrics]` section, typed).
@@ -70,21 +70,14 @@ pub struct HttpCounters {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpFigures {
     pub scrapes: u64,
-    refused: [(&'static str, u64); KINDS.len()],
-}
-
-impl HttpFigures {
-    /// The refusals by reason, as the `reason` label names them.
-    pub fn refusals(&self) -> [(&'static str, u64); KINDS.len()] {
-        self.refused
-    }
+    pub refused: RefusalFigures,
 }
 
 impl HttpCounters {
     pub fn figures(&self) -> HttpFigures {
         HttpFigures {
             scrapes: self.scrapes.load(Ordering::Relaxed),
-            refused: self.refused.by_label(),
+            refused: self.refused.figures(),
         }
     }
 

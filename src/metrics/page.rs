@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::status::{LinkRow, NodeRow, PortRate, Query, Report, Section, Sort};
+use super::status::{End, LinkRow, NodeRow, PortRate, Query, Report, Section, Sort};
 use crate::ib::health::{CONDITIONS, rfc3339};
 
 /// Escapes text for HTML content and attribute values.
@@ -56,7 +56,7 @@ th{font-weight:600;white-space:nowrap}td.n{text-align:right;font-variant-numeric
 .c.erroring{border-color:var(--warn);color:var(--warn)}.rec{opacity:.6}\
 .mute,.more{color:var(--mute)}code{font-size:.9em}form{margin:.5em 0}\
 .c.zero{border-color:#8886;color:var(--mute)}select,button{font:inherit}dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:0}\
-dt{color:var(--mute)}dd{margin:0}\
+dt{color:var(--mute)}dd{margin:0}.sn{color:var(--mute);font-size:.85em;white-space:nowrap}\
 @media (max-width:40em){body{font-size:14px;padding:.3em}th,td{padding:.2em .3em}}";
 
 /// The page of `r`, as asked by `q`; `metrics` is the metrics' path.
@@ -90,6 +90,7 @@ pub fn render(r: &Report, q: &Query, metrics: &str) -> String {
     );
     filter_form(&mut o, q);
     agent(&mut o, r);
+    subnets(&mut o, r);
     counts(&mut o, r);
     nodes(&mut o, r, &r.unreachable_nodes);
     links(
@@ -102,6 +103,7 @@ pub fn render(r: &Report, q: &Query, metrics: &str) -> String {
     links(&mut o, r, "degraded", "Degraded links", &r.degraded_links);
     ranking(
         &mut o,
+        r,
         "errors",
         "Worst ports by error rate",
         "errors/s",
@@ -109,6 +111,7 @@ pub fn render(r: &Report, q: &Query, metrics: &str) -> String {
     );
     ranking(
         &mut o,
+        r,
         "congestion",
         "Worst ports by congestion",
         "% of the time waiting",
@@ -203,6 +206,77 @@ fn agent(o: &mut String, r: &Report) {
     o.push_str("</dl>\n");
 }
 
+/// The subnets, when the report says which subnet things are in.
+fn subnets(o: &mut String, r: &Report) {
+    if !r.shows_subnets() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2 id=\"subnets\">Subnets <span class=\"mute\">({})</span></h2>\
+         <div class=\"wrap\"><table><tr><th>Subnet</th><th>Prefix</th><th>Master SM</th>\
+         <th>Local port</th><th>Standby</th><th>Nodes</th><th>Ports</th><th>Last sweep</th></tr>",
+        r.subnets.len()
+    );
+    for s in &r.subnets {
+        let sm = match &s.sm {
+            Some(sm) => format!(
+                "<code>{}</code> LID {} priority {}{}",
+                escape(&sm.guid),
+                sm.lid,
+                sm.priority,
+                if sm.state == "master" {
+                    String::new()
+                } else {
+                    format!(" <span class=\"c link_lost\">{}</span>", escape(&sm.state))
+                }
+            ),
+            None => "<span class=\"c link_lost\">none</span>".to_string(),
+        };
+        let local = s.local_port.as_ref().map_or_else(
+            || "<span class=\"c link_lost\">none up</span>".to_string(),
+            |p| format!("<code>{}</code>", escape(p)),
+        );
+        let last = s.last_sweep_age_s.map_or_else(
+            || "none yet".to_string(),
+            |a| {
+                format!(
+                    "#{} &middot; {} ago ({} ms)",
+                    s.sweep,
+                    age((a * 1000.0) as u64),
+                    s.sweep_duration_ms
+                )
+            },
+        );
+        let _ = writeln!(
+            o,
+            "<tr class=\"subnet\"><td>{}</td><td><code>{}</code></td><td>{sm}</td><td>{local}</td>\
+             <td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{last}</td></tr>",
+            escape(&s.label),
+            escape(&s.prefix),
+            escape(&s.standby.join(", ")),
+            s.nodes,
+            s.ports
+        );
+    }
+    o.push_str("</table></div>\n");
+}
+
+/// A port's name, with its subnet when the report says which subnet
+/// things are in.
+fn end_name(r: &Report, e: &End) -> String {
+    match &e.subnet {
+        Some(s) if r.shows_subnets() => {
+            format!(
+                "{} <span class=\"sn\">{}</span>",
+                escape(&e.name),
+                escape(s)
+            )
+        }
+        _ => escape(&e.name),
+    }
+}
+
 /// A number without trailing zeros (at most 3 decimals).
 fn fmt_num(x: f64) -> String {
     let s = format!("{x:.3}");
@@ -249,8 +323,11 @@ fn nodes(o: &mut String, r: &Report, s: &Section<NodeRow>) {
         o.push_str("<p class=\"mute\">None: every node answers.</p>\n");
         return;
     }
-    o.push_str(
-        "<div class=\"wrap\"><table><tr><th>Node</th><th>GUID</th><th>State</th><th>Since</th></tr>\n",
+    let shows = r.shows_subnets();
+    let _ = writeln!(
+        o,
+        "<div class=\"wrap\"><table><tr><th>Node</th><th>GUID</th>{}<th>State</th><th>Since</th></tr>",
+        if shows { "<th>Subnets</th>" } else { "" }
     );
     for n in &s.rows {
         let state = match (&n.unresponsive, n.reachable) {
@@ -268,9 +345,14 @@ fn nodes(o: &mut String, r: &Report, s: &Section<NodeRow>) {
         let since = n.unresponsive.as_ref().map_or_else(String::new, |v| {
             format!("{} ago", age(r.generated_ms.saturating_sub(v.since_ms)))
         });
+        let subnets = if shows {
+            format!("<td>{}</td>", escape(&n.subnets.join(", ")))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{state}</td><td>{since}</td></tr>",
+            "<tr><td>{}</td><td><code>{}</code></td>{subnets}<td>{state}</td><td>{since}</td></tr>",
             escape(&n.name),
             escape(&n.guid)
         );
@@ -289,12 +371,12 @@ fn links(o: &mut String, r: &Report, id: &str, title: &str, s: &Section<LinkRow>
     for l in &s.rows {
         let b = l.b.as_ref().map_or_else(
             || "<span class=\"mute\">peer not known</span>".to_string(),
-            |b| escape(&b.name),
+            |b| end_name(r, b),
         );
         let _ = write!(
             o,
             "<tr class=\"link\"><td>{} &harr; {b}</td><td>",
-            escape(&l.a.name)
+            end_name(r, &l.a)
         );
         for v in &l.verdicts {
             let _ = write!(
@@ -322,7 +404,7 @@ fn links(o: &mut String, r: &Report, id: &str, title: &str, s: &Section<LinkRow>
     more(o, s);
 }
 
-fn ranking(o: &mut String, id: &str, title: &str, unit: &str, s: &Section<PortRate>) {
+fn ranking(o: &mut String, r: &Report, id: &str, title: &str, unit: &str, s: &Section<PortRate>) {
     heading(o, id, title, s);
     if s.rows.is_empty() {
         o.push_str("<p class=\"mute\">None.</p>\n");
@@ -336,10 +418,8 @@ fn ranking(o: &mut String, id: &str, title: &str, unit: &str, s: &Section<PortRa
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
-            escape(&p.port.name),
-            p.peer
-                .as_ref()
-                .map_or_else(String::new, |e| escape(&e.name)),
+            end_name(r, &p.port),
+            p.peer.as_ref().map_or_else(String::new, |e| end_name(r, e)),
             fmt_num(p.value)
         );
     }

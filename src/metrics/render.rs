@@ -6,15 +6,18 @@
 use std::io::{self, Write};
 
 use super::HttpCounters;
-use super::families::{Collector, Collectors, FAMILIES, Family, Kind, Scale};
+use super::families::{
+    Collector, Collectors, FAMILIES, Family, Kind, Labels, NODE_INFO, NODE_LABELS, PORT_INFO,
+    PORT_LABELS, Part, Scale, Shown,
+};
+use crate::edge::refusal::Edge;
 use crate::fabric::cache::Snapshot;
 use crate::fabric::record::{NodeRecord, PortRecord};
-use crate::ib::{Guid, LinkSpeed, NodeType};
+use crate::ib::{Guid, LinkSpeed, LinkWidth, PortState};
 use crate::mib::EndpointCounters;
 use crate::mib::Value;
 use crate::mib::index::{IndexScheme, RowIndex};
 use crate::mib::read::{Row, read_at};
-use crate::mib::tables::COLUMNS;
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +107,10 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     if s.collectors.has(Collector::Port) {
         port_info(s, &mut w)?;
     }
-    for f in FAMILIES.iter().filter(|f| s.collectors.has(f.collector)) {
+    for f in FAMILIES
+        .iter()
+        .filter(|f| f.part != Part::Node && s.collectors.has(f.collector))
+    {
         if f.collector == Collector::Agent {
             agent_family(s, f, &mut w)?;
         } else {
@@ -262,6 +268,7 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
         Scale::One => push_u64(l, raw),
         Scale::Times(k) => push_u64(l, raw.saturating_mul(k)),
         Scale::AtLeast(min) => push_u64(l, u64::from(raw >= min)),
+        Scale::Below(max) => push_u64(l, u64::from(raw < max)),
         Scale::MillisToSeconds => {
             let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
         }
@@ -284,6 +291,7 @@ fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) ->
         endpoint: s.endpoint,
         node: Some(node),
         port,
+        subnet: None,
         index: RowIndex::port(node.id.guid, port.map_or(0, |p| p.num())),
         port_select: 0,
     }
@@ -348,98 +356,125 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
     Ok(())
 }
 
-fn node_type(t: NodeType) -> &'static [u8] {
-    match t {
-        NodeType::Ca => b"ca",
-        NodeType::Switch => b"switch",
-        NodeType::Router => b"router",
+/// Appends the labels `labels` read from row `r`, each `,name="value"`.
+fn push_info_labels(l: &mut Vec<u8>, labels: &Labels, r: &Row) {
+    for &(name, shown, col, t) in labels {
+        let v = read_at(col, t, r);
+        l.push(b',');
+        l.extend_from_slice(name.as_bytes());
+        l.extend_from_slice(b"=\"");
+        push_shown(l, v.as_ref(), shown);
+        l.push(b'"');
     }
 }
 
+/// A label's value as `shown` shows a column's value (empty when the row
+/// has none).
+fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown) {
+    let number = match v {
+        Some(Value::Gauge32(x)) => Some(u64::from(*x)),
+        Some(Value::Integer(x)) => u64::try_from(*x).ok(),
+        _ => None,
+    };
+    let octets = |v: Option<&Value>| match v {
+        Some(Value::OctetString(b)) => Some(b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))),
+        _ => None,
+    };
+    let name = |n: Option<&'static str>| n.unwrap_or("").as_bytes();
+    let mib = || number.and_then(|n| u32::try_from(n).ok());
+    match shown {
+        Shown::Text => {
+            if let Some(Value::OctetString(b)) = v {
+                push_escaped(l, b);
+            }
+        }
+        Shown::Number => push_u64(l, number.unwrap_or(0)),
+        Shown::NumberOrEmpty => {
+            if let Some(n) = number.filter(|&n| n != 0) {
+                push_u64(l, n);
+            }
+        }
+        Shown::Hex(digits) => {
+            let _ = write!(l, "0x{:0digits$x}", number.unwrap_or(0));
+        }
+        Shown::Guid => push_guid(l, Guid(octets(v).unwrap_or(0))),
+        Shown::GuidOrEmpty => {
+            if let Some(g) = octets(v).filter(|&g| g != 0) {
+                push_guid(l, Guid(g));
+            }
+        }
+        Shown::NodeType => l.extend_from_slice(match number {
+            Some(1) => b"ca",
+            Some(2) => b"switch",
+            Some(3) => b"router",
+            _ => b"",
+        }),
+        Shown::Width => {
+            l.extend_from_slice(name(mib().and_then(LinkWidth::from_mib).map(|x| x.name())))
+        }
+        Shown::Speed => {
+            l.extend_from_slice(name(mib().and_then(LinkSpeed::from_mib).map(|x| x.name())))
+        }
+        Shown::PortState => {
+            l.extend_from_slice(name(mib().and_then(PortState::from_mib).map(|x| x.name())))
+        }
+    }
+}
+
+/// `infiniband_node_info` of every node, then the node's families
+/// (`infiniband_node_up`).
 fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
-    w.header(
-        "infiniband_node",
-        HeaderKind::Info,
-        "A node of the fabric: its description, type, vendor and device IDs and LID.",
-    )?;
+    w.header(NODE_INFO.0, HeaderKind::Info, NODE_INFO.1)?;
     for n in s.snap.nodes.iter() {
+        let r = row(s, n, None);
         let l = &mut w.line;
         l.clear();
-        l.extend_from_slice(b"infiniband_node_info{node_guid=\"");
+        l.extend_from_slice(NODE_INFO.0.as_bytes());
+        l.extend_from_slice(b"_info{node_guid=\"");
         push_guid(l, n.id.guid);
         l.push(b'"');
-        push_label(l, false, "node_desc", n.id.description.as_bytes());
-        push_label(l, false, "node_type", node_type(n.id.node_type));
-        push_label(
-            l,
-            false,
-            "vendor_id",
-            format!("0x{:06x}", n.id.vendor_id).as_bytes(),
-        );
-        push_label(
-            l,
-            false,
-            "device_id",
-            format!("0x{:04x}", n.id.device_id).as_bytes(),
-        );
-        push_label(
-            l,
-            false,
-            "lid",
-            itoa::Buffer::new().format(n.id.lid).as_bytes(),
-        );
+        push_info_labels(l, &NODE_LABELS, &r);
         l.extend_from_slice(b"} 1\n");
         w.out.write_all(l)?;
     }
-    w.header(
-        "infiniband_node_up",
-        HeaderKind::Gauge,
-        "1 when the node answered within the configured sweeps, 0 when it is unreachable.",
-    )?;
-    for n in s.snap.nodes.iter() {
-        let l = &mut w.line;
-        l.clear();
-        l.extend_from_slice(b"infiniband_node_up{node_guid=\"");
-        push_guid(l, n.id.guid);
-        l.extend_from_slice(if n.reachable { b"\"} 1\n" } else { b"\"} 0\n" });
-        w.out.write_all(l)?;
+    for f in FAMILIES.iter().filter(|f| f.part == Part::Node) {
+        let kind = match f.kind {
+            Kind::Counter => HeaderKind::Counter,
+            Kind::Gauge => HeaderKind::Gauge,
+        };
+        w.header(&f.name, kind, &f.help)?;
+        for n in s.snap.nodes.iter() {
+            let Some(v) = read_at(f.column, f.table, &row(s, n, None)) else {
+                continue;
+            };
+            let l = &mut w.line;
+            l.clear();
+            l.extend_from_slice(f.name.as_bytes());
+            l.extend_from_slice(sample_suffix(kind).as_bytes());
+            l.extend_from_slice(b"{node_guid=\"");
+            push_guid(l, n.id.guid);
+            l.extend_from_slice(b"\"} ");
+            if push_value(l, &v, f.scale) {
+                l.push(b'\n');
+                w.out.write_all(l)?;
+            }
+        }
     }
     Ok(())
 }
 
+/// `infiniband_port_info` of every port of the nodes that answer.
 fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
-    let name_col = COLUMNS.iter().find(|c| c.name == "pmPortName");
-    let name_table = name_col.and_then(|c| crate::mib::tables::table(c.table));
-    w.header(
-        "infiniband_port",
-        HeaderKind::Info,
-        "A port: its name, GUID, link peer, width, speed and state.",
-    )?;
+    w.header(PORT_INFO.0, HeaderKind::Info, PORT_INFO.1)?;
     for node in answering(s) {
         for p in &node.ports {
-            let name = match (name_col, name_table) {
-                (Some(c), Some(t)) => match read_at(c, t, &row(s, node, Some(p))) {
-                    Some(Value::OctetString(b)) => b,
-                    _ => Vec::new(),
-                },
-                _ => Vec::new(),
-            };
-            let link = &p.link;
+            let r = row(s, node, Some(p));
             let l = &mut w.line;
             l.clear();
-            l.extend_from_slice(b"infiniband_port_info");
+            l.extend_from_slice(PORT_INFO.0.as_bytes());
+            l.extend_from_slice(b"_info");
             push_port_labels(l, node.id.guid, p.num());
-            push_label(l, false, "name", &name);
-            l.extend_from_slice(b",port_guid=\"");
-            push_guid(l, link.guid);
-            l.push(b'"');
-            push_peer_labels(l, link.remote());
-            let width = link.width.map_or("", |x| x.name());
-            let speed = link.speed.map_or("", |x| x.name());
-            let state = link.state.map_or("", |x| x.name());
-            push_label(l, false, "link_width", width.as_bytes());
-            push_label(l, false, "link_speed", speed.as_bytes());
-            push_label(l, false, "state", state.as_bytes());
+            push_info_labels(l, &PORT_LABELS, &r);
             l.extend_from_slice(b"} 1\n");
             w.out.write_all(l)?;
         }
@@ -453,6 +488,7 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
         endpoint: s.endpoint,
         node: None,
         port: None,
+        subnet: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
     };
@@ -521,16 +557,13 @@ fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         "infiniband_agent_metrics_requests_total {}",
         h.scrapes
     )?;
-    w.header(
-        "infiniband_agent_metrics_refused",
-        HeaderKind::Counter,
-        "HTTP requests and connections the metrics endpoint refused, by reason.",
-    )?;
-    for (reason, n) in h.refusals() {
-        writeln!(
-            w.out,
-            "infiniband_agent_metrics_refused_total{{reason=\"{reason}\"}} {n}"
-        )?;
+    let snmp = s.endpoint.refused.figures();
+    for (edge, refused) in [(Edge::Http, h.refused), (Edge::Snmp, snmp)] {
+        let name = format!("infiniband_agent_{}_refused", edge.name());
+        w.header(&name, HeaderKind::Counter, edge.refused_help())?;
+        for (reason, n) in refused.by_label(edge) {
+            writeln!(w.out, "{name}_total{{reason=\"{reason}\"}} {n}")?;
+        }
     }
     Ok(())
 }

@@ -8,7 +8,9 @@
 //! unhealthy links (both ends, each condition with since when and how
 //! many times), the degraded links, and the worst ports by error rate and
 //! by congestion. Every section holds at most [`MAX_ROWS`] rows and says
-//! how many there are in all.
+//! how many there are in all. The subnets the agent sweeps
+//! ([`subnets`]) come with it, and every node and link end says which
+//! subnet it is in.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,10 @@ use crate::ib::Guid;
 use crate::ib::health::{CONDITIONS, Condition, Mark, PortVerdict, Verdicts, rfc3339};
 use crate::mib::rate::congestion_hundredths;
 use crate::mib::read::port_name;
+
+pub mod subnets;
+
+pub use subnets::{SmRow, SubnetRow};
 
 /// Rows a section shows at most.
 pub const MAX_ROWS: usize = 200;
@@ -187,6 +193,18 @@ pub struct Report {
     pub degraded_links: Section<LinkRow>,
     pub worst_error_ports: Section<PortRate>,
     pub worst_congested_ports: Section<PortRate>,
+    /// The subnets the agent sweeps, by index (empty while its sweeper has
+    /// not said which it sweeps).
+    #[serde(default)]
+    pub subnets: Vec<SubnetRow>,
+}
+
+impl Report {
+    /// Whether the views say which subnet things are in: with more than
+    /// one subnet, or a named one.
+    pub fn shows_subnets(&self) -> bool {
+        subnets::worth_showing(&self.subnets)
+    }
 }
 
 /// The agent itself.
@@ -254,6 +272,10 @@ pub struct NodeRow {
     pub unresponsive: Option<Verdict>,
     pub missed: Option<u8>,
     pub of: Option<u8>,
+    /// The labels of the subnets its ports are swept in (a node seen in
+    /// two subnets is in both).
+    #[serde(default)]
+    pub subnets: Vec<String>,
 }
 
 /// One end of a link.
@@ -263,6 +285,9 @@ pub struct End {
     pub port: u8,
     /// pmPortName: `DESCRIPTION/PORT`.
     pub name: String,
+    /// The label of the subnet the port is swept in.
+    #[serde(default)]
+    pub subnet: Option<String>,
 }
 
 /// One standing verdict.
@@ -310,6 +335,7 @@ fn end(snap: &Snapshot, guid: Guid, port: u8) -> End {
         name: snap
             .node(guid)
             .map_or_else(|| format!("{guid}/{port}"), |n| port_name(n, port, snap)),
+        subnet: subnets::of_port(snap, guid, port),
     }
 }
 
@@ -536,6 +562,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
                     .map(|m| verdict(Condition::Unresponsive, m, v.map_or(0, |v| v.raised))),
                 missed: v.map(|v| v.missed),
                 of: v.map(|v| v.of),
+                subnets: subnets::of_node(snap, n),
             })
         })
         .collect();
@@ -584,6 +611,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         degraded_links: Section::of(degraded, q.limit),
         worst_error_ports: errors,
         worst_congested_ports: congested,
+        subnets: subnets::rows(snap, now),
     }
 }
 

@@ -93,3 +93,58 @@ pub fn unhealthy() -> Unhealthy {
         now,
     }
 }
+
+/// The report's snapshot as the agent sweeping two subnets would publish
+/// it: "plane-a" (named, a master SM, a standby local port) holds every
+/// port but the lost link's first end and the silent adapter's, which are
+/// in the second (unnamed, no master SM, no local port up). The lost link's
+/// first node is in both.
+pub fn two_subnets(u: &Unhealthy) -> Arc<Snapshot> {
+    use crate::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey, SubnetView};
+    let mut snap = (*u.snap).clone();
+    let plane_b = |g: Guid, p: u8| g == u.silent || (g, p) == u.lost.0;
+    for n in snap.nodes.iter_mut() {
+        let mut rec = (**n).clone();
+        for p in rec.ports.iter_mut() {
+            p.subnet = u8::from(plane_b(rec.id.guid, p.num()));
+        }
+        *n = Arc::new(rec);
+    }
+    let swept = snap.taken;
+    snap.subnets = Arc::from(vec![
+        SubnetView {
+            index: 0,
+            name: Some("plane-a".into()),
+            key: SubnetKey {
+                prefix: crate::ib::subnet::DEFAULT_PREFIX,
+                sm_guid: Guid(0x0002_c903_00a1_b2c3),
+            },
+            sm: Some(SmInfo {
+                lid: 1,
+                guid: Guid(0x0002_c903_00a1_b2c3),
+                priority: 14,
+                state: SmState::Master,
+                act_count: 7,
+            }),
+            sweeping: Some(LocalPort::new("mlx5_0", 1)),
+            standby: vec![LocalPort::new("mlx5_2", 1)],
+            nodes: 10,
+            ports: 40,
+            sweep: 9,
+            swept,
+            duration_ms: 12,
+        },
+        SubnetView {
+            index: 1,
+            key: SubnetKey {
+                prefix: 0xfe80_0000_0000_0002,
+                sm_guid: Guid(0),
+            },
+            nodes: 2,
+            ports: 2,
+            sweep: 3,
+            ..Default::default()
+        },
+    ]);
+    Arc::new(snap)
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::fabric::record::NodeRecord;
 use crate::ib::Guid;
+use crate::ib::subnet::MAX_SUBNETS;
 use crate::pm::optional::LANES;
 
 /// Number of sub-identifiers of a node-GUID index (OCTET STRING (SIZE(8)),
@@ -26,15 +27,22 @@ pub enum IndexScheme {
     NodeGuidPortLane,
     /// Scalars: the one instance `.0`.
     Scalar,
+    /// pmSubnetIndex: one sub-identifier, 1..=[`MAX_SUBNETS`]
+    /// (a [`crate::ib::subnet::SubnetView`]'s index plus one): one row per
+    /// subnet, none per node.
+    Subnet,
 }
 
 /// The index of one row (`port` is 0 for a node's row and for scalars,
-/// `lane` 0 outside the per-VL and per-SL tables).
+/// `lane` 0 outside the per-VL and per-SL tables, `subnet` 0 outside
+/// pmSubnetTable).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RowIndex {
     pub guid: Guid,
     pub port: u8,
     pub lane: u8,
+    /// The pmSubnetIndex (a subnet's index plus one).
+    pub subnet: u8,
 }
 
 impl RowIndex {
@@ -47,6 +55,15 @@ impl RowIndex {
             guid,
             port,
             lane: 0,
+            subnet: 0,
+        }
+    }
+
+    /// The row of pmSubnetTable for pmSubnetIndex `index`.
+    pub fn subnet(index: u8) -> RowIndex {
+        RowIndex {
+            subnet: index,
+            ..RowIndex::node(Guid(0))
         }
     }
 }
@@ -71,6 +88,10 @@ impl IndexScheme {
         let mut arcs = [0u32; GUID_INDEX_LEN + 2];
         let len = match self {
             IndexScheme::Scalar => 1,
+            IndexScheme::Subnet => {
+                arcs[0] = row.subnet.into();
+                1
+            }
             IndexScheme::NodeGuid => {
                 arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
                 GUID_INDEX_LEN
@@ -94,6 +115,10 @@ impl IndexScheme {
     pub fn parse(self, suffix: &[u32]) -> Option<RowIndex> {
         match self {
             IndexScheme::Scalar => (suffix == [0]).then_some(RowIndex::node(Guid(0))),
+            IndexScheme::Subnet => match *suffix {
+                [n] if (1..=MAX_SUBNETS as u32).contains(&n) => Some(RowIndex::subnet(n as u8)),
+                _ => None,
+            },
             IndexScheme::NodeGuid => parse_guid_index(suffix).map(RowIndex::node),
             IndexScheme::NodeGuidPort => {
                 let (&port, guid) = suffix.split_last()?;
@@ -105,9 +130,8 @@ impl IndexScheme {
                 let (&port, guid) = rest.split_last()?;
                 let lane = u8::try_from(lane).ok().filter(|&v| v < LANES)?;
                 Some(RowIndex {
-                    guid: parse_guid_index(guid)?,
-                    port: u8::try_from(port).ok()?,
                     lane,
+                    ..RowIndex::port(parse_guid_index(guid)?, u8::try_from(port).ok()?)
                 })
             }
         }
@@ -136,7 +160,10 @@ impl IndexScheme {
     /// `after`: in the node `after` names, the port it names; elsewhere
     /// the first.
     pub fn first_port(self, node: &NodeRecord, after: &[u32]) -> usize {
-        if self == IndexScheme::Scalar || self == IndexScheme::NodeGuid {
+        if matches!(
+            self,
+            IndexScheme::Scalar | IndexScheme::NodeGuid | IndexScheme::Subnet
+        ) {
             return 0;
         }
         match after.split_at_checked(GUID_INDEX_LEN) {

@@ -2,6 +2,7 @@
 //! both the AgentX session and the built-in SNMP responder serve from.
 
 pub mod bulk;
+pub mod face;
 pub mod index;
 pub mod oid;
 pub mod rate;
@@ -17,32 +18,31 @@ pub use value::{Value, VarBind};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-atomic_counters! {
-    /// Counters of the built-in SNMP endpoint, kept by the responder and shown
-    /// by the pmAgent scalars (after snmpInPkts and its kin of SNMPv2-MIB).
-    pub struct EndpointCounters: AtomicU64;
-    /// A reading of [`EndpointCounters`].
-    pub struct EndpointFigures: u64 {
-        /// Datagrams received.
-        in_packets,
-        /// Responses and Reports sent.
-        out_packets,
-        /// Dropped unanswered: from a source no access rule lists.
-        unlisted,
-        /// Dropped unanswered: a community, or an authenticated SNMPv3 user, no
-        /// rule gives to the source.
-        bad_communities,
-        /// Dropped: not a decodable SNMP message.
-        malformed,
-        /// Dropped: a well-formed message the endpoint does not answer.
-        ignored,
-        /// Dropped: not even an error response fits the size bound.
-        silent_drops,
-        /// Responses the socket would not send.
-        send_errors,
-        /// Dropped by the rate guard of the access rule that matched.
-        rate_limited,
-    }
+use crate::edge::refusal::{RefusalCounts, RefusalFigures};
+
+/// Counters of the built-in SNMP endpoint, kept by the responder and shown
+/// by the pmAgent scalars (after snmpInPkts and its kin of SNMPv2-MIB) and
+/// `infiniband_agent_snmp_*`.
+#[derive(Debug, Default)]
+pub struct EndpointCounters {
+    /// Datagrams received.
+    pub in_packets: AtomicU64,
+    /// Responses and Reports sent.
+    pub out_packets: AtomicU64,
+    /// Responses the socket would not send.
+    pub send_errors: AtomicU64,
+    /// Datagrams dropped unanswered, by the kinds of
+    /// [`crate::edge::refusal::KINDS`] the SNMP edge refuses for.
+    pub refused: RefusalCounts,
+}
+
+/// A reading of [`EndpointCounters`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointFigures {
+    pub in_packets: u64,
+    pub out_packets: u64,
+    pub send_errors: u64,
+    pub refused: RefusalFigures,
 }
 
 impl EndpointCounters {
@@ -50,9 +50,15 @@ impl EndpointCounters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Requests dropped unanswered because no rule allowed them.
-    pub fn refused(&self) -> u64 {
-        self.unlisted.load(Ordering::Relaxed) + self.bad_communities.load(Ordering::Relaxed)
+    /// Every counter's value (each read on its own).
+    pub fn snapshot(&self) -> EndpointFigures {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        EndpointFigures {
+            in_packets: load(&self.in_packets),
+            out_packets: load(&self.out_packets),
+            send_errors: load(&self.send_errors),
+            refused: self.refused.figures(),
+        }
     }
 }
 

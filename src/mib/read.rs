@@ -6,7 +6,8 @@ use std::time::Instant;
 use super::index::{IndexScheme, RowIndex};
 use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
 use super::schema::{
-    AgentCol, Column, HealthCol, LinkCol, NodeCol, PortCol, RateCol, Source, Syntax, Table,
+    AgentCol, Column, HealthCol, LinkCol, NodeCol, PortCol, RateCol, Source, SubnetCol, Syntax,
+    Table,
 };
 use super::tables::table;
 use super::{EndpointCounters, Value};
@@ -14,6 +15,7 @@ use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord, Stamp};
 use crate::ib::health::Condition;
+use crate::ib::subnet::SubnetView;
 use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::port_counters::PortCountersField;
@@ -38,6 +40,8 @@ pub struct Row<'a> {
     pub node: Option<&'a NodeRecord>,
     /// The row's port, in a per-port table.
     pub port: Option<&'a PortRecord>,
+    /// The row's subnet, in pmSubnetTable.
+    pub subnet: Option<&'a SubnetView>,
     pub index: RowIndex,
     /// The row's pmPortCountersPortSelect.
     pub port_select: u8,
@@ -61,10 +65,13 @@ pub fn read(
         endpoint,
         node: None,
         port: None,
+        subnet: None,
         index,
         port_select,
     };
-    if t.index != IndexScheme::Scalar {
+    if t.index == IndexScheme::Subnet {
+        row.subnet = Some(subnet_of(snap, index.subnet.checked_sub(1)?)?);
+    } else if t.index != IndexScheme::Scalar {
         let node = node?;
         if index.guid != node.id.guid || !(t.present)(node) {
             return None;
@@ -87,14 +94,15 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         endpoint,
         node,
         port,
+        subnet,
         index,
         port_select,
     } = *row;
-    if t.index == IndexScheme::Scalar {
-        let Source::Agent(a) = col.source else {
-            return None;
-        };
-        return Some(agent_value(a, snap, endpoint));
+    match (t.index, col.source) {
+        (IndexScheme::Scalar, Source::Agent(a)) => return Some(agent_value(a, snap, endpoint)),
+        (IndexScheme::Subnet, Source::Subnet(c)) => return Some(subnet_value(c, subnet?)),
+        (IndexScheme::Scalar | IndexScheme::Subnet, _) => return None,
+        _ => {}
     }
     let node = node?;
     if let Some(p) = port
@@ -165,7 +173,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
             field.offset,
             field.width,
         )?)),
-        Source::Agent(_) => return None,
+        Source::Agent(_) | Source::Subnet(_) => return None,
         Source::Health(c) => health_value(c, node, port?, snap)?,
     };
     Some(v)
@@ -280,6 +288,18 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
             Value::OctetString(list.join(",").into_bytes())
         }
         NodeCol::Source => Value::Integer(node.source.mib()),
+        NodeCol::Subnets => {
+            let mut seen = 0u64;
+            for p in &node.ports {
+                seen |= 1u64.checked_shl(p.subnet.into()).unwrap_or(0);
+            }
+            let labels = snap
+                .subnets
+                .iter()
+                .filter(|s| seen & 1u64.checked_shl(s.index.into()).unwrap_or(0) != 0)
+                .map(|s| clip(&s.label()).to_string());
+            Value::OctetString(list(labels).into_bytes())
+        }
         NodeCol::Unresponsive => truth(
             snap.health
                 .node(node.id.guid)
@@ -316,6 +336,60 @@ fn port_value(c: PortCol, node: &NodeRecord, port: &PortRecord, snap: &Snapshot)
         ),
         PortCol::LastUpdate => Value::TimeTicks(timestamp(port.read_at.map(Stamp::instant))),
         PortCol::Name => Value::OctetString(port_name(node, port.num(), snap).into_bytes()),
+        PortCol::Subnet => {
+            Value::Gauge32(subnet_of(snap, port.subnet).map_or(0, |s| u32::from(s.index) + 1))
+        }
+    }
+}
+
+/// The subnet of index `index` (pmSubnetIndex minus one) in the snapshot,
+/// if it has one: a snapshot no sweeper of a subnet filled has none.
+pub fn subnet_of(snap: &Snapshot, index: u8) -> Option<&SubnetView> {
+    snap.subnets
+        .get(usize::from(index))
+        .filter(|s| s.index == index)
+}
+
+/// `items` separated by commas, as many as fit in
+/// [`super::schema::LIST_MAX`] octets
+/// (the rest left out).
+fn list(items: impl Iterator<Item = String>) -> String {
+    let mut out = String::new();
+    for item in items {
+        let sep = usize::from(!out.is_empty());
+        if out.len() + sep + item.len() > super::schema::LIST_MAX {
+            break;
+        }
+        if sep == 1 {
+            out.push(',');
+        }
+        out.push_str(&item);
+    }
+    out
+}
+
+/// A pmSubnetTable column.
+pub fn subnet_value(c: SubnetCol, s: &SubnetView) -> Value {
+    let sm = s.sm.as_ref();
+    match c {
+        SubnetCol::Name => text_value(&s.label()),
+        SubnetCol::Prefix => Value::OctetString(s.key.prefix.to_be_bytes().to_vec()),
+        SubnetCol::SmGuid => guid_value(sm.map_or(s.key.sm_guid, |m| m.guid)),
+        SubnetCol::SmLid => Value::Gauge32(sm.map_or(0, |m| m.lid.into())),
+        SubnetCol::SmPriority => Value::Gauge32(sm.map_or(0, |m| (m.priority & 0x0f).into())),
+        SubnetCol::SmState => {
+            Value::Integer(sm.map_or(super::tables::SM_STATE_NONE as i32, |m| m.state as i32))
+        }
+        SubnetCol::LocalCa => text_value(s.sweeping.as_ref().map_or("", |p| &*p.ca)),
+        SubnetCol::LocalPort => Value::Gauge32(s.sweeping.as_ref().map_or(0, |p| p.port.into())),
+        SubnetCol::StandbyPorts => {
+            Value::OctetString(list(s.standby.iter().map(|p| p.to_string())).into_bytes())
+        }
+        SubnetCol::Nodes => Value::Gauge32(s.nodes),
+        SubnetCol::Ports => Value::Gauge32(s.ports),
+        SubnetCol::LastSweep => Value::TimeTicks(timestamp(s.swept)),
+        SubnetCol::SweepDuration => Value::Gauge32(gauge(s.duration_ms)),
+        SubnetCol::Sweeps => Value::Counter64(s.sweep),
     }
 }
 
@@ -387,6 +461,7 @@ fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
 }
 
 fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Value {
+    use crate::edge::refusal::Column::{RateLimited, Refused};
     let reachable = snap.reachable;
     let count = |a: &std::sync::atomic::AtomicU64| {
         Value::Counter64(a.load(std::sync::atomic::Ordering::Relaxed))
@@ -407,8 +482,10 @@ fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Val
         AgentCol::NotificationsDropped => Value::Counter64(snap.notify.dropped),
         AgentCol::SnmpInPackets => count(&endpoint.in_packets),
         AgentCol::SnmpOutPackets => count(&endpoint.out_packets),
-        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused()),
-        AgentCol::SnmpRateLimited => count(&endpoint.rate_limited),
+        AgentCol::SnmpRefused => Value::Counter64(endpoint.refused.figures().column(Refused)),
+        AgentCol::SnmpRateLimited => {
+            Value::Counter64(endpoint.refused.figures().column(RateLimited))
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use crate::pm::samples::{
     PortSamplesControlField, PortSamplesResultExtendedField, PortSamplesResultField,
 };
 
+use super::face::{Collector, Face, Part};
 use super::index::IndexScheme;
 
 /// `pm` = experimental 117.
@@ -105,6 +106,9 @@ pub const U32: Syntax = Syntax::Unsigned32 { max: u32::MAX };
 pub const G32: Syntax = Syntax::Gauge32 { max: u32::MAX };
 /// A GUID: OCTET STRING (SIZE(8)).
 pub const GUID: Syntax = Syntax::OctetString { size: 8 };
+/// The longest a comma-separated list column (pmNodeSubnets,
+/// pmSubnetStandbyPorts) is: a DisplayString's 255 octets.
+pub const LIST_MAX: usize = 255;
 /// A NodeDescription: DisplayString (SIZE(0..64)).
 pub const TEXT: Syntax = Syntax::DisplayString { max: 64 };
 
@@ -173,6 +177,8 @@ pub enum Source {
         field: crate::pm::Field,
     },
     Agent(AgentCol),
+    /// What the snapshot says of a subnet ([`crate::ib::subnet::SubnetView`]).
+    Subnet(SubnetCol),
     /// A port's health verdicts ([`crate::ib::health`]).
     Health(HealthCol),
 }
@@ -195,6 +201,8 @@ pub enum NodeCol {
     WideCounters,
     /// The node's unresponsive verdict.
     Unresponsive,
+    /// The labels of the subnets its ports are swept in.
+    Subnets,
 }
 
 /// Columns of pmPortHealthTable.
@@ -229,6 +237,8 @@ pub enum PortCol {
     PeerDescription,
     LastUpdate,
     Name,
+    /// The pmSubnetIndex of the subnet the port is swept in.
+    Subnet,
 }
 
 /// Columns of pmPortLinkTable: what a port's link should run at, whether
@@ -285,6 +295,25 @@ pub enum AgentCol {
     SnmpRateLimited,
 }
 
+/// Columns of pmSubnetTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubnetCol {
+    Name,
+    Prefix,
+    SmGuid,
+    SmLid,
+    SmPriority,
+    SmState,
+    LocalCa,
+    LocalPort,
+    StandbyPorts,
+    Nodes,
+    Ports,
+    LastSweep,
+    SweepDuration,
+    Sweeps,
+}
+
 /// One accessible column (or scalar).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Column {
@@ -299,6 +328,9 @@ pub struct Column {
     pub source: Source,
     /// A scalar: `{ group column }.0`, no entry.
     pub scalar: bool,
+    /// Its Prometheus face: the families it is shown as and the info
+    /// labels it fills.
+    pub faces: &'static [Face],
 }
 
 impl Column {
@@ -368,6 +400,20 @@ pub const fn column(
         access,
         source,
         scalar: false,
+        faces: &[],
+    }
+}
+
+impl Cols {
+    /// The column with its Prometheus face (`col(...).prom(&[...])`).
+    pub const fn prom(self, faces: &'static [Face]) -> Cols {
+        match self {
+            Cols::One(mut c) => {
+                c.faces = faces;
+                Cols::One(c)
+            }
+            _ => panic!("a face is declared on one column"),
+        }
     }
 }
 
@@ -428,6 +474,12 @@ pub struct Table {
     /// The optional attribute whose reading a port needs for a row.
     pub attr: Option<u16>,
     pub columns: &'static [Cols],
+    /// Where the families declared on its columns come in a scrape.
+    pub part: Part,
+    /// The collector of the families named from its columns by one rule
+    /// (an optional attribute's counters: `metrics::families`), for the
+    /// columns with no face of their own.
+    pub collector: Option<Collector>,
 }
 
 impl Table {
@@ -450,6 +502,11 @@ pub const fn no_ports(_: &PortRecord) -> bool {
     false
 }
 
+/// Tables not of nodes (pmSubnetTable): no node has rows.
+pub const fn no_nodes(_: &NodeRecord) -> bool {
+    false
+}
+
 /// Every port has a row.
 pub const fn every_port(_: &PortRecord) -> bool {
     true
@@ -464,4 +521,6 @@ pub const TABLE: Table = Table {
     port_present: no_ports,
     attr: None,
     columns: &[],
+    part: Part::Derived,
+    collector: None,
 };

@@ -8,7 +8,13 @@
 
 use std::sync::LazyLock;
 
-use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar};
+use super::face::Collector::{self, Agent, Fec as FecC, Node as NodeC, Port as PortC};
+use super::face::Info::{Node as NodeInfo, Port as PortInfo};
+use super::face::Scale::{
+    AtLeast, Below, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times,
+};
+use super::face::{Part, Shown, counter, gauge, label};
+use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar, Subnet};
 use super::schema::Access::{ReadOnly as RO, ReadWrite};
 use super::schema::SetRule::{
     Acknowledge, ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
@@ -18,11 +24,12 @@ use super::schema::Syntax::{
 };
 use super::schema::{
     AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, HealthCol as H, LinkCol as L,
-    NodeCol as N, PM_OBJECTS, PortCol as P, RateCol as R, Source as S, Syntax, TABLE, TEXT, Table,
-    U8, U16, U32, Walk, col, column, every_port, gauge_of, pc,
+    NodeCol as N, PM_OBJECTS, PortCol as P, RateCol as R, Source as S, SubnetCol as Sn, Syntax,
+    TABLE, TEXT, Table, U8, U16, U32, Walk, col, column, every_port, gauge_of, no_nodes, pc,
 };
 use crate::fabric::hc::{self, HC};
 use crate::ib::health::{CONDITION_COUNT, CONDITIONS};
+use crate::ib::subnet::MAX_SUBNETS;
 use crate::pm::decl::names15;
 use crate::pm::optional::{FecTotal as Fec, Lane, MibTable, OPTIONAL};
 use crate::pm::port_counters::PortCountersField as F;
@@ -125,21 +132,29 @@ const DECLARED: &[Table] = &[
         number: 5,
         name: "pmNodeTable",
         columns: &[
-            col(2, "pmNodeDescription", TEXT, RO, S::Node(N::Description)),
-            col(3, "pmNodeType", Enum { max: 3 }, RO, S::Node(N::Type)),
+            col(2, "pmNodeDescription", TEXT, RO, S::Node(N::Description))
+                .prom(&[label(NodeInfo, 1, "node_desc", Shown::Text)]),
+            col(3, "pmNodeType", Enum { max: 3 }, RO, S::Node(N::Type))
+                .prom(&[label(NodeInfo, 2, "node_type", Shown::NodeType)]),
             col(4, "pmNodeSystemImageGuid", GUID, RO, S::Node(N::SysGuid)),
-            col(5, "pmNodeVendorId", Syntax::Unsigned32 { max: 0xFF_FFFF }, RO, S::Node(N::VendorId)),
-            col(6, "pmNodeDeviceId", U16, RO, S::Node(N::DeviceId)),
+            col(5, "pmNodeVendorId", Syntax::Unsigned32 { max: 0xFF_FFFF }, RO, S::Node(N::VendorId))
+                .prom(&[label(NodeInfo, 3, "vendor_id", Shown::Hex(6))]),
+            col(6, "pmNodeDeviceId", U16, RO, S::Node(N::DeviceId))
+                .prom(&[label(NodeInfo, 4, "device_id", Shown::Hex(4))]),
             col(7, "pmNodeNumPorts", U8, RO, S::Node(N::NumPorts)),
-            col(8, "pmNodeLid", U16, RO, S::Node(N::Lid)),
-            col(9, "pmNodeStatus", Enum { max: 3 }, RO, S::Node(N::Status)),
+            col(8, "pmNodeLid", U16, RO, S::Node(N::Lid))
+                .prom(&[label(NodeInfo, 5, "lid", Shown::Number)]),
+            col(9, "pmNodeStatus", Enum { max: 3 }, RO, S::Node(N::Status))
+                .prom(&[gauge("node_up", NodeC, Below(3), "1 when the node answered within the configured sweeps, 0 when it is unreachable.")]),
             col(10, "pmNodeLastUpdate", TimeStamp, RO, S::Node(N::LastUpdate)),
             col(11, "pmNodePmaCapabilityMask", OctetString { size: 2 }, RO, S::Node(N::PmaCapMask)),
             col(12, "pmNodeOptionalAttributes", TEXT, RO, S::Node(N::OptionalAttributes)),
             col(13, "pmNodeSource", Enum { max: 3 }, RO, S::Node(N::Source)),
             col(14, "pmNodeWideCounters", Enum { max: 3 }, RO, S::Node(N::WideCounters)),
             col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
+            col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets)),
         ],
+        part: Part::Node,
         ..TABLE
     },
     Table {
@@ -149,20 +164,37 @@ const DECLARED: &[Table] = &[
         port_present: every_port,
         columns: &[
             col(2, "pmPortNodeDescription", TEXT, RO, S::Port(P::NodeDescription)),
-            col(3, "pmPortGuid", GUID, RO, S::Port(P::Guid)),
+            col(3, "pmPortGuid", GUID, RO, S::Port(P::Guid))
+                .prom(&[label(PortInfo, 2, "port_guid", Shown::Guid)]),
             col(4, "pmPortLid", U16, RO, S::Port(P::Lid)),
-            col(5, "pmPortState", Enum { max: 4 }, RO, S::Port(P::State)),
-            col(6, "pmPortPhysState", Enum { max: 7 }, RO, S::Port(P::PhysState)),
-            col(7, "pmPortLinkWidthActive", Enum { max: 12 }, RO, S::Port(P::Width)),
-            col(8, "pmPortLinkSpeedActive", Enum { max: 9 }, RO, S::Port(P::Speed)),
-            col(9, "pmPortRateMbps", G32, RO, S::Port(P::RateMbps)),
-            col(10, "pmPortPeerNodeGuid", GUID, RO, S::Port(P::PeerNodeGuid)),
-            col(11, "pmPortPeerPortNum", U8, RO, S::Port(P::PeerPortNum)),
+            col(5, "pmPortState", Enum { max: 4 }, RO, S::Port(P::State)).prom(&[
+                gauge("port_state", PortC, One, "PortInfo PortState: 1 down, 2 init, 3 armed, 4 active, 0 unknown."),
+                label(PortInfo, 7, "state", Shown::PortState),
+            ]),
+            col(6, "pmPortPhysState", Enum { max: 7 }, RO, S::Port(P::PhysState))
+                .prom(&[gauge("port_physical_state", PortC, One, "PortInfo PortPhysicalState: 1 sleep, 2 polling, 3 disabled, 4 training, 5 link up, 6 link error recovery, 7 phy test, 0 unknown.")]),
+            col(7, "pmPortLinkWidthActive", Enum { max: 12 }, RO, S::Port(P::Width)).prom(&[
+                gauge("port_link_width_lanes", PortC, One, "Lanes of the active link width (0 unknown)."),
+                label(PortInfo, 5, "link_width", Shown::Width),
+            ]),
+            col(8, "pmPortLinkSpeedActive", Enum { max: 9 }, RO, S::Port(P::Speed)).prom(&[
+                gauge("port_link_speed_bytes_per_second", PortC, LaneBytesPerSecond, "Data rate of one lane at the active link speed, in bytes per second (0 unknown)."),
+                label(PortInfo, 6, "link_speed", Shown::Speed),
+            ]),
+            col(9, "pmPortRateMbps", G32, RO, S::Port(P::RateMbps))
+                .prom(&[gauge("port_rate_bytes_per_second", PortC, Times(125_000), "Data rate of the link (width times lane speed), in bytes per second.")]),
+            col(10, "pmPortPeerNodeGuid", GUID, RO, S::Port(P::PeerNodeGuid))
+                .prom(&[label(PortInfo, 3, "peer_node_guid", Shown::GuidOrEmpty)]),
+            col(11, "pmPortPeerPortNum", U8, RO, S::Port(P::PeerPortNum))
+                .prom(&[label(PortInfo, 4, "peer_port", Shown::NumberOrEmpty)]),
             col(12, "pmPortPeerDescription", TEXT, RO, S::Port(P::PeerDescription)),
             col(13, "pmPortLastUpdate", TimeStamp, RO, S::Port(P::LastUpdate)),
             col(14, "pmPortClearCounters", Syntax::Unsigned32 { max: CLEAR_MASK_MAX, }, ReadWrite(ClearMask), S::PortClear),
-            col(15, "pmPortName", Syntax::DisplayString { max: 96 }, RO, S::Port(P::Name)),
+            col(15, "pmPortName", Syntax::DisplayString { max: 96 }, RO, S::Port(P::Name))
+                .prom(&[label(PortInfo, 1, "name", Shown::Text)]),
+            col(16, "pmPortSubnet", Syntax::Unsigned32 { max: MAX_SUBNETS as u32 }, RO, S::Port(P::Subnet)),
         ],
+        part: Part::Port,
         ..TABLE
     },
     Table {
@@ -172,6 +204,7 @@ const DECLARED: &[Table] = &[
         present: |n| n.ports.iter().any(|p| p.hc.valid != 0),
         port_present: |p| p.hc.valid != 0,
         columns: &[Cols::Walk(Walk::HcTotals)],
+        part: Part::Totals,
         ..TABLE
     },
     Table {
@@ -200,22 +233,36 @@ const DECLARED: &[Table] = &[
         columns: &[
             col(1, "pmAgentVersion", TEXT, RO, S::Agent(A::Version)),
             col(2, "pmAgentUpTime", TimeTicks, RO, S::Agent(A::UpTime)),
-            col(3, "pmAgentSweeps", Counter64, RO, S::Agent(A::Sweeps)),
+            col(3, "pmAgentSweeps", Counter64, RO, S::Agent(A::Sweeps))
+                .prom(&[counter("agent_sweeps", Agent, One, "Sweeps of the fabric published.")]),
             col(4, "pmAgentLastSweepTime", TimeStamp, RO, S::Agent(A::LastSweepTime)),
-            col(5, "pmAgentLastSweepDuration", G32, RO, S::Agent(A::LastSweepDuration)),
-            col(6, "pmAgentLastSweepMads", G32, RO, S::Agent(A::LastSweepMads)),
-            col(7, "pmAgentLastSweepTimeouts", G32, RO, S::Agent(A::LastSweepTimeouts)),
-            col(8, "pmAgentNodesReachable", G32, RO, S::Agent(A::NodesReachable)),
-            col(9, "pmAgentNodesUnreachable", G32, RO, S::Agent(A::NodesUnreachable)),
+            col(5, "pmAgentLastSweepDuration", G32, RO, S::Agent(A::LastSweepDuration))
+                .prom(&[gauge("agent_last_sweep_duration_seconds", Agent, MillisToSeconds, "Duration of the last sweep.")]),
+            col(6, "pmAgentLastSweepMads", G32, RO, S::Agent(A::LastSweepMads))
+                .prom(&[gauge("agent_last_sweep_mads", Agent, One, "PM MADs the last sweep sent.")]),
+            col(7, "pmAgentLastSweepTimeouts", G32, RO, S::Agent(A::LastSweepTimeouts))
+                .prom(&[gauge("agent_last_sweep_timeouts", Agent, One, "PM MADs of the last sweep that timed out.")]),
+            col(8, "pmAgentNodesReachable", G32, RO, S::Agent(A::NodesReachable))
+                .prom(&[gauge("agent_nodes_reachable", Agent, One, "Nodes that answered within the configured sweeps.")]),
+            col(9, "pmAgentNodesUnreachable", G32, RO, S::Agent(A::NodesUnreachable))
+                .prom(&[gauge("agent_nodes_unreachable", Agent, One, "Nodes marked unreachable.")]),
             col(10, "pmAgentLastDiscovery", TimeStamp, RO, S::Agent(A::LastDiscovery)),
-            col(11, "pmAgentNotificationsSent", Counter64, RO, S::Agent(A::NotificationsSent)),
-            col(12, "pmAgentNotificationsSuppressed", Counter64, RO, S::Agent(A::NotificationsSuppressed)),
-            col(13, "pmAgentNotificationsDropped", Counter64, RO, S::Agent(A::NotificationsDropped)),
-            col(14, "pmAgentSnmpInPkts", Counter64, RO, S::Agent(A::SnmpInPackets)),
-            col(15, "pmAgentSnmpOutPkts", Counter64, RO, S::Agent(A::SnmpOutPackets)),
+            col(11, "pmAgentNotificationsSent", Counter64, RO, S::Agent(A::NotificationsSent))
+                .prom(&[counter("agent_notifications_sent", Agent, One, "Notifications sent.")]),
+            col(12, "pmAgentNotificationsSuppressed", Counter64, RO, S::Agent(A::NotificationsSuppressed))
+                .prom(&[counter("agent_notifications_suppressed", Agent, One, "Notifications held back by the per-sweep limit.")]),
+            col(13, "pmAgentNotificationsDropped", Counter64, RO, S::Agent(A::NotificationsDropped))
+                .prom(&[counter("agent_notifications_dropped", Agent, One, "Notifications lost while snmpd was away.")]),
+            col(14, "pmAgentSnmpInPkts", Counter64, RO, S::Agent(A::SnmpInPackets))
+                .prom(&[counter("agent_snmp_in_packets", Agent, One, "Datagrams received by the agent's SNMP endpoint.")]),
+            col(15, "pmAgentSnmpOutPkts", Counter64, RO, S::Agent(A::SnmpOutPackets))
+                .prom(&[counter("agent_snmp_out_packets", Agent, One, "Responses and Reports the SNMP endpoint sent.")]),
+            // Served by reason as infiniband_agent_snmp_refused_total
+            // (edge::refusal), of which these are sums.
             col(16, "pmAgentSnmpRefused", Counter64, RO, S::Agent(A::SnmpRefused)),
             col(17, "pmAgentSnmpRateLimited", Counter64, RO, S::Agent(A::SnmpRateLimited)),
         ],
+        part: Part::Agent,
         ..TABLE
     },
     Table {
@@ -224,6 +271,7 @@ const DECLARED: &[Table] = &[
         index: NodeGuidPortLane,
         port_present: |p| p.optional.has_lane(Lane::Vl),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Vl))],
+        collector: Some(Collector::Vl),
         ..TABLE
     },
     Table {
@@ -232,6 +280,7 @@ const DECLARED: &[Table] = &[
         index: NodeGuidPortLane,
         port_present: |p| p.optional.has_lane(Lane::Sl),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Sl))],
+        collector: Some(Collector::Sl),
         ..TABLE
     },
     Table {
@@ -241,13 +290,16 @@ const DECLARED: &[Table] = &[
         port_present: every_port,
         attr: Some(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS),
         columns: &[
-            col(1, "pmPortFecMode", Enum { max: 4 }, RO, S::FecMode),
+            col(1, "pmPortFecMode", Enum { max: 4 }, RO, S::FecMode)
+                .prom(&[gauge("port_fec_mode", FecC, One, "FEC the link runs: 1 none, 2 FireCode, 3 RS-FEC, 4 low-latency RS-FEC, 0 unknown.")]),
             col(2, "pmPortSyncHeaderErrors", gauge_of(0xFFFF), RO, S::Fec(Fec::SyncHeaderErrors)),
             col(3, "pmPortUnknownBlocks", gauge_of(0xFFFF), RO, S::Fec(Fec::UnknownBlocks)),
             col(4, "pmPortFECCorrectableBlocks", G32, RO, S::Fec(Fec::CorrectableBlocks)),
             col(5, "pmPortFECUncorrectableBlocks", G32, RO, S::Fec(Fec::UncorrectableBlocks)),
             col(6, "pmPortFECCorrectedSymbols", G32, RO, S::Fec(Fec::CorrectedSymbols)),
         ],
+        part: Part::Fec,
+        collector: Some(Collector::Fec),
         ..TABLE
     },
     Table {
@@ -256,6 +308,7 @@ const DECLARED: &[Table] = &[
         index: NodeGuidPortLane,
         port_present: |p| p.optional.has_lane(Lane::Phys),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Phys))],
+        collector: Some(Collector::Lanes),
         ..TABLE
     },
     Table {
@@ -286,16 +339,25 @@ const DECLARED: &[Table] = &[
             col(2, "pmPortLinkWidthEnabled", Syntax::DisplayString { max: 32 }, RO, S::Link(L::WidthEnabled)),
             col(3, "pmPortLinkSpeedSupported", Syntax::DisplayString { max: 64 }, RO, S::Link(L::SpeedSupported)),
             col(4, "pmPortLinkSpeedEnabled", Syntax::DisplayString { max: 64 }, RO, S::Link(L::SpeedEnabled)),
-            col(5, "pmPortLinkWidthExpected", Enum { max: 12 }, RO, S::Link(L::WidthExpected)),
-            col(6, "pmPortLinkSpeedExpected", Enum { max: 9 }, RO, S::Link(L::SpeedExpected)),
-            col(7, "pmPortLinkDegraded", Enum { max: 4 }, RO, S::Link(L::Degraded)),
-            col(8, "pmPortSymbolBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::SymbolBer)),
+            col(5, "pmPortLinkWidthExpected", Enum { max: 12 }, RO, S::Link(L::WidthExpected))
+                .prom(&[gauge("port_link_width_expected_lanes", PortC, One, "Lanes of the widest width both ends of the link support and enable (0 unknown).")]),
+            col(6, "pmPortLinkSpeedExpected", Enum { max: 9 }, RO, S::Link(L::SpeedExpected))
+                .prom(&[gauge("port_link_speed_expected_bytes_per_second", PortC, LaneBytesPerSecond, "Data rate of one lane at the fastest speed both ends support and enable, in bytes per second (0 unknown).")]),
+            col(7, "pmPortLinkDegraded", Enum { max: 4 }, RO, S::Link(L::Degraded)).prom(&[
+                gauge("port_link_degraded", PortC, AtLeast(2), "1 while the link runs below the width or speed both ends support and enable, else 0 (also while it is down or a fact is not known); infiniband_port_link_health says which."),
+                gauge("port_link_health", PortC, One, "How the link runs against what both ends support and enable: 1 normal, 2 width degraded, 3 speed degraded, 4 both, 0 unknown (down, or a fact not known)."),
+            ]),
+            col(8, "pmPortSymbolBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::SymbolBer))
+                .prom(&[gauge("port_symbol_bit_error_ratio", PortC, Decimal, "Symbol errors over the bits received at the active width and speed between the port's last two readings.")]),
             col(9, "pmPortSymbolBerPer1e15", G32, RO, S::Link(L::SymbolBerPer1e15)),
-            col(10, "pmPortRawBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::RawBer)),
+            col(10, "pmPortRawBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::RawBer))
+                .prom(&[gauge("port_raw_bit_error_ratio", FecC, Decimal, "Bit error ratio before FEC (corrected symbols over bits received) between the last two readings.")]),
             col(11, "pmPortRawBerPer1e15", G32, RO, S::Link(L::RawBerPer1e15)),
-            col(12, "pmPortEffectiveBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::EffectiveBer)),
+            col(12, "pmPortEffectiveBer", Syntax::DisplayString { max: 16 }, RO, S::Link(L::EffectiveBer))
+                .prom(&[gauge("port_effective_bit_error_ratio", FecC, Decimal, "Bit error ratio after FEC (uncorrectable blocks over bits received) between the last two readings.")]),
             col(13, "pmPortEffectiveBerPer1e15", G32, RO, S::Link(L::EffectiveBerPer1e15)),
         ],
+        part: Part::Link,
         ..TABLE
     },
     Table {
@@ -316,7 +378,40 @@ const DECLARED: &[Table] = &[
         ],
         ..TABLE
     },
+    Table {
+        number: 24,
+        name: "pmSubnetTable",
+        index: Subnet,
+        present: no_nodes,
+        columns: &[
+            col(2, "pmSubnetName", TEXT, RO, S::Subnet(Sn::Name)),
+            col(3, "pmSubnetPrefix", Syntax::OctetString { size: 8 }, RO, S::Subnet(Sn::Prefix)),
+            col(4, "pmSubnetSmGuid", GUID, RO, S::Subnet(Sn::SmGuid)),
+            col(5, "pmSubnetSmLid", U16, RO, S::Subnet(Sn::SmLid)),
+            col(6, "pmSubnetSmPriority", Syntax::Unsigned32 { max: 15 }, RO, S::Subnet(Sn::SmPriority)),
+            col(7, "pmSubnetSmState", Enum { max: SM_STATE_NONE }, RO, S::Subnet(Sn::SmState)),
+            col(8, "pmSubnetLocalCa", TEXT, RO, S::Subnet(Sn::LocalCa)),
+            col(9, "pmSubnetLocalPort", U8, RO, S::Subnet(Sn::LocalPort)),
+            col(10, "pmSubnetStandbyPorts", LIST, RO, S::Subnet(Sn::StandbyPorts)),
+            col(11, "pmSubnetNodes", G32, RO, S::Subnet(Sn::Nodes)),
+            col(12, "pmSubnetPorts", G32, RO, S::Subnet(Sn::Ports)),
+            col(13, "pmSubnetLastSweep", TimeStamp, RO, S::Subnet(Sn::LastSweep)),
+            col(14, "pmSubnetSweepDuration", U32, RO, S::Subnet(Sn::SweepDuration)),
+            col(15, "pmSubnetSweeps", Counter64, RO, S::Subnet(Sn::Sweeps)),
+        ],
+        ..TABLE
+    },
 ];
+
+/// A comma-separated list (pmNodeSubnets, pmSubnetStandbyPorts):
+/// DisplayString at its largest.
+const LIST: Syntax = Syntax::DisplayString {
+    max: super::schema::LIST_MAX,
+};
+
+/// pmSubnetSmState's none(4): no SM answered SMInfo (0..=3 are SMInfo's
+/// SMState).
+pub const SM_STATE_NONE: u32 = 4;
 
 /// pmPortHealthAcknowledge: 1..=6 name a condition ([`CONDITIONS`] order),
 /// this value all of them.
@@ -325,7 +420,11 @@ const _: () = assert!(CONDITION_COUNT == 6, "pmPortHealthTable's columns 1..=6")
 
 /// The table of an optional attribute with one of its own
 /// ([`MibTable::Own`]): a sparse per-port table, a column per counter.
+/// Its families are in the `congestion` collector for the
+/// congestion-control attributes (IBA Annex A10, 0x30 - 0x37), in
+/// `details` otherwise.
 const fn own_table(number: u32, name: &'static str, attr_id: u16) -> Table {
+    let congestion = attr_id >= 0x30 && attr_id <= 0x37;
     Table {
         number,
         name,
@@ -333,6 +432,11 @@ const fn own_table(number: u32, name: &'static str, attr_id: u16) -> Table {
         port_present: every_port,
         attr: Some(attr_id),
         columns: &[Cols::Walk(Walk::AttrCounters)],
+        collector: Some(if congestion {
+            Collector::Congestion
+        } else {
+            Collector::Details
+        }),
         ..TABLE
     }
 }
@@ -454,13 +558,22 @@ fn walk(t: &Table, w: Walk) -> Vec<Column> {
                 S::HcDiscontinuity,
             )];
             v.extend(HC.iter().enumerate().map(|(k, c)| {
-                column(
-                    hc::column(k),
-                    name("pmPortHC", c.name),
-                    Counter64,
-                    RO,
-                    S::Hc(k),
-                )
+                let collector = if c.fault {
+                    Collector::Errors
+                } else {
+                    Collector::Traffic
+                };
+                let face = counter(c.family, collector, One, c.help);
+                Column {
+                    faces: Box::leak(Box::new([face])),
+                    ..column(
+                        hc::column(k),
+                        name("pmPortHC", c.name),
+                        Counter64,
+                        RO,
+                        S::Hc(k),
+                    )
+                }
             }));
             v
         }

@@ -116,10 +116,9 @@ impl MibView {
             .index
             .parse(suffix)
             .and_then(|row| {
-                let node = if table.index == IndexScheme::Scalar {
-                    None
-                } else {
-                    Some(snap.node(row.guid)?)
+                let node = match table.index {
+                    IndexScheme::Scalar | IndexScheme::Subnet => None,
+                    _ => Some(snap.node(row.guid)?),
                 };
                 self.value(col, snap, node, row)
             })
@@ -151,19 +150,20 @@ impl MibView {
             let base = col.oid();
             // The index part of `start` when it names this column.
             let after = start.starts_with(&base).then(|| &start[base.len()..]);
-            let found = if table.index == IndexScheme::Scalar {
-                self.emit(
-                    col,
-                    table,
-                    snap,
-                    None,
-                    None,
-                    RowIndex::node(Guid(0)),
-                    after,
-                    include,
-                )
-            } else {
-                self.next_row(col, table, snap, after, include)
+            let found = match table.index {
+                IndexScheme::Scalar => {
+                    let row = self.row(col, snap, None, None, RowIndex::node(Guid(0)));
+                    self.emit(col, table, row, after, include)
+                }
+                IndexScheme::Subnet => snap.subnets.iter().find_map(|s| {
+                    let index = RowIndex::subnet(s.index.checked_add(1)?);
+                    let row = Row {
+                        subnet: Some(s),
+                        ..self.row(col, snap, None, None, index)
+                    };
+                    self.emit(col, table, row, after, include)
+                }),
+                _ => self.next_row(col, table, snap, after, include),
             };
             if let Some(vb) = found {
                 if end.is_some_and(|e| !e.is_empty() && vb.name >= *e) {
@@ -190,9 +190,8 @@ impl MibView {
                 continue;
             }
             if !table.per_port() {
-                let row = RowIndex::node(node.id.guid);
-                if let Some(vb) = self.emit(col, table, snap, Some(node), None, row, after, include)
-                {
+                let row = self.row(col, snap, Some(node), None, RowIndex::node(node.id.guid));
+                if let Some(vb) = self.emit(col, table, row, after, include) {
                     return Some(vb);
                 }
                 continue;
@@ -200,21 +199,12 @@ impl MibView {
             let first = after.map_or(0, |suffix| table.index.first_port(node, suffix));
             for port in &node.ports[first..] {
                 for lane in 0..table.index.lanes() {
-                    let row = RowIndex {
-                        guid: node.id.guid,
-                        port: port.num(),
+                    let index = RowIndex {
                         lane,
+                        ..RowIndex::port(node.id.guid, port.num())
                     };
-                    if let Some(vb) = self.emit(
-                        col,
-                        table,
-                        snap,
-                        Some(node),
-                        Some(port),
-                        row,
-                        after,
-                        include,
-                    ) {
+                    let row = self.row(col, snap, Some(node), Some(port), index);
+                    if let Some(vb) = self.emit(col, table, row, after, include) {
                         return Some(vb);
                     }
                 }
@@ -223,21 +213,37 @@ impl MibView {
         None
     }
 
+    /// The row `index` of a node's (or the scalars') column `col`.
+    fn row<'a>(
+        &'a self,
+        col: &Column,
+        snap: &'a Snapshot,
+        node: Option<&'a NodeRecord>,
+        port: Option<&'a PortRecord>,
+        index: RowIndex,
+    ) -> Row<'a> {
+        Row {
+            snap,
+            endpoint: &self.endpoint,
+            node,
+            port,
+            subnet: None,
+            index,
+            port_select: self.port_select_for(col, node),
+        }
+    }
+
     /// The varbind of one row, unless it sorts before `after` (the index
     /// part of the start OID) or the row is absent.
-    #[allow(clippy::too_many_arguments)]
     fn emit(
         &self,
         col: &Column,
         table: &Table,
-        snap: &Snapshot,
-        node: Option<&NodeRecord>,
-        port: Option<&PortRecord>,
-        index: RowIndex,
+        row: Row,
         after: Option<&[u32]>,
         include: bool,
     ) -> Option<VarBind> {
-        let idx = table.index.encode(index);
+        let idx = table.index.encode(row.index);
         if let Some(suffix) = after {
             let before = if include {
                 &*idx < suffix
@@ -248,14 +254,6 @@ impl MibView {
                 return None;
             }
         }
-        let row = Row {
-            snap,
-            endpoint: &self.endpoint,
-            node,
-            port,
-            index,
-            port_select: self.port_select_for(col, node),
-        };
         let value = read::read_at(col, table, &row)?;
         let base = col.oid();
         let mut name = Vec::with_capacity(base.len() + idx.len());
@@ -389,13 +387,13 @@ mod tests {
         ]);
         let seen = walk(&v, &Oid::new(&crate::mib::schema::PM_ROOT), &[]);
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
-        // pmNodeTable (14); per port (3): pmPortTable (14) and
+        // pmNodeTable (15); per port (3): pmPortTable (15) and
         // pmPortCounters64Table (the 17 totals PortCounters feeds and the
         // discontinuity time), pmPortLinkTable (7: no symbol BER
         // without a rate) and pmPortHealthTable (11: no times without a
-        // verdict or a flap); the agent's 17 scalars. One reading makes
-        // no rate.
-        assert_eq!(seen.len(), 2 * (18 + 14) + 3 * (14 + 18 + 7 + 11) + 17);
+        // verdict or a flap); the agent's 17 scalars; no subnet rows (no
+        // subnet in the snapshot). One reading makes no rate.
+        assert_eq!(seen.len(), 2 * (18 + 15) + 3 * (15 + 18 + 7 + 11) + 17);
         let rates = oid("1.3.6.1.3.117.1.8");
         assert!(!seen.iter().any(|vb| vb.name.starts_with(rates.as_slice())));
         assert_eq!(
@@ -409,6 +407,168 @@ mod tests {
         assert_eq!(v.get(&sym), Value::Gauge32(20));
         v.set_port_select(Guid(0x0002_c903_0000_1234), 9);
         assert_eq!(v.get(&sym), Value::Gauge32(0), "absent port reads zero");
+    }
+
+    fn text(v: Value) -> String {
+        match v {
+            Value::OctetString(b) => String::from_utf8(b).unwrap(),
+            x => panic!("{x:?}"),
+        }
+    }
+
+    /// A snapshot no sweeper of a subnet filled: pmSubnetTable has no
+    /// rows, pmPortSubnet reads 0 and pmNodeSubnets is empty.
+    #[test]
+    fn without_subnets_the_table_is_empty_and_ports_name_none() {
+        let v = view(vec![node(5, 2)]);
+        let table = oid("1.3.6.1.3.117.1.24");
+        assert!(walk(&v, &table, table.as_slice()).is_empty());
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.24.1.2.1")),
+            Value::NoSuchInstance
+        );
+        assert_eq!(
+            v.get(&oid("1.3.6.1.3.117.1.6.1.16.0.0.0.0.0.0.0.5.2")),
+            Value::Gauge32(0)
+        );
+        assert_eq!(
+            text(v.get(&oid("1.3.6.1.3.117.1.5.1.16.0.0.0.0.0.0.0.5"))),
+            ""
+        );
+    }
+
+    /// Two subnets: a row each, in index order, every column read from
+    /// the subnet's view; a node with a port in each names both, a port
+    /// its own.
+    #[test]
+    fn the_subnet_table_shows_each_subnet_and_rows_say_which() {
+        use crate::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey, SubnetView};
+        let t0 = crate::time::origin() + std::time::Duration::from_secs(12);
+        let plane_a = SubnetView {
+            index: 0,
+            name: Some("plane-a".into()),
+            key: SubnetKey {
+                prefix: 0xfe80_0000_0000_0000,
+                sm_guid: Guid(0x0002_c903_00a1_b2c3),
+            },
+            sm: Some(SmInfo {
+                lid: 1,
+                guid: Guid(0x0002_c903_00a1_b2c3),
+                priority: 14,
+                state: SmState::Master,
+                act_count: 7,
+            }),
+            sweeping: Some(LocalPort::new("mlx5_0", 1)),
+            standby: vec![LocalPort::new("mlx5_2", 1), LocalPort::new("mlx5_3", 2)],
+            nodes: 2,
+            ports: 3,
+            sweep: 41,
+            swept: Some(t0),
+            duration_ms: 250,
+        };
+        let plane_b = SubnetView {
+            index: 1,
+            key: SubnetKey {
+                prefix: 0xfe80_0000_0000_0002,
+                sm_guid: Guid(0),
+            },
+            ..Default::default()
+        };
+        let mut twin = node(6, 2);
+        twin.ports[1].subnet = 1;
+        let cache = Arc::new(Cache::new());
+        cache.publish(Snapshot {
+            sweep: 1,
+            nodes: vec![Arc::new(node(5, 1)), Arc::new(twin)],
+            subnets: vec![plane_a, plane_b].into(),
+            ..Default::default()
+        });
+        let v = MibView::new(cache);
+        let table = oid("1.3.6.1.3.117.1.24");
+        let rows = walk(&v, &table, table.as_slice());
+        // 14 columns, 2 rows each, column by column.
+        assert_eq!(rows.len(), 28);
+        assert_eq!(rows[0].name, oid("1.3.6.1.3.117.1.24.1.2.1"));
+        assert_eq!(rows[1].name, oid("1.3.6.1.3.117.1.24.1.2.2"));
+        let col = |c: u32, row: u32| v.get(&oid(&format!("1.3.6.1.3.117.1.24.1.{c}.{row}")));
+        assert_eq!(text(col(2, 1)), "plane-a");
+        assert_eq!(text(col(2, 2)), "fe80:0:0:2::/64@0x0000000000000000");
+        assert_eq!(
+            col(3, 2),
+            Value::OctetString(vec![0xfe, 0x80, 0, 0, 0, 0, 0, 2])
+        );
+        assert_eq!(
+            col(4, 1),
+            Value::OctetString(vec![0, 2, 0xc9, 3, 0, 0xa1, 0xb2, 0xc3])
+        );
+        assert_eq!(col(4, 2), Value::OctetString(vec![0; 8]));
+        assert_eq!(col(5, 1), Value::Gauge32(1));
+        assert_eq!(col(6, 1), Value::Gauge32(14));
+        assert_eq!(col(7, 1), Value::Integer(3), "master");
+        assert_eq!(col(7, 2), Value::Integer(4), "no SM answered");
+        assert_eq!(text(col(8, 1)), "mlx5_0");
+        assert_eq!(text(col(8, 2)), "");
+        assert_eq!(col(9, 1), Value::Gauge32(1));
+        assert_eq!(col(9, 2), Value::Gauge32(0));
+        assert_eq!(text(col(10, 1)), "mlx5_2:1,mlx5_3:2");
+        assert_eq!(text(col(10, 2)), "");
+        assert_eq!(col(11, 1), Value::Gauge32(2));
+        assert_eq!(col(12, 1), Value::Gauge32(3));
+        assert_eq!(col(13, 1), Value::TimeTicks(1200));
+        assert_eq!(col(13, 2), Value::TimeTicks(0));
+        assert_eq!(col(14, 1), Value::Gauge32(250));
+        assert_eq!(col(15, 1), Value::Counter64(41));
+        for bad in ["0", "3", "65", "1.1"] {
+            assert_eq!(
+                v.get(&oid(&format!("1.3.6.1.3.117.1.24.1.2.{bad}"))),
+                Value::NoSuchInstance,
+                "{bad}"
+            );
+        }
+        let port = |g: u32, p: u32| {
+            v.get(&oid(&format!(
+                "1.3.6.1.3.117.1.6.1.16.0.0.0.0.0.0.0.{g}.{p}"
+            )))
+        };
+        assert_eq!(port(5, 1), Value::Gauge32(1));
+        assert_eq!(port(6, 1), Value::Gauge32(1));
+        assert_eq!(port(6, 2), Value::Gauge32(2));
+        let subnets =
+            |g: u32| text(v.get(&oid(&format!("1.3.6.1.3.117.1.5.1.16.0.0.0.0.0.0.0.{g}"))));
+        assert_eq!(subnets(5), "plane-a");
+        assert_eq!(subnets(6), "plane-a,fe80:0:0:2::/64@0x0000000000000000");
+        // GetNext from the table's last row leaves it.
+        let last = oid("1.3.6.1.3.117.1.24.1.15.2");
+        assert!(
+            v.get_next(&last, false, None)
+                .is_none_or(|vb| !vb.name.starts_with(table.as_slice()))
+        );
+    }
+
+    /// A list column keeps to a DisplayString's 255 octets, leaving out
+    /// what does not fit.
+    #[test]
+    fn a_long_standby_list_is_cut_at_a_port() {
+        use crate::ib::subnet::{LocalPort, SubnetView};
+        let standby: Vec<LocalPort> = (0..40)
+            .map(|i| LocalPort::new(&format!("mlx5_{i}"), 1))
+            .collect();
+        let cache = Arc::new(Cache::new());
+        cache.publish(Snapshot {
+            subnets: vec![SubnetView {
+                standby,
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        });
+        let v = MibView::new(cache);
+        let list = text(v.get(&oid("1.3.6.1.3.117.1.24.1.10.1")));
+        assert!(list.len() <= 255, "{}", list.len());
+        assert!(list.ends_with(":1") && list.starts_with("mlx5_0:1,mlx5_1:1"));
+        let n = list.split(',').count();
+        assert!(n < 40, "{list}");
+        assert!(list.len() + format!(",mlx5_{n}:1").len() > 255, "{list}");
     }
 
     #[test]

@@ -359,6 +359,8 @@ pub struct Evaluator {
     last_sweep: Option<u64>,
     /// The health verdicts of the last evaluation.
     health: std::sync::Arc<Verdicts>,
+    /// The subnets of the last evaluation.
+    subnets: std::sync::Arc<[crate::ib::subnet::SubnetView]>,
 }
 
 /// Resolved thresholds, shared by the ports that have the same.
@@ -400,6 +402,7 @@ impl Evaluator {
             overrun: false,
             last_sweep: None,
             health: Default::default(),
+            subnets: std::sync::Arc::new([]),
         }
     }
 
@@ -492,6 +495,10 @@ impl Evaluator {
         if !std::sync::Arc::ptr_eq(&self.health, &snap.health) {
             events.extend(health_events(&self.health, &snap.health, snap));
             self.health = std::sync::Arc::clone(&snap.health);
+        }
+        if !std::sync::Arc::ptr_eq(&self.subnets, &snap.subnets) {
+            events.extend(super::subnets::events(&self.subnets, &snap.subnets));
+            self.subnets = std::sync::Arc::clone(&snap.subnets);
         }
         // The sweep itself; not the first, which also reads every node's
         // ClassPortInfo once.

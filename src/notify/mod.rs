@@ -10,15 +10,20 @@
 //!   (no clock, no I/O): node lost/found, port state changes, RMON
 //!   rising/falling hysteresis, discontinuities, sweep overruns, and the
 //!   per-sweep limit of each family.
+//! - [`subnets`]: the subnet notifications, from a snapshot's subnets
+//!   against the ones before (pure).
 //! - [`send`]: the edge that hands the notifications to snmpd (AgentX
 //!   Notify) or, without snmpd, sends SNMPv2c traps to configured sinks.
 
 pub mod eval;
 pub mod rules;
 pub mod send;
+pub mod subnets;
 
 use crate::ib::Guid;
-use crate::mib::schema::{PM_OBJECTS, PM_ROOT};
+use crate::ib::subnet::SubnetView;
+use crate::mib::schema::{Column, PM_OBJECTS, PM_ROOT, Source, SubnetCol};
+use crate::mib::tables::COLUMNS;
 use crate::mib::{Oid, Value, VarBind};
 
 pub use crate::fabric::cache::NotifyFigures;
@@ -44,9 +49,10 @@ pub enum Family {
     Threshold,
     Discontinuity,
     Sweep,
+    Subnet,
 }
 
-pub const FAMILIES: usize = 5;
+pub const FAMILIES: usize = 6;
 
 impl Family {
     pub const ALL: [Family; FAMILIES] = [
@@ -55,10 +61,18 @@ impl Family {
         Family::Threshold,
         Family::Discontinuity,
         Family::Sweep,
+        Family::Subnet,
     ];
 
     /// The families' names in the log, in index order.
-    const NAMES: [&str; FAMILIES] = ["node", "port", "threshold", "discontinuity", "sweep"];
+    const NAMES: [&str; FAMILIES] = [
+        "node",
+        "port",
+        "threshold",
+        "discontinuity",
+        "sweep",
+        "subnet",
+    ];
 
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -90,10 +104,12 @@ pub enum Obj {
     LinkSpeedExpected = 19,
     HealthCondition = 20,
     HealthRaised = 21,
+    OldSmGuid = 22,
+    OldLocalPort = 23,
 }
 
-/// The MIB names of [`Obj`] 1..=21, in number order.
-pub const OBJECT_NAMES: [&str; 21] = [
+/// The MIB names of [`Obj`] 1..=23, in number order.
+pub const OBJECT_NAMES: [&str; 23] = [
     "pmNotifyNodeGuid",
     "pmNotifyNodeDescription",
     "pmNotifyPortNum",
@@ -115,6 +131,8 @@ pub const OBJECT_NAMES: [&str; 21] = [
     "pmNotifyLinkSpeedExpected",
     "pmNotifyHealthCondition",
     "pmNotifyHealthRaised",
+    "pmNotifyOldSmGuid",
+    "pmNotifyOldLocalPort",
 ];
 
 impl Obj {
@@ -145,10 +163,15 @@ pub enum Kind {
     PortUnhealthy,
     PortHealthy,
     NodeForgotten,
+    SubnetMasterChanged,
+    SubnetNoMaster,
+    SubnetFailover,
 }
 
 /// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
-/// specific-trap number), family and the objects it carries, in order.
+/// specific-trap number), family and the objects it carries, in order:
+/// its `pmNotifyObjects`, then its columns of the subnet's row in
+/// pmSubnetTable.
 #[derive(Clone, Copy, Debug)]
 pub struct KindDef {
     pub kind: Kind,
@@ -156,6 +179,7 @@ pub struct KindDef {
     pub number: u32,
     pub family: Family,
     pub objects: &'static [Obj],
+    pub subnet_objects: &'static [SubnetCol],
 }
 
 const PORT_OBJS: [Obj; 8] = [
@@ -207,14 +231,25 @@ const HEALTH_OBJS: [Obj; 8] = [
     Obj::HealthRaised,
 ];
 
+/// What a subnet notification says of the subnet's master SM.
+const SM_OBJS: [SubnetCol; 6] = [
+    SubnetCol::Name,
+    SubnetCol::Prefix,
+    SubnetCol::SmGuid,
+    SubnetCol::SmLid,
+    SubnetCol::SmPriority,
+    SubnetCol::SmState,
+];
+
 /// Every notification, in number order.
-pub const KINDS: [KindDef; 12] = [
+pub const KINDS: [KindDef; 15] = [
     KindDef {
         kind: Kind::NodeLost,
         name: "pmNodeLost",
         number: 1,
         family: Family::Node,
         objects: &[Obj::NodeGuid, Obj::NodeDescription],
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::NodeFound,
@@ -222,6 +257,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 2,
         family: Family::Node,
         objects: &[Obj::NodeGuid, Obj::NodeDescription],
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::PortStateChange,
@@ -229,6 +265,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 3,
         family: Family::Port,
         objects: &PORT_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::ThresholdRising,
@@ -236,6 +273,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 4,
         family: Family::Threshold,
         objects: &THRESHOLD_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::ThresholdFalling,
@@ -243,6 +281,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 5,
         family: Family::Threshold,
         objects: &THRESHOLD_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::Discontinuity,
@@ -250,6 +289,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 6,
         family: Family::Discontinuity,
         objects: &[Obj::NodeGuid, Obj::NodeDescription, Obj::PortNum],
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::SweepOverrun,
@@ -257,6 +297,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 7,
         family: Family::Sweep,
         objects: &[Obj::SweepDuration, Obj::SweepInterval],
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::LinkDegraded,
@@ -264,6 +305,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 8,
         family: Family::Port,
         objects: &LINK_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::LinkRecovered,
@@ -271,6 +313,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 9,
         family: Family::Port,
         objects: &LINK_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::PortUnhealthy,
@@ -278,6 +321,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 10,
         family: Family::Port,
         objects: &HEALTH_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::PortHealthy,
@@ -285,6 +329,7 @@ pub const KINDS: [KindDef; 12] = [
         number: 11,
         family: Family::Port,
         objects: &HEALTH_OBJS,
+        subnet_objects: &[],
     },
     KindDef {
         kind: Kind::NodeForgotten,
@@ -292,8 +337,44 @@ pub const KINDS: [KindDef; 12] = [
         number: 12,
         family: Family::Node,
         objects: &[Obj::NodeGuid, Obj::NodeDescription],
+        subnet_objects: &[],
+    },
+    KindDef {
+        kind: Kind::SubnetMasterChanged,
+        name: "pmSubnetMasterChanged",
+        number: 13,
+        family: Family::Subnet,
+        objects: &[Obj::OldSmGuid],
+        subnet_objects: &SM_OBJS,
+    },
+    KindDef {
+        kind: Kind::SubnetNoMaster,
+        name: "pmSubnetNoMaster",
+        number: 14,
+        family: Family::Subnet,
+        objects: &[Obj::OldSmGuid],
+        subnet_objects: &SM_OBJS,
+    },
+    KindDef {
+        kind: Kind::SubnetFailover,
+        name: "pmSubnetFailover",
+        number: 15,
+        family: Family::Subnet,
+        objects: &[Obj::OldLocalPort],
+        subnet_objects: &[
+            SubnetCol::Name,
+            SubnetCol::Prefix,
+            SubnetCol::LocalCa,
+            SubnetCol::LocalPort,
+            SubnetCol::StandbyPorts,
+        ],
     },
 ];
+
+/// The pmSubnetTable column of `c`.
+pub fn subnet_column(c: SubnetCol) -> Option<&'static Column> {
+    COLUMNS.iter().find(|k| k.source == Source::Subnet(c))
+}
 
 impl Kind {
     pub fn def(self) -> &'static KindDef {
@@ -342,6 +423,12 @@ pub struct Event {
     pub link: LinkFacts,
     /// A health verdict's condition.
     pub condition: Option<crate::ib::health::Condition>,
+    /// The subnet a subnet notification is about, as the snapshot shows it.
+    pub subnet: Option<Box<SubnetView>>,
+    /// Before the change: the subnet's master SM (0: none) and the local
+    /// port it was swept through (`mlx5_0:1`).
+    pub old_sm: Guid,
+    pub old_local_port: String,
 }
 
 /// What a link notification says of the link, as MIB values (0: unknown).
@@ -373,7 +460,22 @@ impl Event {
             interval_ms: 0,
             link: LinkFacts::default(),
             condition: None,
+            subnet: None,
+            old_sm: Guid(0),
+            old_local_port: String::new(),
         }
+    }
+
+    /// An event about subnet `now`, which was `before`.
+    pub fn subnet(kind: Kind, before: &SubnetView, now: &SubnetView) -> Event {
+        let mut e = Event::node(kind, Guid(0), "");
+        e.old_sm = subnets::master(before).unwrap_or(Guid(0));
+        e.old_local_port = before
+            .sweeping
+            .as_ref()
+            .map_or_else(String::new, |p| p.to_string());
+        e.subnet = Some(Box::new(now.clone()));
+        e
     }
 
     pub fn family(&self) -> Family {
@@ -408,6 +510,8 @@ impl Event {
             Obj::LinkSpeedExpected => Value::Integer(self.link.speed_expected as i32),
             Obj::HealthCondition => Value::Integer(self.condition.map_or(0, |c| c as i32 + 1)),
             Obj::HealthRaised => u32v(self.value),
+            Obj::OldSmGuid => Value::OctetString(self.old_sm.octets().to_vec()),
+            Obj::OldLocalPort => text(&self.old_local_port),
         }
     }
 
@@ -425,6 +529,21 @@ impl Event {
                 name: o.oid(),
                 value: self.value_of(*o),
             });
+        }
+        // The subnet's row: each column with the subnet's index
+        // (pmSubnetIndex), as the table shows it.
+        if let Some(s) = &self.subnet {
+            for &c in def.subnet_objects {
+                let Some(col) = subnet_column(c) else {
+                    continue;
+                };
+                let mut name = col.oid().to_vec();
+                name.push(u32::from(s.index) + 1);
+                v.push(VarBind {
+                    name: Oid(name),
+                    value: crate::mib::read::subnet_value(c, s),
+                });
+            }
         }
         v
     }
@@ -465,7 +584,16 @@ mod tests {
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
                 .collect();
-            let want: Vec<&str> = d.objects.iter().map(|o| o.name()).collect();
+            let want: Vec<&str> = d
+                .objects
+                .iter()
+                .map(|o| o.name())
+                .chain(
+                    d.subnet_objects
+                        .iter()
+                        .map(|c| subnet_column(*c).expect("a pmSubnetTable column").name),
+                )
+                .collect();
             assert_eq!(names, want, "OBJECTS of {}", d.name);
             assert_eq!(d.kind.def().name, d.name);
         }

@@ -332,6 +332,8 @@ pub struct OptionalAttr {
     pub sim: SimAnswer,
     /// Only simulated switches answer it (status 0x000C elsewhere).
     pub sim_switches_only: bool,
+    /// Its counters of 4-octet words (data; shown in bytes).
+    pub words: &'static [super::Field],
 }
 
 /// A table of its own, `{ pmMIBObjects number }`.
@@ -347,6 +349,7 @@ const NONE: OptionalAttr = OptionalAttr {
     table: MibTable::Lanes,
     sim: SimAnswer::Unsupported,
     sim_switches_only: false,
+    words: &[],
 };
 
 /// The optional per-port PM attributes the sweeper reads where a node
@@ -385,6 +388,7 @@ pub const OPTIONAL: [OptionalAttr; 17] = {
                 feed!(PortOpRcvCountersField::OpRcvPkts => RcvPkts),
                 feed!(PortOpRcvCountersField::OpRcvData => RcvData),
             ]),
+            words: &[PortOpRcvCountersField::OpRcvData.field()],
             ..NONE
         },
         OptionalAttr {

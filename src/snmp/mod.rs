@@ -6,14 +6,14 @@
 //! Behaviour, as snmpd has it:
 //! - Access rules ([`access`]) name a community, the source networks and
 //!   the subtrees it sees, and whether it may write. A datagram from a
-//!   source no rule lists is dropped before it is decoded (`unlisted`); a
-//!   community no rule gives to the source is dropped too
-//!   (`bad_communities`). Neither gets an answer: no address outside the
+//!   source no rule lists is dropped before it is decoded (refused as
+//!   `source`); a community no rule gives to the source is dropped too
+//!   (`auth`). Neither gets an answer: no address outside the
 //!   listed networks draws anything. An address inside them can be spoofed;
 //!   what it draws is bounded by the rule's rate guard and
 //!   `max_response_octets` (docs/security.md).
-//! - Undecodable datagrams are dropped, counted (`malformed`) and logged at
-//!   debug level; nothing from the network can panic the responder.
+//! - Undecodable datagrams are dropped, counted (`bad_request`) and logged
+//!   at debug level; nothing from the network can panic the responder.
 //! - GetNext/GetBulk walk the rule's view; the end of it is `endOfMibView`
 //!   (v1: `noSuchName`).
 //! - GetBulk follows RFC 3416 4.2.3. Responses never exceed the rule's
@@ -23,12 +23,13 @@
 //! - A rule may carry a rate guard (requests per second per source after a
 //!   first burst, [`rate`]); every answer is charged to it before it is
 //!   built (SNMPv3 Reports and authorizationError included), and requests
-//!   over it are dropped, counted (`rate_limited`) and logged at most every
+//!   over it are dropped, counted (`rate`) and logged at most every
 //!   10 s with their number. Without one, every request is answered: a
 //!   poller with one request outstanding is never dropped.
-//! - No datagram writes a log line but through the per-kind throttle
-//!   ([`KindLog`], the one both edges use):
-//!   one line every 10 s per kind of event, with the count.
+//! - Every refusal is counted and logged by its kind in the one table of
+//!   both edges' refusals ([`crate::edge::refusal`]). No datagram writes a
+//!   log line but through the per-kind throttle ([`KindLog`], the one both
+//!   edges use): one line every 10 s per kind of event, with the count.
 //! - Set: through a rule that may write, the handler's `test_set` /
 //!   `commit_set` (then `undo_set` on a failed commit) / `cleanup_set` run
 //!   in that order, `cleanup_set` always last. Otherwise a Set is answered
@@ -83,7 +84,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use crate::edge::refusal::KindLog;
+use crate::edge::refusal::{Edge, KindLog, Refusal, RefusalLog};
 use crate::mib::{EndpointCounters, MibHandler};
 use crate::runtime::{EdgeRuntime, OnRuntime};
 use usm::Usm;
@@ -180,20 +181,13 @@ impl Responder {
     }
 }
 
-/// The kinds of event a responder logs: no datagram writes a log line but
-/// through their [`KindLog`], at most one line every [`DROP_LOG_EVERY`] per
-/// kind, with the number of events it stands for.
+/// The responder's events that are no refusal: no datagram writes a log
+/// line but through their [`KindLog`] or the refusals' [`RefusalLog`], at
+/// most one line every [`DROP_LOG_EVERY`] per kind, with the number of
+/// events it stands for.
 #[derive(Clone, Copy)]
 enum Event {
-    Unlisted,
-    Rate,
-    User,
-    Community,
-    Malformed,
-    Ignored,
-    TooBig,
     Report,
-    UsmDrop,
     Send,
 }
 
@@ -216,6 +210,7 @@ impl Serving {
         }
         let mut buf = vec![0u8; 65536];
         let mut logs = KindLog::every(Event::COUNT, DROP_LOG_EVERY);
+        let mut refusals = RefusalLog::every(Edge::Snmp, DROP_LOG_EVERY);
         loop {
             let received = tokio::select! {
                 r = self.socket.recv_from(&mut buf) => r,
@@ -239,6 +234,9 @@ impl Serving {
                 .process(&buf[..len], peer.ip(), now, &handler);
             let ip = peer.ip();
             let is_report = matches!(outcome, Outcome::Report(..));
+            let mut refuse = |r: Refusal, detail: &dyn std::fmt::Display| {
+                refusals.refuse(&stats.refused, r, ip, detail, now);
+            };
             match outcome {
                 Outcome::Reply(bytes) | Outcome::Report(_, bytes) => {
                     if is_report && let Some(n) = logs.due(Event::Report as usize, now) {
@@ -260,78 +258,22 @@ impl Serving {
                         }
                     }
                 }
-                Outcome::Unlisted => {
-                    EndpointCounters::bump(&stats.unlisted);
-                    if let Some(n) = logs.due(Event::Unlisted as usize, now) {
-                        info!(
-                            "snmp: dropped {n} request(s) from sources no access rule lists \
-                             (the last from {ip}; logged at most every 10 s)"
-                        );
-                    }
-                }
-                Outcome::RateLimited => {
-                    EndpointCounters::bump(&stats.rate_limited);
-                    if let Some(n) = logs.due(Event::Rate as usize, now) {
-                        warn!(
-                            "snmp: dropped {n} request(s) over an access rule's rate guard \
-                             (the last from {ip}; logged at most every 10 s)"
-                        );
-                    }
-                }
+                Outcome::Unlisted => refuse(Refusal::Source, &"no access rule lists it"),
+                Outcome::RateLimited => refuse(Refusal::Rate, &"the rule's rate guard"),
                 Outcome::BadCommunity => {
-                    EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(n) = logs.due(Event::Community as usize, now) {
-                        debug!(
-                            "snmp: dropped {n} request(s) with a community no rule gives to \
-                             their source (the last from {ip}; logged at most every 10 s)"
-                        );
-                    }
+                    refuse(Refusal::Auth, &"a community no rule gives to the source")
                 }
-                Outcome::Malformed(why) => {
-                    EndpointCounters::bump(&stats.malformed);
-                    if let Some(n) = logs.due(Event::Malformed as usize, now) {
-                        debug!(
-                            "snmp: dropped {n} undecodable datagram(s) (the last from {ip}, \
-                             {len} octets: {why}; logged at most every 10 s)"
-                        );
-                    }
-                }
-                Outcome::Ignored(why) => {
-                    EndpointCounters::bump(&stats.ignored);
-                    if let Some(n) = logs.due(Event::Ignored as usize, now) {
-                        debug!(
-                            "snmp: ignored {n} message(s) (the last from {ip}: {why}; logged at \
-                             most every 10 s)"
-                        );
-                    }
-                }
-                Outcome::TooBig => {
-                    EndpointCounters::bump(&stats.silent_drops);
-                    if let Some(n) = logs.due(Event::TooBig as usize, now) {
-                        debug!(
-                            "snmp: dropped {n} answer(s) too big even as tooBig (the last to \
-                             {ip}; logged at most every 10 s)"
-                        );
-                    }
-                }
-                Outcome::UsmDrop(why) => {
-                    EndpointCounters::bump(&stats.ignored);
-                    if let Some(n) = logs.due(Event::UsmDrop as usize, now) {
-                        debug!(
-                            "snmp: dropped {n} SNMPv3 message(s) (the last from {ip}: {why:?}; \
-                             logged at most every 10 s)"
-                        );
-                    }
-                }
-                Outcome::UnknownUser => {
-                    EndpointCounters::bump(&stats.bad_communities);
-                    if let Some(n) = logs.due(Event::User as usize, now) {
-                        info!(
-                            "snmp: dropped {n} request(s) of SNMPv3 users no access rule lets ask \
-                             from their source (the last from {ip}; logged at most every 10 s)"
-                        );
-                    }
-                }
+                Outcome::UnknownUser => refuse(
+                    Refusal::Auth,
+                    &"an SNMPv3 user no rule lets ask from the source",
+                ),
+                Outcome::Malformed(why) => refuse(
+                    Refusal::BadRequest,
+                    &format_args!("undecodable, {len} octets: {why}"),
+                ),
+                Outcome::Ignored(why) => refuse(Refusal::BadRequest, &why),
+                Outcome::TooBig => refuse(Refusal::TooBig, &"the answer"),
+                Outcome::UsmDrop(why) => refuse(Refusal::Usm, &format_args!("{why:?}")),
             }
         }
         debug!("SNMP responder stopped");

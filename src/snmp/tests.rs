@@ -698,7 +698,12 @@ fn responder_serves_over_udp_and_shutdown_frees_its_socket() {
         s = h.stats();
     }
     assert_eq!(
-        (s.in_packets, s.malformed, s.bad_communities, s.out_packets),
+        (
+            s.in_packets,
+            s.refused.get(Refusal::BadRequest),
+            s.refused.get(Refusal::Auth),
+            s.out_packets
+        ),
         (3, 1, 1, 1)
     );
     // Shutdown wakes the task at once (no poll interval to wait out) and

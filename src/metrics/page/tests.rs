@@ -77,3 +77,58 @@ fn descriptions_from_the_fabric_cannot_inject_markup() {
     assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;/1"));
     assert!(html.contains("<a href=\"/m&quot;etrics\">"));
 }
+
+#[test]
+fn the_page_shows_the_subnets_when_there_are_two() {
+    use crate::metrics::tests::two_subnets;
+    let u = unhealthy();
+    let q = Query::default();
+    let one = render(&report(&u.snap, u.now, Instant::now(), &q), &q, "/metrics");
+    assert!(!one.contains("id=\"subnets\"") && !one.contains("class=\"sn\""));
+    let r = report(&two_subnets(&u), u.now, Instant::now(), &q);
+    let html = render(&r, &q, "/metrics");
+    assert!(html.contains("<h2 id=\"subnets\">Subnets <span class=\"mute\">(2)</span></h2>"));
+    let rows: Vec<&str> = html
+        .lines()
+        .filter(|l| l.starts_with("<tr class=\"subnet\">"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{html}");
+    assert!(
+        rows[0].starts_with("<tr class=\"subnet\"><td>plane-a</td><td><code>fe80::/64</code></td>")
+    );
+    let says = [
+        [
+            "0x0002c90300a1b2c3</code> LID 1 priority 14",
+            "mlx5_0:1",
+            "mlx5_2:1",
+            "#9",
+        ],
+        [
+            "fe80:0:0:2::/64@0x0000000000000000",
+            ">none<",
+            ">none up<",
+            "none yet",
+        ],
+    ];
+    for (row, says) in rows.iter().zip(says) {
+        for s in says {
+            assert!(row.contains(s), "{s}: {row}");
+        }
+    }
+    // Link ends and the silent node say their subnet.
+    let l = &r.unhealthy_links.rows[0];
+    let a = l.a.subnet.as_deref().unwrap();
+    assert!(
+        html.contains(&format!(
+            "{} <span class=\"sn\">{}</span>",
+            escape(&l.a.name),
+            escape(a)
+        )),
+        "{html}"
+    );
+    assert!(html.contains("<th>Subnets</th>"));
+    assert!(
+        html.contains("<td>fe80:0:0:2::/64@0x0000000000000000</td>"),
+        "{html}"
+    );
+}

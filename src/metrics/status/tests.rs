@@ -157,3 +157,107 @@ fn a_snapshot_before_the_first_sweep_is_stale_not_healthy() {
         0
     );
 }
+
+#[test]
+fn two_subnets_say_which_subnet_each_node_and_end_is_in() {
+    use crate::metrics::tests::two_subnets;
+    let u = unhealthy();
+    let now = Instant::now();
+    let one = report(&u.snap, u.now, now, &Query::default());
+    assert!(one.subnets.is_empty() && !one.shows_subnets());
+    assert!(
+        one.unhealthy_links
+            .rows
+            .iter()
+            .all(|l| l.a.subnet.is_none())
+    );
+    let snap = two_subnets(&u);
+    let r = report(&snap, u.now, now, &Query::default());
+    assert!(r.shows_subnets());
+    let plane_b = "fe80:0:0:2::/64@0x0000000000000000";
+    let (a, b) = (&r.subnets[0], &r.subnets[1]);
+    assert_eq!(
+        (
+            a.index,
+            a.label.as_str(),
+            a.name.as_deref(),
+            a.prefix.as_str()
+        ),
+        (1, "plane-a", Some("plane-a"), "fe80::/64")
+    );
+    let sm = a.sm.as_ref().unwrap();
+    assert_eq!(
+        (sm.guid.as_str(), sm.lid, sm.priority, sm.state.as_str()),
+        ("0x0002c90300a1b2c3", 1, 14, "master")
+    );
+    assert_eq!(a.local_port.as_deref(), Some("mlx5_0:1"));
+    assert_eq!(a.standby, ["mlx5_2:1"]);
+    assert_eq!(
+        (a.nodes, a.ports, a.sweep, a.sweep_duration_ms),
+        (10, 40, 9, 12)
+    );
+    assert!(a.last_sweep_age_s.is_some_and(|s| s >= 0.0));
+    assert_eq!(
+        (b.index, b.label.as_str(), b.name.as_deref()),
+        (2, plane_b, None)
+    );
+    assert!(b.sm.is_none() && b.local_port.is_none() && b.last_sweep_age_s.is_none());
+    // The silent adapter is in the second subnet.
+    let silent = r
+        .unreachable_nodes
+        .rows
+        .iter()
+        .find(|n| n.guid == u.silent.to_string())
+        .unwrap();
+    assert_eq!(silent.subnets, [plane_b]);
+    // The lost link's first end is in the second, its far end in the first.
+    let ((ga, pa), (gb, pb)) = u.lost;
+    let end = |g: Guid, p: u8| {
+        r.unhealthy_links
+            .rows
+            .iter()
+            .flat_map(|l| [Some(&l.a), l.b.as_ref()])
+            .flatten()
+            .find(|e| e.guid == g.to_string() && e.port == p)
+            .unwrap_or_else(|| panic!("{g}/{p} in {:#?}", r.unhealthy_links))
+            .clone()
+    };
+    assert_eq!(end(ga, pa).subnet.as_deref(), Some(plane_b));
+    assert_eq!(end(gb, pb).subnet.as_deref(), Some("plane-a"));
+    // A node with ports in both subnets is in both.
+    let node = snap.node(ga).unwrap();
+    assert_eq!(
+        subnets::of_node(&snap, node),
+        ["plane-a".to_string(), plane_b.to_string()]
+    );
+    // One subnet is worth showing when it has a name.
+    assert!(!subnets::worth_showing(&r.subnets[1..]));
+    assert!(subnets::worth_showing(&r.subnets[..1]));
+}
+
+#[test]
+fn the_json_carries_the_subnets_and_reads_without_them() {
+    use crate::metrics::health_api::{parse, render};
+    use crate::metrics::tests::two_subnets;
+    let u = unhealthy();
+    let r = report(&two_subnets(&u), u.now, Instant::now(), &Query::default());
+    let json = render(&r);
+    assert_eq!(parse(&json).unwrap(), r);
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["subnets"][0]["label"], "plane-a");
+    assert_eq!(v["subnets"][1]["sm"], serde_json::Value::Null);
+    // A report of an agent from before subnets: none, and no end says one.
+    let mut old = v.clone();
+    old.as_object_mut().unwrap().remove("subnets");
+    for l in old["unhealthy_links"]["rows"].as_array_mut().unwrap() {
+        l["a"].as_object_mut().unwrap().remove("subnet");
+    }
+    let back = parse(&serde_json::to_vec(&old).unwrap()).unwrap();
+    assert!(back.subnets.is_empty() && !back.shows_subnets());
+    assert!(
+        back.unhealthy_links
+            .rows
+            .iter()
+            .all(|l| l.a.subnet.is_none())
+    );
+}

@@ -1,0 +1,224 @@
+//! The Prometheus face of a MIB column, declared on the column's own row
+//! in [`super::tables`] (as mib2c keeps one list per table): the families
+//! it is shown as (name, kind, collector, scale, help) and the labels of
+//! the info series it fills. A face cannot name a column that does not
+//! exist: it is part of the column's declaration. The metrics endpoint
+//! (`metrics::families`) reads every series through the MIB's read path.
+
+/// What kind of series a family is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// A group of families a scrape can ask for (`collect[]=NAME`) and the
+/// configuration can turn on (`metrics.collectors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collector {
+    /// Data and packets, XmitWait.
+    Traffic,
+    /// The error counters of PortCounters (64-bit totals).
+    Errors,
+    /// PortRcvConCtrl and PortXmitConCtrl (FECN, BECN, congestion time).
+    Congestion,
+    /// The FEC mode and PortExtendedSpeedsCounters' totals.
+    Fec,
+    /// The port's state, width, speed and rate, and its info series.
+    Port,
+    /// The node's info series and whether it answered the last sweep.
+    Node,
+    /// The agent's own figures: sweeps, MADs, the SNMP and HTTP endpoints.
+    Agent,
+    /// PortRcvErrorDetails, PortXmitDiscardDetails, PortOpRcvCounters and
+    /// PortFlowCtlCounters.
+    Details,
+    /// The per-VL counters (label `vl`).
+    Vl,
+    /// The per-SL counters (label `sl`).
+    Sl,
+    /// The per-physical-lane FEC counters (label `lane`).
+    Lanes,
+    /// The health evaluator's verdicts: per condition, for the ports and
+    /// nodes that have one ([`crate::ib::health`]).
+    Health,
+}
+
+impl Collector {
+    pub const ALL: [Collector; 12] = [
+        Collector::Traffic,
+        Collector::Errors,
+        Collector::Congestion,
+        Collector::Fec,
+        Collector::Port,
+        Collector::Node,
+        Collector::Agent,
+        Collector::Details,
+        Collector::Vl,
+        Collector::Sl,
+        Collector::Lanes,
+        Collector::Health,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Collector::Traffic => "traffic",
+            Collector::Errors => "errors",
+            Collector::Congestion => "congestion",
+            Collector::Fec => "fec",
+            Collector::Port => "port",
+            Collector::Node => "node",
+            Collector::Agent => "agent",
+            Collector::Details => "details",
+            Collector::Vl => "vl",
+            Collector::Sl => "sl",
+            Collector::Lanes => "lanes",
+            Collector::Health => "health",
+        }
+    }
+
+    /// On unless the configuration says otherwise: everything but the
+    /// optional per-lane and detail tables.
+    pub const fn default_on(self) -> bool {
+        !matches!(
+            self,
+            Collector::Details | Collector::Vl | Collector::Sl | Collector::Lanes
+        )
+    }
+
+    pub fn from_name(s: &str) -> Option<Collector> {
+        Collector::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+/// How a column's value becomes the sample's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// As the MIB shows it.
+    One,
+    /// Times a factor (4-octet words to bytes: 4; Mb/s to bytes/s: 125,000).
+    Times(u64),
+    /// Milliseconds shown as seconds.
+    MillisToSeconds,
+    /// A pmPortLinkSpeedActive value shown as one lane's data rate in
+    /// bytes per second (0 when unknown).
+    LaneBytesPerSecond,
+    /// A DisplayString that is a decimal number (`1.2E-12`), as it is.
+    Decimal,
+    /// 1 when the MIB's value is at least this, else 0: a yes/no family
+    /// over an enumeration.
+    AtLeast(u64),
+    /// 1 when the MIB's value is below this, else 0.
+    Below(u64),
+}
+
+/// Where a table's own families come in a scrape. A scrape writes the
+/// node's families with its info series, then the parts in this order,
+/// each in OID order; the families named from an optional attribute's
+/// columns by one rule (a table's `collector`) come last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Part {
+    Node,
+    Totals,
+    Port,
+    Link,
+    Fec,
+    Agent,
+    Derived,
+}
+
+/// An info series (value 1) whose labels come from columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Info {
+    /// `infiniband_node_info`: every node.
+    Node,
+    /// `infiniband_port_info`: every port of the nodes that answer.
+    Port,
+}
+
+/// How a label shows its column's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// A DisplayString as it is.
+    Text,
+    /// A decimal number.
+    Number,
+    /// A decimal number, empty for 0 (a peer's port: none known).
+    NumberOrEmpty,
+    /// `0x` and this many lower-case hexadecimal digits.
+    Hex(usize),
+    /// A GUID: `0x` and 16 lower-case hexadecimal digits.
+    Guid,
+    /// A GUID, empty for 0 (a peer: none known).
+    GuidOrEmpty,
+    /// pmNodeType as `ca`, `switch`, `router`.
+    NodeType,
+    /// An enumeration of [`crate::ib`]'s link enums as its name (empty
+    /// when unknown).
+    Width,
+    Speed,
+    PortState,
+}
+
+/// One face of a column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Face {
+    /// A family: the column's value per row, as `infiniband_NAME`.
+    Family {
+        /// The name after `infiniband_`, without `_total`.
+        name: &'static str,
+        kind: Kind,
+        collector: Collector,
+        scale: Scale,
+        help: &'static str,
+    },
+    /// A label of an info series, the `at`-th (from 1).
+    Label {
+        info: Info,
+        at: u8,
+        name: &'static str,
+        shown: Shown,
+    },
+}
+
+/// A gauge family.
+pub const fn gauge(
+    name: &'static str,
+    collector: Collector,
+    scale: Scale,
+    help: &'static str,
+) -> Face {
+    Face::Family {
+        name,
+        kind: Kind::Gauge,
+        collector,
+        scale,
+        help,
+    }
+}
+
+/// A counter family.
+pub const fn counter(
+    name: &'static str,
+    collector: Collector,
+    scale: Scale,
+    help: &'static str,
+) -> Face {
+    Face::Family {
+        name,
+        kind: Kind::Counter,
+        collector,
+        scale,
+        help,
+    }
+}
+
+/// A label of an info series.
+pub const fn label(info: Info, at: u8, name: &'static str, shown: Shown) -> Face {
+    Face::Label {
+        info,
+        at,
+        name,
+        shown,
+    }
+}
