@@ -491,6 +491,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             let f = Arc::clone(f);
             s.sweeper
                 .set_after_publish(Box::new(move |_| f.member_swept()));
+            s.sweeper.trim_after_sweeps_only();
         }
     }
     for s in stacks {

@@ -78,6 +78,22 @@ impl Snapshot {
     /// Finds the NodeDescriptions two or more nodes share (a sort of every
     /// node's: done when a snapshot is stored, and by a patch only when it
     /// changes a description).
+    /// [`Self::find_shared_descriptions`], or `prev`'s when the nodes are
+    /// the same and so are their descriptions (most publications: a
+    /// comparison of pointers instead of a sort).
+    fn shared_descriptions_after(&mut self, prev: &Snapshot) {
+        let same = self.nodes.len() == prev.nodes.len()
+            && self.nodes.iter().zip(&prev.nodes).all(|(a, b)| {
+                Arc::ptr_eq(&a.id.description, &b.id.description)
+                    || a.id.description == b.id.description
+            });
+        if same {
+            self.shared_descriptions = Arc::clone(&prev.shared_descriptions);
+        } else {
+            self.find_shared_descriptions();
+        }
+    }
+
     fn find_shared_descriptions(&mut self) {
         let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| &n.id.description).collect();
         all.sort_unstable();
@@ -123,6 +139,14 @@ pub struct Cache {
     /// Called after each store of a publication or a patch (a member of a
     /// [`super::federation::Federation`] merges the members again).
     listener: std::sync::OnceLock<Listener>,
+    /// Held by the writers that keep fields of the current snapshot
+    /// ([`Cache::publish_merged`], [`Cache::set_health`],
+    /// [`Cache::set_notify`]), so that none loses another's.
+    writer: Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a cache calls after a store.
@@ -150,6 +174,7 @@ impl Cache {
             current: ArcSwap::from_pointee(Snapshot::default()),
             acks: Mutex::new(Vec::new()),
             listener: std::sync::OnceLock::new(),
+            writer: Mutex::new(()),
         }
     }
 
@@ -169,14 +194,12 @@ impl Cache {
     /// notification figures stay the current ones.
     pub fn publish_merged(&self, mut snap: Snapshot) {
         snap.count_reachable();
-        snap.find_shared_descriptions();
-        let snap = Arc::new(snap);
-        self.current.rcu(|cur| {
-            let mut next = Snapshot::clone(&snap);
-            next.health = Arc::clone(&cur.health);
-            next.notify = cur.notify;
-            next
-        });
+        let _w = lock(&self.writer);
+        let cur = self.current.load();
+        snap.shared_descriptions_after(&cur);
+        snap.health = Arc::clone(&cur.health);
+        snap.notify = cur.notify;
+        self.current.store(Arc::new(snap));
     }
     /// The latest snapshot (a cheap pointer copy).
     pub fn load(&self) -> Arc<Snapshot> {
@@ -185,13 +208,14 @@ impl Cache {
     /// Publish a new snapshot.
     pub fn publish(&self, mut snap: Snapshot) {
         snap.count_reachable();
-        snap.find_shared_descriptions();
+        snap.shared_descriptions_after(&self.current.load());
         self.current.store(Arc::new(snap));
         self.stored();
     }
 
     /// Store the health verdicts in the current snapshot.
     pub fn set_health(&self, verdicts: Arc<Verdicts>) {
+        let _w = lock(&self.writer);
         self.current.rcu(|cur| {
             let mut next = Snapshot::clone(cur);
             next.health = Arc::clone(&verdicts);
@@ -222,6 +246,7 @@ impl Cache {
 
     /// Store the notification figures in the current snapshot.
     pub fn set_notify(&self, figures: NotifyFigures) {
+        let _w = lock(&self.writer);
         self.current.rcu(|cur| {
             let mut next = Snapshot::clone(cur);
             next.notify = figures;

@@ -85,6 +85,11 @@ pub struct Sweeper {
     after_publish: Option<AfterPublish>,
     /// Runs before each sweep (what tells the subnet apart read again).
     before_sweep: Option<BeforeSweep>,
+    /// Give free heap pages back after each publication during a sweep,
+    /// not only after the sweep (false for a subnet among several: the
+    /// trim walks the whole process's heap, which the other subnets'
+    /// sweepers share).
+    trim_during_sweep: bool,
     /// Asks for a discovery or a PortInfo refresh when one is due.
     rediscovery: Option<Rediscovery>,
     /// When each kind of work is due next.
@@ -279,6 +284,7 @@ impl Sweeper {
             state_file: None,
             after_publish: None,
             before_sweep: None,
+            trim_during_sweep: true,
             rediscovery: None,
             timers: Timers::default(),
         }
@@ -353,6 +359,12 @@ impl Sweeper {
     /// master SM and local ports read again, into the subnet's view).
     pub fn set_before_sweep(&mut self, f: BeforeSweep) {
         self.before_sweep = Some(f);
+    }
+
+    /// Give free heap pages back only after each sweep (a subnet among
+    /// several), not after each publication during it.
+    pub fn trim_after_sweeps_only(&mut self) {
+        self.trim_during_sweep = false;
     }
 
     /// [`Self::with_after_publish`] on a sweeper in place.
@@ -691,7 +703,7 @@ impl Sweeper {
                 // it goes: the memory of two versions stays bounded, and
                 // the pages of the records replaced go back at once
                 // rather than when the sweep ends.
-                if st.publish_if_due(cache, answered, now).is_some() {
+                if st.publish_if_due(cache, answered, now).is_some() && self.trim_during_sweep {
                     held.trim.set(true);
                 }
                 if log_progress && progress.due(now) {
