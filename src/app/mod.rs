@@ -32,6 +32,7 @@ use crate::transport::OpenError;
 mod backend;
 mod engine;
 mod service_loop;
+pub mod subnets;
 
 use backend::spawn_rediscovery;
 pub use backend::{
@@ -589,15 +590,8 @@ impl Stack {
             cfg.control(),
         ));
         let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
-        if let Some(mut probe) = subnet.probe {
-            sweeper.set_before_sweep(Box::new(move |state| {
-                let was = state.lock().subnet().clone();
-                let now = probe.probe(&was);
-                if now != was {
-                    say_subnet_change(&was, &now);
-                    state.lock().set_subnet(now);
-                }
-            }));
+        if let Some(probe) = subnet.probe {
+            sweeper.set_before_sweep(subnets::before_sweep(probe));
         }
         if let Some(path) = totals {
             restore_totals(&state, &path);
@@ -608,31 +602,6 @@ impl Stack {
             controller,
             source: subnet.source,
             cache,
-        }
-    }
-}
-
-/// One log line for a subnet's master SM or sweeping port that changed.
-fn say_subnet_change(was: &SubnetView, now: &SubnetView) {
-    let label = Escaped(&now.label()).to_string();
-    if was.sm.map(|s| s.guid) != now.sm.map(|s| s.guid) {
-        match &now.sm {
-            Some(sm) => info!(
-                subnet = %label,
-                sm_guid = %sm.guid,
-                sm_lid = sm.lid,
-                priority = sm.priority,
-                "the subnet's master SM is now {} at LID {}", sm.guid, sm.lid
-            ),
-            None => warn!(subnet = %label, "the subnet has no master SM"),
-        }
-    }
-    if was.sweeping != now.sweeping {
-        match &now.sweeping {
-            Some(p) => {
-                warn!(subnet = %label, local_port = %p, "the subnet is now swept through {p}")
-            }
-            None => warn!(subnet = %label, "no local port of the subnet is up"),
         }
     }
 }

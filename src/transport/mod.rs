@@ -3,6 +3,7 @@
 //! same trait.
 
 mod error;
+pub mod failover;
 pub mod umad;
 
 use std::time::Duration;

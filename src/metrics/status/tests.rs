@@ -168,12 +168,7 @@ fn two_subnets_say_which_subnet_each_node_and_end_is_in() {
     let one = report(&u.snap, u.now, now, &Query::default());
     assert!(one.subnets.len() <= 1 && !one.shows_subnets());
     let label = one.subnets.first().map(|s| s.label.clone());
-    assert!(
-        one.unhealthy_links
-            .rows
-            .iter()
-            .all(|l| l.a.subnet == label)
-    );
+    assert!(one.unhealthy_links.rows.iter().all(|l| l.a.subnet == label));
     let snap = two_subnets(&u);
     let r = report(&snap, u.now, now, &Query::default());
     assert!(r.shows_subnets());

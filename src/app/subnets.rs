@@ -1,0 +1,134 @@
+//! The local ports of subnets swept through several: before each sweep a
+//! subnet's probe looks at the host's local ports and asks the master SM
+//! through the port it sweeps, feeds the failover machine
+//! ([`crate::fabric::local::Failover`], one for every subnet of the agent)
+//! and moves the subnet's transports ([`PortChoice`]) to the port the
+//! machine picked. What it saw goes into the subnet's view, where the MIB,
+//! the metrics, the page and the notifications read it.
+
+use std::sync::{Arc, Mutex};
+
+use tracing::{info, warn};
+
+use super::backend::SubnetProbe;
+use crate::fabric::local::{Event, Failover as Machine, Seen};
+use crate::fabric::sweep::BeforeSweep;
+use crate::ib::Escaped;
+use crate::ib::subnet::{LocalPort, SmInfo, SubnetView};
+use crate::time::Clock;
+use crate::transport::failover::PortChoice;
+
+/// How the host's local ports look now (every port it has: one missing is
+/// gone).
+pub type LookPorts = Box<dyn FnMut() -> Vec<Seen> + Send>;
+/// The master SM read through a local port (None: none answered).
+pub type ReadSm = Box<dyn FnMut(&LocalPort) -> Option<SmInfo> + Send>;
+
+/// One subnet's probe over its local ports.
+pub struct PortsProbe {
+    /// The subnet's index in the machine.
+    pub index: usize,
+    pub machine: Arc<Mutex<Machine>>,
+    pub look: LookPorts,
+    pub read_sm: ReadSm,
+    /// The subnet's ports in the order its transports count them.
+    pub ports: Vec<LocalPort>,
+    pub choice: PortChoice,
+    pub clock: Clock,
+}
+
+impl SubnetProbe for PortsProbe {
+    fn probe(&mut self, view: &SubnetView) -> SubnetView {
+        let seen = (self.look)();
+        let mut m = self.machine.lock().unwrap_or_else(|e| e.into_inner());
+        let mut events = m.ports(&seen);
+        let (port, moved) = m.sweep(self.index);
+        events.extend(moved);
+        if let Some(i) = port
+            .as_ref()
+            .and_then(|p| self.ports.iter().position(|x| x == p))
+        {
+            self.choice.set(i);
+        }
+        let sm = port.as_ref().and_then(|p| (self.read_sm)(p));
+        events.extend(m.sm(self.index, self.clock.now(), sm));
+        for e in &events {
+            say(view, e);
+        }
+        let Some(now) = m.view(self.index) else {
+            return view.clone();
+        };
+        SubnetView {
+            name: now.name,
+            key: now.key,
+            sm: now.sm,
+            sweeping: now.sweeping,
+            standby: now.standby,
+            ..view.clone()
+        }
+    }
+}
+
+/// What a subnet's sweeper runs before each sweep: `probe` read into the
+/// subnet's view (the state's lock is not held while it reads).
+pub fn before_sweep(mut probe: Box<dyn SubnetProbe>) -> BeforeSweep {
+    Box::new(move |state| {
+        let was = state.lock().subnet().clone();
+        let now = probe.probe(&was);
+        if now != was {
+            say_subnet_change(&was, &now);
+            state.lock().set_subnet(now);
+        }
+    })
+}
+
+/// One log line for a subnet's master SM or sweeping port that changed.
+fn say_subnet_change(was: &SubnetView, now: &SubnetView) {
+    let label = Escaped(&now.label()).to_string();
+    if was.sm.map(|s| s.guid) != now.sm.map(|s| s.guid) {
+        match &now.sm {
+            Some(sm) => info!(
+                subnet = %label,
+                sm_guid = %sm.guid,
+                sm_lid = sm.lid,
+                priority = sm.priority,
+                "the subnet's master SM is now {} at LID {}", sm.guid, sm.lid
+            ),
+            None => warn!(subnet = %label, "the subnet has no master SM"),
+        }
+    }
+    if was.sweeping != now.sweeping {
+        match &now.sweeping {
+            Some(p) => {
+                warn!(subnet = %label, local_port = %p, "the subnet is now swept through {p}")
+            }
+            None => warn!(subnet = %label, "no local port of the subnet is up"),
+        }
+    }
+}
+
+/// The log line of a failover event.
+fn say(view: &SubnetView, e: &Event) {
+    let subnet = Escaped(&view.label()).to_string();
+    match e {
+        Event::FailedOver { from, to, .. } => {
+            warn!(subnet = %subnet, from = %from, to = %to, "the subnet's sweep moves from {from} to its standby {to}")
+        }
+        Event::NoPortLeft { last, .. } => {
+            warn!(subnet = %subnet, last = %last, "no local port of the subnet is up: it is not swept until one is")
+        }
+        Event::PortGone { port, .. } => {
+            warn!(subnet = %subnet, port = %port, "local port {port} is gone (adapter unplugged or driver reloaded)")
+        }
+        Event::SmChanged { old, new, .. } => info!(
+            subnet = %subnet,
+            old = %old.guid,
+            new = %new.guid,
+            "the subnet's master SM changed from {} to {} (LID {})", old.guid, new.guid, new.lid
+        ),
+        Event::NoMasterSm { .. } => warn!(subnet = %subnet, "no master SM answers on the subnet"),
+    }
+}
+
+#[cfg(test)]
+mod tests;
