@@ -54,6 +54,22 @@ struct Inner {
     round: Vec<u64>,
     /// When the last round ran (the latest member publication then).
     round_at: Option<Instant>,
+    /// The last merge, for the next one to start from.
+    last: Option<Last>,
+}
+
+/// The nodes of the last merge, and where each member's went.
+struct Last {
+    nodes: Vec<Arc<NodeRecord>>,
+    at: Vec<MemberAt>,
+}
+
+/// One member's snapshot at the last merge, and for each of its nodes its
+/// position in the merged nodes and whether the record there is combined
+/// of several members'.
+struct MemberAt {
+    snap: Arc<Snapshot>,
+    pos: Vec<(u32, bool)>,
 }
 
 struct Combined {
@@ -174,12 +190,89 @@ impl Federation {
 }
 
 impl Inner {
-    /// The members' nodes in GUID order, one record per GUID.
+    /// The members' nodes in GUID order, one record per GUID: the last
+    /// merge with one member's records put in place when only that
+    /// member published since and its nodes are the same ones (most
+    /// publications: a pointer copy per node instead of a merge), else a
+    /// merge of every member's.
     fn merge_nodes(&mut self, snaps: &[Arc<Snapshot>]) -> Vec<Arc<NodeRecord>> {
+        if let Some(nodes) = self.replace_one(snaps) {
+            return nodes;
+        }
+        self.merge_all(snaps)
+    }
+
+    /// The fast path of [`Self::merge_nodes`], when it applies.
+    fn replace_one(&mut self, snaps: &[Arc<Snapshot>]) -> Option<Vec<Arc<NodeRecord>>> {
+        let mut last = self.last.take()?;
+        let nodes = self.replace_in(&mut last, snaps);
+        self.last = Some(last);
+        nodes
+    }
+
+    fn replace_in(
+        &mut self,
+        last: &mut Last,
+        snaps: &[Arc<Snapshot>],
+    ) -> Option<Vec<Arc<NodeRecord>>> {
+        if last.at.len() != snaps.len() {
+            return None;
+        }
+        let mut changed = snaps
+            .iter()
+            .zip(&last.at)
+            .enumerate()
+            .filter(|(_, (s, at))| !Arc::ptr_eq(s, &at.snap));
+        let (m, (snap, at)) = changed.next()?;
+        if changed.next().is_some()
+            || snap.nodes.len() != at.snap.nodes.len()
+            || snap
+                .nodes
+                .iter()
+                .zip(&at.snap.nodes)
+                .any(|(a, b)| a.id.guid != b.id.guid)
+        {
+            return None;
+        }
+        let mut nodes = last.nodes.clone();
+        for (k, n) in snap.nodes.iter().enumerate() {
+            let (pos, multi) = at.pos[k];
+            nodes[pos as usize] = if multi {
+                let parts: Vec<Arc<NodeRecord>> = snaps
+                    .iter()
+                    .filter_map(|s| {
+                        let i = s
+                            .nodes
+                            .binary_search_by_key(&n.id.guid, |r| r.id.guid)
+                            .ok()?;
+                        Some(Arc::clone(&s.nodes[i]))
+                    })
+                    .collect();
+                self.combined_of(n.id.guid, parts)
+            } else {
+                Arc::clone(n)
+            };
+        }
+        last.at[m].snap = Arc::clone(snap);
+        last.nodes = nodes.clone();
+        Some(nodes)
+    }
+
+    /// Every member's nodes merged by GUID; where each member's went is
+    /// kept for [`Self::replace_one`].
+    fn merge_all(&mut self, snaps: &[Arc<Snapshot>]) -> Vec<Arc<NodeRecord>> {
         let total: usize = snaps.iter().map(|s| s.nodes.len()).sum();
         let mut out = Vec::with_capacity(total);
+        let mut at: Vec<MemberAt> = snaps
+            .iter()
+            .map(|s| MemberAt {
+                snap: Arc::clone(s),
+                pos: Vec::with_capacity(s.nodes.len()),
+            })
+            .collect();
         let mut heads = vec![0usize; snaps.len()];
         let mut parts: Vec<Arc<NodeRecord>> = Vec::new();
+        let mut from: Vec<usize> = Vec::new();
         let mut multi: Vec<Guid> = Vec::new();
         while let Some(guid) = snaps
             .iter()
@@ -188,40 +281,58 @@ impl Inner {
             .min()
         {
             parts.clear();
-            for (s, h) in snaps.iter().zip(heads.iter_mut()) {
+            from.clear();
+            for (m, (s, h)) in snaps.iter().zip(heads.iter_mut()).enumerate() {
                 if let Some(n) = s.nodes.get(*h)
                     && n.id.guid == guid
                 {
                     parts.push(Arc::clone(n));
+                    from.push(m);
                     *h += 1;
                 }
             }
-            if parts.len() == 1 {
+            let pos = out.len() as u32;
+            let is_multi = parts.len() > 1;
+            for &m in &from {
+                at[m].pos.push((pos, is_multi));
+            }
+            if !is_multi {
                 out.push(parts.pop().expect("one part"));
                 continue;
             }
             multi.push(guid);
-            let fresh = self.combined.get(&guid).is_some_and(|c| {
-                c.parts.len() == parts.len()
-                    && c.parts.iter().zip(&parts).all(|(a, b)| Arc::ptr_eq(a, b))
-            });
-            if !fresh {
-                let rec = Arc::new(combine(&parts));
-                self.combined.insert(
-                    guid,
-                    Combined {
-                        parts: std::mem::take(&mut parts),
-                        rec,
-                    },
-                );
-            }
-            out.push(Arc::clone(&self.combined[&guid].rec));
+            let rec = self.combined_of(guid, std::mem::take(&mut parts));
+            out.push(rec);
         }
         if self.combined.len() != multi.len() {
             multi.sort_unstable();
             self.combined.retain(|g, _| multi.binary_search(g).is_ok());
         }
+        self.last = Some(Last {
+            nodes: out.clone(),
+            at,
+        });
         out
+    }
+
+    /// The one record of node `guid` made of the members' `parts`: the
+    /// one made before when they are the same records.
+    fn combined_of(&mut self, guid: Guid, parts: Vec<Arc<NodeRecord>>) -> Arc<NodeRecord> {
+        if let Some(c) = self.combined.get(&guid)
+            && c.parts.len() == parts.len()
+            && c.parts.iter().zip(&parts).all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return Arc::clone(&c.rec);
+        }
+        let rec = Arc::new(combine(&parts));
+        self.combined.insert(
+            guid,
+            Combined {
+                parts,
+                rec: Arc::clone(&rec),
+            },
+        );
+        rec
     }
 
     /// Take up the nodes members forgot since their last look that no

@@ -216,3 +216,40 @@ fn a_write_goes_to_the_subnet_of_its_port() {
     assert_eq!(out, [Ok(()), Ok(())]);
     assert_eq!(port_counters(&a.sim, lid_a, 1).xmit_data, 0);
 }
+
+/// A merge that starts from the last one (one member published) serves
+/// the member's new records and keeps the others', as a whole merge would.
+#[test]
+fn a_merge_after_one_members_publication_is_a_whole_merge() {
+    let (fed, mut a, mut b) = two_planes();
+    a.sweeper.sweep_once();
+    b.sweeper.sweep_once();
+    // Only plane a publishes from here.
+    a.sweeper.sweep_once();
+    let snap = fed.public().load();
+    let members: Vec<Arc<Snapshot>> = lock(&fed.inner).members.iter().map(|c| c.load()).collect();
+    for n in &snap.nodes {
+        let parts: Vec<&Arc<NodeRecord>> = members
+            .iter()
+            .filter_map(|m| m.nodes.iter().find(|r| r.id.guid == n.id.guid))
+            .collect();
+        match parts.as_slice() {
+            [one] => assert!(Arc::ptr_eq(one, n), "{} is its member's record", n.id.guid),
+            many => {
+                assert_eq!(many.len(), 2);
+                for p in many {
+                    for port in p.ports.iter().filter(|p| p.link.remote_port != 0) {
+                        let ours = n.port(port.link.num).unwrap();
+                        assert_eq!(
+                            ours.read_at, port.read_at,
+                            "port {} from its member",
+                            port.link.num
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let total: usize = members.iter().map(|m| m.nodes.len()).sum();
+    assert_eq!(snap.nodes.len(), total - 1, "H once");
+}
