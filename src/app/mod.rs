@@ -494,6 +494,11 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                 .set_after_publish(Box::new(move |_| f.member_swept()));
             s.sweeper.trim_after_sweeps_only();
         }
+        // Their sweeps spread over the interval.
+        let n = stacks.len() as u32;
+        for (i, s) in stacks.iter_mut().enumerate() {
+            s.sweeper.set_phase(cfg.fabric.sweep_interval * i as u32 / n);
+        }
     }
     for s in stacks {
         let sweep_thread = s

@@ -85,6 +85,9 @@ pub struct Sweeper {
     after_publish: Option<AfterPublish>,
     /// Runs before each sweep (what tells the subnet apart read again).
     before_sweep: Option<BeforeSweep>,
+    /// Where in the interval the sweeps after the first start
+    /// ([`Sweeper::set_phase`]), until the first sweep applies it.
+    phase: Option<Duration>,
     /// Give free heap pages back after each publication during a sweep,
     /// not only after the sweep (false for a subnet among several: the
     /// trim walks the whole process's heap, which the other subnets'
@@ -285,6 +288,7 @@ impl Sweeper {
             after_publish: None,
             before_sweep: None,
             trim_during_sweep: true,
+            phase: None,
             rediscovery: None,
             timers: Timers::default(),
         }
@@ -361,6 +365,13 @@ impl Sweeper {
         self.before_sweep = Some(f);
     }
 
+    /// Start the sweeps after the first `phase` later in the interval:
+    /// the subnets of one agent sweep one after the other, not all at
+    /// once on the same cores (every first sweep is at once).
+    pub fn set_phase(&mut self, phase: Duration) {
+        self.phase = Some(phase);
+    }
+
     /// Give free heap pages back only after each sweep (a subnet among
     /// several), not after each publication during it.
     pub fn trim_after_sweeps_only(&mut self) {
@@ -423,7 +434,9 @@ impl Sweeper {
         if self.timers.reopen.is_none() && due(self.timers.sweep, now) {
             let start = now;
             let stats = self.sweep_at(now);
-            self.timers.sweep = Some(start + self.interval);
+            // The phase, once: the sweeps after the first start that much
+            // later in the interval.
+            self.timers.sweep = Some(start + self.interval + self.phase.take().unwrap_or_default());
             // The sweep took its time: what follows is reckoned from its end.
             now = start + stats.elapsed;
             if let Some(wait) = self.track_transport(&stats) {
