@@ -413,6 +413,7 @@ mod tests {
     fn ca(name: &str, port_count: u8) -> SysfsCa {
         SysfsCa {
             name: name.into(),
+            node_guid: 0,
             port_count,
             ports: Vec::new(),
         }
