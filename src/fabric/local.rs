@@ -60,6 +60,18 @@ impl Seen {
         }
     }
 
+    /// A port as read through it by directed-route SMPs
+    /// ([`crate::fabric::discover::read_subnet`]): its state, prefix and
+    /// master SM (zero: none answered as master).
+    pub fn from_read(port: LocalPort, read: &crate::fabric::discover::SubnetRead) -> Seen {
+        Seen {
+            port,
+            state: read.state,
+            prefix: read.prefix,
+            sm_guid: read.sm.map_or(Guid(0), |s| s.guid),
+        }
+    }
+
     pub fn active(&self) -> bool {
         self.state == PORT_ACTIVE
     }
