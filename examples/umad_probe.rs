@@ -8,15 +8,18 @@
 //!            [--no-counters] [--split-smp] [--extra LID:PORT]...
 //! ```
 //! Lines: `{"local":..}`, `{"node":..}`, `{"port":..}` (one per port),
-//! `{"counters":..}` / `{"no_counters":..}` per PortCounters read, and a
-//! final `{"summary":..}` with timings.
+//! `{"counters":..}` / `{"no_counters":..}` per PortCounters read, with
+//! `--sm` a `{"subnet":..}` line (the local port's prefix and master SM,
+//! and the SMs that are not master), and a final `{"summary":..}` with
+//! timings.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use ibpm_agentx::fabric::discover::{DiscoverOptions, discover_with_stats};
+use ibpm_agentx::fabric::discover::{DiscoverOptions, discover_with_stats, read_subnet};
 use ibpm_agentx::fabric::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
+use ibpm_agentx::ib::subnet::SmInfo;
 use ibpm_agentx::ib::{Fabric, NodeType};
 use ibpm_agentx::transport::MadAddr;
 use ibpm_agentx::transport::umad::{UmadConfig, UmadTransport};
@@ -59,6 +62,10 @@ struct Args {
     /// that answer another handle's request.
     #[arg(long, default_value_t = 0)]
     handles: usize,
+    /// Also read the local port's subnet and its master SM (PortInfo, then
+    /// SMInfo by directed route) and print a `{"subnet":..}` line.
+    #[arg(long)]
+    sm: bool,
 }
 
 fn json_str(s: &str) -> String {
@@ -183,6 +190,43 @@ fn main() -> ExitCode {
                 opt_str(a.expected_speed.map(|s| s.name())),
                 opt_str(a.health.map(|h| h.name()))
             );
+        }
+    }
+
+    if args.sm {
+        let mut smp = t.smp_handle();
+        match read_subnet(&mut smp, &fabric, &dopts) {
+            Ok(r) => {
+                // Flat, as the tests' parser reads it: the master's
+                // fields, and the other SMs as `GUID/state` joined by `;`.
+                let master = r.sm.map_or(
+                    "\"sm_guid\":null".to_string(),
+                    |s: SmInfo| {
+                        format!(
+                            "\"sm_guid\":\"{}\",\"sm_at\":{},\"sm_priority\":{},\"sm_state\":\"{}\",\"sm_act_count\":{}",
+                            s.guid, s.lid, s.priority, s.state, s.act_count
+                        )
+                    },
+                );
+                let others: Vec<String> = r
+                    .others
+                    .iter()
+                    .map(|s| format!("{}/{}", s.guid, s.state))
+                    .collect();
+                println!(
+                    "{{\"subnet\":\"0x{:016x}\",\"port\":{},\"state\":{},\"sm_lid\":{},{master},\"others\":\"{}\",\"smps\":{}}}",
+                    r.prefix,
+                    r.port,
+                    r.state,
+                    r.sm_lid,
+                    others.join(";"),
+                    r.smps
+                );
+            }
+            Err(e) => {
+                eprintln!("umad_probe: reading the subnet: {e}");
+                return ExitCode::from(4);
+            }
         }
     }
 

@@ -113,6 +113,13 @@ pm_attr! {
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SmKey(u64);
 
+impl SmKey {
+    /// Overwrite the key with zeros (a write the compiler keeps).
+    pub fn wipe(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 impl std::fmt::Debug for SmKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0 == 0 {
@@ -371,6 +378,9 @@ mod tests {
             "{shown}"
         );
         assert_eq!(format!("{:?}", SmKey(0)), "SmKey(zero)");
+        let mut k = a.sm_key;
+        k.wipe();
+        assert_eq!(k, SmKey(0));
         let mut back = [0u8; 64];
         a.encode(&mut back);
         assert_eq!(back, d);

@@ -410,9 +410,32 @@ mod tests {
         }
     }
 
+    /// The example says the port numbers `ports` takes, as the parser
+    /// checks them.
+    #[test]
+    fn the_example_states_the_port_numbers() {
+        let text = include_str!("../../config/ibpm-agentx.toml");
+        let at = text.find("\nports = ").expect("ports in the example");
+        let comment = &text[text[..at].rfind("\n# 2.").expect("its comment")..at];
+        let range = format!("1 to {}", limits::MAX_LOCAL_PORT);
+        assert!(comment.contains(&range), "{comment}");
+        let e = parse(&format!(
+            "[umad]\nports = [\"mlx5_0:{}\"]\n",
+            u16::from(limits::MAX_LOCAL_PORT) + 1
+        ))
+        .unwrap_err();
+        assert!(e.reason.contains(&range), "{e}");
+        parse(&format!(
+            "[umad]\nports = [\"mlx5_0:{}\"]\n",
+            limits::MAX_LOCAL_PORT
+        ))
+        .unwrap();
+    }
+
     fn ca(name: &str, port_count: u8) -> SysfsCa {
         SysfsCa {
             name: name.into(),
+            node_guid: 0,
             port_count,
             ports: Vec::new(),
         }

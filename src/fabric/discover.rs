@@ -27,7 +27,10 @@ pub use crate::smp::{
     SwitchInfo, dr_smp_get, parse_smp_reply,
 };
 use crate::time::Clock;
+
+mod sm;
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
+pub use sm::{SubnetRead, read_subnet};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
 pub fn smp_addr() -> MadAddr {

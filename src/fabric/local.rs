@@ -25,6 +25,13 @@ use crate::ib::Guid;
 use crate::ib::subnet::{DEFAULT_PREFIX, LocalPort, MAX_SUBNETS, SmInfo, SmState, SubnetKey};
 use crate::transport::umad::SysfsPort;
 
+/// How long a subnet may go without a master SM before that is an event
+/// ([`Event::NoMasterSm`]): a standby opensm takes over once its polls of
+/// the master have failed `polling_retry_number` times
+/// `sminfo_polling_timeout` (4 x 10 s by default), so a failover of the SM
+/// itself is not reported as a subnet without one.
+pub const NO_MASTER_GRACE: Duration = Duration::from_secs(45);
+
 /// PortState Active (sysfs `4: ACTIVE`, PortInfo's 4).
 pub const PORT_ACTIVE: u8 = 4;
 
@@ -50,6 +57,18 @@ impl Seen {
             state: p.state,
             prefix: p.prefix,
             sm_guid,
+        }
+    }
+
+    /// A port as read through it by directed-route SMPs
+    /// ([`crate::fabric::discover::read_subnet`]): its state, prefix and
+    /// master SM (zero: none answered as master).
+    pub fn from_read(port: LocalPort, read: &crate::fabric::discover::SubnetRead) -> Seen {
+        Seen {
+            port,
+            state: read.state,
+            prefix: read.prefix,
+            sm_guid: read.sm.map_or(Guid(0), |s| s.guid),
         }
     }
 

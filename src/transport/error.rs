@@ -236,7 +236,7 @@ pub enum OpenError {
         needed: u32,
     },
     /// sysfs lists no InfiniBand port.
-    NoPorts { under: &'static str },
+    NoPorts { under: String },
     /// No port matches the configuration (`wanted`: what was asked).
     NoSuchPort { wanted: String, known: Vec<String> },
     /// Every matching port's link is down (each as `ca/port state`).

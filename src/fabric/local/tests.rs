@@ -309,3 +309,26 @@ fn sm_changes_and_a_missing_master_after_the_grace() {
     assert!(f.sm(0, at(200), Some(sm(0x11, SmState::Master))).is_empty());
     assert!(f.sm(9, at(200), None).is_empty(), "no such subnet");
 }
+
+#[test]
+fn a_port_read_through_smps_is_seen_on_its_masters_subnet() {
+    let read = crate::fabric::discover::SubnetRead {
+        port: 1,
+        state: 4,
+        prefix: B,
+        sm_lid: 3,
+        sm: Some(SmInfo {
+            lid: 3,
+            guid: Guid(0x33),
+            priority: 1,
+            state: SmState::Master,
+            act_count: 0,
+        }),
+        others: Vec::new(),
+        smps: 3,
+    };
+    let s = Seen::from_read(p("mlx5_3:1"), &read);
+    assert_eq!((s.key(), s.active()), (key(B, 0x33), true));
+    let none = crate::fabric::discover::SubnetRead { sm: None, ..read };
+    assert_eq!(Seen::from_read(p("mlx5_3:1"), &none).key(), key(B, 0));
+}

@@ -94,55 +94,32 @@ fn parse_guid(text: &str) -> Option<u64> {
     u64::from_str_radix(&hex, 16).ok()
 }
 
-fn port_facts(ca: &str, port: u8) -> Result<LocalPort, UmadError> {
-    let base = format!("{SYS_IB}/{ca}/ports/{port}");
-    let state_text = read_text(&format!("{base}/state"))?;
-    let lid = read_text(&format!("{base}/lid"))
-        .ok()
-        .and_then(|t| parse_hex_u16(&t))
-        .unwrap_or(0);
-    let node_guid = read_text(&format!("{SYS_IB}/{ca}/node_guid"))
-        .ok()
-        .and_then(|t| parse_guid(&t))
-        .unwrap_or(0);
-    Ok(LocalPort {
-        ca: ca.to_string(),
-        port,
-        state: parse_state(&state_text),
-        state_text,
-        lid,
-        node_guid,
-        device: String::new(),
-    })
-}
-
-/// Every (CA, port) sysfs knows, in order.
-fn all_ports() -> Result<Vec<(String, u8)>, UmadError> {
-    let mut out = Vec::new();
-    for ca in list_dir(SYS_IB)? {
-        let Ok(ports) = list_dir(&format!("{SYS_IB}/{ca}/ports")) else {
-            continue;
-        };
-        for p in ports {
-            if let Ok(n) = p.parse::<u8>() {
-                out.push((ca.clone(), n));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Pick the port per `cfg` (see [`UmadConfig`]) and find its umad device.
+/// Pick the port per `cfg` (see [`UmadConfig`]) among the ports
+/// [`read_cas`] finds under [`sysfs_root`], and find its umad device.
 pub(super) fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
-    let ports = all_ports()?;
-    if ports.is_empty() {
-        return Err(OpenError::NoPorts { under: SYS_IB });
-    }
-    let candidates: Vec<&(String, u8)> = ports
+    let root = sysfs_root();
+    let cas = read_cas(&root)?;
+    let ports: Vec<(&SysfsCa, &SysfsPort)> = cas
         .iter()
-        .filter(|(ca, p)| {
-            cfg.ca.as_deref().is_none_or(|want| want == ca)
-                && cfg.port.is_none_or(|want| want == *p)
+        .flat_map(|c| c.ports.iter().map(move |p| (c, p)))
+        .collect();
+    if ports.is_empty() {
+        return Err(OpenError::NoPorts { under: root });
+    }
+    let facts: Vec<LocalPort> = ports
+        .iter()
+        .filter(|(c, p)| {
+            cfg.ca.as_deref().is_none_or(|want| want == c.name)
+                && cfg.port.is_none_or(|want| want == p.port)
+        })
+        .map(|(c, p)| LocalPort {
+            ca: c.name.clone(),
+            port: p.port,
+            state: p.state,
+            state_text: p.state_text.clone(),
+            lid: p.lid,
+            node_guid: c.node_guid,
+            device: String::new(),
         })
         .collect();
     let what = match (&cfg.ca, cfg.port) {
@@ -151,16 +128,15 @@ pub(super) fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
         (None, Some(p)) => format!("port number {p} on any CA"),
         (None, None) => "any CA".to_string(),
     };
-    if candidates.is_empty() {
-        let known = ports.iter().map(|(c, p)| format!("{c}/{p}")).collect();
+    if facts.is_empty() {
+        let known = ports
+            .iter()
+            .map(|(c, p)| format!("{}/{}", c.name, p.port))
+            .collect();
         return Err(OpenError::NoSuchPort {
             wanted: what,
             known,
         });
-    }
-    let mut facts = Vec::new();
-    for (ca, p) in candidates {
-        facts.push(port_facts(ca, *p)?);
     }
     // Active first; else a port with its link up (Init/Armed: usable for
     // directed-route SMPs before an SM ran); else fail.
@@ -250,6 +226,8 @@ pub struct SysfsPort {
     pub port: u8,
     /// Logical state: 1 Down, 2 Init, 3 Armed, 4 Active (0: unreadable).
     pub state: u8,
+    /// The state as sysfs spells it (`4: ACTIVE`).
+    pub state_text: String,
     /// Physical state: 5 LinkUp, 3 Disabled, 2 Polling, ...
     pub phys_state: u8,
     pub lid: u16,
@@ -279,7 +257,7 @@ impl<F: Fn(&str) -> Option<String>> PortFiles for F {
 /// A port from its files; None when it has no state file (it vanished
 /// while read, or it is no port).
 pub fn parse_port(ca: &str, port: u8, files: &dyn PortFiles) -> Option<SysfsPort> {
-    let state = parse_state(&files.file("state")?);
+    let state_text = files.file("state")?;
     let hex = |name: &str| files.file(name).and_then(|t| parse_hex_u16(&t));
     let (prefix, port_guid) = files
         .file("gids/0")
@@ -288,7 +266,8 @@ pub fn parse_port(ca: &str, port: u8, files: &dyn PortFiles) -> Option<SysfsPort
     Some(SysfsPort {
         ca: ca.to_string(),
         port,
-        state,
+        state: parse_state(&state_text),
+        state_text,
         phys_state: files.file("phys_state").map_or(0, |t| parse_state(&t)),
         lid: hex("lid").unwrap_or(0),
         sm_lid: hex("sm_lid").unwrap_or(0),
@@ -316,6 +295,8 @@ pub fn parse_gid(text: &str) -> Option<(u64, u64)> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SysfsCa {
     pub name: String,
+    /// `node_guid` (0: unreadable).
+    pub node_guid: u64,
     pub port_count: u8,
     pub ports: Vec<SysfsPort>,
 }
@@ -340,6 +321,10 @@ pub fn read_cas(root: &str) -> Result<Vec<SysfsCa>, UmadError> {
             })
             .collect();
         out.push(SysfsCa {
+            node_guid: read_text(&format!("{root}/{ca}/node_guid"))
+                .ok()
+                .and_then(|t| parse_guid(&t))
+                .unwrap_or(0),
             port_count: numbers.iter().copied().max().unwrap_or(0),
             name: ca,
             ports,

@@ -1,0 +1,207 @@
+//! The local port's subnet and its master Subnet Manager, read by
+//! directed-route SMPs (class 0x81; the umad transport registers no agent
+//! for LID-routed SMPs): the local node's NodeInfo and the local port's
+//! PortInfo (state, GID prefix, MasterSMLID), then SMInfo from the node of
+//! the discovered fabric that has the MasterSMLID, along its directed
+//! route. When no SM there answers as master (a standby SM took over and
+//! the ports still name the old one, as opensm leaves them), every other
+//! node the routes reach is asked in one window, and the first master in
+//! the fabric's order is the subnet's.
+//!
+//! SMInfo carries the SM_Key: the replies are wiped once decoded, and only
+//! [`SmInfo`] (no key) leaves this module.
+
+use zeroize::Zeroize;
+
+use super::{
+    ATTR_NODE_INFO, ATTR_PORT_INFO, CLASS_SMP_DIRECTED, DiscoverError, DiscoverOptions, NoAnswer,
+    NodeInfo, PortInfo, parse_smp_reply, routes_from, smp_addr,
+};
+use crate::fabric::engine::{DriveEnd, DriveOptions, Requester, drive};
+use crate::fabric::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
+use crate::ib::subnet::{SmInfo, SmState};
+use crate::ib::{Fabric, Guid, Node, NodeType};
+use crate::smp::{ATTR_SM_INFO, SMP_DATA_SIZE, SmInfoAttr, dr_smp_get};
+use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
+
+/// What the local port says of its subnet, and its master SM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubnetRead {
+    /// The local port's number and logical state (4: Active).
+    pub port: u8,
+    pub state: u8,
+    /// The subnet prefix (PortInfo GidPrefix).
+    pub prefix: u64,
+    /// The master SM's LID as the local port has it (0: none).
+    pub sm_lid: u16,
+    /// The master SM (None: no SM answered as master).
+    pub sm: Option<SmInfo>,
+    /// The SMs that answered and are not master (standby, discovering).
+    pub others: Vec<SmInfo>,
+    /// SMPs sent for this read.
+    pub smps: u64,
+}
+
+/// SMP Gets along directed routes, in one window; each answered (its
+/// data, status 0) or not.
+struct Batch {
+    asks: Vec<(u16, u32, Vec<u8>)>,
+    answers: Vec<Option<[u8; SMP_DATA_SIZE]>>,
+}
+
+impl Batch {
+    fn new(asks: Vec<(u16, u32, Vec<u8>)>) -> Batch {
+        Batch {
+            answers: vec![None; asks.len()],
+            asks,
+        }
+    }
+
+    /// Send every ask; what answered is in `answers`. Returns the SMPs
+    /// sent.
+    fn run(
+        &mut self,
+        t: &mut dyn MadTransport,
+        opts: &DiscoverOptions,
+    ) -> Result<u64, DiscoverError> {
+        let mut win = MadWindow::new(WindowConfig {
+            window: opts.window.clamp(1, MAX_WINDOW),
+            timeout: opts.timeout,
+            retries: opts.retries,
+        });
+        for i in 0..self.asks.len() {
+            win.push(i);
+        }
+        let drive_opts = DriveOptions {
+            cancel: opts.cancel.as_deref(),
+            class: Some(CLASS_SMP_DIRECTED),
+        };
+        let end = drive(t, &mut win, &drive_opts, self, &opts.clock);
+        let sent = win.take_stats().sent;
+        match end {
+            DriveEnd::Cancelled => Err(DiscoverError::Cancelled),
+            DriveEnd::Failed(e) => Err(DiscoverError::Transport(e)),
+            DriveEnd::Idle | DriveEnd::Stopped => Ok(sent),
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // SMInfo answers hold the SM_Key.
+        for a in self.answers.iter_mut().flatten() {
+            a.zeroize();
+        }
+    }
+}
+
+impl Requester for Batch {
+    fn build(&mut self, tx: Transmit) -> Option<(MadAddr, [u8; MAD_SIZE])> {
+        let (attr, modifier, path) = self.asks.get(tx.index)?;
+        Some((
+            smp_addr(),
+            dr_smp_get(*attr, *modifier, wire_tid(tx.tid), path),
+        ))
+    }
+
+    fn on_event(&mut self, _win: &mut MadWindow, ev: WindowEvent) -> bool {
+        if let WindowEvent::Reply { index, mut mad } = ev {
+            if let Some(mut r) = parse_smp_reply(&mad) {
+                if r.status == 0
+                    && let Some(slot) = self.answers.get_mut(index)
+                {
+                    *slot = Some(r.data);
+                }
+                r.data.zeroize();
+            }
+            mad.zeroize();
+        }
+        true
+    }
+}
+
+/// The SM an SMInfo answer describes (the key dropped), read at `lid`.
+fn sm_of(data: &[u8; SMP_DATA_SIZE], lid: u16) -> SmInfo {
+    let mut a = SmInfoAttr::decode(data);
+    let sm = a.sm_info(lid);
+    a.sm_key.wipe();
+    sm
+}
+
+/// The LID a node is asked for SMInfo at: a switch's, or the channel
+/// adapter port's that has `sm_lid` (else its first port's).
+fn lid_of(n: &Node, sm_lid: u16) -> u16 {
+    match n.id.node_type {
+        NodeType::Switch => n.id.lid,
+        _ => n
+            .ports
+            .iter()
+            .find(|p| sm_lid != 0 && p.lid == sm_lid)
+            .map_or(n.id.lid, |p| p.lid),
+    }
+}
+
+/// Read the local port's subnet and its master SM through `t`, with
+/// `known` (the discovered fabric) for the directed routes to the SMs.
+pub fn read_subnet(
+    t: &mut dyn MadTransport,
+    known: &Fabric,
+    opts: &DiscoverOptions,
+) -> Result<SubnetRead, DiscoverError> {
+    // PortInfo with modifier 0: the port the SMP arrived on (a channel
+    // adapter's), port 0 of a switch.
+    let mut local = Batch::new(vec![
+        (ATTR_NODE_INFO, 0, Vec::new()),
+        (ATTR_PORT_INFO, 0, Vec::new()),
+    ]);
+    let mut smps = local.run(t, opts)?;
+    let (Some(ni), Some(pi)) = (local.answers[0], local.answers[1]) else {
+        return Err(DiscoverError::NoAnswer(NoAnswer::NoReply));
+    };
+    let node = NodeInfo::decode(&ni);
+    let port = PortInfo::decode(&pi);
+    let mut read = SubnetRead {
+        port: node.local_port,
+        state: port.state,
+        prefix: port.gid_prefix,
+        sm_lid: port.master_sm_lid,
+        sm: None,
+        others: Vec::new(),
+        smps: 0,
+    };
+    let routes = routes_from(known, Guid(node.node_guid), node.local_port, opts.max_hops);
+    // The nodes to ask, each with the LID it is asked at: first the one
+    // with the MasterSMLID, then (when that is no master) every other.
+    let sm_lid = read.sm_lid;
+    let (named, rest): (Vec<&Node>, Vec<&Node>) = known
+        .nodes
+        .iter()
+        .filter(|n| routes.contains_key(&n.id.guid))
+        .partition(|n| sm_lid != 0 && lid_of(n, sm_lid) == sm_lid);
+    for round in [named, rest] {
+        if round.is_empty() {
+            continue;
+        }
+        let mut b = Batch::new(
+            round
+                .iter()
+                .map(|n| (ATTR_SM_INFO, 0, routes[&n.id.guid].clone()))
+                .collect(),
+        );
+        smps += b.run(t, opts)?;
+        for (n, answer) in round.iter().zip(&b.answers) {
+            let Some(data) = answer else { continue };
+            let sm = sm_of(data, lid_of(n, sm_lid));
+            if sm.state == SmState::Master && read.sm.is_none() {
+                read.sm = Some(sm);
+            } else if !read.others.iter().any(|o| o.guid == sm.guid) {
+                read.others.push(sm);
+            }
+        }
+        if read.sm.is_some() {
+            break;
+        }
+    }
+    read.smps = smps;
+    Ok(read)
+}
