@@ -7,16 +7,17 @@ use std::io::{self, Write};
 
 use super::HttpCounters;
 use super::families::{
-    Collector, Collectors, FAMILIES, Family, Kind, Labels, NODE_INFO, NODE_LABELS, PORT_INFO,
-    PORT_LABELS, Part, Scale, Shown,
+    Collector, Collectors, FAMILIES, Family, Kind, Label, NODE_INFO, NODE_LABELS, PORT_INFO,
+    PORT_LABELS, Part, SUBNET_INFO, SUBNET_LABELS, Scale, Shown,
 };
 use crate::fabric::cache::Snapshot;
 use crate::fabric::record::{NodeRecord, PortRecord};
+use crate::ib::subnet::{SmState, SubnetView, prefix_text};
 use crate::ib::{Guid, LinkSpeed, LinkWidth, PortState};
 use crate::mib::EndpointCounters;
 use crate::mib::Value;
 use crate::mib::index::{IndexScheme, RowIndex};
-use crate::mib::read::{Row, read_at};
+use crate::mib::read::{Row, read_at, subnet_of, timestamp};
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,14 +107,17 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     if s.collectors.has(Collector::Port) {
         port_info(s, &mut w)?;
     }
+    if s.collectors.has(Collector::Subnet) {
+        subnet_info(s, &mut w)?;
+    }
     for f in FAMILIES
         .iter()
         .filter(|f| f.part != Part::Node && s.collectors.has(f.collector))
     {
-        if f.collector == Collector::Agent {
-            agent_family(s, f, &mut w)?;
-        } else {
-            port_family(s, f, &mut w)?;
+        match f.table.index {
+            IndexScheme::Scalar => agent_family(s, f, &mut w)?,
+            IndexScheme::Subnet => subnet_family(s, f, &mut w)?,
+            _ => port_family(s, f, &mut w)?,
         }
     }
     if s.collectors.has(Collector::Agent) {
@@ -271,7 +275,7 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
         Scale::MillisToSeconds => {
             let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
         }
-        Scale::Decimal => return false,
+        Scale::Decimal | Scale::UnixSeconds => return false,
         Scale::LaneBytesPerSecond => {
             let rate = u32::try_from(raw)
                 .ok()
@@ -355,21 +359,32 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
     Ok(())
 }
 
-/// Appends the labels `labels` read from row `r`, each `,name="value"`.
-fn push_info_labels(l: &mut Vec<u8>, labels: &Labels, r: &Row) {
-    for &(name, shown, col, t) in labels {
+/// Appends the labels `labels` read from row `r`, each `,name="value"`
+/// (the first without its comma when `first`); a label shown "or omit"
+/// with an empty value is left out.
+fn push_info_labels(l: &mut Vec<u8>, labels: &[Label], r: &Row, first: bool) {
+    for (i, &(name, shown, col, t)) in labels.iter().enumerate() {
         let v = read_at(col, t, r);
-        l.push(b',');
+        let mark = l.len();
+        if !(first && i == 0) {
+            l.push(b',');
+        }
         l.extend_from_slice(name.as_bytes());
         l.extend_from_slice(b"=\"");
-        push_shown(l, v.as_ref(), shown);
-        l.push(b'"');
+        let start = l.len();
+        push_shown(l, v.as_ref(), shown, r.snap);
+        let omit = matches!(shown, Shown::TextOrOmit | Shown::SubnetOrOmit);
+        if omit && l.len() == start {
+            l.truncate(mark);
+        } else {
+            l.push(b'"');
+        }
     }
 }
 
 /// A label's value as `shown` shows a column's value (empty when the row
 /// has none).
-fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown) {
+fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown, snap: &Snapshot) {
     let number = match v {
         Some(Value::Gauge32(x)) => Some(u64::from(*x)),
         Some(Value::Integer(x)) => u64::try_from(*x).ok(),
@@ -382,11 +397,28 @@ fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown) {
     let name = |n: Option<&'static str>| n.unwrap_or("").as_bytes();
     let mib = || number.and_then(|n| u32::try_from(n).ok());
     match shown {
-        Shown::Text => {
+        Shown::Text | Shown::TextOrOmit => {
             if let Some(Value::OctetString(b)) = v {
                 push_escaped(l, b);
             }
         }
+        Shown::SubnetOrOmit => {
+            let index = number.and_then(|n| u8::try_from(n).ok());
+            let subnet = index.and_then(|n| subnet_of(snap, n.checked_sub(1)?));
+            if let Some(sn) = subnet {
+                push_escaped(l, sn.label().as_bytes());
+            }
+        }
+        Shown::Prefix => {
+            if let Some(p) = octets(v) {
+                l.extend_from_slice(prefix_text(p).as_bytes());
+            }
+        }
+        Shown::SmState => l.extend_from_slice(match number {
+            Some(n @ 0..=3) => SmState::from_bits(n as u8).name().as_bytes(),
+            Some(_) => b"none",
+            None => b"",
+        }),
         Shown::Number => push_u64(l, number.unwrap_or(0)),
         Shown::NumberOrEmpty => {
             if let Some(n) = number.filter(|&n| n != 0) {
@@ -432,7 +464,7 @@ fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         l.extend_from_slice(b"_info{node_guid=\"");
         push_guid(l, n.id.guid);
         l.push(b'"');
-        push_info_labels(l, &NODE_LABELS, &r);
+        push_info_labels(l, &NODE_LABELS[..], &r, false);
         l.extend_from_slice(b"} 1\n");
         w.out.write_all(l)?;
     }
@@ -473,8 +505,89 @@ fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
             l.extend_from_slice(PORT_INFO.0.as_bytes());
             l.extend_from_slice(b"_info");
             push_port_labels(l, node.id.guid, p.num());
-            push_info_labels(l, &PORT_LABELS, &r);
+            push_info_labels(l, &PORT_LABELS[..], &r, false);
             l.extend_from_slice(b"} 1\n");
+            w.out.write_all(l)?;
+        }
+    }
+    Ok(())
+}
+
+/// The row of `subnet` in pmSubnetTable.
+fn subnet_row<'a>(s: &'a Scrape, subnet: &'a SubnetView) -> Row<'a> {
+    Row {
+        snap: s.snap,
+        endpoint: s.endpoint,
+        node: None,
+        port: None,
+        subnet: Some(subnet),
+        index: RowIndex::subnet(subnet.index.saturating_add(1)),
+        port_select: 0,
+    }
+}
+
+/// `infiniband_subnet_info` of every subnet (nothing while there is none).
+fn subnet_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    if s.snap.subnets.is_empty() {
+        return Ok(());
+    }
+    w.header(SUBNET_INFO.0, HeaderKind::Info, SUBNET_INFO.1)?;
+    for sn in s.snap.subnets.iter() {
+        let l = &mut w.line;
+        l.clear();
+        l.extend_from_slice(SUBNET_INFO.0.as_bytes());
+        l.extend_from_slice(b"_info{");
+        push_info_labels(l, &SUBNET_LABELS[..], &subnet_row(s, sn), true);
+        l.extend_from_slice(b"} 1\n");
+        w.out.write_all(l)?;
+    }
+    Ok(())
+}
+
+/// A family of the `subnet` collector: a sample per subnet, labelled with
+/// the subnet info series' first label (`subnet`).
+fn subnet_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
+    let kind = match f.kind {
+        Kind::Counter => HeaderKind::Counter,
+        Kind::Gauge => HeaderKind::Gauge,
+    };
+    let mut started = false;
+    for sn in s.snap.subnets.iter() {
+        let r = subnet_row(s, sn);
+        let Some(v) = read_at(f.column, f.table, &r) else {
+            continue;
+        };
+        let unix = match (f.scale, &v) {
+            (Scale::UnixSeconds, Value::TimeTicks(t)) if *t != 0 => {
+                let (Some(taken_unix), Some(taken)) = (s.taken_unix, s.snap.taken) else {
+                    continue;
+                };
+                let ago = f64::from(timestamp(Some(taken)).saturating_sub(*t)) / 100.0;
+                Some(taken_unix - ago)
+            }
+            (Scale::UnixSeconds, _) => continue,
+            _ => None,
+        };
+        if !started {
+            w.header(&f.name, kind, &f.help)?;
+            started = true;
+        }
+        let l = &mut w.line;
+        l.clear();
+        l.extend_from_slice(f.name.as_bytes());
+        l.extend_from_slice(sample_suffix(kind).as_bytes());
+        l.push(b'{');
+        push_info_labels(l, &SUBNET_LABELS[..1], &r, true);
+        l.extend_from_slice(b"} ");
+        let shown = match unix {
+            Some(t) => {
+                let _ = write!(l, "{t:.3}");
+                true
+            }
+            None => push_value(l, &v, f.scale),
+        };
+        if shown {
+            l.push(b'\n');
             w.out.write_all(l)?;
         }
     }
