@@ -13,7 +13,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -21,12 +20,11 @@ use std::time::Duration;
 use common::http::Prometheus;
 use common::poll;
 use ibpm_agentx::fabric::cache::Snapshot;
-use ibpm_agentx::ib::Guid;
-use ibpm_agentx::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey, SubnetView};
+use ibpm_agentx::ib::subnet::{LocalPort, SubnetView};
 use ibpm_agentx::metrics::families::Collectors;
 use ibpm_agentx::metrics::render::{Format, Scrape, render};
 use ibpm_agentx::mib::EndpointCounters;
-use ibpm_agentx::rig::{AgentRig, RigOptions};
+use ibpm_agentx::rig::{self, AgentRig, RigOptions};
 
 const PLANE_B: &str = "fe80:0:0:2::/64@0x0002c90300b00001";
 
@@ -37,43 +35,15 @@ fn two_planes(on_b: usize) -> Snapshot {
     let mut snap = Snapshot::clone(&rig.cache.load());
     let taken = snap.taken.expect("published");
     let a = SubnetView {
-        index: 0,
-        name: Some("plane-a".into()),
-        key: SubnetKey {
-            prefix: 0xfe80_0000_0000_0000,
-            sm_guid: Guid(0x0002_c903_00a0_0001),
-        },
-        sm: Some(SmInfo {
-            lid: 1,
-            guid: Guid(0x0002_c903_00a0_0001),
-            priority: 15,
-            state: SmState::Master,
-            act_count: 9,
-        }),
-        sweeping: Some(LocalPort::new("mlx5_0", 1)),
         standby: vec![LocalPort::new("mlx5_1", 1)],
         nodes: 10,
         ports: 40,
         sweep: 3,
         swept: Some(taken),
         duration_ms: 420,
+        ..rig::subnet(0, Some("plane-a"), 0xfe80 << 48, 0x0002_c903_00a0_0001)
     };
-    let b = SubnetView {
-        index: 1,
-        key: SubnetKey {
-            prefix: 0xfe80_0000_0000_0002,
-            sm_guid: Guid(0x0002_c903_00b0_0001),
-        },
-        sm: Some(SmInfo {
-            lid: 7,
-            guid: Guid(0x0002_c903_00b0_0001),
-            priority: 1,
-            state: SmState::Master,
-            act_count: 2,
-        }),
-        sweeping: Some(LocalPort::new("mlx5_2", 1)),
-        ..Default::default()
-    };
+    let b = rig::subnet(1, None, (0xfe80 << 48) | 2, 0x0002_c903_00b0_0001);
     snap.subnets = vec![a, b].into();
     for n in snap.nodes.iter_mut().take(on_b) {
         let n = Arc::make_mut(n);
@@ -164,21 +134,7 @@ fn prometheus_stores_the_subnet_labels() {
         .sum();
     let body = exposition(&snap);
 
-    let mut lint = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run promtool");
-    lint.stdin.take().unwrap().write_all(&body).unwrap();
-    let out = lint.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::http::promtool_check_metrics(&body);
 
     let server = Server::start(body);
     let dir = tempfile::tempdir().unwrap();

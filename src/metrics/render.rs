@@ -140,6 +140,20 @@ struct Out<'w, W: Write> {
 }
 
 impl<W: Write> Out<'_, W> {
+    /// Begins the line of a sample of `f` (its name) in `self.line`, the
+    /// family's header written first unless `started`.
+    fn sample(&mut self, f: &Family, kind: HeaderKind, started: &mut bool) -> io::Result<()> {
+        if !*started {
+            self.header(&f.name, kind, &f.help)?;
+            *started = true;
+        }
+        let l = &mut self.line;
+        l.clear();
+        l.extend_from_slice(f.name.as_bytes());
+        l.extend_from_slice(sample_suffix(kind).as_bytes());
+        Ok(())
+    }
+
     /// `# HELP` and `# TYPE` of a family named `name` (without `_total`).
     fn header(&mut self, name: &str, kind: HeaderKind, help: &str) -> io::Result<()> {
         let (suffix, ty) = match (self.format, kind) {
@@ -332,14 +346,8 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
                 let Some(v) = read_at(f.column, t, &r) else {
                     continue;
                 };
-                if !started {
-                    w.header(&f.name, kind, &f.help)?;
-                    started = true;
-                }
+                w.sample(f, kind, &mut started)?;
                 let l = &mut w.line;
-                l.clear();
-                l.extend_from_slice(f.name.as_bytes());
-                l.extend_from_slice(sample_suffix(kind).as_bytes());
                 push_port_labels(l, node.id.guid, port.num());
                 if let Some(label) = f.lane {
                     l.push(b',');
@@ -568,14 +576,8 @@ fn subnet_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result
             (Scale::UnixSeconds, _) => continue,
             _ => None,
         };
-        if !started {
-            w.header(&f.name, kind, &f.help)?;
-            started = true;
-        }
+        w.sample(f, kind, &mut started)?;
         let l = &mut w.line;
-        l.clear();
-        l.extend_from_slice(f.name.as_bytes());
-        l.extend_from_slice(sample_suffix(kind).as_bytes());
         l.push(b'{');
         push_info_labels(l, &SUBNET_LABELS[..1], &r, true);
         l.extend_from_slice(b"} ");

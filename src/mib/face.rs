@@ -206,23 +206,17 @@ pub enum Face {
 }
 
 /// A gauge family.
-pub const fn gauge(
-    name: &'static str,
-    collector: Collector,
-    scale: Scale,
-    help: &'static str,
-) -> Face {
-    Face::Family {
-        name,
-        kind: Kind::Gauge,
-        collector,
-        scale,
-        help,
-    }
+pub const fn gauge(n: &'static str, c: Collector, s: Scale, help: &'static str) -> Face {
+    family(Kind::Gauge, n, c, s, help)
 }
 
 /// A counter family.
-pub const fn counter(
+pub const fn counter(n: &'static str, c: Collector, s: Scale, help: &'static str) -> Face {
+    family(Kind::Counter, n, c, s, help)
+}
+
+const fn family(
+    kind: Kind,
     name: &'static str,
     collector: Collector,
     scale: Scale,
@@ -230,7 +224,7 @@ pub const fn counter(
 ) -> Face {
     Face::Family {
         name,
-        kind: Kind::Counter,
+        kind,
         collector,
         scale,
         help,

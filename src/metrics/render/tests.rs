@@ -329,39 +329,23 @@ fn the_simulators_exposition_keeps_every_byte() {
 /// figures.
 #[test]
 fn subnets_have_an_info_series_their_figures_and_label_ports_and_nodes() {
-    use crate::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey, SubnetView};
+    use crate::ib::subnet::{LocalPort, SubnetView};
     let rig = AgentRig::swept(RigOptions::default());
     let mut snap = Snapshot::clone(&rig.cache.load());
     let taken = snap.taken.unwrap();
     let plane_a = SubnetView {
-        index: 0,
-        name: Some("plane-a".into()),
-        key: SubnetKey {
-            prefix: 0xfe80_0000_0000_0000,
-            sm_guid: Guid(0x0002_c903_00a1_b2c3),
-        },
-        sm: Some(SmInfo {
-            lid: 1,
-            guid: Guid(0x0002_c903_00a1_b2c3),
-            priority: 14,
-            state: SmState::Master,
-            act_count: 3,
-        }),
-        sweeping: Some(LocalPort::new("mlx5_0", 1)),
         standby: vec![LocalPort::new("mlx5_2", 1)],
         nodes: 20,
         ports: 80,
         sweep: 7,
         swept: taken.checked_sub(std::time::Duration::from_millis(2_500)),
         duration_ms: 1_250,
+        ..crate::rig::subnet(0, Some("plane-a"), 0xfe80 << 48, 0x0002_c903_00a1_b2c3)
     };
     let plane_b = SubnetView {
-        index: 1,
-        key: SubnetKey {
-            prefix: 0xfe80_0000_0000_0002,
-            sm_guid: Guid(0),
-        },
-        ..Default::default()
+        sm: None,
+        sweeping: None,
+        ..crate::rig::subnet(1, None, (0xfe80 << 48) | 2, 0)
     };
     snap.subnets = vec![plane_a, plane_b].into();
     let twin = Arc::make_mut(&mut snap.nodes[0]);
@@ -375,7 +359,7 @@ fn subnets_have_an_info_series_their_figures_and_label_ports_and_nodes() {
     assert_eq!(
         info,
         [
-            "infiniband_subnet_info{subnet=\"plane-a\",prefix=\"fe80::/64\",sm_guid=\"0x0002c90300a1b2c3\",sm_lid=\"1\",sm_priority=\"14\",sm_state=\"master\",local_ca=\"mlx5_0\",local_port=\"1\",standby=\"mlx5_2:1\"} 1",
+            "infiniband_subnet_info{subnet=\"plane-a\",prefix=\"fe80::/64\",sm_guid=\"0x0002c90300a1b2c3\",sm_lid=\"1\",sm_priority=\"15\",sm_state=\"master\",local_ca=\"mlx5_0\",local_port=\"1\",standby=\"mlx5_2:1\"} 1",
             "infiniband_subnet_info{subnet=\"fe80:0:0:2::/64@0x0000000000000000\",prefix=\"fe80:0:0:2::/64\",sm_guid=\"0x0000000000000000\",sm_lid=\"0\",sm_priority=\"0\",sm_state=\"none\",local_ca=\"\",local_port=\"\",standby=\"\"} 1",
         ]
     );
