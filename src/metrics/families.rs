@@ -351,6 +351,11 @@ pub const SUBNET_INFO: (&str, &str) = (
 pub static NODE_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Node));
 /// The port info series' labels after `node_guid` and `port`.
 pub static PORT_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Port));
+/// The agent's build info series (name, help): its label is
+/// [`BUILD_LABELS`].
+pub const BUILD_INFO: (&str, &str) = ("infiniband_agent_build", "The agent's version.");
+/// The build info series' labels.
+pub static BUILD_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Build));
 /// The subnet info series' labels.
 pub static SUBNET_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Subnet));
 
@@ -395,6 +400,7 @@ mod tests {
             (Info::Node, 6, IndexScheme::NodeGuid),
             (Info::Port, 8, IndexScheme::NodeGuidPort),
             (Info::Subnet, 9, IndexScheme::Subnet),
+            (Info::Build, 1, IndexScheme::Scalar),
         ] {
             let labels = info_labels(info);
             assert_eq!(labels.len(), n, "{info:?}");

@@ -7,8 +7,8 @@ use std::io::{self, Write};
 
 use super::HttpCounters;
 use super::families::{
-    Collector, Collectors, FAMILIES, Family, Kind, Label, NODE_INFO, NODE_LABELS, PORT_INFO,
-    PORT_LABELS, Part, SUBNET_INFO, SUBNET_LABELS, Scale, Shown,
+    BUILD_INFO, BUILD_LABELS, Collector, Collectors, FAMILIES, Family, Kind, Label, NODE_INFO,
+    NODE_LABELS, PORT_INFO, PORT_LABELS, Part, SUBNET_INFO, SUBNET_LABELS, Scale, Shown,
 };
 use crate::fabric::cache::Snapshot;
 use crate::fabric::record::{NodeRecord, PortRecord};
@@ -596,8 +596,9 @@ fn subnet_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result
     Ok(())
 }
 
-fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
-    let r = Row {
+/// The row of the agent's scalars.
+fn scalar_row<'a>(s: &'a Scrape) -> Row<'a> {
+    Row {
         snap: s.snap,
         endpoint: s.endpoint,
         node: None,
@@ -605,8 +606,11 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
         subnet: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
-    };
-    let Some(v) = read_at(f.column, f.table, &r) else {
+    }
+}
+
+fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
+    let Some(v) = read_at(f.column, f.table, &scalar_row(s)) else {
         return Ok(());
     };
     let kind = match f.kind {
@@ -626,19 +630,18 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
     Ok(())
 }
 
-/// The agent's figures that are no MIB column: its build, the time of the
-/// snapshot, the sweep interval and the metrics endpoint's own counters.
+/// The agent's build info series (its version, pmAgentVersion), then its
+/// figures that are no MIB column: the time of the snapshot, the sweep
+/// interval and the metrics endpoint's own counters.
 fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
-    w.header(
-        "infiniband_agent_build",
-        HeaderKind::Info,
-        "The agent's version.",
-    )?;
-    writeln!(
-        w.out,
-        "infiniband_agent_build_info{{version=\"{}\"}} 1",
-        env!("CARGO_PKG_VERSION")
-    )?;
+    w.header(BUILD_INFO.0, HeaderKind::Info, BUILD_INFO.1)?;
+    let l = &mut w.line;
+    l.clear();
+    l.extend_from_slice(BUILD_INFO.0.as_bytes());
+    l.extend_from_slice(b"_info{");
+    push_info_labels(l, &BUILD_LABELS[..], &scalar_row(s), true);
+    l.extend_from_slice(b"} 1\n");
+    w.out.write_all(l)?;
     if let Some(t) = s.taken_unix {
         w.header(
             "infiniband_agent_last_publication_timestamp_seconds",

@@ -147,6 +147,8 @@ pub enum Info {
     /// `infiniband_subnet_info`: every subnet the agent sweeps; its first
     /// label (`subnet`) labels the subnet's own families.
     Subnet,
+    /// `infiniband_agent_build_info`: the agent's version.
+    Build,
 }
 
 /// How a label shows its column's value.

@@ -11,7 +11,9 @@ use std::sync::LazyLock;
 use super::face::Collector::{
     self, Agent, Fec as FecC, Node as NodeC, Port as PortC, Subnet as SubnetC,
 };
-use super::face::Info::{Node as NodeInfo, Port as PortInfo, Subnet as SubnetInfo};
+use super::face::Info::{
+    Build as BuildInfo, Node as NodeInfo, Port as PortInfo, Subnet as SubnetInfo,
+};
 use super::face::Scale::{
     AtLeast, Below, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times, UnixSeconds,
 };
@@ -235,7 +237,8 @@ const DECLARED: &[Table] = &[
         name: "pmAgent",
         index: Scalar,
         columns: &[
-            col(1, "pmAgentVersion", TEXT, RO, S::Agent(A::Version)),
+            col(1, "pmAgentVersion", TEXT, RO, S::Agent(A::Version))
+                .prom(&[label(BuildInfo, 1, "version", Shown::Text)]),
             col(2, "pmAgentUpTime", TimeTicks, RO, S::Agent(A::UpTime)),
             col(3, "pmAgentSweeps", Counter64, RO, S::Agent(A::Sweeps))
                 .prom(&[counter("agent_sweeps", Agent, One, "Sweeps of the fabric published.")]),
