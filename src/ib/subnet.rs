@@ -148,9 +148,16 @@ pub struct SubnetView {
 impl SubnetView {
     /// The configured name, or else the key.
     pub fn label(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for SubnetView {
+    /// Its label: the configured name, or else the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.name {
-            Some(n) => n.to_string(),
-            None => self.key.to_string(),
+            Some(n) => f.write_str(n),
+            None => self.key.fmt(f),
         }
     }
 }

@@ -219,6 +219,16 @@ fn push_escaped(l: &mut Vec<u8>, v: &[u8]) {
     }
 }
 
+/// Text written into a line as a label value, escaped.
+struct Escaping<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Escaping<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        push_escaped(self.0, s.as_bytes());
+        Ok(())
+    }
+}
+
 /// Appends `,name="value"` (or `name="value"` first).
 fn push_label(l: &mut Vec<u8>, first: bool, name: &str, value: &[u8]) {
     if !first {
@@ -414,7 +424,8 @@ fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown, snap: &Snapshot)
             let index = number.and_then(|n| u8::try_from(n).ok());
             let subnet = index.and_then(|n| subnet_of(snap, n.checked_sub(1)?));
             if let Some(sn) = subnet {
-                push_escaped(l, sn.label().as_bytes());
+                use std::fmt::Write as _;
+                let _ = write!(Escaping(l), "{sn}");
             }
         }
         Shown::Prefix => {

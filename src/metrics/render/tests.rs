@@ -439,3 +439,23 @@ fn subnets_have_an_info_series_their_figures_and_label_ports_and_nodes() {
     let no_subnets = scrape_of(&snap, Format::Text, without);
     assert!(!no_subnets.contains("infiniband_subnet_"));
 }
+
+/// A configured subnet name is a label value like any other: escaped.
+#[test]
+fn a_subnet_name_is_escaped_in_its_labels() {
+    let rig = AgentRig::swept(RigOptions::default());
+    let mut snap = Snapshot::clone(&rig.cache.load());
+    snap.subnets = vec![crate::rig::subnet(0, Some("a\"b\\c"), 0xfe80 << 48, 1)].into();
+    let text = scrape_of(&snap, Format::Text, Collectors::defaults());
+    let escaped = "subnet=\"a\\\"b\\\\c\"";
+    let port_info = text
+        .lines()
+        .find(|l| l.starts_with("infiniband_port_info{"))
+        .unwrap();
+    assert!(
+        port_info.ends_with(&format!(",{escaped}}} 1")),
+        "{port_info}"
+    );
+    assert!(text.contains(&format!("infiniband_subnet_info{{{escaped},")));
+    assert!(text.contains(&format!("infiniband_subnet_sweeps_total{{{escaped}}} 0")));
+}
