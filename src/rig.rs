@@ -27,6 +27,8 @@ use crate::fabric::engine::{Engine, EngineConfig};
 use crate::fabric::settings::SweepConfig;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{SweepStats, Sweeper};
+use crate::ib::Guid;
+use crate::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey, SubnetView};
 use crate::ib::topology;
 use crate::ib::{Fabric, Node, NodeType};
 use crate::mib::view::MibView;
@@ -80,6 +82,30 @@ pub fn port_counters_extended(sim: &SimFabric, lid: u16, port: u8) -> PortCounte
     let mut d = [0u8; 192];
     PortCountersExtended::select(port, 0, 0).encode(&mut d);
     PortCountersExtended::decode(&pma_get(sim, lid, attr::PORT_COUNTERS_EXTENDED, &d))
+}
+
+/// A subnet's view as its sweeper publishes it: position `index`, named
+/// `name` (else labelled by its key), prefix `prefix`, its master SM of
+/// port GUID `sm` at LID `index + 1` (priority 15), swept through
+/// `mlx5_<index>:1` with no standby, nothing swept yet.
+pub fn subnet(index: u8, name: Option<&str>, prefix: u64, sm: u64) -> SubnetView {
+    SubnetView {
+        index,
+        name: name.map(Arc::from),
+        key: SubnetKey {
+            prefix,
+            sm_guid: Guid(sm),
+        },
+        sm: Some(SmInfo {
+            lid: u16::from(index) + 1,
+            guid: Guid(sm),
+            priority: 15,
+            state: SmState::Master,
+            act_count: 1,
+        }),
+        sweeping: Some(LocalPort::new(&format!("mlx5_{index}"), 1)),
+        ..Default::default()
+    }
 }
 
 /// How an [`AgentRig`] is built. The defaults are the shapes most tests

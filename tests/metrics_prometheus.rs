@@ -10,10 +10,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::http::Prometheus;
@@ -58,21 +57,7 @@ fn prometheus_scrapes_the_sweep_the_mib_shows() {
     // The text format passes promtool's lint.
     let (status, text) = get(mport, "/metrics", "");
     assert_eq!(status, 200);
-    let mut lint = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run promtool");
-    lint.stdin.take().unwrap().write_all(&text).unwrap();
-    let out = lint.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::http::promtool_check_metrics(&text);
 
     let prom = Prometheus::start(dir.path(), &format!("127.0.0.1:{mport}"));
     let up = poll(Duration::from_secs(60), Duration::from_millis(250), || {

@@ -550,8 +550,8 @@ fn hex_bytes(v: &str) -> u64 {
 const T_PORT: u32 = 6;
 const T_HC: u32 = 7;
 
-fn hc_col(name: &str) -> u32 {
-    ibpm_agentx::fabric::hc::slot(name) as u32 + 1
+fn hc_col(t: ibpm_agentx::fabric::hc::Total) -> u32 {
+    t.k() as u32 + 1
 }
 
 #[test]
@@ -620,9 +620,13 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
         Duration::from_secs(10),
         "S0 port 0 SymbolErrors = 9",
         || {
-            port_column(&s, T_HC, hc_col("SymbolErrors"))
-                .get(&(s0, 0))
-                .is_some_and(|l| l.value == "9")
+            port_column(
+                &s,
+                T_HC,
+                hc_col(ibpm_agentx::fabric::hc::Total::SymbolErrors),
+            )
+            .get(&(s0, 0))
+            .is_some_and(|l| l.value == "9")
         },
     );
 
@@ -631,7 +635,11 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
         .console("PerformanceSet \"L3\"[5] PortCounters.SymbolErrorCounter=7");
     let l3 = s.node("L3").guid;
     let sym = |s: &Setup| -> u64 {
-        port_column(s, T_HC, hc_col("SymbolErrors"))[&(l3, 5)]
+        port_column(
+            s,
+            T_HC,
+            hc_col(ibpm_agentx::fabric::hc::Total::SymbolErrors),
+        )[&(l3, 5)]
             .value
             .parse()
             .unwrap()
@@ -644,7 +652,7 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
     // reads themselves cause.
     let l0 = s.node("L0").guid;
     let out_octets = |s: &Setup| -> u64 {
-        port_column(s, T_HC, hc_col("OutOctets"))[&(l0, 1)]
+        port_column(s, T_HC, hc_col(ibpm_agentx::fabric::hc::Total::OutOctets))[&(l0, 1)]
             .value
             .parse()
             .unwrap()
@@ -665,7 +673,11 @@ fn extension_tables_match_perfquery_and_ibnetdiscover() {
     // An out-of-band clear: the 64-bit counter keeps counting, and the
     // row's discontinuity time moves.
     let disc = |s: &Setup| {
-        port_column(s, T_HC, hc_col("XmitWait") + 1)[&(l0, 1)]
+        port_column(
+            s,
+            T_HC,
+            hc_col(ibpm_agentx::fabric::hc::Total::XmitWait) + 1,
+        )[&(l0, 1)]
             .value
             .clone()
     };

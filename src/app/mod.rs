@@ -497,7 +497,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         // Their sweeps spread over the interval.
         let n = stacks.len() as u32;
         for (i, s) in stacks.iter_mut().enumerate() {
-            s.sweeper.set_phase(cfg.fabric.sweep_interval * i as u32 / n);
+            s.sweeper
+                .set_phase(cfg.fabric.sweep_interval * i as u32 / n);
         }
     }
     for s in stacks {

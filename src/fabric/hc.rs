@@ -42,12 +42,12 @@ pub struct HcCounter {
 
 type Face = (&'static str, &'static str);
 
-const fn data(name: &'static str, pc: Pc, pcx: Pcx, (family, help): Face) -> HcCounter {
+const fn data(pc: Pc, pcx: Pcx, (family, help): Face) -> HcCounter {
     HcCounter {
         family,
         help,
         fault: false,
-        name,
+        name: "",
         pc: Some(pc),
         pcx: Some(pcx),
         pcx_additional: false,
@@ -58,18 +58,12 @@ const fn data(name: &'static str, pc: Pc, pcx: Pcx, (family, help): Face) -> HcC
     }
 }
 
-const fn pkts(
-    name: &'static str,
-    pc: Option<Pc>,
-    pcx: Pcx,
-    rate: bool,
-    (family, help): Face,
-) -> HcCounter {
+const fn pkts(pc: Option<Pc>, pcx: Pcx, rate: bool, (family, help): Face) -> HcCounter {
     HcCounter {
         family,
         help,
         fault: false,
-        name,
+        name: "",
         pc,
         pcx: Some(pcx),
         pcx_additional: false,
@@ -80,12 +74,12 @@ const fn pkts(
     }
 }
 
-const fn err(name: &'static str, pc: Pc, pcx: Pcx, (family, help): Face) -> HcCounter {
+const fn err(pc: Pc, pcx: Pcx, (family, help): Face) -> HcCounter {
     HcCounter {
         family,
         help,
         fault: true,
-        name,
+        name: "",
         pc: Some(pc),
         pcx: Some(pcx),
         pcx_additional: true,
@@ -96,33 +90,56 @@ const fn err(name: &'static str, pc: Pc, pcx: Pcx, (family, help): Face) -> HcCo
     }
 }
 
-/// Every 64-bit counter, in pmPortCounters64Table column order
-/// ([`column`]: pmPortCounterDiscontinuityTime keeps column 22, counters
-/// added after it follow it).
+/// Declares [`Total`] and [`HC`] from one list: each counter's name
+/// (its variant, and the name after `pmPortHC` in the MIB) and its
+/// declaration.
+macro_rules! totals {
+    ($( $total:ident => $decl:expr ),+ $(,)?) => {
+        /// A 64-bit counter by name: `Total::SymbolErrors.k()` is its slot
+        /// in [`HC`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Total { $($total),+ }
+
+        impl Total {
+            /// Its slot in [`HC`].
+            pub const fn k(self) -> usize {
+                self as usize
+            }
+        }
+
+        /// Every 64-bit counter, in pmPortCounters64Table column order
+        /// ([`column`]: pmPortCounterDiscontinuityTime keeps column 22,
+        /// counters added after it follow it).
+        pub const HC: [HcCounter; [$(Total::$total),+].len()] = [
+            $( HcCounter { name: stringify!($total), ..$decl } ),+
+        ];
+    };
+}
+
 #[rustfmt::skip]
-pub const HC: [HcCounter; 22] = [
-    data("OutOctets", Pc::XmitData, Pcx::XmitData, ("port_transmit_data_bytes", "Data octets transmitted on the port (PortXmitData, in bytes).")),
-    data("InOctets", Pc::RcvData, Pcx::RcvData, ("port_receive_data_bytes", "Data octets received on the port (PortRcvData, in bytes).")),
-    pkts("OutPkts", Some(Pc::XmitPkts), Pcx::XmitPkts, true, ("port_transmit_packets", "Packets transmitted on the port (PortXmitPkts).")),
-    pkts("InPkts", Some(Pc::RcvPkts), Pcx::RcvPkts, true, ("port_receive_packets", "Packets received on the port (PortRcvPkts).")),
-    pkts("OutUcastPkts", None, Pcx::UnicastXmitPkts, false, ("port_unicast_transmit_packets", "Unicast packets transmitted (PortUnicastXmitPkts).")),
-    pkts("InUcastPkts", None, Pcx::UnicastRcvPkts, false, ("port_unicast_receive_packets", "Unicast packets received (PortUnicastRcvPkts).")),
-    pkts("OutMulticastPkts", None, Pcx::MulticastXmitPkts, false, ("port_multicast_transmit_packets", "Multicast packets transmitted (PortMulticastXmitPkts).")),
-    pkts("InMulticastPkts", None, Pcx::MulticastRcvPkts, false, ("port_multicast_receive_packets", "Multicast packets received (PortMulticastRcvPkts).")),
-    err("SymbolErrors", Pc::SymbolErrors, Pcx::SymbolErrors, ("port_symbol_errors", "Minor link errors detected on a physical lane (SymbolErrorCounter).")),
-    err("LinkErrorRecovery", Pc::LinkErrorRecovery, Pcx::LinkErrorRecovery, ("port_link_error_recovery", "Successful link error recovery processes (LinkErrorRecoveryCounter).")),
-    err("LinkDowned", Pc::LinkDowned, Pcx::LinkDowned, ("port_link_downed", "Failed link error recoveries that downed the link (LinkDownedCounter).")),
-    err("RcvErrors", Pc::RcvErrors, Pcx::RcvErrors, ("port_receive_errors", "Received packets with an error (PortRcvErrors).")),
-    err("RcvRemotePhysErrors", Pc::RcvRemotePhysErrors, Pcx::RcvRemotePhysErrors, ("port_receive_remote_physical_errors", "Received packets marked with the EBP delimiter (PortRcvRemotePhysicalErrors).")),
-    err("RcvSwitchRelayErrors", Pc::RcvSwitchRelayErrors, Pcx::RcvSwitchRelayErrors, ("port_receive_switch_relay_errors", "Received packets discarded because they could not be forwarded (PortRcvSwitchRelayErrors).")),
-    err("XmitDiscards", Pc::XmitDiscards, Pcx::XmitDiscards, ("port_transmit_discards", "Outbound packets discarded (PortXmitDiscards).")),
-    err("XmitConstraintErrors", Pc::XmitConstraintErrors, Pcx::XmitConstraintErrors, ("port_transmit_constraint_errors", "Packets not transmitted for outbound partition or IP version checks (PortXmitConstraintErrors).")),
-    err("RcvConstraintErrors", Pc::RcvConstraintErrors, Pcx::RcvConstraintErrors, ("port_receive_constraint_errors", "Packets received and discarded for inbound partition or IP version checks (PortRcvConstraintErrors).")),
-    err("LocalLinkIntegrityErrors", Pc::LocalLinkIntegrityErrors, Pcx::LocalLinkIntegrityErrors, ("port_local_link_integrity_errors", "Times the local physical errors exceeded LocalPhyErrors (LocalLinkIntegrityErrors).")),
-    err("ExcessiveBufferOverrunErrors", Pc::ExcessiveBufferOverrunErrors, Pcx::ExcessiveBufferOverrunErrors, ("port_excessive_buffer_overrun_errors", "Times buffer overruns exceeded OverrunErrors (ExcessiveBufferOverrunErrors).")),
-    err("VL15Dropped", Pc::Vl15Dropped, Pcx::Vl15Dropped, ("port_vl15_dropped", "Incoming VL15 packets dropped for lack of buffers (VL15Dropped).")),
-    HcCounter {
-        name: "XmitWait",
+totals! {
+    OutOctets => data(Pc::XmitData, Pcx::XmitData, ("port_transmit_data_bytes", "Data octets transmitted on the port (PortXmitData, in bytes).")),
+    InOctets => data(Pc::RcvData, Pcx::RcvData, ("port_receive_data_bytes", "Data octets received on the port (PortRcvData, in bytes).")),
+    OutPkts => pkts(Some(Pc::XmitPkts), Pcx::XmitPkts, true, ("port_transmit_packets", "Packets transmitted on the port (PortXmitPkts).")),
+    InPkts => pkts(Some(Pc::RcvPkts), Pcx::RcvPkts, true, ("port_receive_packets", "Packets received on the port (PortRcvPkts).")),
+    OutUcastPkts => pkts(None, Pcx::UnicastXmitPkts, false, ("port_unicast_transmit_packets", "Unicast packets transmitted (PortUnicastXmitPkts).")),
+    InUcastPkts => pkts(None, Pcx::UnicastRcvPkts, false, ("port_unicast_receive_packets", "Unicast packets received (PortUnicastRcvPkts).")),
+    OutMulticastPkts => pkts(None, Pcx::MulticastXmitPkts, false, ("port_multicast_transmit_packets", "Multicast packets transmitted (PortMulticastXmitPkts).")),
+    InMulticastPkts => pkts(None, Pcx::MulticastRcvPkts, false, ("port_multicast_receive_packets", "Multicast packets received (PortMulticastRcvPkts).")),
+    SymbolErrors => err(Pc::SymbolErrors, Pcx::SymbolErrors, ("port_symbol_errors", "Minor link errors detected on a physical lane (SymbolErrorCounter).")),
+    LinkErrorRecovery => err(Pc::LinkErrorRecovery, Pcx::LinkErrorRecovery, ("port_link_error_recovery", "Successful link error recovery processes (LinkErrorRecoveryCounter).")),
+    LinkDowned => err(Pc::LinkDowned, Pcx::LinkDowned, ("port_link_downed", "Failed link error recoveries that downed the link (LinkDownedCounter).")),
+    RcvErrors => err(Pc::RcvErrors, Pcx::RcvErrors, ("port_receive_errors", "Received packets with an error (PortRcvErrors).")),
+    RcvRemotePhysErrors => err(Pc::RcvRemotePhysErrors, Pcx::RcvRemotePhysErrors, ("port_receive_remote_physical_errors", "Received packets marked with the EBP delimiter (PortRcvRemotePhysicalErrors).")),
+    RcvSwitchRelayErrors => err(Pc::RcvSwitchRelayErrors, Pcx::RcvSwitchRelayErrors, ("port_receive_switch_relay_errors", "Received packets discarded because they could not be forwarded (PortRcvSwitchRelayErrors).")),
+    XmitDiscards => err(Pc::XmitDiscards, Pcx::XmitDiscards, ("port_transmit_discards", "Outbound packets discarded (PortXmitDiscards).")),
+    XmitConstraintErrors => err(Pc::XmitConstraintErrors, Pcx::XmitConstraintErrors, ("port_transmit_constraint_errors", "Packets not transmitted for outbound partition or IP version checks (PortXmitConstraintErrors).")),
+    RcvConstraintErrors => err(Pc::RcvConstraintErrors, Pcx::RcvConstraintErrors, ("port_receive_constraint_errors", "Packets received and discarded for inbound partition or IP version checks (PortRcvConstraintErrors).")),
+    LocalLinkIntegrityErrors => err(Pc::LocalLinkIntegrityErrors, Pcx::LocalLinkIntegrityErrors, ("port_local_link_integrity_errors", "Times the local physical errors exceeded LocalPhyErrors (LocalLinkIntegrityErrors).")),
+    ExcessiveBufferOverrunErrors => err(Pc::ExcessiveBufferOverrunErrors, Pcx::ExcessiveBufferOverrunErrors, ("port_excessive_buffer_overrun_errors", "Times buffer overruns exceeded OverrunErrors (ExcessiveBufferOverrunErrors).")),
+    VL15Dropped => err(Pc::Vl15Dropped, Pcx::Vl15Dropped, ("port_vl15_dropped", "Incoming VL15 packets dropped for lack of buffers (VL15Dropped).")),
+    XmitWait => HcCounter {
+        name: "",
         pc: Some(Pc::XmitWait),
         pcx: Some(Pcx::XmitWait),
         pcx_additional: true,
@@ -136,8 +153,8 @@ pub const HC: [HcCounter; 22] = [
     },
     // No PM attribute has it: only DOCA telemetry diag fills it
     // (port_rx_discard_buf_packets).
-    HcCounter {
-        name: "InDiscards",
+    InDiscards => HcCounter {
+        name: "",
         pc: None,
         pcx: None,
         pcx_additional: false,
@@ -149,7 +166,7 @@ pub const HC: [HcCounter; 22] = [
         help: "Received packets dropped for lack of receive buffers (DOCA port_rx_discard_buf_packets).",
         fault: true,
     },
-];
+}
 
 /// pmPortCounterDiscontinuityTime's column in pmPortCounters64Table.
 pub const DISCONTINUITY_COLUMN: u32 = 22;
@@ -162,7 +179,8 @@ pub const fn column(k: usize) -> u32 {
 
 pub const HC_SLOTS: usize = HC.len();
 
-/// The slot of the counter named `name` (a compile-time lookup).
+/// The slot of the counter named `name` (the tests' shorthand).
+#[cfg(test)]
 pub const fn slot(name: &str) -> usize {
     let mut i = 0;
     while i < HC.len() {
@@ -174,12 +192,12 @@ pub const fn slot(name: &str) -> usize {
     panic!("no such 64-bit counter")
 }
 
-pub const OUT_OCTETS: usize = slot("OutOctets");
-pub const IN_OCTETS: usize = slot("InOctets");
-pub const OUT_PKTS: usize = slot("OutPkts");
-pub const IN_PKTS: usize = slot("InPkts");
-pub const XMIT_WAIT: usize = slot("XmitWait");
-pub const SYMBOL_ERRORS: usize = slot("SymbolErrors");
+pub const OUT_OCTETS: usize = Total::OutOctets.k();
+pub const IN_OCTETS: usize = Total::InOctets.k();
+pub const OUT_PKTS: usize = Total::OutPkts.k();
+pub const IN_PKTS: usize = Total::InPkts.k();
+pub const XMIT_WAIT: usize = Total::XmitWait.k();
+pub const SYMBOL_ERRORS: usize = Total::SymbolErrors.k();
 // pmPortRateTable's bit, packet and congestion columns read these rates,
 // and it has a column for each error counter's.
 const _: () = {
@@ -191,7 +209,7 @@ const _: () = {
         k += 1;
     }
 };
-pub const IN_DISCARDS: usize = slot("InDiscards");
+pub const IN_DISCARDS: usize = Total::InDiscards.k();
 
 /// The slots fed by PortCountersExtended, in [`HC`] order: their raw
 /// readings are kept in [`HcTotals`]'s `pcx` (the data and packet

@@ -30,10 +30,10 @@ use crate::notify::rules::ERROR_THRESHOLDS;
 /// The error counters whose per-second rates make a link erroring, with
 /// the thresholds of [`ERROR_THRESHOLDS`] (per `[notify] window`).
 pub const ERROR_COUNTERS: [usize; 4] = [
-    hc::slot("SymbolErrors"),
-    hc::slot("LocalLinkIntegrityErrors"),
-    hc::slot("RcvErrors"),
-    hc::slot("XmitDiscards"),
+    hc::Total::SymbolErrors.k(),
+    hc::Total::LocalLinkIntegrityErrors.k(),
+    hc::Total::RcvErrors.k(),
+    hc::Total::XmitDiscards.k(),
 ];
 
 /// What the evaluator is told, typed once by the configuration's
@@ -397,7 +397,7 @@ impl Evaluator {
         // the port seen leaving Active and coming back; one flap is not
         // counted twice.
         let mut flaps = 0;
-        if let Some(ld) = p.hc.shown(hc::slot("LinkDowned")) {
+        if let Some(ld) = p.hc.shown(hc::Total::LinkDowned.k()) {
             let ld = ld as u16;
             if m.flags & HAS_LINK_DOWNED != 0 {
                 let d = ld.wrapping_sub(m.link_downed);

@@ -95,10 +95,20 @@ pub struct SmInfo {
 
 /// What tells one subnet from another: its prefix and its master SM's
 /// port GUID (zero while no master SM is known).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SubnetKey {
     pub prefix: u64,
     pub sm_guid: Guid,
+}
+
+/// The default prefix, no master SM known yet.
+impl Default for SubnetKey {
+    fn default() -> Self {
+        SubnetKey {
+            prefix: DEFAULT_PREFIX,
+            sm_guid: Guid(0),
+        }
+    }
 }
 
 impl SubnetKey {
@@ -115,9 +125,14 @@ pub fn prefix_text(prefix: u64) -> String {
 }
 
 impl fmt::Display for SubnetKey {
-    /// `fe80::/64@0x0002c90300a1b2c3`: the prefix and the master SM's GUID.
+    /// `fe80::/64@0x0002c90300a1b2c3`: the prefix and the master SM's
+    /// GUID; the prefix alone while no master SM is known.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", prefix_text(self.prefix), self.sm_guid)
+        f.write_str(&prefix_text(self.prefix))?;
+        if self.sm_guid.0 != 0 {
+            write!(f, "@{}", self.sm_guid)?;
+        }
+        Ok(())
     }
 }
 
@@ -148,9 +163,16 @@ pub struct SubnetView {
 impl SubnetView {
     /// The configured name, or else the key.
     pub fn label(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for SubnetView {
+    /// Its label: the configured name, or else the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.name {
-            Some(n) => n.to_string(),
-            None => self.key.to_string(),
+            Some(n) => f.write_str(n),
+            None => self.key.fmt(f),
         }
     }
 }
@@ -166,6 +188,7 @@ mod tests {
             sm_guid: Guid(0x0002_c903_00a1_b2c3),
         };
         assert_eq!(k.to_string(), "fe80::/64@0x0002c90300a1b2c3");
+        assert_eq!(SubnetKey::default().to_string(), "fe80::/64", "no SM known");
         let k2 = SubnetKey {
             prefix: 0xfe80_0000_0000_0002,
             ..k

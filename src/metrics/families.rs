@@ -300,9 +300,11 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
     v
 });
 
-/// The labels of an info series, in order: (label, how it is shown, its
-/// column and table).
-pub type Labels = Vec<(&'static str, Shown, &'static Column, &'static Table)>;
+/// A label of an info series: its name, how it is shown, its column and
+/// table.
+pub type Label = (&'static str, Shown, &'static Column, &'static Table);
+/// The labels of an info series, in order.
+pub type Labels = Vec<Label>;
 
 /// The labels the columns' faces give the info series `info`.
 pub fn info_labels(info: Info) -> Labels {
@@ -337,10 +339,25 @@ pub const PORT_INFO: (&str, &str) = (
     "A port: its name, GUID, link peer, width, speed and state.",
 );
 
+/// The subnet info series (name, help): its labels are
+/// [`SUBNET_LABELS`], the first (`subnet`) also the label of every
+/// family of the `subnet` collector.
+pub const SUBNET_INFO: (&str, &str) = (
+    "infiniband_subnet",
+    "A subnet the agent sweeps: its prefix, its master Subnet Manager (GUID, LID, priority, state), the local port it is swept through and the standby ports.",
+);
+
 /// The node info series' labels after `node_guid`.
 pub static NODE_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Node));
 /// The port info series' labels after `node_guid` and `port`.
 pub static PORT_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Port));
+/// The agent's build info series (name, help): its label is
+/// [`BUILD_LABELS`].
+pub const BUILD_INFO: (&str, &str) = ("infiniband_agent_build", "The agent's version.");
+/// The build info series' labels.
+pub static BUILD_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Build));
+/// The subnet info series' labels.
+pub static SUBNET_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Subnet));
 
 #[cfg(test)]
 mod tests {
@@ -378,11 +395,17 @@ mod tests {
     /// all read from one row (node or port).
     #[test]
     fn info_labels_are_numbered_once_each() {
-        for (info, n, per_port) in [(Info::Node, 5, false), (Info::Port, 7, true)] {
+        use crate::mib::index::IndexScheme;
+        for (info, n, index) in [
+            (Info::Node, 6, IndexScheme::NodeGuid),
+            (Info::Port, 8, IndexScheme::NodeGuidPort),
+            (Info::Subnet, 9, IndexScheme::Subnet),
+            (Info::Build, 1, IndexScheme::Scalar),
+        ] {
             let labels = info_labels(info);
             assert_eq!(labels.len(), n, "{info:?}");
             for (i, (name, _, col, t)) in labels.iter().enumerate() {
-                assert_eq!(t.per_port(), per_port, "{name}");
+                assert_eq!(t.index, index, "{name}");
                 let at = col.faces.iter().find_map(|f| match *f {
                     Face::Label { at, name: n, .. } if n == *name => Some(at),
                     _ => None,
@@ -440,6 +463,6 @@ mod tests {
         let d = Collectors::defaults();
         assert!(d.has(Collector::Errors) && !d.has(Collector::Vl));
         assert!(d.has(Collector::Health));
-        assert_eq!(d.names().count(), 8);
+        assert_eq!(d.names().count(), 9);
     }
 }

@@ -7,17 +7,18 @@ use std::io::{self, Write};
 
 use super::HttpCounters;
 use super::families::{
-    Collector, Collectors, FAMILIES, Family, Kind, Labels, NODE_INFO, NODE_LABELS, PORT_INFO,
-    PORT_LABELS, Part, Scale, Shown,
+    BUILD_INFO, BUILD_LABELS, Collector, Collectors, FAMILIES, Family, Kind, Label, NODE_INFO,
+    NODE_LABELS, PORT_INFO, PORT_LABELS, Part, SUBNET_INFO, SUBNET_LABELS, Scale, Shown,
 };
 use crate::edge::refusal::Edge;
 use crate::fabric::cache::Snapshot;
 use crate::fabric::record::{NodeRecord, PortRecord};
+use crate::ib::subnet::{SmState, SubnetView, prefix_text};
 use crate::ib::{Guid, LinkSpeed, LinkWidth, PortState};
 use crate::mib::EndpointCounters;
 use crate::mib::Value;
 use crate::mib::index::{IndexScheme, RowIndex};
-use crate::mib::read::{Row, read_at};
+use crate::mib::read::{Row, read_at, subnet_of, timestamp};
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,14 +108,17 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     if s.collectors.has(Collector::Port) {
         port_info(s, &mut w)?;
     }
+    if s.collectors.has(Collector::Subnet) {
+        subnet_info(s, &mut w)?;
+    }
     for f in FAMILIES
         .iter()
         .filter(|f| f.part != Part::Node && s.collectors.has(f.collector))
     {
-        if f.collector == Collector::Agent {
-            agent_family(s, f, &mut w)?;
-        } else {
-            port_family(s, f, &mut w)?;
+        match f.table.index {
+            IndexScheme::Scalar => agent_family(s, f, &mut w)?,
+            IndexScheme::Subnet => subnet_family(s, f, &mut w)?,
+            _ => port_family(s, f, &mut w)?,
         }
     }
     if s.collectors.has(Collector::Agent) {
@@ -137,6 +141,20 @@ struct Out<'w, W: Write> {
 }
 
 impl<W: Write> Out<'_, W> {
+    /// Begins the line of a sample of `f` (its name) in `self.line`, the
+    /// family's header written first unless `started`.
+    fn sample(&mut self, f: &Family, kind: HeaderKind, started: &mut bool) -> io::Result<()> {
+        if !*started {
+            self.header(&f.name, kind, &f.help)?;
+            *started = true;
+        }
+        let l = &mut self.line;
+        l.clear();
+        l.extend_from_slice(f.name.as_bytes());
+        l.extend_from_slice(sample_suffix(kind).as_bytes());
+        Ok(())
+    }
+
     /// `# HELP` and `# TYPE` of a family named `name` (without `_total`).
     fn header(&mut self, name: &str, kind: HeaderKind, help: &str) -> io::Result<()> {
         let (suffix, ty) = match (self.format, kind) {
@@ -199,6 +217,16 @@ fn push_escaped(l: &mut Vec<u8>, v: &[u8]) {
             b'\n' => l.extend_from_slice(b"\\n"),
             _ => l.push(b),
         }
+    }
+}
+
+/// Text written into a line as a label value, escaped.
+struct Escaping<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Escaping<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        push_escaped(self.0, s.as_bytes());
+        Ok(())
     }
 }
 
@@ -272,7 +300,7 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
         Scale::MillisToSeconds => {
             let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
         }
-        Scale::Decimal => return false,
+        Scale::Decimal | Scale::UnixSeconds => return false,
         Scale::LaneBytesPerSecond => {
             let rate = u32::try_from(raw)
                 .ok()
@@ -329,14 +357,8 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
                 let Some(v) = read_at(f.column, t, &r) else {
                     continue;
                 };
-                if !started {
-                    w.header(&f.name, kind, &f.help)?;
-                    started = true;
-                }
+                w.sample(f, kind, &mut started)?;
                 let l = &mut w.line;
-                l.clear();
-                l.extend_from_slice(f.name.as_bytes());
-                l.extend_from_slice(sample_suffix(kind).as_bytes());
                 push_port_labels(l, node.id.guid, port.num());
                 if let Some(label) = f.lane {
                     l.push(b',');
@@ -356,21 +378,32 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
     Ok(())
 }
 
-/// Appends the labels `labels` read from row `r`, each `,name="value"`.
-fn push_info_labels(l: &mut Vec<u8>, labels: &Labels, r: &Row) {
-    for &(name, shown, col, t) in labels {
+/// Appends the labels `labels` read from row `r`, each `,name="value"`
+/// (the first without its comma when `first`); a label shown "or omit"
+/// with an empty value is left out.
+fn push_info_labels(l: &mut Vec<u8>, labels: &[Label], r: &Row, first: bool) {
+    for (i, &(name, shown, col, t)) in labels.iter().enumerate() {
         let v = read_at(col, t, r);
-        l.push(b',');
+        let mark = l.len();
+        if !(first && i == 0) {
+            l.push(b',');
+        }
         l.extend_from_slice(name.as_bytes());
         l.extend_from_slice(b"=\"");
-        push_shown(l, v.as_ref(), shown);
-        l.push(b'"');
+        let start = l.len();
+        push_shown(l, v.as_ref(), shown, r.snap);
+        let omit = matches!(shown, Shown::TextOrOmit | Shown::SubnetOrOmit);
+        if omit && l.len() == start {
+            l.truncate(mark);
+        } else {
+            l.push(b'"');
+        }
     }
 }
 
 /// A label's value as `shown` shows a column's value (empty when the row
 /// has none).
-fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown) {
+fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown, snap: &Snapshot) {
     let number = match v {
         Some(Value::Gauge32(x)) => Some(u64::from(*x)),
         Some(Value::Integer(x)) => u64::try_from(*x).ok(),
@@ -383,11 +416,29 @@ fn push_shown(l: &mut Vec<u8>, v: Option<&Value>, shown: Shown) {
     let name = |n: Option<&'static str>| n.unwrap_or("").as_bytes();
     let mib = || number.and_then(|n| u32::try_from(n).ok());
     match shown {
-        Shown::Text => {
+        Shown::Text | Shown::TextOrOmit => {
             if let Some(Value::OctetString(b)) = v {
                 push_escaped(l, b);
             }
         }
+        Shown::SubnetOrOmit => {
+            let index = number.and_then(|n| u8::try_from(n).ok());
+            let subnet = index.and_then(|n| subnet_of(snap, n.checked_sub(1)?));
+            if let Some(sn) = subnet {
+                use std::fmt::Write as _;
+                let _ = write!(Escaping(l), "{sn}");
+            }
+        }
+        Shown::Prefix => {
+            if let Some(p) = octets(v) {
+                l.extend_from_slice(prefix_text(p).as_bytes());
+            }
+        }
+        Shown::SmState => l.extend_from_slice(match number {
+            Some(n @ 0..=3) => SmState::from_bits(n as u8).name().as_bytes(),
+            Some(_) => b"none",
+            None => b"",
+        }),
         Shown::Number => push_u64(l, number.unwrap_or(0)),
         Shown::NumberOrEmpty => {
             if let Some(n) = number.filter(|&n| n != 0) {
@@ -433,7 +484,7 @@ fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         l.extend_from_slice(b"_info{node_guid=\"");
         push_guid(l, n.id.guid);
         l.push(b'"');
-        push_info_labels(l, &NODE_LABELS, &r);
+        push_info_labels(l, &NODE_LABELS[..], &r, false);
         l.extend_from_slice(b"} 1\n");
         w.out.write_all(l)?;
     }
@@ -474,7 +525,7 @@ fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
             l.extend_from_slice(PORT_INFO.0.as_bytes());
             l.extend_from_slice(b"_info");
             push_port_labels(l, node.id.guid, p.num());
-            push_info_labels(l, &PORT_LABELS, &r);
+            push_info_labels(l, &PORT_LABELS[..], &r, false);
             l.extend_from_slice(b"} 1\n");
             w.out.write_all(l)?;
         }
@@ -482,8 +533,84 @@ fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
     Ok(())
 }
 
-fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
-    let r = Row {
+/// The row of `subnet` in pmSubnetTable.
+fn subnet_row<'a>(s: &'a Scrape, subnet: &'a SubnetView) -> Row<'a> {
+    Row {
+        snap: s.snap,
+        endpoint: s.endpoint,
+        node: None,
+        port: None,
+        subnet: Some(subnet),
+        index: RowIndex::subnet(subnet.index.saturating_add(1)),
+        port_select: 0,
+    }
+}
+
+/// `infiniband_subnet_info` of every subnet (nothing while there is none).
+fn subnet_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    if s.snap.subnets.is_empty() {
+        return Ok(());
+    }
+    w.header(SUBNET_INFO.0, HeaderKind::Info, SUBNET_INFO.1)?;
+    for sn in s.snap.subnets.iter() {
+        let l = &mut w.line;
+        l.clear();
+        l.extend_from_slice(SUBNET_INFO.0.as_bytes());
+        l.extend_from_slice(b"_info{");
+        push_info_labels(l, &SUBNET_LABELS[..], &subnet_row(s, sn), true);
+        l.extend_from_slice(b"} 1\n");
+        w.out.write_all(l)?;
+    }
+    Ok(())
+}
+
+/// A family of the `subnet` collector: a sample per subnet, labelled with
+/// the subnet info series' first label (`subnet`).
+fn subnet_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
+    let kind = match f.kind {
+        Kind::Counter => HeaderKind::Counter,
+        Kind::Gauge => HeaderKind::Gauge,
+    };
+    let mut started = false;
+    for sn in s.snap.subnets.iter() {
+        let r = subnet_row(s, sn);
+        let Some(v) = read_at(f.column, f.table, &r) else {
+            continue;
+        };
+        let unix = match (f.scale, &v) {
+            (Scale::UnixSeconds, Value::TimeTicks(t)) if *t != 0 => {
+                let (Some(taken_unix), Some(taken)) = (s.taken_unix, s.snap.taken) else {
+                    continue;
+                };
+                let ago = f64::from(timestamp(Some(taken)).saturating_sub(*t)) / 100.0;
+                Some(taken_unix - ago)
+            }
+            (Scale::UnixSeconds, _) => continue,
+            _ => None,
+        };
+        w.sample(f, kind, &mut started)?;
+        let l = &mut w.line;
+        l.push(b'{');
+        push_info_labels(l, &SUBNET_LABELS[..1], &r, true);
+        l.extend_from_slice(b"} ");
+        let shown = match unix {
+            Some(t) => {
+                let _ = write!(l, "{t:.3}");
+                true
+            }
+            None => push_value(l, &v, f.scale),
+        };
+        if shown {
+            l.push(b'\n');
+            w.out.write_all(l)?;
+        }
+    }
+    Ok(())
+}
+
+/// The row of the agent's scalars.
+fn scalar_row<'a>(s: &'a Scrape) -> Row<'a> {
+    Row {
         snap: s.snap,
         endpoint: s.endpoint,
         node: None,
@@ -491,8 +618,11 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
         subnet: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
-    };
-    let Some(v) = read_at(f.column, f.table, &r) else {
+    }
+}
+
+fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
+    let Some(v) = read_at(f.column, f.table, &scalar_row(s)) else {
         return Ok(());
     };
     let kind = match f.kind {
@@ -512,19 +642,18 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
     Ok(())
 }
 
-/// The agent's figures that are no MIB column: its build, the time of the
-/// snapshot, the sweep interval and the metrics endpoint's own counters.
+/// The agent's build info series (its version, pmAgentVersion), then its
+/// figures that are no MIB column: the time of the snapshot, the sweep
+/// interval and the metrics endpoint's own counters.
 fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
-    w.header(
-        "infiniband_agent_build",
-        HeaderKind::Info,
-        "The agent's version.",
-    )?;
-    writeln!(
-        w.out,
-        "infiniband_agent_build_info{{version=\"{}\"}} 1",
-        env!("CARGO_PKG_VERSION")
-    )?;
+    w.header(BUILD_INFO.0, HeaderKind::Info, BUILD_INFO.1)?;
+    let l = &mut w.line;
+    l.clear();
+    l.extend_from_slice(BUILD_INFO.0.as_bytes());
+    l.extend_from_slice(b"_info{");
+    push_info_labels(l, &BUILD_LABELS[..], &scalar_row(s), true);
+    l.extend_from_slice(b"} 1\n");
+    w.out.write_all(l)?;
     if let Some(t) = s.taken_unix {
         w.header(
             "infiniband_agent_last_publication_timestamp_seconds",

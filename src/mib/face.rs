@@ -42,10 +42,13 @@ pub enum Collector {
     /// The health evaluator's verdicts: per condition, for the ports and
     /// nodes that have one ([`crate::ib::health`]).
     Health,
+    /// The subnets the agent sweeps: their info series (prefix, master
+    /// SM, local ports) and their own sweeps (label `subnet`).
+    Subnet,
 }
 
 impl Collector {
-    pub const ALL: [Collector; 12] = [
+    pub const ALL: [Collector; 13] = [
         Collector::Traffic,
         Collector::Errors,
         Collector::Congestion,
@@ -58,6 +61,7 @@ impl Collector {
         Collector::Sl,
         Collector::Lanes,
         Collector::Health,
+        Collector::Subnet,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -74,6 +78,7 @@ impl Collector {
             Collector::Sl => "sl",
             Collector::Lanes => "lanes",
             Collector::Health => "health",
+            Collector::Subnet => "subnet",
         }
     }
 
@@ -110,6 +115,9 @@ pub enum Scale {
     AtLeast(u64),
     /// 1 when the MIB's value is below this, else 0.
     Below(u64),
+    /// A TimeStamp shown as Unix time in seconds (from the wall-clock time
+    /// of the snapshot's publication); no sample for 0 (never).
+    UnixSeconds,
 }
 
 /// Where a table's own families come in a scrape. A scrape writes the
@@ -124,6 +132,8 @@ pub enum Part {
     Link,
     Fec,
     Agent,
+    /// Per subnet (label `subnet`).
+    Subnet,
     Derived,
 }
 
@@ -134,6 +144,11 @@ pub enum Info {
     Node,
     /// `infiniband_port_info`: every port of the nodes that answer.
     Port,
+    /// `infiniband_subnet_info`: every subnet the agent sweeps; its first
+    /// label (`subnet`) labels the subnet's own families.
+    Subnet,
+    /// `infiniband_agent_build_info`: the agent's version.
+    Build,
 }
 
 /// How a label shows its column's value.
@@ -141,6 +156,17 @@ pub enum Info {
 pub enum Shown {
     /// A DisplayString as it is.
     Text,
+    /// A DisplayString, the label left out when it is empty (a label
+    /// added to a series that had none: an empty value is no label).
+    TextOrOmit,
+    /// A pmSubnetIndex as the subnet's name (pmSubnetName), the label left
+    /// out when there is no such subnet.
+    SubnetOrOmit,
+    /// A subnet prefix (8 octets) as IPv6 text: `fe80::/64`.
+    Prefix,
+    /// pmSubnetSmState as SMInfo's state name (`master`), `none` when no
+    /// SM answered.
+    SmState,
     /// A decimal number.
     Number,
     /// A decimal number, empty for 0 (a peer's port: none known).
@@ -182,23 +208,17 @@ pub enum Face {
 }
 
 /// A gauge family.
-pub const fn gauge(
-    name: &'static str,
-    collector: Collector,
-    scale: Scale,
-    help: &'static str,
-) -> Face {
-    Face::Family {
-        name,
-        kind: Kind::Gauge,
-        collector,
-        scale,
-        help,
-    }
+pub const fn gauge(n: &'static str, c: Collector, s: Scale, help: &'static str) -> Face {
+    family(Kind::Gauge, n, c, s, help)
 }
 
 /// A counter family.
-pub const fn counter(
+pub const fn counter(n: &'static str, c: Collector, s: Scale, help: &'static str) -> Face {
+    family(Kind::Counter, n, c, s, help)
+}
+
+const fn family(
+    kind: Kind,
     name: &'static str,
     collector: Collector,
     scale: Scale,
@@ -206,7 +226,7 @@ pub const fn counter(
 ) -> Face {
     Face::Family {
         name,
-        kind: Kind::Counter,
+        kind,
         collector,
         scale,
         help,

@@ -8,10 +8,14 @@
 
 use std::sync::LazyLock;
 
-use super::face::Collector::{self, Agent, Fec as FecC, Node as NodeC, Port as PortC};
-use super::face::Info::{Node as NodeInfo, Port as PortInfo};
+use super::face::Collector::{
+    self, Agent, Fec as FecC, Node as NodeC, Port as PortC, Subnet as SubnetC,
+};
+use super::face::Info::{
+    Build as BuildInfo, Node as NodeInfo, Port as PortInfo, Subnet as SubnetInfo,
+};
 use super::face::Scale::{
-    AtLeast, Below, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times,
+    AtLeast, Below, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times, UnixSeconds,
 };
 use super::face::{Part, Shown, counter, gauge, label};
 use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar, Subnet};
@@ -152,7 +156,8 @@ const DECLARED: &[Table] = &[
             col(13, "pmNodeSource", Enum { max: 3 }, RO, S::Node(N::Source)),
             col(14, "pmNodeWideCounters", Enum { max: 3 }, RO, S::Node(N::WideCounters)),
             col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
-            col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets)),
+            col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets))
+                .prom(&[label(NodeInfo, 6, "subnet", Shown::TextOrOmit)]),
         ],
         part: Part::Node,
         ..TABLE
@@ -192,7 +197,8 @@ const DECLARED: &[Table] = &[
             col(14, "pmPortClearCounters", Syntax::Unsigned32 { max: CLEAR_MASK_MAX, }, ReadWrite(ClearMask), S::PortClear),
             col(15, "pmPortName", Syntax::DisplayString { max: 96 }, RO, S::Port(P::Name))
                 .prom(&[label(PortInfo, 1, "name", Shown::Text)]),
-            col(16, "pmPortSubnet", Syntax::Unsigned32 { max: MAX_SUBNETS as u32 }, RO, S::Port(P::Subnet)),
+            col(16, "pmPortSubnet", Syntax::Unsigned32 { max: MAX_SUBNETS as u32 }, RO, S::Port(P::Subnet))
+                .prom(&[label(PortInfo, 8, "subnet", Shown::SubnetOrOmit)]),
         ],
         part: Part::Port,
         ..TABLE
@@ -231,7 +237,8 @@ const DECLARED: &[Table] = &[
         name: "pmAgent",
         index: Scalar,
         columns: &[
-            col(1, "pmAgentVersion", TEXT, RO, S::Agent(A::Version)),
+            col(1, "pmAgentVersion", TEXT, RO, S::Agent(A::Version))
+                .prom(&[label(BuildInfo, 1, "version", Shown::Text)]),
             col(2, "pmAgentUpTime", TimeTicks, RO, S::Agent(A::UpTime)),
             col(3, "pmAgentSweeps", Counter64, RO, S::Agent(A::Sweeps))
                 .prom(&[counter("agent_sweeps", Agent, One, "Sweeps of the fabric published.")]),
@@ -384,21 +391,36 @@ const DECLARED: &[Table] = &[
         index: Subnet,
         present: no_nodes,
         columns: &[
-            col(2, "pmSubnetName", TEXT, RO, S::Subnet(Sn::Name)),
-            col(3, "pmSubnetPrefix", Syntax::OctetString { size: 8 }, RO, S::Subnet(Sn::Prefix)),
-            col(4, "pmSubnetSmGuid", GUID, RO, S::Subnet(Sn::SmGuid)),
-            col(5, "pmSubnetSmLid", U16, RO, S::Subnet(Sn::SmLid)),
-            col(6, "pmSubnetSmPriority", Syntax::Unsigned32 { max: 15 }, RO, S::Subnet(Sn::SmPriority)),
-            col(7, "pmSubnetSmState", Enum { max: SM_STATE_NONE }, RO, S::Subnet(Sn::SmState)),
-            col(8, "pmSubnetLocalCa", TEXT, RO, S::Subnet(Sn::LocalCa)),
-            col(9, "pmSubnetLocalPort", U8, RO, S::Subnet(Sn::LocalPort)),
-            col(10, "pmSubnetStandbyPorts", LIST, RO, S::Subnet(Sn::StandbyPorts)),
-            col(11, "pmSubnetNodes", G32, RO, S::Subnet(Sn::Nodes)),
-            col(12, "pmSubnetPorts", G32, RO, S::Subnet(Sn::Ports)),
-            col(13, "pmSubnetLastSweep", TimeStamp, RO, S::Subnet(Sn::LastSweep)),
-            col(14, "pmSubnetSweepDuration", U32, RO, S::Subnet(Sn::SweepDuration)),
-            col(15, "pmSubnetSweeps", Counter64, RO, S::Subnet(Sn::Sweeps)),
+            col(2, "pmSubnetName", TEXT, RO, S::Subnet(Sn::Name))
+                .prom(&[label(SubnetInfo, 1, "subnet", Shown::Text)]),
+            col(3, "pmSubnetPrefix", Syntax::OctetString { size: 8 }, RO, S::Subnet(Sn::Prefix))
+                .prom(&[label(SubnetInfo, 2, "prefix", Shown::Prefix)]),
+            col(4, "pmSubnetSmGuid", GUID, RO, S::Subnet(Sn::SmGuid))
+                .prom(&[label(SubnetInfo, 3, "sm_guid", Shown::Guid)]),
+            col(5, "pmSubnetSmLid", U16, RO, S::Subnet(Sn::SmLid))
+                .prom(&[label(SubnetInfo, 4, "sm_lid", Shown::Number)]),
+            col(6, "pmSubnetSmPriority", Syntax::Unsigned32 { max: 15 }, RO, S::Subnet(Sn::SmPriority))
+                .prom(&[label(SubnetInfo, 5, "sm_priority", Shown::Number)]),
+            col(7, "pmSubnetSmState", Enum { max: SM_STATE_NONE }, RO, S::Subnet(Sn::SmState))
+                .prom(&[label(SubnetInfo, 6, "sm_state", Shown::SmState)]),
+            col(8, "pmSubnetLocalCa", TEXT, RO, S::Subnet(Sn::LocalCa))
+                .prom(&[label(SubnetInfo, 7, "local_ca", Shown::Text)]),
+            col(9, "pmSubnetLocalPort", U8, RO, S::Subnet(Sn::LocalPort))
+                .prom(&[label(SubnetInfo, 8, "local_port", Shown::NumberOrEmpty)]),
+            col(10, "pmSubnetStandbyPorts", LIST, RO, S::Subnet(Sn::StandbyPorts))
+                .prom(&[label(SubnetInfo, 9, "standby", Shown::Text)]),
+            col(11, "pmSubnetNodes", G32, RO, S::Subnet(Sn::Nodes))
+                .prom(&[gauge("subnet_nodes", SubnetC, One, "Nodes the subnet's last sweep knew of (a node seen in two subnets counts in each).")]),
+            col(12, "pmSubnetPorts", G32, RO, S::Subnet(Sn::Ports))
+                .prom(&[gauge("subnet_ports", SubnetC, One, "Ports swept in the subnet.")]),
+            col(13, "pmSubnetLastSweep", TimeStamp, RO, S::Subnet(Sn::LastSweep))
+                .prom(&[gauge("subnet_last_sweep_timestamp_seconds", SubnetC, UnixSeconds, "When the subnet's last sweep ended (Unix time).")]),
+            col(14, "pmSubnetSweepDuration", U32, RO, S::Subnet(Sn::SweepDuration))
+                .prom(&[gauge("subnet_sweep_duration_seconds", SubnetC, MillisToSeconds, "Duration of the subnet's last sweep.")]),
+            col(15, "pmSubnetSweeps", Counter64, RO, S::Subnet(Sn::Sweeps))
+                .prom(&[counter("subnet_sweeps", SubnetC, One, "Sweeps of the subnet since the agent started (each subnet has its own sweeper).")]),
         ],
+        part: Part::Subnet,
         ..TABLE
     },
 ];

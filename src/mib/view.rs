@@ -442,37 +442,21 @@ mod tests {
     /// its own.
     #[test]
     fn the_subnet_table_shows_each_subnet_and_rows_say_which() {
-        use crate::ib::subnet::{LocalPort, SmInfo, SmState, SubnetKey, SubnetView};
+        use crate::ib::subnet::{LocalPort, SubnetView};
         let t0 = crate::time::origin() + std::time::Duration::from_secs(12);
         let plane_a = SubnetView {
-            index: 0,
-            name: Some("plane-a".into()),
-            key: SubnetKey {
-                prefix: 0xfe80_0000_0000_0000,
-                sm_guid: Guid(0x0002_c903_00a1_b2c3),
-            },
-            sm: Some(SmInfo {
-                lid: 1,
-                guid: Guid(0x0002_c903_00a1_b2c3),
-                priority: 14,
-                state: SmState::Master,
-                act_count: 7,
-            }),
-            sweeping: Some(LocalPort::new("mlx5_0", 1)),
             standby: vec![LocalPort::new("mlx5_2", 1), LocalPort::new("mlx5_3", 2)],
             nodes: 2,
             ports: 3,
             sweep: 41,
             swept: Some(t0),
             duration_ms: 250,
+            ..crate::rig::subnet(0, Some("plane-a"), 0xfe80 << 48, 0x0002_c903_00a1_b2c3)
         };
         let plane_b = SubnetView {
-            index: 1,
-            key: SubnetKey {
-                prefix: 0xfe80_0000_0000_0002,
-                sm_guid: Guid(0),
-            },
-            ..Default::default()
+            sm: None,
+            sweeping: None,
+            ..crate::rig::subnet(1, None, (0xfe80 << 48) | 2, 0)
         };
         let mut twin = node(6, 2);
         twin.ports[1].subnet = 1;
@@ -503,7 +487,7 @@ mod tests {
         );
         assert_eq!(col(4, 2), Value::OctetString(vec![0; 8]));
         assert_eq!(col(5, 1), Value::Gauge32(1));
-        assert_eq!(col(6, 1), Value::Gauge32(14));
+        assert_eq!(col(6, 1), Value::Gauge32(15));
         assert_eq!(col(7, 1), Value::Integer(3), "master");
         assert_eq!(col(7, 2), Value::Integer(4), "no SM answered");
         assert_eq!(text(col(8, 1)), "mlx5_0");

@@ -160,7 +160,7 @@ static SLOTS: LazyLock<[(CounterSlot, usize); THRESHOLD_COUNT]> = LazyLock::new(
             Measure::Utilization => (CounterSlot::Wide(WIDE_OUT_OCTETS), hc::OUT_OCTETS),
             Measure::Congestion => (CounterSlot::Wide(WIDE_XMIT_WAIT), hc::XMIT_WAIT),
             Measure::SymbolBer | Measure::EffectiveBer => {
-                let k = hc::slot("SymbolErrors");
+                let k = hc::Total::SymbolErrors.k();
                 let sym = thresholds()
                     .iter()
                     .position(|d| d.measure == Measure::Increase(k))

@@ -45,18 +45,18 @@ pub struct ThresholdDef {
 /// `infiniband-diags/etc/error_thresholds` (the values ibqueryerrors
 /// ships), by the 64-bit counter they apply to.
 pub const ERROR_THRESHOLDS: [(usize, u64); 13] = [
-    (hc::slot("SymbolErrors"), 10),
-    (hc::slot("LinkErrorRecovery"), 10),
-    (hc::slot("LinkDowned"), 10),
-    (hc::slot("RcvErrors"), 10),
-    (hc::slot("RcvRemotePhysErrors"), 100),
-    (hc::slot("RcvSwitchRelayErrors"), 100),
-    (hc::slot("XmitDiscards"), 100),
-    (hc::slot("XmitConstraintErrors"), 100),
-    (hc::slot("RcvConstraintErrors"), 100),
-    (hc::slot("LocalLinkIntegrityErrors"), 10),
-    (hc::slot("ExcessiveBufferOverrunErrors"), 10),
-    (hc::slot("VL15Dropped"), 100),
+    (hc::Total::SymbolErrors.k(), 10),
+    (hc::Total::LinkErrorRecovery.k(), 10),
+    (hc::Total::LinkDowned.k(), 10),
+    (hc::Total::RcvErrors.k(), 10),
+    (hc::Total::RcvRemotePhysErrors.k(), 100),
+    (hc::Total::RcvSwitchRelayErrors.k(), 100),
+    (hc::Total::XmitDiscards.k(), 100),
+    (hc::Total::XmitConstraintErrors.k(), 100),
+    (hc::Total::RcvConstraintErrors.k(), 100),
+    (hc::Total::LocalLinkIntegrityErrors.k(), 10),
+    (hc::Total::ExcessiveBufferOverrunErrors.k(), 10),
+    (hc::Total::VL15Dropped.k(), 100),
     (hc::XMIT_WAIT, 1000),
 ];
 

@@ -128,3 +128,22 @@ impl Prometheus {
         )
     }
 }
+
+/// `promtool check metrics` of a text exposition finds nothing to say.
+pub fn promtool_check_metrics(text: &[u8]) {
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    lint.stdin.take().unwrap().write_all(text).unwrap();
+    let out = lint.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
