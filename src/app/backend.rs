@@ -6,19 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tracing::info;
-
 use crate::config::{Config, FabricBackend};
-use crate::fabric::discover::{DiscoverError, DiscoverOptions, discover_with_stats};
+use crate::fabric::discover::DiscoverError;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::{AskRediscovery, Rediscover};
-use crate::ib::subnet::{LocalPort, SubnetKey, SubnetView};
+use crate::ib::subnet::SubnetView;
 use crate::ib::topology::{self};
-use crate::ib::{Escaped, Fabric, Node, NodeType};
+use crate::ib::{Fabric, Node};
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions, SimPlane};
-use crate::transport::umad::{UmadConfig, UmadTransport};
 use crate::transport::{Fault, MadTransport};
 
+use super::umad::open_umad;
 use super::{AppError, Shutdown};
 
 /// What a backend provides: the subnets it sweeps, and DOCA telemetry
@@ -98,34 +96,6 @@ impl FabricSource for SimPlane {
     }
 }
 
-/// Directed-route discovery on its own SMP handle.
-struct SmpDiscovery {
-    smp: UmadTransport,
-    opts: DiscoverOptions,
-}
-
-impl FabricSource for SmpDiscovery {
-    fn discover(&mut self, cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
-        let opts = DiscoverOptions {
-            cancel: Some(Arc::clone(cancel)),
-            ..self.opts.clone()
-        };
-        discover_with_stats(&mut self.smp, &opts).map(|(f, _)| f)
-    }
-
-    fn refresh(
-        &mut self,
-        known: &Fabric,
-        cancel: &Arc<AtomicBool>,
-    ) -> Result<Fabric, DiscoverError> {
-        let opts = DiscoverOptions {
-            cancel: Some(Arc::clone(cancel)),
-            ..self.opts.clone()
-        };
-        crate::fabric::discover::refresh_port_info(&mut self.smp, known, &opts)
-    }
-}
-
 impl Backend {
     /// The simulated fabric `sim`: a subnet per plane, each with its
     /// fabric (with the LIDs the simulator assigned), three transports of
@@ -201,114 +171,6 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
         None => SimFabric::new(topology::default_fabric(), sim_options(cfg)),
     };
     Ok(Backend::sim(&sim))
-}
-
-/// The umad backend: open the port, discover the fabric by directed-route
-/// SMPs, and hand out three PerfMgt handles on the same port. Discovery
-/// returns soon after `cancel` is set.
-pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
-    let ucfg = UmadConfig {
-        ca: cfg.umad.ca.clone(),
-        port: cfg.umad.port,
-        // The kernel's per-MAD timeout stays at or under the engines'
-        // deadlines (the write path's is the shortest), so the engines
-        // decide about retries.
-        timeout_ms: (cfg.mad.timeout.min(cfg.control().timeout).as_millis() as u64)
-            .clamp(1, u64::from(u32::MAX)) as u32,
-        retries: 0,
-        serve_perf_mgt: false,
-        poll: cfg.umad.reader_poll,
-    };
-    let sweep = UmadTransport::open(&ucfg).map_err(AppError::Umad)?;
-    let local = sweep.local_port().clone();
-    let dopts = DiscoverOptions {
-        window: cfg.mad.window,
-        timeout: cfg.umad.discovery_timeout,
-        cancel: Some(cancel.flag()),
-        ..Default::default()
-    };
-    info!(ca = %Escaped(&local.ca), port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
-    let (fabric, stats) = {
-        let mut smp = sweep.smp_handle();
-        match discover_with_stats(&mut smp, &dopts) {
-            Ok(r) => r,
-            Err(DiscoverError::Cancelled) => return Err(AppError::Cancelled),
-            Err(error) => {
-                return Err(AppError::Discovery {
-                    device: local.device.clone(),
-                    ca: local.ca.clone(),
-                    port: local.port,
-                    error,
-                });
-            }
-        }
-    };
-    let switches = fabric
-        .nodes
-        .iter()
-        .filter(|n| n.id.node_type == NodeType::Switch)
-        .count();
-    let ports: usize = fabric.nodes.iter().map(|n| n.ports.len()).sum();
-    let with_lid = fabric
-        .nodes
-        .iter()
-        .filter(|n| n.id.lid != 0 || n.ports.iter().any(|p| p.lid != 0))
-        .count();
-    info!(
-        nodes = fabric.nodes.len(),
-        switches,
-        channel_adapters = fabric.nodes.len() - switches,
-        ports,
-        smps = stats.smps_sent,
-        smp_timeouts = stats.timeouts,
-        ms = stats.elapsed.as_millis() as u64,
-        "fabric discovered"
-    );
-    if with_lid == 0 {
-        return Err(AppError::NoLids {
-            nodes: fabric.nodes.len(),
-        });
-    }
-    if with_lid < fabric.nodes.len() {
-        tracing::warn!(
-            without_lid = fabric.nodes.len() - with_lid,
-            "some nodes have no LID and cannot be swept"
-        );
-    }
-    let handle = |what| {
-        sweep
-            .pm_handle()
-            .map_err(|error| AppError::UmadHandle { what, error })
-    };
-    let write = handle("write")?;
-    let poll = handle("sample poller")?;
-    let source = SmpDiscovery {
-        smp: sweep.smp_handle(),
-        opts: DiscoverOptions {
-            cancel: None,
-            ..dopts
-        },
-    };
-    let view = SubnetView {
-        key: SubnetKey {
-            prefix: crate::ib::subnet::DEFAULT_PREFIX,
-            sm_guid: crate::ib::Guid(0),
-        },
-        sweeping: Some(LocalPort::new(&local.ca, local.port)),
-        ..Default::default()
-    };
-    Ok(Backend {
-        subnets: vec![SubnetBackend {
-            view,
-            fabric,
-            sweep: Box::new(sweep),
-            write: Box::new(write),
-            poll: Box::new(poll),
-            source: Some(Box::new(source)),
-            probe: None,
-        }],
-        doca: None,
-    })
 }
 
 /// The doca backend: the local adapters' ports, from DOCA telemetry diag

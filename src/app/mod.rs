@@ -33,14 +33,16 @@ mod backend;
 mod engine;
 mod service_loop;
 pub mod subnets;
+mod umad;
 
 use backend::spawn_rediscovery;
 pub use backend::{
-    Backend, FROZEN_AFTER, FabricSource, SubnetBackend, open_backend, open_doca, open_umad,
+    Backend, FROZEN_AFTER, FabricSource, SubnetBackend, SubnetProbe, open_backend, open_doca,
     sim_options,
 };
 use engine::snmp_engine;
 pub use service_loop::{STOP_BUDGET, run};
+pub use umad::open_umad;
 
 /// A fatal start-up error, printed as one line.
 #[derive(Debug)]
