@@ -31,16 +31,17 @@ use crate::transport::OpenError;
 
 mod backend;
 mod engine;
+mod open;
 mod service_loop;
 pub mod subnets;
 mod umad;
 
 use backend::spawn_rediscovery;
 pub use backend::{
-    Backend, FROZEN_AFTER, FabricSource, SubnetBackend, SubnetProbe, open_backend, open_doca,
-    sim_options,
+    Backend, FROZEN_AFTER, FabricSource, SubnetBackend, SubnetProbe, open_doca, sim_options,
 };
 use engine::snmp_engine;
+pub use open::open_backend;
 pub use service_loop::{STOP_BUDGET, run};
 pub use umad::open_umad;
 

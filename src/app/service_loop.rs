@@ -8,7 +8,7 @@ use tracing::{info, warn};
 use crate::config::Config;
 use crate::service::{self, SystemdNotifier};
 
-use super::backend::open_backend;
+use super::open::open_backend;
 use super::{AppError, Shutdown, start_with};
 
 /// Run until SIGINT/SIGTERM.

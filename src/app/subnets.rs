@@ -74,7 +74,13 @@ impl SubnetProbe for PortsProbe {
 pub fn before_sweep(mut probe: Box<dyn SubnetProbe>) -> BeforeSweep {
     Box::new(move |state| {
         let was = state.lock().subnet().clone();
-        let now = probe.probe(&was);
+        let mut now = probe.probe(&was);
+        // A subnet keeps the key it was first known by (its prefix and
+        // the master SM then): an SM failover changes its SM, not what
+        // labels it.
+        if was.key.sm_guid.0 != 0 {
+            now.key = was.key;
+        }
         if now != was {
             say_subnet_change(&was, &now);
             state.lock().set_subnet(now);

@@ -466,5 +466,4 @@ impl Writers {
 }
 
 #[cfg(test)]
-#[path = "federation_tests.rs"]
 mod tests;

@@ -172,7 +172,7 @@ fn two_subnets_say_which_subnet_each_node_and_end_is_in() {
     let snap = two_subnets(&u);
     let r = report(&snap, u.now, now, &Query::default());
     assert!(r.shows_subnets());
-    let plane_b = "fe80:0:0:2::/64@0x0000000000000000";
+    let plane_b = "fe80:0:0:2::/64";
     let (a, b) = (&r.subnets[0], &r.subnets[1]);
     assert_eq!(
         (
