@@ -2,6 +2,8 @@
 //! cabled to both, each plane swept by its own stack and merged into the
 //! one snapshot the agent serves; a SET reaches the plane of its port.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use ibpm_agentx::agentx::AgentxAddr;
@@ -139,5 +141,81 @@ fn a_new_master_sm_shows_at_the_next_sweep() {
     assert_eq!(s.subnets[0].sm, first.subnets[0].sm, "plane 1 keeps its SM");
     sim.set_master_sm(1, None);
     wait_for("no SM seen", &|s| s.subnets[1].sm.is_none());
+    running.stop();
+}
+
+/// The agent's subnet notifications from a real agent to a real
+/// snmptrapd: a plane's master SM handed over to another SM
+/// (pmSubnetMasterChanged, the new SM in the subnet's row), then gone
+/// (pmSubnetNoMaster); the other plane sends nothing.
+#[test]
+fn an_sm_handover_and_no_master_reach_snmptrapd() {
+    use ibpm_agentx::app::{Backend, sim_options};
+    use ibpm_agentx::ib::subnet::{SmInfo, SmState};
+    use ibpm_agentx::ib::topology;
+    use ibpm_agentx::sim::SimFabric;
+    let mut trapd = common::PrivateSnmptrapd::start().expect("snmptrapd");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.agentx.enabled = false;
+    cfg.notify.enabled = true;
+    cfg.notify.sinks = vec![trapd.sink().parse().unwrap()];
+    let sim = SimFabric::from_topology(
+        topology::load_topology(cfg.fabric.topology.as_ref().unwrap()).unwrap(),
+        sim_options(&cfg),
+    );
+    let running = app::start(&cfg, Backend::sim(&sim)).expect("start");
+    let wait_for = |what: &str, ok: &dyn Fn(&str) -> bool| {
+        let t0 = Instant::now();
+        loop {
+            let log = trapd.log();
+            if ok(&log) {
+                return log;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "{what}:\n{log}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // Both planes swept at least twice before the handover.
+    let t0 = Instant::now();
+    while !{
+        let s = running.cache().load();
+        s.subnets.len() == 2 && s.subnets.iter().all(|v| v.sweep >= 2)
+    } {
+        assert!(t0.elapsed() < Duration::from_secs(20), "both planes swept");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let new = SmInfo {
+        lid: 3,
+        guid: Guid(0x0002_c903_00a1_b2c4),
+        priority: 15,
+        state: SmState::Master,
+        act_count: 1,
+    };
+    sim.set_master_sm(1, Some(new));
+    let log = wait_for("pmSubnetMasterChanged", &|l| {
+        !common::v2_traps(l, "pmSubnetMasterChanged").is_empty()
+    });
+    let traps = common::v2_traps(&log, "pmSubnetMasterChanged");
+    assert_eq!(traps.len(), 1, "once:\n{log}");
+    let guid = format!(
+        "pmSubnetSmGuid.2 = STRING: {}",
+        common::guid_hint(new.guid.0)
+    );
+    assert!(traps[0].contains(&guid), "{guid}: {}", traps[0]);
+    assert!(
+        traps[0].contains("pmSubnetSmPriority.2 = Gauge32: 15"),
+        "{}",
+        traps[0]
+    );
+    sim.set_master_sm(1, None);
+    let log = wait_for("pmSubnetNoMaster", &|l| {
+        !common::v2_traps(l, "pmSubnetNoMaster").is_empty()
+    });
+    assert!(
+        common::v2_traps(&log, "pmSubnetMasterChanged").len() == 1
+            && common::v2_traps(&log, "pmSubnetFailover").is_empty(),
+        "no other subnet trap:\n{log}"
+    );
     running.stop();
 }
