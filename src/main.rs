@@ -349,13 +349,11 @@ fn query(
     for subnet in backend.subnets {
         match ibpm_agentx::query::find_port(&subnet.fabric, node, port) {
             Ok((n, port)) => {
-                return Ok(ibpm_agentx::query::read(
-                    subnet.sweep,
-                    cfg.engine(),
-                    &subnet.fabric,
-                    n,
-                    port,
-                )?);
+                let label = subnet.view.label();
+                let mut r =
+                    ibpm_agentx::query::read(subnet.sweep, cfg.engine(), &subnet.fabric, n, port)?;
+                r.subnet = Some(label);
+                return Ok(r);
             }
             Err(e) => {
                 first_error.get_or_insert(e);

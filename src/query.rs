@@ -214,6 +214,8 @@ pub struct Reading {
     pub extended: Option<PortCountersExtended>,
     /// The port's link as the fabric knows it.
     pub link: LinkReport,
+    /// The label of the subnet the port was read in (None: not known).
+    pub subnet: Option<String>,
 }
 
 /// A port's link: what it runs at, what it supports and enables, what it
@@ -326,6 +328,7 @@ pub fn read(
         counters: PortCounters::decode(&counters),
         extended: extended.map(|d| PortCountersExtended::decode(&d)),
         link: LinkReport::of(fabric, node, port),
+        subnet: None,
     })
 }
 
@@ -401,6 +404,9 @@ pub fn text(r: &Reading) -> String {
         r.port,
         r.lid
     );
+    if let Some(s) = &r.subnet {
+        let _ = writeln!(out, "# Subnet: {}", crate::ib::Escaped(s));
+    }
     for c in counters(r) {
         let label = format!("{}:", c.label());
         let _ = writeln!(out, "{label:.<44}{}", c.value);
@@ -423,6 +429,9 @@ pub fn json(r: &Reading) -> String {
         r.port,
         r.lid
     );
+    if let Some(s) = &r.subnet {
+        let _ = write!(out, ",\"subnet\":{}", json_string(s));
+    }
     let all = counters(r);
     for (key, extended) in [("counters", false), ("extended", true)] {
         if extended && r.extended.is_none() {

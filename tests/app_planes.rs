@@ -154,7 +154,7 @@ fn an_sm_handover_and_no_master_reach_snmptrapd() {
     use ibpm_agentx::ib::subnet::{SmInfo, SmState};
     use ibpm_agentx::ib::topology;
     use ibpm_agentx::sim::SimFabric;
-    let mut trapd = common::PrivateSnmptrapd::start().expect("snmptrapd");
+    let trapd = common::PrivateSnmptrapd::start().expect("snmptrapd");
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path());
     cfg.agentx.enabled = false;
@@ -217,5 +217,72 @@ fn an_sm_handover_and_no_master_reach_snmptrapd() {
             && common::v2_traps(&log, "pmSubnetFailover").is_empty(),
         "no other subnet trap:\n{log}"
     );
+    running.stop();
+}
+
+/// A transport whose MADs are never answered: a dead plane.
+struct Silent;
+
+impl ibpm_agentx::transport::MadTransport for Silent {
+    fn send(
+        &mut self,
+        _to: &ibpm_agentx::transport::MadAddr,
+        _mad: &[u8; ibpm_agentx::transport::MAD_SIZE],
+    ) -> Result<(), ibpm_agentx::transport::Fault> {
+        Ok(())
+    }
+    fn recv(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<ibpm_agentx::transport::Received>, ibpm_agentx::transport::Fault> {
+        std::thread::sleep(timeout.min(Duration::from_millis(20)));
+        Ok(None)
+    }
+}
+
+/// A plane whose PMAs stopped answering holds none of the others: the
+/// live plane keeps its interval and its nodes stay reachable while the
+/// dead plane's sweeps wait out their deadlines.
+#[test]
+fn a_dead_plane_holds_none_of_the_others() {
+    use ibpm_agentx::app::{Backend, sim_options};
+    use ibpm_agentx::ib::topology;
+    use ibpm_agentx::sim::SimFabric;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.fabric.sweep_interval = Duration::from_millis(300);
+    let sim = SimFabric::from_topology(
+        topology::load_topology(cfg.fabric.topology.as_ref().unwrap()).unwrap(),
+        sim_options(&cfg),
+    );
+    let mut backend = Backend::sim(&sim);
+    let dead = &mut backend.subnets[1];
+    dead.sweep = Box::new(Silent);
+    dead.write = Box::new(Silent);
+    dead.poll = Box::new(Silent);
+    let running = app::start(&cfg, backend).expect("start");
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let snap = running.cache().load();
+    let elapsed = t0.elapsed();
+    let (live, dead) = (&snap.subnets[0], &snap.subnets[1]);
+    // At a 300 ms interval over 3 s: about 10 sweeps of the live plane.
+    assert!(
+        live.sweep >= 6,
+        "the live plane swept {} times in {elapsed:?} (the dead one {})",
+        live.sweep,
+        dead.sweep
+    );
+    assert!(
+        dead.sweep < live.sweep,
+        "the dead plane's sweeps wait on their deadlines"
+    );
+    for guid in [Guid(0x200000), Guid(0x100003)] {
+        let n = snap.node(guid).expect("a live plane's node");
+        assert!(
+            n.reachable && n.ports.iter().any(|p| p.read_at.is_some()),
+            "{guid}"
+        );
+    }
     running.stop();
 }

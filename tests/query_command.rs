@@ -61,6 +61,9 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
         assert_eq!(value("PortRcvPkts"), u64::from(want.rcv_pkts));
         assert_eq!(value("SymbolErrorCounter"), u64::from(want.symbol_errors));
         assert!(text.contains(&format!("node {} ", sw.id.guid)), "{text}");
+        // Which subnet: the plane's prefix and master SM.
+        let subnet = sim.plane(0).unwrap().key().to_string();
+        assert!(text.contains(&format!("# Subnet: {subnet}\n")), "{text}");
     }
 
     let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
@@ -73,6 +76,8 @@ fn query_prints_the_pmas_counters_with_names_and_octets() {
         json.contains(&format!("\"PortXmitPkts\":{},", want.xmit_pkts)),
         "{json}"
     );
+    let subnet = sim.plane(0).unwrap().key().to_string();
+    assert!(json.contains(&format!("\"subnet\":\"{subnet}\"")), "{json}");
 
     let out = Command::new(env!("CARGO_BIN_EXE_ibpm-agentx"))
         .args(["query", &sw.id.guid.to_string(), "77", "--config"])
