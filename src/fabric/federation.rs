@@ -127,6 +127,12 @@ impl Federation {
             let latest = snaps.iter().filter_map(|s| s.taken).max();
             let interval = snaps.iter().map(|s| s.interval).max().unwrap_or_default();
             let all_swept = snaps.iter().zip(&inner.round).all(|(s, &at)| s.sweep > at);
+            // Late: an interval since the last round, or since the first
+            // sweep ended when there was none (a subnet dead from the
+            // start holds no round).
+            if inner.round_at.is_none() {
+                inner.round_at = latest;
+            }
             let late = match (inner.round_at, latest) {
                 (Some(at), Some(now)) => now.saturating_duration_since(at) >= interval,
                 _ => false,

@@ -28,6 +28,17 @@ struct Plane {
 }
 
 fn plane(fed: &Arc<Federation>, text: &str, index: u8, name: &str) -> Plane {
+    plane_every(fed, text, index, name, SweepConfig::default().interval)
+}
+
+/// [`plane`] with a sweep interval of `interval`.
+fn plane_every(
+    fed: &Arc<Federation>,
+    text: &str,
+    index: u8,
+    name: &str,
+    interval: Duration,
+) -> Plane {
     // Traffic on a manual clock: a minute of it, then none while the
     // test runs.
     let clock = ManualClock::new();
@@ -54,8 +65,11 @@ fn plane(fed: &Arc<Federation>, text: &str, index: u8, name: &str) -> Plane {
         }),
         ..Default::default()
     };
-    let state =
-        SharedState::new(sim.fabric(), SweepConfig::default(), Instant::now()).in_subnet(view);
+    let cfg = SweepConfig {
+        interval,
+        ..Default::default()
+    };
+    let state = SharedState::new(sim.fabric(), cfg, Instant::now()).in_subnet(view);
     let writer = Arc::new(Controller::new(
         state.clone(),
         Arc::clone(&cache),
@@ -252,4 +266,32 @@ fn a_merge_after_one_members_publication_is_a_whole_merge() {
     }
     let total: usize = members.iter().map(|m| m.nodes.len()).sum();
     assert_eq!(snap.nodes.len(), total - 1, "H once");
+}
+
+/// A subnet that never ends a sweep (its transport hangs) holds no round:
+/// an interval after the first sweep of the others, the evaluators run.
+#[test]
+fn a_subnet_that_never_sweeps_holds_no_round() {
+    let fed = Federation::new(Arc::new(Cache::new()));
+    let interval = Duration::from_millis(100);
+    let mut a = plane_every(&fed, PLANE_A, 0, "plane-a", interval);
+    let _b = plane_every(&fed, PLANE_B, 1, "plane-b", interval);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    fed.set_after_round(Box::new(move |_| {
+        r.fetch_add(1, Ordering::SeqCst);
+    }));
+    let f = Arc::clone(&fed);
+    a.sweeper = a
+        .sweeper
+        .with_after_publish(Box::new(move |_| f.member_swept()));
+    a.sweeper.sweep_once();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "plane b may still end its first sweep"
+    );
+    std::thread::sleep(interval + Duration::from_millis(20));
+    a.sweeper.sweep_once();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a round an interval later");
 }
