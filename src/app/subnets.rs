@@ -21,8 +21,10 @@ use crate::transport::failover::PortChoice;
 /// How the host's local ports look now (every port it has: one missing is
 /// gone).
 pub type LookPorts = Box<dyn FnMut() -> Vec<Seen> + Send>;
-/// The master SM read through a local port (None: none answered).
-pub type ReadSm = Box<dyn FnMut(&LocalPort) -> Option<SmInfo> + Send>;
+/// The master SM read through a local port: `Some(None)` when the read
+/// found none, `None` when it could not be made (the handle busy, the
+/// SMPs lost), which changes nothing of what is known.
+pub type ReadSm = Box<dyn FnMut(&LocalPort) -> Option<Option<SmInfo>> + Send>;
 
 /// One subnet's probe over its local ports.
 pub struct PortsProbe {
@@ -50,10 +52,19 @@ impl SubnetProbe for PortsProbe {
         {
             self.choice.set(i);
         }
-        let sm = port.as_ref().and_then(|p| (self.read_sm)(p));
-        events.extend(m.sm(self.index, self.clock.now(), sm));
+        if let Some(sm) = port.as_ref().and_then(|p| (self.read_sm)(p)) {
+            events.extend(m.sm(self.index, self.clock.now(), sm));
+        }
+        // What the view shows (the SM, the sweeping port) is said when it
+        // changes ([`before_sweep`]); a port gone that was standby is not.
         for e in &events {
-            say(view, e);
+            if let Event::PortGone { port, .. } = e {
+                warn!(
+                    subnet = %Escaped(&view.label()),
+                    port = %port,
+                    "local port {port} is gone (adapter unplugged or driver reloaded)"
+                );
+            }
         }
         let Some(now) = m.view(self.index) else {
             return view.clone();
@@ -110,29 +121,6 @@ fn say_subnet_change(was: &SubnetView, now: &SubnetView) {
             }
             None => warn!(subnet = %label, "no local port of the subnet is up"),
         }
-    }
-}
-
-/// The log line of a failover event.
-fn say(view: &SubnetView, e: &Event) {
-    let subnet = Escaped(&view.label()).to_string();
-    match e {
-        Event::FailedOver { from, to, .. } => {
-            warn!(subnet = %subnet, from = %from, to = %to, "the subnet's sweep moves from {from} to its standby {to}")
-        }
-        Event::NoPortLeft { last, .. } => {
-            warn!(subnet = %subnet, last = %last, "no local port of the subnet is up: it is not swept until one is")
-        }
-        Event::PortGone { port, .. } => {
-            warn!(subnet = %subnet, port = %port, "local port {port} is gone (adapter unplugged or driver reloaded)")
-        }
-        Event::SmChanged { old, new, .. } => info!(
-            subnet = %subnet,
-            old = %old.guid,
-            new = %new.guid,
-            "the subnet's master SM changed from {} to {} (LID {})", old.guid, new.guid, new.lid
-        ),
-        Event::NoMasterSm { .. } => warn!(subnet = %subnet, "no master SM answers on the subnet"),
     }
 }
 

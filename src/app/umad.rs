@@ -148,6 +148,17 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     grouping
         .subnets
         .retain(|g| g.sweeping.as_ref().is_some_and(|p| opened.contains_key(p)));
+    if grouping.subnets.is_empty() {
+        // Every port that opened is down, or on no configured plane.
+        return Err(AppError::Umad(crate::transport::OpenError::LinkDown {
+            wanted: format!("{wanted:?}"),
+            states: grouping
+                .idle
+                .iter()
+                .map(|p| format!("{p} not active"))
+                .collect(),
+        }));
+    }
     let machine = Arc::new(Mutex::new(Machine::new(&grouping.subnets, NO_MASTER_GRACE)));
     let dopts = discover_options(cfg, None);
     let mut subnets = Vec::new();
@@ -246,14 +257,14 @@ fn look_ports(root: String) -> LookPorts {
 
 /// The master SM read through one of `ports` (by its SMP handle in
 /// `smps`), along the routes of `known`. A read that would wait on a
-/// rediscovery holding the handle is skipped (None is not taken for "no
-/// SM": the machine's grace covers a skipped read).
+/// rediscovery holding the handle, or whose SMPs fail, is not made: it
+/// says nothing of the SM.
 fn read_sm(ports: Vec<LocalPort>, smps: Vec<Smp>, known: Fabric, opts: DiscoverOptions) -> ReadSm {
     Box::new(move |port| {
         let i = ports.iter().position(|p| p == port)?;
         let mut smp = smps[i].try_lock().ok()?;
         match read_subnet(&mut *smp, &known, &opts) {
-            Ok(r) => r.sm,
+            Ok(r) => Some(r.sm),
             Err(e) => {
                 tracing::debug!(port = %port, error = %e, "SMInfo not read");
                 None

@@ -81,7 +81,7 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
         vec![seen(&pa, up.load(Ordering::SeqCst)), seen(&pb, true)]
     });
     let p = plane.clone();
-    let read_sm: ReadSm = Box::new(move |_| p.master_sm());
+    let read_sm: ReadSm = Box::new(move |_| Some(p.master_sm()));
     let manual = ManualClock::new();
     let t0 = Instant::now();
     let m = manual.clone();
