@@ -80,14 +80,7 @@ pub trait FabricSource: Send {
     }
 }
 
-/// The simulator's fabric as it is now (links taken down or up).
-impl FabricSource for SimFabric {
-    fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
-        Ok(self.fabric())
-    }
-}
-
-/// A simulated plane as it is now.
+/// A simulated plane as it is now (links taken down or up).
 impl FabricSource for SimPlane {
     fn discover(&mut self, _cancel: &Arc<AtomicBool>) -> Result<Fabric, DiscoverError> {
         Ok(SimPlane::fabric(self))

@@ -584,7 +584,6 @@ impl Stack {
     ) -> Stack {
         let view = SubnetView {
             index: index as u8,
-            name: subnet.view.name.clone(),
             ..subnet.view
         };
         // A sweep in progress ends at the shutdown signal: the stop does
