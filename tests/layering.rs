@@ -22,6 +22,8 @@ const ORDER: &[&str] = &[
     "transport",
     "sim",
     "fabric",
+    "events",
+    "cabling",
     "doca",
     "edge",
     "mib",

@@ -431,6 +431,14 @@ pub struct NodeRecord {
 }
 
 impl NodeRecord {
+    /// The name every face names the node by: the node-name-map's name
+    /// when the map has the GUID, else its NodeDescription (applied once,
+    /// where a snapshot is published). NodeDescription itself stays
+    /// readable as `id.description`.
+    pub fn name(&self) -> &str {
+        &self.id.description
+    }
+
     /// The record of `node`, nothing read yet.
     pub fn new(node: &Node) -> NodeRecord {
         NodeRecord {

@@ -2,6 +2,7 @@
 //! and the topology files that describe them.
 
 pub mod ber;
+pub mod cabling;
 pub mod health;
 pub mod link;
 pub mod planes;

@@ -1,0 +1,121 @@
+//! The fabric as designed: a cabling plan, and the verdicts of comparing
+//! the fabric as found against it, in the form every face reads them (the
+//! MIB, the notifications, the metrics, the status page, the JSON API and
+//! `ibpm-agentx topology check`). The parsers (`crate::cabling`) make a
+//! [`Plan`]; the comparison (`crate::cabling`) makes [`PlanVerdicts`],
+//! published beside the snapshot it was made from. No face compares on its
+//! own.
+
+use std::sync::Arc;
+
+use super::{Guid, LinkSpeed, LinkWidth, NodeType};
+
+/// How a plan names a node: by GUID (ibnetdiscover's form, the baseline
+/// kept in the state file) or by name (a cabling table, matched through
+/// the node-name-map, then NodeDescription).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeRef {
+    Guid(Guid),
+    Name(Arc<str>),
+}
+
+/// A node the plan has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedNode {
+    pub node: NodeRef,
+    /// When the plan says.
+    pub node_type: Option<NodeType>,
+    /// The name the plan gives it (ibnetdiscover's quoted description),
+    /// for the faces when the node is absent.
+    pub name: Option<Arc<str>>,
+    /// The plan file's line, 1-based (0: not from a file).
+    pub line: u32,
+}
+
+/// One end of a planned link.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PlanEnd {
+    pub node: NodeRef,
+    /// The physical port number.
+    pub port: u8,
+}
+
+/// A cable the plan has, with the width and speed it should run at when
+/// the plan says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedLink {
+    pub a: PlanEnd,
+    pub z: PlanEnd,
+    pub width: Option<LinkWidth>,
+    pub speed: Option<LinkSpeed>,
+    /// The plan file's line, 1-based (0: not from a file).
+    pub line: u32,
+}
+
+/// Where a plan came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanSource {
+    /// `[topology] plan`, in ibnetdiscover's format.
+    Ibnetdiscover,
+    /// `[topology] plan`, a cabling table (CSV).
+    Cabling,
+    /// No plan file: the fabric as first found, kept in the state file.
+    Baseline,
+}
+
+/// A cabling plan: every node and every link, each link once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub source: PlanSource,
+    pub nodes: Vec<PlannedNode>,
+    pub links: Vec<PlannedLink>,
+}
+
+/// What is not as planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mismatch {
+    /// A planned link that is not up: an end is absent or the port down.
+    Missing,
+    /// Up, but to another node or port than planned.
+    Miswired,
+    /// Up, at a width or speed other than planned.
+    WrongRate,
+    /// A link found that the plan does not have.
+    UnplannedLink,
+    /// A planned node never found.
+    AbsentNode,
+    /// A node found that the plan does not have.
+    UnplannedNode,
+}
+
+/// One mismatch standing (or recovering), with the health evaluator's
+/// rules: since when, last seen, how often raised; cleared only after the
+/// recovery window without it. Times are wall-clock milliseconds since
+/// the UNIX epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanVerdict {
+    pub kind: Mismatch,
+    /// The found node (or, for an absent node, the planned one, by GUID
+    /// when the plan gives it, else 0) and port (0 for a node verdict).
+    pub guid: Guid,
+    pub port: u8,
+    /// The planned peer, when the plan has one.
+    pub planned: Option<PlanEnd>,
+    /// The peer found, when the port is up.
+    pub found: Option<(Guid, u8)>,
+    pub since: u64,
+    pub last_seen: u64,
+    pub raised: u32,
+    /// False once the condition is gone, until the recovery window passes.
+    pub standing: bool,
+}
+
+/// Every mismatch of one comparison, sorted by (GUID, port, kind).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanVerdicts {
+    /// The sweep compared (0: none yet).
+    pub sweep: u64,
+    /// Where the plan came from (None: no plan and no baseline yet).
+    pub source: Option<PlanSource>,
+    pub verdicts: Arc<[PlanVerdict]>,
+}
