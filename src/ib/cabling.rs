@@ -119,3 +119,69 @@ pub struct PlanVerdicts {
     pub source: Option<PlanSource>,
     pub verdicts: Arc<[PlanVerdict]>,
 }
+
+impl Plan {
+    /// The fabric as found, as a plan by GUID: every node, and every link
+    /// once (from its lower end by (GUID, port)), at the width and speed it
+    /// runs at. The baseline when no plan file is given, and the plan an
+    /// ibnetdiscover file makes.
+    pub fn from_fabric(fabric: &super::Fabric, source: PlanSource) -> Plan {
+        let mut nodes = Vec::with_capacity(fabric.nodes.len());
+        let mut links = Vec::new();
+        for n in &fabric.nodes {
+            nodes.push(PlannedNode {
+                node: NodeRef::Guid(n.id.guid),
+                node_type: Some(n.id.node_type),
+                name: Some(n.id.description.clone()),
+                line: 0,
+            });
+            for p in &n.ports {
+                let Some((peer, peer_port)) = p.remote() else {
+                    continue;
+                };
+                if (n.id.guid, p.num) > (peer, peer_port) {
+                    continue;
+                }
+                links.push(PlannedLink {
+                    a: PlanEnd {
+                        node: NodeRef::Guid(n.id.guid),
+                        port: p.num,
+                    },
+                    z: PlanEnd {
+                        node: NodeRef::Guid(peer),
+                        port: peer_port,
+                    },
+                    width: p.width,
+                    speed: p.speed,
+                    line: 0,
+                });
+            }
+        }
+        Plan {
+            source,
+            nodes,
+            links,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::topology;
+
+    #[test]
+    fn a_fabric_as_found_lists_each_link_once() {
+        let fabric = topology::default_fabric();
+        let plan = Plan::from_fabric(&fabric, PlanSource::Baseline);
+        assert_eq!(plan.nodes.len(), fabric.nodes.len());
+        let cabled: usize = fabric
+            .nodes
+            .iter()
+            .flat_map(|n| &n.ports)
+            .filter(|p| p.remote().is_some())
+            .count();
+        assert_eq!(plan.links.len() * 2, cabled);
+        assert!(plan.links.iter().all(|l| l.a < l.z));
+    }
+}
