@@ -1,5 +1,6 @@
 //! The service loop of `run`: start, tell systemd when the agent is
-//! ready and alive, stop on SIGINT/SIGTERM within the stop budget.
+//! ready and alive, stop on SIGINT/SIGTERM within the stop budget, read
+//! the node-name-map again on SIGHUP.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,8 @@ use super::{AppError, Shutdown, start_with};
 /// Run until SIGINT/SIGTERM.
 pub fn run(mut cfg: Config) -> Result<(), AppError> {
     let shutdown = Shutdown::on_signals()?;
+    // SIGHUP reads the node-name-map again (at the next sweep).
+    cfg.names.reload_on_sighup().map_err(AppError::Signals)?;
     let backend = match open_backend(&cfg, &shutdown) {
         Err(_) if shutdown.is_triggered() => {
             info!("shutting down during start-up");

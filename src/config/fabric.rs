@@ -84,6 +84,12 @@ pub struct FabricConfig {
     /// file, 0 = never) leaves the tables, the metrics and the state file.
     #[serde(deserialize_with = "optional_seconds")]
     pub forget_after: Option<Duration>,
+    /// The node-name-map (rdma-core's format, [`crate::ib::names`]) that
+    /// names nodes in every face; `None` (an empty string in the file) =
+    /// rdma-core's default map when that file exists. A relative path is
+    /// relative to the configuration file's directory.
+    #[serde(deserialize_with = "path")]
+    pub node_name_map: Option<PathBuf>,
 }
 
 impl Default for FabricConfig {
@@ -101,6 +107,7 @@ impl Default for FabricConfig {
             state_file: None,
             portinfo_interval: Some(Duration::from_secs(10)),
             forget_after: Some(crate::fabric::settings::FORGET_AFTER),
+            node_name_map: None,
         }
     }
 }
@@ -167,6 +174,7 @@ impl Config {
             health_every: self.log.health_every,
             mads: self.fabric.backend != FabricBackend::Doca,
             forget_after: self.fabric.forget_after,
+            names: std::sync::Arc::clone(&self.names),
         }
     }
 }

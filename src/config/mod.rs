@@ -103,6 +103,10 @@ pub struct Config {
     /// owner and group (`check-config` warns when it holds secrets).
     #[serde(skip)]
     pub secrets_readable_by_others: bool,
+    /// The node-name-map `fabric.node_name_map` names (or rdma-core's
+    /// default one), read by [`Config::load`].
+    #[serde(skip)]
+    pub names: std::sync::Arc<crate::ib::names::Names>,
 }
 
 word_enum! {
@@ -328,9 +332,13 @@ impl Config {
                 std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
         }
         let dir = path.parent().unwrap_or(Path::new(""));
-        for p in [&mut cfg.fabric.topology, &mut cfg.snmp.engine_file]
-            .into_iter()
-            .flatten()
+        for p in [
+            &mut cfg.fabric.topology,
+            &mut cfg.snmp.engine_file,
+            &mut cfg.fabric.node_name_map,
+        ]
+        .into_iter()
+        .flatten()
         {
             if p.is_relative() {
                 *p = dir.join(&*p);
@@ -350,6 +358,12 @@ impl Config {
             )
             .in_file(&file, Keys::parse(&text).line("fabric", "topology")));
         }
+        cfg.names = crate::ib::names::Names::open(cfg.fabric.node_name_map.as_deref())
+            .map(std::sync::Arc::new)
+            .map_err(|e| {
+                ConfigError::at("fabric", "node_name_map", e.to_string())
+                    .in_file(&file, Keys::parse(&text).line("fabric", "node_name_map"))
+            })?;
         Ok((cfg, text))
     }
 
@@ -869,6 +883,35 @@ mod tests {
 
     /// A missing topology file is reported against the configuration
     /// file's key, not as `nope.net:0`.
+    /// A node-name-map beside the configuration is read with it; its bad
+    /// line is reported with both places (check-config prints this).
+    #[test]
+    fn a_node_name_map_is_read_and_its_bad_line_named() {
+        let (_dir, etc) = config_dir();
+        let conf = etc.join("c.toml");
+        std::fs::write(&conf, "[fabric]\nnode_name_map = \"names\"\n").unwrap();
+        std::fs::write(etc.join("names"), "0x100 \"leaf01\"\n").unwrap();
+        let c = Config::load(&conf).unwrap();
+        assert_eq!(c.fabric.node_name_map, Some(etc.join("names")));
+        assert_eq!(c.names.path(), Some(etc.join("names").as_path()));
+        assert_eq!(c.sweep().names.current().len(), 1);
+        std::fs::write(
+            etc.join("names"),
+            "0x100 \"leaf01\"\n0x101 \"bad\u{1b}[2J\"\n",
+        )
+        .unwrap();
+        let e = Config::check_file(&conf).unwrap_err();
+        assert_eq!(e.key_path().as_deref(), Some("fabric.node_name_map"));
+        assert_eq!(e.line, Some(2));
+        let shown = e.to_string();
+        let map = etc.join("names").display().to_string();
+        assert!(
+            shown.contains(&format!("node-name-map {map}:2: ")),
+            "{shown}"
+        );
+        assert!(shown.contains("control character"), "{shown}");
+    }
+
     #[test]
     fn a_missing_topology_names_the_config_key() {
         let (_dir, etc) = config_dir();

@@ -381,6 +381,7 @@ fn combine(parts: &[Arc<NodeRecord>]) -> NodeRecord {
         samples_result: first.samples_result.clone(),
         samples_result_ext: first.samples_result_ext.clone(),
         source: first.source,
+        mapped_name: first.mapped_name.clone(),
     }
 }
 

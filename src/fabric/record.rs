@@ -428,6 +428,9 @@ pub struct NodeRecord {
     pub samples_result_ext: Option<Arc<PortSamplesResultExtended>>,
     /// What fills the node's rows.
     pub source: DataSource,
+    /// The node-name-map's name for the node, set where a snapshot is
+    /// published ([`NodeRecord::name`]).
+    pub mapped_name: Option<Arc<str>>,
 }
 
 impl NodeRecord {
@@ -436,7 +439,7 @@ impl NodeRecord {
     /// where a snapshot is published). NodeDescription itself stays
     /// readable as `id.description`.
     pub fn name(&self) -> &str {
-        &self.id.description
+        self.mapped_name.as_deref().unwrap_or(&self.id.description)
     }
 
     /// The record of `node`, nothing read yet.
@@ -451,6 +454,7 @@ impl NodeRecord {
             samples_result: None,
             samples_result_ext: None,
             source: DataSource::Pma,
+            mapped_name: None,
         }
     }
 

@@ -1,7 +1,10 @@
 //! The sweep's settings (the configuration's `[fabric]` keys that shape
 //! a sweep), apart from the parts that follow them.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::ib::names::Names;
 
 /// How long a node may stay silent before it is forgotten, unless
 /// configured (`fabric.forget_after`): 7 days.
@@ -32,6 +35,9 @@ pub struct SweepConfig {
     /// A node whose PMA has not answered for this long is forgotten: its
     /// state, record and rows go (None: never).
     pub forget_after: Option<Duration>,
+    /// The node-name-map: the names the published records carry, read
+    /// again (when its file changed) as the sweep publishes.
+    pub names: Arc<Names>,
 }
 
 impl Default for SweepConfig {
@@ -46,6 +52,7 @@ impl Default for SweepConfig {
             health_every: 60,
             mads: true,
             forget_after: Some(FORGET_AFTER),
+            names: Arc::default(),
         }
     }
 }

@@ -526,6 +526,10 @@ impl Sweeper {
         } else {
             tally += self.clear_near_overflow(&mut answered);
         }
+        // A changed node-name-map is read once a sweep, outside the
+        // state's lock; the publication below names the nodes by it.
+        let names = std::sync::Arc::clone(&self.state.lock().config().names);
+        names.refresh();
         let ended = self.clock.now();
         let stats = SweepStats {
             sweep: sweep_no,

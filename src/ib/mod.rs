@@ -5,6 +5,7 @@ pub mod ber;
 pub mod cabling;
 pub mod health;
 pub mod link;
+pub mod names;
 pub mod planes;
 pub mod subnet;
 pub mod topology;

@@ -328,6 +328,7 @@ mod tests {
             samples_result: None,
             samples_result_ext: None,
             source: Default::default(),
+            mapped_name: None,
             ports: (1..=ports)
                 .map(|num| {
                     let mut p = PortRecord::new(crate::ib::Port {

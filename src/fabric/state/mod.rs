@@ -75,6 +75,9 @@ struct NodeState {
     rec: Arc<NodeRecord>,
     /// A field the record takes from this state changed since.
     dirty: bool,
+    /// The generation of the node-name-map the record's name is from (0:
+    /// none yet).
+    names_gen: u64,
     /// When its PMA last answered (or DOCA delivered a sample), or when
     /// the node was added: what [`FabricState::forget_silent`] counts
     /// from.
@@ -130,6 +133,7 @@ impl NodeState {
             doca_fresh: false,
             rec: Arc::new(NodeRecord::new(node).in_subnet(subnet)),
             dirty: true,
+            names_gen: 0,
             answered_at: Stamp::from(now),
         }
     }

@@ -34,12 +34,30 @@ impl FabricState {
         r.source = source;
     }
 
+    /// Give node `ni`'s record the node-name-map's name, when the map in
+    /// use changed since it was named: once per map, not per read.
+    fn name(&mut self, ni: usize) {
+        let names = &self.cfg.names;
+        let generation = names.generation();
+        let s = &mut self.nodes[ni];
+        if s.names_gen == generation {
+            return;
+        }
+        s.names_gen = generation;
+        let map = names.current();
+        let name = map.get(s.rec.id.guid);
+        if s.rec.mapped_name.as_ref() != name {
+            Arc::make_mut(&mut s.rec).mapped_name = name.cloned();
+        }
+    }
+
     /// Node `ni`'s record as the cache should show it (brought up to
     /// date), or `None` when it has no rows: it never answered, or it is
     /// unreachable and unreachable nodes are not kept (an unreachable node
     /// that is kept shows the values it had when last seen).
     fn record(&mut self, ni: usize) -> Option<Arc<NodeRecord>> {
         self.sync(ni);
+        self.name(ni);
         let s = &self.nodes[ni];
         let rows = s.seen && (s.rec.reachable || self.cfg.keep_unreachable);
         rows.then(|| Arc::clone(&s.rec))
