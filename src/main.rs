@@ -346,13 +346,17 @@ fn query(
     // The port is read in the first subnet that has it (a node on several
     // planes has each port in one).
     let mut first_error = None;
+    let names = cfg.names.current();
     for subnet in backend.subnets {
-        match ibpm_agentx::query::find_port(&subnet.fabric, node, port) {
+        match ibpm_agentx::query::find_port_named(&subnet.fabric, &names, node, port) {
             Ok((n, port)) => {
                 let label = subnet.view.label();
                 let mut r =
                     ibpm_agentx::query::read(subnet.sweep, cfg.engine(), &subnet.fabric, n, port)?;
                 r.subnet = Some(label);
+                if let Some(name) = names.get(r.guid) {
+                    r.name = name.to_string();
+                }
                 return Ok(r);
             }
             Err(e) => {

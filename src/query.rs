@@ -8,6 +8,7 @@ use std::fmt::{self, Write as _};
 
 use crate::fabric::engine::{Engine, EngineConfig, MadOutcome};
 use crate::fabric::mads::get;
+use crate::ib::names::NameMap;
 use crate::ib::{Fabric, Guid, Node};
 use crate::pm::mad::attr;
 use crate::pm::port_counters::PortCountersField as F;
@@ -133,6 +134,17 @@ pub fn find_port<'a>(
     what: &str,
     port: Option<u8>,
 ) -> Result<(&'a Node, u8), QueryError> {
+    find_port_named(fabric, &NameMap::default(), what, port)
+}
+
+/// [`find_port`], where a node is also named by its name in `names` (the
+/// node-name-map).
+pub fn find_port_named<'a>(
+    fabric: &'a Fabric,
+    names: &NameMap,
+    what: &str,
+    port: Option<u8>,
+) -> Result<(&'a Node, u8), QueryError> {
     let by_guid = what
         .parse::<Guid>()
         .ok()
@@ -161,7 +173,7 @@ pub fn find_port<'a>(
             return named_port(n, p.num, port, Named::Lid(lid));
         }
     }
-    find_node(fabric, what).map(|n| (n, port.unwrap_or(1)))
+    find_node(fabric, names, what).map(|n| (n, port.unwrap_or(1)))
 }
 
 /// Port `num` of `n`, named by `what`, where `port` was asked for: a
@@ -186,13 +198,18 @@ fn named_port(
     }
 }
 
-/// The node a NodeDescription names.
-fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, QueryError> {
-    let named: Vec<&Node> = fabric
-        .nodes
-        .iter()
-        .filter(|n| &*n.id.description == what)
-        .collect();
+/// The node a name names: its node-name-map name, else its
+/// NodeDescription.
+fn find_node<'a>(fabric: &'a Fabric, names: &NameMap, what: &str) -> Result<&'a Node, QueryError> {
+    let mapped = |n: &&Node| names.get(n.id.guid).is_some_and(|m| &**m == what);
+    let mut named: Vec<&Node> = fabric.nodes.iter().filter(mapped).collect();
+    if named.is_empty() {
+        named = fabric
+            .nodes
+            .iter()
+            .filter(|n| &*n.id.description == what)
+            .collect();
+    }
     match named.as_slice() {
         [n] => Ok(n),
         [] => Err(QueryError::NotFound(what.to_string())),
@@ -207,6 +224,9 @@ fn find_node<'a>(fabric: &'a Fabric, what: &str) -> Result<&'a Node, QueryError>
 #[derive(Clone, Debug)]
 pub struct Reading {
     pub guid: Guid,
+    /// The name the node goes by (its node-name-map name, else its
+    /// NodeDescription).
+    pub name: String,
     pub description: String,
     pub port: u8,
     pub lid: u16,
@@ -322,6 +342,7 @@ pub fn read(
     };
     Ok(Reading {
         guid: node.id.guid,
+        name: node.id.description.to_string(),
         description: node.id.description.to_string(),
         port,
         lid,
@@ -400,10 +421,17 @@ pub fn text(r: &Reading) -> String {
     let mut out = format!(
         "# Port counters: node {} \"{}\" port {} LID {}\n",
         r.guid,
-        crate::ib::Escaped(&r.description),
+        crate::ib::Escaped(&r.name),
         r.port,
         r.lid
     );
+    if r.name != r.description {
+        let _ = writeln!(
+            out,
+            "# NodeDescription: \"{}\"",
+            crate::ib::Escaped(&r.description)
+        );
+    }
     if let Some(s) = &r.subnet {
         let _ = writeln!(out, "# Subnet: {}", crate::ib::Escaped(s));
     }
@@ -423,8 +451,9 @@ pub fn text(r: &Reading) -> String {
 /// identifiers.
 pub fn json(r: &Reading) -> String {
     let mut out = format!(
-        "{{\"guid\":{},\"description\":{},\"port\":{},\"lid\":{}",
+        "{{\"guid\":{},\"name\":{},\"description\":{},\"port\":{},\"lid\":{}",
         json_string(&r.guid.to_string()),
+        json_string(&r.name),
         json_string(&r.description),
         r.port,
         r.lid

@@ -75,18 +75,16 @@ impl Snapshot {
         self.reachable = self.nodes.iter().filter(|n| n.reachable).count();
     }
 
-    /// Finds the NodeDescriptions two or more nodes share (a sort of every
-    /// node's: done when a snapshot is stored, and by a patch only when it
-    /// changes a description).
     /// [`Self::find_shared_descriptions`], or `prev`'s when the nodes are
-    /// the same and so are their descriptions (most publications: a
-    /// comparison of pointers instead of a sort).
+    /// the same and so are their names (most publications: a comparison
+    /// of pointers instead of a sort).
     fn shared_descriptions_after(&mut self, prev: &Snapshot) {
         let same = self.nodes.len() == prev.nodes.len()
-            && self.nodes.iter().zip(&prev.nodes).all(|(a, b)| {
-                Arc::ptr_eq(&a.id.description, &b.id.description)
-                    || a.id.description == b.id.description
-            });
+            && self
+                .nodes
+                .iter()
+                .zip(&prev.nodes)
+                .all(|(a, b)| Arc::ptr_eq(a.name_arc(), b.name_arc()) || a.name() == b.name());
         if same {
             self.shared_descriptions = Arc::clone(&prev.shared_descriptions);
         } else {
@@ -94,8 +92,11 @@ impl Snapshot {
         }
     }
 
+    /// Finds the names ([`NodeRecord::name`]) two or more nodes share (a
+    /// sort of every node's: done when a snapshot is stored, and by a
+    /// patch only when it changes a name).
     fn find_shared_descriptions(&mut self) {
-        let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| &n.id.description).collect();
+        let mut all: Vec<&Arc<str>> = self.nodes.iter().map(|n| n.name_arc()).collect();
         all.sort_unstable();
         let mut shared: Vec<Arc<str>> = all
             .windows(2)
@@ -114,10 +115,10 @@ impl Snapshot {
         wall_now.checked_sub(age)
     }
 
-    /// Whether another node has the same NodeDescription.
-    pub fn description_is_shared(&self, description: &str) -> bool {
+    /// Whether another node goes by the same name ([`NodeRecord::name`]).
+    pub fn name_is_shared(&self, name: &str) -> bool {
         self.shared_descriptions
-            .binary_search_by(|d| (**d).cmp(description))
+            .binary_search_by(|d| (**d).cmp(name))
             .is_ok()
     }
 
@@ -276,7 +277,7 @@ impl Cache {
                 &record,
             ) {
                 (Ok(i), Some(r)) => {
-                    let renamed = next.nodes[i].id.description != r.id.description;
+                    let renamed = next.nodes[i].name() != r.name();
                     next.nodes[i] = Arc::clone(r);
                     renamed
                 }

@@ -439,7 +439,12 @@ impl NodeRecord {
     /// where a snapshot is published). NodeDescription itself stays
     /// readable as `id.description`.
     pub fn name(&self) -> &str {
-        self.mapped_name.as_deref().unwrap_or(&self.id.description)
+        self.name_arc()
+    }
+
+    /// [`NodeRecord::name`], shared.
+    pub fn name_arc(&self) -> &Arc<str> {
+        self.mapped_name.as_ref().unwrap_or(&self.id.description)
     }
 
     /// The record of `node`, nothing read yet.

@@ -331,7 +331,7 @@ pub fn info_labels(info: Info) -> Labels {
 /// The node info series (name, help): its labels are [`NODE_LABELS`].
 pub const NODE_INFO: (&str, &str) = (
     "infiniband_node",
-    "A node of the fabric: its description, type, vendor and device IDs and LID.",
+    "A node of the fabric: its name (node-name-map, else description), description, type, vendor and device IDs and LID.",
 );
 /// The port info series (name, help): its labels are [`PORT_LABELS`].
 pub const PORT_INFO: (&str, &str) = (
@@ -397,7 +397,7 @@ mod tests {
     fn info_labels_are_numbered_once_each() {
         use crate::mib::index::IndexScheme;
         for (info, n, index) in [
-            (Info::Node, 6, IndexScheme::NodeGuid),
+            (Info::Node, 7, IndexScheme::NodeGuid),
             (Info::Port, 8, IndexScheme::NodeGuidPort),
             (Info::Subnet, 9, IndexScheme::Subnet),
             (Info::Build, 1, IndexScheme::Scalar),

@@ -340,7 +340,7 @@ fn end(snap: &Snapshot, guid: Guid, port: u8) -> End {
 }
 
 fn node_name(n: &NodeRecord) -> String {
-    let d = n.id.description.trim();
+    let d = n.name().trim();
     if d.is_empty() {
         n.id.guid.to_string()
     } else {

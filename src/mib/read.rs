@@ -232,7 +232,12 @@ fn text_value(s: &str) -> Value {
 /// NodeDescription is at most 64 octets on the wire; a longer text from a
 /// topology file is cut at a character boundary.
 fn clip(s: &str) -> &str {
-    let mut end = s.len().min(64);
+    clip_to(s, 64)
+}
+
+/// `s` cut at a character boundary to at most `max` bytes.
+fn clip_to(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
@@ -304,6 +309,11 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
             snap.health
                 .node(node.id.guid)
                 .is_some_and(|n| n.unresponsive.is_some()),
+        ),
+        NodeCol::Name => Value::OctetString(
+            clip_to(node.name(), crate::ib::names::NAME_MAX)
+                .as_bytes()
+                .to_vec(),
         ),
         NodeCol::WideCounters => Value::Integer(
             node.class_port_info
@@ -421,14 +431,15 @@ fn link_value(c: LinkCol, port: &PortRecord) -> Option<Value> {
     })
 }
 
-/// pmPortName: `DESCRIPTION/PORT`, with the node GUID after a description
-/// another node shares (`MT4123 ConnectX6 Mellanox Technologies
-/// 0x0002c90300a1b2c3/1`) and in place of an empty one.
+/// pmPortName: `NAME/PORT` (the node's name: the node-name-map's, else
+/// its NodeDescription), with the node GUID after a name another node
+/// shares (`MT4123 ConnectX6 Mellanox Technologies 0x0002c90300a1b2c3/1`)
+/// and in place of an empty one.
 pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
-    let d = clip(node.id.description.trim());
+    let d = clip(node.name().trim());
     if d.is_empty() {
         format!("{}/{port}", node.id.guid)
-    } else if snap.description_is_shared(&node.id.description) {
+    } else if snap.name_is_shared(node.name()) {
         format!("{d} {}/{port}", node.id.guid)
     } else {
         format!("{d}/{port}")

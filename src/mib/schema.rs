@@ -203,6 +203,9 @@ pub enum NodeCol {
     Unresponsive,
     /// The labels of the subnets its ports are swept in.
     Subnets,
+    /// The name the node goes by: the node-name-map's, else its
+    /// NodeDescription.
+    Name,
 }
 
 /// Columns of pmPortHealthTable.

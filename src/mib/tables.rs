@@ -158,6 +158,8 @@ const DECLARED: &[Table] = &[
             col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
             col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets))
                 .prom(&[label(NodeInfo, 6, "subnet", Shown::TextOrOmit)]),
+            col(17, "pmNodeName", NAME, RO, S::Node(N::Name))
+                .prom(&[label(NodeInfo, 7, "node_name", Shown::Text)]),
         ],
         part: Part::Node,
         ..TABLE
@@ -429,6 +431,11 @@ const DECLARED: &[Table] = &[
 /// DisplayString at its largest.
 const LIST: Syntax = Syntax::DisplayString {
     max: super::schema::LIST_MAX,
+};
+
+/// pmNodeName: a node-name-map's name at its longest.
+const NAME: Syntax = Syntax::DisplayString {
+    max: crate::ib::names::NAME_MAX,
 };
 
 /// pmSubnetSmState's none(4): no SM answered SMInfo (0..=3 are SMInfo's

@@ -438,7 +438,7 @@ impl Evaluator {
                 fresh.push(NodeMem {
                     guid: node.id.guid,
                     reachable: node.reachable,
-                    description: node.id.description.clone(),
+                    description: node.name_arc().clone(),
                     ports: ports_mem(&mut self.limits, &self.cfg, node),
                     samples: Box::default(),
                 });
@@ -446,17 +446,11 @@ impl Evaluator {
             };
             let mem = &mut self.nodes[i];
             match (mem.reachable, node.reachable) {
-                (true, false) => events.push(Event::node(
-                    Kind::NodeLost,
-                    node.id.guid,
-                    &node.id.description,
-                )),
+                (true, false) => {
+                    events.push(Event::node(Kind::NodeLost, node.id.guid, node.name()))
+                }
                 (false, true) => {
-                    events.push(Event::node(
-                        Kind::NodeFound,
-                        node.id.guid,
-                        &node.id.description,
-                    ));
+                    events.push(Event::node(Kind::NodeFound, node.id.guid, node.name()));
                     // Its ports are taken as they are now.
                     mem.ports = ports_mem(&mut self.limits, &self.cfg, node);
                     mem.samples = Box::default();
@@ -464,8 +458,8 @@ impl Evaluator {
                 _ => {}
             }
             mem.reachable = node.reachable;
-            if *mem.description != *node.id.description {
-                mem.description = node.id.description.clone();
+            if *mem.description != *node.name() {
+                mem.description = node.name_arc().clone();
             }
             if node.reachable {
                 let mut ctx = PortCtx {
@@ -547,7 +541,7 @@ fn health_events(old: &Verdicts, new: &Verdicts, snap: &Snapshot) -> Vec<Event> 
     let mut event = |kind: Kind, e: &PortVerdict, c: Condition| {
         let description = snap
             .node(e.guid)
-            .map_or(String::new(), |n| n.id.description.to_string());
+            .map_or(String::new(), |n| n.name().to_string());
         let mut ev = Event::node(kind, e.guid, &description);
         ev.port = e.port;
         ev.peer = peer_of(snap, e.peer);
@@ -582,7 +576,7 @@ fn peer_of(snap: &Snapshot, peer: Option<(Guid, u8)>) -> Option<Peer> {
         port,
         description: snap
             .node(guid)
-            .map_or(String::new(), |n| n.id.description.to_string()),
+            .map_or(String::new(), |n| n.name().to_string()),
     })
 }
 
@@ -598,7 +592,7 @@ struct PortCtx<'a> {
 
 impl PortCtx<'_> {
     fn event(&self, kind: Kind, p: &PortRecord, peer: Option<Peer>) -> Event {
-        let mut e = Event::node(kind, self.node.id.guid, &self.node.id.description);
+        let mut e = Event::node(kind, self.node.id.guid, self.node.name());
         e.port = p.num();
         e.peer = peer;
         e

@@ -45,7 +45,7 @@ impl FabricState {
             if quiet >= after {
                 gone.push(Forgotten {
                     guid: s.rec.id.guid,
-                    description: Arc::clone(&s.rec.id.description),
+                    description: Arc::clone(s.rec.name_arc()),
                     silent: quiet,
                 });
             }

@@ -190,4 +190,54 @@ mod tests {
             assert_eq!(snap.reachable, 1);
         }
     }
+
+    /// The node-name-map's names are on the published records, once per
+    /// map: a map read again renames at the next publication, and a node
+    /// it leaves out goes back to its NodeDescription.
+    #[test]
+    fn records_are_named_by_the_node_name_map() {
+        use crate::ib::names::Names;
+        use crate::mib::read::port_name;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("map");
+        let fabric = two_switches();
+        let (a, b) = (fabric.nodes[0].id.guid, fabric.nodes[1].id.guid);
+        std::fs::write(&file, format!("{a} \"leaf07\"\n")).unwrap();
+        let names = std::sync::Arc::new(Names::open(Some(&file)).unwrap());
+        let cfg = SweepConfig {
+            names: std::sync::Arc::clone(&names),
+            ..Default::default()
+        };
+        let state = SharedState::new(fabric.clone(), cfg, std::time::Instant::now());
+        let cache = Cache::new();
+        let mut st = state.lock();
+        st.end_sweep(&[true, true], std::time::Instant::now());
+        st.publish(&cache, std::time::Instant::now());
+        let snap = cache.load();
+        let (na, nb) = (snap.node(a).unwrap(), snap.node(b).unwrap());
+        assert_eq!(na.name(), "leaf07");
+        assert_eq!(&*na.id.description, &*fabric.nodes[0].id.description);
+        assert_eq!(nb.name(), &*fabric.nodes[1].id.description);
+        assert_eq!(port_name(na, 1, &snap), "leaf07/1");
+        // Both named alike: the GUID tells them apart.
+        std::fs::write(&file, format!("{a} \"leaf07\"\n{b} \"leaf07\"\n")).unwrap();
+        assert!(names.refresh());
+        st.publish(&cache, std::time::Instant::now());
+        let snap = cache.load();
+        assert_eq!(snap.node(b).unwrap().name(), "leaf07");
+        assert_eq!(
+            port_name(snap.node(a).unwrap(), 2, &snap),
+            format!("leaf07 {a}/2")
+        );
+        // Out of the map: its NodeDescription again.
+        std::fs::write(&file, format!("{b} \"spine01-renamed\"\n")).unwrap();
+        assert!(names.refresh());
+        st.publish(&cache, std::time::Instant::now());
+        let snap = cache.load();
+        assert_eq!(
+            snap.node(a).unwrap().name(),
+            &*fabric.nodes[0].id.description
+        );
+        assert_eq!(snap.node(b).unwrap().name(), "spine01-renamed");
+    }
 }

@@ -306,9 +306,10 @@ fn golden_exposition() -> String {
 /// (`infiniband_agent_snmp_refused_total{reason}`, from the edges' one
 /// refusal table) in place of the unlabelled `agent_snmp_refused` and
 /// `agent_snmp_rate_limited`; the sweeper's subnet (`subnet="fe80::/64"`)
-/// on the node and port info series, and the subnet collector's series.
-/// No other line differs.
-const GOLDEN_SHA256: &str = "92b54b29244ab11d6a24f3dce71591dcc1063f22414b23fbdea1a48e1baaba43";
+/// on the node and port info series, and the subnet collector's series;
+/// the node's name (`node_name`, its NodeDescription without a
+/// node-name-map) on the node info series. No other line differs.
+const GOLDEN_SHA256: &str = "f8decbc8e64b2af3d5982312b92ed1c968914c07e4a56bfe8047e3c00c8ae34c";
 
 /// Declaring a family on its MIB column, and reading the info series
 /// through the MIB's read path, changes no byte of the exposition.
@@ -399,7 +400,7 @@ fn subnets_have_an_info_series_their_figures_and_label_ports_and_nodes() {
         })
         .unwrap();
     assert!(
-        node_info.ends_with(",subnet=\"plane-a,fe80:0:0:2::/64\"} 1"),
+        node_info.ends_with(",subnet=\"plane-a,fe80:0:0:2::/64\",node_name=\"node01 HCA-1\"} 1"),
         "{node_info}"
     );
     let sample = |name: &str, subnet: &str| {
