@@ -219,6 +219,87 @@ impl PlanVerdict {
     }
 }
 
+/// `leaf07` (a name), else the GUID.
+fn label(name: Option<&str>, guid: Option<Guid>) -> String {
+    match (name, guid) {
+        (Some(n), _) if !n.is_empty() => n.to_string(),
+        (_, Some(g)) => g.to_string(),
+        _ => "?".to_string(),
+    }
+}
+
+/// `4x QDR`, `4x`, `QDR`: a rate as far as it is known.
+pub fn rate_text(rate: (Option<LinkWidth>, Option<LinkSpeed>)) -> String {
+    match rate {
+        (Some(w), Some(s)) => format!("{} {}", w.name(), s.name()),
+        (Some(w), None) => w.name().to_string(),
+        (None, Some(s)) => s.name().to_string(),
+        (None, None) => "an unknown rate".to_string(),
+    }
+}
+
+impl PlanVerdict {
+    /// The node, by its name (else its GUID).
+    pub fn node_label(&self) -> String {
+        label(
+            self.name.as_deref(),
+            (self.guid != Guid(0)).then_some(self.guid),
+        )
+    }
+
+    /// The planned peer as `name/port`.
+    pub fn planned_label(&self) -> Option<String> {
+        let e = self.planned.as_ref()?;
+        let guid = match &e.node {
+            NodeRef::Guid(g) => Some(*g),
+            NodeRef::Name(_) => None,
+        };
+        let name = self.planned_name.as_deref().or(match &e.node {
+            NodeRef::Name(n) => Some(&**n),
+            NodeRef::Guid(_) => None,
+        });
+        Some(format!("{}/{}", label(name, guid), e.port))
+    }
+
+    /// The found peer as `name/port`.
+    pub fn found_label(&self) -> Option<String> {
+        let (g, p) = self.found?;
+        Some(format!(
+            "{}/{p}",
+            label(self.found_name.as_deref(), Some(g))
+        ))
+    }
+
+    /// What is not as planned, in the words a technician at the rack
+    /// reads: "leaf07/13 should go to node0413/1; it goes to node0414/1".
+    /// Plain text: each face escapes it.
+    pub fn sentence(&self) -> String {
+        let here = format!("{}/{}", self.node_label(), self.port);
+        let planned = self.planned_label().unwrap_or_else(|| "?".into());
+        let found = self.found_label().unwrap_or_else(|| "?".into());
+        match self.kind {
+            Mismatch::Missing => format!("{here} should go to {planned}; it is not up"),
+            Mismatch::Miswired => format!("{here} should go to {planned}; it goes to {found}"),
+            Mismatch::WrongRate => format!(
+                "{here} to {found} should run at {}; it runs at {}",
+                rate_text(self.planned_rate),
+                rate_text(self.found_rate)
+            ),
+            Mismatch::UnplannedLink => {
+                format!("{here} goes to {found}; the plan has no cable there")
+            }
+            Mismatch::AbsentNode => format!(
+                "{} is in the plan; the fabric does not show it",
+                self.node_label()
+            ),
+            Mismatch::UnplannedNode => format!(
+                "{} is in the fabric; the plan does not have it",
+                self.node_label()
+            ),
+        }
+    }
+}
+
 impl PlanVerdicts {
     /// The verdicts standing or recovering of one kind.
     pub fn count(&self, kind: Mismatch) -> usize {
