@@ -32,6 +32,7 @@ use crate::transport::OpenError;
 mod backend;
 mod engine;
 mod open;
+mod plan;
 mod service_loop;
 pub mod subnets;
 mod umad;
@@ -96,6 +97,8 @@ pub enum AppError {
     LocalAddr(std::io::Error),
     /// `metrics.web_config` cannot be used.
     WebConfig(crate::config::ConfigError),
+    /// The plan file (`[topology] plan`) cannot be used.
+    Plan(crate::cabling::PlanError),
 }
 
 impl AppError {
@@ -113,6 +116,7 @@ impl AppError {
                 | AppError::User(_)
                 | AppError::NotifyUser(_)
                 | AppError::WebConfig(_)
+                | AppError::Plan(_)
         )
     }
 
@@ -125,6 +129,7 @@ impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AppError::Topology(e) => e.fmt(f),
+            AppError::Plan(e) => e.fmt(f),
             AppError::EngineFile(e @ EngineFileError::NoFile) => write!(f, "snmp.engine_id {e}"),
             AppError::EngineFile(e @ EngineFileError::Generate(_)) => e.fmt(f),
             AppError::EngineFile(e) => write!(f, "snmp.engine_file: {e}"),
@@ -357,6 +362,8 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         });
         crate::health::watch::Watch::new(cfg.health(), path)
     });
+    // The comparison with the plan: its baseline beside the totals too.
+    let mut plan = plan::watch(cfg, totals_file.as_deref())?;
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
     let mut running = Running {
@@ -474,13 +481,15 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         notifier = sink.map(|sink| Notifier::new(cfg.notify(), sink));
     }
     // After each publication (with several subnets, each round): the
-    // health verdicts, then the notifications (which include the
-    // verdicts' changes).
-    if health.is_some() || notifier.is_some() {
+    // health verdicts, the comparison with the plan, then the
+    // notifications (which include the verdicts' changes).
+    {
         let evaluate: crate::fabric::sweep::AfterPublish = Box::new(move |c| {
             if let Some(h) = &mut health {
                 h.after_sweep(c);
             }
+            // The raised and cleared verdicts: an event log's to take.
+            let _changes = plan.after_sweep(c);
             if let Some(n) = &mut notifier {
                 n.after_sweep(c);
             }

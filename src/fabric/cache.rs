@@ -8,6 +8,7 @@ use arc_swap::ArcSwap;
 
 use super::record::NodeRecord;
 use crate::ib::Guid;
+use crate::ib::cabling::PlanVerdicts;
 use crate::ib::health::{Ack, Verdicts};
 
 /// One consistent view of the fabric: nodes ordered by GUID.
@@ -39,6 +40,9 @@ pub struct Snapshot {
     /// ([`Cache::set_health`]); a new snapshot carries the last ones over
     /// until the evaluator has looked at it.
     pub health: Arc<Verdicts>,
+    /// The comparison with the plan ([`Cache::set_plan`]); carried over
+    /// like [`Snapshot::health`].
+    pub plan: Arc<PlanVerdicts>,
     /// The nodes forgotten since the snapshot before it
     /// (`fabric.forget_after`): the notification evaluator lets them go.
     pub forgotten: Arc<[crate::ib::Guid]>,
@@ -199,6 +203,7 @@ impl Cache {
         let cur = self.current.load();
         snap.shared_descriptions_after(&cur);
         snap.health = Arc::clone(&cur.health);
+        snap.plan = Arc::clone(&cur.plan);
         snap.notify = cur.notify;
         self.current.store(Arc::new(snap));
     }
@@ -220,6 +225,16 @@ impl Cache {
         self.current.rcu(|cur| {
             let mut next = Snapshot::clone(cur);
             next.health = Arc::clone(&verdicts);
+            next
+        });
+    }
+
+    /// Store the plan comparison's verdicts in the current snapshot.
+    pub fn set_plan(&self, verdicts: Arc<PlanVerdicts>) {
+        let _w = lock(&self.writer);
+        self.current.rcu(|cur| {
+            let mut next = Snapshot::clone(cur);
+            next.plan = Arc::clone(&verdicts);
             next
         });
     }
@@ -269,6 +284,7 @@ impl Cache {
                 notify: cur.notify,
                 shared_descriptions: Arc::clone(&cur.shared_descriptions),
                 health: Arc::clone(&cur.health),
+                plan: Arc::clone(&cur.plan),
                 forgotten: Arc::clone(&cur.forgotten),
                 subnets: Arc::clone(&cur.subnets),
             };

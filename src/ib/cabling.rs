@@ -63,6 +63,17 @@ pub enum PlanSource {
     Baseline,
 }
 
+impl PlanSource {
+    /// The JSON's and the metrics' name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanSource::Ibnetdiscover => "ibnetdiscover",
+            PlanSource::Cabling => "cabling",
+            PlanSource::Baseline => "baseline",
+        }
+    }
+}
+
 /// A cabling plan: every node and every link, each link once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -88,6 +99,82 @@ pub enum Mismatch {
     UnplannedNode,
 }
 
+/// What the faces say of each [`Mismatch`]: declared once, walked by the
+/// MIB's enumeration, the metrics' `kind` label, the JSON and the page.
+pub struct MismatchDef {
+    pub kind: Mismatch,
+    /// The `kind` label and the JSON's name.
+    pub name: &'static str,
+    /// For people (the page, the CLI).
+    pub title: &'static str,
+    /// pmPlanDiffKind's value.
+    pub mib: u32,
+}
+
+/// Every [`Mismatch`], in MIB order.
+pub const MISMATCHES: [MismatchDef; 6] = [
+    MismatchDef {
+        kind: Mismatch::Missing,
+        name: "missing",
+        title: "missing",
+        mib: 1,
+    },
+    MismatchDef {
+        kind: Mismatch::Miswired,
+        name: "miswired",
+        title: "miswired",
+        mib: 2,
+    },
+    MismatchDef {
+        kind: Mismatch::WrongRate,
+        name: "wrong_rate",
+        title: "wrong rate",
+        mib: 3,
+    },
+    MismatchDef {
+        kind: Mismatch::UnplannedLink,
+        name: "unplanned_link",
+        title: "unplanned link",
+        mib: 4,
+    },
+    MismatchDef {
+        kind: Mismatch::AbsentNode,
+        name: "absent_node",
+        title: "absent node",
+        mib: 5,
+    },
+    MismatchDef {
+        kind: Mismatch::UnplannedNode,
+        name: "unplanned_node",
+        title: "unplanned node",
+        mib: 6,
+    },
+];
+
+impl Mismatch {
+    pub const ALL: [Mismatch; 6] = [
+        Mismatch::Missing,
+        Mismatch::Miswired,
+        Mismatch::WrongRate,
+        Mismatch::UnplannedLink,
+        Mismatch::AbsentNode,
+        Mismatch::UnplannedNode,
+    ];
+
+    pub fn def(self) -> &'static MismatchDef {
+        &MISMATCHES[self as usize]
+    }
+
+    /// A verdict of a node (port 0), not of a link.
+    pub fn of_node(self) -> bool {
+        matches!(self, Mismatch::AbsentNode | Mismatch::UnplannedNode)
+    }
+
+    pub fn from_mib(v: u32) -> Option<Mismatch> {
+        MISMATCHES.iter().find(|d| d.mib == v).map(|d| d.kind)
+    }
+}
+
 /// One mismatch standing (or recovering), with the health evaluator's
 /// rules: since when, last seen, how often raised; cleared only after the
 /// recovery window without it. Times are wall-clock milliseconds since
@@ -108,9 +195,132 @@ pub struct PlanVerdict {
     pub raised: u32,
     /// False once the condition is gone, until the recovery window passes.
     pub standing: bool,
+    /// Tells apart the verdicts of nodes the fabric never showed that a
+    /// plan names only by name (GUID 0): the plan's line; 0 otherwise.
+    pub seq: u32,
+    /// The node's name as the faces show it ([`crate::fabric`]'s
+    /// `NodeRecord::name`, or the plan's name for an absent node).
+    pub name: Option<Arc<str>>,
+    /// The planned peer's name (the found node's when the peer is found,
+    /// else the plan's).
+    pub planned_name: Option<Arc<str>>,
+    /// The found peer's name.
+    pub found_name: Option<Arc<str>>,
+    /// The width and speed planned (wrong rate), when the plan says.
+    pub planned_rate: (Option<LinkWidth>, Option<LinkSpeed>),
+    /// The width and speed found, when the port is up.
+    pub found_rate: (Option<LinkWidth>, Option<LinkSpeed>),
 }
 
-/// Every mismatch of one comparison, sorted by (GUID, port, kind).
+impl PlanVerdict {
+    /// The key the verdicts are sorted and indexed by (the MIB's index).
+    pub fn key(&self) -> (Guid, u8, Mismatch, u32) {
+        (self.guid, self.port, self.kind, self.seq)
+    }
+}
+
+/// `leaf07` (a name), else the GUID.
+fn label(name: Option<&str>, guid: Option<Guid>) -> String {
+    match (name, guid) {
+        (Some(n), _) if !n.is_empty() => n.to_string(),
+        (_, Some(g)) => g.to_string(),
+        _ => "?".to_string(),
+    }
+}
+
+/// `4x QDR`, `4x`, `QDR`: a rate as far as it is known.
+pub fn rate_text(rate: (Option<LinkWidth>, Option<LinkSpeed>)) -> String {
+    match rate {
+        (Some(w), Some(s)) => format!("{} {}", w.name(), s.name()),
+        (Some(w), None) => w.name().to_string(),
+        (None, Some(s)) => s.name().to_string(),
+        (None, None) => "an unknown rate".to_string(),
+    }
+}
+
+impl PlanVerdict {
+    /// The node, by its name (else its GUID).
+    pub fn node_label(&self) -> String {
+        label(
+            self.name.as_deref(),
+            (self.guid != Guid(0)).then_some(self.guid),
+        )
+    }
+
+    /// The planned peer as `name/port`.
+    pub fn planned_label(&self) -> Option<String> {
+        let e = self.planned.as_ref()?;
+        let guid = match &e.node {
+            NodeRef::Guid(g) => Some(*g),
+            NodeRef::Name(_) => None,
+        };
+        let name = self.planned_name.as_deref().or(match &e.node {
+            NodeRef::Name(n) => Some(&**n),
+            NodeRef::Guid(_) => None,
+        });
+        Some(format!("{}/{}", label(name, guid), e.port))
+    }
+
+    /// The found peer as `name/port`.
+    pub fn found_label(&self) -> Option<String> {
+        let (g, p) = self.found?;
+        Some(format!(
+            "{}/{p}",
+            label(self.found_name.as_deref(), Some(g))
+        ))
+    }
+
+    /// What is not as planned, in the words a technician at the rack
+    /// reads: "leaf07/13 should go to node0413/1; it goes to node0414/1".
+    /// Plain text: each face escapes it.
+    pub fn sentence(&self) -> String {
+        let here = format!("{}/{}", self.node_label(), self.port);
+        let planned = self.planned_label().unwrap_or_else(|| "?".into());
+        let found = self.found_label().unwrap_or_else(|| "?".into());
+        match self.kind {
+            Mismatch::Missing => format!("{here} should go to {planned}; it is not up"),
+            Mismatch::Miswired => format!("{here} should go to {planned}; it goes to {found}"),
+            Mismatch::WrongRate => format!(
+                "{here} to {found} should run at {}; it runs at {}",
+                rate_text(self.planned_rate),
+                rate_text(self.found_rate)
+            ),
+            Mismatch::UnplannedLink => {
+                format!("{here} goes to {found}; the plan has no cable there")
+            }
+            Mismatch::AbsentNode => format!(
+                "{} is in the plan; the fabric does not show it",
+                self.node_label()
+            ),
+            Mismatch::UnplannedNode => format!(
+                "{} is in the fabric; the plan does not have it",
+                self.node_label()
+            ),
+        }
+    }
+}
+
+impl PlanVerdicts {
+    /// The verdicts standing or recovering of one kind.
+    pub fn count(&self, kind: Mismatch) -> usize {
+        self.verdicts.iter().filter(|v| v.kind == kind).count()
+    }
+
+    /// The verdict of a key.
+    pub fn get(&self, key: (Guid, u8, Mismatch, u32)) -> Option<&PlanVerdict> {
+        self.verdicts
+            .binary_search_by(|v| v.key().cmp(&key))
+            .ok()
+            .map(|i| &self.verdicts[i])
+    }
+
+    /// Whether the fabric is as planned: no verdict at all.
+    pub fn as_planned(&self) -> bool {
+        self.verdicts.is_empty()
+    }
+}
+
+/// Every mismatch of one comparison, sorted by [`PlanVerdict::key`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PlanVerdicts {
     /// The sweep compared (0: none yet).
@@ -118,6 +328,11 @@ pub struct PlanVerdicts {
     /// Where the plan came from (None: no plan and no baseline yet).
     pub source: Option<PlanSource>,
     pub verdicts: Arc<[PlanVerdict]>,
+    /// When the comparison was made (wall-clock ms; 0: none yet).
+    pub at: u64,
+    /// The plan's nodes and links (each link once).
+    pub planned_nodes: u32,
+    pub planned_links: u32,
 }
 
 impl Plan {

@@ -150,9 +150,32 @@ pub const HEALTH_EVALUATED: HealthFamily = HealthFamily {
     help: "When the health evaluator last looked at a sweep (Unix time).",
 };
 
+/// Mismatches with the plan, per kind: served once the fabric was
+/// compared, every kind.
+pub const PLAN_MISMATCHES: HealthFamily = HealthFamily {
+    name: "infiniband_plan_mismatches",
+    kind: Kind::Gauge,
+    labels: "`kind`",
+    help: "Ports (and, for absent_node and unplanned_node, nodes) not as planned, per kind: missing, miswired, wrong_rate, unplanned_link, absent_node, unplanned_node; verdicts standing or within their recovery window.",
+};
+/// One 0/1 series per port (port 0: the node) and kind not as planned.
+pub const PLAN_PORT_MISMATCH: HealthFamily = HealthFamily {
+    name: "infiniband_port_not_as_planned",
+    kind: Kind::Gauge,
+    labels: "`kind`",
+    help: "1 while the port (port 0: the node) is not as planned in the kind's way, 0 once it is again until its recovery window passes; only ports with such a verdict.",
+};
+/// When the fabric was last compared with its plan.
+pub const PLAN_COMPARED: HealthFamily = HealthFamily {
+    name: "infiniband_plan_last_comparison_timestamp_seconds",
+    kind: Kind::Gauge,
+    labels: "`source`",
+    help: "When the fabric was last compared with its plan (Unix time); source: ibnetdiscover, cabling or baseline (the fabric as first found).",
+};
+
 /// Every family of the `health` collector, in the order a scrape writes
 /// them.
-pub const HEALTH_FAMILIES: [HealthFamily; 7] = [
+pub const HEALTH_FAMILIES: [HealthFamily; 10] = [
     HEALTH_UNHEALTHY_PORTS,
     HEALTH_EVALUATED,
     HEALTH_NODE_UNRESPONSIVE,
@@ -160,6 +183,9 @@ pub const HEALTH_FAMILIES: [HealthFamily; 7] = [
     HEALTH_RAISED,
     HEALTH_FLAPS,
     HEALTH_LAST_FLAP,
+    PLAN_MISMATCHES,
+    PLAN_COMPARED,
+    PLAN_PORT_MISMATCH,
 ];
 
 /// The Prometheus name of an optional attribute's MIB column: the name

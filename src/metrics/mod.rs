@@ -24,6 +24,7 @@ pub mod families;
 pub mod health_api;
 pub mod http;
 pub mod page;
+pub mod plan_diff;
 pub mod render;
 pub mod status;
 pub mod stream;

@@ -61,6 +61,12 @@ dt{color:var(--mute)}dd{margin:0}.sn{color:var(--mute);font-size:.85em;white-spa
 
 /// The page of `r`, as asked by `q`; `metrics` is the metrics' path.
 pub fn render(r: &Report, q: &Query, metrics: &str) -> String {
+    render_with(r, q, metrics, |_| {})
+}
+
+/// [`render`], with the sections `more` writes after the links' (what is
+/// not as planned).
+pub fn render_with(r: &Report, q: &Query, metrics: &str, more: impl FnOnce(&mut String)) -> String {
     let mut o = String::with_capacity(16 * 1024);
     let qs = q.to_query_string();
     let _ = write!(
@@ -101,6 +107,7 @@ pub fn render(r: &Report, q: &Query, metrics: &str) -> String {
         &r.unhealthy_links,
     );
     links(&mut o, r, "degraded", "Degraded links", &r.degraded_links);
+    more(&mut o);
     ranking(
         &mut o,
         r,

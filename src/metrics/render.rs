@@ -320,6 +320,7 @@ fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) ->
         node: Some(node),
         port,
         subnet: None,
+        plan: None,
         index: RowIndex::port(node.id.guid, port.map_or(0, |p| p.num())),
         port_select: 0,
     }
@@ -541,6 +542,7 @@ fn subnet_row<'a>(s: &'a Scrape, subnet: &'a SubnetView) -> Row<'a> {
         node: None,
         port: None,
         subnet: Some(subnet),
+        plan: None,
         index: RowIndex::subnet(subnet.index.saturating_add(1)),
         port_select: 0,
     }
@@ -616,6 +618,7 @@ fn scalar_row<'a>(s: &'a Scrape) -> Row<'a> {
         node: None,
         port: None,
         subnet: None,
+        plan: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
     }

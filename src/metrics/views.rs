@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::plan_diff;
 use super::status::{Query, report};
 use crate::fabric::cache::Snapshot;
 
@@ -14,6 +15,8 @@ pub enum View {
     Page,
     /// `/api/health`: the report as JSON.
     Json,
+    /// `/api/topology/diff`: what is not as planned, as JSON.
+    PlanDiff,
 }
 
 impl View {
@@ -23,6 +26,7 @@ impl View {
             _ if path == metrics => None,
             "/" => Some(View::Page),
             "/api/health" => Some(View::Json),
+            "/api/topology/diff" => Some(View::PlanDiff),
             _ => None,
         }
     }
@@ -38,13 +42,20 @@ pub fn answer(
     (now_ms, now): (u64, Instant),
 ) -> Result<(&'static str, Vec<u8>), String> {
     let q = Query::parse(query)?;
+    if view == View::PlanDiff {
+        let d = plan_diff::diff_report(&snap.plan, plan_diff::MAX_ROWS);
+        return Ok(("application/json", plan_diff::render_json(&d)));
+    }
     let r = report(snap, now_ms, now, &q);
     Ok(match view {
-        View::Page => (
-            "text/html; charset=utf-8",
-            super::page::render(&r, &q, metrics).into_bytes(),
-        ),
-        View::Json => ("application/json", super::health_api::render(&r)),
+        View::Page => {
+            let d = plan_diff::diff_report(&snap.plan, q.limit);
+            let page = super::page::render_with(&r, &q, metrics, |o| {
+                plan_diff::page_section(o, &d, now_ms)
+            });
+            ("text/html; charset=utf-8", page.into_bytes())
+        }
+        View::Json | View::PlanDiff => ("application/json", super::health_api::render(&r)),
     })
 }
 
@@ -60,6 +71,46 @@ mod tests {
         assert_eq!(View::of_path("/api/health", "/api/health"), None);
         assert_eq!(View::of_path("/metrics", "/metrics"), None);
         assert_eq!(View::of_path("/other", "/metrics"), None);
+        assert_eq!(
+            View::of_path("/api/topology/diff", "/metrics"),
+            Some(View::PlanDiff)
+        );
+    }
+
+    #[test]
+    fn the_plan_diff_and_the_page_read_the_snapshot_verdicts() {
+        use crate::ib::cabling::{Mismatch, PlanSource, PlanVerdict, PlanVerdicts};
+        let mut snap = Snapshot::default();
+        snap.plan = std::sync::Arc::new(PlanVerdicts {
+            sweep: 1,
+            source: Some(PlanSource::Baseline),
+            verdicts: std::sync::Arc::from(vec![PlanVerdict {
+                kind: Mismatch::AbsentNode,
+                guid: crate::ib::Guid(7),
+                port: 0,
+                planned: None,
+                found: None,
+                since: 0,
+                last_seen: 0,
+                raised: 1,
+                standing: true,
+                seq: 0,
+                name: Some("rack3-node7".into()),
+                planned_name: None,
+                found_name: None,
+                planned_rate: (None, None),
+                found_rate: (None, None),
+            }]),
+            ..Default::default()
+        });
+        let now = (0, Instant::now());
+        let (ty, body) = answer(View::PlanDiff, "", &snap, "/metrics", now).unwrap();
+        assert_eq!(ty, "application/json");
+        let d = plan_diff::parse(&body).unwrap();
+        assert_eq!(d.mismatches[0].kind, "absent_node");
+        let (_, page) = answer(View::Page, "", &snap, "/metrics", now).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("rack3-node7 is in the plan"), "{page}");
     }
 
     #[test]

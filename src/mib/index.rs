@@ -31,6 +31,11 @@ pub enum IndexScheme {
     /// (a [`crate::ib::subnet::SubnetView`]'s index plus one): one row per
     /// subnet, none per node.
     Subnet,
+    /// pmPlanDiffTable: the node GUID, the port number (0: the node), the
+    /// kind's MIB value and a sequence number (0 but for nodes a plan
+    /// names only by name): one row per mismatch with the plan
+    /// ([`crate::ib::cabling::PlanVerdict::key`]), none per node.
+    PlanDiff,
 }
 
 /// The index of one row (`port` is 0 for a node's row and for scalars,
@@ -43,6 +48,9 @@ pub struct RowIndex {
     pub lane: u8,
     /// The pmSubnetIndex (a subnet's index plus one).
     pub subnet: u8,
+    /// pmPlanDiffTable: the kind's MIB value and the sequence number.
+    pub kind: u8,
+    pub seq: u32,
 }
 
 impl RowIndex {
@@ -56,6 +64,17 @@ impl RowIndex {
             port,
             lane: 0,
             subnet: 0,
+            kind: 0,
+            seq: 0,
+        }
+    }
+
+    /// The row of pmPlanDiffTable for a mismatch's key.
+    pub fn plan(guid: Guid, port: u8, kind: u8, seq: u32) -> RowIndex {
+        RowIndex {
+            kind,
+            seq,
+            ..RowIndex::port(guid, port)
         }
     }
 
@@ -68,10 +87,11 @@ impl RowIndex {
     }
 }
 
-/// The index of a row, without allocation (at most GUID + port).
+/// The index of a row, without allocation (at most GUID, port, kind and
+/// sequence number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexArcs {
-    arcs: [u32; GUID_INDEX_LEN + 2],
+    arcs: [u32; GUID_INDEX_LEN + 3],
     len: usize,
 }
 
@@ -85,7 +105,7 @@ impl std::ops::Deref for IndexArcs {
 impl IndexScheme {
     /// The sub-identifiers of a row's index.
     pub fn encode(self, row: RowIndex) -> IndexArcs {
-        let mut arcs = [0u32; GUID_INDEX_LEN + 2];
+        let mut arcs = [0u32; GUID_INDEX_LEN + 3];
         let len = match self {
             IndexScheme::Scalar => 1,
             IndexScheme::Subnet => {
@@ -107,6 +127,13 @@ impl IndexScheme {
                 arcs[GUID_INDEX_LEN + 1] = row.lane.into();
                 GUID_INDEX_LEN + 2
             }
+            IndexScheme::PlanDiff => {
+                arcs[..GUID_INDEX_LEN].copy_from_slice(&guid_index(row.guid));
+                arcs[GUID_INDEX_LEN] = row.port.into();
+                arcs[GUID_INDEX_LEN + 1] = row.kind.into();
+                arcs[GUID_INDEX_LEN + 2] = row.seq;
+                GUID_INDEX_LEN + 3
+            }
         };
         IndexArcs { arcs, len }
     }
@@ -124,6 +151,17 @@ impl IndexScheme {
                 let (&port, guid) = suffix.split_last()?;
                 let guid = parse_guid_index(guid)?;
                 Some(RowIndex::port(guid, u8::try_from(port).ok()?))
+            }
+            IndexScheme::PlanDiff => {
+                let (&seq, rest) = suffix.split_last()?;
+                let (&kind, rest) = rest.split_last()?;
+                let (&port, guid) = rest.split_last()?;
+                Some(RowIndex::plan(
+                    parse_guid_index(guid)?,
+                    u8::try_from(port).ok()?,
+                    u8::try_from(kind).ok()?,
+                    seq,
+                ))
             }
             IndexScheme::NodeGuidPortLane => {
                 let (&lane, rest) = suffix.split_last()?;
@@ -162,7 +200,10 @@ impl IndexScheme {
     pub fn first_port(self, node: &NodeRecord, after: &[u32]) -> usize {
         if matches!(
             self,
-            IndexScheme::Scalar | IndexScheme::NodeGuid | IndexScheme::Subnet
+            IndexScheme::Scalar
+                | IndexScheme::NodeGuid
+                | IndexScheme::Subnet
+                | IndexScheme::PlanDiff
         ) {
             return 0;
         }

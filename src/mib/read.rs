@@ -6,14 +6,15 @@ use std::time::Instant;
 use super::index::{IndexScheme, RowIndex};
 use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
 use super::schema::{
-    AgentCol, Column, HealthCol, LinkCol, NodeCol, PortCol, RateCol, Source, SubnetCol, Syntax,
-    Table,
+    AgentCol, Column, HealthCol, LinkCol, NodeCol, PlanCol, PortCol, RateCol, Source, SubnetCol,
+    Syntax, Table,
 };
 use super::tables::table;
 use super::{EndpointCounters, Value};
 use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord, Stamp};
+use crate::ib::cabling::{Mismatch, NodeRef, PlanVerdict};
 use crate::ib::health::Condition;
 use crate::ib::subnet::SubnetView;
 use crate::ib::{Guid, NodeType};
@@ -42,6 +43,8 @@ pub struct Row<'a> {
     pub port: Option<&'a PortRecord>,
     /// The row's subnet, in pmSubnetTable.
     pub subnet: Option<&'a SubnetView>,
+    /// The row's mismatch, in pmPlanDiffTable.
+    pub plan: Option<&'a PlanVerdict>,
     pub index: RowIndex,
     /// The row's pmPortCountersPortSelect.
     pub port_select: u8,
@@ -66,11 +69,14 @@ pub fn read(
         node: None,
         port: None,
         subnet: None,
+        plan: None,
         index,
         port_select,
     };
     if t.index == IndexScheme::Subnet {
         row.subnet = Some(subnet_of(snap, index.subnet.checked_sub(1)?)?);
+    } else if t.index == IndexScheme::PlanDiff {
+        row.plan = Some(plan_of(snap, index)?);
     } else if t.index != IndexScheme::Scalar {
         let node = node?;
         if index.guid != node.id.guid || !(t.present)(node) {
@@ -95,13 +101,15 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         node,
         port,
         subnet,
+        plan,
         index,
         port_select,
     } = *row;
     match (t.index, col.source) {
         (IndexScheme::Scalar, Source::Agent(a)) => return Some(agent_value(a, snap, endpoint)),
         (IndexScheme::Subnet, Source::Subnet(c)) => return Some(subnet_value(c, subnet?)),
-        (IndexScheme::Scalar | IndexScheme::Subnet, _) => return None,
+        (IndexScheme::PlanDiff, Source::Plan(c)) => return Some(plan_value(c, plan?)),
+        (IndexScheme::Scalar | IndexScheme::Subnet | IndexScheme::PlanDiff, _) => return None,
         _ => {}
     }
     let node = node?;
@@ -173,7 +181,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
             field.offset,
             field.width,
         )?)),
-        Source::Agent(_) | Source::Subnet(_) => return None,
+        Source::Agent(_) | Source::Subnet(_) | Source::Plan(_) => return None,
         Source::Health(c) => health_value(c, node, port?, snap)?,
     };
     Some(v)
@@ -215,6 +223,44 @@ fn health_value(
         HealthCol::PeerPortNum => Value::Gauge32(v.and_then(|v| v.peer).map_or(0, |p| p.1.into())),
         HealthCol::Acknowledge => Value::Integer(0),
     })
+}
+
+/// The mismatch of pmPlanDiffTable's row `index`.
+pub fn plan_of(snap: &Snapshot, index: RowIndex) -> Option<&PlanVerdict> {
+    let kind = Mismatch::from_mib(index.kind.into())?;
+    snap.plan.get((index.guid, index.port, kind, index.seq))
+}
+
+/// The row of pmPlanDiffTable of a mismatch.
+pub fn plan_row(v: &PlanVerdict) -> RowIndex {
+    RowIndex::plan(v.guid, v.port, v.kind.def().mib as u8, v.seq)
+}
+
+/// A pmPlanDiffTable column.
+pub fn plan_value(c: PlanCol, v: &PlanVerdict) -> Value {
+    let text = |s: Option<&str>| text_value(s.unwrap_or(""));
+    match c {
+        PlanCol::NodeName => text(v.name.as_deref()),
+        PlanCol::PlannedNodeGuid => guid_value(match v.planned.as_ref().map(|e| &e.node) {
+            Some(NodeRef::Guid(g)) => *g,
+            _ => Guid(0),
+        }),
+        PlanCol::PlannedPortNum => Value::Gauge32(v.planned.as_ref().map_or(0, |e| e.port.into())),
+        PlanCol::PlannedName => text(v.planned_name.as_deref().or(
+            match v.planned.as_ref().map(|e| &e.node) {
+                Some(NodeRef::Name(n)) => Some(&**n),
+                _ => None,
+            },
+        )),
+        PlanCol::FoundNodeGuid => guid_value(v.found.map_or(Guid(0), |f| f.0)),
+        PlanCol::FoundPortNum => Value::Gauge32(v.found.map_or(0, |f| f.1.into())),
+        PlanCol::FoundName => text(v.found_name.as_deref()),
+        PlanCol::Since => date_and_time(v.since),
+        PlanCol::LastSeen => date_and_time(v.last_seen),
+        PlanCol::Raised => Value::Counter64(v.raised.into()),
+        PlanCol::Standing => truth(v.standing),
+        PlanCol::Text => Value::OctetString(clip_to(&v.sentence(), 255).as_bytes().to_vec()),
+    }
 }
 
 fn gauge(v: u64) -> u32 {

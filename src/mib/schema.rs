@@ -181,6 +181,25 @@ pub enum Source {
     Subnet(SubnetCol),
     /// A port's health verdicts ([`crate::ib::health`]).
     Health(HealthCol),
+    /// A mismatch with the plan ([`crate::ib::cabling::PlanVerdict`]).
+    Plan(PlanCol),
+}
+
+/// Columns of pmPlanDiffTable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanCol {
+    NodeName,
+    PlannedNodeGuid,
+    PlannedPortNum,
+    PlannedName,
+    FoundNodeGuid,
+    FoundPortNum,
+    FoundName,
+    Since,
+    LastSeen,
+    Raised,
+    Standing,
+    Text,
 }
 
 /// Columns of pmNodeTable.

@@ -18,7 +18,7 @@ use super::face::Scale::{
     AtLeast, Below, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times, UnixSeconds,
 };
 use super::face::{Part, Shown, counter, gauge, label};
-use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, Scalar, Subnet};
+use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, PlanDiff, Scalar, Subnet};
 use super::schema::Access::{ReadOnly as RO, ReadWrite};
 use super::schema::SetRule::{
     Acknowledge, ClearCounter, ClearMask, PortSelect, SampleControl, SamplePortSelect,
@@ -28,8 +28,9 @@ use super::schema::Syntax::{
 };
 use super::schema::{
     AgentCol as A, CLEAR_MASK_MAX, Cols, Column, G32, GUID, HealthCol as H, LinkCol as L,
-    NodeCol as N, PM_OBJECTS, PortCol as P, RateCol as R, Source as S, SubnetCol as Sn, Syntax,
-    TABLE, TEXT, Table, U8, U16, U32, Walk, col, column, every_port, gauge_of, no_nodes, pc,
+    NodeCol as N, PM_OBJECTS, PlanCol as Pl, PortCol as P, RateCol as R, Source as S,
+    SubnetCol as Sn, Syntax, TABLE, TEXT, Table, U8, U16, U32, Walk, col, column, every_port,
+    gauge_of, no_nodes, pc,
 };
 use crate::fabric::hc::{self, HC};
 use crate::ib::health::{CONDITION_COUNT, CONDITIONS};
@@ -423,6 +424,27 @@ const DECLARED: &[Table] = &[
                 .prom(&[counter("subnet_sweeps", SubnetC, One, "Sweeps of the subnet since the agent started (each subnet has its own sweeper).")]),
         ],
         part: Part::Subnet,
+        ..TABLE
+    },
+    Table {
+        number: 25,
+        name: "pmPlanDiffTable",
+        index: PlanDiff,
+        present: no_nodes,
+        columns: &[
+            col(3, "pmPlanDiffNodeName", TEXT, RO, S::Plan(Pl::NodeName)),
+            col(4, "pmPlanDiffPlannedNodeGuid", GUID, RO, S::Plan(Pl::PlannedNodeGuid)),
+            col(5, "pmPlanDiffPlannedPortNum", U8, RO, S::Plan(Pl::PlannedPortNum)),
+            col(6, "pmPlanDiffPlannedName", TEXT, RO, S::Plan(Pl::PlannedName)),
+            col(7, "pmPlanDiffFoundNodeGuid", GUID, RO, S::Plan(Pl::FoundNodeGuid)),
+            col(8, "pmPlanDiffFoundPortNum", U8, RO, S::Plan(Pl::FoundPortNum)),
+            col(9, "pmPlanDiffFoundName", TEXT, RO, S::Plan(Pl::FoundName)),
+            col(10, "pmPlanDiffSince", DateAndTime, RO, S::Plan(Pl::Since)),
+            col(11, "pmPlanDiffLastSeen", DateAndTime, RO, S::Plan(Pl::LastSeen)),
+            col(12, "pmPlanDiffRaised", Counter64, RO, S::Plan(Pl::Raised)),
+            col(13, "pmPlanDiffStanding", TruthValue, RO, S::Plan(Pl::Standing)),
+            col(14, "pmPlanDiffText", Syntax::DisplayString { max: 255 }, RO, S::Plan(Pl::Text)),
+        ],
         ..TABLE
     },
 ];

@@ -117,7 +117,7 @@ impl MibView {
             .parse(suffix)
             .and_then(|row| {
                 let node = match table.index {
-                    IndexScheme::Scalar | IndexScheme::Subnet => None,
+                    IndexScheme::Scalar | IndexScheme::Subnet | IndexScheme::PlanDiff => None,
                     _ => Some(snap.node(row.guid)?),
                 };
                 self.value(col, snap, node, row)
@@ -155,6 +155,13 @@ impl MibView {
                     let row = self.row(col, snap, None, None, RowIndex::node(Guid(0)));
                     self.emit(col, table, row, after, include)
                 }
+                IndexScheme::PlanDiff => snap.plan.verdicts.iter().find_map(|v| {
+                    let row = Row {
+                        plan: Some(v),
+                        ..self.row(col, snap, None, None, read::plan_row(v))
+                    };
+                    self.emit(col, table, row, after, include)
+                }),
                 IndexScheme::Subnet => snap.subnets.iter().find_map(|s| {
                     let index = RowIndex::subnet(s.index.checked_add(1)?);
                     let row = Row {
@@ -228,6 +235,7 @@ impl MibView {
             node,
             port,
             subnet: None,
+            plan: None,
             index,
             port_select: self.port_select_for(col, node),
         }
@@ -642,6 +650,82 @@ mod tests {
         );
         // past the last object
         assert!(v.get_next(&oid("1.3.6.1.3.117.2"), false, None).is_none());
+    }
+
+    /// pmPlanDiffTable: one row per mismatch, indexed by node GUID, port,
+    /// kind and sequence number, walked in that order; GET names a row.
+    #[test]
+    fn plan_diff_rows_are_walked_and_read() {
+        use crate::ib::cabling::{
+            Mismatch, NodeRef, PlanEnd, PlanSource, PlanVerdict, PlanVerdicts,
+        };
+        let v = view(vec![node(0x10, 2)]);
+        let miswired = PlanVerdict {
+            kind: Mismatch::Miswired,
+            guid: Guid(0x10),
+            port: 2,
+            planned: Some(PlanEnd {
+                node: NodeRef::Guid(Guid(0x20)),
+                port: 1,
+            }),
+            found: Some((Guid(0x30), 1)),
+            since: 0,
+            last_seen: 0,
+            raised: 1,
+            standing: true,
+            seq: 0,
+            name: Some("leaf07".into()),
+            planned_name: Some("node0413".into()),
+            found_name: Some("node0414".into()),
+            planned_rate: (None, None),
+            found_rate: (None, None),
+        };
+        let absent = PlanVerdict {
+            kind: Mismatch::AbsentNode,
+            guid: Guid(0),
+            port: 0,
+            planned: None,
+            found: None,
+            seq: 3,
+            name: Some("rack9".into()),
+            planned_name: None,
+            found_name: None,
+            ..miswired.clone()
+        };
+        let cache = v.cache().clone();
+        let mut snap = (*cache.load()).clone();
+        snap.plan = Arc::new(PlanVerdicts {
+            sweep: 1,
+            source: Some(PlanSource::Cabling),
+            verdicts: Arc::from(vec![absent, miswired]),
+            ..Default::default()
+        });
+        cache.publish(snap);
+        let table = oid("1.3.6.1.3.117.1.25");
+        let seen = walk(&v, &table, table.as_slice());
+        assert_eq!(seen.len(), 2 * 12, "two rows of 12 columns");
+        // The first column (pmPlanDiffNodeName): the absent node first.
+        assert_eq!(
+            seen[0].name,
+            oid("1.3.6.1.3.117.1.25.1.3.0.0.0.0.0.0.0.0.0.5.3")
+        );
+        assert_eq!(text(seen[0].value.clone()), "rack9");
+        let row = "0.0.0.0.0.0.0.16.2.2.0";
+        let get = |col: u32| v.get(&oid(&format!("1.3.6.1.3.117.1.25.1.{col}.{row}")));
+        assert_eq!(get(5), Value::Gauge32(1), "pmPlanDiffPlannedPortNum");
+        assert_eq!(
+            get(7),
+            Value::OctetString(vec![0, 0, 0, 0, 0, 0, 0, 0x30]),
+            "pmPlanDiffFoundNodeGuid"
+        );
+        assert_eq!(
+            text(get(14)),
+            "leaf07/2 should go to node0413/1; it goes to node0414/1"
+        );
+        assert_eq!(get(13), Value::Integer(1), "pmPlanDiffStanding");
+        // No row of another kind.
+        let other = oid("1.3.6.1.3.117.1.25.1.3.0.0.0.0.0.0.0.16.2.1.0");
+        assert_eq!(v.get(&other), Value::NoSuchInstance);
     }
 }
 #[cfg(test)]

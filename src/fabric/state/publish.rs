@@ -91,6 +91,7 @@ impl FabricState {
             notify: prev.notify,
             shared_descriptions: Default::default(),
             health: Arc::clone(&prev.health),
+            plan: Arc::clone(&prev.plan),
             forgotten: std::mem::take(&mut self.forgotten).into(),
             subnets: Arc::new([subnet]),
         });

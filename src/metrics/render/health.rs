@@ -10,10 +10,12 @@ use super::{
     HeaderKind, Out, Scrape, push_guid, push_label, push_peer_labels, push_port_labels, push_u64,
     sample_suffix,
 };
+use crate::ib::cabling::MISMATCHES;
 use crate::ib::health::{CONDITIONS, Condition, PortVerdict, Verdicts};
 use crate::metrics::families::{
     HEALTH_CONDITION, HEALTH_EVALUATED, HEALTH_FLAPS, HEALTH_LAST_FLAP, HEALTH_NODE_UNRESPONSIVE,
-    HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily, Kind,
+    HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily, Kind, PLAN_COMPARED, PLAN_MISMATCHES,
+    PLAN_PORT_MISMATCH,
 };
 
 fn header_kind(f: &HealthFamily) -> HeaderKind {
@@ -69,7 +71,55 @@ fn push_seconds(l: &mut Vec<u8>, ms: u64) {
     ]);
 }
 
+/// The comparison with the plan: the counts by kind, when it was made,
+/// and a 0/1 series per port and kind not as planned.
+fn plan_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    let v = &*s.snap.plan;
+    let Some(source) = v.source else {
+        return Ok(());
+    };
+    let f = &PLAN_MISMATCHES;
+    w.header(f.name, header_kind(f), f.help)?;
+    for d in &MISMATCHES {
+        let l = &mut w.line;
+        start(l, f);
+        l.push(b'{');
+        push_label(l, true, "kind", d.name.as_bytes());
+        l.extend_from_slice(b"} ");
+        push_u64(l, v.count(d.kind) as u64);
+        l.push(b'\n');
+        w.out.write_all(l)?;
+    }
+    let f = &PLAN_COMPARED;
+    w.header(f.name, header_kind(f), f.help)?;
+    let l = &mut w.line;
+    start(l, f);
+    l.push(b'{');
+    push_label(l, true, "source", source.name().as_bytes());
+    l.extend_from_slice(b"} ");
+    push_seconds(l, v.at);
+    l.push(b'\n');
+    w.out.write_all(l)?;
+    if v.verdicts.is_empty() {
+        return Ok(());
+    }
+    let f = &PLAN_PORT_MISMATCH;
+    w.header(f.name, header_kind(f), f.help)?;
+    // A node the plan names only, never found, has no GUID to label it by:
+    // it is in the counts alone.
+    for m in v.verdicts.iter().filter(|m| m.guid.0 != 0) {
+        let l = &mut w.line;
+        start(l, f);
+        push_port_labels(l, m.guid, m.port);
+        push_label(l, false, "kind", m.kind.def().name.as_bytes());
+        l.extend_from_slice(if m.standing { b"} 1\n" } else { b"} 0\n" });
+        w.out.write_all(l)?;
+    }
+    Ok(())
+}
+
 pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
+    plan_families(s, w)?;
     let h = &*s.snap.health;
     let f = &HEALTH_UNHEALTHY_PORTS;
     w.header(f.name, header_kind(f), f.help)?;
@@ -247,12 +297,68 @@ mod tests {
         )));
         // Every family is declared once with HELP and TYPE; OpenMetrics
         // names the counters without `_total`.
-        for f in HEALTH_FAMILIES {
+        // (The plan's families: once the fabric was compared, their own
+        // test.)
+        for f in HEALTH_FAMILIES.iter().filter(|f| !f.name.contains("plan")) {
             assert!(text.contains(&format!("# HELP {}", f.name)), "{}", f.name);
         }
         let om = scrape(&u.snap, Format::OpenMetrics);
         assert!(om.contains("# TYPE infiniband_port_health_flaps counter\n"));
         assert!(om.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn plan_mismatches_are_counted_by_kind_and_served_per_port() {
+        use crate::ib::Guid;
+        use crate::ib::cabling::{Mismatch, PlanSource, PlanVerdict, PlanVerdicts};
+        let rig = crate::rig::AgentRig::swept(Default::default());
+        let mut snap = (*rig.cache.load()).clone();
+        let v = |kind, guid, port, standing| PlanVerdict {
+            kind,
+            guid: Guid(guid),
+            port,
+            planned: None,
+            found: None,
+            since: 0,
+            last_seen: 0,
+            raised: 1,
+            standing,
+            seq: 0,
+            name: None,
+            planned_name: None,
+            found_name: None,
+            planned_rate: (None, None),
+            found_rate: (None, None),
+        };
+        snap.plan = std::sync::Arc::new(PlanVerdicts {
+            sweep: 1,
+            source: Some(PlanSource::Baseline),
+            verdicts: std::sync::Arc::from(vec![
+                v(Mismatch::AbsentNode, 0, 0, true),
+                v(Mismatch::Miswired, 0x10, 3, true),
+                v(Mismatch::Miswired, 0x11, 4, false),
+            ]),
+            at: 1_700_000_000_123,
+            planned_nodes: 3,
+            planned_links: 2,
+        });
+        let text = scrape(&snap, Format::Text);
+        assert!(
+            text.contains("infiniband_plan_mismatches{kind=\"miswired\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("infiniband_plan_mismatches{kind=\"absent_node\"} 1\n"));
+        assert!(text.contains("infiniband_plan_mismatches{kind=\"missing\"} 0\n"));
+        assert!(text.contains(
+            "infiniband_port_not_as_planned{node_guid=\"0x0000000000000010\",port=\"3\",kind=\"miswired\"} 1\n"
+        ));
+        assert!(text.contains(
+            "infiniband_port_not_as_planned{node_guid=\"0x0000000000000011\",port=\"4\",kind=\"miswired\"} 0\n"
+        ));
+        assert!(!text.contains("node_guid=\"0x0000000000000000\""));
+        assert!(text.contains(
+            "infiniband_plan_last_comparison_timestamp_seconds{source=\"baseline\"} 1700000000.123\n"
+        ));
     }
 
     #[test]
