@@ -203,6 +203,11 @@ pub enum NodeCol {
     Unresponsive,
     /// The labels of the subnets its ports are swept in.
     Subnets,
+    /// Where the Tick of its XmitWait came from
+    /// ([`crate::ib::xmit_wait::TickSource`]).
+    XmitWaitTickSource,
+    /// The rule its XmitWait ticks are converted by, in words.
+    XmitWaitTickRule,
 }
 
 /// Columns of pmPortHealthTable.

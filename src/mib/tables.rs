@@ -158,6 +158,8 @@ const DECLARED: &[Table] = &[
             col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
             col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets))
                 .prom(&[label(NodeInfo, 6, "subnet", Shown::TextOrOmit)]),
+            col(18, "pmNodeXmitWaitTickSource", Enum { max: 3 }, RO, S::Node(N::XmitWaitTickSource)),
+            col(19, "pmNodeXmitWaitTickRule", LIST, RO, S::Node(N::XmitWaitTickRule)),
         ],
         part: Part::Node,
         ..TABLE
