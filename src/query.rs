@@ -9,11 +9,12 @@ use std::fmt::{self, Write as _};
 use crate::fabric::engine::{Engine, EngineConfig, MadOutcome};
 use crate::fabric::mads::get;
 use crate::ib::names::NameMap;
+use crate::ib::xmit_wait::TickRule;
 use crate::ib::{Fabric, Guid, Node};
 use crate::pm::mad::attr;
 use crate::pm::port_counters::PortCountersField as F;
 use crate::pm::port_counters_ext::PortCountersExtendedField as X;
-use crate::pm::{PortCounters, PortCountersExtended};
+use crate::pm::{PortCounters, PortCountersExtended, PortSamplesControl};
 use crate::transport::{MadAddr, MadTransport, TransportError};
 
 /// Why a query found no port or read nothing.
@@ -236,6 +237,9 @@ pub struct Reading {
     pub link: LinkReport,
     /// The label of the subnet the port was read in (None: not known).
     pub subnet: Option<String>,
+    /// The rule the node's XmitWait ticks follow (its NodeInfo, and the
+    /// Tick of its PortSamplesControl where it answered).
+    pub tick: TickRule,
 }
 
 /// A port's link: what it runs at, what it supports and enables, what it
@@ -319,19 +323,33 @@ pub fn read(
     PortCounters::select(port, 0, 0).encode(&mut pc);
     let mut pcx = [0u8; 192];
     PortCountersExtended::select(port, 0, 0).encode(&mut pcx);
+    let mut psc = [0u8; 192];
+    PortSamplesControl {
+        port_select: port,
+        ..Default::default()
+    }
+    .encode(&mut psc);
     let reqs = [
         get(to, attr::PORT_COUNTERS, pc),
         get(to, attr::PORT_COUNTERS_EXTENDED, pcx),
+        get(to, attr::PORT_SAMPLES_CONTROL, psc),
     ];
-    let mut answers: [Option<Box<[u8; 192]>>; 2] = [None, None];
+    let mut answers: [Option<Box<[u8; 192]>>; 3] = [None, None, None];
     let mut failures = Vec::new();
     Engine::new(transport, cfg).run(&reqs, |i, outcome| match outcome {
         MadOutcome::Reply { data, .. } => answers[i] = Some(data),
+        // Only PortCounters' failures make the query fail.
+        _ if i > 0 => {}
         MadOutcome::Status(s) => failures.push(Unanswered::Status(s)),
         MadOutcome::Timeout => failures.push(Unanswered::Timeout),
         MadOutcome::Failed(e) => failures.push(Unanswered::Transport(e)),
     });
-    let [counters, extended] = answers;
+    let [counters, extended, control] = answers;
+    let tick = TickRule::of(
+        node.id.vendor_id,
+        node.id.device_id,
+        control.map(|d| PortSamplesControl::decode(&d).tick),
+    );
     let Some(counters) = counters else {
         return Err(QueryError::Unanswered {
             node: node.id.guid,
@@ -350,6 +368,7 @@ pub fn read(
         extended: extended.map(|d| PortCountersExtended::decode(&d)),
         link: LinkReport::of(fabric, node, port),
         subnet: None,
+        tick,
     })
 }
 
@@ -443,6 +462,13 @@ pub fn text(r: &Reading) -> String {
     for (k, v) in r.link.fields() {
         let _ = writeln!(out, "{:.<44}{v}", format!("{k}:"));
     }
+    let _ = writeln!(out, "# XmitWait tick: {}", r.tick.describe());
+    let _ = writeln!(
+        out,
+        "{:.<44}{}",
+        "XmitWaitTickSource:",
+        r.tick.source.label()
+    );
     out
 }
 
@@ -480,6 +506,13 @@ pub fn json(r: &Reading) -> String {
         .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
         .collect();
     let _ = write!(out, ",\"link\":{{{}}}", link.join(","));
+    let _ = write!(
+        out,
+        ",\"XmitWaitTick\":{{\"Source\":{},\"Tick\":{},\"Rule\":{}}}",
+        json_string(r.tick.source.label()),
+        r.tick.tick,
+        json_string(&r.tick.describe())
+    );
     out += "}\n";
     out
 }
@@ -566,9 +599,15 @@ mod tests {
             "LinkWidthSupported:.........................?\n",
             "LinkSpeedExpected:..........................QDR\n",
             "LinkDegraded:...............................normal\n",
+            // A switch of no known family whose PMA answers Tick 0xFF.
+            "# XmitWait tick: IBA rule: Tick 255 (from PortSamplesControl), one tick = 256 symbol times of a lane at its active speed\n",
+            "XmitWaitTickSource:.........................samplesControl\n",
         ] {
             assert!(t.contains(want), "{want} in {t}");
         }
+        assert!(
+            json(&r).contains(",\"XmitWaitTick\":{\"Source\":\"samplesControl\",\"Tick\":255,")
+        );
         assert!(json(&r).contains("\"link\":{\"LinkWidthActive\":\"4x\""));
         let j = json(&r);
         assert!(

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::hc::{HC_SLOTS, HcTotals, Rates};
 use crate::ib::ber::Ber;
+use crate::ib::xmit_wait::TickRule;
 use crate::ib::{Node, NodeIdentity, Port};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
@@ -123,6 +124,15 @@ impl PortRecord {
     /// width and speed ([`crate::ib::ber`]).
     pub fn ber(&self, errors: f64, secs: f64) -> Option<Ber> {
         crate::ib::ber::ber(errors, secs, self.link.width, self.link.speed)
+    }
+
+    /// The share of the time (0..=1) the port waited to transmit between
+    /// its last two readings, its XmitWait ticks taken by `rule` (the
+    /// node's [`NodeRecord::tick_rule`]); None when the rate or the
+    /// port's active width and speed are not known.
+    pub fn congestion(&self, rule: &TickRule) -> Option<f64> {
+        let per_s = self.rates.get(super::hc::XMIT_WAIT)?;
+        rule.share(per_s, self.link.width, self.link.speed)
     }
 
     /// The symbol BER between the port's last two PortCounters readings.
@@ -445,6 +455,17 @@ impl NodeRecord {
     /// [`NodeRecord::name`], shared.
     pub fn name_arc(&self) -> &Arc<str> {
         self.mapped_name.as_ref().unwrap_or(&self.id.description)
+    }
+
+    /// The rule the node's XmitWait ticks follow: its ASIC family by
+    /// NodeInfo, the Tick its PMA answered in PortSamplesControl
+    /// ([`crate::ib::xmit_wait`]).
+    pub fn tick_rule(&self) -> TickRule {
+        TickRule::of(
+            self.id.vendor_id,
+            self.id.device_id,
+            self.samples_control.as_deref().map(|c| c.tick),
+        )
     }
 
     /// The record of `node`, nothing read yet.

@@ -23,6 +23,7 @@ use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::PortRecord;
 use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts, clear};
+use crate::ib::xmit_wait::TickRule;
 use crate::ib::{Guid, PhysState, PortState};
 use crate::mib::rate::congestion_hundredths;
 use crate::notify::rules::ERROR_THRESHOLDS;
@@ -295,6 +296,7 @@ impl Evaluator {
                     .iter()
                     .zip(&node.ports)
                     .all(|(m, p)| m.num == p.num());
+            let rule = node.tick_rule();
             for (i, p) in node.ports.iter().take(usize::from(mem.len)).enumerate() {
                 let mut m = if same {
                     before[i]
@@ -306,7 +308,7 @@ impl Evaluator {
                         .unwrap_or(PortMem::new(p.num()))
                 };
                 if node.reachable {
-                    seen.extend(self.port((guid, p.num()), &mut m, p, &step));
+                    seen.extend(self.port((guid, p.num()), &mut m, p, &rule, &step));
                 } else {
                     m.flaps = shifted(m.flaps, step.shift);
                 }
@@ -382,6 +384,7 @@ impl Evaluator {
         key: (Guid, u8),
         m: &mut PortMem,
         p: &PortRecord,
+        rule: &TickRule,
         step: &PortStep,
     ) -> Option<Seen> {
         m.flaps = shifted(m.flaps, step.shift);
@@ -439,8 +442,7 @@ impl Evaluator {
                 mask |= Condition::Degraded.bit();
             }
             let now = p
-                .rates
-                .get(hc::XMIT_WAIT)
+                .congestion(rule)
                 .map_or(0, |r| congestion_hundredths(r).min(10_000) as u16);
             let alpha = if step.since_last == 0 {
                 1.0

@@ -300,7 +300,14 @@ fn a_degraded_link_and_a_congested_one_are_seen() {
     assert_eq!(r.mask(1, 1), Condition::Degraded.bit());
     // XmitWait half of the time: over 10 % once the average over the
     // 10-minute window catches up (a fifth of the way: 14 sweeps of 10 s).
-    let ticks = crate::mib::rate::XMIT_WAIT_TICKS_PER_SEC as u64 * 5;
+    // A node of no known family that answers no PortSamplesControl: the
+    // IBA's Tick 0, one symbol time, 4 ns at SDR.
+    let l = &mut r.fab.port(0, 2).link;
+    (l.width, l.speed) = (
+        Some(crate::ib::LinkWidth::X4),
+        Some(crate::ib::LinkSpeed::Sdr),
+    );
+    let ticks = 250_000_000 * 5;
     let mut first = None;
     for i in 0..60 {
         r.fab.count(0, 2, hc::XMIT_WAIT, ticks, 10.0);

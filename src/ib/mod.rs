@@ -9,6 +9,7 @@ pub mod names;
 pub mod planes;
 pub mod subnet;
 pub mod topology;
+pub mod xmit_wait;
 
 pub use link::{
     FecMode, LinkAssessment, LinkCaps, LinkHealth, LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths,

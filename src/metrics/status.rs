@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::fabric::cache::Snapshot;
-use crate::fabric::hc::{self, HC};
+use crate::fabric::hc::HC;
 use crate::fabric::record::NodeRecord;
 use crate::ib::Guid;
 use crate::ib::health::{CONDITIONS, Condition, Mark, PortVerdict, Verdicts, rfc3339};
@@ -465,12 +465,13 @@ fn rankings(snap: &Snapshot, top: usize) -> (Section<PortRate>, Section<PortRate
     let error_slots: Vec<usize> = (0..HC.len()).filter(|&k| HC[k].error).collect();
     let (mut errors, mut congested): (Vec<Ranked>, Vec<Ranked>) = (Vec::new(), Vec::new());
     for n in snap.nodes.iter().filter(|n| n.reachable) {
+        let rule = n.tick_rule();
         for p in n.ports.iter().filter(|p| p.rates.valid != 0) {
             let e: f64 = error_slots.iter().filter_map(|&k| p.rates.get(k)).sum();
             if e > 0.0 && e.is_finite() {
                 errors.push((e, n.id.guid, p.num()));
             }
-            if let Some(w) = p.rates.get(hc::XMIT_WAIT) {
+            if let Some(w) = p.congestion(&rule) {
                 let c = f64::from(congestion_hundredths(w)) / 100.0;
                 if c > 0.0 {
                     congested.push((c, n.id.guid, p.num()));

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::index::{IndexScheme, RowIndex};
-use super::rate::{congestion_hundredths, congestion_share, utilization_hundredths};
+use super::rate::{congestion_hundredths, utilization_hundredths};
 use super::schema::{
     AgentCol, Column, HealthCol, LinkCol, NodeCol, PlanCol, PortCol, RateCol, Source, SubnetCol,
     Syntax, Table,
@@ -150,7 +150,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         Source::HcDiscontinuity => {
             Value::TimeTicks(timestamp(port?.discontinuity.map(Stamp::instant)))
         }
-        Source::Rate(c) => rate_value(c, port?)?,
+        Source::Rate(c) => rate_value(c, node, port?)?,
         Source::ErrorRate(k) => Value::Gauge32(gauge((port?.rates.get(k)? * 1000.0) as u64)),
         Source::PortClear => Value::Gauge32(0),
         Source::Lane(a) => {
@@ -339,6 +339,8 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
             Value::OctetString(list.join(",").into_bytes())
         }
         NodeCol::Source => Value::Integer(node.source.mib()),
+        NodeCol::XmitWaitTickSource => Value::Integer(node.tick_rule().source.mib()),
+        NodeCol::XmitWaitTickRule => text_value(&node.tick_rule().describe()),
         NodeCol::Subnets => {
             let mut seen = 0u64;
             for p in &node.ports {
@@ -492,7 +494,7 @@ pub fn port_name(node: &NodeRecord, port: u8, snap: &Snapshot) -> String {
     }
 }
 
-fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
+fn rate_value(c: RateCol, node: &NodeRecord, port: &PortRecord) -> Option<Value> {
     let r = &port.rates;
     if r.valid == 0 {
         return None;
@@ -500,7 +502,8 @@ fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
     let per_s = |k: usize| r.get(k).unwrap_or(0.0);
     let rate_mbps = port.link.rate_mbps().unwrap_or(0);
     let capacity_bps = rate_mbps as f64 * 1e6;
-    let congestion = congestion_share(per_s(hc::XMIT_WAIT));
+    // A port of unknown width or speed sends nothing: it waited 0.
+    let congestion = port.congestion(&node.tick_rule()).unwrap_or(0.0);
     Some(match c {
         RateCol::InBitsPerSec => Value::Counter64((per_s(hc::IN_OCTETS) * 8.0) as u64),
         RateCol::OutBitsPerSec => Value::Counter64((per_s(hc::OUT_OCTETS) * 8.0) as u64),
@@ -512,7 +515,7 @@ fn rate_value(c: RateCol, port: &PortRecord) -> Option<Value> {
         RateCol::InUtilization => {
             Value::Gauge32(utilization_hundredths(per_s(hc::IN_OCTETS), rate_mbps))
         }
-        RateCol::Congestion => Value::Gauge32(congestion_hundredths(per_s(hc::XMIT_WAIT))),
+        RateCol::Congestion => Value::Gauge32(congestion_hundredths(congestion)),
         RateCol::CongestedMbps => Value::Gauge32(gauge((congestion * capacity_bps / 1e6) as u64)),
     })
 }

@@ -225,6 +225,11 @@ pub enum NodeCol {
     /// The name the node goes by: the node-name-map's, else its
     /// NodeDescription.
     Name,
+    /// Where the Tick of its XmitWait came from
+    /// ([`crate::ib::xmit_wait::TickSource`]).
+    XmitWaitTickSource,
+    /// The rule its XmitWait ticks are converted by, in words.
+    XmitWaitTickRule,
 }
 
 /// Columns of pmPortHealthTable.

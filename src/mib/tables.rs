@@ -161,6 +161,8 @@ const DECLARED: &[Table] = &[
                 .prom(&[label(NodeInfo, 6, "subnet", Shown::TextOrOmit)]),
             col(17, "pmNodeName", NAME, RO, S::Node(N::Name))
                 .prom(&[label(NodeInfo, 7, "node_name", Shown::Text)]),
+            col(18, "pmNodeXmitWaitTickSource", Enum { max: 3 }, RO, S::Node(N::XmitWaitTickSource)),
+            col(19, "pmNodeXmitWaitTickRule", LIST, RO, S::Node(N::XmitWaitTickRule)),
         ],
         part: Part::Node,
         ..TABLE

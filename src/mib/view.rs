@@ -396,13 +396,13 @@ mod tests {
         ]);
         let seen = walk(&v, &Oid::new(&crate::mib::schema::PM_ROOT), &[]);
         // Per node: ClassPortInfo (1 column), PortCounters (17) and
-        // pmNodeTable (16); per port (3): pmPortTable (15) and
+        // pmNodeTable (18); per port (3): pmPortTable (15) and
         // pmPortCounters64Table (the 17 totals PortCounters feeds and the
         // discontinuity time), pmPortLinkTable (7: no symbol BER
         // without a rate) and pmPortHealthTable (11: no times without a
         // verdict or a flap); the agent's 17 scalars; no subnet rows (no
         // subnet in the snapshot). One reading makes no rate.
-        assert_eq!(seen.len(), 2 * (18 + 16) + 3 * (15 + 18 + 7 + 11) + 17);
+        assert_eq!(seen.len(), 2 * (18 + 18) + 3 * (15 + 18 + 7 + 11) + 17);
         let rates = oid("1.3.6.1.3.117.1.8");
         assert!(!seen.iter().any(|vb| vb.name.starts_with(rates.as_slice())));
         assert_eq!(

@@ -41,6 +41,7 @@ use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::Guid;
 use crate::ib::health::{Condition, PortVerdict, Verdicts};
+use crate::ib::xmit_wait::TickRule;
 use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 
 // What the evaluator reads of a port, in one place: `PortRecord` is
@@ -86,6 +87,7 @@ fn rate_mbps(p: &PortRecord) -> u64 {
 fn window_value(
     m: Measure,
     p: &PortRecord,
+    rule: &TickRule,
     delta: u64,
     window_ms: u64,
     span_ms: u64,
@@ -100,7 +102,11 @@ fn window_value(
         Measure::Utilization => {
             u64::from(utilization_hundredths(delta as f64 / secs, rate_mbps(p)))
         }
-        Measure::Congestion => u64::from(congestion_hundredths(delta as f64 / secs)),
+        Measure::Congestion => u64::from(congestion_hundredths(rule.share(
+            delta as f64 / secs,
+            p.link.width,
+            p.link.speed,
+        )?)),
         Measure::SymbolBer => u64::from(p.ber(delta as f64, secs)?.per_1e15()),
         Measure::EffectiveBer => return None,
     })
@@ -633,9 +639,10 @@ impl PortCtx<'_> {
             v.resize(held, [Sample::default(); MAX_SAMPLES]);
             mem.samples = v.into_boxed_slice();
         }
+        let rule = node.tick_rule();
         for p in &node.ports {
             if let Some(pm) = mem.ports.iter_mut().find(|m| m.num == p.num()) {
-                self.port(p, pm, &mut mem.samples);
+                self.port(p, pm, &mut mem.samples, &rule);
             }
         }
     }
@@ -677,7 +684,7 @@ impl PortCtx<'_> {
         }
     }
 
-    fn port(&mut self, p: &PortRecord, pm: &mut PortMem, samples: &mut [Samples]) {
+    fn port(&mut self, p: &PortRecord, pm: &mut PortMem, samples: &mut [Samples], rule: &TickRule) {
         let state = state_of(p);
         let remote = peer_of_port(p);
         if state != pm.state() {
@@ -731,7 +738,7 @@ impl PortCtx<'_> {
                 Measure::EffectiveBer => p.effective_ber().map(|b| u64::from(b.per_1e15())),
                 m => base
                     .filter(|b| b.valid & cur.valid & both != 0)
-                    .and_then(|b| window_value(m, p, cur.increase(&b, i), window, age(&b))),
+                    .and_then(|b| window_value(m, p, rule, cur.increase(&b, i), window, age(&b))),
             };
             let Some(value) = value else { continue };
             let risen = pm.risen & both != 0;

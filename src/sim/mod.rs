@@ -317,7 +317,11 @@ impl SimFabric {
                         ^ n.id.guid.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
                         ^ u64::from(p.num).wrapping_mul(0xD1B5_4A32_D192_ED03);
                     traffic::splitmix64(&mut rng);
-                    tx.insert((ni, p.num), traffic::draw(&mut rng, p.width, p.speed));
+                    let ticks = SampleCaps::tick_rule(n).ticks_per_sec(p.width, p.speed);
+                    tx.insert(
+                        (ni, p.num),
+                        traffic::draw(&mut rng, p.width, p.speed, ticks),
+                    );
                 }
             }
         }

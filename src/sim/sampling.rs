@@ -207,6 +207,24 @@ pub const CA_CAPS: SampleCaps = SampleCaps {
 };
 
 impl SampleCaps {
+    /// What `n`'s PMA offers: its node type's, with the Tick its ASIC
+    /// family reports where NodeInfo names one
+    /// ([`crate::ib::xmit_wait::ASIC_FAMILIES`]: Quantum-2 answers 7).
+    pub fn for_node(n: &Node) -> SampleCaps {
+        let mut caps = SampleCaps::of(n.id.node_type);
+        if let Some(f) = crate::ib::xmit_wait::AsicFamily::of(n.id.vendor_id, n.id.device_id) {
+            caps.tick = f.tick;
+        }
+        caps
+    }
+
+    /// The rule `n`'s XmitWait ticks follow, as the agent reading its
+    /// NodeInfo and PortSamplesControl takes it.
+    pub fn tick_rule(n: &Node) -> crate::ib::xmit_wait::TickRule {
+        let tick = SampleCaps::for_node(n).tick;
+        crate::ib::xmit_wait::TickRule::of(n.id.vendor_id, n.id.device_id, Some(tick))
+    }
+
     pub fn of(node_type: NodeType) -> SampleCaps {
         if node_type == NodeType::Switch {
             SWITCH_CAPS
@@ -330,7 +348,7 @@ pub(super) fn control(
     set: bool,
 ) -> Result<Data, u16> {
     let n = node(st, ni)?;
-    let caps = SampleCaps::of(n.id.node_type);
+    let caps = SampleCaps::for_node(n);
     let k = key(n, ni, arrival);
     let mut s = sample_of(st, n, k);
     let now = st.now_ns();
@@ -469,7 +487,7 @@ fn sample_counts(
     arrival: u8,
 ) -> Result<(u16, u8, [u64; samples::NUM_COUNTERS], SampleCaps), u16> {
     let n = node(st, ni)?;
-    let caps = SampleCaps::of(n.id.node_type);
+    let caps = SampleCaps::for_node(n);
     let s = sample_of(st, n, key(n, ni, arrival));
     let now = st.now_ns();
     let (status, start, end) = s.times(&caps, now);

@@ -84,8 +84,16 @@ impl Direction {
     }
 }
 
-/// Draws the rates of one direction of a link of the given width/speed.
-pub fn draw(rng: &mut u64, width: Option<LinkWidth>, speed: Option<LinkSpeed>) -> Direction {
+/// Draws the rates of one direction of a link of the given width/speed,
+/// whose transmitter counts `wait_ticks_per_s` XmitWait ticks in a
+/// second of waiting (the node's rule,
+/// [`crate::ib::xmit_wait::TickRule`]; 4 ns ticks when not known).
+pub fn draw(
+    rng: &mut u64,
+    width: Option<LinkWidth>,
+    speed: Option<LinkSpeed>,
+    wait_ticks_per_s: Option<f64>,
+) -> Direction {
     let mbps = link::rate_mbps(
         Some(width.unwrap_or(LinkWidth::X4)),
         Some(speed.unwrap_or(LinkSpeed::Sdr)),
@@ -105,7 +113,9 @@ pub fn draw(rng: &mut u64, width: Option<LinkWidth>, speed: Option<LinkSpeed>) -
     let mcast_every = 20 + splitmix64(rng) % 200;
     let congested = splitmix64(rng).is_multiple_of(4) && class >= 15;
     let xmit_wait_micro = if congested {
-        (1_000_000 + splitmix64(rng) % 49_000_000) * 1_000_000
+        // Waiting 0.4% to 20% of the time.
+        let share = (1_000_000 + splitmix64(rng) % 49_000_000) as f64 * 4e-9;
+        (share * wait_ticks_per_s.unwrap_or(250e6) * 1e6) as u64
     } else {
         0
     };

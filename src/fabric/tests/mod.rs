@@ -9,6 +9,7 @@ use crate::sim::SimTransport;
 use crate::transport::{Down, Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
 mod sweep_driver;
+mod xmit_wait;
 
 /// Refuses every send while `dead` is set; a reopen brings it back once
 /// `reopen_works` is set. Counts reopens.
