@@ -5,8 +5,9 @@
 //! - At accept, before a connection takes a slot or a TLS handshake
 //!   starts, the [`Gate`] decides: a peer outside `sources` or over its
 //!   rate is closed at once. A listed peer takes a slot of the connection
-//!   table ([`Slots`]), by network; when none is free, the connection idle
-//!   the longest is closed to make room.
+//!   table ([`Slots`]), by network; when none is free, a connection that
+//!   has not sent a whole head, else the one idle the longest, is closed
+//!   to make room.
 //! - Each connection lives by its phase in the table: the head of a request
 //!   within `head_timeout`, a kept-alive connection idle up to
 //!   `idle_timeout`, an answer within its deadline.
