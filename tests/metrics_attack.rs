@@ -3,7 +3,10 @@
 //!   sixteen from one address of the scraper's /24 and sixteen from each of
 //!   four other /24s, each reopened whenever it is closed: the scraper's
 //!   kept-alive connection stays and is answered, and so is each fresh
-//!   one it opens.
+//!   one it opens;
+//! - one source asking for the status page or `/api/health` on four
+//!   connections at once: one is rendered at a time, as a scrape is, and
+//!   the answers are neither cached nor sniffed.
 
 mod common;
 
@@ -195,4 +198,77 @@ fn a_byte_of_head_does_not_lock_the_scraper_out() {
     );
     assert_eq!(kept_ok, 12, "the kept-alive connection stayed");
     assert_eq!(fresh_ok, 12, "{fresh:?}");
+}
+
+/// A fat tree large enough that its report takes a while to make.
+fn large_fabric(dir: &std::path::Path) -> String {
+    let net = dir.join("fabric.net");
+    let out = std::process::Command::new(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-fat-tree"),
+    )
+    .args(["24", "12", "12", "1"])
+    .output()
+    .expect("run gen-fat-tree");
+    assert!(out.status.success());
+    std::fs::write(&net, out.stdout).unwrap();
+    format!(
+        "[fabric]\ntopology = \"{}\"\nsweep_interval = 3600\n[sim]\ntraffic = false",
+        net.display()
+    )
+}
+
+/// One request from `from`: the status and the head of its answer.
+fn ask(from: IpAddr, to: SocketAddr, path: &str) -> (u16, String) {
+    let mut c = connect_from(from, to);
+    write!(
+        c.get_mut(),
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let _ = c.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all).to_lowercase();
+    let head = text.split("\r\n\r\n").next().unwrap_or("").to_string();
+    (
+        head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0),
+        head,
+    )
+}
+
+#[test]
+fn the_page_and_the_report_are_their_sources_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = MetricsAgent::start(
+        d,
+        &large_fabric(d),
+        "sources = [\"127.0.0.0/8\"]\nmin_rate = 0",
+        1,
+    );
+    let target: SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let source: IpAddr = [127, 0, 0, 3].into();
+    // The source's scrape of everything, not read: its render holds on.
+    let all = "collect[]=traffic&collect[]=errors&collect[]=vl&collect[]=sl&collect[]=lanes&collect[]=details";
+    let mut stalled = connect_from(source, target);
+    write!(
+        stalled.get_mut(),
+        "GET /metrics?{all} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n"
+    )
+    .unwrap();
+    let mut first = [0u8; 4096];
+    let _ = stalled.get_mut().read(&mut first).unwrap();
+    for path in ["/", "/api/health"] {
+        let (status, head) = ask(source, target, path);
+        println!("{path} while the source's scrape renders: {status}");
+        assert_eq!(status, 503, "one render per source: {head}");
+        assert!(head.contains("retry-after"), "{head}");
+        // Another source is answered, and the answer is neither cached
+        // nor sniffed.
+        let (status, head) = ask([127, 0, 0, 4].into(), target, path);
+        assert_eq!(status, 200, "{head}");
+        for h in ["cache-control: no-store", "x-content-type-options: nosniff"] {
+            assert!(head.lines().any(|l| l == h), "{path} lacks {h}: {head}");
+        }
+    }
+    drop(stalled);
 }
