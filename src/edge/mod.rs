@@ -8,7 +8,8 @@
 //! - [`head`]: what an HTTP edge reads from a request head;
 //! - [`gate`]: who may connect, decided at accept (listed, within its rate);
 //! - [`slots`]: the connection table, in all and by network, each
-//!   connection's phase and when it ends; the longest idle makes room;
+//!   connection's phase and when it ends; a connection without a whole
+//!   head, else the longest idle, makes room;
 //! - [`render`]: renders at once and each response's time;
 //! - [`secret`]: a secret either edge holds, wiped, never printed;
 //! - [`refusal`]: the one table of the refusal kinds of both edges, their
@@ -30,6 +31,10 @@ pub use net::Network;
 pub use refusal::{Edge, Refusal, RefusalCounts, RefusalLog};
 pub use secret::Secret;
 pub use slots::SlotLimits;
+
+/// Connections of one source that have not sent a whole request head, at
+/// once (a client sends its head at once; more are an attack's).
+pub const PENDING_PER_SOURCE: usize = 4;
 
 /// An HTTP edge's bounds (the `[metrics]` limits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +86,7 @@ impl Limits {
             head_timeout: self.head_timeout,
             idle_timeout: self.idle_timeout,
             lifetime: self.lifetime,
+            pending_per_source: PENDING_PER_SOURCE,
         }
     }
 

@@ -4,16 +4,21 @@
 //!
 //! A connection is `Fresh` (accepted, no request yet), `Head` (a request
 //! head is arriving), `Busy` (a request is being answered) or `Idle`
-//! (kept alive between requests). When the table, or the network's share
-//! of it, is full, the connection idle the longest makes room (a fresh one
-//! before a kept-alive one): a listed peer is never refused because idle
-//! peers hold the slots, only when every slot is working.
+//! (kept alive between requests). A connection that has not sent a whole
+//! request head (`Fresh`, `Head`) is *pending*; a source holds at most
+//! [`SlotLimits::pending_per_source`] pending connections, its oldest
+//! making room for its next. When the table, or the network's share of
+//! it, is full, a pending connection makes room first (of the network that
+//! holds the most connections, the oldest), then the connection idle the
+//! longest: a listed peer is never refused because idle peers, or peers
+//! that send a head byte by byte, hold the slots, only when every slot is
+//! answering a request.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use super::net::network_of;
+use super::net::{network_of, source_of};
 use super::refusal::Refusal;
 
 /// What a connection is doing.
@@ -38,9 +43,13 @@ pub struct SlotLimits {
     pub idle_timeout: Duration,
     /// A connection's whole life; it ends at the first idle moment after.
     pub lifetime: Duration,
+    /// Connections of one source (`source_of`) that have not sent a whole
+    /// request head, at once.
+    pub pending_per_source: usize,
 }
 
 struct Conn<T> {
+    source: IpAddr,
     net: IpAddr,
     accepted: Instant,
     phase: Phase,
@@ -87,6 +96,7 @@ impl<T> Slots<T> {
             limits: SlotLimits {
                 total: limits.total.max(1),
                 per_network: limits.per_network.max(1),
+                pending_per_source: limits.pending_per_source.max(1),
                 ..limits
             },
             conns: HashMap::new(),
@@ -111,12 +121,26 @@ impl<T> Slots<T> {
 
     /// A connection from `ip` (a listed peer), accepted at `now`.
     pub fn admit(&mut self, ip: IpAddr, now: Instant, token: T) -> Admit<T> {
-        let net = network_of(ip);
+        let (source, net) = (source_of(ip), network_of(ip));
         let mut evicted = None;
+        // The source's own oldest pending connection makes room for its
+        // next, past its share.
+        let pending = |c: &Conn<T>| matches!(c.phase, Phase::Fresh | Phase::Head);
+        let own: Vec<(Instant, ConnId)> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.source == source && pending(c))
+            .map(|(id, c)| (c.since, *id))
+            .collect();
+        if own.len() >= self.limits.pending_per_source
+            && let Some(&(_, oldest)) = own.iter().min()
+        {
+            evicted = self.remove(oldest);
+        }
         let net_full = self.by_network.get(&net).copied().unwrap_or(0) >= self.limits.per_network;
-        if net_full || self.conns.len() >= self.limits.total {
+        if evicted.is_none() && (net_full || self.conns.len() >= self.limits.total) {
             let scope = net_full.then_some(net);
-            match self.longest_idle(scope) {
+            match self.victim(scope) {
                 Some(victim) => evicted = self.remove(victim),
                 None => return Admit::Full,
             }
@@ -126,6 +150,7 @@ impl<T> Slots<T> {
         self.conns.insert(
             id,
             Conn {
+                source,
                 net,
                 accepted: now,
                 phase: Phase::Fresh,
@@ -138,15 +163,23 @@ impl<T> Slots<T> {
         Admit::Taken { id, evicted }
     }
 
-    /// The idle connection idle the longest, in `net` or in all: a fresh
-    /// one (no request yet) before one kept alive between requests, so
-    /// that connections nobody used go before a scraper's.
-    fn longest_idle(&self, net: Option<IpAddr>) -> Option<ConnId> {
+    /// The connection that makes room, in `net` or in all: a pending one
+    /// (no whole head yet) before one kept alive between requests; of the
+    /// pending, one of the network holding the most connections, the
+    /// oldest; of the kept alive, the one idle the longest. So connections
+    /// nobody used, and heads that dribble in, go before a scraper's, and
+    /// a network flooding the table pays before a quiet one.
+    fn victim(&self, net: Option<IpAddr>) -> Option<ConnId> {
+        let held = |n: &IpAddr| self.by_network.get(n).copied().unwrap_or(0);
         self.conns
             .iter()
-            .filter(|(_, c)| matches!(c.phase, Phase::Fresh | Phase::Idle))
+            .filter(|(_, c)| c.phase != Phase::Busy)
             .filter(|(_, c)| net.is_none_or(|n| c.net == n))
-            .min_by_key(|(id, c)| (c.phase == Phase::Idle, c.since, **id))
+            .min_by_key(|(id, c)| {
+                let idle = c.phase == Phase::Idle;
+                let crowd = if idle { 0 } else { held(&c.net) };
+                (idle, std::cmp::Reverse(crowd), c.since, **id)
+            })
             .map(|(id, _)| *id)
     }
 
@@ -231,6 +264,7 @@ mod tests {
             head_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(120),
             lifetime: Duration::from_secs(3600),
+            pending_per_source: 4,
         }
     }
 
@@ -287,8 +321,9 @@ mod tests {
             .enumerate()
             .map(|(i, a)| taken(slots.admit(ip(a), s(i as u64), i)).0)
             .collect();
-        // The oldest (0) sends a head: it is no longer idle; 1 goes.
-        slots.head(ids[0], s(5));
+        // The oldest (0) sends a whole request: it is no longer idle; 1
+        // goes.
+        slots.busy(ids[0], s(5), s(40));
         let (_, evicted) = taken(slots.admit(ip("10.0.9.1"), s(6), 9));
         assert_eq!(evicted, Some(1));
         assert_eq!(slots.len(), 4);
@@ -321,6 +356,92 @@ mod tests {
             assert!(evicted.is_some());
         }
         assert_eq!(slots.phase(scraper), Some(Phase::Idle));
+    }
+
+    #[test]
+    fn a_source_holds_few_connections_without_a_whole_head() {
+        let t = Instant::now();
+        let s = |n| t + Duration::from_millis(n);
+        let mut slots = Slots::new(SlotLimits {
+            total: 64,
+            per_network: 16,
+            ..limits()
+        });
+        // Sixteen connections from one address, each sending `G`: the
+        // fifth takes the place of the first, and so on.
+        let mut evicted = Vec::new();
+        for n in 0..16 {
+            let (id, gone) = taken(slots.admit(ip("10.0.0.2"), s(n), n));
+            slots.head(id, s(n));
+            evicted.extend(gone);
+        }
+        assert_eq!(evicted, (0..12).collect::<Vec<_>>());
+        assert_eq!(slots.in_network(ip("10.0.0.2")), 4);
+        // A whole request frees the place: a busy connection is not
+        // pending.
+        let (id, _) = taken(slots.admit(ip("10.0.0.3"), s(20), 100));
+        slots.busy(id, s(20), s(50));
+        for n in 0..4 {
+            taken(slots.admit(ip("10.0.0.3"), s(21 + n), 101 + n));
+        }
+        assert_eq!(slots.phase(id), Some(Phase::Busy));
+        // IPv6: the source is the /64.
+        for n in 0..6 {
+            taken(slots.admit(ip(&format!("fd00::{n}")), s(30), 200 + n));
+        }
+        assert_eq!(slots.in_network(ip("fd00::9")), 4);
+    }
+
+    /// The attack of a byte of head: four networks of sixteen hosts fill
+    /// the table with connections that each sent `G` and reopen whenever
+    /// closed, and a host of the scraper's network holds its share of
+    /// them; the scraper's kept-alive connection stays, and each new one it
+    /// opens gets in and is answered.
+    #[test]
+    fn heads_that_never_end_make_room_for_the_scraper() {
+        let t = Instant::now();
+        let ms = |n: u64| t + Duration::from_millis(n);
+        let mut slots = Slots::new(SlotLimits {
+            total: 64,
+            per_network: 16,
+            ..limits()
+        });
+        let scraper_ip = ip("10.9.0.1");
+        let (kept, _) = taken(slots.admit(scraper_ip, ms(0), "scraper"));
+        slots.busy(kept, ms(0), ms(30_000));
+        slots.idle(kept, ms(10));
+        let attackers: Vec<String> = (1..=4)
+            .flat_map(|net| (1..=16).map(move |h| format!("10.{net}.0.{h}")))
+            .chain((0..16).map(|_| "10.9.0.2".to_string()))
+            .collect();
+        let mut now = 20;
+        for round in 0..50 {
+            // Every attacker reopens what was closed and sends a byte.
+            for a in &attackers {
+                now += 1;
+                match slots.admit(ip(a), ms(now), "attacker") {
+                    Admit::Taken { id, evicted } => {
+                        assert_ne!(evicted, Some("scraper"), "round {round}");
+                        slots.head(id, ms(now));
+                    }
+                    Admit::Full => {}
+                }
+            }
+            assert_eq!(slots.phase(kept), Some(Phase::Idle), "round {round}");
+            // A fresh scrape from the scraper gets a slot, is answered.
+            now += 1;
+            let (fresh, gone) = taken(slots.admit(scraper_ip, ms(now), "scraper"));
+            assert_ne!(gone, Some("scraper"));
+            slots.head(fresh, ms(now));
+            slots.busy(fresh, ms(now), ms(now + 100));
+            slots.release(fresh);
+            // So is the kept-alive one.
+            slots.head(kept, ms(now));
+            slots.busy(kept, ms(now), ms(now + 100));
+            slots.idle(kept, ms(now + 1));
+        }
+        assert!(slots.len() <= 64);
+        assert!(slots.in_network(ip("10.9.0.2")) <= 5, "the source's share");
     }
 
     #[test]

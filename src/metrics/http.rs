@@ -5,8 +5,9 @@
 //! - At accept, before a connection takes a slot or a TLS handshake
 //!   starts, the [`Gate`] decides: a peer outside `sources` or over its
 //!   rate is closed at once. A listed peer takes a slot of the connection
-//!   table ([`Slots`]), by network; when none is free, the connection idle
-//!   the longest is closed to make room.
+//!   table ([`Slots`]), by network; when none is free, a connection that
+//!   has not sent a whole head, else the one idle the longest, is closed
+//!   to make room.
 //! - Each connection lives by its phase in the table: the head of a request
 //!   within `head_timeout`, a kept-alive connection idle up to
 //!   `idle_timeout`, an answer within its deadline.
@@ -595,7 +596,8 @@ async fn render_place(
 
 /// The status page or `/api/health`: the report of the latest snapshot,
 /// made on a blocking thread in a render place of its own, within the
-/// response deadline.
+/// response deadline. It is its source's render, as a scrape is: one at a
+/// time per source. Never cached, never sniffed.
 async fn answer_view(
     view: View,
     req: &Request<Incoming>,
@@ -603,6 +605,11 @@ async fn answer_view(
     sh: &Arc<Shared>,
     now: Instant,
 ) -> Response<Body> {
+    if let Err(e) = lock(&sh.renders).take(peer.ip()) {
+        sh.refuse(e, peer, "a render of its source is under way");
+        return refusal(e, "A render of this source is under way");
+    }
+    let source = RenderPermit(Arc::clone(sh), peer.ip());
     let place = match render_place(sh, peer, now + sh.settings.limits.response_timeout).await {
         Ok(p) => p,
         Err(r) => return r,
@@ -614,15 +621,20 @@ async fn answer_view(
     );
     let wall = crate::health::watch::wall_ms(std::time::SystemTime::now());
     let answer = tokio::task::spawn_blocking(move || {
-        let _place = place;
+        let _permit = (source, place);
         super::views::answer(view, &query, &snap, &metrics, (wall, now))
     })
     .await;
     match answer {
         Ok(Ok((ty, body))) => {
             let mut r = Response::new(Body::full(Bytes::from(body)));
-            r.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+            let h = r.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            h.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
             r
         }
         Ok(Err(why)) => {

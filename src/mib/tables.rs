@@ -689,6 +689,20 @@ pub fn column_of(oid: &[u32]) -> Option<(&'static Column, &'static Table, &[u32]
     Some((col, t, &oid[rest..]))
 }
 
+/// The first OID past every instance of the Counter64 column holding
+/// `oid`: a walk SNMPv1 cannot carry steps over the whole column at once.
+/// `None` when `oid` is in no Counter64 column.
+pub fn counter64_column_end(oid: &[u32]) -> Option<super::Oid> {
+    let (col, _, _) = column_of(oid)?;
+    if !matches!(col.syntax, Counter64) {
+        return None;
+    }
+    let mut end = col.oid().to_vec();
+    let last = end.last_mut()?;
+    *last = last.checked_add(1)?;
+    Some(super::Oid::from(end))
+}
+
 /// The pmPortCountersTable column of each PortCounters counter it shows
 /// (XmitWait has none in the draft's table).
 pub fn counter_columns() -> impl Iterator<Item = (F, &'static Column)> {

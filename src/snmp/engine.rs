@@ -22,6 +22,7 @@ use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
 use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
 use super::local::{LocalObjects, WithLocal};
 use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
+use super::work::{self, Metered, next_instance};
 use crate::edge::rate::RateLimiter;
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
@@ -483,15 +484,16 @@ static NEXT_TXN: AtomicU32 = AtomicU32::new(1);
 /// The Response PDU to a request PDU, within `grant.max_pdu`; `Err` when
 /// there is none to send.
 pub(crate) fn respond(pdus: &Pdus, grant: &Grant) -> Result<Pdu, Outcome> {
+    let mib = Metered::new(&grant.mib, work::STEPS);
     let (p, answer) = match pdus {
         Pdus::GetRequest(v2::GetRequest(p)) => (p, get(grant, p)),
-        Pdus::GetNextRequest(v2::GetNextRequest(p)) => (p, get_next(grant, p)),
+        Pdus::GetNextRequest(v2::GetNextRequest(p)) => (p, get_next(grant, &mib, p)),
         Pdus::SetRequest(v2::SetRequest(p)) => (p, set(grant, p)),
         Pdus::GetBulkRequest(v2::GetBulkRequest(b)) => {
             if grant.version == Version::V1 {
                 return Err(Outcome::Ignored("GetBulk in an SNMPv1 message"));
             }
-            let a = get_bulk(grant, b).ok_or(Outcome::TooBig)?;
+            let a = get_bulk(grant, &mib, b).ok_or(Outcome::TooBig)?;
             return Ok(response_pdu(b.request_id, a));
         }
         Pdus::Response(_) | Pdus::Trap(_) | Pdus::Report(_) | Pdus::InformRequest(_) => {
@@ -601,19 +603,15 @@ fn get(g: &Grant, p: &Pdu) -> Answer {
     Answer::ok(out)
 }
 
-/// The next instance after `start` an SNMP GetNext answers: SNMPv1 has
-/// no Counter64, so its walk steps over them.
-fn next_instance(version: Version, start: &Range, handler: &dyn MibHandler) -> Option<VarBind> {
-    bulk::next(handler, start, |v| {
-        version == Version::V2 || !matches!(v, Value::Counter64(_))
-    })
-}
-
-fn get_next(g: &Grant, p: &Pdu) -> Answer {
+fn get_next(g: &Grant, mib: &Metered, p: &Pdu) -> Answer {
     let mut out = Vec::with_capacity(p.variable_bindings.len());
     for (i, req) in p.variable_bindings.iter().enumerate() {
         let start = Range::after(codec::from_wire_oid(&req.name));
-        let vb = match next_instance(g.version, &start, &g.mib) {
+        let next = next_instance(g.version, &start, mib);
+        if mib.exhausted() {
+            return Answer::error(ErrorStatus::GenErr, i + 1, &p.variable_bindings);
+        }
+        let vb = match next {
             Some(vb) => vb,
             None if g.version == Version::V1 => {
                 return Answer::error(ErrorStatus::NoSuchName, i + 1, &p.variable_bindings);
@@ -632,7 +630,7 @@ fn get_next(g: &Grant, p: &Pdu) -> Answer {
 /// that do not fit are left off; tooBig when the non-repeaters alone do
 /// not fit (a request of many non-repeaters makes the responder build at
 /// most one response's worth). `None`: not even the error response fits.
-fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
+fn get_bulk(g: &Grant, mib: &Metered, b: &BulkPdu) -> Option<Answer> {
     let reqs = &b.variable_bindings;
     let ranges = reqs
         .iter()
@@ -648,7 +646,7 @@ fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
         Some((w, n))
     };
     let walked = bulk::bulk(
-        &g.mib,
+        mib,
         ranges,
         b.non_repeaters as usize,
         b.max_repetitions as usize,
@@ -656,6 +654,9 @@ fn get_bulk(g: &Grant, b: &BulkPdu) -> Option<Answer> {
         encode,
     );
     let answer = match walked {
+        // A walk that ran out of steps: no varbind of it can be trusted
+        // (the step refused read as the end of the view).
+        _ if mib.exhausted() => Answer::error(ErrorStatus::GenErr, 0, reqs),
         Ok(Bulk {
             cut: Some(Cut::NonRepeaters),
             ..

@@ -16,6 +16,9 @@
 //!   at debug level; nothing from the network can panic the responder.
 //! - GetNext/GetBulk walk the rule's view; the end of it is `endOfMibView`
 //!   (v1: `noSuchName`).
+//! - A request costs at most [`work::STEPS`] steps of the MIB, whatever
+//!   its version (genErr past them); an SNMPv1 walk steps over a Counter64
+//!   column whole ([`work`]).
 //! - GetBulk follows RFC 3416 4.2.3. Responses never exceed the rule's
 //!   `max_response_octets` (at most [`MAX_UDP_PAYLOAD`], the largest UDP
 //!   payload): repetitions that do not fit are left off; `tooBig` only when
@@ -69,6 +72,7 @@ mod engine;
 pub mod engine_file;
 mod local;
 pub mod usm;
+pub(crate) mod work;
 
 pub use crate::mib::bulk::MAX_UDP_PAYLOAD;
 pub use ber::MIN_MESSAGE_SIZE;
