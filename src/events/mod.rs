@@ -173,6 +173,11 @@ impl Log {
         self.lock().ring.set_simulated(on);
     }
 
+    /// Whether the records written are marked as the simulator's.
+    pub fn is_simulated(&self) -> bool {
+        self.lock().ring.is_simulated()
+    }
+
     /// Write events.
     pub fn write<'a>(&self, events: impl IntoIterator<Item = New<'a>>) {
         let mut g = self.lock();
@@ -267,6 +272,19 @@ impl Log {
         }
     }
 
+    /// After each publication (the evaluators having written theirs):
+    /// the sweep's summary, the age bound, the file when due.
+    pub fn after_sweep(&self, cache: &crate::fabric::cache::Cache) {
+        let snap = cache.load();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        if snap.sweep > 0 {
+            self.summarize(Summary::of(&snap, now_ms));
+        }
+        self.tend(now_ms, Instant::now());
+    }
+
     /// Write the file now (as the agent stops).
     pub fn save(&self) {
         let mut g = self.lock();
@@ -280,6 +298,16 @@ impl Log {
         match file::save(&g.ring, p) {
             Ok(()) => g.dirty = false,
             Err(e) => warn!("cannot save the event log to {}: {e}", p.display()),
+        }
+    }
+}
+
+impl Drop for Log {
+    /// The last word: the file, when the log changed since it was written.
+    fn drop(&mut self) {
+        let mut g = self.lock();
+        if g.dirty {
+            self.save_locked(&mut g);
         }
     }
 }

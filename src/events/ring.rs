@@ -176,6 +176,10 @@ impl Ring {
         }
     }
 
+    pub fn is_simulated(&self) -> bool {
+        self.flags & SIMULATED != 0
+    }
+
     pub fn bounds(&self) -> Bounds {
         self.bounds
     }

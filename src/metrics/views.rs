@@ -14,6 +14,10 @@ pub enum View {
     Page,
     /// `/api/health`: the report as JSON.
     Json,
+    /// `/api/events`: the event log as JSON.
+    Events,
+    /// `/api/hosts`: the hosts' links rolled up, as JSON.
+    Hosts,
 }
 
 impl View {
@@ -23,6 +27,8 @@ impl View {
             _ if path == metrics => None,
             "/" => Some(View::Page),
             "/api/health" => Some(View::Json),
+            "/api/events" => Some(View::Events),
+            "/api/hosts" => Some(View::Hosts),
             _ => None,
         }
     }
@@ -36,15 +42,35 @@ pub fn answer(
     snap: &Snapshot,
     metrics: &str,
     (now_ms, now): (u64, Instant),
+    events: Option<&crate::events::Log>,
 ) -> Result<(&'static str, Vec<u8>), String> {
+    match view {
+        View::Events => {
+            let f = super::events_api::parse(query, now_ms)?;
+            return Ok((
+                "application/json",
+                super::events_api::render(events, &f, now_ms),
+            ));
+        }
+        View::Hosts => {
+            let unhealthy = super::hosts::parse_query(query)?;
+            let h = super::hosts::roll_up(snap, unhealthy);
+            return Ok(("application/json", super::hosts::render(&h)));
+        }
+        View::Page | View::Json => {}
+    }
     let q = Query::parse(query)?;
     let r = report(snap, now_ms, now, &q);
     Ok(match view {
-        View::Page => (
-            "text/html; charset=utf-8",
-            super::page::render(&r, &q, metrics).into_bytes(),
-        ),
-        View::Json => ("application/json", super::health_api::render(&r)),
+        View::Page => {
+            let last_hour = super::events_page::section(events, snap, now_ms);
+            let page = super::page::render(&r, &q, metrics);
+            (
+                "text/html; charset=utf-8",
+                super::events_page::insert(page, &last_hour).into_bytes(),
+            )
+        }
+        _ => ("application/json", super::health_api::render(&r)),
     })
 }
 
@@ -60,19 +86,27 @@ mod tests {
         assert_eq!(View::of_path("/api/health", "/api/health"), None);
         assert_eq!(View::of_path("/metrics", "/metrics"), None);
         assert_eq!(View::of_path("/other", "/metrics"), None);
+        assert_eq!(View::of_path("/api/events", "/metrics"), Some(View::Events));
+        assert_eq!(View::of_path("/api/hosts", "/metrics"), Some(View::Hosts));
     }
 
     #[test]
     fn a_bad_query_is_an_answer_not_a_panic() {
         let snap = Snapshot::default();
         let now = (0, Instant::now());
-        let e = answer(View::Json, "limit=0", &snap, "/metrics", now).unwrap_err();
+        let e = answer(View::Json, "limit=0", &snap, "/metrics", now, None).unwrap_err();
         assert!(e.contains("limit"), "{e}");
-        let (ty, body) = answer(View::Page, "", &snap, "/metrics", now).unwrap();
+        let (ty, body) = answer(View::Page, "", &snap, "/metrics", now, None).unwrap();
         assert_eq!(ty, "text/html; charset=utf-8");
         assert!(String::from_utf8(body).unwrap().contains("badge stale"));
-        let (ty, body) = answer(View::Json, "top=0", &snap, "/metrics", now).unwrap();
+        let (ty, body) = answer(View::Json, "top=0", &snap, "/metrics", now, None).unwrap();
         assert_eq!(ty, "application/json");
+        assert!(body.starts_with(b"{\"schema\":1,"));
+        let e = answer(View::Events, "since=99d", &snap, "/metrics", now, None).unwrap_err();
+        assert!(e.contains("since"), "{e}");
+        let e = answer(View::Hosts, "x=1", &snap, "/metrics", now, None).unwrap_err();
+        assert!(e.contains("unhealthy"), "{e}");
+        let (_, body) = answer(View::Events, "since=1h", &snap, "/metrics", now, None).unwrap();
         assert!(body.starts_with(b"{\"schema\":1,"));
     }
 }
