@@ -124,13 +124,20 @@ fn parse_url(u: &str) -> Result<Url, String> {
 
 /// The report of a running agent.
 pub fn fetch(remote: &Remote, q: &Query) -> Result<Report, String> {
-    let url = parse_url(&remote.url)?;
     let qs = q.to_query_string();
-    let path = format!(
-        "{}/api/health{}{qs}",
-        url.prefix,
-        if qs.is_empty() { "" } else { "?" }
-    );
+    let body = get(
+        remote,
+        &format!("/api/health{}{qs}", if qs.is_empty() { "" } else { "?" }),
+    )?;
+    health_api::parse(&body).map_err(|e| format!("the agent's answer is no report: {e}"))
+}
+
+/// The body of a running agent's answer to `GET path` (`path` after the
+/// URL's prefix, with its query), or why there is none (an answer other
+/// than 200 with its text).
+pub fn get(remote: &Remote, path: &str) -> Result<Vec<u8>, String> {
+    let url = parse_url(&remote.url)?;
+    let path = format!("{}{path}", url.prefix);
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?
@@ -176,7 +183,7 @@ pub fn fetch(remote: &Remote, q: &Query) -> Result<Report, String> {
             Escaped(text.trim())
         ));
     }
-    health_api::parse(body).map_err(|e| format!("the agent's answer is no report: {e}"))
+    Ok(body.to_vec())
 }
 
 fn tls_config(cacert: Option<&Path>) -> Result<tokio_rustls::rustls::ClientConfig, String> {

@@ -74,6 +74,7 @@ pub mod checkup;
 pub mod config;
 pub mod doca;
 pub mod edge;
+pub mod events;
 pub mod fabric;
 pub mod files;
 pub mod health;

@@ -65,6 +65,10 @@ enum Cmd {
     /// unhealthy (a verdict stands or a node does not answer), 4 the agent
     /// is not sweeping, 1 no report, 2 a wrong command line.
     Health(HealthArgs),
+    /// Show the fabric's event log (nodes lost and found, port states,
+    /// verdicts raised, cleared and acknowledged, SM changes, thresholds,
+    /// counter resets), oldest first, from a running agent's /api/events.
+    Events(EventsArgs),
     /// Print the MIB index of a node GUID (as hex: 0x0002c90300001234 or
     /// 0002:c903:0000:1234) and the OID of each table's first column for it
     /// (with PORT, of the per-port tables too).
@@ -127,6 +131,43 @@ struct HealthArgs {
     top: Option<usize>,
     /// The report as JSON (the schema of /api/health).
     #[arg(long)]
+    json: bool,
+    /// Print only the hosts with a standing verdict on their own links,
+    /// one per line (from /api/hosts), for a scheduler's drain command.
+    #[arg(long, conflicts_with_all = ["sweep", "json"])]
+    hosts: bool,
+}
+
+#[derive(clap::Args)]
+struct EventsArgs {
+    /// The agent's metrics endpoint (http:// or https://, with a path
+    /// prefix when it is behind a proxy).
+    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL)]
+    url: String,
+    /// The CA certificate (PEM) of an https:// endpoint.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// How far back: 90s, 30m, 1h, 2d (at most 30d).
+    #[arg(long, value_name = "DURATION")]
+    since: Option<String>,
+    /// Only events of this kind (node-lost, port-state, verdict-raised...;
+    /// several with commas).
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Only events about this node (its GUID, name or host).
+    #[arg(long, value_name = "NODE")]
+    node: Option<String>,
+    /// At most this many events (1 to 100000).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Keep reading: print new events as they come (every 2 s).
+    #[arg(long)]
+    follow: bool,
+    /// The answer as JSON (the schema of /api/events).
+    #[arg(long, conflicts_with = "follow")]
     json: bool,
 }
 
@@ -275,6 +316,7 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Health(args) => health(args),
+        Cmd::Events(args) => events(args),
         Cmd::Oid { guid, port } => match guid.parse::<Guid>() {
             Ok(g) => {
                 print!("{}", oid_text(g, port));
@@ -390,6 +432,26 @@ fn health(a: HealthArgs) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if a.hosts {
+        let remote = match remote(a.url, a.cacert, a.user) {
+            Ok(r) => r,
+            Err(code) => return code,
+        };
+        let got = checkup::get(&remote, "/api/hosts?unhealthy=1").and_then(|b| {
+            ibpm_agentx::metrics::hosts::parse(&b)
+                .map_err(|e| format!("the agent's answer is no host list: {e}"))
+        });
+        return match got {
+            Ok(h) => {
+                print!("{}", ibpm_agentx::metrics::hosts::lines(&h));
+                ExitCode::from(if h.hosts.is_empty() { 0 } else { 3 })
+            }
+            Err(e) => {
+                eprintln!("ibpm-agentx: {e}");
+                ExitCode::from(EXIT_FAILED)
+            }
+        };
+    }
     let got = if a.sweep {
         let run_args = RunArgs::offline(a.fabric);
         let cfg = match build_config(run_args) {
@@ -436,6 +498,104 @@ fn health(a: HealthArgs) -> ExitCode {
             ExitCode::from(EXIT_FAILED)
         }
     }
+}
+
+/// How to reach a running agent: the password of `user` from
+/// IBPM_AGENTX_PASSWORD.
+fn remote(
+    url: String,
+    cacert: Option<PathBuf>,
+    user: Option<String>,
+) -> Result<ibpm_agentx::checkup::Remote, ExitCode> {
+    let user = match user {
+        Some(u) => match std::env::var("IBPM_AGENTX_PASSWORD") {
+            Ok(p) => Some((u, zeroize::Zeroizing::new(p))),
+            Err(_) => {
+                eprintln!("ibpm-agentx: --user needs the password in IBPM_AGENTX_PASSWORD");
+                return Err(ExitCode::from(EXIT_CONFIG));
+            }
+        },
+        None => None,
+    };
+    Ok(ibpm_agentx::checkup::Remote { url, cacert, user })
+}
+
+/// `events`: the event log of a running agent, once or followed.
+fn events(a: EventsArgs) -> ExitCode {
+    use ibpm_agentx::metrics::events_api::{self, line, parse_answer};
+    let mut parts = Vec::new();
+    for (k, v) in [
+        ("since", a.since.clone()),
+        ("kind", a.kind.clone()),
+        ("node", a.node.clone()),
+        ("limit", a.limit.map(|n| n.to_string())),
+    ] {
+        if let Some(v) = v {
+            let v: String = v
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b',' => {
+                        char::from(b).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            parts.push(format!("{k}={v}"));
+        }
+    }
+    // The query is checked here as the agent checks it.
+    if let Err(e) = events_api::parse(&parts.join("&"), 0) {
+        eprintln!("ibpm-agentx: {e}");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let remote = match remote(a.url, a.cacert, a.user) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let fetch = |parts: &[String]| {
+        let q = parts.join("&");
+        let path = format!("/api/events{}{q}", if q.is_empty() { "" } else { "?" });
+        ibpm_agentx::checkup::get(&remote, &path).and_then(|b| {
+            parse_answer(&b)
+                .map(|doc| (doc, b))
+                .map_err(|e| format!("the agent's answer is no event list: {e}"))
+        })
+    };
+    let mut last = match fetch(&parts) {
+        Ok((doc, body)) => {
+            if a.json {
+                print!("{}", String::from_utf8_lossy(&body));
+                return ExitCode::SUCCESS;
+            }
+            for e in &doc.events {
+                println!("{}", line(e));
+            }
+            doc.last_seq
+        }
+        Err(e) => {
+            eprintln!("ibpm-agentx: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    while a.follow {
+        std::thread::sleep(Duration::from_secs(2));
+        let mut next: Vec<String> = parts
+            .iter()
+            .filter(|p| !p.starts_with("since=") && !p.starts_with("limit="))
+            .cloned()
+            .collect();
+        next.push(format!("after={last}"));
+        match fetch(&next) {
+            Ok((doc, _)) => {
+                for e in &doc.events {
+                    println!("{}", line(e));
+                }
+                last = doc.last_seq.max(last);
+            }
+            Err(e) => eprintln!("ibpm-agentx: {e}"),
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// The man page or completions, from the command-line declaration itself.

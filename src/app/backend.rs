@@ -26,6 +26,8 @@ pub struct Backend {
     /// sampler (the doca backend, or umad with `doca.enabled`): in the
     /// first subnet.
     pub doca: Option<crate::doca::sampler::Opened>,
+    /// The simulated fabric, for its scripted faults (`[sim] faults`).
+    pub sim: Option<SimFabric>,
 }
 
 /// One subnet: what tells it apart, its fabric's shape, and independent
@@ -95,6 +97,7 @@ impl Backend {
         Backend {
             subnets: sim.planes().into_iter().map(SubnetBackend::sim).collect(),
             doca: None,
+            sim: Some(sim.clone()),
         }
     }
 
@@ -144,6 +147,7 @@ pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
             probe: None,
         }],
         doca: Some(doca),
+        sim: None,
     })
 }
 

@@ -309,7 +309,7 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
 /// [`start`] with the given shutdown signal. When a part cannot start, the
 /// parts already started are stopped before the error is returned.
 pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
-    let Backend { subnets, doca } = backend;
+    let Backend { subnets, doca, sim } = backend;
     let discovered = Instant::now();
     let nodes = subnets.iter().map(|s| s.fabric.nodes.len()).sum::<usize>();
     let ports: usize = subnets
@@ -364,6 +364,20 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     });
     // The comparison with the plan: its baseline beside the totals too.
     let mut plan = plan::watch(cfg, totals_file.as_deref())?;
+    // The event log: its file beside the totals'.
+    let events = cfg.events.enabled.then(|| {
+        let path = totals_file.as_ref().map(|p| {
+            let mut s = p.as_os_str().to_owned();
+            s.push(".events");
+            std::path::PathBuf::from(s)
+        });
+        let log = crate::events::Log::open(cfg.events(), path, crate::notify::log::wall_ms());
+        log.set_simulated(cfg.fabric.backend == crate::config::FabricBackend::Sim);
+        Arc::new(log)
+    });
+    if let (Some(h), Some(log)) = (health.take(), &events) {
+        health = Some(h.with_events(Arc::clone(log)));
+    }
     // Owns what has started so far: an early return drops it, and its
     // Drop stops them.
     let mut running = Running {
@@ -374,6 +388,24 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         metrics: None,
         cache: Arc::clone(&cache),
     };
+    if let Some(sim) = sim.filter(|_| cfg.sim.faults) {
+        match crate::sim::script::Faults::choose(&sim.fabric()) {
+            Some(f) => {
+                info!(
+                    flapping = %format!("{}/{}", f.flapping.0, f.flapping.1),
+                    erroring = %format!("{}/{}", f.erroring.0, f.erroring.1),
+                    degraded = %format!("{}/{}", f.degraded.0, f.degraded.1),
+                    "simulated faults: a flapping link, an erroring port, a degraded link"
+                );
+                let t = crate::sim::script::spawn(sim, f, running.shutdown.flag())
+                    .map_err(AppError::start("the simulated faults"))?;
+                running.threads.push(("sim faults", t));
+            }
+            None => warn!(
+                "sim.faults: the simulated fabric has fewer than three adapters cabled to switches"
+            ),
+        }
+    }
     for s in &stacks {
         let poller = s
             .controller
@@ -480,6 +512,14 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         };
         notifier = sink.map(|sink| Notifier::new(cfg.notify(), sink));
     }
+    // The event log records what the notifier decides, sent or not.
+    if let Some(log) = &events {
+        let n = notifier
+            .take()
+            .unwrap_or_else(|| Notifier::new(cfg.notify(), Box::new(crate::notify::log::NoSink)));
+        notifier = Some(n.with_events(Arc::clone(log)));
+    }
+    let events_after = events.clone();
     // After each publication (with several subnets, each round): the
     // health verdicts, the comparison with the plan, then the
     // notifications (which include the verdicts' changes).
@@ -492,6 +532,9 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             let _changes = plan.after_sweep(c);
             if let Some(n) = &mut notifier {
                 n.after_sweep(c);
+            }
+            if let Some(l) = &events_after {
+                l.after_sweep(c);
             }
         });
         match &federation {
@@ -563,6 +606,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             Arc::clone(&cache),
             endpoint_counters,
             Arc::default(),
+            events.clone(),
         )
         .map_err(|error| AppError::Listen { addr, error })?;
         running.metrics = Some(handle);
@@ -721,6 +765,7 @@ mod tests {
                 probe: None,
             }],
             doca: None,
+            sim: None,
         };
         (backend, token)
     }

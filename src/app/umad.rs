@@ -226,6 +226,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     Ok(Backend {
         subnets,
         doca: None,
+        sim: None,
     })
 }
 

@@ -286,6 +286,22 @@ pub static LIMITS: &[Limit] = &[
         value: |c| Num::Whole(c.notify.queue as u64),
     },
     Limit {
+        section: "events",
+        key: "capacity",
+        min: Num::Whole(100),
+        max: Some(Num::Whole(crate::events::file::MAX_RECORDS as u64)),
+        unit: Unit::Count,
+        value: |c| Num::Whole(c.events.capacity as u64),
+    },
+    Limit {
+        section: "events",
+        key: "max_age",
+        min: Num::Whole(60),
+        max: Some(Num::Whole(30 * DAY)),
+        unit: Unit::Seconds,
+        value: |c| seconds(c.events.max_age),
+    },
+    Limit {
         section: "health",
         key: "flap_count",
         min: Num::Whole(1),

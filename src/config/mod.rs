@@ -54,6 +54,7 @@ macro_rules! word_enum {
 
 mod agentx;
 mod doca;
+mod events;
 mod fabric;
 mod health;
 mod keys;
@@ -69,6 +70,7 @@ mod umad;
 
 pub use agentx::AgentxConfig;
 pub use doca::{DocaSection, DocaTimestamps};
+pub use events::EventsSection;
 pub use fabric::{
     FabricBackend, FabricConfig, UnreachableRows, parse_sweep_interval, sweep_interval_arg,
 };
@@ -98,6 +100,7 @@ pub struct Config {
     pub log: LogConfig,
     pub notify: NotifySection,
     pub health: HealthSection,
+    pub events: EventsSection,
     pub metrics: MetricsSection,
     /// The file it was loaded from may be read by users other than its
     /// owner and group (`check-config` warns when it holds secrets).

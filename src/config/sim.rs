@@ -18,6 +18,9 @@ pub struct SimConfig {
     /// (ClassPortInfo CapabilityMask2 bit 1).
     #[serde(deserialize_with = "vec_from_str")]
     pub wide_error_counters: Vec<NodeKind>,
+    /// Scripted faults for a demonstration: a flapping link, an erroring
+    /// port and a degraded link ([`crate::sim::script`]).
+    pub faults: bool,
 }
 
 impl Default for SimConfig {
@@ -26,6 +29,7 @@ impl Default for SimConfig {
             seed: 1,
             traffic: true,
             wide_error_counters: vec![NodeKind::Ca],
+            faults: false,
         }
     }
 }

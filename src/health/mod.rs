@@ -13,6 +13,7 @@
 //! sample history. A port with a verdict, or one within `forget_after`,
 //! has an entry of its own besides ([`crate::ib::health::PortVerdict`]).
 
+pub mod events;
 pub mod state;
 pub mod watch;
 

@@ -21,6 +21,8 @@ pub struct Watch {
     eval: Evaluator,
     path: Option<PathBuf>,
     saved_at: Option<Instant>,
+    /// Where the acknowledgements taken in are written.
+    events: Option<Arc<crate::events::Log>>,
 }
 
 /// Wall-clock milliseconds since the UNIX epoch.
@@ -56,7 +58,14 @@ impl Watch {
             eval,
             path,
             saved_at: None,
+            events: None,
         }
+    }
+
+    /// Write the acknowledgements taken in into `log`.
+    pub fn with_events(mut self, log: Arc<crate::events::Log>) -> Watch {
+        self.events = Some(log);
+        self
     }
 
     /// Evaluate the snapshot just published and store the verdicts in it.
@@ -69,6 +78,9 @@ impl Watch {
             return;
         };
         v.took_us = started.elapsed().as_micros() as u64;
+        if let Some(log) = &self.events {
+            super::events::acknowledged(log, &snap, &acks, now);
+        }
         log_changes(&snap.health, &v);
         cache.set_health(Arc::new(v));
         if self

@@ -80,6 +80,8 @@ struct Shared {
     render_places: Arc<Semaphore>,
     auth: Auth,
     log: Mutex<RefusalLog>,
+    /// The event log `/api/events`, `/api/hosts` and the page read.
+    events: Option<Arc<crate::events::Log>>,
 }
 
 impl Shared {
@@ -141,6 +143,7 @@ pub fn serve(
     cache: Arc<Cache>,
     endpoint: Arc<EndpointCounters>,
     counters: Arc<HttpCounters>,
+    events: Option<Arc<crate::events::Log>>,
 ) -> io::Result<MetricsHandle> {
     let runtime = EdgeRuntime::acquire()?;
     let std_listener = std::net::TcpListener::bind(settings.listen)?;
@@ -179,6 +182,7 @@ pub fn serve(
         counters: Arc::clone(&counters),
         auth,
         log: Mutex::new(RefusalLog::every(Edge::Http, LOG_EVERY)),
+        events,
     });
     let (stop, stop_rx) = watch::channel(false);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -614,15 +618,23 @@ async fn answer_view(
         Ok(p) => p,
         Err(r) => return r,
     };
-    let (snap, query, metrics) = (
+    let (snap, query, metrics, events) = (
         sh.cache.load(),
         req.uri().query().unwrap_or("").to_string(),
         sh.settings.path.clone(),
+        sh.events.clone(),
     );
     let wall = crate::health::watch::wall_ms(std::time::SystemTime::now());
     let answer = tokio::task::spawn_blocking(move || {
         let _permit = (source, place);
-        super::views::answer(view, &query, &snap, &metrics, (wall, now))
+        super::views::answer(
+            view,
+            &query,
+            &snap,
+            &metrics,
+            (wall, now),
+            events.as_deref(),
+        )
     })
     .await;
     match answer {
@@ -746,6 +758,7 @@ async fn route(
             format: plan.format,
             collectors: plan.collectors,
             taken_unix,
+            events: sh2.events.as_ref().map(|l| l.counts()),
         };
         let result = if plan.gzip {
             let mut z = gzip_writer(&mut sink);

@@ -20,8 +20,11 @@
 
 pub mod auth;
 pub mod decide;
+pub mod events_api;
+pub mod events_page;
 pub mod families;
 pub mod health_api;
+pub mod hosts;
 pub mod http;
 pub mod page;
 pub mod plan_diff;

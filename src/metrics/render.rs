@@ -93,6 +93,8 @@ pub struct Scrape<'a> {
     pub collectors: Collectors,
     /// The Unix time of the snapshot's publication, in seconds.
     pub taken_unix: Option<f64>,
+    /// The event log's counts by kind, when there is a log.
+    pub events: Option<[u64; crate::events::KIND_COUNT]>,
 }
 
 /// Writes the exposition of `s` to `out`.
@@ -123,6 +125,9 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     }
     if s.collectors.has(Collector::Agent) {
         agent_extras(s, &mut w)?;
+        if let Some(c) = &s.events {
+            events::events_family(c, &mut w)?;
+        }
     }
     if s.collectors.has(Collector::Health) {
         health::health_families(s, &mut w)?;
@@ -700,6 +705,7 @@ fn agent_extras<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
     Ok(())
 }
 
+pub(crate) mod events;
 pub(crate) mod health;
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,10 @@ pub enum View {
     Json,
     /// `/api/topology/diff`: what is not as planned, as JSON.
     PlanDiff,
+    /// `/api/events`: the event log as JSON.
+    Events,
+    /// `/api/hosts`: the hosts' links rolled up, as JSON.
+    Hosts,
 }
 
 impl View {
@@ -27,6 +31,8 @@ impl View {
             "/" => Some(View::Page),
             "/api/health" => Some(View::Json),
             "/api/topology/diff" => Some(View::PlanDiff),
+            "/api/events" => Some(View::Events),
+            "/api/hosts" => Some(View::Hosts),
             _ => None,
         }
     }
@@ -40,7 +46,23 @@ pub fn answer(
     snap: &Snapshot,
     metrics: &str,
     (now_ms, now): (u64, Instant),
+    events: Option<&crate::events::Log>,
 ) -> Result<(&'static str, Vec<u8>), String> {
+    match view {
+        View::Events => {
+            let f = super::events_api::parse(query, now_ms)?;
+            return Ok((
+                "application/json",
+                super::events_api::render(events, &f, now_ms),
+            ));
+        }
+        View::Hosts => {
+            let unhealthy = super::hosts::parse_query(query)?;
+            let h = super::hosts::roll_up(snap, unhealthy);
+            return Ok(("application/json", super::hosts::render(&h)));
+        }
+        View::Page | View::Json | View::PlanDiff => {}
+    }
     let q = Query::parse(query)?;
     if view == View::PlanDiff {
         let d = plan_diff::diff_report(&snap.plan, plan_diff::MAX_ROWS);
@@ -50,12 +72,16 @@ pub fn answer(
     Ok(match view {
         View::Page => {
             let d = plan_diff::diff_report(&snap.plan, q.limit);
+            let last_hour = super::events_page::section(events, snap, now_ms);
             let page = super::page::render_with(&r, &q, metrics, |o| {
                 plan_diff::page_section(o, &d, now_ms)
             });
-            ("text/html; charset=utf-8", page.into_bytes())
+            (
+                "text/html; charset=utf-8",
+                super::events_page::insert(page, &last_hour).into_bytes(),
+            )
         }
-        View::Json | View::PlanDiff => ("application/json", super::health_api::render(&r)),
+        _ => ("application/json", super::health_api::render(&r)),
     })
 }
 
@@ -75,6 +101,8 @@ mod tests {
             View::of_path("/api/topology/diff", "/metrics"),
             Some(View::PlanDiff)
         );
+        assert_eq!(View::of_path("/api/events", "/metrics"), Some(View::Events));
+        assert_eq!(View::of_path("/api/hosts", "/metrics"), Some(View::Hosts));
     }
 
     #[test]
@@ -104,11 +132,11 @@ mod tests {
             ..Default::default()
         });
         let now = (0, Instant::now());
-        let (ty, body) = answer(View::PlanDiff, "", &snap, "/metrics", now).unwrap();
+        let (ty, body) = answer(View::PlanDiff, "", &snap, "/metrics", now, None).unwrap();
         assert_eq!(ty, "application/json");
         let d = plan_diff::parse(&body).unwrap();
         assert_eq!(d.mismatches[0].kind, "absent_node");
-        let (_, page) = answer(View::Page, "", &snap, "/metrics", now).unwrap();
+        let (_, page) = answer(View::Page, "", &snap, "/metrics", now, None).unwrap();
         let page = String::from_utf8(page).unwrap();
         assert!(page.contains("rack3-node7 is in the plan"), "{page}");
     }
@@ -117,13 +145,19 @@ mod tests {
     fn a_bad_query_is_an_answer_not_a_panic() {
         let snap = Snapshot::default();
         let now = (0, Instant::now());
-        let e = answer(View::Json, "limit=0", &snap, "/metrics", now).unwrap_err();
+        let e = answer(View::Json, "limit=0", &snap, "/metrics", now, None).unwrap_err();
         assert!(e.contains("limit"), "{e}");
-        let (ty, body) = answer(View::Page, "", &snap, "/metrics", now).unwrap();
+        let (ty, body) = answer(View::Page, "", &snap, "/metrics", now, None).unwrap();
         assert_eq!(ty, "text/html; charset=utf-8");
         assert!(String::from_utf8(body).unwrap().contains("badge stale"));
-        let (ty, body) = answer(View::Json, "top=0", &snap, "/metrics", now).unwrap();
+        let (ty, body) = answer(View::Json, "top=0", &snap, "/metrics", now, None).unwrap();
         assert_eq!(ty, "application/json");
+        assert!(body.starts_with(b"{\"schema\":1,"));
+        let e = answer(View::Events, "since=99d", &snap, "/metrics", now, None).unwrap_err();
+        assert!(e.contains("since"), "{e}");
+        let e = answer(View::Hosts, "x=1", &snap, "/metrics", now, None).unwrap_err();
+        assert!(e.contains("unhealthy"), "{e}");
+        let (_, body) = answer(View::Events, "since=1h", &snap, "/metrics", now, None).unwrap();
         assert!(body.starts_with(b"{\"schema\":1,"));
     }
 }

@@ -124,6 +124,9 @@ pub struct Evaluation {
     pub events: Vec<Event>,
     /// Per [`super::Family`]: notifications over the sweep's limit.
     pub suppressed: [u64; FAMILIES],
+    /// The notifications over the limit (not sent; the event log keeps
+    /// them).
+    pub held: Vec<Event>,
 }
 
 impl Evaluation {
@@ -525,6 +528,7 @@ impl Evaluator {
             let f = e.family() as usize;
             if limit > 0 && sent[f] >= limit {
                 out.suppressed[f] += 1;
+                out.held.push(e);
             } else {
                 sent[f] += 1;
                 out.events.push(e);

@@ -16,6 +16,7 @@
 //!   Notify) or, without snmpd, sends SNMPv2c traps to configured sinks.
 
 pub mod eval;
+pub mod log;
 pub mod rules;
 pub mod send;
 pub mod subnets;

@@ -217,6 +217,8 @@ pub struct Notifier {
     eval: Evaluator,
     sink: Box<dyn Sink>,
     figures: NotifyFigures,
+    /// Where every decision is also written, sent or not.
+    events: Option<std::sync::Arc<crate::events::Log>>,
 }
 
 impl Notifier {
@@ -225,7 +227,14 @@ impl Notifier {
             eval: Evaluator::new(cfg),
             sink,
             figures: NotifyFigures::default(),
+            events: None,
         }
+    }
+
+    /// Write every notification decided into `log` too.
+    pub fn with_events(mut self, log: std::sync::Arc<crate::events::Log>) -> Notifier {
+        self.events = Some(log);
+        self
     }
 
     /// Evaluate the snapshot just published, send what it calls for, say
@@ -234,6 +243,9 @@ impl Notifier {
     pub fn after_sweep(&mut self, cache: &Cache) {
         let snap = cache.load();
         let out = self.eval.evaluate(&snap);
+        if let Some(log) = &self.events {
+            super::log::record(log, &snap, &out, super::log::wall_ms());
+        }
         for e in &out.events {
             debug!(
                 notification = e.kind.def().name,

@@ -34,6 +34,7 @@ pub mod device;
 mod planes;
 mod pma;
 mod sampling;
+pub mod script;
 pub mod traffic;
 mod transport;
 

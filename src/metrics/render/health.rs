@@ -232,6 +232,7 @@ mod tests {
             format,
             collectors: Collectors::NONE.with(Collector::Health),
             taken_unix: None,
+            events: None,
         };
         let mut out = Vec::new();
         render(&s, &mut out).unwrap();

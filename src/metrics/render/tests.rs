@@ -15,6 +15,7 @@ fn scrape_of(snap: &Snapshot, format: Format, collectors: Collectors) -> String 
         format,
         collectors,
         taken_unix: Some(1_700_000_000.25),
+        events: None,
     };
     let mut out = Vec::new();
     render(&s, &mut out).unwrap();

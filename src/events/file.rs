@@ -1,0 +1,274 @@
+//! The log's file, `<state_file>.events`: the ring's strings and records,
+//! bounded, with an FNV-1a sum at the end, written atomically (never
+//! through a link). The codec is pure; sizes are checked before anything
+//! is allocated.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::kinds::Kind;
+use super::ring::{MAX_STRING, Record, Ring, Sym};
+use crate::files::{Cursor, Truncated, fnv1a};
+use crate::ib::Guid;
+
+pub const MAGIC: [u8; 8] = *b"IBPMEV\x00\x01";
+/// Records a file holds at most (the largest `events.capacity`).
+pub const MAX_RECORDS: usize = 100_000;
+/// Strings a file holds at most (three per record, and the ring's slack).
+pub const MAX_STRINGS: usize = 3 * MAX_RECORDS + 1025;
+/// One record's bytes.
+const RECORD_LEN: usize = 7 * 8 + 3 * 4 + 2 + 4;
+/// The largest file.
+pub const MAX_FILE: usize =
+    MAGIC.len() + 4 + MAX_STRINGS * (1 + MAX_STRING) + 4 + MAX_RECORDS * RECORD_LEN + 8;
+
+/// Why a log file cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileError {
+    Io(String),
+    TooLarge(u64),
+    Truncated,
+    BadMagic,
+    Checksum,
+    TooMany(u32),
+    BadString,
+    BadKind(u8),
+    TrailingBytes,
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Io(e) => write!(f, "{e}"),
+            FileError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
+            FileError::Truncated => f.write_str("truncated"),
+            FileError::BadMagic => f.write_str("not an event log file"),
+            FileError::Checksum => f.write_str("checksum mismatch"),
+            FileError::TooMany(n) => write!(f, "{n} entries, more than a log holds"),
+            FileError::BadString => f.write_str("a string that is not UTF-8"),
+            FileError::BadKind(k) => write!(f, "an event of unknown kind {k}"),
+            FileError::TrailingBytes => f.write_str("bytes after the last record"),
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
+impl From<Truncated> for FileError {
+    fn from(_: Truncated) -> Self {
+        FileError::Truncated
+    }
+}
+
+/// The file's bytes for what `ring` holds.
+pub fn encode(ring: &Ring) -> Vec<u8> {
+    let strings = ring.strings().strings();
+    let records = ring.records();
+    let n = records.len().min(MAX_RECORDS);
+    let skip = records.len() - n;
+    let ns = strings.len().min(MAX_STRINGS);
+    let mut out = Vec::with_capacity(24 + ns * 16 + n * RECORD_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&(ns as u32).to_le_bytes());
+    for s in &strings[..ns] {
+        out.push(s.len() as u8);
+        out.extend_from_slice(s.as_bytes());
+    }
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+    for r in records.iter().skip(skip) {
+        for v in [
+            r.seq, r.time_ms, r.sweep, r.guid.0, r.peer.0, r.before, r.after,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for s in [r.name, r.peer_name, r.detail] {
+            let s = if (s.0 as usize) < ns { s.0 } else { 0 };
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out.extend_from_slice(&r.subnet.to_le_bytes());
+        out.extend_from_slice(&[r.kind as u8, r.port, r.peer_port, r.flags]);
+    }
+    let sum = fnv1a(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+fn count(c: &mut Cursor, max: usize, min_len: usize) -> Result<usize, FileError> {
+    let n = c.u32()?;
+    if n as usize > max {
+        return Err(FileError::TooMany(n));
+    }
+    if (n as usize).saturating_mul(min_len) > c.left() {
+        return Err(FileError::Truncated);
+    }
+    Ok(n as usize)
+}
+
+/// What a file holds: its strings and records (their symbols index the
+/// strings).
+#[derive(Debug, Default)]
+pub struct Saved {
+    pub strings: Vec<Arc<str>>,
+    pub records: Vec<Record>,
+}
+
+/// Decode a file's bytes.
+pub fn decode(bytes: &[u8]) -> Result<Saved, FileError> {
+    if bytes.len() > MAX_FILE {
+        return Err(FileError::TooLarge(bytes.len() as u64));
+    }
+    let body_len = bytes.len().checked_sub(8).ok_or(FileError::Truncated)?;
+    let (body, sum) = bytes.split_at(body_len);
+    let mut c = Cursor(body);
+    if c.take::<8>().map_err(|_| FileError::Truncated)? != MAGIC {
+        return Err(FileError::BadMagic);
+    }
+    if fnv1a(body) != u64::from_le_bytes(Cursor(sum).take()?) {
+        return Err(FileError::Checksum);
+    }
+    let mut saved = Saved::default();
+    for _ in 0..count(&mut c, MAX_STRINGS, 1)? {
+        let len = usize::from(c.u8()?);
+        if len > c.left() {
+            return Err(FileError::Truncated);
+        }
+        let (s, rest) = c.0.split_at(len);
+        c.0 = rest;
+        let s = std::str::from_utf8(s).map_err(|_| FileError::BadString)?;
+        saved.strings.push(Arc::from(s));
+    }
+    let ns = saved.strings.len() as u32;
+    let sym = |v: u32| Sym(if v < ns { v } else { 0 });
+    for _ in 0..count(&mut c, MAX_RECORDS, RECORD_LEN)? {
+        let mut v = [0u64; 7];
+        for x in &mut v {
+            *x = c.u64()?;
+        }
+        let (name, peer_name, detail) = (sym(c.u32()?), sym(c.u32()?), sym(c.u32()?));
+        let subnet = u16::from_le_bytes(c.take()?);
+        let [kind, port, peer_port, flags] = c.take::<4>()?;
+        let kind = Kind::from_index(kind).ok_or(FileError::BadKind(kind))?;
+        saved.records.push(Record {
+            seq: v[0],
+            time_ms: v[1],
+            sweep: v[2],
+            guid: Guid(v[3]),
+            peer: Guid(v[4]),
+            before: v[5],
+            after: v[6],
+            name,
+            peer_name,
+            detail,
+            subnet,
+            kind,
+            port,
+            peer_port,
+            flags,
+        });
+    }
+    if c.left() != 0 {
+        return Err(FileError::TrailingBytes);
+    }
+    Ok(saved)
+}
+
+/// Read and decode the file at `path`: a regular file of at most
+/// [`MAX_FILE`] bytes.
+pub fn load(path: &Path) -> Result<Saved, FileError> {
+    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
+        .map_err(|e| FileError::Io(e.to_string()))?;
+    decode(&bytes)
+}
+
+/// Write what `ring` holds to `path`, atomically.
+pub fn save(ring: &Ring, path: &Path) -> std::io::Result<()> {
+    crate::files::write_atomic(path, &encode(ring))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::ring::{Bounds, New};
+
+    fn ring() -> Ring {
+        let mut r = Ring::new(Bounds::default());
+        for (i, k) in [Kind::PortState, Kind::VerdictRaised, Kind::NodeLost]
+            .into_iter()
+            .enumerate()
+        {
+            r.push(&New {
+                kind: Some(k),
+                time_ms: 1_000 + i as u64,
+                sweep: 7,
+                guid: Guid(0x10 + i as u64),
+                name: "leaf07",
+                port: 3,
+                peer: Some((Guid(0x99), 1, "node0413 HCA-1")),
+                before: 4,
+                after: 1,
+                detail: if i == 1 { "flapping" } else { "" },
+                subnet: Some(0),
+                suppressed: i == 2,
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn a_ring_comes_back_from_its_file() {
+        let r = ring();
+        let saved = decode(&encode(&r)).unwrap();
+        let mut back = Ring::new(Bounds::default());
+        for rec in saved.records {
+            back.restore(rec, &saved.strings);
+        }
+        assert_eq!(back.len(), 3);
+        for (a, b) in r.records().iter().zip(back.records()) {
+            assert_eq!(
+                (a.seq, a.kind, a.guid, a.flags),
+                (b.seq, b.kind, b.guid, b.flags)
+            );
+            assert_eq!(
+                r.strings().get(a.peer_name),
+                back.strings().get(b.peer_name)
+            );
+            assert_eq!(r.strings().get(a.detail), back.strings().get(b.detail));
+        }
+    }
+
+    #[test]
+    fn a_truncated_or_corrupted_file_is_refused() {
+        let bytes = encode(&ring());
+        for n in [0, 7, 8, 20, bytes.len() - 1] {
+            assert!(decode(&bytes[..n]).is_err(), "{n} bytes");
+        }
+        let mut bad = bytes.clone();
+        bad[30] ^= 1;
+        assert_eq!(decode(&bad).unwrap_err(), FileError::Checksum);
+        let mut foreign = bytes.clone();
+        foreign[0] = b'X';
+        assert_eq!(decode(&foreign).unwrap_err(), FileError::BadMagic);
+    }
+
+    #[test]
+    fn counts_past_the_bounds_are_refused_before_allocating() {
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&u32::MAX.to_le_bytes());
+        let sum = fnv1a(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(decode(&b).unwrap_err(), FileError::TooMany(u32::MAX));
+    }
+
+    #[test]
+    fn a_link_in_place_of_the_file_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        let path = dir.path().join("state.events");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        save(&ring(), &path).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        assert_eq!(load(&path).unwrap().records.len(), 3);
+    }
+}
