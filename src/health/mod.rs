@@ -21,14 +21,17 @@ use std::time::Duration;
 
 use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
-use crate::fabric::record::PortRecord;
+use crate::fabric::record::{NodeRecord, PortRecord};
+use crate::ib::ber::Ber;
 use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts, clear};
 use crate::ib::{Guid, PhysState, PortState};
 use crate::mib::rate::congestion_hundredths;
-use crate::notify::rules::ERROR_THRESHOLDS;
+use crate::notify::rules::{self, ThresholdRule};
 
 /// The error counters whose per-second rates make a link erroring, with
-/// the thresholds of [`ERROR_THRESHOLDS`] (per `[notify] window`).
+/// the rising thresholds the notifications use (per `[notify] window`):
+/// the defaults of [`rules::thresholds`] as `[[notify.threshold]]` changes
+/// them for the port ([`rules::resolve`]).
 pub const ERROR_COUNTERS: [usize; 4] = [
     hc::Total::SymbolErrors.k(),
     hc::Total::LocalLinkIntegrityErrors.k(),
@@ -58,8 +61,11 @@ pub struct HealthConfig {
     /// [`HealthConfig::congestion_window`]) a link is congested.
     pub congestion_hundredths: u32,
     pub congestion_window: Duration,
-    /// The window [`ERROR_THRESHOLDS`] count over (`[notify] window`).
+    /// The window the error thresholds count over (`[notify] window`).
     pub threshold_window: Duration,
+    /// `[[notify.threshold]]`: the rules the notifications resolve their
+    /// thresholds by, so that a verdict and a trap never disagree.
+    pub thresholds: Vec<ThresholdRule>,
 }
 
 impl Default for HealthConfig {
@@ -74,6 +80,7 @@ impl Default for HealthConfig {
             congestion_hundredths: 1000,
             congestion_window: Duration::from_secs(600),
             threshold_window: Duration::from_secs(60),
+            thresholds: Vec::new(),
         }
     }
 }
@@ -163,12 +170,40 @@ struct NodeMem {
     counted: u8,
 }
 
+/// What makes a port erroring: a rate per second per [`ERROR_COUNTERS`]
+/// entry (None: not watched), and the two BERs (None: not watched).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Limits {
+    rates: [Option<f64>; ERROR_COUNTERS.len()],
+    symbol_ber: Option<Ber>,
+    effective_ber: Option<Ber>,
+}
+
+impl Limits {
+    /// The limits of one port's resolved (rising, falling) thresholds
+    /// ([`rules::resolve`]), over a window of `secs`.
+    fn of(resolved: &[(u64, u64)], secs: f64) -> Limits {
+        let rising = |i: Option<usize>| i.map_or(0, |i| resolved[i].0);
+        let by_name = |name: &str| rules::thresholds().iter().position(|d| d.name == name);
+        let ber = |name| Some(rising(by_name(name))).filter(|t| *t > 0);
+        Limits {
+            rates: ERROR_COUNTERS.map(|k| {
+                Some(rising(rules::threshold_of(k)))
+                    .filter(|t| *t > 0)
+                    .map(|t| t as f64 / secs)
+            }),
+            symbol_ber: ber("SymbolBER").map(Ber::from_per_1e15),
+            effective_ber: ber("EffectiveBER").map(Ber::from_per_1e15),
+        }
+    }
+}
+
 /// The evaluator: what it keeps between sweeps.
 pub struct Evaluator {
     cfg: HealthConfig,
-    /// Per [`ERROR_COUNTERS`] entry, its threshold as a rate per second
-    /// (None: the counter has none), resolved once.
-    error_rates: [Option<f64>; ERROR_COUNTERS.len()],
+    /// The limits of a port no `[[notify.threshold]]` rule changes,
+    /// resolved once.
+    limits: Limits,
     /// Ordered by GUID, as a snapshot's nodes.
     nodes: Vec<NodeMem>,
     ports: Vec<PortMem>,
@@ -200,16 +235,14 @@ struct PortStep {
 
 impl Evaluator {
     pub fn new(cfg: HealthConfig) -> Evaluator {
-        let secs = cfg.threshold_window.as_secs_f64().max(1.0);
-        let error_rates = ERROR_COUNTERS.map(|k| {
-            ERROR_THRESHOLDS
-                .iter()
-                .find(|(s, t)| *s == k && *t > 0)
-                .map(|(_, t)| *t as f64 / secs)
-        });
+        let defaults: Vec<(u64, u64)> = rules::thresholds()
+            .iter()
+            .map(|d| (d.rising, d.falling))
+            .collect();
+        let limits = Limits::of(&defaults, cfg.threshold_window.as_secs_f64().max(1.0));
         Evaluator {
             cfg,
-            error_rates,
+            limits,
             nodes: Vec::new(),
             ports: Vec::new(),
             entries: Arc::new([]),
@@ -306,7 +339,7 @@ impl Evaluator {
                         .unwrap_or(PortMem::new(p.num()))
                 };
                 if node.reachable {
-                    seen.extend(self.port((guid, p.num()), &mut m, p, &step));
+                    seen.extend(self.port(node, &mut m, p, &step));
                 } else {
                     m.flaps = shifted(m.flaps, step.shift);
                 }
@@ -379,11 +412,12 @@ impl Evaluator {
     /// now. None when nothing is to be said of it.
     fn port(
         &self,
-        key: (Guid, u8),
+        node: &NodeRecord,
         m: &mut PortMem,
         p: &PortRecord,
         step: &PortStep,
     ) -> Option<Seen> {
+        let key = (node.id.guid, p.num());
         m.flaps = shifted(m.flaps, step.shift);
         let l = &p.link;
         let active = l.state == Some(PortState::Active);
@@ -432,7 +466,7 @@ impl Evaluator {
             mask |= Condition::LinkLost.bit();
         }
         if active {
-            if self.erroring(p) {
+            if self.erroring(node, p) {
                 mask |= Condition::Erroring.bit();
             }
             if p.assessment.health.is_some_and(|h| h.is_degraded()) {
@@ -464,19 +498,37 @@ impl Evaluator {
         })
     }
 
-    /// Error rates over their thresholds, or a BER over its own.
-    fn erroring(&self, p: &PortRecord) -> bool {
-        let over_rate = ERROR_COUNTERS
+    /// Error rates over their thresholds, or a BER over its own: the
+    /// thresholds the notifications resolve for the port.
+    fn erroring(&self, node: &NodeRecord, p: &PortRecord) -> bool {
+        let rates = ERROR_COUNTERS.map(|k| p.rates.get(k).filter(|r| *r > 0.0));
+        let symbol = p.symbol_ber().filter(|b| b.0 > 0.0);
+        let effective = p.effective_ber().filter(|b| b.0 > 0.0);
+        if rates.iter().all(Option::is_none) && symbol.is_none() && effective.is_none() {
+            // No error: no threshold of any rule is crossed.
+            return false;
+        }
+        let resolved;
+        let limits = if self.cfg.thresholds.is_empty() {
+            &self.limits
+        } else {
+            let id = &node.id;
+            let r = rules::resolve(
+                &self.cfg.thresholds,
+                id.guid,
+                &id.description,
+                id.node_type,
+                p.num(),
+            );
+            resolved = Limits::of(&r, self.cfg.threshold_window.as_secs_f64().max(1.0));
+            &resolved
+        };
+        let over_rate = rates
             .iter()
-            .zip(self.error_rates)
-            .any(|(&k, thr)| thr.is_some_and(|t| p.rates.get(k).is_some_and(|r| r >= t)));
-        let symbol = p
-            .symbol_ber()
-            .is_some_and(|b| b.0 > crate::ib::ber::SYMBOL_BER_THRESHOLD.0);
-        let effective = p
-            .effective_ber()
-            .is_some_and(|b| b.0 > crate::ib::ber::EFFECTIVE_BER_THRESHOLD.0);
-        over_rate || symbol || effective
+            .zip(limits.rates)
+            .any(|(r, t)| r.zip(t).is_some_and(|(r, t)| r >= t));
+        let over = |b: Option<Ber>, t: Option<Ber>| b.zip(t).is_some_and(|(b, t)| b.0 > t.0);
+        over_rate || over(symbol, limits.symbol_ber) || over(effective, limits.effective_ber)
     }
 
     /// Join the link's ends (each carries the other's conditions), and

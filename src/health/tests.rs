@@ -291,6 +291,54 @@ fn error_rates_and_ber_over_their_thresholds_are_erroring() {
     assert_eq!(r.mask(0, 2), e);
 }
 
+/// The verdict reads the thresholds the traps read: `[[notify.threshold]]`
+/// rules raise, lower and turn off the rising threshold of a port.
+#[test]
+fn the_configured_threshold_rules_make_erroring_as_they_make_traps() {
+    use crate::ib::NodeType;
+    use crate::notify::rules::{CounterName, NotifyConfig, ThresholdRule};
+    let sym: CounterName = "SymbolErrors".parse().unwrap();
+    let rule = |node: u64, port: u8, rising: u64| ThresholdRule {
+        counter: sym,
+        rising: Some(rising),
+        falling: None,
+        node_type: None,
+        node: Some(crate::notify::rules::NodeMatch::Guid(Guid(0x100 + node))),
+        ports: vec![port],
+    };
+    // Node 0: port 1 raised to 100 a minute, port 2 lowered to 1, port 3
+    // off; node 2 untouched (the default, 10).
+    let rules = vec![rule(0, 1, 100), rule(0, 2, 1), rule(0, 3, 0)];
+    let cfg = HealthConfig {
+        thresholds: rules.clone(),
+        ..HealthConfig::default()
+    };
+    let mut r = Run::with(Fab::new(4, 3), cfg);
+    // 3 in 10 s: 18 a minute.
+    for (node, port) in [(0, 1), (0, 3), (2, 1)] {
+        r.fab.count(node, port, SYM, 3, 10.0);
+    }
+    // 1 in 20 s: 3 a minute.
+    r.fab.count(0, 2, SYM, 1, 20.0);
+    r.sweep();
+    let e = Condition::Erroring.bit();
+    assert_eq!(r.mask(0, 1), 0, "over the default, under the rule");
+    assert_eq!(r.mask(0, 2), e, "under the default, over the rule");
+    assert_eq!(r.mask(0, 3), 0, "the rule turned it off");
+    assert_eq!(r.mask(2, 1), e, "the default");
+    // The traps resolve the same thresholds for the same ports.
+    let notify = NotifyConfig {
+        rules,
+        ..Default::default()
+    };
+    let rising =
+        |node: u64, port| notify.resolve(Guid(0x100 + node), "", NodeType::Switch, port)[sym.0].0;
+    assert_eq!(
+        [rising(0, 1), rising(0, 2), rising(0, 3), rising(2, 1)],
+        [100, 1, 0, 10]
+    );
+}
+
 #[test]
 fn a_degraded_link_and_a_congested_one_are_seen() {
     let mut r = Run::new(Fab::new(2, 2));
