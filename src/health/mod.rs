@@ -157,6 +157,25 @@ impl PortMem {
     }
 }
 
+/// The time of an evaluation as the two clocks read it together:
+/// milliseconds of the monotonic clock (from any origin) and of the wall
+/// clock (since the UNIX epoch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct At {
+    pub mono_ms: u64,
+    pub wall_ms: u64,
+}
+
+impl At {
+    /// Both clocks at `ms` (a test's virtual time).
+    pub fn both(ms: u64) -> At {
+        At {
+            mono_ms: ms,
+            wall_ms: ms,
+        }
+    }
+}
+
 /// One node's state; its ports are `len` entries of
 /// [`Evaluator::ports`] from `start`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -215,6 +234,14 @@ pub struct Evaluator {
     bucket: Option<u64>,
     /// When the last sweep was evaluated.
     last_at: Option<u64>,
+    /// The timeline's origin: (monotonic, wall) milliseconds at the first
+    /// evaluation. Every window runs on the timeline, which is the wall
+    /// clock as it read then, moved on by the monotonic clock since: a
+    /// step of the wall clock moves no window.
+    anchor: Option<(u64, u64)>,
+    /// The wall clock minus the timeline at the last evaluation, in
+    /// milliseconds: how a time of the timeline is shown and saved.
+    offset: i64,
 }
 
 /// One port's evaluation, before the link's ends are joined.
@@ -250,6 +277,8 @@ impl Evaluator {
             last_sweep: None,
             bucket: None,
             last_at: None,
+            anchor: None,
+            offset: 0,
         }
     }
 
@@ -275,16 +304,28 @@ impl Evaluator {
             .unwrap_or_default()
     }
 
-    /// Evaluate a published snapshot at `now` (wall-clock milliseconds),
-    /// taking in the operators' acknowledgements first. A snapshot of a
-    /// sweep already evaluated (or of no sweep yet) changes nothing and
-    /// gives None.
-    pub fn evaluate(&mut self, snap: &Snapshot, now: u64, acks: &[Ack]) -> Option<Verdicts> {
+    /// The time of the timeline at `at` (milliseconds): the wall clock
+    /// of the first evaluation, moved on by the monotonic clock since.
+    /// Keeps [`Evaluator::offset`] for the times shown and saved.
+    fn timeline(&mut self, at: At) -> u64 {
+        let (mono0, wall0) = *self.anchor.get_or_insert((at.mono_ms, at.wall_ms));
+        let now = wall0.saturating_add(at.mono_ms.saturating_sub(mono0));
+        self.offset = at.wall_ms as i64 - now as i64;
+        now
+    }
+
+    /// Evaluate a published snapshot at `at`, taking in the operators'
+    /// acknowledgements first. The windows run on monotonic time (the
+    /// timeline); the verdicts' times are of the timeline, shown through
+    /// [`Verdicts::wall`]. A snapshot of a sweep already evaluated (or of
+    /// no sweep yet) changes nothing and gives None.
+    pub fn evaluate(&mut self, snap: &Snapshot, at: At, acks: &[Ack]) -> Option<Verdicts> {
+        let now = self.timeline(at);
         for a in acks {
             self.take_ack(*a);
         }
         if snap.sweep == 0 || self.last_sweep == Some(snap.sweep) {
-            return (!acks.is_empty()).then(|| self.verdicts(now));
+            return (!acks.is_empty()).then(|| self.verdicts(at));
         }
         self.last_sweep = Some(snap.sweep);
         let step = PortStep {
@@ -351,7 +392,7 @@ impl Evaluator {
         self.ports = ports;
         self.nodes_seen(&misses, now);
         self.join(seen, now);
-        Some(self.verdicts(now))
+        Some(self.verdicts(at))
     }
 
     /// Move the flap buckets on to `now`'s: the shift of every port's
@@ -655,10 +696,11 @@ impl Evaluator {
 
     /// The published form of what the evaluator holds (its entries
     /// shared, not copied); its driver fills in how long it took.
-    fn verdicts(&self, now: u64) -> Verdicts {
+    fn verdicts(&self, at: At) -> Verdicts {
         Verdicts {
             sweep: self.last_sweep.unwrap_or(0),
-            at: now,
+            at: at.wall_ms,
+            wall_offset_ms: self.offset,
             took_us: 0,
             ports: Arc::clone(&self.entries),
             nodes: Arc::clone(&self.node_entries),

@@ -78,7 +78,10 @@ impl Fab {
 struct Run {
     fab: Fab,
     ev: Evaluator,
+    /// The monotonic clock.
     now: u64,
+    /// How far the wall clock was stepped from it.
+    step: i64,
     last: Verdicts,
 }
 
@@ -92,6 +95,7 @@ impl Run {
             fab,
             ev: Evaluator::new(cfg),
             now: T0,
+            step: 0,
             last: Verdicts::default(),
         };
         r.sweep();
@@ -101,7 +105,11 @@ impl Run {
     fn sweep(&mut self) -> &Verdicts {
         self.now += 10 * SEC;
         let snap = self.fab.snap();
-        self.last = self.ev.evaluate(&snap, self.now, &[]).unwrap();
+        let at = At {
+            mono_ms: self.now,
+            wall_ms: self.now.saturating_add_signed(self.step),
+        };
+        self.last = self.ev.evaluate(&snap, at, &[]).unwrap();
         &self.last
     }
 
@@ -378,14 +386,82 @@ fn an_acknowledgement_clears_the_link_until_the_condition_returns() {
     };
     let snap = r.fab.snap();
     r.now += 10 * SEC;
-    let v = r.ev.evaluate(&snap, r.now, &[ack]).unwrap();
+    let v = r.ev.evaluate(&snap, At::both(r.now), &[ack]).unwrap();
     assert!(v.unhealthy().next().is_none());
     // Taken in without a new sweep too.
-    let v = r.ev.evaluate(&snap, r.now, &[ack]).unwrap();
+    let v = r.ev.evaluate(&snap, At::both(r.now), &[ack]).unwrap();
     assert!(v.unhealthy().next().is_none());
-    assert!(r.ev.evaluate(&snap, r.now, &[]).is_none(), "nothing new");
+    assert!(
+        r.ev.evaluate(&snap, At::both(r.now), &[]).is_none(),
+        "nothing new"
+    );
     r.sweep();
     assert_eq!(r.mask(0, 1), 0);
+}
+
+/// The windows run on monotonic time: the wall clock stepped an hour
+/// either way (NTP) ages no window and changes no verdict; only the times
+/// shown and saved move with it.
+#[test]
+fn a_step_of_the_wall_clock_changes_no_verdict() {
+    const HOUR: i64 = 3_600_000;
+    let runs = [0, HOUR, -HOUR].map(|step| {
+        let mut r = Run::new(Fab::new(2, 2));
+        for _ in 0..3 {
+            r.fab.count(0, 1, LD, 1, 10.0);
+            r.sweep();
+        }
+        r.fab.set_state(0, 2, false);
+        r.fab.set_state(1, 2, false);
+        r.sweep();
+        assert_eq!(r.mask(0, 1), Condition::Flapping.bit());
+        assert_eq!(r.mask(0, 2), Condition::LinkLost.bit());
+        r.step = step;
+        // 30 minutes: the flap window, then the recovery, pass.
+        let mut masks = Vec::new();
+        for _ in 0..180 {
+            r.sweep();
+            masks.push((r.mask(0, 1), r.mask(0, 2), r.mask(1, 1)));
+        }
+        (masks, r)
+    });
+    let (masks, r0) = &runs[0];
+    assert_eq!(masks[0].0, Condition::Flapping.bit(), "held at first");
+    assert_eq!(masks.last().unwrap().0, 0, "cleared after its recovery");
+    for (m, r) in &runs[1..] {
+        assert_eq!(m, masks, "step {}", r.step);
+        assert_eq!(
+            r.last.ports, r0.last.ports,
+            "the same times on the timeline"
+        );
+        assert_eq!(r.last.nodes, r0.last.nodes);
+        // Shown and saved on the wall clock.
+        let lost = r.last.port(Guid(0x100), 2).unwrap();
+        let since = lost.mark(Condition::LinkLost).unwrap().since;
+        assert_eq!(r.last.wall(since), since.saturating_add_signed(r.step));
+        let saved = state::decode(&state::encode(&r.ev)).unwrap();
+        let e = saved.entries.iter().find(|e| e.port == 2).unwrap();
+        assert_eq!(
+            e.mark(Condition::LinkLost).unwrap().since,
+            r.last.wall(since)
+        );
+        // Taken up again, the same verdicts on the wall clock.
+        let mut ev = Evaluator::new(HealthConfig::default());
+        ev.restore(saved);
+        let mut fab = Fab::new(2, 2);
+        fab.set_state(0, 2, false);
+        fab.set_state(1, 2, false);
+        let v = ev.evaluate(
+            &fab.snap(),
+            At::both(r.now.saturating_add_signed(r.step)),
+            &[],
+        );
+        let e = v.as_ref().and_then(|v| v.port(Guid(0x100), 2)).unwrap();
+        assert_eq!(
+            e.mark(Condition::LinkLost).unwrap().since,
+            r.last.wall(since)
+        );
+    }
 }
 
 #[test]
@@ -404,7 +480,7 @@ fn verdicts_and_active_ports_survive_a_restart() {
     r.fab.set_state(0, 2, false);
     r.fab.set_state(1, 2, false);
     let snap = r.fab.snap();
-    let v = ev.evaluate(&snap, r.now + MIN, &[]).unwrap();
+    let v = ev.evaluate(&snap, At::both(r.now + MIN), &[]).unwrap();
     let e = v.port(Guid(0x100), 1).unwrap();
     assert_eq!(e.flaps, 3);
     assert!(e.mark(Condition::Flapping).is_some(), "still standing");
