@@ -74,7 +74,9 @@ fn main() {
         let snap = unhealthy(&rig.cache.load(), i + 1);
         now += 10_000;
         let t = Instant::now();
-        let v = ev.evaluate(&snap, now, &[]).expect("a new sweep");
+        let v = ev
+            .evaluate(&snap, ibpm_agentx::health::At::both(now), &[])
+            .expect("a new sweep");
         let e = t.elapsed();
         println!(
             "{{\"sweep\":{:.4},\"evaluation\":{:.4},\"unhealthy\":{}}}",

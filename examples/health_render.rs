@@ -48,7 +48,9 @@ fn main() {
         rig.advance(Duration::from_secs(10));
         rig.sweep();
         now += 10_000;
-        let v = eval.evaluate(&rig.cache.load(), now, &[]).expect("a sweep");
+        let v = eval
+            .evaluate(&rig.cache.load(), ibpm_agentx::health::At::both(now), &[])
+            .expect("a sweep");
         rig.cache.set_health(Arc::new(v));
     };
     sweep(&mut rig, &mut eval);

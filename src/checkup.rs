@@ -20,7 +20,7 @@ use crate::fabric::engine::Engine;
 use crate::fabric::federation::Federation;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
-use crate::health::Evaluator;
+use crate::health::watch::Watch;
 use crate::health::watch::wall_ms;
 use crate::ib::Escaped;
 use crate::ib::subnet::SubnetView;
@@ -287,17 +287,13 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
             Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
         })
         .collect();
-    let mut eval = Evaluator::new(cfg.health());
+    // The agent's driver of the evaluator, with no state file.
+    let mut watch = Watch::new(cfg.health(), None);
     let mut judge = |sweepers: &mut Vec<Sweeper>| {
         for s in sweepers.iter_mut() {
             s.sweep_once();
         }
-        let started = Instant::now();
-        let snap = cache.load();
-        if let Some(mut v) = eval.evaluate(&snap, wall_ms(SystemTime::now()), &[]) {
-            v.took_us = started.elapsed().as_micros() as u64;
-            cache.set_health(Arc::new(v));
-        }
+        watch.after_sweep(&cache);
     };
     judge(&mut sweepers);
     if let Some(r) = rates {

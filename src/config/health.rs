@@ -141,6 +141,7 @@ impl Config {
             congestion_hundredths: (h.congestion_percent * 100.0).round() as u32,
             congestion_window,
             threshold_window: self.notify.window,
+            thresholds: self.notify().rules,
         }
     }
 }

@@ -145,8 +145,9 @@ pub struct Cache {
     /// [`super::federation::Federation`] merges the members again).
     listener: std::sync::OnceLock<Listener>,
     /// Held by the writers that keep fields of the current snapshot
-    /// ([`Cache::publish_merged`], [`Cache::set_health`],
-    /// [`Cache::set_notify`]), so that none loses another's.
+    /// ([`Cache::publish`], [`Cache::publish_merged`],
+    /// [`Cache::set_health`], [`Cache::set_notify`]), so that none loses
+    /// another's.
     writer: Mutex<()>,
 }
 
@@ -202,6 +203,8 @@ impl Cache {
         let _w = lock(&self.writer);
         let cur = self.current.load();
         snap.shared_descriptions_after(&cur);
+        // The current ones, whatever the publisher loaded before: an
+        // acknowledgement or an evaluation stored since stays.
         snap.health = Arc::clone(&cur.health);
         snap.plan = Arc::clone(&cur.plan);
         snap.notify = cur.notify;
@@ -211,11 +214,11 @@ impl Cache {
     pub fn load(&self) -> Arc<Snapshot> {
         self.current.load_full()
     }
-    /// Publish a new snapshot.
-    pub fn publish(&self, mut snap: Snapshot) {
-        snap.count_reachable();
-        snap.shared_descriptions_after(&self.current.load());
-        self.current.store(Arc::new(snap));
+    /// Publish a new snapshot: its health verdicts and notification
+    /// figures are the current ones (those it carries are ignored), as
+    /// [`Cache::publish_merged`].
+    pub fn publish(&self, snap: Snapshot) {
+        self.publish_merged(snap);
         self.stored();
     }
 
@@ -239,11 +242,21 @@ impl Cache {
         });
     }
 
+    /// Store the evaluator's verdicts with the acknowledgements it has not
+    /// taken in yet applied (one made while it evaluated stays seen).
+    pub fn store_verdicts(&self, verdicts: Verdicts) {
+        let acks = lock(&self.acks);
+        let shown = acks
+            .iter()
+            .fold(verdicts, |v, a| v.acknowledged(*a).unwrap_or(v));
+        self.set_health(Arc::new(shown));
+    }
+
     /// Acknowledge a standing verdict: readers see it cleared at once, and
     /// the evaluator takes the acknowledgement in at its next evaluation.
     /// False (nothing changed) when the port has no such verdict.
     pub fn acknowledge(&self, ack: Ack) -> bool {
-        let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut acks = lock(&self.acks);
         let Some(cleared) = self.current.load().health.acknowledged(ack) else {
             return false;
         };
@@ -320,6 +333,68 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ib::health::{Condition, Mark, PortVerdict};
+
+    /// Verdicts of one degraded port.
+    fn degraded() -> Verdicts {
+        let mut e = PortVerdict {
+            guid: Guid(1),
+            port: 1,
+            ..Default::default()
+        };
+        e.marks[Condition::Degraded as usize] = Some(Mark::default());
+        Verdicts {
+            sweep: 1,
+            ports: Arc::new([e]),
+            ..Default::default()
+        }
+    }
+
+    const ACK: Ack = Ack {
+        guid: Guid(1),
+        port: 1,
+        condition: None,
+    };
+
+    /// A publisher loads the snapshot, an operator acknowledges, the
+    /// publisher stores what it built: the acknowledgement stays seen.
+    #[test]
+    fn an_acknowledgement_between_a_load_and_a_publication_stays_seen() {
+        let cache = Cache::new();
+        cache.set_health(Arc::new(degraded()));
+        let prev = cache.load();
+        assert!(cache.acknowledge(ACK));
+        for merged in [false, true] {
+            let next = Snapshot {
+                sweep: 2,
+                health: Arc::clone(&prev.health),
+                notify: prev.notify,
+                ..Default::default()
+            };
+            if merged {
+                cache.publish_merged(next);
+            } else {
+                cache.publish(next);
+            }
+            assert!(cache.load().health.unhealthy().next().is_none());
+        }
+    }
+
+    /// The evaluator took the acknowledgements in, then one more came
+    /// before it stored its verdicts: that one stays seen too.
+    #[test]
+    fn an_acknowledgement_made_during_an_evaluation_stays_seen() {
+        let cache = Cache::new();
+        cache.set_health(Arc::new(degraded()));
+        assert!(cache.take_acks().is_empty());
+        // The evaluation, made before the acknowledgement.
+        let evaluated = degraded();
+        assert!(cache.acknowledge(ACK));
+        cache.store_verdicts(evaluated);
+        assert!(cache.load().health.unhealthy().next().is_none());
+        // Taken in by the next evaluation.
+        assert_eq!(cache.take_acks(), vec![ACK]);
+    }
 
     #[test]
     fn the_wall_clock_time_of_a_publication_is_its_age_before_now() {

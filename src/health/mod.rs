@@ -22,15 +22,18 @@ use std::time::Duration;
 
 use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
-use crate::fabric::record::PortRecord;
+use crate::fabric::record::{NodeRecord, PortRecord};
+use crate::ib::ber::Ber;
 use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts, clear};
 use crate::ib::xmit_wait::TickRule;
 use crate::ib::{Guid, PhysState, PortState};
 use crate::mib::rate::congestion_hundredths;
-use crate::notify::rules::ERROR_THRESHOLDS;
+use crate::notify::rules::{self, ThresholdRule};
 
 /// The error counters whose per-second rates make a link erroring, with
-/// the thresholds of [`ERROR_THRESHOLDS`] (per `[notify] window`).
+/// the rising thresholds the notifications use (per `[notify] window`):
+/// the defaults of [`rules::thresholds`] as `[[notify.threshold]]` changes
+/// them for the port ([`rules::resolve`]).
 pub const ERROR_COUNTERS: [usize; 4] = [
     hc::Total::SymbolErrors.k(),
     hc::Total::LocalLinkIntegrityErrors.k(),
@@ -60,8 +63,11 @@ pub struct HealthConfig {
     /// [`HealthConfig::congestion_window`]) a link is congested.
     pub congestion_hundredths: u32,
     pub congestion_window: Duration,
-    /// The window [`ERROR_THRESHOLDS`] count over (`[notify] window`).
+    /// The window the error thresholds count over (`[notify] window`).
     pub threshold_window: Duration,
+    /// `[[notify.threshold]]`: the rules the notifications resolve their
+    /// thresholds by, so that a verdict and a trap never disagree.
+    pub thresholds: Vec<ThresholdRule>,
 }
 
 impl Default for HealthConfig {
@@ -76,6 +82,7 @@ impl Default for HealthConfig {
             congestion_hundredths: 1000,
             congestion_window: Duration::from_secs(600),
             threshold_window: Duration::from_secs(60),
+            thresholds: Vec::new(),
         }
     }
 }
@@ -152,6 +159,25 @@ impl PortMem {
     }
 }
 
+/// The time of an evaluation as the two clocks read it together:
+/// milliseconds of the monotonic clock (from any origin) and of the wall
+/// clock (since the UNIX epoch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct At {
+    pub mono_ms: u64,
+    pub wall_ms: u64,
+}
+
+impl At {
+    /// Both clocks at `ms` (a test's virtual time).
+    pub fn both(ms: u64) -> At {
+        At {
+            mono_ms: ms,
+            wall_ms: ms,
+        }
+    }
+}
+
 /// One node's state; its ports are `len` entries of
 /// [`Evaluator::ports`] from `start`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -165,12 +191,40 @@ struct NodeMem {
     counted: u8,
 }
 
+/// What makes a port erroring: a rate per second per [`ERROR_COUNTERS`]
+/// entry (None: not watched), and the two BERs (None: not watched).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Limits {
+    rates: [Option<f64>; ERROR_COUNTERS.len()],
+    symbol_ber: Option<Ber>,
+    effective_ber: Option<Ber>,
+}
+
+impl Limits {
+    /// The limits of one port's resolved (rising, falling) thresholds
+    /// ([`rules::resolve`]), over a window of `secs`.
+    fn of(resolved: &[(u64, u64)], secs: f64) -> Limits {
+        let rising = |i: Option<usize>| i.map_or(0, |i| resolved[i].0);
+        let by_name = |name: &str| rules::thresholds().iter().position(|d| d.name == name);
+        let ber = |name| Some(rising(by_name(name))).filter(|t| *t > 0);
+        Limits {
+            rates: ERROR_COUNTERS.map(|k| {
+                Some(rising(rules::threshold_of(k)))
+                    .filter(|t| *t > 0)
+                    .map(|t| t as f64 / secs)
+            }),
+            symbol_ber: ber("SymbolBER").map(Ber::from_per_1e15),
+            effective_ber: ber("EffectiveBER").map(Ber::from_per_1e15),
+        }
+    }
+}
+
 /// The evaluator: what it keeps between sweeps.
 pub struct Evaluator {
     cfg: HealthConfig,
-    /// Per [`ERROR_COUNTERS`] entry, its threshold as a rate per second
-    /// (None: the counter has none), resolved once.
-    error_rates: [Option<f64>; ERROR_COUNTERS.len()],
+    /// The limits of a port no `[[notify.threshold]]` rule changes,
+    /// resolved once.
+    limits: Limits,
     /// Ordered by GUID, as a snapshot's nodes.
     nodes: Vec<NodeMem>,
     ports: Vec<PortMem>,
@@ -182,6 +236,14 @@ pub struct Evaluator {
     bucket: Option<u64>,
     /// When the last sweep was evaluated.
     last_at: Option<u64>,
+    /// The timeline's origin: (monotonic, wall) milliseconds at the first
+    /// evaluation. Every window runs on the timeline, which is the wall
+    /// clock as it read then, moved on by the monotonic clock since: a
+    /// step of the wall clock moves no window.
+    anchor: Option<(u64, u64)>,
+    /// The wall clock minus the timeline at the last evaluation, in
+    /// milliseconds: how a time of the timeline is shown and saved.
+    offset: i64,
 }
 
 /// One port's evaluation, before the link's ends are joined.
@@ -202,16 +264,14 @@ struct PortStep {
 
 impl Evaluator {
     pub fn new(cfg: HealthConfig) -> Evaluator {
-        let secs = cfg.threshold_window.as_secs_f64().max(1.0);
-        let error_rates = ERROR_COUNTERS.map(|k| {
-            ERROR_THRESHOLDS
-                .iter()
-                .find(|(s, t)| *s == k && *t > 0)
-                .map(|(_, t)| *t as f64 / secs)
-        });
+        let defaults: Vec<(u64, u64)> = rules::thresholds()
+            .iter()
+            .map(|d| (d.rising, d.falling))
+            .collect();
+        let limits = Limits::of(&defaults, cfg.threshold_window.as_secs_f64().max(1.0));
         Evaluator {
             cfg,
-            error_rates,
+            limits,
             nodes: Vec::new(),
             ports: Vec::new(),
             entries: Arc::new([]),
@@ -219,6 +279,8 @@ impl Evaluator {
             last_sweep: None,
             bucket: None,
             last_at: None,
+            anchor: None,
+            offset: 0,
         }
     }
 
@@ -244,16 +306,28 @@ impl Evaluator {
             .unwrap_or_default()
     }
 
-    /// Evaluate a published snapshot at `now` (wall-clock milliseconds),
-    /// taking in the operators' acknowledgements first. A snapshot of a
-    /// sweep already evaluated (or of no sweep yet) changes nothing and
-    /// gives None.
-    pub fn evaluate(&mut self, snap: &Snapshot, now: u64, acks: &[Ack]) -> Option<Verdicts> {
+    /// The time of the timeline at `at` (milliseconds): the wall clock
+    /// of the first evaluation, moved on by the monotonic clock since.
+    /// Keeps [`Evaluator::offset`] for the times shown and saved.
+    fn timeline(&mut self, at: At) -> u64 {
+        let (mono0, wall0) = *self.anchor.get_or_insert((at.mono_ms, at.wall_ms));
+        let now = wall0.saturating_add(at.mono_ms.saturating_sub(mono0));
+        self.offset = at.wall_ms as i64 - now as i64;
+        now
+    }
+
+    /// Evaluate a published snapshot at `at`, taking in the operators'
+    /// acknowledgements first. The windows run on monotonic time (the
+    /// timeline); the verdicts' times are of the timeline, shown through
+    /// [`Verdicts::wall`]. A snapshot of a sweep already evaluated (or of
+    /// no sweep yet) changes nothing and gives None.
+    pub fn evaluate(&mut self, snap: &Snapshot, at: At, acks: &[Ack]) -> Option<Verdicts> {
+        let now = self.timeline(at);
         for a in acks {
             self.take_ack(*a);
         }
         if snap.sweep == 0 || self.last_sweep == Some(snap.sweep) {
-            return (!acks.is_empty()).then(|| self.verdicts(now));
+            return (!acks.is_empty()).then(|| self.verdicts(at));
         }
         self.last_sweep = Some(snap.sweep);
         let step = PortStep {
@@ -309,7 +383,7 @@ impl Evaluator {
                         .unwrap_or(PortMem::new(p.num()))
                 };
                 if node.reachable {
-                    seen.extend(self.port((guid, p.num()), &mut m, p, &rule, &step));
+                    seen.extend(self.port(node, &mut m, p, &rule, &step));
                 } else {
                     m.flaps = shifted(m.flaps, step.shift);
                 }
@@ -321,7 +395,7 @@ impl Evaluator {
         self.ports = ports;
         self.nodes_seen(&misses, now);
         self.join(seen, now);
-        Some(self.verdicts(now))
+        Some(self.verdicts(at))
     }
 
     /// Move the flap buckets on to `now`'s: the shift of every port's
@@ -382,12 +456,13 @@ impl Evaluator {
     /// now. None when nothing is to be said of it.
     fn port(
         &self,
-        key: (Guid, u8),
+        node: &NodeRecord,
         m: &mut PortMem,
         p: &PortRecord,
         rule: &TickRule,
         step: &PortStep,
     ) -> Option<Seen> {
+        let key = (node.id.guid, p.num());
         m.flaps = shifted(m.flaps, step.shift);
         let l = &p.link;
         let active = l.state == Some(PortState::Active);
@@ -436,7 +511,7 @@ impl Evaluator {
             mask |= Condition::LinkLost.bit();
         }
         if active {
-            if self.erroring(p) {
+            if self.erroring(node, p) {
                 mask |= Condition::Erroring.bit();
             }
             if p.assessment.health.is_some_and(|h| h.is_degraded()) {
@@ -467,19 +542,37 @@ impl Evaluator {
         })
     }
 
-    /// Error rates over their thresholds, or a BER over its own.
-    fn erroring(&self, p: &PortRecord) -> bool {
-        let over_rate = ERROR_COUNTERS
+    /// Error rates over their thresholds, or a BER over its own: the
+    /// thresholds the notifications resolve for the port.
+    fn erroring(&self, node: &NodeRecord, p: &PortRecord) -> bool {
+        let rates = ERROR_COUNTERS.map(|k| p.rates.get(k).filter(|r| *r > 0.0));
+        let symbol = p.symbol_ber().filter(|b| b.0 > 0.0);
+        let effective = p.effective_ber().filter(|b| b.0 > 0.0);
+        if rates.iter().all(Option::is_none) && symbol.is_none() && effective.is_none() {
+            // No error: no threshold of any rule is crossed.
+            return false;
+        }
+        let resolved;
+        let limits = if self.cfg.thresholds.is_empty() {
+            &self.limits
+        } else {
+            let id = &node.id;
+            let r = rules::resolve(
+                &self.cfg.thresholds,
+                id.guid,
+                &id.description,
+                id.node_type,
+                p.num(),
+            );
+            resolved = Limits::of(&r, self.cfg.threshold_window.as_secs_f64().max(1.0));
+            &resolved
+        };
+        let over_rate = rates
             .iter()
-            .zip(self.error_rates)
-            .any(|(&k, thr)| thr.is_some_and(|t| p.rates.get(k).is_some_and(|r| r >= t)));
-        let symbol = p
-            .symbol_ber()
-            .is_some_and(|b| b.0 > crate::ib::ber::SYMBOL_BER_THRESHOLD.0);
-        let effective = p
-            .effective_ber()
-            .is_some_and(|b| b.0 > crate::ib::ber::EFFECTIVE_BER_THRESHOLD.0);
-        over_rate || symbol || effective
+            .zip(limits.rates)
+            .any(|(r, t)| r.zip(t).is_some_and(|(r, t)| r >= t));
+        let over = |b: Option<Ber>, t: Option<Ber>| b.zip(t).is_some_and(|(b, t)| b.0 > t.0);
+        over_rate || over(symbol, limits.symbol_ber) || over(effective, limits.effective_ber)
     }
 
     /// Join the link's ends (each carries the other's conditions), and
@@ -606,10 +699,11 @@ impl Evaluator {
 
     /// The published form of what the evaluator holds (its entries
     /// shared, not copied); its driver fills in how long it took.
-    fn verdicts(&self, now: u64) -> Verdicts {
+    fn verdicts(&self, at: At) -> Verdicts {
         Verdicts {
             sweep: self.last_sweep.unwrap_or(0),
-            at: now,
+            at: at.wall_ms,
+            wall_offset_ms: self.offset,
             took_us: 0,
             ports: Arc::clone(&self.entries),
             nodes: Arc::clone(&self.node_entries),

@@ -90,7 +90,29 @@ fn get_mark(c: &mut Cursor) -> Result<Option<Mark>, StateError> {
     }))
 }
 
-/// The state file's bytes for what `eval` holds.
+/// Move the times of a mark by `d` milliseconds.
+fn shift_mark(m: &mut Option<Mark>, d: i64) {
+    if let Some(m) = m {
+        m.since = m.since.saturating_add_signed(d);
+        m.last_seen = m.last_seen.saturating_add_signed(d);
+    }
+}
+
+/// Move the times of an entry by `d` milliseconds (between the timeline
+/// and the wall clock).
+fn shift_entry(e: &mut PortVerdict, d: i64) {
+    e.marks.iter_mut().for_each(|m| shift_mark(m, d));
+    e.last_flap = e.last_flap.map(|t| t.saturating_add_signed(d));
+    e.last_change = e.last_change.saturating_add_signed(d);
+}
+
+fn shift_node(n: &mut NodeVerdict, d: i64) {
+    shift_mark(&mut n.unresponsive, d);
+    n.last_change = n.last_change.saturating_add_signed(d);
+}
+
+/// The state file's bytes for what `eval` holds (its times as wall-clock
+/// milliseconds).
 pub fn encode(eval: &Evaluator) -> Vec<u8> {
     let ports: Vec<(Guid, &PortMem)> = eval
         .nodes
@@ -110,9 +132,10 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&peer.0.to_le_bytes());
         out.push(port);
     }
-    let entries: Vec<&PortVerdict> = eval.entries.iter().take(MAX_PORTS).collect();
+    let entries: Vec<PortVerdict> = eval.entries.iter().take(MAX_PORTS).cloned().collect();
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-    for e in entries {
+    for mut e in entries {
+        shift_entry(&mut e, eval.offset);
         out.extend_from_slice(&e.guid.0.to_le_bytes());
         out.push(e.port);
         let (pg, pp) = e.peer.unwrap_or((Guid(0), 0));
@@ -130,9 +153,10 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&e.last_flap.unwrap_or(0).to_le_bytes());
         out.extend_from_slice(&e.last_change.to_le_bytes());
     }
-    let nodes: Vec<&NodeVerdict> = eval.node_entries.iter().take(MAX_PORTS).collect();
+    let nodes: Vec<NodeVerdict> = eval.node_entries.iter().take(MAX_PORTS).copied().collect();
     out.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
-    for n in nodes {
+    for mut n in nodes {
+        shift_node(&mut n, eval.offset);
         out.extend_from_slice(&n.guid.0.to_le_bytes());
         out.push(n.missed);
         out.push(n.of);
@@ -236,7 +260,9 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
 
 impl Evaluator {
     /// Take up what a state file saved: the ports that were Active, and the
-    /// verdict entries (the first of two for one port wins).
+    /// verdict entries (the first of two for one port wins), their
+    /// wall-clock times put on the timeline (before the first evaluation
+    /// the two are the same).
     pub fn restore(&mut self, saved: Saved) {
         let mut ports = saved.ports;
         ports.sort_by_key(|p| (p.0, p.1));
@@ -261,10 +287,14 @@ impl Evaluator {
             }
         }
         let mut entries = saved.entries;
+        entries
+            .iter_mut()
+            .for_each(|e| shift_entry(e, -self.offset));
         entries.sort_by_key(|e| (e.guid, e.port));
         entries.dedup_by_key(|e| (e.guid, e.port));
         self.entries = entries.into();
         let mut nodes = saved.nodes;
+        nodes.iter_mut().for_each(|n| shift_node(n, -self.offset));
         nodes.sort_by_key(|n| n.guid);
         nodes.dedup_by_key(|n| n.guid);
         self.node_entries = nodes.into();

@@ -78,7 +78,10 @@ impl Fab {
 struct Run {
     fab: Fab,
     ev: Evaluator,
+    /// The monotonic clock.
     now: u64,
+    /// How far the wall clock was stepped from it.
+    step: i64,
     last: Verdicts,
 }
 
@@ -92,6 +95,7 @@ impl Run {
             fab,
             ev: Evaluator::new(cfg),
             now: T0,
+            step: 0,
             last: Verdicts::default(),
         };
         r.sweep();
@@ -101,7 +105,11 @@ impl Run {
     fn sweep(&mut self) -> &Verdicts {
         self.now += 10 * SEC;
         let snap = self.fab.snap();
-        self.last = self.ev.evaluate(&snap, self.now, &[]).unwrap();
+        let at = At {
+            mono_ms: self.now,
+            wall_ms: self.now.saturating_add_signed(self.step),
+        };
+        self.last = self.ev.evaluate(&snap, at, &[]).unwrap();
         &self.last
     }
 
@@ -291,6 +299,54 @@ fn error_rates_and_ber_over_their_thresholds_are_erroring() {
     assert_eq!(r.mask(0, 2), e);
 }
 
+/// The verdict reads the thresholds the traps read: `[[notify.threshold]]`
+/// rules raise, lower and turn off the rising threshold of a port.
+#[test]
+fn the_configured_threshold_rules_make_erroring_as_they_make_traps() {
+    use crate::ib::NodeType;
+    use crate::notify::rules::{CounterName, NotifyConfig, ThresholdRule};
+    let sym: CounterName = "SymbolErrors".parse().unwrap();
+    let rule = |node: u64, port: u8, rising: u64| ThresholdRule {
+        counter: sym,
+        rising: Some(rising),
+        falling: None,
+        node_type: None,
+        node: Some(crate::notify::rules::NodeMatch::Guid(Guid(0x100 + node))),
+        ports: vec![port],
+    };
+    // Node 0: port 1 raised to 100 a minute, port 2 lowered to 1, port 3
+    // off; node 2 untouched (the default, 10).
+    let rules = vec![rule(0, 1, 100), rule(0, 2, 1), rule(0, 3, 0)];
+    let cfg = HealthConfig {
+        thresholds: rules.clone(),
+        ..HealthConfig::default()
+    };
+    let mut r = Run::with(Fab::new(4, 3), cfg);
+    // 3 in 10 s: 18 a minute.
+    for (node, port) in [(0, 1), (0, 3), (2, 1)] {
+        r.fab.count(node, port, SYM, 3, 10.0);
+    }
+    // 1 in 20 s: 3 a minute.
+    r.fab.count(0, 2, SYM, 1, 20.0);
+    r.sweep();
+    let e = Condition::Erroring.bit();
+    assert_eq!(r.mask(0, 1), 0, "over the default, under the rule");
+    assert_eq!(r.mask(0, 2), e, "under the default, over the rule");
+    assert_eq!(r.mask(0, 3), 0, "the rule turned it off");
+    assert_eq!(r.mask(2, 1), e, "the default");
+    // The traps resolve the same thresholds for the same ports.
+    let notify = NotifyConfig {
+        rules,
+        ..Default::default()
+    };
+    let rising =
+        |node: u64, port| notify.resolve(Guid(0x100 + node), "", NodeType::Switch, port)[sym.0].0;
+    assert_eq!(
+        [rising(0, 1), rising(0, 2), rising(0, 3), rising(2, 1)],
+        [100, 1, 0, 10]
+    );
+}
+
 #[test]
 fn a_degraded_link_and_a_congested_one_are_seen() {
     let mut r = Run::new(Fab::new(2, 2));
@@ -337,14 +393,82 @@ fn an_acknowledgement_clears_the_link_until_the_condition_returns() {
     };
     let snap = r.fab.snap();
     r.now += 10 * SEC;
-    let v = r.ev.evaluate(&snap, r.now, &[ack]).unwrap();
+    let v = r.ev.evaluate(&snap, At::both(r.now), &[ack]).unwrap();
     assert!(v.unhealthy().next().is_none());
     // Taken in without a new sweep too.
-    let v = r.ev.evaluate(&snap, r.now, &[ack]).unwrap();
+    let v = r.ev.evaluate(&snap, At::both(r.now), &[ack]).unwrap();
     assert!(v.unhealthy().next().is_none());
-    assert!(r.ev.evaluate(&snap, r.now, &[]).is_none(), "nothing new");
+    assert!(
+        r.ev.evaluate(&snap, At::both(r.now), &[]).is_none(),
+        "nothing new"
+    );
     r.sweep();
     assert_eq!(r.mask(0, 1), 0);
+}
+
+/// The windows run on monotonic time: the wall clock stepped an hour
+/// either way (NTP) ages no window and changes no verdict; only the times
+/// shown and saved move with it.
+#[test]
+fn a_step_of_the_wall_clock_changes_no_verdict() {
+    const HOUR: i64 = 3_600_000;
+    let runs = [0, HOUR, -HOUR].map(|step| {
+        let mut r = Run::new(Fab::new(2, 2));
+        for _ in 0..3 {
+            r.fab.count(0, 1, LD, 1, 10.0);
+            r.sweep();
+        }
+        r.fab.set_state(0, 2, false);
+        r.fab.set_state(1, 2, false);
+        r.sweep();
+        assert_eq!(r.mask(0, 1), Condition::Flapping.bit());
+        assert_eq!(r.mask(0, 2), Condition::LinkLost.bit());
+        r.step = step;
+        // 30 minutes: the flap window, then the recovery, pass.
+        let mut masks = Vec::new();
+        for _ in 0..180 {
+            r.sweep();
+            masks.push((r.mask(0, 1), r.mask(0, 2), r.mask(1, 1)));
+        }
+        (masks, r)
+    });
+    let (masks, r0) = &runs[0];
+    assert_eq!(masks[0].0, Condition::Flapping.bit(), "held at first");
+    assert_eq!(masks.last().unwrap().0, 0, "cleared after its recovery");
+    for (m, r) in &runs[1..] {
+        assert_eq!(m, masks, "step {}", r.step);
+        assert_eq!(
+            r.last.ports, r0.last.ports,
+            "the same times on the timeline"
+        );
+        assert_eq!(r.last.nodes, r0.last.nodes);
+        // Shown and saved on the wall clock.
+        let lost = r.last.port(Guid(0x100), 2).unwrap();
+        let since = lost.mark(Condition::LinkLost).unwrap().since;
+        assert_eq!(r.last.wall(since), since.saturating_add_signed(r.step));
+        let saved = state::decode(&state::encode(&r.ev)).unwrap();
+        let e = saved.entries.iter().find(|e| e.port == 2).unwrap();
+        assert_eq!(
+            e.mark(Condition::LinkLost).unwrap().since,
+            r.last.wall(since)
+        );
+        // Taken up again, the same verdicts on the wall clock.
+        let mut ev = Evaluator::new(HealthConfig::default());
+        ev.restore(saved);
+        let mut fab = Fab::new(2, 2);
+        fab.set_state(0, 2, false);
+        fab.set_state(1, 2, false);
+        let v = ev.evaluate(
+            &fab.snap(),
+            At::both(r.now.saturating_add_signed(r.step)),
+            &[],
+        );
+        let e = v.as_ref().and_then(|v| v.port(Guid(0x100), 2)).unwrap();
+        assert_eq!(
+            e.mark(Condition::LinkLost).unwrap().since,
+            r.last.wall(since)
+        );
+    }
 }
 
 #[test]
@@ -363,7 +487,7 @@ fn verdicts_and_active_ports_survive_a_restart() {
     r.fab.set_state(0, 2, false);
     r.fab.set_state(1, 2, false);
     let snap = r.fab.snap();
-    let v = ev.evaluate(&snap, r.now + MIN, &[]).unwrap();
+    let v = ev.evaluate(&snap, At::both(r.now + MIN), &[]).unwrap();
     let e = v.port(Guid(0x100), 1).unwrap();
     assert_eq!(e.flaps, 3);
     assert!(e.mark(Condition::Flapping).is_some(), "still standing");

@@ -5,7 +5,6 @@
 //! stops).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
@@ -73,7 +72,12 @@ impl Watch {
         let snap = cache.load();
         let acks = cache.take_acks();
         let started = Instant::now();
-        let now = wall_ms(SystemTime::now());
+        let now = super::At {
+            mono_ms: started
+                .saturating_duration_since(crate::time::origin())
+                .as_millis() as u64,
+            wall_ms: wall_ms(SystemTime::now()),
+        };
         let Some(mut v) = self.eval.evaluate(&snap, now, &acks) else {
             return;
         };
@@ -82,7 +86,7 @@ impl Watch {
             super::events::acknowledged(log, &snap, &acks, now);
         }
         log_changes(&snap.health, &v);
-        cache.set_health(Arc::new(v));
+        cache.store_verdicts(v);
         if self
             .saved_at
             .is_none_or(|t| started.duration_since(t) >= SAVE_EVERY)

@@ -9,8 +9,11 @@
 //! seen and how many times it was raised; it clears only after the
 //! recovery window passes with the condition absent.
 //!
-//! Times are wall-clock milliseconds since the UNIX epoch, as the
-//! evaluator was given them (they survive a restart in the state file).
+//! The times of the verdicts are milliseconds of the evaluator's timeline:
+//! the wall clock as it read when the evaluator started, moved on by the
+//! monotonic clock since (so a step of the wall clock ages no window).
+//! [`Verdicts::wall`] turns one into wall-clock milliseconds since the
+//! UNIX epoch, the form every face shows and the state file keeps.
 
 use std::sync::Arc;
 
@@ -225,8 +228,11 @@ pub struct NodeVerdict {
 pub struct Verdicts {
     /// The sweep evaluated (0: none yet).
     pub sweep: u64,
-    /// When it was evaluated.
+    /// When it was evaluated (wall-clock milliseconds).
     pub at: u64,
+    /// The wall clock minus the timeline when it was evaluated, in
+    /// milliseconds ([`Verdicts::wall`]).
+    pub wall_offset_ms: i64,
     /// How long the evaluation took, in microseconds.
     pub took_us: u64,
     /// Shared with the evaluator: publishing copies no entry.
@@ -235,6 +241,12 @@ pub struct Verdicts {
 }
 
 impl Verdicts {
+    /// A time of the timeline (a mark's, a flap's, a change's) as
+    /// wall-clock milliseconds since the UNIX epoch.
+    pub fn wall(&self, t: u64) -> u64 {
+        t.saturating_add_signed(self.wall_offset_ms)
+    }
+
     pub fn port(&self, guid: Guid, port: u8) -> Option<&PortVerdict> {
         self.ports
             .binary_search_by(|v| (v.guid, v.port).cmp(&(guid, port)))

@@ -360,6 +360,15 @@ fn marks(h: &Verdicts, v: &PortVerdict) -> Vec<(Condition, Mark, u32)> {
             }
             _ => Some((c, *v.mark(c)?, v.raised[c as usize])),
         })
+        .map(|(c, m, n)| {
+            // Shown on the wall clock.
+            let m = Mark {
+                since: h.wall(m.since),
+                last_seen: h.wall(m.last_seen),
+                ..m
+            };
+            (c, m, n)
+        })
         .collect()
 }
 
@@ -415,7 +424,10 @@ fn links(snap: &Snapshot, h: &Verdicts) -> Vec<LinkRow> {
                 .map(|(c, m, n)| verdict(c, m, n))
                 .collect(),
             flaps: v.flaps.max(other.map_or(0, |o| o.flaps)),
-            last_flap_ms: v.last_flap.max(other.and_then(|o| o.last_flap)),
+            last_flap_ms: v
+                .last_flap
+                .max(other.and_then(|o| o.last_flap))
+                .map(|t| h.wall(t)),
         });
     }
     out

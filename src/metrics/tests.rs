@@ -40,7 +40,7 @@ pub fn unhealthy() -> Unhealthy {
         rig.sweep();
         *now += STEP;
         let v = ev
-            .evaluate(&rig.cache.load(), *now, &[])
+            .evaluate(&rig.cache.load(), crate::health::At::both(*now), &[])
             .expect("a new sweep");
         rig.cache.set_health(Arc::new(v));
     };

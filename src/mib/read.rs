@@ -202,18 +202,20 @@ fn health_value(
         HealthCol::Condition(Condition::Unresponsive) => truth(unresponsive().is_some()),
         HealthCol::Condition(k) => truth(v.is_some_and(|v| v.mark(k).is_some())),
         HealthCol::Flaps => Value::Counter64(v.map_or(0, |v| v.flaps)),
-        HealthCol::LastFlap => date_and_time(v?.last_flap?),
+        HealthCol::LastFlap => date_and_time(snap.health.wall(v?.last_flap?)),
         HealthCol::Since => {
             let own = v.and_then(|v| v.since());
             let node = unresponsive().map(|m| m.since);
-            date_and_time(own.into_iter().chain(node).min()?)
+            date_and_time(snap.health.wall(own.into_iter().chain(node).min()?))
         }
         HealthCol::LastSeen => {
             let own = v.iter().flat_map(|v| v.marks.iter().flatten());
             date_and_time(
-                own.chain(unresponsive().iter())
-                    .map(|m| m.last_seen)
-                    .max()?,
+                snap.health.wall(
+                    own.chain(unresponsive().iter())
+                        .map(|m| m.last_seen)
+                        .max()?,
+                ),
             )
         }
         HealthCol::Raised => {

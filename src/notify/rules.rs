@@ -290,20 +290,42 @@ impl NotifyConfig {
         node_type: NodeType,
         port: u8,
     ) -> Vec<(u64, u64)> {
-        let mut v: Vec<(u64, u64)> = thresholds().iter().map(|d| (d.rising, d.falling)).collect();
-        for r in &self.rules {
-            if r.applies(guid, description, node_type, port) {
-                let t = &mut v[r.counter.0];
-                if let Some(x) = r.rising {
-                    t.0 = x;
-                }
-                if let Some(x) = r.falling {
-                    t.1 = x;
-                }
+        resolve(&self.rules, guid, description, node_type, port)
+    }
+}
+
+/// (rising, falling) of every counter of [`thresholds`] for one port under
+/// `rules` (later rules win); rising 0 means the counter is not watched
+/// there. The one resolution the notifications and the health verdicts
+/// read.
+pub fn resolve(
+    rules: &[ThresholdRule],
+    guid: Guid,
+    description: &str,
+    node_type: NodeType,
+    port: u8,
+) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = thresholds().iter().map(|d| (d.rising, d.falling)).collect();
+    for r in rules {
+        if r.applies(guid, description, node_type, port) {
+            let t = &mut v[r.counter.0];
+            if let Some(x) = r.rising {
+                t.0 = x;
+            }
+            if let Some(x) = r.falling {
+                t.1 = x;
             }
         }
-        v
     }
+    v
+}
+
+/// The index in [`thresholds`] of the threshold on the 64-bit total `k`
+/// ([`HC`] slot), if it has one.
+pub fn threshold_of(k: usize) -> Option<usize> {
+    thresholds()
+        .iter()
+        .position(|d| d.measure == Measure::Increase(k))
 }
 
 #[cfg(test)]

@@ -198,7 +198,9 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
     let mut started = false;
     let f = &HEALTH_LAST_FLAP;
     for v in h.ports.iter() {
-        let Some(t) = v.last_flap else { continue };
+        let Some(t) = v.last_flap.map(|t| h.wall(t)) else {
+            continue;
+        };
         if !started {
             w.header(f.name, header_kind(f), f.help)?;
             started = true;
