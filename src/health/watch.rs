@@ -5,6 +5,7 @@
 //! stops).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{debug, info, warn};
@@ -83,7 +84,7 @@ impl Watch {
         };
         v.took_us = started.elapsed().as_micros() as u64;
         if let Some(log) = &self.events {
-            super::events::acknowledged(log, &snap, &acks, now);
+            super::events::acknowledged(log, &snap, &acks, now.wall_ms);
         }
         log_changes(&snap.health, &v);
         cache.store_verdicts(v);
