@@ -677,7 +677,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<crate::ib::Port>(), 32);
         assert_eq!(std::mem::size_of::<PortRecord>(), 328);
         assert_eq!(std::mem::size_of::<FecRates>(), 24);
-        assert_eq!(std::mem::size_of::<NodeRecord>(), 112);
+        assert_eq!(std::mem::size_of::<NodeRecord>(), 128);
     }
 
     #[test]

@@ -693,14 +693,12 @@ mod tests {
             ..miswired.clone()
         };
         let cache = v.cache().clone();
-        let mut snap = (*cache.load()).clone();
-        snap.plan = Arc::new(PlanVerdicts {
+        cache.set_plan(Arc::new(PlanVerdicts {
             sweep: 1,
             source: Some(PlanSource::Cabling),
             verdicts: Arc::from(vec![absent, miswired]),
             ..Default::default()
-        });
-        cache.publish(snap);
+        }));
         let table = oid("1.3.6.1.3.117.1.25");
         let seen = walk(&v, &table, table.as_slice());
         assert_eq!(seen.len(), 2 * 12, "two rows of 12 columns");
