@@ -69,6 +69,7 @@ macro_rules! atomic_counters {
 
 pub mod agentx;
 pub mod app;
+pub mod cabling;
 pub mod checkup;
 pub mod config;
 pub mod doca;

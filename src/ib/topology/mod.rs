@@ -56,7 +56,7 @@ use crate::ib::planes::PrefixDecl;
 
 mod parse;
 
-pub use parse::{parse, parse_topology, parse_with_warnings};
+pub use parse::{PlanFacts, PortFacts, parse, parse_plan, parse_topology, parse_with_warnings};
 use parse::{parse_all, warn_all};
 
 /// A topology file's fabric and the subnet prefixes it gives its planes.
