@@ -14,6 +14,8 @@ pub enum View {
     Page,
     /// `/api/health`: the report as JSON.
     Json,
+    /// `/api/topology`: the fabric as found ([`super::topology`]).
+    Topology,
 }
 
 impl View {
@@ -23,6 +25,7 @@ impl View {
             _ if path == metrics => None,
             "/" => Some(View::Page),
             "/api/health" => Some(View::Json),
+            "/api/topology" => Some(View::Topology),
             _ => None,
         }
     }
@@ -37,14 +40,20 @@ pub fn answer(
     metrics: &str,
     (now_ms, now): (u64, Instant),
 ) -> Result<(&'static str, Vec<u8>), String> {
+    let page = match view {
+        View::Topology => return super::topology::answer(query, snap),
+        View::Page => true,
+        View::Json => false,
+    };
     let q = Query::parse(query)?;
     let r = report(snap, now_ms, now, &q);
-    Ok(match view {
-        View::Page => (
+    Ok(if page {
+        (
             "text/html; charset=utf-8",
             super::page::render(&r, &q, metrics).into_bytes(),
-        ),
-        View::Json => ("application/json", super::health_api::render(&r)),
+        )
+    } else {
+        ("application/json", super::health_api::render(&r))
     })
 }
 

@@ -55,6 +55,7 @@ use crate::ib::Fabric;
 use crate::ib::planes::PrefixDecl;
 
 mod parse;
+pub mod write;
 
 pub use parse::{PlanFacts, PortFacts, parse, parse_plan, parse_topology, parse_with_warnings};
 use parse::{parse_all, warn_all};
