@@ -78,6 +78,23 @@ enum Cmd {
         #[arg(value_name = "PORT")]
         port: Option<u8>,
     },
+    /// The fabric as designed and as found.
+    #[command(subcommand)]
+    Topology(TopologyCmd),
+}
+
+#[derive(Subcommand)]
+enum TopologyCmd {
+    /// Discover the fabric through the configured backend and write it in
+    /// ibnetdiscover's format to FILE ("-": standard output): the
+    /// baseline a site keeps at bring-up, read back by `[topology] plan`,
+    /// ibnetdiscover's readers and ibsim.
+    Save {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[command(flatten)]
+        fabric: FabricArgs,
+    },
 }
 
 /// How a command that reads the fabric itself opens it.
@@ -317,6 +334,7 @@ fn main() -> ExitCode {
         }
         Cmd::Health(args) => health(args),
         Cmd::Events(args) => events(args),
+        Cmd::Topology(TopologyCmd::Save { file, fabric }) => topology_save(&file, fabric),
         Cmd::Oid { guid, port } => match guid.parse::<Guid>() {
             Ok(g) => {
                 print!("{}", oid_text(g, port));
@@ -407,6 +425,59 @@ fn query(
         }
     }
     Err(first_error.expect("a backend has a subnet").into())
+}
+
+/// `topology save`: the fabric discovered through the configured backend,
+/// in ibnetdiscover's format. A node found in several subnets is written
+/// once, as its first subnet shows it.
+fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
+    use ibpm_agentx::ib::topology::write;
+    let cfg = match build_config(RunArgs::offline(fabric)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ibpm-agentx: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    init_offline_logging(&cfg);
+    let backend = match ibpm_agentx::app::open_backend(&cfg, &ibpm_agentx::app::Shutdown::new()) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("ibpm-agentx: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let nodes: Vec<write::WriteNode<'_>> = backend
+        .subnets
+        .iter()
+        .flat_map(|s| write::of_fabric(&s.fabric))
+        .filter(|(id, _)| seen.insert(id.guid))
+        .collect();
+    let text = write::write(&nodes);
+    let written = if file.as_os_str() == "-" {
+        use std::io::Write as _;
+        std::io::stdout().lock().write_all(text.as_bytes())
+    } else {
+        ibpm_agentx::files::write_atomic(file, text.as_bytes())
+    };
+    match written {
+        Ok(()) => {
+            eprintln!(
+                "ibpm-agentx: wrote {} nodes to {}",
+                nodes.len(),
+                Escaped(&file.display().to_string())
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "ibpm-agentx: cannot write {}: {e}",
+                Escaped(&file.display().to_string())
+            );
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
 }
 
 /// `health`: the report of an agent or of a sweep of its own; the exit

@@ -517,28 +517,7 @@ pub fn json(r: &Reading) -> String {
     out
 }
 
-/// A JSON string of outside text: quotes, backslashes, control characters
-/// and the invisible characters that reorder or hide text (bidirectional
-/// overrides such as U+202E, zero-width characters, line separators: the
-/// set [`crate::ib::Escaped`] escapes) come out as escapes.
-fn json_string(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o += "\\\"",
-            '\\' => o += "\\\\",
-            c if crate::ib::needs_escape(c) => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    let _ = write!(o, "\\u{u:04x}");
-                }
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
+use crate::ib::json_string;
 
 #[cfg(test)]
 mod tests {

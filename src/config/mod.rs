@@ -53,6 +53,7 @@ macro_rules! word_enum {
 }
 
 mod agentx;
+mod cabling;
 mod doca;
 mod events;
 mod fabric;
@@ -69,6 +70,7 @@ mod snmp;
 mod umad;
 
 pub use agentx::AgentxConfig;
+pub use cabling::TopologySection;
 pub use doca::{DocaSection, DocaTimestamps};
 pub use events::EventsSection;
 pub use fabric::{
@@ -102,6 +104,7 @@ pub struct Config {
     pub health: HealthSection,
     pub events: EventsSection,
     pub metrics: MetricsSection,
+    pub topology: TopologySection,
     /// The file it was loaded from may be read by users other than its
     /// owner and group (`check-config` warns when it holds secrets).
     #[serde(skip)]
@@ -339,6 +342,7 @@ impl Config {
             &mut cfg.fabric.topology,
             &mut cfg.snmp.engine_file,
             &mut cfg.fabric.node_name_map,
+            &mut cfg.topology.plan,
         ]
         .into_iter()
         .flatten()
@@ -402,6 +406,9 @@ impl Config {
         };
         cfg.check_engine_file()
             .map_err(|reason| at("snmp", "engine_file", reason))?;
+        if let Some(p) = &cfg.topology.plan {
+            crate::cabling::load_plan(p).map_err(|e| at("topology", "plan", e.to_string()))?;
+        }
         Ok((cfg, fabric))
     }
 
@@ -886,6 +893,39 @@ mod tests {
 
     /// A missing topology file is reported against the configuration
     /// file's key, not as `nope.net:0`.
+    /// check-config reads the plan `[topology] plan` names (relative to
+    /// the configuration) and reports its error with both places.
+    #[test]
+    fn a_bad_plan_is_reported_with_its_line() {
+        let (_dir, etc) = config_dir();
+        let conf = etc.join("c.toml");
+        std::fs::write(&conf, "[topology]\nplan = \"pod1.csv\"\n").unwrap();
+        let plan = etc.join("pod1.csv");
+        std::fs::write(
+            &plan,
+            "A Node,A Port,Z Node,Z Port\nleaf07,1/1,node0413,1\n",
+        )
+        .unwrap();
+        let (c, _) = Config::check_file(&conf).unwrap();
+        assert_eq!(c.topology.plan, Some(plan.clone()));
+        std::fs::write(
+            &plan,
+            "A Node,A Port,Z Node,Z Port\nleaf07,1/1,node0413,1\nleaf07,1/1,node0414,1\n",
+        )
+        .unwrap();
+        let e = Config::check_file(&conf).unwrap_err();
+        assert_eq!(e.key_path().as_deref(), Some("topology.plan"));
+        assert_eq!(e.line, Some(2));
+        let shown = e.to_string();
+        assert!(
+            shown.contains(&format!(
+                "plan {}:3: port leaf07/1 is listed twice",
+                plan.display()
+            )),
+            "{shown}"
+        );
+    }
+
     /// A node-name-map beside the configuration is read with it; its bad
     /// line is reported with both places (check-config prints this).
     #[test]

@@ -46,6 +46,30 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
+/// A JSON string of outside text: quotes, backslashes, control characters
+/// and the invisible characters that reorder or hide text (bidirectional
+/// overrides such as U+202E, zero-width characters, line separators: the
+/// set [`Escaped`] escapes) come out as escapes.
+pub fn json_string(s: &str) -> String {
+    use fmt::Write as _;
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o += "\\\"",
+            '\\' => o += "\\\\",
+            c if needs_escape(c) => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(o, "\\u{u:04x}");
+                }
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
 /// Characters [`Escaped`] writes as escapes: C0/C1 controls, DEL, the
 /// backslash, and the invisible format characters that reorder or hide
 /// text (bidirectional overrides and isolates, zero-width characters, the

@@ -33,6 +33,7 @@ pub mod status;
 pub mod stream;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod topology;
 pub mod views;
 pub mod web;
 

@@ -21,6 +21,8 @@ pub enum View {
     Events,
     /// `/api/hosts`: the hosts' links rolled up, as JSON.
     Hosts,
+    /// `/api/topology`: the fabric as found ([`super::topology`]).
+    Topology,
 }
 
 impl View {
@@ -33,6 +35,7 @@ impl View {
             "/api/topology/diff" => Some(View::PlanDiff),
             "/api/events" => Some(View::Events),
             "/api/hosts" => Some(View::Hosts),
+            "/api/topology" => Some(View::Topology),
             _ => None,
         }
     }
@@ -49,6 +52,7 @@ pub fn answer(
     events: Option<&crate::events::Log>,
 ) -> Result<(&'static str, Vec<u8>), String> {
     match view {
+        View::Topology => return super::topology::answer(query, snap),
         View::Events => {
             let f = super::events_api::parse(query, now_ms)?;
             return Ok((

@@ -55,8 +55,9 @@ use crate::ib::Fabric;
 use crate::ib::planes::PrefixDecl;
 
 mod parse;
+pub mod write;
 
-pub use parse::{parse, parse_topology, parse_with_warnings};
+pub use parse::{PlanFacts, PortFacts, parse, parse_plan, parse_topology, parse_with_warnings};
 use parse::{parse_all, warn_all};
 
 /// A topology file's fabric and the subnet prefixes it gives its planes.

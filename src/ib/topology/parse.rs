@@ -50,6 +50,10 @@ struct Enabled {
     /// or speed is not known.
     width_unknown: bool,
     speed_unknown: bool,
+    /// The file said the width (speed): a comment, a port option or a
+    /// `width=` (`speed=`, `extspeed=`) line, not the default.
+    width_stated: bool,
+    speed_stated: bool,
 }
 
 impl Enabled {
@@ -113,6 +117,8 @@ struct RawPort {
 }
 
 struct RawNode {
+    /// The header's line.
+    line: usize,
     name: String,
     node: Node,
     ports: HashMap<u8, RawPort>,
@@ -172,6 +178,37 @@ pub fn parse_with_warnings(text: &str) -> Result<(Fabric, Vec<TopologyError>), T
 }
 
 pub(super) fn parse_all(text: &str) -> Result<(Topology, Vec<TopologyError>), TopologyError> {
+    parse_inner(text, false).map(|(t, w, _)| (t, w))
+}
+
+/// Where a plan's facts are in its file, and what it said of each link:
+/// what [`crate::ib::topology::parse_plan`] gives beside the fabric.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanFacts {
+    /// Each node's header line.
+    pub nodes: HashMap<Guid, u32>,
+    /// Each cabled port's line, and whether both ends of its link state
+    /// the width and the speed (a comment, an option, a `width=` line).
+    pub ports: HashMap<(Guid, u8), PortFacts>,
+}
+
+/// What a file said of one port's link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortFacts {
+    pub line: u32,
+    pub width_stated: bool,
+    pub speed_stated: bool,
+}
+
+/// Parses topology text as a plan: the fabric, the tokens not known,
+/// and where each node and port is and what was stated of each link.
+pub fn parse_plan(text: &str) -> Result<(Fabric, Vec<TopologyError>, PlanFacts), TopologyError> {
+    parse_inner(text, true).map(|(t, w, f)| (t.fabric, w, f.unwrap_or_default()))
+}
+
+type Parsed = (Topology, Vec<TopologyError>, Option<PlanFacts>);
+
+fn parse_inner(text: &str, facts: bool) -> Result<Parsed, TopologyError> {
     let mut st = State {
         abs_base: [0x100000, 0x200000, u64::MAX],
         next: [0x100000, 0x200000, u64::MAX],
@@ -185,6 +222,8 @@ pub(super) fn parse_all(text: &str) -> Result<(Topology, Vec<TopologyError>), To
             fdr10: false,
             width_unknown: false,
             speed_unknown: false,
+            width_stated: false,
+            speed_stated: false,
         },
         nodes: Vec::new(),
         warnings: Vec::new(),
@@ -249,14 +288,17 @@ pub(super) fn parse_all(text: &str) -> Result<(Topology, Vec<TopologyError>), To
             "width" => {
                 let v = assignment(lineno, line)?;
                 st.enabled.width = check_range(lineno, "link width", v, 1, 31)?;
+                st.enabled.width_stated = true;
             }
             "speed" => {
                 let v = assignment(lineno, line)?;
                 st.enabled.speed = check_range(lineno, "link speed", v, 1, 7)?;
+                st.enabled.speed_stated = true;
             }
             "extspeed" => {
                 let v = assignment(lineno, line)?;
                 st.enabled.ext = check_ext(lineno, v)?;
+                st.enabled.speed_stated = true;
             }
             "do" => {}
             "include" | "module" => {
@@ -274,11 +316,11 @@ pub(super) fn parse_all(text: &str) -> Result<(Topology, Vec<TopologyError>), To
     }
     let warnings = std::mem::take(&mut st.warnings);
     let prefixes = std::mem::take(&mut st.prefixes);
-    let fabric = link(st)?;
+    let (fabric, facts) = link(st, facts)?;
     if let Some((line, message)) = planes::prefix_conflict(&fabric, &prefixes) {
         return err(line, message);
     }
-    Ok((Topology { fabric, prefixes }, warnings))
+    Ok((Topology { fabric, prefixes }, warnings, facts))
 }
 
 fn excerpt(s: &str) -> String {
@@ -507,6 +549,7 @@ fn parse_header(
     }
     st.by_name.insert(name.to_string(), st.nodes.len());
     st.nodes.push(RawNode {
+        line: lineno,
         name: name.to_string(),
         node: Node {
             id: NodeIdentity {
@@ -545,9 +588,13 @@ fn connection_data(s: &str, en: &mut Enabled) -> Option<String> {
     let Some((w, speed)) = ws.split_once(['x', 'X']) else {
         en.width_unknown = true;
         en.speed_unknown = true;
+        en.width_stated = false;
+        en.speed_stated = false;
         return Some(format!("unknown link width and speed {}", excerpt(ws)));
     };
     let mut unknown = Vec::new();
+    en.width_stated = true;
+    en.speed_stated = true;
     match w.parse::<u32>() {
         Ok(12) => en.width = W_1X | W_4X | W_12X,
         Ok(8) => en.width = W_8X,
@@ -556,6 +603,7 @@ fn connection_data(s: &str, en: &mut Enabled) -> Option<String> {
         Ok(1) => en.width = W_1X,
         _ => {
             en.width_unknown = true;
+            en.width_stated = false;
             unknown.push(format!("link width {}", excerpt(&format!("{w}x"))));
         }
     }
@@ -588,6 +636,7 @@ fn connection_data(s: &str, en: &mut Enabled) -> Option<String> {
         en.fdr10 = true;
     } else {
         en.speed_unknown = true;
+        en.speed_stated = false;
         unknown.push(format!("link speed {}", excerpt(speed)));
     }
     (!unknown.is_empty()).then(|| format!("unknown {}", unknown.join(" and ")))
@@ -644,9 +693,18 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
             let key = k.chars().rev().find(|c| c.is_ascii_alphabetic());
             let val = c_number(v).map(|(n, _)| n).unwrap_or(0);
             match key {
-                Some('w') => enabled.width = check_range(lineno, "link width", val, 1, 31)?,
-                Some('s') => enabled.speed = check_range(lineno, "link speed", val, 1, 7)?,
-                Some('e') => enabled.ext = check_ext(lineno, val)?,
+                Some('w') => {
+                    enabled.width = check_range(lineno, "link width", val, 1, 31)?;
+                    enabled.width_stated = true;
+                }
+                Some('s') => {
+                    enabled.speed = check_range(lineno, "link speed", val, 1, 7)?;
+                    enabled.speed_stated = true;
+                }
+                Some('e') => {
+                    enabled.ext = check_ext(lineno, val)?;
+                    enabled.speed_stated = true;
+                }
                 _ => {}
             }
         }
@@ -722,7 +780,7 @@ fn active(a: &Enabled, b: &Enabled) -> Result<Trained, ()> {
     Ok((width, speed))
 }
 
-fn link(st: State) -> Result<Fabric, TopologyError> {
+fn link(st: State, want_facts: bool) -> Result<(Fabric, Option<PlanFacts>), TopologyError> {
     // Check every listed link, in file order.
     let mut all: Vec<(usize, usize, u8)> = Vec::new(); // (line, node idx, port)
     for (ni, n) in st.nodes.iter().enumerate() {
@@ -731,6 +789,14 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
         }
     }
     all.sort_unstable();
+    let mut facts = want_facts.then(|| PlanFacts {
+        nodes: st
+            .nodes
+            .iter()
+            .map(|n| (n.node.id.guid, n.line as u32))
+            .collect(),
+        ports: HashMap::new(),
+    });
     let mut resolved: Vec<(usize, u8, usize, u8, Trained)> = Vec::new();
     for &(line, ni, p) in &all {
         let n = &st.nodes[ni];
@@ -794,6 +860,16 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
                     );
                 };
                 resolved.push((ni, p, ri, rp.remote_port, (w, s)));
+                if let Some(f) = facts.as_mut() {
+                    f.ports.insert(
+                        (n.node.id.guid, p),
+                        PortFacts {
+                            line: line as u32,
+                            width_stated: rp.enabled.width_stated && back.enabled.width_stated,
+                            speed_stated: rp.enabled.speed_stated && back.enabled.speed_stated,
+                        },
+                    );
+                }
             }
         }
     }
@@ -831,5 +907,5 @@ fn link(st: State) -> Result<Fabric, TopologyError> {
             .collect(),
     };
     fabric.sort();
-    Ok(fabric)
+    Ok((fabric, facts))
 }
