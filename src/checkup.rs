@@ -28,6 +28,8 @@ use crate::metrics::health_api;
 use crate::metrics::page::age;
 use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, report};
 
+pub mod plan;
+
 /// The agent's metrics endpoint when no URL is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:9683";
 /// The answer read at most.
@@ -124,13 +126,17 @@ fn parse_url(u: &str) -> Result<Url, String> {
 
 /// The report of a running agent.
 pub fn fetch(remote: &Remote, q: &Query) -> Result<Report, String> {
-    let url = parse_url(&remote.url)?;
     let qs = q.to_query_string();
-    let path = format!(
-        "{}/api/health{}{qs}",
-        url.prefix,
-        if qs.is_empty() { "" } else { "?" }
-    );
+    let path = format!("/api/health{}{qs}", if qs.is_empty() { "" } else { "?" });
+    let body = get(remote, &path)?;
+    health_api::parse(&body).map_err(|e| format!("the agent's answer is no report: {e}"))
+}
+
+/// The body of a running agent's answer to a GET of `path` (below the
+/// URL's path prefix), which must be a 200.
+pub fn get(remote: &Remote, path: &str) -> Result<Vec<u8>, String> {
+    let url = parse_url(&remote.url)?;
+    let path = format!("{}{path}", url.prefix);
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?
@@ -176,7 +182,7 @@ pub fn fetch(remote: &Remote, q: &Query) -> Result<Report, String> {
             Escaped(text.trim())
         ));
     }
-    health_api::parse(body).map_err(|e| format!("the agent's answer is no report: {e}"))
+    Ok(body.to_vec())
 }
 
 fn tls_config(cacert: Option<&Path>) -> Result<tokio_rustls::rustls::ClientConfig, String> {
