@@ -28,6 +28,8 @@ use crate::metrics::health_api;
 use crate::metrics::page::age;
 use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, report};
 
+pub mod plan;
+
 /// The agent's metrics endpoint when no URL is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:9683";
 /// The answer read at most.

@@ -95,6 +95,13 @@ enum TopologyCmd {
         #[command(flatten)]
         fabric: FabricArgs,
     },
+    /// Say what is not as planned: every cable missing, miswired, at a
+    /// wrong rate or not in the plan, every node absent or not in the
+    /// plan, in words for the technician. Reads a running agent's
+    /// /api/topology/diff, or with --sweep sweeps the fabric itself. Exit
+    /// status: 0 as planned, 3 not, 4 not compared yet, 1 no answer, 2 a
+    /// wrong command line or plan.
+    Check(TopologyCheckArgs),
 }
 
 /// How a command that reads the fabric itself opens it.
@@ -188,6 +195,33 @@ struct EventsArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+struct TopologyCheckArgs {
+    /// The agent's metrics endpoint.
+    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL, conflicts_with = "sweep")]
+    url: String,
+    /// The CA certificate (PEM) of an https:// endpoint.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Sweep the fabric through the configured backend instead of asking
+    /// an agent.
+    #[arg(long)]
+    sweep: bool,
+    /// With --sweep: the plan to compare with (ibnetdiscover's format);
+    /// without it, the configured plan, else the baseline beside the
+    /// configured state file.
+    #[arg(long, value_name = "FILE", requires = "sweep")]
+    plan: Option<PathBuf>,
+    #[command(flatten)]
+    fabric: FabricArgs,
+    /// The comparison as JSON (the schema of /api/topology/diff).
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Generated {
     Man,
@@ -275,7 +309,8 @@ const EXIT_STATUS: &str = "Exit status: 0 success; 1 the agent or the fabric fai
 that cannot be opened, a part that cannot start, an agent that gave no report); 2 the command \
 line, the configuration or a file it names (topology, state file path) is wrong: `run` and \
 `check-config` exit 2 for the same bad file. `health`: 0 nothing unhealthy, 3 a verdict stands \
-or a node does not answer, 4 the agent is not sweeping.";
+or a node does not answer, 4 the agent is not sweeping. `topology check`: 0 as planned, 3 not, \
+4 not compared yet.";
 /// The agent or the fabric failed.
 const EXIT_FAILED: u8 = 1;
 /// The command line, the configuration or a file it names is wrong (clap
@@ -335,6 +370,7 @@ fn main() -> ExitCode {
         Cmd::Health(args) => health(args),
         Cmd::Events(args) => events(args),
         Cmd::Topology(TopologyCmd::Save { file, fabric }) => topology_save(&file, fabric),
+        Cmd::Topology(TopologyCmd::Check(args)) => topology_check(args),
         Cmd::Oid { guid, port } => match guid.parse::<Guid>() {
             Ok(g) => {
                 print!("{}", oid_text(g, port));
@@ -667,6 +703,63 @@ fn events(a: EventsArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// `topology check`: the comparison of an agent or of a sweep of its
+/// own; the exit status says whether the fabric is as planned.
+fn topology_check(a: TopologyCheckArgs) -> ExitCode {
+    use ibpm_agentx::checkup::plan;
+    let got = if a.sweep {
+        let cfg = match build_config(RunArgs::offline(a.fabric)) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("ibpm-agentx: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        };
+        init_offline_logging(&cfg);
+        let state = ibpm_agentx::app::state_file_path(
+            cfg.fabric.state_file.as_deref(),
+            std::env::var_os("STATE_DIRECTORY"),
+        );
+        let file = a.plan.or_else(|| ibpm_agentx::app::plan::plan_file(&cfg));
+        let loaded = match (file, state) {
+            (Some(f), _) => ibpm_agentx::cabling::load_plan(&f).map_err(|e| e.to_string()),
+            (None, Some(s)) => plan::baseline(&s),
+            (None, None) => Err("no plan: give --plan FILE".to_string()),
+        };
+        let p = match loaded {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("ibpm-agentx: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        };
+        plan::sweep(&cfg, &p, ibpm_agentx::app::plan::compare_config(&cfg))
+    } else {
+        match remote(a.url, a.cacert, a.user) {
+            Ok(r) => plan::fetch(&r),
+            Err(code) => return code,
+        }
+    };
+    match got {
+        Ok(d) => {
+            if a.json {
+                print!(
+                    "{}",
+                    String::from_utf8_lossy(&ibpm_agentx::metrics::plan_diff::render_json(&d))
+                );
+            } else {
+                let now = ibpm_agentx::health::watch::wall_ms(std::time::SystemTime::now());
+                print!("{}", plan::text(&d, now));
+            }
+            ExitCode::from(plan::code(&d))
+        }
+        Err(e) => {
+            eprintln!("ibpm-agentx: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
 }
 
 /// The man page or completions, from the command-line declaration itself.

@@ -32,7 +32,7 @@ use crate::transport::OpenError;
 mod backend;
 mod engine;
 mod open;
-mod plan;
+pub mod plan;
 mod service_loop;
 pub mod subnets;
 mod umad;

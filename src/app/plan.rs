@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::cabling::state::baseline_path;
+
 use super::AppError;
 use crate::cabling::compare::CompareConfig;
 use crate::cabling::watch::Watch;
@@ -24,13 +26,6 @@ pub fn compare_config(cfg: &Config) -> CompareConfig {
     }
 }
 
-/// The baseline's file: `fabric.state_file` with `.plan` appended.
-pub fn baseline_path(state_file: &Path) -> PathBuf {
-    let mut s = state_file.as_os_str().to_owned();
-    s.push(".plan");
-    PathBuf::from(s)
-}
-
 /// The comparison's driver: with the plan file, or with the baseline kept
 /// beside `state_file`. A plan file that cannot be read is a start-up
 /// error (its file, line and reason).
@@ -42,6 +37,6 @@ pub fn watch(cfg: &Config, state_file: Option<&Path>) -> Result<Watch, AppError>
     Ok(Watch::new(
         compare_config(cfg),
         plan,
-        state_file.map(baseline_path),
+        state_file.map(crate::cabling::state::baseline_path),
     ))
 }

@@ -373,13 +373,13 @@ impl Comparison {
             return Vec::new();
         };
         let guids = resolve(plan, snap);
-        if plan.source == PlanSource::Baseline {
-            if let Some(grown) = learn(plan, &guids, snap) {
-                self.planned_nodes = grown.nodes.len() as u32;
-                self.plan = Some(Compiled::new(&grown));
-                self.baseline_changed = true;
-                return self.observe(snap, now);
-            }
+        if plan.source == PlanSource::Baseline
+            && let Some(grown) = learn(plan, &guids, snap)
+        {
+            self.planned_nodes = grown.nodes.len() as u32;
+            self.plan = Some(Compiled::new(&grown));
+            self.baseline_changed = true;
+            return self.observe(snap, now);
         }
         let mut order: Vec<u32> = (0..plan.nodes.len() as u32)
             .filter(|&i| guids[i as usize].is_some())

@@ -199,6 +199,13 @@ pub fn decode(bytes: &[u8]) -> Result<Plan, StateError> {
     Ok(plan)
 }
 
+/// The baseline's file: `fabric.state_file` with `.plan` appended.
+pub fn baseline_path(state_file: &Path) -> std::path::PathBuf {
+    let mut s = state_file.as_os_str().to_owned();
+    s.push(".plan");
+    std::path::PathBuf::from(s)
+}
+
 /// Save a baseline to `path` (atomically, never through a link).
 pub fn save(path: &Path, plan: &Plan) -> std::io::Result<()> {
     let bytes =

@@ -157,9 +157,9 @@ pub fn parse(body: &[u8]) -> Result<DiffReport, serde_json::Error> {
 /// The status page's "Not as planned" section: one sentence per mismatch
 /// for the technician, every text escaped.
 pub fn page_section(o: &mut String, d: &DiffReport, now_ms: u64) {
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<h2 id=\"plan\">Not as planned <span class=\"mute\">({})</span></h2>\n",
+        "<h2 id=\"plan\">Not as planned <span class=\"mute\">({})</span></h2>",
         d.total
     );
     let Some(source) = &d.source else {

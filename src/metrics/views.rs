@@ -112,8 +112,7 @@ mod tests {
     #[test]
     fn the_plan_diff_and_the_page_read_the_snapshot_verdicts() {
         use crate::ib::cabling::{Mismatch, PlanSource, PlanVerdict, PlanVerdicts};
-        let mut snap = Snapshot::default();
-        snap.plan = std::sync::Arc::new(PlanVerdicts {
+        let plan = std::sync::Arc::new(PlanVerdicts {
             sweep: 1,
             source: Some(PlanSource::Baseline),
             verdicts: std::sync::Arc::from(vec![PlanVerdict {
@@ -135,6 +134,10 @@ mod tests {
             }]),
             ..Default::default()
         });
+        let snap = Snapshot {
+            plan,
+            ..Default::default()
+        };
         let now = (0, Instant::now());
         let (ty, body) = answer(View::PlanDiff, "", &snap, "/metrics", now, None).unwrap();
         assert_eq!(ty, "application/json");

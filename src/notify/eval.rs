@@ -368,6 +368,8 @@ pub struct Evaluator {
     last_sweep: Option<u64>,
     /// The health verdicts of the last evaluation.
     health: std::sync::Arc<Verdicts>,
+    /// The plan verdicts of the last evaluation.
+    plan: std::sync::Arc<crate::ib::cabling::PlanVerdicts>,
     /// The subnets of the last evaluation.
     subnets: std::sync::Arc<[crate::ib::subnet::SubnetView]>,
 }
@@ -411,6 +413,7 @@ impl Evaluator {
             overrun: false,
             last_sweep: None,
             health: Default::default(),
+            plan: Default::default(),
             subnets: std::sync::Arc::new([]),
         }
     }
@@ -498,6 +501,10 @@ impl Evaluator {
         if !std::sync::Arc::ptr_eq(&self.health, &snap.health) {
             events.extend(health_events(&self.health, &snap.health, snap));
             self.health = std::sync::Arc::clone(&snap.health);
+        }
+        if !std::sync::Arc::ptr_eq(&self.plan, &snap.plan) {
+            events.extend(super::plan::events(&self.plan, &snap.plan));
+            self.plan = std::sync::Arc::clone(&snap.plan);
         }
         if !std::sync::Arc::ptr_eq(&self.subnets, &snap.subnets) {
             events.extend(super::subnets::events(&self.subnets, &snap.subnets));

@@ -25,6 +25,8 @@ pub fn kind_of(k: Kind) -> events::Kind {
         Kind::SubnetMasterChanged => events::Kind::SmChanged,
         Kind::SubnetNoMaster => events::Kind::SmNone,
         Kind::SubnetFailover => events::Kind::SmFailover,
+        Kind::LinkNotAsPlanned => events::Kind::NotAsPlanned,
+        Kind::LinkAsPlanned => events::Kind::AsPlanned,
     }
 }
 
@@ -64,6 +66,9 @@ fn texts(e: &Event, snap: &Snapshot) -> Texts {
                 .and_then(|s| s.sweeping.as_ref())
                 .map_or_else(|| "none".to_string(), |p| p.to_string());
             format!("{} -> {now}", e.old_local_port)
+        }
+        Kind::LinkNotAsPlanned | Kind::LinkAsPlanned => {
+            e.plan.as_ref().map_or_else(String::new, |v| v.sentence())
         }
         _ => String::new(),
     };

@@ -17,13 +17,14 @@
 
 pub mod eval;
 pub mod log;
+pub mod plan;
 pub mod rules;
 pub mod send;
 pub mod subnets;
 
 use crate::ib::Guid;
 use crate::ib::subnet::SubnetView;
-use crate::mib::schema::{Column, PM_OBJECTS, PM_ROOT, Source, SubnetCol};
+use crate::mib::schema::{Column, PM_OBJECTS, PM_ROOT, PlanCol, Source, SubnetCol};
 use crate::mib::tables::COLUMNS;
 use crate::mib::{Oid, Value, VarBind};
 
@@ -107,10 +108,16 @@ pub enum Obj {
     HealthRaised = 21,
     OldSmGuid = 22,
     OldLocalPort = 23,
+    PlanKind = 24,
+    PlannedNodeGuid = 25,
+    PlannedPortNum = 26,
+    PlannedName = 27,
+    PlanText = 28,
+    PlanRaised = 29,
 }
 
-/// The MIB names of [`Obj`] 1..=23, in number order.
-pub const OBJECT_NAMES: [&str; 23] = [
+/// The MIB names of [`Obj`] 1..=29, in number order.
+pub const OBJECT_NAMES: [&str; 29] = [
     "pmNotifyNodeGuid",
     "pmNotifyNodeDescription",
     "pmNotifyPortNum",
@@ -134,6 +141,12 @@ pub const OBJECT_NAMES: [&str; 23] = [
     "pmNotifyHealthRaised",
     "pmNotifyOldSmGuid",
     "pmNotifyOldLocalPort",
+    "pmNotifyPlanKind",
+    "pmNotifyPlannedNodeGuid",
+    "pmNotifyPlannedPortNum",
+    "pmNotifyPlannedName",
+    "pmNotifyPlanText",
+    "pmNotifyPlanRaised",
 ];
 
 impl Obj {
@@ -167,6 +180,8 @@ pub enum Kind {
     SubnetMasterChanged,
     SubnetNoMaster,
     SubnetFailover,
+    LinkNotAsPlanned,
+    LinkAsPlanned,
 }
 
 /// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
@@ -232,6 +247,23 @@ const HEALTH_OBJS: [Obj; 8] = [
     Obj::HealthRaised,
 ];
 
+/// What a plan notification carries: the port, what the plan has there,
+/// what was found (the peer), the words and the count.
+const PLAN_OBJS: [Obj; 12] = [
+    Obj::NodeGuid,
+    Obj::NodeDescription,
+    Obj::PortNum,
+    Obj::PlanKind,
+    Obj::PlannedNodeGuid,
+    Obj::PlannedPortNum,
+    Obj::PlannedName,
+    Obj::PeerNodeGuid,
+    Obj::PeerPortNum,
+    Obj::PeerDescription,
+    Obj::PlanText,
+    Obj::PlanRaised,
+];
+
 /// What a subnet notification says of the subnet's master SM.
 const SM_OBJS: [SubnetCol; 6] = [
     SubnetCol::Name,
@@ -243,7 +275,7 @@ const SM_OBJS: [SubnetCol; 6] = [
 ];
 
 /// Every notification, in number order.
-pub const KINDS: [KindDef; 15] = [
+pub const KINDS: [KindDef; 17] = [
     KindDef {
         kind: Kind::NodeLost,
         name: "pmNodeLost",
@@ -370,6 +402,22 @@ pub const KINDS: [KindDef; 15] = [
             SubnetCol::StandbyPorts,
         ],
     },
+    KindDef {
+        kind: Kind::LinkNotAsPlanned,
+        name: "pmLinkNotAsPlanned",
+        number: 16,
+        family: Family::Port,
+        objects: &PLAN_OBJS,
+        subnet_objects: &[],
+    },
+    KindDef {
+        kind: Kind::LinkAsPlanned,
+        name: "pmLinkAsPlanned",
+        number: 17,
+        family: Family::Port,
+        objects: &PLAN_OBJS,
+        subnet_objects: &[],
+    },
 ];
 
 /// The pmSubnetTable column of `c`.
@@ -430,6 +478,8 @@ pub struct Event {
     /// port it was swept through (`mlx5_0:1`).
     pub old_sm: Guid,
     pub old_local_port: String,
+    /// The mismatch with the plan a plan notification is about.
+    pub plan: Option<Box<crate::ib::cabling::PlanVerdict>>,
 }
 
 /// What a link notification says of the link, as MIB values (0: unknown).
@@ -464,6 +514,7 @@ impl Event {
             subnet: None,
             old_sm: Guid(0),
             old_local_port: String::new(),
+            plan: None,
         }
     }
 
@@ -484,10 +535,15 @@ impl Event {
     }
 
     fn value_of(&self, o: Obj) -> Value {
+        self.value_or_none(o).unwrap_or(Value::Gauge32(0))
+    }
+
+    fn value_or_none(&self, o: Obj) -> Option<Value> {
         let text = |s: &str| Value::OctetString(s.as_bytes()[..s.len().min(64)].to_vec());
         let u32v = |v: u64| Value::Gauge32(u32::try_from(v).unwrap_or(u32::MAX));
         let peer = self.peer.as_ref();
-        match o {
+        let plan = self.plan.as_deref();
+        Some(match o {
             Obj::NodeGuid => Value::OctetString(self.node.octets().to_vec()),
             Obj::NodeDescription => text(&self.description),
             Obj::PortNum => u32v(self.port.into()),
@@ -513,7 +569,13 @@ impl Event {
             Obj::HealthRaised => u32v(self.value),
             Obj::OldSmGuid => Value::OctetString(self.old_sm.octets().to_vec()),
             Obj::OldLocalPort => text(&self.old_local_port),
-        }
+            Obj::PlanKind => Value::Integer(plan.map_or(0, |v| v.kind.def().mib as i32)),
+            Obj::PlannedNodeGuid => crate::mib::read::plan_value(PlanCol::PlannedNodeGuid, plan?),
+            Obj::PlannedPortNum => crate::mib::read::plan_value(PlanCol::PlannedPortNum, plan?),
+            Obj::PlannedName => crate::mib::read::plan_value(PlanCol::PlannedName, plan?),
+            Obj::PlanText => crate::mib::read::plan_value(PlanCol::Text, plan?),
+            Obj::PlanRaised => u32v(plan.map_or(0, |v| v.raised.into())),
+        })
     }
 
     /// The varbinds of an AgentX Notify: `snmpTrapOID.0` first, then the
