@@ -14,7 +14,7 @@ use super::backend::SubnetProbe;
 use crate::fabric::local::{Event, Failover as Machine, Seen};
 use crate::fabric::sweep::BeforeSweep;
 use crate::ib::Escaped;
-use crate::ib::subnet::{LocalPort, SmInfo, SubnetView};
+use crate::ib::subnet::{LocalPort, SmInfo, SubnetView, SweepState};
 use crate::time::Clock;
 use crate::transport::failover::PortChoice;
 
@@ -69,12 +69,19 @@ impl SubnetProbe for PortsProbe {
         let Some(now) = m.view(self.index) else {
             return view.clone();
         };
+        // No local port up: the subnet is not swept, its own condition.
+        let sweep_state = match (&now.sweeping, view.sweep_state) {
+            (None, _) => SweepState::NoLocalPort,
+            (Some(_), SweepState::NoLocalPort) => SweepState::Swept,
+            (Some(_), s) => s,
+        };
         SubnetView {
             name: now.name,
             key: now.key,
             sm: now.sm,
             sweeping: now.sweeping,
             standby: now.standby,
+            sweep_state,
             ..view.clone()
         }
     }

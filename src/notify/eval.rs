@@ -436,6 +436,7 @@ impl Evaluator {
                 .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
         }
         // Nodes: lost (marked unreachable or gone) and found.
+        let swept = snap.swept_subnets();
         let mut ports_events = Vec::new();
         let mut fresh = Vec::new();
         for node in &snap.nodes {
@@ -451,6 +452,11 @@ impl Evaluator {
                 continue;
             };
             let mem = &mut self.nodes[i];
+            if !node.reachable && Snapshot::node_unswept(swept, node) {
+                // Its subnet is not swept (pmSubnetNotSwept says so): no
+                // verdict of its own; it is judged when swept again.
+                continue;
+            }
             match (mem.reachable, node.reachable) {
                 (true, false) => events.push(Event::node(
                     Kind::NodeLost,

@@ -20,7 +20,9 @@ pub(super) fn master(v: &SubnetView) -> Option<Guid> {
 ///   subnet that had none has one again);
 /// - pmSubnetNoMaster when it had a master and has none;
 /// - pmSubnetFailover when the local port it was swept through is no
-///   longer the one (a standby took over, or none is left up).
+///   longer the one (a standby took over, or none is left up);
+/// - pmSubnetNotSwept when it stops being swept
+///   ([`crate::ib::subnet::SweepState`]), pmSubnetSwept when it is again.
 pub fn events(prev: &[SubnetView], next: &[SubnetView]) -> Vec<Event> {
     let mut out = Vec::new();
     for n in next {
@@ -37,6 +39,11 @@ pub fn events(prev: &[SubnetView], next: &[SubnetView]) -> Vec<Event> {
         }
         if p.sweeping.is_some() && p.sweeping != n.sweeping {
             out.push(Event::subnet(Kind::SubnetFailover, p, n));
+        }
+        match (p.sweep_state.is_swept(), n.sweep_state.is_swept()) {
+            (true, false) => out.push(Event::subnet(Kind::SubnetNotSwept, p, n)),
+            (false, true) => out.push(Event::subnet(Kind::SubnetSwept, p, n)),
+            _ => {}
         }
     }
     out
