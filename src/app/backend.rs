@@ -26,6 +26,9 @@ pub struct Backend {
     /// sampler (the doca backend, or umad with `doca.enabled`): in the
     /// first subnet.
     pub doca: Option<crate::doca::sampler::Opened>,
+    /// The events of the subnets' failover machine (umad), for the
+    /// notifier to act on: for those subnets the machine decides.
+    pub emitted: Option<Arc<crate::fabric::local::Emitted>>,
 }
 
 /// One subnet: what tells it apart, its fabric's shape, and independent
@@ -57,7 +60,13 @@ impl SubnetProbe for SimPlane {
     fn probe(&mut self, view: &SubnetView) -> SubnetView {
         SubnetView {
             sm: self.master_sm(),
-            key: self.key(),
+            // A subnet keeps the key it was first known by: a handover
+            // changes its master SM, not what labels it.
+            key: if view.key.sm_guid.0 != 0 {
+                view.key
+            } else {
+                self.key()
+            },
             ..view.clone()
         }
     }
@@ -95,6 +104,7 @@ impl Backend {
         Backend {
             subnets: sim.planes().into_iter().map(SubnetBackend::sim).collect(),
             doca: None,
+            emitted: None,
         }
     }
 
@@ -144,6 +154,7 @@ pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
             probe: None,
         }],
         doca: Some(doca),
+        emitted: None,
     })
 }
 

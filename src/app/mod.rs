@@ -304,7 +304,11 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
 /// [`start`] with the given shutdown signal. When a part cannot start, the
 /// parts already started are stopped before the error is returned.
 pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
-    let Backend { subnets, doca } = backend;
+    let Backend {
+        subnets,
+        doca,
+        emitted,
+    } = backend;
     let discovered = Instant::now();
     let nodes = subnets.iter().map(|s| s.fabric.nodes.len()).sum::<usize>();
     let ports: usize = subnets
@@ -471,7 +475,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                 None
             }
         };
-        notifier = sink.map(|sink| Notifier::new(cfg.notify(), sink));
+        notifier = sink.map(|sink| {
+            let n = Notifier::new(cfg.notify(), sink);
+            match &emitted {
+                Some(e) => n.with_machine_events(Arc::clone(e)),
+                None => n,
+            }
+        });
     }
     // After each publication (with several subnets, each round): the
     // health verdicts, then the notifications (which include the
@@ -712,6 +722,7 @@ mod tests {
                 probe: None,
             }],
             doca: None,
+            emitted: None,
         };
         (backend, token)
     }

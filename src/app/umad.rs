@@ -160,6 +160,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         }));
     }
     let machine = Arc::new(Mutex::new(Machine::new(&grouping.subnets, NO_MASTER_GRACE)));
+    let emitted = Arc::new(crate::fabric::local::Emitted::default());
     let dopts = discover_options(cfg, None);
     let mut subnets = Vec::new();
     for (index, g) in grouping.subnets.iter().enumerate() {
@@ -194,7 +195,9 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             ports: ports.clone(),
             choice: choice.clone(),
             clock: Clock::system(),
+            emitted: Arc::clone(&emitted),
         };
+        emitted.decides(index);
         let view = SubnetView {
             name: g.name.clone(),
             key: g.key,
@@ -226,6 +229,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
     Ok(Backend {
         subnets,
         doca: None,
+        emitted: Some(emitted),
     })
 }
 

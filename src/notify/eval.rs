@@ -367,6 +367,10 @@ pub struct Evaluator {
     health: std::sync::Arc<Verdicts>,
     /// The subnets of the last evaluation.
     subnets: std::sync::Arc<[crate::ib::subnet::SubnetView]>,
+    /// The events of the subnets' failover machine: for the subnets it
+    /// decides, the master SM and local-port notifications are its
+    /// events, not a comparison of views.
+    machine: Option<std::sync::Arc<crate::fabric::local::Emitted>>,
 }
 
 /// Resolved thresholds, shared by the ports that have the same.
@@ -409,6 +413,7 @@ impl Evaluator {
             last_sweep: None,
             health: Default::default(),
             subnets: std::sync::Arc::new([]),
+            machine: None,
         }
     }
 
@@ -418,6 +423,13 @@ impl Evaluator {
 
     /// The notifications `snap` calls for. A snapshot of a sweep already
     /// evaluated calls for none.
+    /// Act on the events of the subnets' failover machine
+    /// ([`crate::fabric::local::Failover`]) for the subnets it decides.
+    pub fn with_machine_events(mut self, m: std::sync::Arc<crate::fabric::local::Emitted>) -> Self {
+        self.machine = Some(m);
+        self
+    }
+
     pub fn evaluate(&mut self, snap: &Snapshot) -> Evaluation {
         let mut events = Vec::new();
         if self.last_sweep == Some(snap.sweep) {
@@ -508,9 +520,17 @@ impl Evaluator {
             events.extend(health_events(&self.health, &snap.health, snap));
             self.health = std::sync::Arc::clone(&snap.health);
         }
+        let decided = self.machine.as_ref().map_or(0, |m| m.decided());
         if !std::sync::Arc::ptr_eq(&self.subnets, &snap.subnets) {
-            events.extend(super::subnets::events(&self.subnets, &snap.subnets));
+            events.extend(super::subnets::events(
+                &self.subnets,
+                &snap.subnets,
+                decided,
+            ));
             self.subnets = std::sync::Arc::clone(&snap.subnets);
+        }
+        if let Some(m) = &self.machine {
+            events.extend(super::subnets::of_machine(&m.take(), &snap.subnets));
         }
         // The sweep itself; not the first, which also reads every node's
         // ClassPortInfo once.
