@@ -324,7 +324,11 @@ fn a_takeover_under_the_agent_is_a_change_of_master_and_no_lost_master() {
             v2_traps(&traps, "pmSubnetNoMaster").is_empty(),
             "a handover sent pmSubnetNoMaster:\n{traps}"
         );
-        assert_eq!(v2_traps(&traps, "pmSubnetMasterChanged").len(), 1, "{traps}");
+        assert_eq!(
+            v2_traps(&traps, "pmSubnetMasterChanged").len(),
+            1,
+            "{traps}"
+        );
         return;
     }
 }
