@@ -439,28 +439,28 @@ fn query(
 ) -> Result<ibpm_agentx::query::Reading, Box<dyn std::error::Error>> {
     init_offline_logging(cfg);
     let backend = ibpm_agentx::app::open_backend(cfg, &ibpm_agentx::app::Shutdown::new())?;
-    // The port is read in the first subnet that has it (a node on several
+    // The port is read in the subnet that has it (a node on several
     // planes has each port in one).
-    let mut first_error = None;
     let names = cfg.names.current();
-    for subnet in backend.subnets {
-        match ibpm_agentx::query::find_port_named(&subnet.fabric, &names, node, port) {
-            Ok((n, port)) => {
-                let label = subnet.view.label();
-                let mut r =
-                    ibpm_agentx::query::read(subnet.sweep, cfg.engine(), &subnet.fabric, n, port)?;
-                r.subnet = Some(label);
-                if let Some(name) = names.get(r.guid) {
-                    r.name = name.to_string();
-                }
-                return Ok(r);
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
+    let (i, _, port) = ibpm_agentx::query::find_port_in(
+        backend.subnets.iter().map(|s| &s.fabric),
+        &names,
+        node,
+        port,
+    )?;
+    let subnet = backend
+        .subnets
+        .into_iter()
+        .nth(i)
+        .expect("the subnet it was found in");
+    let label = subnet.view.label();
+    let n = ibpm_agentx::query::find_port_named(&subnet.fabric, &names, node, Some(port))?.0;
+    let mut r = ibpm_agentx::query::read(subnet.sweep, cfg.engine(), &subnet.fabric, n, port)?;
+    r.subnet = Some(label);
+    if let Some(name) = names.get(r.guid) {
+        r.name = name.to_string();
     }
-    Err(first_error.expect("a backend has a subnet").into())
+    Ok(r)
 }
 
 /// `topology save`: the fabric discovered through the configured backend,

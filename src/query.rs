@@ -177,6 +177,37 @@ pub fn find_port_named<'a>(
     find_node(fabric, names, what).map(|n| (n, port.unwrap_or(1)))
 }
 
+/// [`find_port`] over the fabrics of several subnets (planes): the first
+/// subnet where the node has the port with a LID to read it at, so that
+/// port 2 of an adapter whose port 2 is on the second plane is found
+/// there. Returns the subnet's position too; the first error when none
+/// has it.
+pub fn find_port_in<'a>(
+    fabrics: impl IntoIterator<Item = &'a Fabric>,
+    names: &NameMap,
+    what: &str,
+    port: Option<u8>,
+) -> Result<(usize, &'a Node, u8), QueryError> {
+    let mut first_error = None;
+    for (i, fabric) in fabrics.into_iter().enumerate() {
+        match find_port_named(fabric, names, what, port) {
+            Ok((n, num)) if n.port(num).is_some() && n.pma_lid(num) != 0 => {
+                return Ok((i, n, num));
+            }
+            Ok((n, num)) => {
+                first_error.get_or_insert(QueryError::NoPort {
+                    node: n.id.guid,
+                    port: num,
+                });
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| QueryError::NotFound(what.to_string())))
+}
+
 /// Port `num` of `n`, named by `what`, where `port` was asked for: a
 /// channel adapter's PMA behind that port's LID reads only that port.
 fn named_port(

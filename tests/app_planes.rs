@@ -286,3 +286,33 @@ fn a_dead_plane_holds_none_of_the_others() {
     }
     running.stop();
 }
+
+/// The same file without its prefix lines: still two subnets (an adapter
+/// forwards nothing, so no host could sweep it as one), both at fe80::,
+/// told apart by their master SM.
+#[test]
+fn parts_joined_only_through_adapters_are_subnets_without_prefix_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    let topo = dir.path().join("no-prefixes.net");
+    let text: String = TWO_PLANES
+        .lines()
+        .filter(|l| !l.contains("subnetprefix="))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    std::fs::write(&topo, text).unwrap();
+    cfg.fabric.topology = Some(topo);
+    let backend = open_backend(&cfg, &app::Shutdown::new()).expect("backend");
+    assert_eq!(
+        backend.subnets.len(),
+        2,
+        "a subnet per switch-connected part"
+    );
+    let keys: Vec<_> = backend.subnets.iter().map(|s| s.view.key).collect();
+    assert!(keys.iter().all(|k| k.prefix == 0xfe80_0000_0000_0000));
+    assert_ne!(
+        keys[0].sm_guid, keys[1].sm_guid,
+        "told apart by their master SM"
+    );
+    assert_ne!(keys[0], keys[1]);
+}

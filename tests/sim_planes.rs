@@ -457,3 +457,35 @@ fn the_shipped_topologies_and_their_planes() {
         assert_eq!(seen, all);
     }
 }
+
+/// `query "M" 2` finds port 2 of the multi-plane adapter on the plane that
+/// holds it (the first plane's copy of M has port 2 without a link there),
+/// and port 1 on the first; a port neither has is the first error.
+#[test]
+fn a_query_finds_the_port_on_whichever_plane_holds_it() {
+    use ibpm_agentx::ib::names::NameMap;
+    use ibpm_agentx::query::{QueryError, find_port_in};
+    let sim = two_planes();
+    let fabrics = [sim.plane_fabric(0), sim.plane_fabric(1)];
+    let (i, n, port) =
+        find_port_in(&fabrics, &NameMap::default(), "M", Some(2)).expect("port 2 of M");
+    assert_eq!((i, n.id.guid, port), (1, M, 2));
+    let (i, _, port) =
+        find_port_in(&fabrics, &NameMap::default(), "M", Some(1)).expect("port 1 of M");
+    assert_eq!((i, port), (0, 1));
+    assert!(matches!(
+        find_port_in(&fabrics, &NameMap::default(), "M", Some(7)),
+        Err(QueryError::NoPort { port: 7, .. })
+    ));
+    // Read there: the counters of port 2 come from plane B.
+    let (i, n, port) = find_port_in(&fabrics, &NameMap::default(), "M", Some(2)).unwrap();
+    let r = ibpm_agentx::query::read(
+        Box::new(sim.plane(i).unwrap().transport()),
+        Default::default(),
+        &fabrics[i],
+        n,
+        port,
+    )
+    .expect("read on plane B");
+    assert_eq!((r.guid, r.port), (M, 2));
+}

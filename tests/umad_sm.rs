@@ -11,6 +11,7 @@
 //! fixture and the virtual-time tests (tests/umad_sysfs.rs,
 //! src/fabric/local/tests.rs) instead.
 
+mod common;
 mod ibsim;
 
 use std::collections::BTreeMap;
@@ -266,4 +267,68 @@ fn the_master_sm_is_read_through_umad_and_a_takeover_shows() {
     );
     // The SM it took over from stays, as standby.
     assert_eq!(sminfo(&one.sim, one.lid_of("Hca4")), (one.a_guid, 5, 2));
+}
+
+/// The agent under umad2sim, sending its traps straight to a private
+/// snmptrapd, while a second SM of higher priority takes over: the
+/// handover is pmSubnetMasterChanged, and no pmSubnetNoMaster is sent
+/// (the failover machine holds the master through NO_MASTER_GRACE).
+#[test]
+fn a_takeover_under_the_agent_is_a_change_of_master_and_no_lost_master() {
+    use common::{ChildGuard, PrivateSnmptrapd, v2_traps};
+    let mut tries = Vec::new();
+    loop {
+        let one = OneSm::start();
+        let trapd = PrivateSnmptrapd::start().expect("snmptrapd");
+        let (mut c, agent_log) = one.sim.agent_command(&format!(
+            "[agentx]\nenabled = false\n\
+             [fabric]\nbackend = \"umad\"\nsweep_interval = 1\nrediscover_interval = 0\n\
+             [notify]\nsinks = [\"{}\"]\n",
+            trapd.sink()
+        ));
+        let mut agent = ChildGuard::new("ibpm-agentx", c.spawn().expect("start ibpm-agentx"));
+        let log = || fs::read_to_string(&agent_log).unwrap_or_default();
+        common::wait_until(
+            "the agent's first sweep",
+            Duration::from_secs(30),
+            Duration::from_millis(100),
+            || log().contains("first sweep done"),
+        );
+        let b = Opensm::start(&one.sim, "Hca2", 10);
+        if !b.logged("Entering MASTER state", Duration::from_secs(20)) {
+            tries.push(b.states());
+            agent.stop();
+            assert!(
+                tries.len() < 3,
+                "no takeover on 3 fabrics:\n{}",
+                tries.join("----\n")
+            );
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while v2_traps(&trapd.log(), "pmSubnetMasterChanged").is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "no pmSubnetMasterChanged:\n{}\n{}",
+                trapd.log(),
+                log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // A few sweeps more: still no lost master.
+        std::thread::sleep(Duration::from_secs(3));
+        let traps = trapd.log();
+        assert!(agent.running(), "agent exited:\n{}", log());
+        agent.stop();
+        assert!(
+            v2_traps(&traps, "pmSubnetNoMaster").is_empty(),
+            "a handover sent pmSubnetNoMaster:\n{traps}"
+        );
+        assert_eq!(
+            v2_traps(&traps, "pmSubnetMasterChanged").len(),
+            1,
+            "{traps}"
+        );
+        return;
+    }
 }

@@ -204,3 +204,62 @@ fn a_port_going_down_and_a_ca_unplugged_between_two_reads() {
         }
     );
 }
+
+/// A planarized adapter (XDR) on two planes: four umad devices, two per
+/// port GUID, the GSI one with IsSMDisabled in its CapabilityMask. They
+/// pair as libibumad pairs them (SMI mlx5_0 / GSI mlx5_1 on plane A, SMI
+/// mlx5_2 / GSI mlx5_3 on plane B); the agent lists and sweeps each port
+/// through its GSI device (its SMPs go to the SMI device), so the SMI
+/// device is no standby port of its plane and the two planes are two
+/// subnets, one local port each.
+#[test]
+fn a_planarized_adapters_smi_and_gsi_devices_pair_by_port_guid() {
+    use ibpm_agentx::transport::umad::pairs::{SmiGsiPair, smi_gsi_pairs, smi_halves, smi_of};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs-planarized");
+    let cas = cas_of(&root);
+    assert_eq!(cas.len(), 4, "four umad devices");
+    let dev = |ca: &str| Some((ca.to_string(), 1));
+    assert_eq!(
+        smi_gsi_pairs(&cas),
+        [
+            SmiGsiPair {
+                port_guid: 0xb8ce_f603_00a1_b200,
+                smi: dev("mlx5_0"),
+                gsi: dev("mlx5_1"),
+                planarized: true,
+            },
+            SmiGsiPair {
+                port_guid: 0xb8ce_f603_00a1_b201,
+                smi: dev("mlx5_2"),
+                gsi: dev("mlx5_3"),
+                planarized: true,
+            },
+        ]
+    );
+    assert_eq!(
+        smi_halves(&cas),
+        [dev("mlx5_0").unwrap(), dev("mlx5_2").unwrap()]
+    );
+    assert_eq!(smi_of(&cas, &dev("mlx5_3").unwrap()), dev("mlx5_2"));
+    let listed: Vec<String> = ib_ports(&cas).map(|p| p.ca.clone()).collect();
+    assert_eq!(
+        listed,
+        ["mlx5_1", "mlx5_3"],
+        "each port through its GSI device"
+    );
+    // Grouped: a subnet per plane (their SMs differ), no standby.
+    let seen: Vec<Seen> = ib_ports(&cas)
+        .map(|p| Seen::from_sysfs(p, Guid(if p.ca == "mlx5_1" { 0xa1 } else { 0xb1 })))
+        .collect();
+    let g = group(&Wanted::Every, &seen);
+    assert_eq!(g.subnets.len(), 2);
+    assert!(g.subnets.iter().all(|s| s.standby.is_empty()));
+    // The ordinary fixture host: every port its own SMI and GSI device.
+    let plain = cas_of(&fixture());
+    assert!(
+        smi_gsi_pairs(&plain)
+            .iter()
+            .all(|p| !p.planarized && p.smi == p.gsi)
+    );
+    assert!(smi_halves(&plain).is_empty());
+}

@@ -28,6 +28,9 @@ pub struct Backend {
     pub doca: Option<crate::doca::sampler::Opened>,
     /// The simulated fabric, for its scripted faults (`[sim] faults`).
     pub sim: Option<SimFabric>,
+    /// The events of the subnets' failover machine (umad), for the
+    /// notifier to act on: for those subnets the machine decides.
+    pub emitted: Option<Arc<crate::fabric::local::Emitted>>,
 }
 
 /// One subnet: what tells it apart, its fabric's shape, and independent
@@ -59,7 +62,13 @@ impl SubnetProbe for SimPlane {
     fn probe(&mut self, view: &SubnetView) -> SubnetView {
         SubnetView {
             sm: self.master_sm(),
-            key: self.key(),
+            // A subnet keeps the key it was first known by: a handover
+            // changes its master SM, not what labels it.
+            key: if view.key.sm_guid.0 != 0 {
+                view.key
+            } else {
+                self.key()
+            },
             ..view.clone()
         }
     }
@@ -98,6 +107,7 @@ impl Backend {
             subnets: sim.planes().into_iter().map(SubnetBackend::sim).collect(),
             doca: None,
             sim: Some(sim.clone()),
+            emitted: None,
         }
     }
 
@@ -148,6 +158,7 @@ pub fn open_doca(cfg: &Config) -> Result<Backend, AppError> {
         }],
         doca: Some(doca),
         sim: None,
+        emitted: None,
     })
 }
 

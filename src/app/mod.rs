@@ -309,7 +309,12 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
 /// [`start`] with the given shutdown signal. When a part cannot start, the
 /// parts already started are stopped before the error is returned.
 pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
-    let Backend { subnets, doca, sim } = backend;
+    let Backend {
+        subnets,
+        doca,
+        sim,
+        emitted,
+    } = backend;
     let discovered = Instant::now();
     let nodes = subnets.iter().map(|s| s.fabric.nodes.len()).sum::<usize>();
     let ports: usize = subnets
@@ -510,7 +515,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
                 None
             }
         };
-        notifier = sink.map(|sink| Notifier::new(cfg.notify(), sink));
+        notifier = sink.map(|sink| {
+            let n = Notifier::new(cfg.notify(), sink);
+            match &emitted {
+                Some(e) => n.with_machine_events(Arc::clone(e)),
+                None => n,
+            }
+        });
     }
     // The event log records what the notifier decides, sent or not.
     if let Some(log) = &events {
@@ -766,6 +777,7 @@ mod tests {
             }],
             doca: None,
             sim: None,
+            emitted: None,
         };
         (backend, token)
     }

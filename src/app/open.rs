@@ -33,17 +33,15 @@ pub fn open_backend(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError
         FabricBackend::Doca => return open_doca(cfg),
         FabricBackend::Sim => {}
     }
-    // A file with subnet prefix lines is a plane per connected part (as
-    // many subnets); without them the whole file is one subnet, as ibsim
-    // reads it.
+    // A file is a subnet per switch-connected part, with or without
+    // subnet prefix lines: an adapter forwards nothing, so no host could
+    // sweep parts joined only through adapters as one subnet. At the
+    // default prefix the parts are told apart by their master SM, as on
+    // a real fabric where every plane keeps fe80::.
     let sim = match cfg.topology_path() {
         Some(p) => {
             let t = topology::load_topology(&p).map_err(AppError::Topology)?;
-            if t.prefixes.is_empty() {
-                SimFabric::new(t.fabric, sim_options(cfg))
-            } else {
-                SimFabric::from_topology(t, sim_options(cfg))
-            }
+            SimFabric::from_topology(t, sim_options(cfg))
         }
         None => SimFabric::new(topology::default_fabric(), sim_options(cfg)),
     };

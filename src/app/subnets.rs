@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use tracing::{info, warn};
 
 use super::backend::SubnetProbe;
-use crate::fabric::local::{Event, Failover as Machine, Seen};
+use crate::fabric::local::{Emitted, Event, Failover as Machine, Seen};
 use crate::fabric::sweep::BeforeSweep;
 use crate::ib::Escaped;
-use crate::ib::subnet::{LocalPort, SmInfo, SubnetView};
+use crate::ib::subnet::{LocalPort, SmInfo, SubnetView, SweepState};
 use crate::time::Clock;
 use crate::transport::failover::PortChoice;
 
@@ -37,6 +37,8 @@ pub struct PortsProbe {
     pub ports: Vec<LocalPort>,
     pub choice: PortChoice,
     pub clock: Clock,
+    /// Where the machine's events go for the notifier to act on.
+    pub emitted: Arc<Emitted>,
 }
 
 impl SubnetProbe for PortsProbe {
@@ -57,17 +59,25 @@ impl SubnetProbe for PortsProbe {
         }
         // What the view shows (the SM, the sweeping port) is said when it
         // changes ([`before_sweep`]); a port gone that was standby is not.
-        for e in &events {
-            if let Event::PortGone { port, .. } = e {
+        // The machine decided each event: the notifier acts on it.
+        for e in events {
+            if let Event::PortGone { port, .. } = &e {
                 warn!(
                     subnet = %Escaped(&view.label()),
                     port = %port,
                     "local port {port} is gone (adapter unplugged or driver reloaded)"
                 );
             }
+            self.emitted.push(e);
         }
         let Some(now) = m.view(self.index) else {
             return view.clone();
+        };
+        // No local port up: the subnet is not swept, its own condition.
+        let sweep_state = match (&now.sweeping, view.sweep_state) {
+            (None, _) => SweepState::NoLocalPort,
+            (Some(_), SweepState::NoLocalPort) => SweepState::Swept,
+            (Some(_), s) => s,
         };
         SubnetView {
             name: now.name,
@@ -75,6 +85,7 @@ impl SubnetProbe for PortsProbe {
             sm: now.sm,
             sweeping: now.sweeping,
             standby: now.standby,
+            sweep_state,
             ..view.clone()
         }
     }
@@ -85,13 +96,7 @@ impl SubnetProbe for PortsProbe {
 pub fn before_sweep(mut probe: Box<dyn SubnetProbe>) -> BeforeSweep {
     Box::new(move |state| {
         let was = state.lock().subnet().clone();
-        let mut now = probe.probe(&was);
-        // A subnet keeps the key it was first known by (its prefix and
-        // the master SM then): an SM failover changes its SM, not what
-        // labels it.
-        if was.key.sm_guid.0 != 0 {
-            now.key = was.key;
-        }
+        let now = probe.probe(&was);
         if now != was {
             say_subnet_change(&was, &now);
             state.lock().set_subnet(now);

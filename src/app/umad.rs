@@ -33,6 +33,9 @@ use crate::transport::umad::{UmadConfig, UmadTransport, ib_ports, read_cas, sysf
 struct Opened {
     port: LocalPort,
     t: UmadTransport,
+    /// The port's SMI device, where it is another than `t`'s (a
+    /// planarized port): its SMPs go there, its PM MADs through `t`.
+    smi: Option<UmadTransport>,
     fabric: Fabric,
     read: SubnetRead,
 }
@@ -160,6 +163,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         }));
     }
     let machine = Arc::new(Mutex::new(Machine::new(&grouping.subnets, NO_MASTER_GRACE)));
+    let emitted = Arc::new(crate::fabric::local::Emitted::default());
     let dopts = discover_options(cfg, None);
     let mut subnets = Vec::new();
     for (index, g) in grouping.subnets.iter().enumerate() {
@@ -183,7 +187,9 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             };
             writes.push(Box::new(handle("write")?) as Box<dyn MadTransport>);
             polls.push(Box::new(handle("sample poller")?) as Box<dyn MadTransport>);
-            smps.push(Arc::new(Mutex::new(o.t.smp_handle())));
+            smps.push(Arc::new(Mutex::new(
+                o.smi.as_ref().unwrap_or(&o.t).smp_handle(),
+            )));
             sweeps.push(Box::new(o.t) as Box<dyn MadTransport>);
         }
         let probe = PortsProbe {
@@ -194,7 +200,9 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             ports: ports.clone(),
             choice: choice.clone(),
             clock: Clock::system(),
+            emitted: Arc::clone(&emitted),
         };
+        emitted.decides(index);
         let view = SubnetView {
             name: g.name.clone(),
             key: g.key,
@@ -227,6 +235,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         subnets,
         doca: None,
         sim: None,
+        emitted: Some(emitted),
     })
 }
 
@@ -296,9 +305,24 @@ fn open_port(
     };
     let t = UmadTransport::open(&ucfg).map_err(AppError::Umad)?;
     let local = t.local_port().clone();
+    // A planarized port (XDR): SMPs through its SMI device, paired from
+    // sysfs as libibumad pairs them; PM MADs through `t`, its GSI device.
+    let cas = read_cas(&sysfs_root()).unwrap_or_default();
+    let smi = match crate::transport::umad::pairs::smi_of(&cas, &(local.ca.clone(), local.port)) {
+        Some((ca, port)) => {
+            info!(gsi = %Escaped(&local.ca), smi = %Escaped(&ca), port, "a planarized port: SMPs go through its SMI device");
+            let smi_cfg = UmadConfig {
+                ca: Some(ca),
+                port: Some(port),
+                ..ucfg.clone()
+            };
+            Some(UmadTransport::open(&smi_cfg).map_err(AppError::Umad)?)
+        }
+        None => None,
+    };
     let dopts = discover_options(cfg, Some(cancel));
     info!(ca = %Escaped(&local.ca), port = local.port, lid = local.lid, "discovering the fabric (directed-route SMPs)");
-    let mut smp = t.smp_handle();
+    let mut smp = smi.as_ref().unwrap_or(&t).smp_handle();
     let (fabric, stats) = match discover_with_stats(&mut smp, &dopts) {
         Ok(r) => r,
         Err(DiscoverError::Cancelled) => return Err(AppError::Cancelled),
@@ -374,6 +398,7 @@ fn open_port(
     Ok(Opened {
         port: LocalPort::new(&local.ca, local.port),
         t,
+        smi,
         fabric,
         read,
     })

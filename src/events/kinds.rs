@@ -25,9 +25,11 @@ pub enum Kind {
     LinkDegraded,
     LinkRecovered,
     SweepOverrun,
+    SubnetNotSwept,
+    SubnetSwept,
 }
 
-pub const KIND_COUNT: usize = 18;
+pub const KIND_COUNT: usize = 20;
 
 /// One kind's facts.
 #[derive(Clone, Copy, Debug)]
@@ -180,6 +182,20 @@ pub const KINDS: [KindDef; KIND_COUNT] = [
         "Sweep overran",
         18,
         "interval ms (before), duration ms (after)",
+    ),
+    def(
+        Kind::SubnetNotSwept,
+        "subnet-not-swept",
+        "Subnet not swept",
+        19,
+        "pmSubnetSweepState before -> after",
+    ),
+    def(
+        Kind::SubnetSwept,
+        "subnet-swept",
+        "Subnet swept again",
+        20,
+        "pmSubnetSweepState before -> after",
     ),
 ];
 

@@ -75,6 +75,34 @@ pub struct SweepFigures {
 }
 
 impl Snapshot {
+    /// The subnets being swept, a bit per index ([`SubnetView::sweep_state`]);
+    /// None while the snapshot has no subnet views.
+    ///
+    /// [`SubnetView::sweep_state`]: crate::ib::subnet::SubnetView::sweep_state
+    pub fn swept_subnets(&self) -> Option<u64> {
+        if self.subnets.is_empty() {
+            return None;
+        }
+        Some(
+            self.subnets
+                .iter()
+                .filter(|v| v.sweep_state.is_swept() && usize::from(v.index) < 64)
+                .fold(0, |m, v| m | 1 << v.index),
+        )
+    }
+
+    /// A node whose every subnet is not being swept (the agent's trouble,
+    /// not the node's): its misses are no verdict of its own. `swept`:
+    /// [`Self::swept_subnets`].
+    pub fn node_unswept(swept: Option<u64>, node: &NodeRecord) -> bool {
+        let Some(mask) = swept else { return false };
+        !node.ports.is_empty()
+            && node
+                .ports
+                .iter()
+                .all(|p| p.subnet >= 64 || mask & (1 << p.subnet) == 0)
+    }
+
     fn count_reachable(&mut self) {
         self.reachable = self.nodes.iter().filter(|n| n.reachable).count();
     }

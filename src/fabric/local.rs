@@ -258,8 +258,76 @@ pub enum Event {
         old: SmInfo,
         new: SmInfo,
     },
-    /// No master SM answered on the subnet for the grace period.
-    NoMasterSm { subnet: u8 },
+    /// No master SM answered on the subnet for the grace period; `last`
+    /// the master known before.
+    NoMasterSm { subnet: u8, last: Option<SmInfo> },
+}
+
+impl Event {
+    /// The index of the subnet it happened on.
+    pub fn subnet(&self) -> u8 {
+        match self {
+            Event::FailedOver { subnet, .. }
+            | Event::NoPortLeft { subnet, .. }
+            | Event::PortGone { subnet, .. }
+            | Event::SmChanged { subnet, .. }
+            | Event::NoMasterSm { subnet, .. } => *subnet,
+        }
+    }
+
+    /// A short name of its kind, for logs and an event log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::FailedOver { .. } => "failed_over",
+            Event::NoPortLeft { .. } => "no_port_left",
+            Event::PortGone { .. } => "port_gone",
+            Event::SmChanged { .. } => "sm_changed",
+            Event::NoMasterSm { .. } => "no_master_sm",
+        }
+    }
+}
+
+/// The events the subnets' machines emitted that the notifier has not
+/// taken yet, shared by the drivers that feed the machines and the
+/// notifier that acts on them (at most [`Emitted::MAX`] are kept: the
+/// oldest go first), and which subnets a machine decides for.
+#[derive(Debug, Default)]
+pub struct Emitted {
+    inner: std::sync::Mutex<(u64, std::collections::VecDeque<Event>)>,
+}
+
+impl Emitted {
+    pub const MAX: usize = 1024;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, std::collections::VecDeque<Event>)> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A machine decides what happens to subnet `index` (its master SM,
+    /// its local ports): no one else works it out.
+    pub fn decides(&self, index: usize) {
+        if index < 64 {
+            self.lock().0 |= 1 << index;
+        }
+    }
+
+    /// The subnets a machine decides for, a bit per index.
+    pub fn decided(&self) -> u64 {
+        self.lock().0
+    }
+
+    pub fn push(&self, e: Event) {
+        let mut g = self.lock();
+        if g.1.len() >= Self::MAX {
+            g.1.pop_front();
+        }
+        g.1.push_back(e);
+    }
+
+    /// Every event emitted since the last take, in order.
+    pub fn take(&self) -> Vec<Event> {
+        self.lock().1.drain(..).collect()
+    }
 }
 
 /// How a port was last seen.
@@ -279,6 +347,8 @@ struct Subnet {
     /// The port last swept through, while none is.
     last: Option<LocalPort>,
     standby: Vec<LocalPort>,
+    /// The master SM last known: kept through a handover (the grace),
+    /// let go once [`Event::NoMasterSm`] is said.
     master: Option<SmInfo>,
     /// Since when no master SM answered, and whether that was said.
     no_master: Option<(Instant, bool)>,
@@ -431,11 +501,16 @@ impl Failover {
         let index = subnet as u8;
         match read.filter(|r| r.state == SmState::Master) {
             Some(new) => {
-                s.no_master = None;
-                s.key.sm_guid = new.guid;
+                let told = s.no_master.take().is_some_and(|(_, told)| told);
+                // The subnet keeps the key it was first known by: a
+                // handover changes its master SM, not what labels it.
+                if s.key.sm_guid.0 == 0 {
+                    s.key.sm_guid = new.guid;
+                }
                 let old = s.master.replace(new);
                 match old {
-                    Some(old) if old.guid != new.guid => vec![Event::SmChanged {
+                    // Another master, or one again after none was said.
+                    Some(old) if old.guid != new.guid || told => vec![Event::SmChanged {
                         subnet: index,
                         old,
                         new,
@@ -447,20 +522,27 @@ impl Failover {
                 let (since, told) = s.no_master.get_or_insert((now, false));
                 if !*told && now.saturating_duration_since(*since) >= grace {
                     *told = true;
-                    return vec![Event::NoMasterSm { subnet: index }];
+                    return vec![Event::NoMasterSm {
+                        subnet: index,
+                        last: s.master,
+                    }];
                 }
                 Vec::new()
             }
         }
     }
 
-    /// What is known of `subnet` now: its key follows its master SM.
+    /// What is known of `subnet` now: its first key; its master SM until
+    /// none answered for the grace (a handover shows the old master until
+    /// the new one answers).
     pub fn view(&self, subnet: usize) -> Option<Now> {
         let s = self.subnets.get(subnet)?;
         Some(Now {
             name: s.name.clone(),
             key: s.key,
-            sm: s.master.filter(|_| s.no_master.is_none()),
+            sm: s
+                .master
+                .filter(|_| !s.no_master.is_some_and(|(_, told)| told)),
             sweeping: s.sweeping.clone(),
             standby: s.standby.clone(),
         })

@@ -335,9 +335,15 @@ impl Evaluator {
             since_last: self.last_at.map_or(0, |t| now.saturating_sub(t)),
         };
         self.last_at = Some(now);
-        let missed_nodes = snap.nodes.iter().filter(|n| n.failed_sweeps > 0).count();
-        // The agent's own trouble (its port, the SM) is no node's fault.
-        let fabric_answered = missed_nodes * 2 <= snap.nodes.len();
+        // The agent's own trouble (its port, the SM) is no node's fault:
+        // judged per subnet (a dead plane is the plane's condition,
+        // [`crate::ib::subnet::SweepState`]), or over the whole snapshot
+        // when it says nothing of subnets.
+        let swept = snap.swept_subnets();
+        let fabric_answered = swept.is_some() || {
+            let missed_nodes = snap.nodes.iter().filter(|n| n.failed_sweeps > 0).count();
+            missed_nodes * 2 <= snap.nodes.len()
+        };
         let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
         let mut seen: Vec<Seen> = Vec::new();
         let mut misses: Vec<(Guid, u8, u8)> = Vec::new();
@@ -358,7 +364,7 @@ impl Evaluator {
                 len: node.ports.len().min(usize::from(u8::MAX)) as u8,
                 ..prev.unwrap_or_default()
             };
-            if fabric_answered {
+            if fabric_answered && !Snapshot::node_unswept(swept, node) {
                 let missed = u32::from(node.failed_sweeps > 0);
                 mem.misses = (((u64::from(mem.misses) << 1) | u64::from(missed)) & window) as u32;
                 mem.counted = mem.counted.saturating_add(1).min(self.cfg.unresponsive_of);

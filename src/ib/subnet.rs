@@ -136,6 +136,68 @@ impl fmt::Display for SubnetKey {
     }
 }
 
+/// Whether a subnet is being swept (pmSubnetSweepState). A subnet that
+/// is not is the subnet's condition, not its nodes': the agent's own
+/// trouble (no local port up on it, or its sweeps failing as a whole)
+/// gives none of its nodes a verdict of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SweepState {
+    #[default]
+    Swept,
+    /// No local port on the subnet is up.
+    NoLocalPort,
+    /// Its sweeps fail: more than half of its nodes missed the last one.
+    SweepsFailing,
+}
+
+impl SweepState {
+    /// The subnet's state from whether it lost its last local port (its
+    /// probe says so: [`SweepState::NoLocalPort`] in the view it makes),
+    /// and how many of its `nodes` missed the last sweep.
+    pub fn judge(no_local_port: bool, nodes: usize, missed: usize) -> SweepState {
+        if no_local_port {
+            SweepState::NoLocalPort
+        } else if missed * 2 > nodes {
+            SweepState::SweepsFailing
+        } else {
+            SweepState::Swept
+        }
+    }
+
+    pub fn is_swept(self) -> bool {
+        self == SweepState::Swept
+    }
+
+    /// The pmSubnetSweepState value.
+    pub fn mib(self) -> i32 {
+        match self {
+            SweepState::Swept => 1,
+            SweepState::NoLocalPort => 2,
+            SweepState::SweepsFailing => 3,
+        }
+    }
+
+    /// The MIB's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            SweepState::Swept => "swept",
+            SweepState::NoLocalPort => "noLocalPort",
+            SweepState::SweepsFailing => "sweepsFailing",
+        }
+    }
+
+    /// Why, in words (the page, the log).
+    pub fn reason(self) -> &'static str {
+        match self {
+            SweepState::Swept => "swept",
+            SweepState::NoLocalPort => "not swept: no local port on it is up",
+            SweepState::SweepsFailing => {
+                "not swept: its sweeps fail (most of its nodes missed the last one)"
+            }
+        }
+    }
+}
+
 /// What a published snapshot says of one subnet the agent sweeps.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct SubnetView {
@@ -158,6 +220,8 @@ pub struct SubnetView {
     pub sweep: u64,
     pub swept: Option<Instant>,
     pub duration_ms: u64,
+    /// Whether it is being swept, as of its last publication.
+    pub sweep_state: SweepState,
 }
 
 impl SubnetView {

@@ -222,7 +222,8 @@ fn subnets(o: &mut String, r: &Report) {
         o,
         "<h2 id=\"subnets\">Subnets <span class=\"mute\">({})</span></h2>\
          <div class=\"wrap\"><table><tr><th>Subnet</th><th>Prefix</th><th>Master SM</th>\
-         <th>Local port</th><th>Standby</th><th>Nodes</th><th>Ports</th><th>Last sweep</th></tr>",
+         <th>Local port</th><th>Standby</th><th>Nodes</th><th>Ports</th><th>Last sweep</th>\
+         <th>Swept</th></tr>",
         r.subnets.len()
     );
     for s in &r.subnets {
@@ -255,10 +256,24 @@ fn subnets(o: &mut String, r: &Report) {
                 )
             },
         );
+        // A subnet not swept is its own condition: its nodes have no
+        // verdict of their own meanwhile.
+        let swept = match s.not_swept.as_deref() {
+            None => "yes".to_string(),
+            Some(why) => format!(
+                "<span class=\"c unresponsive\">not swept: {}</span>",
+                match why {
+                    "noLocalPort" => "no local port up",
+                    "sweepsFailing" => "its sweeps fail",
+                    other => other,
+                }
+            ),
+        };
         let _ = writeln!(
             o,
             "<tr class=\"subnet\"><td>{}</td><td><code>{}</code></td><td>{sm}</td><td>{local}</td>\
-             <td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{last}</td></tr>",
+             <td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{last}</td>\
+             <td>{swept}</td></tr>",
             escape(&s.label),
             escape(&s.prefix),
             escape(&s.standby.join(", ")),

@@ -133,6 +133,7 @@ pub fn two_subnets(u: &Unhealthy) -> Arc<Snapshot> {
             sweep: 9,
             swept,
             duration_ms: 12,
+            sweep_state: Default::default(),
         },
         SubnetView {
             index: 1,

@@ -450,6 +450,7 @@ pub fn subnet_value(c: SubnetCol, s: &SubnetView) -> Value {
         SubnetCol::LastSweep => Value::TimeTicks(timestamp(s.swept)),
         SubnetCol::SweepDuration => Value::Gauge32(gauge(s.duration_ms)),
         SubnetCol::Sweeps => Value::Counter64(s.sweep),
+        SubnetCol::SweepState => Value::Integer(s.sweep_state.mib()),
     }
 }
 

@@ -339,6 +339,8 @@ pub enum SubnetCol {
     LastSweep,
     SweepDuration,
     Sweeps,
+    /// Whether it is being swept ([`crate::ib::subnet::SweepState`]).
+    SweepState,
 }
 
 /// One accessible column (or scalar).

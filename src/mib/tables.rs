@@ -424,6 +424,7 @@ const DECLARED: &[Table] = &[
                 .prom(&[gauge("subnet_sweep_duration_seconds", SubnetC, MillisToSeconds, "Duration of the subnet's last sweep.")]),
             col(15, "pmSubnetSweeps", Counter64, RO, S::Subnet(Sn::Sweeps))
                 .prom(&[counter("subnet_sweeps", SubnetC, One, "Sweeps of the subnet since the agent started (each subnet has its own sweeper).")]),
+            col(16, "pmSubnetSweepState", Enum { max: 3 }, RO, S::Subnet(Sn::SweepState)),
         ],
         part: Part::Subnet,
         ..TABLE

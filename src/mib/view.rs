@@ -479,8 +479,8 @@ mod tests {
         let v = MibView::new(cache);
         let table = oid("1.3.6.1.3.117.1.24");
         let rows = walk(&v, &table, table.as_slice());
-        // 14 columns, 2 rows each, column by column.
-        assert_eq!(rows.len(), 28);
+        // 15 columns, 2 rows each, column by column.
+        assert_eq!(rows.len(), 30);
         assert_eq!(rows[0].name, oid("1.3.6.1.3.117.1.24.1.2.1"));
         assert_eq!(rows[1].name, oid("1.3.6.1.3.117.1.24.1.2.2"));
         let col = |c: u32, row: u32| v.get(&oid(&format!("1.3.6.1.3.117.1.24.1.{c}.{row}")));
@@ -531,7 +531,7 @@ mod tests {
         assert_eq!(subnets(5), "plane-a");
         assert_eq!(subnets(6), "plane-a,fe80:0:0:2::/64");
         // GetNext from the table's last row leaves it.
-        let last = oid("1.3.6.1.3.117.1.24.1.15.2");
+        let last = oid("1.3.6.1.3.117.1.24.1.16.2");
         assert!(
             v.get_next(&last, false, None)
                 .is_none_or(|vb| !vb.name.starts_with(table.as_slice()))

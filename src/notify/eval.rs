@@ -372,6 +372,10 @@ pub struct Evaluator {
     plan: std::sync::Arc<crate::ib::cabling::PlanVerdicts>,
     /// The subnets of the last evaluation.
     subnets: std::sync::Arc<[crate::ib::subnet::SubnetView]>,
+    /// The events of the subnets' failover machine: for the subnets it
+    /// decides, the master SM and local-port notifications are its
+    /// events, not a comparison of views.
+    machine: Option<std::sync::Arc<crate::fabric::local::Emitted>>,
 }
 
 /// Resolved thresholds, shared by the ports that have the same.
@@ -415,6 +419,7 @@ impl Evaluator {
             health: Default::default(),
             plan: Default::default(),
             subnets: std::sync::Arc::new([]),
+            machine: None,
         }
     }
 
@@ -424,6 +429,13 @@ impl Evaluator {
 
     /// The notifications `snap` calls for. A snapshot of a sweep already
     /// evaluated calls for none.
+    /// Act on the events of the subnets' failover machine
+    /// ([`crate::fabric::local::Failover`]) for the subnets it decides.
+    pub fn with_machine_events(mut self, m: std::sync::Arc<crate::fabric::local::Emitted>) -> Self {
+        self.machine = Some(m);
+        self
+    }
+
     pub fn evaluate(&mut self, snap: &Snapshot) -> Evaluation {
         let mut events = Vec::new();
         if self.last_sweep == Some(snap.sweep) {
@@ -442,6 +454,7 @@ impl Evaluator {
                 .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
         }
         // Nodes: lost (marked unreachable or gone) and found.
+        let swept = snap.swept_subnets();
         let mut ports_events = Vec::new();
         let mut fresh = Vec::new();
         for node in &snap.nodes {
@@ -457,6 +470,11 @@ impl Evaluator {
                 continue;
             };
             let mem = &mut self.nodes[i];
+            if !node.reachable && Snapshot::node_unswept(swept, node) {
+                // Its subnet is not swept (pmSubnetNotSwept says so): no
+                // verdict of its own; it is judged when swept again.
+                continue;
+            }
             match (mem.reachable, node.reachable) {
                 (true, false) => {
                     events.push(Event::node(Kind::NodeLost, node.id.guid, node.name()))
@@ -506,9 +524,17 @@ impl Evaluator {
             events.extend(super::plan::events(&self.plan, &snap.plan));
             self.plan = std::sync::Arc::clone(&snap.plan);
         }
+        let decided = self.machine.as_ref().map_or(0, |m| m.decided());
         if !std::sync::Arc::ptr_eq(&self.subnets, &snap.subnets) {
-            events.extend(super::subnets::events(&self.subnets, &snap.subnets));
+            events.extend(super::subnets::events(
+                &self.subnets,
+                &snap.subnets,
+                decided,
+            ));
             self.subnets = std::sync::Arc::clone(&snap.subnets);
+        }
+        if let Some(m) = &self.machine {
+            events.extend(super::subnets::of_machine(&m.take(), &snap.subnets));
         }
         // The sweep itself; not the first, which also reads every node's
         // ClassPortInfo once.

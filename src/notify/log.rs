@@ -27,6 +27,8 @@ pub fn kind_of(k: Kind) -> events::Kind {
         Kind::SubnetFailover => events::Kind::SmFailover,
         Kind::LinkNotAsPlanned => events::Kind::NotAsPlanned,
         Kind::LinkAsPlanned => events::Kind::AsPlanned,
+        Kind::SubnetNotSwept => events::Kind::SubnetNotSwept,
+        Kind::SubnetSwept => events::Kind::SubnetSwept,
     }
 }
 

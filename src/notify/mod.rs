@@ -182,6 +182,8 @@ pub enum Kind {
     SubnetFailover,
     LinkNotAsPlanned,
     LinkAsPlanned,
+    SubnetNotSwept,
+    SubnetSwept,
 }
 
 /// One NOTIFICATION-TYPE: name, number under `{ pm 0 }` (the SNMPv1
@@ -275,7 +277,7 @@ const SM_OBJS: [SubnetCol; 6] = [
 ];
 
 /// Every notification, in number order.
-pub const KINDS: [KindDef; 17] = [
+pub const KINDS: [KindDef; 19] = [
     KindDef {
         kind: Kind::NodeLost,
         name: "pmNodeLost",
@@ -418,6 +420,32 @@ pub const KINDS: [KindDef; 17] = [
         objects: &PLAN_OBJS,
         subnet_objects: &[],
     },
+    KindDef {
+        kind: Kind::SubnetNotSwept,
+        name: "pmSubnetNotSwept",
+        number: 18,
+        family: Family::Subnet,
+        objects: &[],
+        subnet_objects: &SWEEP_OBJS,
+    },
+    KindDef {
+        kind: Kind::SubnetSwept,
+        name: "pmSubnetSwept",
+        number: 19,
+        family: Family::Subnet,
+        objects: &[],
+        subnet_objects: &SWEEP_OBJS,
+    },
+];
+
+/// The subnet's columns the sweep-state notifications carry.
+const SWEEP_OBJS: [SubnetCol; 6] = [
+    SubnetCol::Name,
+    SubnetCol::Prefix,
+    SubnetCol::SweepState,
+    SubnetCol::LocalCa,
+    SubnetCol::LocalPort,
+    SubnetCol::Nodes,
 ];
 
 /// The pmSubnetTable column of `c`.
@@ -634,8 +662,10 @@ mod tests {
 
     #[test]
     fn kinds_match_the_mib_file() {
+        // In order of their numbers, each once (a number may be taken by
+        // a notification declared elsewhere).
         for (i, d) in KINDS.iter().enumerate() {
-            assert_eq!(d.number as usize, i + 1);
+            assert!(i == 0 && d.number == 1 || i > 0 && d.number > KINDS[i - 1].number);
             let b = body(d.name, "NOTIFICATION-TYPE");
             assert!(
                 b.ends_with(&format!("{{ pmNotifications {} }}", d.number)),

@@ -237,6 +237,13 @@ impl Notifier {
         self
     }
 
+    /// Send the subnet notifications the failover machine's events call
+    /// for ([`Evaluator::with_machine_events`]).
+    pub fn with_machine_events(mut self, m: std::sync::Arc<crate::fabric::local::Emitted>) -> Self {
+        self.eval = self.eval.with_machine_events(m);
+        self
+    }
+
     /// Evaluate the snapshot just published, send what it calls for, say
     /// in one line what storm control held back, and store the figures
     /// in the snapshot for the agent scalars.

@@ -12,6 +12,7 @@ use crate::fabric::local::Group;
 use crate::fabric::settings::SweepConfig;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
+use crate::ib::Guid;
 use crate::ib::subnet::SubnetKey;
 use crate::ib::topology;
 use crate::sim::{ManualClock, SimFabric, SimOptions};
@@ -86,6 +87,7 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
     let t0 = Instant::now();
     let m = manual.clone();
     let clock = Clock::new(move || t0 + m.now());
+    let emitted = Arc::new(Emitted::default());
     let probe = PortsProbe {
         index: 0,
         machine,
@@ -94,6 +96,7 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
         ports: vec![a.clone(), b.clone()],
         choice: choice.clone(),
         clock: clock.clone(),
+        emitted: Arc::clone(&emitted),
     };
     let cache = Arc::new(Cache::new());
     let view = SubnetView {
@@ -142,4 +145,118 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
     manual.advance(Duration::from_secs(10));
     sweeper.sweep_once();
     assert_eq!(cache.load().subnets[0].sweeping.as_ref(), Some(&b));
+}
+
+/// An SM handover on virtual time, through the probe, the subnet's view
+/// and the notifier: the master gone for a read or two and another one
+/// master within [`crate::fabric::local::NO_MASTER_GRACE`] is
+/// pmSubnetMasterChanged and nothing more (the view keeps the old master
+/// meanwhile, the key stays the first one); a master gone past the grace
+/// is pmSubnetNoMaster, once; one again is pmSubnetMasterChanged.
+#[test]
+fn an_sm_handover_within_the_grace_is_a_change_of_master_and_nothing_more() {
+    use crate::fabric::local::NO_MASTER_GRACE;
+    use crate::ib::subnet::{SmInfo, SmState};
+    use crate::notify::eval::Evaluator;
+    use crate::notify::{Kind, NotifyConfig};
+    let sim = SimFabric::new(topology::default_fabric(), SimOptions::default());
+    let plane = sim.plane(0).unwrap();
+    let a = LocalPort::new("mlx5_0", 1);
+    let first = plane.master_sm().unwrap();
+    let key = SubnetKey {
+        prefix: plane.prefix(),
+        sm_guid: first.guid,
+    };
+    let machine = Arc::new(Mutex::new(Machine::new(
+        &[Group {
+            name: Some("plane-a".into()),
+            key,
+            sweeping: Some(a.clone()),
+            standby: vec![],
+        }],
+        NO_MASTER_GRACE,
+    )));
+    let pa = a.clone();
+    let look: LookPorts = Box::new(move || {
+        vec![Seen {
+            port: pa.clone(),
+            state: 4,
+            prefix: key.prefix,
+            sm_guid: key.sm_guid,
+        }]
+    });
+    let p = plane.clone();
+    let read_sm: ReadSm = Box::new(move |_| Some(p.master_sm()));
+    let manual = ManualClock::new();
+    let t0 = Instant::now();
+    let m = manual.clone();
+    let clock = Clock::new(move || t0 + m.now());
+    let emitted = Arc::new(Emitted::default());
+    emitted.decides(0);
+    let probe = PortsProbe {
+        index: 0,
+        machine,
+        look,
+        read_sm,
+        ports: vec![a.clone()],
+        choice: PortChoice::default(),
+        clock: clock.clone(),
+        emitted: Arc::clone(&emitted),
+    };
+    let cache = Arc::new(Cache::new());
+    let view = SubnetView {
+        name: Some("plane-a".into()),
+        key,
+        sweeping: Some(a.clone()),
+        ..Default::default()
+    };
+    let state = SharedState::new(plane.fabric(), SweepConfig::default(), t0).in_subnet(view);
+    let engine = Engine::new(Box::new(plane.transport()), EngineConfig::default());
+    let mut sweeper = Sweeper::new(state, engine, Arc::clone(&cache)).with_clock(clock);
+    sweeper.set_before_sweep(before_sweep(Box::new(probe)));
+    let mut notifier = Evaluator::new(NotifyConfig::default()).with_machine_events(emitted);
+    let mut step = |secs: u64| -> Vec<Kind> {
+        manual.advance(Duration::from_secs(secs));
+        sweeper.sweep_once();
+        let e = notifier.evaluate(&cache.load()).events;
+        e.iter()
+            .filter(|e| e.subnet.is_some())
+            .map(|e| e.kind)
+            .collect()
+    };
+    assert!(step(0).is_empty());
+    let second = SmInfo {
+        guid: Guid(first.guid.0 + 1),
+        ..first
+    };
+    // The master gone: within the grace, nothing; the view keeps it.
+    plane.set_master_sm(None);
+    assert!(step(10).is_empty());
+    assert!(step(10).is_empty());
+    let v = cache.load().subnets[0].clone();
+    assert_eq!(
+        v.sm.map(|s| s.guid),
+        Some(first.guid),
+        "the old master meanwhile"
+    );
+    // The standby took over: a change of master, nothing more.
+    plane.set_master_sm(Some(second));
+    assert_eq!(step(10), [Kind::SubnetMasterChanged]);
+    let v = cache.load().subnets[0].clone();
+    assert_eq!(v.sm.map(|s| s.guid), Some(second.guid));
+    assert_eq!(v.key, key, "the subnet keeps its first key");
+    // Gone past the grace: no master, once.
+    plane.set_master_sm(None);
+    let mut said = Vec::new();
+    for _ in 0..8 {
+        said.extend(step(10));
+    }
+    assert_eq!(said, [Kind::SubnetNoMaster]);
+    assert_eq!(cache.load().subnets[0].sm, None);
+    // A master again.
+    plane.set_master_sm(Some(SmInfo {
+        state: SmState::Master,
+        ..second
+    }));
+    assert_eq!(step(10), [Kind::SubnetMasterChanged]);
 }

@@ -77,7 +77,15 @@ fn plane_every(
         Box::new(sim.transport()),
         ControlConfig::default(),
     ));
-    let engine = Engine::new(Box::new(sim.transport()), EngineConfig::default());
+    // Short timeouts: some tests silence nodes.
+    let engine = Engine::new(
+        Box::new(sim.transport()),
+        EngineConfig {
+            timeout: Duration::from_millis(20),
+            retries: 1,
+            ..EngineConfig::default()
+        },
+    );
     let sweeper = Sweeper::new(state, engine, cache);
     Plane {
         sim,
@@ -294,4 +302,63 @@ fn a_subnet_that_never_sweeps_holds_no_round() {
     std::thread::sleep(interval + Duration::from_millis(20));
     a.sweeper.sweep_once();
     assert_eq!(runs.load(Ordering::SeqCst), 1, "a round an interval later");
+}
+
+/// Plane b silenced (every node of it stops answering) while one node of
+/// plane a does too: plane b is not swept, its own condition, and none of
+/// its nodes turns unresponsive; the node of plane a does (its plane
+/// answered). Judged over the merged snapshot, three nodes of five
+/// missing held every verdict back, and a plane of eight silenced made
+/// hundreds.
+#[test]
+fn a_silenced_subnet_is_the_subnets_condition_and_gives_its_nodes_no_verdict() {
+    use crate::health::{Evaluator, HealthConfig};
+    use crate::ib::subnet::SweepState;
+    let (fed, mut a, mut b) = two_planes();
+    a.sweeper.sweep_once();
+    b.sweeper.sweep_once();
+    let (sb, b1, a1) = (Guid(0x400000), Guid(0x300000), Guid(0x100003));
+    assert!(fed.public().load().node(a1).is_some(), "A1");
+    for g in [H, sb, b1] {
+        b.sim.set_reachable(g, false);
+    }
+    a.sim.set_reachable(a1, false);
+    let mut ev = Evaluator::new(HealthConfig::default());
+    let mut now = 0;
+    let mut last = None;
+    for _ in 0..8 {
+        a.sweeper.sweep_once();
+        b.sweeper.sweep_once();
+        now += 10_000;
+        last = ev.evaluate(&fed.public().load(), crate::health::At::both(now), &[]);
+    }
+    let snap = fed.public().load();
+    assert_eq!(snap.subnets[1].sweep_state, SweepState::SweepsFailing);
+    assert_eq!(snap.subnets[0].sweep_state, SweepState::Swept);
+    let v = last.expect("evaluated");
+    for g in [sb, b1, H] {
+        assert!(
+            v.node(g).is_none_or(|n| n.unresponsive.is_none()),
+            "{g} of the silenced plane has no verdict of its own"
+        );
+    }
+    assert!(
+        v.node(a1).is_some_and(|n| n.unresponsive.is_some()),
+        "A1 missed its sweeps while its plane answered"
+    );
+    // The subnet says why, in the MIB (pmSubnetSweepState sweepsFailing).
+    use crate::mib::schema::SubnetCol;
+    assert_eq!(
+        crate::mib::read::subnet_value(SubnetCol::SweepState, &snap.subnets[1]),
+        crate::mib::Value::Integer(3)
+    );
+    // Plane b answers again: swept.
+    for g in [H, sb, b1] {
+        b.sim.set_reachable(g, true);
+    }
+    b.sweeper.sweep_once();
+    assert_eq!(
+        fed.public().load().subnets[1].sweep_state,
+        SweepState::Swept
+    );
 }

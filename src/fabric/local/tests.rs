@@ -281,8 +281,16 @@ fn sm_changes_and_a_missing_master_after_the_grace() {
     // once the grace has passed, and once.
     assert!(f.sm(0, at(20), None).is_empty());
     assert!(f.sm(0, at(30), Some(sm(0x44, SmState::Standby))).is_empty());
-    assert_eq!(f.view(0).unwrap().sm, None);
-    assert_eq!(f.sm(0, at(40), None), [Event::NoMasterSm { subnet: 0 }]);
+    // Within the grace the view keeps the master last known.
+    assert_eq!(f.view(0).unwrap().sm.map(|s| s.guid), Some(Guid(0x11)));
+    assert_eq!(
+        f.sm(0, at(40), None),
+        [Event::NoMasterSm {
+            subnet: 0,
+            last: Some(sm(0x11, SmState::Master))
+        }]
+    );
+    assert_eq!(f.view(0).unwrap().sm, None, "none past the grace");
     assert!(f.sm(0, at(50), None).is_empty());
     // The standby took over: a change from the master last known.
     assert_eq!(
@@ -293,10 +301,11 @@ fn sm_changes_and_a_missing_master_after_the_grace() {
             new: sm(0x44, SmState::Master),
         }]
     );
+    // The subnet keeps its first key; the view shows the new master.
     let v = f.view(0).unwrap();
     assert_eq!(
         (v.key, v.sm.map(|s| s.guid)),
-        (key(A, 0x44), Some(Guid(0x44)))
+        (key(A, 0x11), Some(Guid(0x44)))
     );
     // A handover within the grace says nothing but the change.
     assert!(f.sm(0, at(70), None).is_empty());

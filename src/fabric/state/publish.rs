@@ -105,7 +105,13 @@ impl FabricState {
     /// What the publication numbered `sweep`, of `nodes`, says of the
     /// subnet.
     fn subnet_view(&self, sweep: u64, nodes: &[Arc<NodeRecord>]) -> SubnetView {
+        let missed = nodes.iter().filter(|n| n.failed_sweeps > 0).count();
         SubnetView {
+            sweep_state: crate::ib::subnet::SweepState::judge(
+                self.subnet.sweep_state == crate::ib::subnet::SweepState::NoLocalPort,
+                nodes.len(),
+                missed,
+            ),
             nodes: nodes.len() as u32,
             ports: nodes.iter().map(|n| n.ports.len() as u32).sum(),
             sweep,

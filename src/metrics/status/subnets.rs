@@ -37,6 +37,11 @@ pub struct SubnetRow {
     pub sweep: u64,
     pub last_sweep_age_s: Option<f64>,
     pub sweep_duration_ms: u64,
+    /// Why it is not being swept (pmSubnetSweepState's label:
+    /// noLocalPort, sweepsFailing); None while it is. Its nodes get no
+    /// verdict of their own meanwhile.
+    #[serde(default)]
+    pub not_swept: Option<String>,
 }
 
 /// A Subnet Manager as SMInfo describes it.
@@ -87,6 +92,7 @@ fn row(v: &SubnetView, now: Instant) -> SubnetRow {
             .swept
             .map(|t| now.saturating_duration_since(t).as_millis() as f64 / 1000.0),
         sweep_duration_ms: v.duration_ms,
+        not_swept: (!v.sweep_state.is_swept()).then(|| v.sweep_state.label().to_string()),
     }
 }
 

@@ -43,31 +43,31 @@ fn kinds(e: &[Event]) -> Vec<(Kind, u8)> {
 fn a_handover_is_one_master_changed_with_the_old_master() {
     let before = [view(0, Some(A), Some(0)), view(1, Some(A), Some(1))];
     let after = [view(0, Some(B), Some(0)), view(1, Some(A), Some(1))];
-    let e = events(&before, &after);
+    let e = events(&before, &after, 0);
     assert_eq!(kinds(&e), [(Kind::SubnetMasterChanged, 0)]);
     assert_eq!(e[0].old_sm, A);
     assert_eq!(e[0].subnet.as_ref().unwrap().sm.unwrap().guid, B);
     // Once per change: the same subnets again call for nothing.
-    assert!(events(&after, &after).is_empty());
+    assert!(events(&after, &after, 0).is_empty());
 }
 
 #[test]
 fn no_master_once_then_master_changed_when_one_is_back() {
     let with = [view(0, Some(A), Some(0))];
     let none = [view(0, None, Some(0))];
-    let e = events(&with, &none);
+    let e = events(&with, &none, 0);
     assert_eq!(kinds(&e), [(Kind::SubnetNoMaster, 0)]);
     assert_eq!(e[0].old_sm, A);
-    assert!(events(&none, &none).is_empty());
+    assert!(events(&none, &none, 0).is_empty());
     // An SM that answers but is not master is no master.
     let mut standby = view(0, None, Some(0));
     standby.sm = sm(A, SmState::Standby);
     assert_eq!(
-        kinds(&events(&with, &[standby.clone()])),
+        kinds(&events(&with, &[standby.clone()], 0)),
         [(Kind::SubnetNoMaster, 0)]
     );
-    assert!(events(&none, &[standby]).is_empty());
-    let e = events(&none, &with);
+    assert!(events(&none, &[standby], 0).is_empty());
+    let e = events(&none, &with, 0);
     assert_eq!(kinds(&e), [(Kind::SubnetMasterChanged, 0)]);
     assert_eq!(e[0].old_sm, Guid(0));
 }
@@ -77,34 +77,38 @@ fn a_failover_to_a_standby_or_to_none() {
     let on0 = [view(0, Some(A), Some(0))];
     let on9 = [view(0, Some(A), Some(9))];
     let down = [view(0, Some(A), None)];
-    let e = events(&on0, &on9);
+    let e = events(&on0, &on9, 0);
     assert_eq!(kinds(&e), [(Kind::SubnetFailover, 0)]);
     assert_eq!(e[0].old_local_port, "mlx5_0:1");
-    let e = events(&on9, &down);
+    let e = events(&on9, &down, 0);
     assert_eq!(kinds(&e), [(Kind::SubnetFailover, 0)]);
     assert_eq!(e[0].old_local_port, "mlx5_9:1");
     // A port coming up where none was is no failover; nor is nothing.
-    assert!(events(&down, &on0).is_empty());
-    assert!(events(&down, &down).is_empty());
+    assert!(events(&down, &on0, 0).is_empty());
+    assert!(events(&down, &down, 0).is_empty());
     // Both at once: the master and the port.
     let both = [view(0, Some(B), Some(9))];
     assert_eq!(
-        kinds(&events(&on0, &both)),
+        kinds(&events(&on0, &both, 0)),
         [(Kind::SubnetMasterChanged, 0), (Kind::SubnetFailover, 0)]
     );
 }
 
 #[test]
 fn a_subnet_seen_first_calls_for_nothing() {
-    assert!(events(&[], &[view(0, None, None)]).is_empty());
+    assert!(events(&[], &[view(0, None, None)], 0).is_empty());
     let before = [view(0, Some(A), Some(0))];
     let after = [view(0, Some(A), Some(0)), view(1, None, None)];
-    assert!(events(&before, &after).is_empty());
+    assert!(events(&before, &after, 0).is_empty());
 }
 
 #[test]
 fn the_varbinds_carry_the_subnets_row_as_the_table_shows_it() {
-    let e = events(&[view(1, Some(A), Some(0))], &[view(1, Some(B), Some(9))]);
+    let e = events(
+        &[view(1, Some(A), Some(0))],
+        &[view(1, Some(B), Some(9))],
+        0,
+    );
     let changed = e[0].varbinds();
     let names: Vec<Oid> = changed.iter().map(|v| v.name.clone()).collect();
     let col = |c: u32| Oid(vec![1, 3, 6, 1, 3, 117, 1, 24, 1, c, 2]);

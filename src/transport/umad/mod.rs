@@ -66,6 +66,7 @@ use super::{Down, Fault, IoFault, MAD_SIZE, MadAddr, MadTransport, OpenError, Re
 use crate::pm::mad::method::{GET as METHOD_GET, RESPONSE_BIT, SET as METHOD_SET};
 use crate::time::{Due, Throttle};
 
+pub mod pairs;
 mod sys;
 mod sysfs;
 

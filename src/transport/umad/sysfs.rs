@@ -106,11 +106,14 @@ pub(super) fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
     if ports.is_empty() {
         return Err(OpenError::NoPorts { under: root });
     }
+    // The SMI half of a planarized port is never picked for PM MADs.
+    let smi_only = super::pairs::smi_halves(&cas);
     let facts: Vec<LocalPort> = ports
         .iter()
         .filter(|(c, p)| {
             cfg.ca.as_deref().is_none_or(|want| want == c.name)
                 && cfg.port.is_none_or(|want| want == p.port)
+                && (cfg.ca.is_some() || !smi_only.contains(&(c.name.clone(), p.port)))
         })
         .map(|(c, p)| LocalPort {
             ca: c.name.clone(),
@@ -240,6 +243,8 @@ pub struct SysfsPort {
     pub link_layer: LinkLayer,
     /// As sysfs writes it (`100 Gb/sec (4X EDR)`).
     pub rate: String,
+    /// PortInfo's CapabilityMask (`cap_mask`; 0: unreadable).
+    pub cap_mask: u32,
 }
 
 /// The text of a port's sysfs files, by name (`gids/0` for GID 0); None:
@@ -279,6 +284,10 @@ pub fn parse_port(ca: &str, port: u8, files: &dyn PortFiles) -> Option<SysfsPort
         port_guid,
         link_layer: LinkLayer::parse(files.file("link_layer").as_deref()),
         rate: files.file("rate").unwrap_or_default(),
+        cap_mask: files
+            .file("cap_mask")
+            .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
+            .unwrap_or(0),
     })
 }
 
@@ -333,11 +342,16 @@ pub fn read_cas(root: &str) -> Result<Vec<SysfsCa>, UmadError> {
     Ok(out)
 }
 
-/// The InfiniBand ports of `cas` (an Ethernet port of a RoCE CA is none).
+/// The InfiniBand ports of `cas` (an Ethernet port of a RoCE CA is none),
+/// each port once: the SMI device of a planarized port
+/// ([`super::pairs::smi_gsi_pairs`]) is its GSI device's, not a port of
+/// its own.
 pub fn ib_ports(cas: &[SysfsCa]) -> impl Iterator<Item = &SysfsPort> {
+    let smi_only = super::pairs::smi_halves(cas);
     cas.iter()
         .flat_map(|c| &c.ports)
         .filter(|p| p.link_layer == LinkLayer::InfiniBand)
+        .filter(move |p| !smi_only.contains(&(p.ca.clone(), p.port)))
 }
 
 #[cfg(test)]
