@@ -129,7 +129,9 @@ impl ChunkSink {
         }
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
         self.sent += chunk.len() as u64;
-        let by = self.budget.send_by(self.sent);
+        let by = self
+            .budget
+            .chunk_by(self.sent, chunk.len() as u64, Instant::now());
         let late = || io::Error::new(io::ErrorKind::TimedOut, "the client did not keep up");
         if Instant::now() >= by {
             return Err(late());
