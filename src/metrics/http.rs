@@ -668,7 +668,7 @@ async fn route(
     if decision.needs_credentials() {
         match sh
             .auth
-            .check(req.headers().get(header::AUTHORIZATION))
+            .check(req.headers().get(header::AUTHORIZATION), peer.ip())
             .await
         {
             Verdict::Accepted => {}
