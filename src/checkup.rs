@@ -32,11 +32,19 @@ pub mod plan;
 
 /// The agent's metrics endpoint when no URL is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:9683";
-/// The answer read at most.
-const MAX_BODY: usize = 16 << 20;
+/// The answer read at most (a report of five sections of 200 rows is
+/// well under 1 MiB).
+const MAX_BODY: usize = 4 << 20;
 /// Time to connect, and to wait for each read.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time for the whole exchange, from the connect to the answer's end,
+/// unless the command line gives another.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The CA file read at most.
+const MAX_CACERT: u64 = 1 << 20;
+/// The characters a table cell shows at most (the rest is cut, `…`).
+const MAX_CELL: usize = 200;
 
 /// What the report says, as the exit status tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +87,8 @@ pub struct Remote {
     pub cacert: Option<std::path::PathBuf>,
     /// Basic auth: the user and the password.
     pub user: Option<(String, zeroize::Zeroizing<String>)>,
+    /// Time for the whole exchange (zero: [`EXCHANGE_TIMEOUT`]).
+    pub timeout: Duration,
 }
 
 /// The parts of `http[s]://HOST[:PORT][/PREFIX]`.
@@ -136,19 +146,32 @@ pub fn fetch(remote: &Remote, q: &Query) -> Result<Report, String> {
 
 /// The body of a running agent's answer to `GET path` (`path` after the
 /// URL's prefix, with its query), or why there is none (an answer other
-/// than 200 with its text).
+/// than 200 with its text). One deadline holds for the whole exchange.
 pub fn get(remote: &Remote, path: &str) -> Result<Vec<u8>, String> {
     let url = parse_url(&remote.url)?;
     let path = format!("{}{path}", url.prefix);
+    // The CA file is read first: a bad one fails before any connection.
+    let tls = match url.tls {
+        true => Some(tls_config(remote.cacert.as_deref())?),
+        false => None,
+    };
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?
         .next()
         .ok_or_else(|| format!("{}: no address", Escaped(&url.host)))?;
+    let timeout = match remote.timeout {
+        t if t.is_zero() => EXCHANGE_TIMEOUT,
+        t => t,
+    };
+    let deadline = Instant::now() + timeout;
     let tcp = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     tcp.set_read_timeout(Some(READ_TIMEOUT)).ok();
     tcp.set_write_timeout(Some(READ_TIMEOUT)).ok();
+    let timer = tcp
+        .try_clone()
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let mut head = format!(
         "GET {path} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nUser-Agent: ibpm-agentx/{}\r\n",
         url.host,
@@ -164,17 +187,16 @@ pub fn get(remote: &Remote, path: &str) -> Result<Vec<u8>, String> {
     }
     head.push_str("\r\n");
     let head = zeroize::Zeroizing::new(head);
-    let raw = if url.tls {
-        let cfg = tls_config(remote.cacert.as_deref())?;
+    let raw = if let Some(cfg) = tls {
         let name = tokio_rustls::rustls::pki_types::ServerName::try_from(url.host.clone())
             .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?;
         let conn = tokio_rustls::rustls::ClientConnection::new(Arc::new(cfg), name)
             .map_err(|e| format!("TLS: {e}"))?;
         let mut s = tokio_rustls::rustls::StreamOwned::new(conn, tcp);
-        exchange(&mut s, head.as_bytes())?
+        exchange(&mut s, head.as_bytes(), &timer, deadline)?
     } else {
         let mut s = tcp;
-        exchange(&mut s, head.as_bytes())?
+        exchange(&mut s, head.as_bytes(), &timer, deadline)?
     };
     let (status, body) = split_response(&raw)?;
     if status != 200 {
@@ -196,8 +218,10 @@ fn tls_config(cacert: Option<&Path>) -> Result<tokio_rustls::rustls::ClientConfi
         return Err("an https:// URL needs --cacert (the CA of the agent's certificate)".into());
     };
     let mut roots = rustls::RootCertStore::empty();
-    let certs =
-        CertificateDer::pem_file_iter(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Read as every file from outside is: a regular file, bounded.
+    let pem = crate::files::read_untrusted(path, MAX_CACERT)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let certs = CertificateDer::pem_slice_iter(&pem);
     for c in certs {
         let c = c.map_err(|e| format!("{}: {e}", path.display()))?;
         roots
@@ -213,14 +237,33 @@ fn tls_config(cacert: Option<&Path>) -> Result<tokio_rustls::rustls::ClientConfi
 }
 
 /// Sends the request and reads the answer to its end (at most
-/// [`MAX_BODY`]).
-fn exchange<S: Read + Write>(s: &mut S, request: &[u8]) -> Result<Vec<u8>, String> {
+/// [`MAX_BODY`]), all of it by `deadline`: each read waits no longer than
+/// what is left (`socket` is the stream's socket, whose timeouts are set).
+fn exchange<S: Read + Write>(
+    s: &mut S,
+    request: &[u8],
+    socket: &TcpStream,
+    deadline: Instant,
+) -> Result<Vec<u8>, String> {
+    let late = || "no whole answer within the time given (--timeout)".to_string();
+    let left = || {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        let wait = Some(left.min(READ_TIMEOUT));
+        socket.set_read_timeout(wait).ok();
+        socket.set_write_timeout(wait).ok();
+        Ok(())
+    };
+    left()?;
     s.write_all(request)
         .and_then(|()| s.flush())
         .map_err(|e| format!("sending the request: {e}"))?;
     let mut out = Vec::new();
     let mut buf = [0u8; 16 * 1024];
     loop {
+        left()?;
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
@@ -232,6 +275,7 @@ fn exchange<S: Read + Write>(s: &mut S, request: &[u8]) -> Result<Vec<u8>, Strin
             // A TLS peer that closes without close_notify: what came is
             // what was sent (the length is checked by the JSON parser).
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !out.is_empty() => break,
+            Err(_) if Instant::now() >= deadline => return Err(late()),
             Err(e) => return Err(format!("reading the answer: {e}")),
         }
     }
@@ -317,9 +361,9 @@ pub fn text(r: &Report) -> String {
     let _ = writeln!(
         o,
         "{} · ibpm-agentx {} · {}",
-        r.status.to_uppercase(),
+        Escaped(&r.status.to_uppercase()),
         Escaped(&a.version),
-        r.generated
+        Escaped(&r.generated)
     );
     let last = a.last_sweep_age_s.map_or("no sweep yet".to_string(), |s| {
         format!("sweep #{} {} ago", a.sweep, age((s * 1000.0) as u64))
@@ -338,7 +382,7 @@ pub fn text(r: &Report) -> String {
     let counts: Vec<String> = r
         .conditions
         .iter()
-        .map(|c| format!("{} {}", c.title, c.ports))
+        .map(|c| format!("{} {}", Escaped(&c.title), c.ports))
         .collect();
     let _ = writeln!(o, "ports per condition: {}", counts.join(", "));
     let shows = r.shows_subnets();
@@ -358,7 +402,7 @@ pub fn text(r: &Report) -> String {
                 ),
                 (None, _) => format!("unreachable ({} sweeps)", n.failed_sweeps),
             };
-            let mut row = vec![Escaped(&n.name).to_string(), n.guid.clone()];
+            let mut row = vec![Escaped(&n.name).to_string(), Escaped(&n.guid).to_string()];
             if shows {
                 row.push(Escaped(&n.subnets.join(",")).to_string());
             }
@@ -416,7 +460,7 @@ fn link_cells(r: &Report, l: &LinkRow) -> Vec<String> {
         .map(|v| {
             format!(
                 "{} {} ago ×{}{}",
-                v.title,
+                Escaped(&v.title),
                 age(r.generated_ms.saturating_sub(v.since_ms)),
                 v.raised,
                 if v.holding { "" } else { " (recovering)" }
@@ -457,7 +501,10 @@ fn subnets(o: &mut String, r: &Report) {
             let sm = s.sm.as_ref().map_or("none".to_string(), |sm| {
                 format!(
                     "{} LID {} prio {} {}",
-                    sm.guid, sm.lid, sm.priority, sm.state
+                    Escaped(&sm.guid),
+                    sm.lid,
+                    sm.priority,
+                    Escaped(&sm.state)
                 )
             });
             let last = s.last_sweep_age_s.map_or("none yet".to_string(), |a| {
@@ -470,7 +517,7 @@ fn subnets(o: &mut String, r: &Report) {
             });
             vec![
                 Escaped(&s.label).to_string(),
-                s.prefix.clone(),
+                Escaped(&s.prefix).to_string(),
                 sm,
                 s.local_port
                     .as_ref()
@@ -509,6 +556,11 @@ fn subnets(o: &mut String, r: &Report) {
 /// many more there are.
 fn table<T>(o: &mut String, title: &str, s: &Section<T>, head: &[&str], rows: Vec<Vec<String>>) {
     let _ = writeln!(o, "\n{title} ({})", s.total);
+    // Each cell cut to its most: the widths, and so the table, are bounded.
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| r.into_iter().map(cut).collect())
+        .collect();
     if rows.is_empty() {
         o.push_str("  none\n");
         return;
@@ -537,6 +589,14 @@ fn table<T>(o: &mut String, title: &str, s: &Section<T>, head: &[&str], rows: Ve
     }
     if s.more > 0 {
         let _ = writeln!(o, "  ({} more not shown)", s.more);
+    }
+}
+
+/// `c`, cut to [`MAX_CELL`] characters.
+fn cut(c: String) -> String {
+    match c.char_indices().nth(MAX_CELL) {
+        Some((at, _)) => format!("{}…", &c[..at]),
+        None => c,
     }
 }
 

@@ -130,6 +130,10 @@ struct HealthArgs {
     /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
     #[arg(long, value_name = "USER")]
     user: Option<String>,
+    /// Seconds for the whole exchange with the agent (1 to 3600); past
+    /// them the command fails (exit status 1).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, conflicts_with = "sweep", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    timeout: u64,
     /// Sweep the fabric through the configured backend instead of asking
     /// an agent.
     #[arg(long)]
@@ -585,6 +589,7 @@ fn health(a: HealthArgs) -> ExitCode {
             url: a.url,
             cacert: a.cacert,
             user,
+            timeout: Duration::from_secs(a.timeout),
         };
         checkup::fetch(&remote, &q)
     };

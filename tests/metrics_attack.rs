@@ -6,7 +6,11 @@
 //!   one it opens;
 //! - one source asking for the status page or `/api/health` on four
 //!   connections at once: one is rendered at a time, as a scrape is, and
-//!   the answers are neither cached nor sniffed.
+//!   the answers are neither cached nor sniffed;
+//! - a reader that takes 4 KiB of a large exposition and stops, with one
+//!   render place: the scraper is answered as soon as the stopped answer
+//!   waits on its reader, and the stopped answer ends one chunk's time
+//!   later, long before its deadline.
 
 mod common;
 
@@ -271,4 +275,39 @@ fn the_page_and_the_report_are_their_sources_render() {
         }
     }
     drop(stalled);
+}
+
+#[test]
+fn a_reader_that_stops_holds_no_render_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One render place: the stopped reader holds the only one.
+    let a = MetricsAgent::start(
+        d,
+        &large_fabric(d),
+        "sources = [\"127.0.0.0/8\"]\nmax_renders = 1",
+        1,
+    );
+    let target: SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let all = "collect[]=traffic&collect[]=errors&collect[]=vl&collect[]=sl&collect[]=lanes&collect[]=details";
+    let mut stopped = connect_from([127, 0, 0, 3].into(), target);
+    write!(
+        stopped.get_mut(),
+        "GET /metrics?{all} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n"
+    )
+    .unwrap();
+    let mut first = [0u8; 4096];
+    let _ = stopped.get_mut().read(&mut first).unwrap();
+    // The scraper has the place as soon as the stopped answer waits on
+    // its reader: not one chunk's time at the minimum rate (64 KiB at
+    // 16 KiB/s, 4 s) after the buffers filled, nor the 30 s of the stopped
+    // answer's deadline.
+    let start = Instant::now();
+    let url = format!("http://127.0.0.1:{}/metrics?collect[]=agent", a.port);
+    let status = curl(&url, &["--interface", "127.0.0.4"]);
+    let took = start.elapsed();
+    println!("the scraper: {status} after {took:?}");
+    assert_eq!(status, "200");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    drop(stopped);
 }

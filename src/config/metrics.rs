@@ -184,9 +184,11 @@ impl MetricsSection {
     }
 
     /// Warnings: a listen beyond loopback open to sources beyond loopback
-    /// without TLS or basic auth.
+    /// without TLS or basic auth, or with basic auth over plain HTTP, from
+    /// what the web configuration gives (not whether one is named).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
+        let web = self.web();
         if let Some(a) = self.listen {
             let beyond = self.sources.iter().any(|n| !n.is_loopback());
             if !a.ip().is_loopback() && !beyond {
@@ -195,15 +197,26 @@ impl MetricsSection {
                      loopback scrape it"
                 ));
             }
-            if beyond && self.web_config.is_none() {
-                w.push(
-                    "metrics.sources: scrapers beyond loopback read the fabric over plain HTTP \
-                     without authentication (metrics.web_config sets TLS and basic auth)"
-                        .into(),
-                );
+            // An unreadable web configuration is an error of its own.
+            if let (true, Ok(web)) = (beyond, &web) {
+                let tls = web.as_ref().is_some_and(|w| w.tls.is_some());
+                let users = web.as_ref().is_some_and(|w| !w.users.is_empty());
+                match (tls, users) {
+                    (false, false) => w.push(
+                        "metrics.sources: scrapers beyond loopback read the fabric over plain \
+                         HTTP without authentication (metrics.web_config sets TLS and basic auth)"
+                            .into(),
+                    ),
+                    (false, true) => w.push(
+                        "metrics.web_config: basic auth over plain HTTP: scrapers beyond \
+                         loopback send their passwords in clear text (tls_server_config sets TLS)"
+                            .into(),
+                    ),
+                    _ => {}
+                }
             }
         }
-        if let Ok(Some(web)) = self.web() {
+        if let Ok(Some(web)) = web {
             w.extend(
                 web.warnings()
                     .into_iter()
@@ -217,6 +230,37 @@ impl MetricsSection {
 #[cfg(test)]
 mod tests {
     use super::super::Config;
+
+    #[test]
+    fn plain_http_is_warned_of_from_what_the_web_config_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let hash = "$2y$04$0nW5ul3Ck6T7DqjvsbtGuOyGkdkv0u.S5yUSyUuRfd5kF9qKqyrTi";
+        std::fs::write(
+            d.join("headers.yml"),
+            "http_server_config:\n  headers:\n    X-Frame-Options: deny\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("users.yml"),
+            format!("basic_auth_users:\n  prom: '{hash}'\n"),
+        )
+        .unwrap();
+        let warnings = |web: &str| {
+            let text =
+                format!("[metrics]\nlisten = \"0.0.0.0:9683\"\nsources = [\"10.0.0.0/8\"]\n{web}");
+            let c = Config::parse(&text, &d.join("agent.toml").display().to_string()).unwrap();
+            c.metrics.warnings().join("\n")
+        };
+        let plain = "over plain HTTP without authentication";
+        assert!(warnings("").contains(plain));
+        let named = |f: &str| format!("web_config = \"{}\"", d.join(f).display());
+        let headers = warnings(&named("headers.yml"));
+        assert!(headers.contains(plain), "headers alone: {headers}");
+        let users = warnings(&named("users.yml"));
+        assert!(users.contains("basic auth over plain HTTP"), "{users}");
+        assert!(!users.contains(plain), "{users}");
+    }
 
     #[test]
     fn the_section_is_typed_and_checked() {

@@ -91,6 +91,20 @@ impl Budget {
         let at_rate = Duration::from_secs_f64(sent as f64 / self.min_rate as f64);
         (self.start + GRACE + at_rate).min(self.deadline)
     }
+
+    /// By when the client must have taken a chunk of `len` octets offered
+    /// at `offered`, `sent` octets in all with it: at the minimum rate in
+    /// all ([`Budget::send_by`]) and for this chunk alone, so that the
+    /// octets the socket buffers took at once give no credit to a reader
+    /// that then stops: it holds its render for one chunk's time.
+    pub fn chunk_by(&self, sent: u64, len: u64, offered: Instant) -> Instant {
+        let whole = self.send_by(sent);
+        if self.min_rate == 0 {
+            return whole;
+        }
+        let this = Duration::from_secs_f64(len as f64 / self.min_rate as f64);
+        whole.min(offered.max(self.start + GRACE) + this)
+    }
 }
 
 #[cfg(test)]
@@ -138,5 +152,25 @@ mod tests {
         assert_eq!(b.send_by(1 << 40), t + Duration::from_secs(30));
         let off = Budget::new(t, Duration::from_secs(30), None, 0);
         assert_eq!(off.send_by(1), t + Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_reader_that_stops_gets_no_credit_from_the_buffers() {
+        let t = Instant::now();
+        let s = |n| t + Duration::from_secs(n);
+        let b = Budget::new(t, Duration::from_secs(30), None, 16 * 1024);
+        let chunk = 64 * 1024;
+        // The socket buffers took 4 MiB in the first second: the whole
+        // rate would give it until the deadline.
+        let sent = 4 << 20;
+        assert_eq!(b.send_by(sent), s(30));
+        // Its next chunk is due one chunk's time after it was offered.
+        assert_eq!(b.chunk_by(sent, chunk, s(1)), s(2) + Duration::from_secs(4));
+        assert_eq!(b.chunk_by(sent, chunk, s(10)), s(14));
+        // Never past the deadline, nor later than the whole rate says.
+        assert_eq!(b.chunk_by(sent, chunk, s(29)), s(30));
+        assert_eq!(b.chunk_by(chunk, chunk, s(0)), b.send_by(chunk));
+        let off = Budget::new(t, Duration::from_secs(30), None, 0);
+        assert_eq!(off.chunk_by(sent, chunk, s(10)), s(30));
     }
 }

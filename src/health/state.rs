@@ -179,6 +179,35 @@ pub struct Saved {
     pub nodes: Vec<NodeVerdict>,
 }
 
+impl Saved {
+    /// What was saved, no time of it later than `now_ms` (wall-clock
+    /// milliseconds): a file written by a clock that ran ahead, or made
+    /// up, dates no verdict in the future, where it would never recover
+    /// or be forgotten.
+    pub fn clamped(mut self, now_ms: u64) -> Saved {
+        let clamp = |t: &mut u64| *t = (*t).min(now_ms);
+        let mark = |m: &mut Option<Mark>| {
+            if let Some(m) = m {
+                clamp(&mut m.since);
+                clamp(&mut m.last_seen);
+                m.since = m.since.min(m.last_seen);
+            }
+        };
+        for e in &mut self.entries {
+            e.marks.iter_mut().for_each(mark);
+            if let Some(t) = &mut e.last_flap {
+                clamp(t);
+            }
+            clamp(&mut e.last_change);
+        }
+        for n in &mut self.nodes {
+            mark(&mut n.unresponsive);
+            clamp(&mut n.last_change);
+        }
+        self
+    }
+}
+
 fn count(c: &mut Cursor, len: usize) -> Result<usize, StateError> {
     let n = c.u32()?;
     if n as usize > MAX_PORTS {
@@ -312,4 +341,53 @@ pub fn load(path: &Path) -> Result<Saved, StateError> {
     let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
         .map_err(|e| StateError::Io(e.to_string()))?;
     decode(&bytes)
+}
+
+#[cfg(test)]
+mod clamp_tests {
+    use super::*;
+
+    #[test]
+    fn times_after_now_are_taken_as_now() {
+        let future = Mark {
+            since: 9_000,
+            last_seen: 9_500,
+            holding: true,
+        };
+        let mut e = PortVerdict {
+            guid: Guid(1),
+            port: 1,
+            last_flap: Some(8_000),
+            last_change: 9_500,
+            ..Default::default()
+        };
+        e.marks[0] = Some(future);
+        e.marks[1] = Some(Mark {
+            since: 100,
+            last_seen: 200,
+            holding: false,
+        });
+        let saved = Saved {
+            ports: Vec::new(),
+            entries: vec![e],
+            nodes: vec![NodeVerdict {
+                guid: Guid(2),
+                missed: 1,
+                of: 3,
+                unresponsive: Some(future),
+                raised: 1,
+                last_change: 9_999,
+            }],
+        }
+        .clamped(1_000);
+        let e = &saved.entries[0];
+        let m = e.marks[0].unwrap();
+        assert_eq!((m.since, m.last_seen, m.holding), (1_000, 1_000, true));
+        let past = e.marks[1].unwrap();
+        assert_eq!((past.since, past.last_seen), (100, 200), "the past stays");
+        assert_eq!((e.last_flap, e.last_change), (Some(1_000), 1_000));
+        let n = &saved.nodes[0];
+        assert_eq!(n.unresponsive.unwrap().since, 1_000);
+        assert_eq!(n.last_change, 1_000);
+    }
 }

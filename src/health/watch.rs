@@ -46,7 +46,8 @@ impl Watch {
                         "health state taken up from {}",
                         p.display()
                     );
-                    eval.restore(saved);
+                    // Its times are the file's word: none after now.
+                    eval.restore(saved.clamped(wall_ms(std::time::SystemTime::now())));
                 }
                 Err(state::StateError::Io(e)) if !p.exists() => {
                     debug!("no health state file at {}: {e}", p.display());

@@ -8,10 +8,16 @@
 //!   hash and the password, as a SHA-256): a scrape costs one bcrypt check
 //!   per credential, not per request. The least recently used goes first.
 //! - bcrypt checks run two at once; beyond a bounded queue a request is
-//!   answered busy at once instead of waiting behind a flood.
+//!   answered busy at once instead of waiting behind a flood. A source
+//!   (an address, an IPv6 /64) holds at most [`PER_SOURCE`] places of the
+//!   queue, so that sources flooding wrong credentials leave a scraper's
+//!   first check (after a restart, before its credential is remembered)
+//!   its way through. Known and unknown users share the queue alike: a
+//!   lane of their own would tell which users exist.
 //! - The password a client sent is a [`Secret`]: wiped, never printed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -21,6 +27,7 @@ use tokio::sync::Semaphore;
 
 use crate::edge::Secret;
 use crate::edge::head::basic_credentials;
+use crate::edge::net::source_of;
 
 /// bcrypt checks at once.
 const CHECKS: usize = 2;
@@ -28,6 +35,8 @@ const CHECKS: usize = 2;
 pub const QUEUE: usize = 8;
 /// Accepted credentials remembered.
 pub const REMEMBERED: usize = 64;
+/// Checks of one source checking or waiting, at most (beyond: busy).
+pub const PER_SOURCE: usize = 2;
 
 /// The least recently used of at most `cap` keys goes first.
 #[derive(Debug)]
@@ -93,6 +102,8 @@ pub struct Auth {
     checks: Semaphore,
     /// Requests checking or waiting to.
     waiting: AtomicUsize,
+    /// Of them, by source (at most `CHECKS + QUEUE` entries).
+    by_source: Mutex<HashMap<IpAddr, usize>>,
     remembered: Mutex<Lru>,
 }
 
@@ -116,6 +127,7 @@ impl Auth {
             dummy,
             checks: Semaphore::new(CHECKS),
             waiting: AtomicUsize::new(0),
+            by_source: Mutex::new(HashMap::new()),
             remembered: Mutex::new(Lru::new(REMEMBERED)),
         }
     }
@@ -125,8 +137,8 @@ impl Auth {
         self.users.is_empty()
     }
 
-    /// The verdict on an Authorization header.
-    pub async fn check(&self, h: Option<&HeaderValue>) -> Verdict {
+    /// The verdict on an Authorization header from `ip`.
+    pub async fn check(&self, h: Option<&HeaderValue>, ip: IpAddr) -> Verdict {
         if self.is_off() {
             return Verdict::Accepted;
         }
@@ -145,12 +157,23 @@ impl Auth {
         if known.is_some() && self.lock().hit(&key) {
             return Verdict::Accepted;
         }
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= CHECKS + QUEUE {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            return Verdict::Busy;
+        let source = source_of(ip);
+        {
+            let mut by = self.by_source.lock().unwrap_or_else(|e| e.into_inner());
+            let mine = by.get(&source).copied().unwrap_or(0);
+            if mine >= PER_SOURCE {
+                return Verdict::Busy;
+            }
+            if self.waiting.fetch_add(1, Ordering::AcqRel) >= CHECKS + QUEUE {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                return Verdict::Busy;
+            }
+            by.insert(source, mine + 1);
         }
+        // Its place is given back however the check ends (also when the
+        // request is dropped while it waits).
+        let _place = QueuePlace(self, source);
         let ok = self.verify(pass, hash).await && known.is_some();
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
         if ok {
             self.lock().insert(key);
             Verdict::Accepted
@@ -175,10 +198,30 @@ impl Auth {
     }
 }
 
+/// A source's place in the bcrypt queue, given back when dropped.
+struct QueuePlace<'a>(&'a Auth, IpAddr);
+
+impl Drop for QueuePlace<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+        let mut by = self.0.by_source.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = by.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                by.remove(&self.1);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use base64::Engine as _;
+
+    fn ip(n: u32) -> IpAddr {
+        IpAddr::from((0x0a00_0000 + n).to_be_bytes())
+    }
 
     fn basic(user: &str, pass: &[u8]) -> HeaderValue {
         let mut raw = format!("{user}:").into_bytes();
@@ -207,28 +250,28 @@ mod tests {
         let mut longer = pass.clone();
         longer.extend_from_slice(b"anything");
         assert_eq!(
-            a.check(Some(&basic("alice", &longer))).await,
+            a.check(Some(&basic("alice", &longer)), ip(1)).await,
             Verdict::Refused
         );
         assert_eq!(
-            a.check(Some(&basic("alice", &pass))).await,
+            a.check(Some(&basic("alice", &pass)), ip(1)).await,
             Verdict::Refused
         );
         let short = bcrypt::hash(b"s3cret", 4).unwrap();
         let a = Auth::new(BTreeMap::from([("alice".to_string(), short)]));
         assert_eq!(
-            a.check(Some(&basic("alice", b"s3cret"))).await,
+            a.check(Some(&basic("alice", b"s3cret")), ip(1)).await,
             Verdict::Accepted
         );
         assert_eq!(
-            a.check(Some(&basic("alice", b"s3cret!"))).await,
+            a.check(Some(&basic("alice", b"s3cret!")), ip(1)).await,
             Verdict::Refused
         );
         assert_eq!(
-            a.check(Some(&basic("bob", b"s3cret"))).await,
+            a.check(Some(&basic("bob", b"s3cret")), ip(1)).await,
             Verdict::Refused
         );
-        assert_eq!(a.check(None).await, Verdict::Refused);
+        assert_eq!(a.check(None, ip(1)).await, Verdict::Refused);
     }
 
     #[test]
@@ -251,13 +294,14 @@ mod tests {
         for n in 0..100u32 {
             let wrong = format!("wrong{n}");
             assert_eq!(
-                a.check(Some(&basic("alice", wrong.as_bytes()))).await,
+                a.check(Some(&basic("alice", wrong.as_bytes())), ip(1))
+                    .await,
                 Verdict::Refused
             );
         }
         assert!(a.lock().is_empty());
         assert_eq!(
-            a.check(Some(&basic("alice", b"s3cret"))).await,
+            a.check(Some(&basic("alice", b"s3cret")), ip(1)).await,
             Verdict::Accepted
         );
         assert_eq!(a.lock().len(), 1);
@@ -274,7 +318,8 @@ mod tests {
                 let a = std::sync::Arc::clone(&a);
                 tokio::spawn(async move {
                     let wrong = format!("wrong{n}");
-                    a.check(Some(&basic("alice", wrong.as_bytes()))).await
+                    a.check(Some(&basic("alice", wrong.as_bytes())), ip(n as u32))
+                        .await
                 })
             })
             .collect();
@@ -291,8 +336,45 @@ mod tests {
         );
         // Once the queue drains, checks are taken again.
         assert_eq!(
-            a.check(Some(&basic("alice", b"s3cret"))).await,
+            a.check(Some(&basic("alice", b"s3cret")), ip(1)).await,
             Verdict::Accepted
         );
+    }
+
+    /// Sources flooding wrong credentials hold at most their share of the
+    /// queue: a scraper's first check, its credential not remembered yet,
+    /// gets through.
+    #[tokio::test]
+    async fn a_flooding_source_holds_its_share_of_the_queue() {
+        let a = std::sync::Arc::new(Auth::new(BTreeMap::from([(
+            "alice".to_string(),
+            bcrypt::hash(b"s3cret", 6).unwrap(),
+        )])));
+        // Two flooding sources, each with more checks at once than the
+        // queue holds.
+        let tasks: Vec<_> = (0..2 * (CHECKS + QUEUE))
+            .map(|n| {
+                let a = std::sync::Arc::clone(&a);
+                tokio::spawn(async move {
+                    let wrong = format!("wrong{n}");
+                    let from = ip(100 + n as u32 % 2);
+                    a.check(Some(&basic("alice", wrong.as_bytes())), from).await
+                })
+            })
+            .collect();
+        // Until the flood holds its places.
+        while a.waiting.load(Ordering::Acquire) < 2 * PER_SOURCE {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            a.check(Some(&basic("alice", b"s3cret")), ip(1)).await,
+            Verdict::Accepted,
+            "the scraper's first check"
+        );
+        let mut busy = 0;
+        for t in tasks {
+            busy += usize::from(t.await.unwrap() == Verdict::Busy);
+        }
+        assert_eq!(busy, 2 * (CHECKS + QUEUE) - 2 * PER_SOURCE);
     }
 }

@@ -680,7 +680,7 @@ async fn route(
     if decision.needs_credentials() {
         match sh
             .auth
-            .check(req.headers().get(header::AUTHORIZATION))
+            .check(req.headers().get(header::AUTHORIZATION), peer.ip())
             .await
         {
             Verdict::Accepted => {}
@@ -741,9 +741,11 @@ async fn route(
         Ok(p) => p,
         Err(r) => return r,
     };
-    let permit = (source, place);
     HttpCounters::bump(&sh.counters.scrapes);
     let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), plan.budget);
+    // Held while it renders, not while a reader that is behind keeps it
+    // waiting.
+    sink.hold_place(Arc::clone(&sh.render_places), place);
     let sh2 = Arc::clone(sh);
     tokio::task::spawn_blocking(move || {
         let snap = sh2.cache.load();
@@ -769,7 +771,8 @@ async fn route(
         let result = result.and_then(|()| sink.send_rest());
         // The render's place is free before the body can end, so that the
         // source's next scrape never finds it taken.
-        drop(permit);
+        sink.release_place();
+        drop(source);
         match result {
             Ok(()) => sink.complete(),
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {

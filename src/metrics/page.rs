@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use super::status::{End, LinkRow, NodeRow, PortRate, Query, Report, Section, Sort};
 use crate::ib::health::{CONDITIONS, rfc3339};
 
-/// Escapes text for HTML content and attribute values.
+/// Escapes text for HTML content and attribute values. A control
+/// character shows as U+FFFD; an invisible one that reorders or hides text
+/// (a bidirectional override, a zero-width character) as `\u{..}`, as the
+/// command line shows it, so that no name can disguise itself.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -19,6 +22,9 @@ pub fn escape(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c if c.is_control() => out.push('\u{fffd}'),
+            c if c != '\\' && crate::ib::needs_escape(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             c => out.push(c),
         }
     }

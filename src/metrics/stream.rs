@@ -4,7 +4,10 @@
 //! not take in time ends the render at once: nothing blocks past the
 //! budget, and the thread, the snapshot and the render's permit are freed.
 //! A body whose render ended early ends in an error, so hyper aborts the
-//! response instead of closing it as if it were whole.
+//! response instead of closing it as if it were whole. A render holds its
+//! render place ([`ChunkSink::hold_place`]) only while it renders: while
+//! a chunk waits for a reader that is behind, the place is another
+//! render's, and the render waits its turn for it again after.
 
 use std::io::{self, Write};
 use std::pin::Pin;
@@ -15,7 +18,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Frame;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::edge::render::Budget;
 
@@ -97,6 +101,7 @@ pub struct ChunkSink {
     rt: tokio::runtime::Handle,
     budget: Budget,
     sent: u64,
+    place: Option<Place>,
 }
 
 /// A streamed body and the sink that fills it, from a render on a blocking
@@ -118,34 +123,82 @@ pub fn channel(rt: tokio::runtime::Handle, budget: Budget) -> (Body, ChunkSink) 
         rt,
         budget,
         sent: 0,
+        place: None,
     };
     (body, sink)
 }
 
+/// A render place: the semaphore it is taken from, and the permit while
+/// the render holds it.
+struct Place {
+    places: Arc<Semaphore>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
 impl ChunkSink {
+    /// The render holds `permit`, a place of `places`, while it renders.
+    pub fn hold_place(&mut self, places: Arc<Semaphore>, permit: OwnedSemaphorePermit) {
+        self.place = Some(Place {
+            places,
+            permit: Some(permit),
+        });
+    }
+
+    /// The render is done: its place is free.
+    pub fn release_place(&mut self) {
+        self.place = None;
+    }
+
     fn send(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
         self.sent += chunk.len() as u64;
-        let by = self.budget.send_by(self.sent);
+        let by = self
+            .budget
+            .chunk_by(self.sent, chunk.len() as u64, Instant::now());
         let late = || io::Error::new(io::ErrorKind::TimedOut, "the client did not keep up");
         if Instant::now() >= by {
             return Err(late());
         }
+        let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "the client went away");
+        let chunk = match self.tx.try_send(chunk) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Closed(_)) => return Err(gone()),
+            Err(TrySendError::Full(chunk)) => chunk,
+        };
+        // The reader is behind: the place is another render's meanwhile.
+        let places = self.place.as_mut().map(|p| {
+            p.permit = None;
+            Arc::clone(&p.places)
+        });
         let sent = self.rt.block_on(tokio::time::timeout_at(
             tokio::time::Instant::from_std(by),
             self.tx.send(chunk),
         ));
         match sent {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "the client went away",
-            )),
-            Err(_) => Err(late()),
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(gone()),
+            Err(_) => return Err(late()),
         }
+        // Its turn again, in order, within the deadline.
+        if let Some(places) = places {
+            let again = self.rt.block_on(tokio::time::timeout_at(
+                tokio::time::Instant::from_std(self.budget.deadline()),
+                places.acquire_owned(),
+            ));
+            match (again, self.place.as_mut()) {
+                (Ok(Ok(permit)), Some(p)) => p.permit = Some(permit),
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no render place free again within the deadline",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Sends what is left of the render.

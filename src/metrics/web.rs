@@ -159,7 +159,12 @@ fn key_line(text: &str, path: &[&str]) -> Option<usize> {
 
 /// The deepest nesting of `text`: flow collections (`[`, `{`) outside
 /// quotes and comments, on top of each line's block depth (its indentation
-/// and leading `- `, `? ` indicators, a bound of the block nesting).
+/// and leading `- `, `? ` indicators, a bound of the block nesting). A
+/// quote starts a quoted scalar only where the YAML scanner starts one (at
+/// the start of a scalar: after a space, a tab, `[`, `{`, `,` or `:`), so
+/// a quote inside a plain scalar hides nothing; inside a single-quoted
+/// scalar `''` is a quote, inside a double-quoted one `\"` is. A quoted
+/// scalar ends with its line here (a longer one only counts more).
 fn nesting(text: &str) -> usize {
     let (mut flow, mut deepest) = (0usize, 0usize);
     for line in text.lines() {
@@ -167,11 +172,20 @@ fn nesting(text: &str) -> usize {
         let block = line.len() - t.len();
         let mut quote = None;
         let mut prev = ' ';
-        for c in t.chars() {
+        let mut chars = t.chars().peekable();
+        while let Some(c) = chars.next() {
             match (quote, c) {
+                (Some('"'), '\\') => {
+                    chars.next();
+                }
+                (Some('\''), '\'') if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                }
                 (Some(q), c) if c == q => quote = None,
                 (Some(_), _) => {}
-                (None, '\'' | '"') => quote = Some(c),
+                (None, '\'' | '"') if matches!(prev, ' ' | '\t' | '[' | '{' | ',' | ':') => {
+                    quote = Some(c)
+                }
                 (None, '#') if prev == ' ' || prev == '\t' => break,
                 (None, '[' | '{') => flow += 1,
                 (None, ']' | '}') => flow = flow.saturating_sub(1),
@@ -579,6 +593,14 @@ mod tests {
         }
         assert_eq!(nesting("a:\n  b: [1, {c: \"[[[\"}] # [[[\n"), 3);
         assert_eq!(nesting("a:\n  - - - b\n"), 4);
+        // A quote inside a plain scalar starts nothing: the flow after it
+        // counts, as the YAML scanner nests it.
+        assert_eq!(nesting("a: b'[[[[\n"), 4);
+        assert_eq!(nesting("a: [x\"[[{\n"), 4);
+        assert_eq!(nesting("a: 'it''s [[[' [\n"), 1);
+        assert_eq!(nesting("a: \"say \\\"[[\\\" \" [\n"), 1);
+        let deep = format!("a: b'{}", "[".repeat(30_000));
+        assert_eq!(nesting(&deep), 30_000);
     }
 
     #[test]

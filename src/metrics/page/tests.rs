@@ -11,6 +11,12 @@ fn fabric_text_is_escaped() {
         "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
     );
     assert_eq!(escape("a\u{0}b\nc"), "a\u{fffd}b\u{fffd}c");
+    // Bidirectional overrides and zero-width characters show, as on the
+    // command line: no name can disguise itself.
+    assert_eq!(
+        escape("adm\u{202e}nim\u{200b}x\u{feff}\\"),
+        "adm\\u{202e}nim\\u{200b}x\\u{feff}\\"
+    );
 }
 
 #[test]
