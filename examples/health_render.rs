@@ -95,6 +95,7 @@ fn main() {
         format: Format::Text,
         collectors: Collectors::defaults(),
         taken_unix: None,
+        events: None,
     };
     let q = Query::default();
     let (mut pg, mut js, mut base) = (Vec::new(), Vec::new(), Vec::new());

@@ -59,6 +59,7 @@ fn main() {
         format: Format::Text,
         collectors: Collectors::defaults(),
         taken_unix: None,
+        events: None,
     };
     for _ in 0..rounds {
         let mut plain = Count(0);

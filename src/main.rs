@@ -573,7 +573,11 @@ fn events(a: EventsArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    while a.follow {
+    if !a.follow {
+        return ExitCode::SUCCESS;
+    }
+    // Until interrupted.
+    loop {
         std::thread::sleep(Duration::from_secs(2));
         let mut next: Vec<String> = parts
             .iter()
@@ -591,7 +595,6 @@ fn events(a: EventsArgs) -> ExitCode {
             Err(e) => eprintln!("ibpm-agentx: {e}"),
         }
     }
-    ExitCode::SUCCESS
 }
 
 /// The man page or completions, from the command-line declaration itself.

@@ -105,6 +105,27 @@ pub fn host_of(name: &str) -> &str {
     name.split_whitespace().next().unwrap_or("")
 }
 
+/// A record with its strings resolved.
+fn entry(r: &Record, s: &ring::Interner) -> Entry {
+    Entry {
+        seq: r.seq,
+        time_ms: r.time_ms,
+        sweep: r.sweep,
+        kind: r.kind,
+        guid: r.guid,
+        name: Arc::clone(s.get(r.name)),
+        port: r.port,
+        peer: (r.peer != Guid(0) || r.peer_port != 0)
+            .then(|| (r.peer, r.peer_port, Arc::clone(s.get(r.peer_name)))),
+        before: r.before,
+        after: r.after,
+        detail: Arc::clone(s.get(r.detail)),
+        subnet: r.subnet.checked_sub(1),
+        suppressed: r.flags & SUPPRESSED != 0,
+        simulated: r.flags & SIMULATED != 0,
+    }
+}
+
 struct Inner {
     ring: Ring,
     summaries: Summaries,
@@ -215,6 +236,20 @@ impl Log {
         self.lock().ring.bytes()
     }
 
+    /// The first event numbered `seq` or after (`seq` itself only when
+    /// `include`): what a walk of the MIB table reads next.
+    pub fn first_from(&self, seq: u64, include: bool) -> Option<Entry> {
+        let g = self.lock();
+        let r = g.ring.records();
+        let i = r.partition_point(|x| if include { x.seq < seq } else { x.seq <= seq });
+        r.get(i).map(|x| entry(x, g.ring.strings()))
+    }
+
+    /// The event numbered `seq`, while the log holds it.
+    pub fn get(&self, seq: u64) -> Option<Entry> {
+        self.first_from(seq, true).filter(|e| e.seq == seq)
+    }
+
     /// The events `f` asks for, oldest first.
     pub fn query(&self, f: &Filter) -> Vec<Entry> {
         let g = self.lock();
@@ -235,23 +270,7 @@ impl Log {
             .rev()
             .filter(matching)
             .take(f.limit)
-            .map(|r| Entry {
-                seq: r.seq,
-                time_ms: r.time_ms,
-                sweep: r.sweep,
-                kind: r.kind,
-                guid: r.guid,
-                name: Arc::clone(s.get(r.name)),
-                port: r.port,
-                peer: (r.peer != Guid(0) || r.peer_port != 0)
-                    .then(|| (r.peer, r.peer_port, Arc::clone(s.get(r.peer_name)))),
-                before: r.before,
-                after: r.after,
-                detail: Arc::clone(s.get(r.detail)),
-                subnet: r.subnet.checked_sub(1),
-                suppressed: r.flags & SUPPRESSED != 0,
-                simulated: r.flags & SIMULATED != 0,
-            })
+            .map(|r| entry(r, s))
             .collect();
         out.reverse();
         out
