@@ -515,7 +515,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         let n = notifier.take().unwrap_or_else(|| {
             let mut quiet = cfg.notify();
             quiet.limit_per_sweep = 0;
-            Notifier::new(quiet, Box::new(crate::notify::log::NoSink))
+            Notifier::new(quiet, Box::new(crate::notify::send::NoSink))
         });
         notifier = Some(n.with_events(Arc::clone(log)));
     }

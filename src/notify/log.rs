@@ -133,22 +133,6 @@ pub fn wall_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The sink of a notifier kept for the event log alone (notifications off,
-/// or nowhere to send them): it sends nothing.
-pub struct NoSink;
-
-impl super::send::Sink for NoSink {
-    fn send(&mut self, _: &Event) -> bool {
-        true
-    }
-    fn sent(&self) -> u64 {
-        0
-    }
-    fn dropped(&self) -> u64 {
-        0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
