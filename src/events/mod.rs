@@ -280,15 +280,20 @@ impl Log {
     /// file when it changed and [`SAVE_EVERY`] has passed since the last
     /// write (or never was).
     pub fn tend(&self, now_ms: u64, now: Instant) {
-        let mut g = self.lock();
-        g.ring.trim(now_ms);
-        if g.dirty
-            && g.saved_at
-                .is_none_or(|t| now.duration_since(t) >= SAVE_EVERY)
-        {
+        let bytes = {
+            let mut g = self.lock();
+            g.ring.trim(now_ms);
+            let due = g
+                .saved_at
+                .is_none_or(|t| now.duration_since(t) >= SAVE_EVERY);
+            if self.path.is_none() || !g.dirty || !due {
+                return;
+            }
             g.saved_at = Some(now);
-            self.save_locked(&mut g);
-        }
+            g.dirty = false;
+            file::encode(&g.ring)
+        };
+        self.write_file(&bytes);
     }
 
     /// After each publication (the evaluators having written theirs):
@@ -306,17 +311,26 @@ impl Log {
 
     /// Write the file now (as the agent stops).
     pub fn save(&self) {
-        let mut g = self.lock();
-        self.save_locked(&mut g);
+        if self.path.is_none() {
+            return;
+        }
+        let bytes = {
+            let mut g = self.lock();
+            g.dirty = false;
+            file::encode(&g.ring)
+        };
+        self.write_file(&bytes);
     }
 
-    fn save_locked(&self, g: &mut Inner) {
+    /// Write `bytes` to the file, outside the lock: readers never wait on
+    /// the disk. A write that fails is said and tried again later.
+    fn write_file(&self, bytes: &[u8]) {
         let Some(p) = &self.path else {
             return;
         };
-        match file::save(&g.ring, p) {
-            Ok(()) => g.dirty = false,
-            Err(e) => warn!("cannot save the event log to {}: {e}", p.display()),
+        if let Err(e) = crate::files::write_atomic(p, bytes) {
+            warn!("cannot save the event log to {}: {e}", p.display());
+            self.lock().dirty = true;
         }
     }
 }
@@ -324,9 +338,8 @@ impl Log {
 impl Drop for Log {
     /// The last word: the file, when the log changed since it was written.
     fn drop(&mut self) {
-        let mut g = self.lock();
-        if g.dirty {
-            self.save_locked(&mut g);
+        if self.path.is_some() && self.lock().dirty {
+            self.save();
         }
     }
 }
