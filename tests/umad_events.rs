@@ -29,14 +29,14 @@ fn wait_for(limit: Duration, what: &str, ok: impl FnMut() -> bool) {
     wait_until(what, limit, Duration::from_millis(200), ok);
 }
 
-fn events(port: u16) -> Vec<EventJson> {
+fn events(port: u16) -> Vec<EventJson<'static>> {
     let (status, _, body) = common::http::get(port, "/api/events?limit=100000", "");
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     parse_answer(&body).expect("the events' JSON").events
 }
 
 /// The position of the first event matching `f`.
-fn first(ev: &[EventJson], f: impl Fn(&EventJson) -> bool) -> Option<usize> {
+fn first(ev: &[EventJson<'static>], f: impl Fn(&EventJson<'static>) -> bool) -> Option<usize> {
     ev.iter().position(f)
 }
 
