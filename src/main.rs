@@ -439,7 +439,10 @@ fn health(a: HealthArgs) -> ExitCode {
         });
         return match got {
             Ok(h) => {
-                print!("{}", ibpm_agentx::metrics::hosts::lines(&h));
+                let text = ibpm_agentx::metrics::hosts::lines(&h);
+                if !print_lines(text.lines().map(str::to_string)) {
+                    return ExitCode::SUCCESS;
+                }
                 ExitCode::from(if h.hosts.is_empty() { 0 } else { 3 })
             }
             Err(e) => {
@@ -516,6 +519,19 @@ fn remote(
     Ok(ibpm_agentx::checkup::Remote { url, cacert, user })
 }
 
+/// Print `lines` and flush; false when standard output is gone (a pipe
+/// closed by `head`): the command then ends quietly.
+fn print_lines(lines: impl Iterator<Item = String>) -> bool {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            return false;
+        }
+    }
+    out.flush().is_ok()
+}
+
 /// `events`: the event log of a running agent, once or followed.
 fn events(a: EventsArgs) -> ExitCode {
     use ibpm_agentx::metrics::events_api::{self, line, parse_answer};
@@ -563,8 +579,8 @@ fn events(a: EventsArgs) -> ExitCode {
                 print!("{}", String::from_utf8_lossy(&body));
                 return ExitCode::SUCCESS;
             }
-            for e in &doc.events {
-                println!("{}", line(e));
+            if !print_lines(doc.events.iter().map(line)) {
+                return ExitCode::SUCCESS;
             }
             doc.last_seq
         }
@@ -587,8 +603,8 @@ fn events(a: EventsArgs) -> ExitCode {
         next.push(format!("after={last}"));
         match fetch(&next) {
             Ok((doc, _)) => {
-                for e in &doc.events {
-                    println!("{}", line(e));
+                if !print_lines(doc.events.iter().map(line)) {
+                    return ExitCode::SUCCESS;
                 }
                 last = doc.last_seq.max(last);
             }
