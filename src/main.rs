@@ -523,7 +523,7 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
 /// `health`: the report of an agent or of a sweep of its own; the exit
 /// status says what it found.
 fn health(a: HealthArgs) -> ExitCode {
-    use ibpm_agentx::checkup::{self, Outcome, Remote};
+    use ibpm_agentx::checkup::{self, Outcome};
     use ibpm_agentx::metrics::status::Query;
     let mut parts = Vec::new();
     for (k, v) in [
@@ -544,7 +544,7 @@ fn health(a: HealthArgs) -> ExitCode {
         }
     };
     if a.hosts {
-        let remote = match remote(a.url, a.cacert, a.user) {
+        let remote = match remote(a.url, a.cacert, a.user, Duration::ZERO) {
             Ok(r) => r,
             Err(code) => return code,
         };
@@ -554,7 +554,10 @@ fn health(a: HealthArgs) -> ExitCode {
         });
         return match got {
             Ok(h) => {
-                print!("{}", ibpm_agentx::metrics::hosts::lines(&h));
+                let text = ibpm_agentx::metrics::hosts::lines(&h);
+                if !print_lines(text.lines().map(str::to_string)) {
+                    return ExitCode::SUCCESS;
+                }
                 ExitCode::from(if h.hosts.is_empty() { 0 } else { 3 })
             }
             Err(e) => {
@@ -575,21 +578,9 @@ fn health(a: HealthArgs) -> ExitCode {
         init_offline_logging(&cfg);
         checkup::sweep(&cfg, a.rates.map(Duration::from_secs), &q)
     } else {
-        let user = match a.user {
-            Some(u) => match std::env::var("IBPM_AGENTX_PASSWORD") {
-                Ok(p) => Some((u, zeroize::Zeroizing::new(p))),
-                Err(_) => {
-                    eprintln!("ibpm-agentx: --user needs the password in IBPM_AGENTX_PASSWORD");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
-            },
-            None => None,
-        };
-        let remote = Remote {
-            url: a.url,
-            cacert: a.cacert,
-            user,
-            timeout: Duration::from_secs(a.timeout),
+        let remote = match remote(a.url, a.cacert, a.user, Duration::from_secs(a.timeout)) {
+            Ok(r) => r,
+            Err(code) => return code,
         };
         checkup::fetch(&remote, &q)
     };
@@ -618,6 +609,7 @@ fn remote(
     url: String,
     cacert: Option<PathBuf>,
     user: Option<String>,
+    timeout: Duration,
 ) -> Result<ibpm_agentx::checkup::Remote, ExitCode> {
     let user = match user {
         Some(u) => match std::env::var("IBPM_AGENTX_PASSWORD") {
@@ -629,7 +621,25 @@ fn remote(
         },
         None => None,
     };
-    Ok(ibpm_agentx::checkup::Remote { url, cacert, user })
+    Ok(ibpm_agentx::checkup::Remote {
+        url,
+        cacert,
+        user,
+        timeout,
+    })
+}
+
+/// Print `lines` and flush; false when standard output is gone (a pipe
+/// closed by `head`): the command then ends quietly.
+fn print_lines(lines: impl Iterator<Item = String>) -> bool {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            return false;
+        }
+    }
+    out.flush().is_ok()
 }
 
 /// `events`: the event log of a running agent, once or followed.
@@ -660,7 +670,7 @@ fn events(a: EventsArgs) -> ExitCode {
         eprintln!("ibpm-agentx: {e}");
         return ExitCode::from(EXIT_CONFIG);
     }
-    let remote = match remote(a.url, a.cacert, a.user) {
+    let remote = match remote(a.url, a.cacert, a.user, Duration::ZERO) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -679,8 +689,8 @@ fn events(a: EventsArgs) -> ExitCode {
                 print!("{}", String::from_utf8_lossy(&body));
                 return ExitCode::SUCCESS;
             }
-            for e in &doc.events {
-                println!("{}", line(e));
+            if !print_lines(doc.events.iter().map(line)) {
+                return ExitCode::SUCCESS;
             }
             doc.last_seq
         }
@@ -689,7 +699,11 @@ fn events(a: EventsArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    while a.follow {
+    if !a.follow {
+        return ExitCode::SUCCESS;
+    }
+    // Until interrupted.
+    loop {
         std::thread::sleep(Duration::from_secs(2));
         let mut next: Vec<String> = parts
             .iter()
@@ -699,15 +713,14 @@ fn events(a: EventsArgs) -> ExitCode {
         next.push(format!("after={last}"));
         match fetch(&next) {
             Ok((doc, _)) => {
-                for e in &doc.events {
-                    println!("{}", line(e));
+                if !print_lines(doc.events.iter().map(line)) {
+                    return ExitCode::SUCCESS;
                 }
                 last = doc.last_seq.max(last);
             }
             Err(e) => eprintln!("ibpm-agentx: {e}"),
         }
     }
-    ExitCode::SUCCESS
 }
 
 /// `topology check`: the comparison of an agent or of a sweep of its
@@ -742,7 +755,7 @@ fn topology_check(a: TopologyCheckArgs) -> ExitCode {
         };
         plan::sweep(&cfg, &p, ibpm_agentx::app::plan::compare_config(&cfg))
     } else {
-        match remote(a.url, a.cacert, a.user) {
+        match remote(a.url, a.cacert, a.user, Duration::ZERO) {
             Ok(r) => plan::fetch(&r),
             Err(code) => return code,
         }

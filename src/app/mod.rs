@@ -457,11 +457,14 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         );
         Arc::new(
             MibView::with_writers(Arc::clone(&cache), writers)
-                .with_endpoint_counters(Arc::clone(&endpoint_counters)),
+                .with_endpoint_counters(Arc::clone(&endpoint_counters))
+                .with_events(events.clone()),
         )
     } else {
         Arc::new(
-            MibView::new(Arc::clone(&cache)).with_endpoint_counters(Arc::clone(&endpoint_counters)),
+            MibView::new(Arc::clone(&cache))
+                .with_endpoint_counters(Arc::clone(&endpoint_counters))
+                .with_events(events.clone()),
         )
     };
 
@@ -525,9 +528,13 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     }
     // The event log records what the notifier decides, sent or not.
     if let Some(log) = &events {
-        let n = notifier
-            .take()
-            .unwrap_or_else(|| Notifier::new(cfg.notify(), Box::new(crate::notify::log::NoSink)));
+        // Without a sink nothing is sent, so nothing is held back: no
+        // storm control (and no suppressed figures in the agent scalars).
+        let n = notifier.take().unwrap_or_else(|| {
+            let mut quiet = cfg.notify();
+            quiet.limit_per_sweep = 0;
+            Notifier::new(quiet, Box::new(crate::notify::send::NoSink))
+        });
         notifier = Some(n.with_events(Arc::clone(log)));
     }
     let events_after = events.clone();

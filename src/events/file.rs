@@ -34,6 +34,8 @@ pub enum FileError {
     TooMany(u32),
     BadString,
     BadKind(u8),
+    /// Event numbers that do not increase.
+    OutOfOrder,
     TrailingBytes,
 }
 
@@ -48,6 +50,7 @@ impl fmt::Display for FileError {
             FileError::TooMany(n) => write!(f, "{n} entries, more than a log holds"),
             FileError::BadString => f.write_str("a string that is not UTF-8"),
             FileError::BadKind(k) => write!(f, "an event of unknown kind {k}"),
+            FileError::OutOfOrder => f.write_str("event numbers out of order"),
             FileError::TrailingBytes => f.write_str("bytes after the last record"),
         }
     }
@@ -149,6 +152,9 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, FileError> {
         let subnet = u16::from_le_bytes(c.take()?);
         let [kind, port, peer_port, flags] = c.take::<4>()?;
         let kind = Kind::from_index(kind).ok_or(FileError::BadKind(kind))?;
+        if saved.records.last().is_some_and(|r: &Record| r.seq >= v[0]) {
+            return Err(FileError::OutOfOrder);
+        }
         saved.records.push(Record {
             seq: v[0],
             time_ms: v[1],
@@ -246,6 +252,15 @@ mod tests {
         let mut bad = bytes.clone();
         bad[30] ^= 1;
         assert_eq!(decode(&bad).unwrap_err(), FileError::Checksum);
+        // Numbers that do not increase: refused (a walk searches them).
+        let mut r = ring();
+        let saved = decode(&encode(&r)).unwrap();
+        r = Ring::new(Bounds::default());
+        for mut rec in saved.records {
+            rec.seq = 5;
+            r.restore(rec, &saved.strings);
+        }
+        assert_eq!(decode(&encode(&r)).unwrap_err(), FileError::OutOfOrder);
         let mut foreign = bytes.clone();
         foreign[0] = b'X';
         assert_eq!(decode(&foreign).unwrap_err(), FileError::BadMagic);

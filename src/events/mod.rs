@@ -105,6 +105,27 @@ pub fn host_of(name: &str) -> &str {
     name.split_whitespace().next().unwrap_or("")
 }
 
+/// A record with its strings resolved.
+fn entry(r: &Record, s: &ring::Interner) -> Entry {
+    Entry {
+        seq: r.seq,
+        time_ms: r.time_ms,
+        sweep: r.sweep,
+        kind: r.kind,
+        guid: r.guid,
+        name: Arc::clone(s.get(r.name)),
+        port: r.port,
+        peer: (r.peer != Guid(0) || r.peer_port != 0)
+            .then(|| (r.peer, r.peer_port, Arc::clone(s.get(r.peer_name)))),
+        before: r.before,
+        after: r.after,
+        detail: Arc::clone(s.get(r.detail)),
+        subnet: r.subnet.checked_sub(1),
+        suppressed: r.flags & SUPPRESSED != 0,
+        simulated: r.flags & SIMULATED != 0,
+    }
+}
+
 struct Inner {
     ring: Ring,
     summaries: Summaries,
@@ -215,6 +236,20 @@ impl Log {
         self.lock().ring.bytes()
     }
 
+    /// The first event numbered `seq` or after (`seq` itself only when
+    /// `include`): what a walk of the MIB table reads next.
+    pub fn first_from(&self, seq: u64, include: bool) -> Option<Entry> {
+        let g = self.lock();
+        let r = g.ring.records();
+        let i = r.partition_point(|x| if include { x.seq < seq } else { x.seq <= seq });
+        r.get(i).map(|x| entry(x, g.ring.strings()))
+    }
+
+    /// The event numbered `seq`, while the log holds it.
+    pub fn get(&self, seq: u64) -> Option<Entry> {
+        self.first_from(seq, true).filter(|e| e.seq == seq)
+    }
+
     /// The events `f` asks for, oldest first.
     pub fn query(&self, f: &Filter) -> Vec<Entry> {
         let g = self.lock();
@@ -235,23 +270,7 @@ impl Log {
             .rev()
             .filter(matching)
             .take(f.limit)
-            .map(|r| Entry {
-                seq: r.seq,
-                time_ms: r.time_ms,
-                sweep: r.sweep,
-                kind: r.kind,
-                guid: r.guid,
-                name: Arc::clone(s.get(r.name)),
-                port: r.port,
-                peer: (r.peer != Guid(0) || r.peer_port != 0)
-                    .then(|| (r.peer, r.peer_port, Arc::clone(s.get(r.peer_name)))),
-                before: r.before,
-                after: r.after,
-                detail: Arc::clone(s.get(r.detail)),
-                subnet: r.subnet.checked_sub(1),
-                suppressed: r.flags & SUPPRESSED != 0,
-                simulated: r.flags & SIMULATED != 0,
-            })
+            .map(|r| entry(r, s))
             .collect();
         out.reverse();
         out
@@ -261,15 +280,20 @@ impl Log {
     /// file when it changed and [`SAVE_EVERY`] has passed since the last
     /// write (or never was).
     pub fn tend(&self, now_ms: u64, now: Instant) {
-        let mut g = self.lock();
-        g.ring.trim(now_ms);
-        if g.dirty
-            && g.saved_at
-                .is_none_or(|t| now.duration_since(t) >= SAVE_EVERY)
-        {
+        let bytes = {
+            let mut g = self.lock();
+            g.ring.trim(now_ms);
+            let due = g
+                .saved_at
+                .is_none_or(|t| now.duration_since(t) >= SAVE_EVERY);
+            if self.path.is_none() || !g.dirty || !due {
+                return;
+            }
             g.saved_at = Some(now);
-            self.save_locked(&mut g);
-        }
+            g.dirty = false;
+            file::encode(&g.ring)
+        };
+        self.write_file(&bytes);
     }
 
     /// After each publication (the evaluators having written theirs):
@@ -287,17 +311,26 @@ impl Log {
 
     /// Write the file now (as the agent stops).
     pub fn save(&self) {
-        let mut g = self.lock();
-        self.save_locked(&mut g);
+        if self.path.is_none() {
+            return;
+        }
+        let bytes = {
+            let mut g = self.lock();
+            g.dirty = false;
+            file::encode(&g.ring)
+        };
+        self.write_file(&bytes);
     }
 
-    fn save_locked(&self, g: &mut Inner) {
+    /// Write `bytes` to the file, outside the lock: readers never wait on
+    /// the disk. A write that fails is said and tried again later.
+    fn write_file(&self, bytes: &[u8]) {
         let Some(p) = &self.path else {
             return;
         };
-        match file::save(&g.ring, p) {
-            Ok(()) => g.dirty = false,
-            Err(e) => warn!("cannot save the event log to {}: {e}", p.display()),
+        if let Err(e) = crate::files::write_atomic(p, bytes) {
+            warn!("cannot save the event log to {}: {e}", p.display());
+            self.lock().dirty = true;
         }
     }
 }
@@ -305,9 +338,8 @@ impl Log {
 impl Drop for Log {
     /// The last word: the file, when the log changed since it was written.
     fn drop(&mut self) {
-        let mut g = self.lock();
-        if g.dirty {
-            self.save_locked(&mut g);
+        if self.path.is_some() && self.lock().dirty {
+            self.save();
         }
     }
 }

@@ -225,10 +225,11 @@ impl Ring {
     }
 
     fn insert(&mut self, r: Record) {
-        self.records.push_back(r);
-        while self.records.len() > self.bounds.capacity {
+        // Room first: a full ring never grows past its capacity.
+        while self.records.len() >= self.bounds.capacity.max(1) {
             self.records.pop_front();
         }
+        self.records.push_back(r);
     }
 
     /// Let go of the records older than the age bound at `now_ms`, and of
@@ -310,6 +311,7 @@ mod tests {
             r.push(&ev(Kind::PortState, t * 10, "sw"));
         }
         assert_eq!(r.len(), 100);
+        assert!(r.records().capacity() < 200, "{}", r.records().capacity());
         assert_eq!(r.records().front().unwrap().seq, 901);
         assert_eq!(r.counts()[Kind::PortState as usize], 1000);
         r.push(&ev(Kind::NodeLost, 100_000, "n"));

@@ -98,8 +98,10 @@ mod tests {
 
     #[test]
     fn a_snapshot_is_summarized() {
-        let mut snap = Snapshot::default();
-        snap.sweep = 4;
+        let mut snap = Snapshot {
+            sweep: 4,
+            ..Default::default()
+        };
         snap.stats.timeouts = 9;
         snap.stats.duration_ms = 120;
         let s = Summary::of(&snap, 5);

@@ -3,6 +3,8 @@
 //! The query (`since`, `kind`, `node`, `after`, `limit`) is checked
 //! whole: anything out of range is refused with the reason (a 400).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::events::{Entry, Filter, KINDS, Kind, Log, NodeMatch, host_of};
@@ -158,55 +160,56 @@ pub fn parse(q: &str, now_ms: u64) -> Result<Filter, String> {
 
 /// The far end of an event's link.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeerJson {
+pub struct PeerJson<'a> {
     pub guid: String,
     pub port: u8,
-    pub name: String,
+    pub name: Cow<'a, str>,
 }
 
-/// One event as the JSON says it.
+/// One event as the JSON says it (its texts borrowed from the log's
+/// entries when rendered, owned when read back).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventJson {
+pub struct EventJson<'a> {
     pub seq: u64,
     pub time: String,
     pub time_ms: u64,
     pub sweep: u64,
-    pub kind: String,
-    pub title: String,
+    pub kind: Cow<'a, str>,
+    pub title: Cow<'a, str>,
     pub node_guid: String,
-    pub node: String,
-    pub host: String,
+    pub node: Cow<'a, str>,
+    pub host: Cow<'a, str>,
     pub port: u8,
-    pub peer: Option<PeerJson>,
+    pub peer: Option<PeerJson<'a>>,
     pub before: u64,
     pub after: u64,
-    pub detail: String,
+    pub detail: Cow<'a, str>,
     pub subnet: Option<u16>,
     pub suppressed: bool,
     pub simulated: bool,
 }
 
-impl EventJson {
-    pub fn of(e: &Entry) -> EventJson {
+impl<'a> EventJson<'a> {
+    pub fn of(e: &'a Entry) -> EventJson<'a> {
         EventJson {
             seq: e.seq,
             time: rfc3339(e.time_ms),
             time_ms: e.time_ms,
             sweep: e.sweep,
-            kind: e.kind.name().to_string(),
-            title: e.kind.def().title.to_string(),
+            kind: Cow::Borrowed(e.kind.name()),
+            title: Cow::Borrowed(e.kind.def().title),
             node_guid: e.guid.to_string(),
-            node: e.name.to_string(),
-            host: host_of(&e.name).to_string(),
+            node: Cow::Borrowed(&e.name),
+            host: Cow::Borrowed(host_of(&e.name)),
             port: e.port,
             peer: e.peer.as_ref().map(|(g, p, n)| PeerJson {
                 guid: g.to_string(),
                 port: *p,
-                name: n.to_string(),
+                name: Cow::Borrowed(n),
             }),
             before: e.before,
             after: e.after,
-            detail: e.detail.to_string(),
+            detail: Cow::Borrowed(&e.detail),
             subnet: e.subnet,
             suppressed: e.suppressed,
             simulated: e.simulated,
@@ -217,14 +220,14 @@ impl EventJson {
 /// The answer: the events asked for, oldest first, and how many the log
 /// holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventsJson {
+pub struct EventsJson<'a> {
     pub schema: u32,
     pub generated: String,
     /// Events the log holds now.
     pub held: usize,
     /// The number of the newest event answered (to ask `after=` next).
     pub last_seq: u64,
-    pub events: Vec<EventJson>,
+    pub events: Vec<EventJson<'a>>,
 }
 
 /// The JSON of `log`'s events `f` asks for, at `now_ms`.
@@ -246,12 +249,12 @@ pub fn render(log: Option<&Log>, f: &Filter, now_ms: u64) -> Vec<u8> {
 }
 
 /// An answer read back.
-pub fn parse_answer(body: &[u8]) -> Result<EventsJson, serde_json::Error> {
+pub fn parse_answer(body: &[u8]) -> Result<EventsJson<'static>, serde_json::Error> {
     serde_json::from_slice(body)
 }
 
 /// One line per event for a terminal.
-pub fn line(e: &EventJson) -> String {
+pub fn line(e: &EventJson<'_>) -> String {
     let mut s = format!("{}  {:<20} {}", e.time, e.kind, e.node);
     if e.port > 0 {
         s += &format!(" port {}", e.port);
@@ -337,10 +340,7 @@ mod tests {
         assert_eq!(back.held, 1);
         assert_eq!(back.last_seq, 1);
         let e = &back.events[0];
-        assert_eq!(
-            (e.kind.as_str(), e.host.as_str()),
-            ("verdict-raised", "node0413")
-        );
+        assert_eq!((&*e.kind, &*e.host), ("verdict-raised", "node0413"));
         assert_eq!(e.peer.as_ref().unwrap().name, "leaf07");
         assert_eq!(e.time, "2023-11-14T22:13:20Z");
         assert!(line(e).contains("node0413 HCA-1 port 1 <-> leaf07 port 7  flapping"));

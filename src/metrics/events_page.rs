@@ -61,9 +61,9 @@ pub fn section(log: Option<&Log>, snap: &Snapshot, now_ms: u64) -> String {
         ..Default::default()
     };
     let events = log.query(&hour);
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<h2 id=\"last-hour\">Last hour <span class=\"mute\">({} events)</span>{}</h2>\n",
+        "<h2 id=\"last-hour\">Last hour <span class=\"mute\">({} events)</span>{}</h2>",
         events.len(),
         if log.is_simulated() {
             " <span class=\"badge sim\" id=\"simulated\">simulated fabric</span>"
@@ -132,10 +132,10 @@ pub fn section(log: Option<&Log>, snap: &Snapshot, now_ms: u64) -> String {
             if e.simulated {
                 marks += " <span class=\"mute\">(simulated)</span>";
             }
-            let _ = write!(
+            let _ = writeln!(
                 o,
                 "<tr class=\"ev {}\"><td>{}</td><td>{}{marks}</td><td>{}</td><td class=\"n\">{}</td>\
-                 <td>{peer}</td><td>{}</td><td class=\"n\">{} → {}</td></tr>\n",
+                 <td>{peer}</td><td>{}</td><td class=\"n\">{} → {}</td></tr>",
                 e.kind.name(),
                 rfc3339(e.time_ms),
                 escape(e.kind.def().title),
@@ -188,9 +188,9 @@ pub fn section(log: Option<&Log>, snap: &Snapshot, now_ms: u64) -> String {
         }
         o.push_str("</dl>\n");
         if hosts.switches.len() > MAX_SWITCHES {
-            let _ = write!(
+            let _ = writeln!(
                 o,
-                "<p class=\"more\">{} more switches: <a href=\"api/hosts?unhealthy=1\">api/hosts</a></p>\n",
+                "<p class=\"more\">{} more switches: <a href=\"api/hosts?unhealthy=1\">api/hosts</a></p>",
                 hosts.switches.len() - MAX_SWITCHES
             );
         }

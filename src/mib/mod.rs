@@ -2,6 +2,7 @@
 //! both the AgentX session and the built-in SNMP responder serve from.
 
 pub mod bulk;
+pub mod events;
 pub mod face;
 pub mod index;
 pub mod oid;

@@ -23,6 +23,8 @@ pub struct MibView {
     writes: Writes,
     /// The built-in SNMP endpoint's counters (pmAgentSnmp*).
     endpoint: Arc<EndpointCounters>,
+    /// The event log pmEventTable shows.
+    events: Option<Arc<crate::events::Log>>,
 }
 
 impl MibView {
@@ -32,6 +34,7 @@ impl MibView {
             cache,
             writes: Writes::new(None),
             endpoint: Arc::default(),
+            events: None,
         }
     }
 
@@ -47,12 +50,19 @@ impl MibView {
             cache,
             writes: Writes::new(Some(Arc::new(writers))),
             endpoint: Arc::default(),
+            events: None,
         }
     }
 
     /// Shows `counters` (the built-in endpoint's) in the pmAgent scalars.
     pub fn with_endpoint_counters(mut self, counters: Arc<EndpointCounters>) -> Self {
         self.endpoint = counters;
+        self
+    }
+
+    /// Shows `log` in pmEventTable.
+    pub fn with_events(mut self, log: Option<Arc<crate::events::Log>>) -> Self {
+        self.events = log;
         self
     }
 
@@ -109,6 +119,9 @@ impl MibView {
     }
 
     fn get_in(&self, snap: &Snapshot, oid: &Oid) -> Value {
+        if let Some(v) = super::events::get(self.events.as_deref(), oid.as_slice()) {
+            return v;
+        }
         let Some((col, table, suffix)) = column_of(oid.as_slice()) else {
             return Value::NoSuchObject;
         };
@@ -130,6 +143,32 @@ impl MibView {
     /// sorted columns, the node by binary search on its GUID; rows are then
     /// visited in index order, each node tested once per column.
     fn next_in(
+        &self,
+        snap: &Snapshot,
+        start: &Oid,
+        include: bool,
+        end: Option<&Oid>,
+    ) -> Option<VarBind> {
+        let found = self.next_column(snap, start, include, end);
+        // pmEventTable's rows, from the event log, in OID order with the
+        // columns' (looked at only when the walk has reached the table).
+        let table = super::events::entry_oid();
+        if found
+            .as_ref()
+            .is_some_and(|vb| vb.name.as_slice() < table.as_slice())
+        {
+            return found;
+        }
+        let event = super::events::next(self.events.as_deref(), start.as_slice(), include)
+            .filter(|vb| end.is_none_or(|e| e.is_empty() || vb.name < *e));
+        match (found, event) {
+            (Some(a), Some(b)) => Some(if b.name < a.name { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// [`Self::next_in`] over the declared columns.
+    fn next_column(
         &self,
         snap: &Snapshot,
         start: &Oid,

@@ -59,10 +59,18 @@ fn texts(e: &Event, snap: &Snapshot) -> Texts {
         Kind::PortUnhealthy | Kind::PortHealthy => e
             .condition
             .map_or_else(String::new, |c| c.name().to_string()),
-        Kind::LinkDegraded | Kind::LinkRecovered => format!(
-            "width {} speed {} (expected width {} speed {})",
-            e.link.width, e.link.speed, e.link.width_expected, e.link.speed_expected
-        ),
+        Kind::LinkDegraded | Kind::LinkRecovered => {
+            use crate::ib::{LinkSpeed, LinkWidth};
+            let w = |v: u32| LinkWidth::from_mib(v).map_or("?", LinkWidth::name);
+            let sp = |v: u32| LinkSpeed::from_mib(v).map_or("?", LinkSpeed::name);
+            format!(
+                "{} {} (expected {} {})",
+                w(e.link.width),
+                sp(e.link.speed),
+                w(e.link.width_expected),
+                sp(e.link.speed_expected)
+            )
+        }
         Kind::SubnetFailover => {
             let now = subnet
                 .and_then(|s| s.sweeping.as_ref())
@@ -140,22 +148,6 @@ pub fn wall_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The sink of a notifier kept for the event log alone (notifications off,
-/// or nowhere to send them): it sends nothing.
-pub struct NoSink;
-
-impl super::send::Sink for NoSink {
-    fn send(&mut self, _: &Event) -> bool {
-        true
-    }
-    fn sent(&self) -> u64 {
-        0
-    }
-    fn dropped(&self) -> u64 {
-        0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +191,19 @@ mod tests {
         assert_eq!(got[1].kind, events::Kind::NodeLost);
         assert!(got[1].suppressed);
         assert_eq!(got[1].time_ms, 1234);
+    }
+
+    #[test]
+    fn a_degraded_link_says_its_width_and_speed_by_name() {
+        use crate::ib::{LinkSpeed, LinkWidth};
+        let mut e = Event::node(Kind::LinkDegraded, Guid(0x10), "node03 HCA-1");
+        e.link.width = LinkWidth::X1.mib();
+        e.link.speed = LinkSpeed::Hdr.mib();
+        e.link.width_expected = LinkWidth::X4.mib();
+        e.link.speed_expected = LinkSpeed::Hdr.mib();
+        assert_eq!(
+            texts(&e, &Snapshot::default()).detail,
+            "1x HDR (expected 4x HDR)"
+        );
     }
 }

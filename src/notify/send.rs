@@ -212,6 +212,22 @@ impl Sink for TrapSink {
     }
 }
 
+/// The sink of a notifier kept for the event log alone (notifications off,
+/// or nowhere to send them): it sends nothing.
+pub struct NoSink;
+
+impl Sink for NoSink {
+    fn send(&mut self, _: &Event) -> bool {
+        true
+    }
+    fn sent(&self) -> u64 {
+        0
+    }
+    fn dropped(&self) -> u64 {
+        0
+    }
+}
+
 /// The evaluator and where its notifications go.
 pub struct Notifier {
     eval: Evaluator,

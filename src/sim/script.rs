@@ -68,7 +68,7 @@ impl Faults {
     /// Step `n` of the flapping link: down on odd steps, up on even.
     pub fn step(&self, sim: &SimFabric, n: u64) {
         let (g, p) = self.flapping;
-        sim.set_link(g, p, n % 2 == 0);
+        sim.set_link(g, p, n.is_multiple_of(2));
     }
 }
 
