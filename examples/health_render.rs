@@ -97,6 +97,7 @@ fn main() {
         format: Format::Text,
         collectors: Collectors::defaults(),
         taken_unix: None,
+        now: std::time::Instant::now(),
     };
     let q = Query::default();
     let (mut pg, mut js, mut base) = (Vec::new(), Vec::new(), Vec::new());

@@ -59,6 +59,7 @@ fn main() {
         format: Format::Text,
         collectors: Collectors::defaults(),
         taken_unix: None,
+        now: std::time::Instant::now(),
     };
     for _ in 0..rounds {
         let mut plain = Count(0);

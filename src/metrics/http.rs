@@ -734,6 +734,7 @@ async fn route(
             format: plan.format,
             collectors: plan.collectors,
             taken_unix,
+            now: Instant::now(),
         };
         let result = if plan.gzip {
             let mut z = gzip_writer(&mut sink);

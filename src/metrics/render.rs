@@ -4,6 +4,7 @@
 //! sends each 64 KiB as it fills, so the body is never built whole.
 
 use std::io::{self, Write};
+use std::time::Instant;
 
 use super::HttpCounters;
 use super::families::{
@@ -93,6 +94,8 @@ pub struct Scrape<'a> {
     pub collectors: Collectors,
     /// The Unix time of the snapshot's publication, in seconds.
     pub taken_unix: Option<f64>,
+    /// When it is rendered (monotonic): what the MIB reads at `now`.
+    pub now: Instant,
 }
 
 /// Writes the exposition of `s` to `out`.
@@ -322,6 +325,7 @@ fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) ->
         subnet: None,
         index: RowIndex::port(node.id.guid, port.map_or(0, |p| p.num())),
         port_select: 0,
+        now: s.now,
     }
 }
 
@@ -543,6 +547,7 @@ fn subnet_row<'a>(s: &'a Scrape, subnet: &'a SubnetView) -> Row<'a> {
         subnet: Some(subnet),
         index: RowIndex::subnet(subnet.index.saturating_add(1)),
         port_select: 0,
+        now: s.now,
     }
 }
 
@@ -618,6 +623,7 @@ fn scalar_row<'a>(s: &'a Scrape) -> Row<'a> {
         subnet: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
+        now: s.now,
     }
 }
 

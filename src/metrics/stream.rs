@@ -11,13 +11,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Frame;
 use tokio::sync::mpsc;
 
 use crate::edge::render::Budget;
+use crate::time::Clock;
 
 /// Size of a body chunk.
 pub const CHUNK: usize = 64 * 1024;
@@ -97,6 +97,8 @@ pub struct ChunkSink {
     rt: tokio::runtime::Handle,
     budget: Budget,
     sent: u64,
+    /// Where the budget's deadlines are read against.
+    clock: Clock,
 }
 
 /// A streamed body and the sink that fills it, from a render on a blocking
@@ -118,6 +120,7 @@ pub fn channel(rt: tokio::runtime::Handle, budget: Budget) -> (Body, ChunkSink) 
         rt,
         budget,
         sent: 0,
+        clock: Clock::system(),
     };
     (body, sink)
 }
@@ -131,7 +134,7 @@ impl ChunkSink {
         self.sent += chunk.len() as u64;
         let by = self.budget.send_by(self.sent);
         let late = || io::Error::new(io::ErrorKind::TimedOut, "the client did not keep up");
-        if Instant::now() >= by {
+        if self.clock.now() >= by {
             return Err(late());
         }
         let sent = self.rt.block_on(tokio::time::timeout_at(

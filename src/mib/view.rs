@@ -1,8 +1,8 @@
 //! The read side of the MIB: exact Get and ordered GetNext over the latest
 //! snapshot. Nothing here touches the fabric.
 
+use crate::time::Clock;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::index::{IndexScheme, RowIndex};
 use super::read::{self, Row};
@@ -23,6 +23,8 @@ pub struct MibView {
     writes: Writes,
     /// The built-in SNMP endpoint's counters (pmAgentSnmp*).
     endpoint: Arc<EndpointCounters>,
+    /// Where the reads and the SETs read the time.
+    clock: Clock,
 }
 
 impl MibView {
@@ -32,6 +34,7 @@ impl MibView {
             cache,
             writes: Writes::new(None),
             endpoint: Arc::default(),
+            clock: Clock::system(),
         }
     }
 
@@ -47,7 +50,14 @@ impl MibView {
             cache,
             writes: Writes::new(Some(Arc::new(writers))),
             endpoint: Arc::default(),
+            clock: Clock::system(),
         }
+    }
+
+    /// The reads and the SETs read the time from `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Shows `counters` (the built-in endpoint's) in the pmAgent scalars.
@@ -105,6 +115,7 @@ impl MibView {
             node,
             row,
             self.port_select_for(col, node),
+            self.clock.now(),
         )
     }
 
@@ -230,6 +241,7 @@ impl MibView {
             subnet: None,
             index,
             port_select: self.port_select_for(col, node),
+            now: self.clock.now(),
         }
     }
 
@@ -282,11 +294,11 @@ impl MibHandler for MibView {
 
     fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
         self.writes
-            .test(&self.cache.load(), txn, varbinds, Instant::now())
+            .test(&self.cache.load(), txn, varbinds, self.clock.now())
     }
 
     fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.writes.commit(txn, Instant::now())
+        self.writes.commit(txn, self.clock.now())
     }
 
     fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {

@@ -184,6 +184,7 @@ mod tests {
             format,
             collectors: Collectors::NONE.with(Collector::Health),
             taken_unix: None,
+            now: std::time::Instant::now(),
         };
         let mut out = Vec::new();
         render(&s, &mut out).unwrap();
@@ -234,7 +235,7 @@ mod tests {
         // A flap was counted on the lost link's ends (LinkDowned rose).
         let v = h.port(ga, pa).unwrap();
         assert!(v.flaps >= 1 && v.last_flap.is_some(), "{v:?}");
-        let secs = v.last_flap.unwrap() / 1000;
+        let secs = h.wall(v.last_flap.unwrap()) / 1000;
         assert!(text.contains(&format!(
             "infiniband_port_health_last_flap_timestamp_seconds{{node_guid=\"{ga}\",port=\"{pa}\""
         )) && text.contains(&format!("}} {secs}.")));
@@ -244,8 +245,9 @@ mod tests {
         assert_eq!(h.at, u.now);
         assert!(std::sync::Arc::ptr_eq(&u.rig.cache.load(), &u.snap));
         assert!(text.contains(&format!(
-            "infiniband_health_last_evaluation_timestamp_seconds {}.000\n",
-            u.now / 1000
+            "infiniband_health_last_evaluation_timestamp_seconds {}.{:03}\n",
+            u.now / 1000,
+            u.now % 1000
         )));
         // Every family is declared once with HELP and TYPE; OpenMetrics
         // names the counters without `_total`.

@@ -5,6 +5,10 @@ use crate::mib::read::read;
 use crate::mib::tables::COLUMNS;
 use crate::rig::{AgentRig, RigOptions};
 
+/// The one time every render and read of these tests is made at.
+static NOW: std::sync::LazyLock<std::time::Instant> =
+    std::sync::LazyLock::new(std::time::Instant::now);
+
 fn scrape_of(snap: &Snapshot, format: Format, collectors: Collectors) -> String {
     let endpoint = EndpointCounters::default();
     let http = HttpCounters::default();
@@ -15,6 +19,7 @@ fn scrape_of(snap: &Snapshot, format: Format, collectors: Collectors) -> String 
         format,
         collectors,
         taken_unix: Some(1_700_000_000.25),
+        now: *NOW,
     };
     let mut out = Vec::new();
     render(&s, &mut out).unwrap();
@@ -54,6 +59,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
                     Some(node),
                     RowIndex::port(node.id.guid, p.num()),
                     0,
+                    *NOW,
                 );
                 let got = sample(&text, &name, node.id.guid, p.num());
                 let mut shown = Vec::new();
