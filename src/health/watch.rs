@@ -48,7 +48,12 @@ impl Watch {
                     );
                     eval.restore(saved);
                 }
-                Err(state::StateError::Io(e)) if !p.exists() => {
+                Err(
+                    e @ state::StateError::Io {
+                        kind: std::io::ErrorKind::NotFound,
+                        ..
+                    },
+                ) => {
                     debug!("no health state file at {}: {e}", p.display());
                 }
                 Err(e) => warn!("health state file {} ignored: {e}", p.display()),
