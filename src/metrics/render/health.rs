@@ -10,7 +10,7 @@ use super::{
     HeaderKind, Out, Scrape, push_guid, push_label, push_peer_labels, push_port_labels, push_u64,
     sample_suffix,
 };
-use crate::ib::health::{CONDITIONS, Condition, PortVerdict, Verdicts};
+use crate::ib::health::{CONDITIONS, Condition, PortVerdict};
 use crate::metrics::families::{
     HEALTH_CONDITION, HEALTH_EVALUATED, HEALTH_FLAPS, HEALTH_LAST_FLAP, HEALTH_NODE_UNRESPONSIVE,
     HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily, Kind,
@@ -37,26 +37,6 @@ fn push_link_labels(l: &mut Vec<u8>, v: &PortVerdict) {
     push_peer_labels(l, v.peer);
 }
 
-/// Whether `c` stands on the port: its own mark, or, for
-/// [`Condition::Unresponsive`], its node's.
-pub(crate) fn shows(h: &Verdicts, v: &PortVerdict, c: Condition) -> bool {
-    match c {
-        Condition::Unresponsive => h.node(v.guid).is_some_and(|n| n.unresponsive.is_some()),
-        _ => v.mark(c).is_some(),
-    }
-}
-
-/// Ports with a verdict entry on which `c` stands, per condition.
-pub(crate) fn unhealthy_ports(h: &Verdicts) -> [usize; CONDITIONS.len()] {
-    let mut n = [0; CONDITIONS.len()];
-    for v in h.ports.iter() {
-        for c in Condition::ALL {
-            n[c as usize] += usize::from(shows(h, v, c));
-        }
-    }
-    n
-}
-
 /// Milliseconds as seconds with three decimals.
 fn push_seconds(l: &mut Vec<u8>, ms: u64) {
     push_u64(l, ms / 1000);
@@ -73,7 +53,7 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
     let h = &*s.snap.health;
     let f = &HEALTH_UNHEALTHY_PORTS;
     w.header(f.name, header_kind(f), f.help)?;
-    for (def, n) in CONDITIONS.iter().zip(unhealthy_ports(h)) {
+    for (def, n) in CONDITIONS.iter().zip(h.counts()) {
         let l = &mut w.line;
         start(l, f);
         l.push(b'{');
@@ -122,7 +102,7 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
                 push_label(l, false, "condition", def.name.as_bytes());
                 l.extend_from_slice(b"} ");
                 let value = if f.name == HEALTH_CONDITION.name {
-                    u64::from(shows(h, v, def.condition))
+                    u64::from(h.shows(v, def.condition))
                 } else if def.condition == Condition::Unresponsive {
                     h.node(v.guid).map_or(0, |n| n.raised.into())
                 } else {
