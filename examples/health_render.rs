@@ -98,6 +98,7 @@ fn main() {
         collectors: Collectors::defaults(),
         taken_unix: None,
         events: None,
+        now: std::time::Instant::now(),
     };
     let q = Query::default();
     let (mut pg, mut js, mut base) = (Vec::new(), Vec::new(), Vec::new());

@@ -60,6 +60,7 @@ fn main() {
         collectors: Collectors::defaults(),
         taken_unix: None,
         events: None,
+        now: std::time::Instant::now(),
     };
     for _ in 0..rounds {
         let mut plain = Count(0);

@@ -8,8 +8,9 @@
 //!   agent fixes it when it starts ([`start`]); whatever reads it first
 //!   fixes it otherwise (a test).
 //! - [`Clock`]: where a driver reads the time, the one shape a clock is
-//!   passed in: [`Clock::system`] (the system's monotonic clock, read here
-//!   only) in the agent, a virtual clock in tests.
+//!   passed in, with both readings (monotonic for every window, wall for
+//!   the times shown and saved): [`Clock::system`] (the system's clocks,
+//!   read here only) in the agent, a virtual clock in tests.
 //! - [`Throttle`]: every log line that an event can repeat (a flood of
 //!   datagrams, a master that keeps refusing, a device whose writes keep
 //!   stalling) is written through one, which decides whether this event
@@ -17,7 +18,7 @@
 //!   how many it stands for. It is pure: the caller passes the time.
 
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 static ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
 
@@ -32,28 +33,72 @@ pub fn origin() -> Instant {
     *ORIGIN
 }
 
-/// Where a driver reads the time. Clones read the same clock. The parts
-/// a driver drives take the time as an argument; the drivers (the MAD
-/// engines, the sweeper, the write path, discovery, the AgentX session)
-/// are given a `Clock`, owned or as `&Clock`.
+/// Where a driver reads the time: the monotonic clock (every window,
+/// deadline and interval) and the wall clock (only the times shown and
+/// saved), read together. Clones read the same clocks. The parts a driver
+/// drives take the time as an argument; the drivers (the MAD engines, the
+/// sweeper, the health watch, the write path, discovery, the AgentX
+/// session) are given a `Clock`, owned or as `&Clock`.
 #[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> Instant + Send + Sync>);
+pub struct Clock {
+    mono: Arc<dyn Fn() -> Instant + Send + Sync>,
+    wall: Arc<dyn Fn() -> SystemTime + Send + Sync>,
+}
 
 impl Clock {
-    /// The system's monotonic clock: the agent's.
+    /// The system's clocks: the agent's.
     pub fn system() -> Clock {
-        Clock(Arc::new(Instant::now))
+        Clock {
+            mono: Arc::new(Instant::now),
+            wall: Arc::new(SystemTime::now),
+        }
     }
 
-    /// A clock that reads `now` (a virtual clock of a test).
+    /// A clock whose monotonic reading is `now` (a virtual clock of a
+    /// test), and whose wall clock is the system's as it read when made,
+    /// moved on by `now` since.
     pub fn new(now: impl Fn() -> Instant + Send + Sync + 'static) -> Clock {
-        Clock(Arc::new(now))
+        let (mono0, wall0) = (now(), SystemTime::now());
+        let now = Arc::new(now);
+        let read = Arc::clone(&now);
+        Clock {
+            mono: now,
+            wall: Arc::new(move || wall0 + read().saturating_duration_since(mono0)),
+        }
     }
 
-    /// The time now.
-    pub fn now(&self) -> Instant {
-        (self.0)()
+    /// A clock of two readings given apart (a test that steps the wall
+    /// clock).
+    pub fn with_wall(
+        now: impl Fn() -> Instant + Send + Sync + 'static,
+        wall: impl Fn() -> SystemTime + Send + Sync + 'static,
+    ) -> Clock {
+        Clock {
+            mono: Arc::new(now),
+            wall: Arc::new(wall),
+        }
     }
+
+    /// The monotonic time now.
+    pub fn now(&self) -> Instant {
+        (self.mono)()
+    }
+
+    /// The wall-clock time now.
+    pub fn wall(&self) -> SystemTime {
+        (self.wall)()
+    }
+
+    /// Both readings, the monotonic one first.
+    pub fn both(&self) -> (Instant, SystemTime) {
+        (self.now(), self.wall())
+    }
+}
+
+/// Milliseconds since the UNIX epoch of a wall-clock time (0 before it).
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Default for Clock {

@@ -66,6 +66,7 @@ fn exposition(snap: &Snapshot) -> Vec<u8> {
         collectors: Collectors::defaults(),
         taken_unix: Some(1_700_000_000.0),
         events: None,
+        now: std::time::Instant::now(),
     };
     let mut out = Vec::new();
     render(&s, &mut out).unwrap();

@@ -365,7 +365,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             s.push(".health");
             std::path::PathBuf::from(s)
         });
-        crate::health::watch::Watch::new(cfg.health(), path)
+        let watch = crate::health::watch::Watch::new(cfg.health(), path);
+        // On the first sweeper's thread, with its clock.
+        match stacks.first() {
+            Some(s) => watch.with_clock(s.sweeper.clock().clone()),
+            None => watch,
+        }
     });
     // The comparison with the plan: its baseline beside the totals too.
     let mut plan = plan::watch(cfg, totals_file.as_deref())?;

@@ -25,7 +25,7 @@ use crate::ib::subnet::{LocalPort, SubnetView};
 use crate::ib::{Escaped, Fabric, Guid, NodeType};
 use crate::time::Clock;
 use crate::transport::MadTransport;
-use crate::transport::failover::{Failover, PortChoice};
+use crate::transport::failover::{FailoverTransport, PortChoice};
 use crate::transport::umad::{UmadConfig, UmadTransport, ib_ports, read_cas, sysfs_root};
 
 /// One local port opened: its transport, the fabric discovered through
@@ -220,9 +220,9 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
         subnets.push(SubnetBackend {
             view,
             fabric,
-            sweep: Box::new(Failover::new(sweeps, choice.clone())),
-            write: Box::new(Failover::new(writes, choice.clone())),
-            poll: Box::new(Failover::new(polls, choice.clone())),
+            sweep: Box::new(FailoverTransport::new(sweeps, choice.clone())),
+            write: Box::new(FailoverTransport::new(writes, choice.clone())),
+            poll: Box::new(FailoverTransport::new(polls, choice.clone())),
             source: Some(Box::new(SmpDiscovery {
                 smps,
                 choice,

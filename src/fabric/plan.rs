@@ -222,7 +222,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
     let Some(cpi) = st.cpi(ni) else {
         return;
     };
-    let (kind, health) = (st.kind(ni), st.health(ni));
+    let (kind, health) = (st.kind(ni), st.answers(ni));
     let node = st.node(ni);
     let ext = cpi.wide_counters() != WideCounters::None;
     let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
@@ -373,8 +373,8 @@ pub(crate) mod tests {
         let (second, m) = (stream.plan[1].0 as usize, stream.plan[1].1 as usize);
         // Between the plan and the making, the first node's samples go
         // (as a SET may do) and the second node's come back.
-        assert!(!st.health(first).no_samples);
-        st.health_mut(first).no_samples = true;
+        assert!(!st.answers(first).no_samples);
+        st.answers_mut(first).no_samples = true;
         let mut fewer = Vec::new();
         node_slots(&st, first, true, false, &mut fewer);
         assert!(fewer.len() < n);

@@ -101,7 +101,7 @@ pub fn strike_missed(strikes: &mut [u8; OPTIONAL_ATTRS.len()], missed: AttrMask)
 /// by silence while it answers other MADs, counted in strikes over
 /// sweeps).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct NodeHealth {
+pub(crate) struct NodeAnswers {
     /// The node does not answer PortSamplesControl/Result: stop asking.
     pub(crate) no_samples: bool,
     /// Sweeps in a row in which the node answered but not PortSamplesControl.
@@ -124,7 +124,7 @@ pub(crate) struct NodeHealth {
     pub(crate) samples_answered: bool,
 }
 
-impl NodeHealth {
+impl NodeAnswers {
     /// The node left PortSamplesControl unanswered in a sweep (and has
     /// not answered it since).
     pub fn samples_silent(&self) -> bool {
@@ -207,12 +207,12 @@ impl NodeHealth {
     /// Ask again, once, what the node did not answer
     /// ([`RETRY_UNANSWERED_SWEEPS`]); what it answered stays known.
     pub fn retry(&mut self) {
-        *self = NodeHealth {
+        *self = NodeAnswers {
             optional_answered: self.optional_answered,
             samples_answered: self.samples_answered,
             samples_missed: self.samples_missed,
             optional_missed: self.optional_missed,
-            ..NodeHealth::default()
+            ..NodeAnswers::default()
         };
     }
 }
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn a_node_strikes_out_in_sweeps_it_answered_and_an_answer_starts_again() {
         let mut kind = KindState::default();
-        let mut h = NodeHealth::default();
+        let mut h = NodeAnswers::default();
         h.samples_missed();
         h.optional_missed(4, true, &mut kind);
         assert_eq!(h.end_sweep(false), (false, 0), "a silent node: no strike");

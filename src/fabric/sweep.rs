@@ -410,6 +410,11 @@ impl Sweeper {
         st.publish(&self.cache, now);
     }
 
+    /// Where the sweeper reads the time (its evaluators read the same).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     pub fn state(&self) -> &SharedState {
         &self.state
     }

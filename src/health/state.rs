@@ -35,7 +35,12 @@ pub const MAX_FILE: usize = MAGIC.len() + 12 + MAX_PORTS * (PORT_LEN + ENTRY_LEN
 /// Why a health state file cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StateError {
-    Io(String),
+    /// The file could not be read: the error's kind (a missing file is
+    /// `NotFound`) and what it said.
+    Io {
+        kind: std::io::ErrorKind,
+        message: String,
+    },
     TooLarge(u64),
     Truncated,
     BadMagic,
@@ -47,7 +52,7 @@ pub enum StateError {
 impl fmt::Display for StateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StateError::Io(e) => write!(f, "{e}"),
+            StateError::Io { message, .. } => f.write_str(message),
             StateError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
             StateError::Truncated => f.write_str("truncated"),
             StateError::BadMagic => f.write_str("not a health state file"),
@@ -338,8 +343,11 @@ impl Evaluator {
 /// Read and decode the health state file at `path`: a regular file of at
 /// most [`MAX_FILE`] bytes.
 pub fn load(path: &Path) -> Result<Saved, StateError> {
-    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
-        .map_err(|e| StateError::Io(e.to_string()))?;
+    let bytes =
+        crate::files::read_untrusted(path, MAX_FILE as u64).map_err(|e| StateError::Io {
+            kind: e.kind(),
+            message: e.to_string(),
+        })?;
     decode(&bytes)
 }
 

@@ -524,6 +524,22 @@ fn a_broken_state_file_is_an_error_not_a_panic() {
     let sum = crate::files::fnv1a(&huge);
     huge.extend_from_slice(&sum.to_le_bytes());
     assert_eq!(state::decode(&huge), Err(StateError::TooMany(u32::MAX)));
+    // A file that cannot be read says why, its kind kept.
+    let dir = tempfile::tempdir().unwrap();
+    let kind = |p: &std::path::Path| match state::load(p) {
+        Err(StateError::Io { kind, .. }) => Some(kind),
+        _ => None,
+    };
+    assert_eq!(
+        kind(&dir.path().join("none")),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    assert_ne!(
+        kind(dir.path()),
+        Some(std::io::ErrorKind::NotFound),
+        "a directory"
+    );
+    assert!(kind(dir.path()).is_some());
 }
 
 #[test]

@@ -266,12 +266,24 @@ impl Verdicts {
         self.ports.iter().filter(|v| v.is_unhealthy())
     }
 
-    /// Ports with a standing verdict of each condition.
+    /// Whether `c` stands on the port of entry `v`: its own mark, or, for
+    /// [`Condition::Unresponsive`], its node's (a node's verdict shows on
+    /// its ports). The one rule every face reads.
+    pub fn shows(&self, v: &PortVerdict, c: Condition) -> bool {
+        match c {
+            Condition::Unresponsive => self.node(v.guid).is_some_and(|n| n.unresponsive.is_some()),
+            _ => v.mark(c).is_some(),
+        }
+    }
+
+    /// Ports with a verdict entry on which each condition stands
+    /// ([`Verdicts::shows`]): the one count of unhealthy ports (the page,
+    /// `/api/health`, the metrics).
     pub fn counts(&self) -> [usize; CONDITION_COUNT] {
         let mut n = [0; CONDITION_COUNT];
         for v in self.ports.iter() {
-            for c in Condition::of_mask(v.mask()) {
-                n[c as usize] += 1;
+            for c in Condition::ALL {
+                n[c as usize] += usize::from(self.shows(v, c));
             }
         }
         n
@@ -427,5 +439,36 @@ mod tests {
         };
         assert!(out.acknowledged(all).unwrap().unhealthy().next().is_none());
         assert!(v.acknowledged(Ack { port: 9, ..ack }).is_none());
+    }
+
+    /// A node's unresponsive verdict shows on its ports, and is counted
+    /// on them, with the ports' own verdicts.
+    #[test]
+    fn a_nodes_verdict_shows_and_counts_on_its_ports() {
+        let mut lost = PortVerdict {
+            guid: Guid(1),
+            port: 2,
+            ..Default::default()
+        };
+        lost.marks[Condition::LinkLost as usize] = Some(Mark::default());
+        let quiet = PortVerdict {
+            guid: Guid(1),
+            port: 1,
+            ..Default::default()
+        };
+        let v = Verdicts {
+            ports: Arc::new([quiet.clone(), lost.clone()]),
+            nodes: Arc::new([NodeVerdict {
+                guid: Guid(1),
+                unresponsive: Some(Mark::default()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        assert!(v.shows(&quiet, Condition::Unresponsive));
+        assert!(!v.shows(&quiet, Condition::LinkLost));
+        let n = v.counts();
+        assert_eq!(n[Condition::Unresponsive as usize], 2);
+        assert_eq!(n[Condition::LinkLost as usize], 1);
     }
 }

@@ -761,6 +761,7 @@ async fn route(
             collectors: plan.collectors,
             taken_unix,
             events: sh2.events.as_ref().map(|l| l.counts()),
+            now: Instant::now(),
         };
         let result = if plan.gzip {
             let mut z = gzip_writer(&mut sink);

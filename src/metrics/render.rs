@@ -4,6 +4,7 @@
 //! sends each 64 KiB as it fills, so the body is never built whole.
 
 use std::io::{self, Write};
+use std::time::Instant;
 
 use super::HttpCounters;
 use super::families::{
@@ -95,6 +96,8 @@ pub struct Scrape<'a> {
     pub taken_unix: Option<f64>,
     /// The event log's counts by kind, when there is a log.
     pub events: Option<[u64; crate::events::KIND_COUNT]>,
+    /// When it is rendered (monotonic): what the MIB reads at `now`.
+    pub now: Instant,
 }
 
 /// Writes the exposition of `s` to `out`.
@@ -328,6 +331,7 @@ fn row<'a>(s: &'a Scrape, node: &'a NodeRecord, port: Option<&'a PortRecord>) ->
         plan: None,
         index: RowIndex::port(node.id.guid, port.map_or(0, |p| p.num())),
         port_select: 0,
+        now: s.now,
     }
 }
 
@@ -550,6 +554,7 @@ fn subnet_row<'a>(s: &'a Scrape, subnet: &'a SubnetView) -> Row<'a> {
         plan: None,
         index: RowIndex::subnet(subnet.index.saturating_add(1)),
         port_select: 0,
+        now: s.now,
     }
 }
 
@@ -626,6 +631,7 @@ fn scalar_row<'a>(s: &'a Scrape) -> Row<'a> {
         plan: None,
         index: RowIndex::node(Guid(0)),
         port_select: 0,
+        now: s.now,
     }
 }
 

@@ -547,7 +547,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         evaluation_us: h.took_us,
         stale,
     };
-    let counts = super::render::health::unhealthy_ports(h);
+    let counts = h.counts();
     let conditions = CONDITIONS
         .iter()
         .zip(counts)

@@ -14,7 +14,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Frame;
@@ -22,6 +21,7 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::edge::render::Budget;
+use crate::time::Clock;
 
 /// Size of a body chunk.
 pub const CHUNK: usize = 64 * 1024;
@@ -102,6 +102,8 @@ pub struct ChunkSink {
     budget: Budget,
     sent: u64,
     place: Option<Place>,
+    /// Where the budget's deadlines are read against.
+    clock: Clock,
 }
 
 /// A streamed body and the sink that fills it, from a render on a blocking
@@ -124,6 +126,7 @@ pub fn channel(rt: tokio::runtime::Handle, budget: Budget) -> (Body, ChunkSink) 
         budget,
         sent: 0,
         place: None,
+        clock: Clock::system(),
     };
     (body, sink)
 }
@@ -157,9 +160,9 @@ impl ChunkSink {
         self.sent += chunk.len() as u64;
         let by = self
             .budget
-            .chunk_by(self.sent, chunk.len() as u64, Instant::now());
+            .chunk_by(self.sent, chunk.len() as u64, self.clock.now());
         let late = || io::Error::new(io::ErrorKind::TimedOut, "the client did not keep up");
-        if Instant::now() >= by {
+        if self.clock.now() >= by {
             return Err(late());
         }
         let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "the client went away");

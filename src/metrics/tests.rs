@@ -1,5 +1,5 @@
 //! A simulated fabric with real verdicts for the renderers' tests: the
-//! health evaluator fed the rig's sweeps, with one link between two
+//! agent's health watch fed the rig's sweeps on its clock, with one link between two
 //! switches taken down (link lost on both ends), one channel adapter gone
 //! silent (unreachable and unresponsive) and one port with a high symbol
 //! error rate.
@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fabric::cache::Snapshot;
-use crate::health::{Evaluator, HealthConfig};
+use crate::health::HealthConfig;
+use crate::health::watch::Watch;
 use crate::ib::{Guid, NodeType};
 use crate::rig::{AgentRig, RigOptions};
 
-/// The first evaluation's wall-clock time (2026-11-29T10:00:00Z).
+/// The wall clock when the fixture starts (2026-11-29T10:00:00Z).
 pub const T0: u64 = 1_796_032_800_000;
 /// The sweep interval of the fixture.
 pub const STEP: u64 = 10_000;
@@ -33,16 +34,24 @@ pub struct Unhealthy {
 pub fn unhealthy() -> Unhealthy {
     let mut rig = AgentRig::new(RigOptions::default());
     let fabric = rig.fabric();
-    let mut ev = Evaluator::new(HealthConfig::default());
+    // The rig's clock, its wall clock at T0 now.
+    let (manual, start) = (rig.clock.clone(), rig.clock.now());
+    let mono = rig.time.clock();
+    let wall = move || {
+        let d = manual.now().saturating_sub(start);
+        std::time::SystemTime::UNIX_EPOCH + Duration::from_millis(T0) + d
+    };
+    let clock = crate::time::Clock::with_wall(move || mono.now(), wall);
+    let mut ev = Watch::new(HealthConfig::default(), None).with_clock(clock);
     let mut now = T0;
-    let step = |rig: &mut AgentRig, ev: &mut Evaluator, now: &mut u64| {
+    let step = |rig: &mut AgentRig, ev: &mut Watch, now: &mut u64| {
         rig.advance(Duration::from_millis(STEP));
         rig.sweep();
-        *now += STEP;
-        let v = ev
-            .evaluate(&rig.cache.load(), crate::health::At::both(*now), &[])
-            .expect("a new sweep");
-        rig.cache.set_health(Arc::new(v));
+        let sweep = rig.cache.load().sweep;
+        ev.after_sweep(&rig.cache);
+        let h = Arc::clone(&rig.cache.load().health);
+        assert_eq!(h.sweep, sweep, "a new sweep");
+        *now = h.at;
     };
     for _ in 0..2 {
         step(&mut rig, &mut ev, &mut now);

@@ -48,6 +48,9 @@ pub struct Row<'a> {
     pub index: RowIndex,
     /// The row's pmPortCountersPortSelect.
     pub port_select: u8,
+    /// When it is read (monotonic): pmNodeStatus's freshness and
+    /// pmAgentUpTime.
+    pub now: Instant,
 }
 
 /// The value of `col` in row `index` of `node`, or `None` when the row is
@@ -61,6 +64,7 @@ pub fn read(
     node: Option<&NodeRecord>,
     index: RowIndex,
     port_select: u8,
+    now: Instant,
 ) -> Option<Value> {
     let t = table(col.table)?;
     let mut row = Row {
@@ -72,6 +76,7 @@ pub fn read(
         plan: None,
         index,
         port_select,
+        now,
     };
     if t.index == IndexScheme::Subnet {
         row.subnet = Some(subnet_of(snap, index.subnet.checked_sub(1)?)?);
@@ -104,9 +109,12 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         plan,
         index,
         port_select,
+        now,
     } = *row;
     match (t.index, col.source) {
-        (IndexScheme::Scalar, Source::Agent(a)) => return Some(agent_value(a, snap, endpoint)),
+        (IndexScheme::Scalar, Source::Agent(a)) => {
+            return Some(agent_value(a, snap, endpoint, now));
+        }
         (IndexScheme::Subnet, Source::Subnet(c)) => return Some(subnet_value(c, subnet?)),
         (IndexScheme::PlanDiff, Source::Plan(c)) => return Some(plan_value(c, plan?)),
         (IndexScheme::Scalar | IndexScheme::Subnet | IndexScheme::PlanDiff, _) => return None,
@@ -143,7 +151,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         ),
         Source::PortSelect => Value::Gauge32(port_select as u32),
         Source::Counter(f) => Value::Gauge32(counter_value(node, port_select, f)),
-        Source::Node(c) => node_value(c, node, snap),
+        Source::Node(c) => node_value(c, node, snap, now),
         Source::Port(c) => port_value(c, node, port?, snap),
         Source::Link(c) => link_value(c, port?)?,
         Source::Hc(k) => Value::Counter64(port?.hc.shown(k)?),
@@ -303,15 +311,16 @@ fn node_last_update(node: &NodeRecord) -> Option<Instant> {
 
 /// pmNodeStatus: ok(1), stale(2) (no reading for two sweep intervals),
 /// unreachable(3).
-fn node_status(node: &NodeRecord, snap: &Snapshot) -> i32 {
+fn node_status(node: &NodeRecord, snap: &Snapshot, now: Instant) -> i32 {
     if !node.reachable {
         return 3;
     }
-    let fresh = node_last_update(node).is_some_and(|t| t.elapsed() <= snap.interval * 2);
+    let fresh = node_last_update(node)
+        .is_some_and(|t| now.saturating_duration_since(t) <= snap.interval * 2);
     if fresh { 1 } else { 2 }
 }
 
-fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
+fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot, now: Instant) -> Value {
     match c {
         NodeCol::Description => text_value(&node.id.description),
         NodeCol::Type => Value::Integer(match node.id.node_type {
@@ -324,7 +333,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot) -> Value {
         NodeCol::DeviceId => Value::Gauge32(node.id.device_id.into()),
         NodeCol::NumPorts => Value::Gauge32(node.id.num_ports.into()),
         NodeCol::Lid => Value::Gauge32(node.id.lid.into()),
-        NodeCol::Status => Value::Integer(node_status(node, snap)),
+        NodeCol::Status => Value::Integer(node_status(node, snap, now)),
         NodeCol::LastUpdate => Value::TimeTicks(timestamp(node_last_update(node))),
         NodeCol::PmaCapMask => Value::OctetString(
             node.class_port_info
@@ -523,7 +532,7 @@ fn rate_value(c: RateCol, node: &NodeRecord, port: &PortRecord) -> Option<Value>
     })
 }
 
-fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Value {
+fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters, now: Instant) -> Value {
     use crate::edge::refusal::Column::{RateLimited, Refused};
     let reachable = snap.reachable;
     let count = |a: &std::sync::atomic::AtomicU64| {
@@ -531,7 +540,7 @@ fn agent_value(c: AgentCol, snap: &Snapshot, endpoint: &EndpointCounters) -> Val
     };
     match c {
         AgentCol::Version => Value::OctetString(env!("CARGO_PKG_VERSION").as_bytes().to_vec()),
-        AgentCol::UpTime => Value::TimeTicks(timestamp(Some(Instant::now()))),
+        AgentCol::UpTime => Value::TimeTicks(timestamp(Some(now))),
         AgentCol::Sweeps => Value::Counter64(snap.sweep),
         AgentCol::LastSweepTime => Value::TimeTicks(timestamp(snap.stats.ended)),
         AgentCol::LastSweepDuration => Value::Gauge32(gauge(snap.stats.duration_ms)),

@@ -1,8 +1,8 @@
 //! The read side of the MIB: exact Get and ordered GetNext over the latest
 //! snapshot. Nothing here touches the fabric.
 
+use crate::time::Clock;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::index::{IndexScheme, RowIndex};
 use super::read::{self, Row};
@@ -25,6 +25,8 @@ pub struct MibView {
     endpoint: Arc<EndpointCounters>,
     /// The event log pmEventTable shows.
     events: Option<Arc<crate::events::Log>>,
+    /// Where the reads and the SETs read the time.
+    clock: Clock,
 }
 
 impl MibView {
@@ -35,6 +37,7 @@ impl MibView {
             writes: Writes::new(None),
             endpoint: Arc::default(),
             events: None,
+            clock: Clock::system(),
         }
     }
 
@@ -51,7 +54,14 @@ impl MibView {
             writes: Writes::new(Some(Arc::new(writers))),
             endpoint: Arc::default(),
             events: None,
+            clock: Clock::system(),
         }
+    }
+
+    /// The reads and the SETs read the time from `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Shows `counters` (the built-in endpoint's) in the pmAgent scalars.
@@ -115,6 +125,7 @@ impl MibView {
             node,
             row,
             self.port_select_for(col, node),
+            self.clock.now(),
         )
     }
 
@@ -277,6 +288,7 @@ impl MibView {
             plan: None,
             index,
             port_select: self.port_select_for(col, node),
+            now: self.clock.now(),
         }
     }
 
@@ -329,11 +341,11 @@ impl MibHandler for MibView {
 
     fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
         self.writes
-            .test(&self.cache.load(), txn, varbinds, Instant::now())
+            .test(&self.cache.load(), txn, varbinds, self.clock.now())
     }
 
     fn commit_set(&self, txn: SetTxn) -> Result<(), SetError> {
-        self.writes.commit(txn, Instant::now())
+        self.writes.commit(txn, self.clock.now())
     }
 
     fn undo_set(&self, txn: SetTxn) -> Result<(), SetError> {

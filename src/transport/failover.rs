@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
-/// Which of a [`Failover`]'s ports is used: shared by the transports of
+/// Which of a [`FailoverTransport`]'s ports is used: shared by the transports of
 /// one subnet (the sweeper's, the write path's, the poller's) and the
 /// probe that moves it.
 #[derive(Clone, Debug, Default)]
@@ -27,15 +27,15 @@ impl PortChoice {
 }
 
 /// A transport through one of `ports`, the one `choice` names.
-pub struct Failover {
+pub struct FailoverTransport {
     ports: Vec<Box<dyn MadTransport>>,
     choice: PortChoice,
 }
 
-impl Failover {
+impl FailoverTransport {
     /// `ports` in the order `choice` counts them (at least one).
-    pub fn new(ports: Vec<Box<dyn MadTransport>>, choice: PortChoice) -> Failover {
-        Failover { ports, choice }
+    pub fn new(ports: Vec<Box<dyn MadTransport>>, choice: PortChoice) -> FailoverTransport {
+        FailoverTransport { ports, choice }
     }
 
     fn port(&mut self) -> Result<&mut Box<dyn MadTransport>, Fault> {
@@ -47,7 +47,7 @@ impl Failover {
     }
 }
 
-impl MadTransport for Failover {
+impl MadTransport for FailoverTransport {
     fn send(&mut self, to: &MadAddr, mad: &[u8; MAD_SIZE]) -> Result<(), Fault> {
         self.port()?.send(to, mad)
     }

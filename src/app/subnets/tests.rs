@@ -16,7 +16,7 @@ use crate::ib::Guid;
 use crate::ib::subnet::SubnetKey;
 use crate::ib::topology;
 use crate::sim::{ManualClock, SimFabric, SimOptions};
-use crate::transport::failover::Failover;
+use crate::transport::failover::FailoverTransport;
 use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
 /// A transport that counts what it sends.
@@ -42,7 +42,7 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
     let (a, b) = (LocalPort::new("mlx5_0", 1), LocalPort::new("mlx5_1", 1));
     let (sent_a, sent_b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let choice = PortChoice::default();
-    let transport = Failover::new(
+    let transport = FailoverTransport::new(
         vec![
             Box::new(Counted {
                 inner: plane.transport(),

@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 use super::cache::SweepFigures;
 use super::record::{NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
-use super::strikes::{AttrMask, KindKey, KindState, NodeHealth};
+use super::strikes::{AttrMask, KindKey, KindState, NodeAnswers};
 use crate::ib::subnet::SubnetView;
 use crate::ib::{Fabric, Node};
 use crate::pm::ClassPortInfo;
 use crate::transport::MadAddr;
 
+mod answers;
 mod forget;
-mod health;
 mod merge;
 mod publish;
 mod readings;
@@ -58,7 +58,7 @@ struct NodeState {
     seen: bool,
     /// What it answers of the sample mechanism and the optional
     /// attributes, and what not.
-    health: NodeHealth,
+    answers: NodeAnswers,
     samples_at: Option<Stamp>,
     /// Bits of the health's `optional_unsupported` already said in the
     /// log.
@@ -125,7 +125,7 @@ impl NodeState {
             cpi_stale: true,
             failed_sweeps: 0,
             seen: false,
-            health: NodeHealth::default(),
+            answers: NodeAnswers::default(),
             samples_at: None,
             optional_reported: 0,
             kind: 0,
@@ -331,14 +331,14 @@ impl FabricState {
 
     /// What node `ni` answers of the sample mechanism and the optional
     /// attributes, and what not.
-    pub(crate) fn health(&self, ni: usize) -> &NodeHealth {
-        &self.nodes[ni].health
+    pub(crate) fn answers(&self, ni: usize) -> &NodeAnswers {
+        &self.nodes[ni].answers
     }
 
     /// The same, to change (tests: as a write or a strike would).
     #[cfg(test)]
-    pub(crate) fn health_mut(&mut self, ni: usize) -> &mut NodeHealth {
-        &mut self.nodes[ni].health
+    pub(crate) fn answers_mut(&mut self, ni: usize) -> &mut NodeAnswers {
+        &mut self.nodes[ni].answers
     }
 
     /// The per-node readings' interners (tests: what they hold).

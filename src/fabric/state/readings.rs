@@ -68,7 +68,7 @@ impl FabricState {
             }
             MadOutcome::Status(st) => {
                 answered[ni] = true;
-                let h = &mut s.health;
+                let h = &mut s.answers;
                 // The attribute the node refuses, when this is the first refusal.
                 let news = match slot {
                     Slot::SamplesResultExt(_) => {
@@ -94,11 +94,11 @@ impl FabricState {
                 // node's kind, once per node and sweep.
                 let alive = answered[ni];
                 match slot {
-                    Slot::SamplesControl(_) => s.health.samples_missed(),
+                    Slot::SamplesControl(_) => s.answers.samples_missed(),
                     // Asked only of nodes that answer the sample mechanism:
                     // silence is as good as "unsupported".
-                    Slot::SamplesResultExt(_) => s.health.no_result_ext = true,
-                    Slot::Optional(_, _, k) => s.health.optional_missed(k, alive, kind),
+                    Slot::SamplesResultExt(_) => s.answers.no_result_ext = true,
+                    Slot::Optional(_, _, k) => s.answers.optional_missed(k, alive, kind),
                     _ => {}
                 }
                 return;
@@ -146,7 +146,7 @@ impl FabricState {
                 }
             }
             Slot::SamplesControl(_) => {
-                s.health.samples_answer(kind);
+                s.answers.samples_answer(kind);
                 if newer(s.samples_at) {
                     s.rec_mut(copies).samples_control =
                         Some(readings.control.intern(PortSamplesControl::decode(&data)));
@@ -168,7 +168,7 @@ impl FabricState {
                 }
             }
             Slot::Optional(_, pi, k) => {
-                s.health.optional_answer(k, kind);
+                s.answers.optional_answer(k, kind);
                 let cpi_mask = s.cpi().map(|c| c.capability_mask);
                 if let Some(pr) = s.port(pi, copies) {
                     if OPTIONAL_ATTRS[k] == crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS {

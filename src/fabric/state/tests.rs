@@ -229,13 +229,13 @@ fn error_statuses_mark_what_a_node_lacks_and_a_redirect_moves_its_pma() {
     assert_eq!(results(&st), [attr::PORT_SAMPLES_RESULT]);
     assert!(st.is_probe(Slot::SamplesControl(0)), "not answered yet");
     st.apply(Slot::SamplesControl(0), bad(), times, &mut answered);
-    assert!(st.nodes[0].health.no_samples);
+    assert!(st.nodes[0].answers.no_samples);
     assert_eq!(answered, [true, false], "an error status is an answer");
 
     // An optional attribute: the node's, then its kind's.
     let k = 1;
     st.apply(Slot::Optional(0, 0, k), bad(), times, &mut answered);
-    assert_eq!(st.nodes[0].health.optional_unsupported, 1 << k);
+    assert_eq!(st.nodes[0].answers.optional_unsupported, 1 << k);
     assert_eq!(st.kind(1).unsupported, 0, "one node is no verdict");
     st.apply(Slot::Optional(1, 0, k), bad(), times, &mut answered);
     assert_eq!(st.kind(1).unsupported, 1 << k);
@@ -244,8 +244,8 @@ fn error_statuses_mark_what_a_node_lacks_and_a_redirect_moves_its_pma() {
     // The rare retry asks the nodes again; the kind's verdict stands
     // but on each node's own sweep.
     st.retry_unanswered();
-    assert!(!st.nodes[0].health.no_samples);
-    assert_eq!(st.nodes[0].health.optional_unsupported, 0);
+    assert!(!st.nodes[0].answers.no_samples);
+    assert_eq!(st.nodes[0].answers.optional_unsupported, 0);
     for ni in 0..2 {
         let own = st.self_check(ni);
         assert_eq!(own, ni == 0, "sweep 0 is node 0's own");
@@ -309,10 +309,13 @@ fn silence_of_an_answering_node_strikes_an_attribute_out() {
         st.apply(Slot::Cpi(0), cpi(0), (at, at + MS), &mut answered);
         st.end_sweep(&answered, Instant::now());
         let out = sweep == u32::from(STRIKES);
-        assert_eq!(st.nodes[0].health.no_samples, out, "sweep {sweep}");
-        assert!(st.nodes[0].health.samples_silent());
-        assert_eq!(st.nodes[0].health.optional_unsupported, u32::from(out) << k);
-        assert!(!st.nodes[1].health.no_samples && st.nodes[1].health.optional_unsupported == 0);
+        assert_eq!(st.nodes[0].answers.no_samples, out, "sweep {sweep}");
+        assert!(st.nodes[0].answers.samples_silent());
+        assert_eq!(
+            st.nodes[0].answers.optional_unsupported,
+            u32::from(out) << k
+        );
+        assert!(!st.nodes[1].answers.no_samples && st.nodes[1].answers.optional_unsupported == 0);
     }
     assert_eq!(st.kind(0).unsupported, 0, "one node is no verdict");
 
@@ -344,9 +347,9 @@ fn silence_of_an_answering_node_strikes_an_attribute_out() {
         silent(&mut st, 0, k, at, &mut answered);
         st.end_sweep(&answered, Instant::now());
     }
-    assert!(!st.nodes[0].health.no_samples);
-    assert_eq!(st.nodes[0].health.optional_unsupported, 0);
-    assert_eq!(st.nodes[0].health.optional_answered, 1 << k);
+    assert!(!st.nodes[0].answers.no_samples);
+    assert_eq!(st.nodes[0].answers.optional_unsupported, 0);
+    assert_eq!(st.nodes[0].answers.optional_answered, 1 << k);
     assert_eq!(st.kind(0).answered, 1 << k);
 }
 

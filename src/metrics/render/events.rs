@@ -49,6 +49,7 @@ mod tests {
             collectors: Collectors::NONE.with(Collector::Agent),
             taken_unix: None,
             events: Some(counts),
+            now: std::time::Instant::now(),
         };
         let mut out = Vec::new();
         render(&s, &mut out).unwrap();

@@ -11,7 +11,7 @@ use super::{
     sample_suffix,
 };
 use crate::ib::cabling::MISMATCHES;
-use crate::ib::health::{CONDITIONS, Condition, PortVerdict, Verdicts};
+use crate::ib::health::{CONDITIONS, Condition, PortVerdict};
 use crate::metrics::families::{
     HEALTH_CONDITION, HEALTH_EVALUATED, HEALTH_FLAPS, HEALTH_LAST_FLAP, HEALTH_NODE_UNRESPONSIVE,
     HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily, Kind, PLAN_COMPARED, PLAN_MISMATCHES,
@@ -37,26 +37,6 @@ fn start(l: &mut Vec<u8>, f: &HealthFamily) {
 fn push_link_labels(l: &mut Vec<u8>, v: &PortVerdict) {
     push_port_labels(l, v.guid, v.port);
     push_peer_labels(l, v.peer);
-}
-
-/// Whether `c` stands on the port: its own mark, or, for
-/// [`Condition::Unresponsive`], its node's.
-pub(crate) fn shows(h: &Verdicts, v: &PortVerdict, c: Condition) -> bool {
-    match c {
-        Condition::Unresponsive => h.node(v.guid).is_some_and(|n| n.unresponsive.is_some()),
-        _ => v.mark(c).is_some(),
-    }
-}
-
-/// Ports with a verdict entry on which `c` stands, per condition.
-pub(crate) fn unhealthy_ports(h: &Verdicts) -> [usize; CONDITIONS.len()] {
-    let mut n = [0; CONDITIONS.len()];
-    for v in h.ports.iter() {
-        for c in Condition::ALL {
-            n[c as usize] += usize::from(shows(h, v, c));
-        }
-    }
-    n
 }
 
 /// Milliseconds as seconds with three decimals.
@@ -123,7 +103,7 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
     let h = &*s.snap.health;
     let f = &HEALTH_UNHEALTHY_PORTS;
     w.header(f.name, header_kind(f), f.help)?;
-    for (def, n) in CONDITIONS.iter().zip(unhealthy_ports(h)) {
+    for (def, n) in CONDITIONS.iter().zip(h.counts()) {
         let l = &mut w.line;
         start(l, f);
         l.push(b'{');
@@ -172,7 +152,7 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
                 push_label(l, false, "condition", def.name.as_bytes());
                 l.extend_from_slice(b"} ");
                 let value = if f.name == HEALTH_CONDITION.name {
-                    u64::from(shows(h, v, def.condition))
+                    u64::from(h.shows(v, def.condition))
                 } else if def.condition == Condition::Unresponsive {
                     h.node(v.guid).map_or(0, |n| n.raised.into())
                 } else {
@@ -235,6 +215,7 @@ mod tests {
             collectors: Collectors::NONE.with(Collector::Health),
             taken_unix: None,
             events: None,
+            now: std::time::Instant::now(),
         };
         let mut out = Vec::new();
         render(&s, &mut out).unwrap();
@@ -285,7 +266,7 @@ mod tests {
         // A flap was counted on the lost link's ends (LinkDowned rose).
         let v = h.port(ga, pa).unwrap();
         assert!(v.flaps >= 1 && v.last_flap.is_some(), "{v:?}");
-        let secs = v.last_flap.unwrap() / 1000;
+        let secs = h.wall(v.last_flap.unwrap()) / 1000;
         assert!(text.contains(&format!(
             "infiniband_port_health_last_flap_timestamp_seconds{{node_guid=\"{ga}\",port=\"{pa}\""
         )) && text.contains(&format!("}} {secs}.")));
@@ -295,8 +276,9 @@ mod tests {
         assert_eq!(h.at, u.now);
         assert!(std::sync::Arc::ptr_eq(&u.rig.cache.load(), &u.snap));
         assert!(text.contains(&format!(
-            "infiniband_health_last_evaluation_timestamp_seconds {}.000\n",
-            u.now / 1000
+            "infiniband_health_last_evaluation_timestamp_seconds {}.{:03}\n",
+            u.now / 1000,
+            u.now % 1000
         )));
         // Every family is declared once with HELP and TYPE; OpenMetrics
         // names the counters without `_total`.

@@ -5,6 +5,10 @@ use crate::mib::read::read;
 use crate::mib::tables::COLUMNS;
 use crate::rig::{AgentRig, RigOptions};
 
+/// The one time every render and read of these tests is made at.
+static NOW: std::sync::LazyLock<std::time::Instant> =
+    std::sync::LazyLock::new(std::time::Instant::now);
+
 fn scrape_of(snap: &Snapshot, format: Format, collectors: Collectors) -> String {
     let endpoint = EndpointCounters::default();
     let http = HttpCounters::default();
@@ -16,6 +20,7 @@ fn scrape_of(snap: &Snapshot, format: Format, collectors: Collectors) -> String 
         collectors,
         taken_unix: Some(1_700_000_000.25),
         events: None,
+        now: *NOW,
     };
     let mut out = Vec::new();
     render(&s, &mut out).unwrap();
@@ -55,6 +60,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
                     Some(node),
                     RowIndex::port(node.id.guid, p.num()),
                     0,
+                    *NOW,
                 );
                 let got = sample(&text, &name, node.id.guid, p.num());
                 let mut shown = Vec::new();
@@ -301,34 +307,85 @@ fn golden_exposition() -> String {
         .collect()
 }
 
-/// The SHA-256 of [`golden_exposition`] as the families declared apart
-/// from their MIB columns rendered it, with what came since and changed
-/// lines: the SNMP endpoint's refusals by reason
-/// (`infiniband_agent_snmp_refused_total{reason}`, from the edges' one
-/// refusal table) in place of the unlabelled `agent_snmp_refused` and
-/// `agent_snmp_rate_limited`; the sweeper's subnet (`subnet="fe80::/64"`)
-/// on the node and port info series, and the subnet collector's series;
-/// the node's name (`node_name`, its NodeDescription without a
-/// node-name-map) on the node info series. No other line differs.
-const GOLDEN_SHA256: &str = "f8decbc8e64b2af3d5982312b92ed1c968914c07e4a56bfe8047e3c00c8ae34c";
+/// The checked-in exposition [`golden_exposition`] must render: the
+/// families as declared on their MIB columns, the SNMP endpoint's refusals
+/// by reason, the sweeper's subnet on the info series and the subnet
+/// collector's series. A change to the exposition shows as a diff of this
+/// file; `UPDATE_GOLDEN=1` writes it anew.
+const GOLDEN: &str = "tests/fixtures/golden-exposition.txt";
+
+/// The lines of `want` and `got` that differ, in order, `-` for a line
+/// only `want` has and `+` for one only `got` has (the first 40).
+fn line_diff(want: &str, got: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    // The common head and tail go first, so the table below is of the
+    // lines that changed only (bounded: past 2,000 a side, listed whole).
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (a, b) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    if a.len() > 2000 || b.len() > 2000 {
+        let mut out: Vec<String> = a.iter().take(20).map(|l| format!("-{l}")).collect();
+        out.extend(b.iter().take(20).map(|l| format!("+{l}")));
+        return out.join("\n");
+    }
+    // The longest common subsequence, by the lines' positions.
+    let mut l = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            l[i][j] = if a[i] == b[j] {
+                l[i + 1][j + 1] + 1
+            } else {
+                l[i + 1][j].max(l[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            (i, j) = (i + 1, j + 1);
+        } else if j < b.len() && (i == a.len() || l[i][j + 1] >= l[i + 1][j]) {
+            out.push(format!("+{}", b[j]));
+            j += 1;
+        } else {
+            out.push(format!("-{}", a[i]));
+            i += 1;
+        }
+    }
+    let more = out.len().saturating_sub(40);
+    out.truncate(40);
+    if more > 0 {
+        out.push(format!("... {more} more"));
+    }
+    out.join("\n")
+}
 
 /// Declaring a family on its MIB column, and reading the info series
 /// through the MIB's read path, changes no byte of the exposition.
 #[test]
 fn the_simulators_exposition_keeps_every_byte() {
-    use sha2::Digest;
     let text = golden_exposition();
-    let digest: String = sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(
-        digest,
-        GOLDEN_SHA256,
-        "{} lines, {} bytes",
-        text.lines().count(),
-        text.len()
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOLDEN);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text == want,
+        "the exposition differs from {GOLDEN} (UPDATE_GOLDEN=1 writes it):\n{}",
+        line_diff(&want, &text)
     );
+}
+
+#[test]
+fn a_line_diff_names_the_lines_each_side_has_alone() {
+    assert_eq!(line_diff("a\nb\nc\n", "a\nx\nc\n"), "+x\n-b");
+    assert_eq!(line_diff("a\n", "a\nb\n"), "+b");
+    assert_eq!(line_diff("a\nb\n", "a\nb\n"), "");
 }
 
 /// Two subnets in the snapshot: an info series each with the SM's fields

@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 use super::{FabricState, Slot};
 use crate::fabric::record::Stamp;
 use crate::fabric::strikes::{
-    AttrMask, KIND_VERDICT, KindKey, KindState, NodeHealth, RETRY_UNANSWERED_SWEEPS, attr_list,
+    AttrMask, KIND_VERDICT, KindKey, KindState, NodeAnswers, RETRY_UNANSWERED_SWEEPS, attr_list,
 };
 use crate::ib::Guid;
 use crate::pm::optional::OPTIONAL_ATTRS;
@@ -57,9 +57,9 @@ impl FabricState {
         let kind = if self.self_check(ni) {
             0
         } else {
-            self.kind(ni).unsupported & !s.health.optional_answered
+            self.kind(ni).unsupported & !s.answers.optional_answered
         };
-        s.health.optional_unsupported | kind
+        s.answers.optional_unsupported | kind
     }
 
     /// The request of `slot` asks whether the node has something it has
@@ -73,7 +73,7 @@ impl FabricState {
             Slot::SamplesControl(ni) | Slot::SamplesResult(ni) => self
                 .nodes
                 .get(ni)
-                .is_some_and(|s| !s.health.samples_answered),
+                .is_some_and(|s| !s.answers.samples_answered),
             _ => false,
         }
     }
@@ -92,7 +92,7 @@ impl FabricState {
     /// sample mechanism it did not answer ([`RETRY_UNANSWERED_SWEEPS`]).
     pub fn retry_unanswered(&mut self) {
         for s in &mut self.nodes {
-            s.health.retry();
+            s.answers.retry();
         }
     }
 
@@ -102,7 +102,7 @@ impl FabricState {
     /// answer it.
     pub fn sample_results(&self, ni: usize) -> impl Iterator<Item = (u16, Slot)> {
         let ext = self.nodes.get(ni).is_some_and(|s| {
-            !s.health.no_result_ext
+            !s.answers.no_result_ext
                 && s.cpi().is_some_and(|c| {
                     c.capability_mask & crate::pm::class_port_info::CAP_EXT_WIDTH != 0
                 })
@@ -143,7 +143,7 @@ impl FabricState {
             let s = &mut self.nodes[ni];
             let node = &s.rec;
             let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
-            let (samples_out, out) = s.health.end_sweep(*ok);
+            let (samples_out, out) = s.answers.end_sweep(*ok);
             if samples_out {
                 debug!(node = %node.id.guid, "no answer to PortSamplesControl: asking again rarely");
             }
@@ -154,7 +154,7 @@ impl FabricState {
             }
             // What the node's kind left unanswered is said once for the kind.
             let kind_unsupported = self.kinds[s.kind as usize].1.unsupported;
-            let unsupported = s.health.optional_unsupported;
+            let unsupported = s.answers.optional_unsupported;
             s.optional_reported |= unsupported & kind_unsupported;
             let new_unsupported = unsupported & !s.optional_reported;
             if new_unsupported != 0 {
@@ -194,7 +194,7 @@ impl FabricState {
                     // Ask ClassPortInfo again when it comes back.
                     s.cpi_stale = true;
                     s.redirect = None;
-                    s.health = NodeHealth::default();
+                    s.answers = NodeAnswers::default();
                     s.optional_reported = 0;
                 }
             }
