@@ -590,7 +590,14 @@ impl std::fmt::Display for ConfigFailure {
 fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     let mut cfg = match &a.config {
         Some(p) => Config::load(p).map_err(ConfigFailure::File)?,
-        None => Config::default(),
+        // No file: rdma-core's default node-name-map still names nodes
+        // when it exists (a bad one is logged and left out).
+        None => Config {
+            names: std::sync::Arc::new(
+                ibpm_agentx::ib::names::Names::open(None).unwrap_or_default(),
+            ),
+            ..Config::default()
+        },
     };
     if let Some(s) = a.agentx_socket {
         cfg.agentx.socket = s;
