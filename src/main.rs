@@ -398,6 +398,7 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
         }
     };
     init_offline_logging(&cfg);
+    let t0 = std::time::Instant::now();
     let backend = match ibpm_agentx::app::open_backend(&cfg, &ibpm_agentx::app::Shutdown::new()) {
         Ok(b) => b,
         Err(e) => {
@@ -405,6 +406,8 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
+    let discovered = t0.elapsed();
+    let t1 = std::time::Instant::now();
     let mut seen = std::collections::HashSet::new();
     let nodes: Vec<write::WriteNode<'_>> = backend
         .subnets
@@ -422,9 +425,12 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
     match written {
         Ok(()) => {
             eprintln!(
-                "ibpm-agentx: wrote {} nodes to {}",
+                "ibpm-agentx: wrote {} nodes ({} bytes) to {}: discovered in {} ms, written in {} ms",
                 nodes.len(),
-                Escaped(&file.display().to_string())
+                text.len(),
+                Escaped(&file.display().to_string()),
+                discovered.as_millis(),
+                t1.elapsed().as_millis()
             );
             ExitCode::SUCCESS
         }
