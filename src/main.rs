@@ -29,7 +29,8 @@ struct Cli {
 enum Cmd {
     /// Sweep the fabric and serve IB-PM-MIB.
     Run(RunArgs),
-    /// Check a configuration file (and the topology file it names).
+    /// Check a configuration file (and the topology file, node-name-map
+    /// and plan it names).
     CheckConfig {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
@@ -47,7 +48,7 @@ enum Cmd {
     /// and whether it is degraded.
     Query {
         /// The node: its GUID (hex), a port GUID (as perfquery -G), a LID,
-        /// or its NodeDescription.
+        /// its name in the node-name-map, or its NodeDescription.
         node: String,
         /// The port (default: the port a port GUID or a channel adapter's
         /// LID names, else 1).
