@@ -29,7 +29,8 @@ struct Cli {
 enum Cmd {
     /// Sweep the fabric and serve IB-PM-MIB.
     Run(RunArgs),
-    /// Check a configuration file (and the topology file it names).
+    /// Check a configuration file (and the topology file, node-name-map
+    /// and plan it names).
     CheckConfig {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
@@ -47,7 +48,7 @@ enum Cmd {
     /// and whether it is degraded.
     Query {
         /// The node: its GUID (hex), a port GUID (as perfquery -G), a LID,
-        /// or its NodeDescription.
+        /// its name in the node-name-map, or its NodeDescription.
         node: String,
         /// The port (default: the port a port GUID or a channel adapter's
         /// LID names, else 1).
@@ -480,6 +481,7 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
         }
     };
     init_offline_logging(&cfg);
+    let t0 = std::time::Instant::now();
     let backend = match ibpm_agentx::app::open_backend(&cfg, &ibpm_agentx::app::Shutdown::new()) {
         Ok(b) => b,
         Err(e) => {
@@ -487,6 +489,8 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
+    let discovered = t0.elapsed();
+    let t1 = std::time::Instant::now();
     let mut seen = std::collections::HashSet::new();
     let nodes: Vec<write::WriteNode<'_>> = backend
         .subnets
@@ -504,9 +508,12 @@ fn topology_save(file: &std::path::Path, fabric: FabricArgs) -> ExitCode {
     match written {
         Ok(()) => {
             eprintln!(
-                "ibpm-agentx: wrote {} nodes to {}",
+                "ibpm-agentx: wrote {} nodes ({} bytes) to {}: discovered in {} ms, written in {} ms",
                 nodes.len(),
-                Escaped(&file.display().to_string())
+                text.len(),
+                Escaped(&file.display().to_string()),
+                discovered.as_millis(),
+                t1.elapsed().as_millis()
             );
             ExitCode::SUCCESS
         }
@@ -861,7 +868,14 @@ impl std::fmt::Display for ConfigFailure {
 fn build_config(a: RunArgs) -> Result<Config, ConfigFailure> {
     let mut cfg = match &a.config {
         Some(p) => Config::load(p).map_err(ConfigFailure::File)?,
-        None => Config::default(),
+        // No file: rdma-core's default node-name-map still names nodes
+        // when it exists (a bad one is logged and left out).
+        None => Config {
+            names: std::sync::Arc::new(
+                ibpm_agentx::ib::names::Names::open(None).unwrap_or_default(),
+            ),
+            ..Config::default()
+        },
     };
     if let Some(s) = a.agentx_socket {
         cfg.agentx.socket = s;

@@ -97,6 +97,10 @@ mod tests {
     fn views_leave_the_metrics_path_to_the_metrics() {
         assert_eq!(View::of_path("/", "/metrics"), Some(View::Page));
         assert_eq!(View::of_path("/api/health", "/metrics"), Some(View::Json));
+        assert_eq!(
+            View::of_path("/api/topology", "/metrics"),
+            Some(View::Topology)
+        );
         assert_eq!(View::of_path("/", "/"), None);
         assert_eq!(View::of_path("/api/health", "/api/health"), None);
         assert_eq!(View::of_path("/metrics", "/metrics"), None);
