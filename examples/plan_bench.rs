@@ -68,8 +68,8 @@ fn main() {
     drop(snap);
     let before = heap();
     let mut cmp = Comparison::new(CompareConfig::default(), Some(&plan));
-    drop(plan);
     let compiled = heap().saturating_sub(before);
+    drop(plan);
     let (mut sweep_time, mut cmp_time) = (Duration::ZERO, Duration::ZERO);
     let mut now = 1_795_944_802_000u64;
     let mut verdicts = 0;

@@ -66,17 +66,26 @@ struct PlanPort {
 pub const PORT_BYTES: usize = 8;
 const _: () = assert!(size_of::<PlanPort>() <= PORT_BYTES);
 
-/// One planned node: its ports are `len` entries of [`Compiled::ports`]
-/// from `start`.
-#[derive(Clone, Debug)]
+/// One planned node (24 bytes): its GUID (0 for a node the plan names
+/// by name), its ports (`len` entries of [`Compiled::ports`] from
+/// `start`), and its name as `name_len` bytes of [`Compiled::names`] from
+/// `name_at` (the name it is matched by, for a plan by name; the plan's
+/// name for people, for a plan by GUID).
+#[derive(Clone, Copy, Debug, Default)]
 struct PlanNodeC {
-    node: NodeRef,
-    name: Option<Arc<str>>,
-    node_type: Option<NodeType>,
-    line: u32,
+    guid: Guid,
     start: u32,
-    len: u32,
+    name_at: u32,
+    len: u16,
+    name_len: u16,
+    /// [`NodeType`] as 1 CA, 2 switch, 3 router; 0 not said.
+    node_type: u8,
+    by_name: bool,
 }
+
+/// The bytes one planned node takes, besides its name.
+pub const NODE_BYTES: usize = 24;
+const _: () = assert!(size_of::<PlanNodeC>() <= NODE_BYTES);
 
 /// A plan in the form the comparison walks.
 #[derive(Clone, Debug)]
@@ -84,22 +93,45 @@ struct Compiled {
     source: PlanSource,
     nodes: Vec<PlanNodeC>,
     ports: Vec<PlanPort>,
+    /// Every node's name, one after the other.
+    names: String,
     links: u32,
+}
+
+fn type_code(t: Option<NodeType>) -> u8 {
+    match t {
+        None => 0,
+        Some(NodeType::Ca) => 1,
+        Some(NodeType::Switch) => 2,
+        Some(NodeType::Router) => 3,
+    }
 }
 
 impl Compiled {
     fn new(plan: &Plan) -> Compiled {
         let mut index: HashMap<&NodeRef, u32> = HashMap::with_capacity(plan.nodes.len());
         let mut nodes: Vec<PlanNodeC> = Vec::with_capacity(plan.nodes.len());
-        let add = |n: &'_ PlannedNode, nodes: &mut Vec<PlanNodeC>| {
+        let mut names = String::new();
+        let mut add = |n: &'_ PlannedNode, nodes: &mut Vec<PlanNodeC>| {
+            let (guid, by_name, name) = match &n.node {
+                NodeRef::Guid(g) => (*g, false, n.name.as_deref().unwrap_or("")),
+                NodeRef::Name(s) => (Guid(0), true, &**s),
+            };
+            // Cut at a character within the bound (names are bounded
+            // where a plan is read).
+            let mut end = name.len().min(usize::from(u16::MAX));
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
             nodes.push(PlanNodeC {
-                node: n.node.clone(),
-                name: n.name.clone(),
-                node_type: n.node_type,
-                line: n.line,
-                start: 0,
-                len: 0,
+                guid,
+                name_at: names.len() as u32,
+                name_len: end as u16,
+                node_type: type_code(n.node_type),
+                by_name,
+                ..Default::default()
             });
+            names.push_str(&name[..end]);
         };
         for n in &plan.nodes {
             if !index.contains_key(&n.node) {
@@ -160,13 +192,44 @@ impl Compiled {
                 ports.push(ends[k].1);
                 k += 1;
             }
-            n.len = ports.len() as u32 - n.start;
+            // At most 256 ports a node (numbers are 0..=255).
+            n.len = (ports.len() as u32 - n.start) as u16;
         }
+        names.shrink_to_fit();
         Compiled {
             source: plan.source,
             nodes,
             ports,
+            names,
             links: plan.links.len() as u32,
+        }
+    }
+
+    /// How the plan names node `i`.
+    fn node_ref(&self, i: usize) -> NodeRef {
+        let n = &self.nodes[i];
+        if n.by_name {
+            NodeRef::Name(Arc::from(self.name(i).unwrap_or("")))
+        } else {
+            NodeRef::Guid(n.guid)
+        }
+    }
+
+    /// Node `i`'s name in the plan, if it has one.
+    fn name(&self, i: usize) -> Option<&str> {
+        let n = &self.nodes[i];
+        let at = n.name_at as usize;
+        self.names
+            .get(at..at + usize::from(n.name_len))
+            .filter(|s| !s.is_empty())
+    }
+
+    fn node_type(&self, i: usize) -> Option<NodeType> {
+        match self.nodes[i].node_type {
+            1 => Some(NodeType::Ca),
+            2 => Some(NodeType::Switch),
+            3 => Some(NodeType::Router),
+            _ => None,
         }
     }
 
@@ -182,18 +245,18 @@ impl Compiled {
     /// end).
     fn to_plan(&self) -> Plan {
         let mut links = Vec::with_capacity(self.ports.len() / 2);
-        for (i, n) in self.nodes.iter().enumerate() {
+        for i in 0..self.nodes.len() {
             for p in self.node_ports(i) {
                 if (i as u32, p.port) > (p.peer, p.peer_port) {
                     continue;
                 }
                 links.push(PlannedLink {
                     a: PlanEnd {
-                        node: n.node.clone(),
+                        node: self.node_ref(i),
                         port: p.port,
                     },
                     z: PlanEnd {
-                        node: self.nodes[p.peer as usize].node.clone(),
+                        node: self.node_ref(p.peer as usize),
                         port: p.peer_port,
                     },
                     width: LinkWidth::from_mib(p.width.into()),
@@ -204,14 +267,14 @@ impl Compiled {
         }
         Plan {
             source: self.source,
-            nodes: self
-                .nodes
-                .iter()
-                .map(|n| PlannedNode {
-                    node: n.node.clone(),
-                    node_type: n.node_type,
-                    name: n.name.clone(),
-                    line: n.line,
+            nodes: (0..self.nodes.len())
+                .map(|i| PlannedNode {
+                    node: self.node_ref(i),
+                    node_type: self.node_type(i),
+                    name: (!self.nodes[i].by_name)
+                        .then(|| self.name(i).map(Arc::from))
+                        .flatten(),
+                    line: 0,
                 })
                 .collect(),
             links,
@@ -307,7 +370,9 @@ impl Comparison {
     /// not counting verdict entries.
     pub fn plan_bytes(&self) -> usize {
         self.plan.as_ref().map_or(0, |p| {
-            p.ports.capacity() * size_of::<PlanPort>() + p.nodes.capacity() * size_of::<PlanNodeC>()
+            p.ports.capacity() * size_of::<PlanPort>()
+                + p.nodes.capacity() * size_of::<PlanNodeC>()
+                + p.names.capacity()
         })
     }
 
@@ -486,10 +551,7 @@ impl Comparison {
 /// for a plan by name, the node the name is the mapped name of, else the
 /// NodeDescription of (a GUID taken once).
 fn resolve(plan: &Compiled, snap: &Snapshot) -> Vec<Option<Guid>> {
-    let by_name = plan
-        .nodes
-        .iter()
-        .any(|n| matches!(n.node, NodeRef::Name(_)));
+    let by_name = plan.nodes.iter().any(|n| n.by_name);
     let mut names: HashMap<&str, Vec<Guid>> = HashMap::new();
     if by_name {
         for n in &snap.nodes {
@@ -502,19 +564,19 @@ fn resolve(plan: &Compiled, snap: &Snapshot) -> Vec<Option<Guid>> {
         }
     }
     let mut taken: std::collections::HashSet<Guid> = std::collections::HashSet::new();
-    plan.nodes
-        .iter()
-        .map(|n| match &n.node {
-            NodeRef::Guid(g) => taken.insert(*g).then_some(*g),
-            NodeRef::Name(s) => {
-                let g = names
-                    .get(&**s)?
-                    .iter()
-                    .copied()
-                    .find(|g| !taken.contains(g))?;
-                taken.insert(g);
-                Some(g)
+    (0..plan.nodes.len())
+        .map(|i| {
+            let n = &plan.nodes[i];
+            if !n.by_name {
+                return taken.insert(n.guid).then_some(n.guid);
             }
+            let g = names
+                .get(plan.name(i)?)?
+                .iter()
+                .copied()
+                .find(|g| !taken.contains(g))?;
+            taken.insert(g);
+            Some(g)
         })
         .collect()
 }
@@ -647,19 +709,15 @@ impl Ctx<'_> {
     /// A planned node's name for people: the found node's, else the
     /// plan's.
     fn planned_name(&self, i: usize) -> Option<Arc<str>> {
-        let n = &self.plan.nodes[i];
         if let Some(rec) = self.guids[i].and_then(|g| self.snap.node(g)) {
             return Some(name_of(rec));
         }
-        n.name.clone().or_else(|| match &n.node {
-            NodeRef::Name(s) => Some(Arc::clone(s)),
-            NodeRef::Guid(_) => None,
-        })
+        self.plan.name(i).map(Arc::from)
     }
 
     fn planned_end(&self, p: &PlanPort) -> PlanEnd {
         PlanEnd {
-            node: self.plan.nodes[p.peer as usize].node.clone(),
+            node: self.plan.node_ref(p.peer as usize),
             port: p.peer_port,
         }
     }
@@ -667,12 +725,7 @@ impl Ctx<'_> {
     /// A planned node the fabric does not show: absent, and its planned
     /// ports missing (when it has a GUID to name them by).
     fn absent(&self, i: usize, out: &mut Vec<PlanVerdict>) {
-        let n = &self.plan.nodes[i];
-        let guid = match (&n.node, self.guids[i]) {
-            (_, Some(g)) => g,
-            (NodeRef::Guid(g), None) => *g,
-            (NodeRef::Name(_), None) => Guid(0),
-        };
+        let guid = self.guids[i].unwrap_or(self.plan.nodes[i].guid);
         let name = self.planned_name(i);
         let mut v = self.verdict(Mismatch::AbsentNode, guid, 0);
         v.name = name.clone();

@@ -384,7 +384,20 @@ fn a_plan_port_costs_its_bytes() {
     let plan = fab.plan();
     let c = Comparison::new(cfg(), Some(&plan));
     assert_eq!(c.planned_ports(), plan.links.len() * 2);
-    assert!(c.plan_bytes() <= c.planned_ports() * PORT_BYTES + plan.nodes.len() * 64);
+    let names: usize = plan
+        .nodes
+        .iter()
+        .map(|n| n.name.as_ref().map_or(0, |s| s.len()))
+        .sum();
+    assert!(
+        c.plan_bytes() <= c.planned_ports() * PORT_BYTES + plan.nodes.len() * NODE_BYTES + names
+    );
+    // The plan comes back from its compiled form.
+    let back = c.plan().unwrap();
+    assert_eq!(back.links.len(), plan.links.len());
+    assert_eq!(back.nodes.len(), plan.nodes.len());
+    assert_eq!(back.nodes[3].name, plan.nodes[3].name);
+    assert_eq!(back.nodes[3].node_type, plan.nodes[3].node_type);
 }
 
 #[test]
