@@ -41,6 +41,8 @@ const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time for the whole exchange, from the connect to the answer's end,
 /// unless the command line gives another.
 pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The wait before asking again after a 503.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The CA file read at most.
 const MAX_CACERT: u64 = 1 << 20;
 /// The characters a table cell shows at most (the rest is cut, `…`).
@@ -165,13 +167,6 @@ pub fn get(remote: &Remote, path: &str) -> Result<Vec<u8>, String> {
         t => t,
     };
     let deadline = Instant::now() + timeout;
-    let tcp = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    tcp.set_read_timeout(Some(READ_TIMEOUT)).ok();
-    tcp.set_write_timeout(Some(READ_TIMEOUT)).ok();
-    let timer = tcp
-        .try_clone()
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let mut head = format!(
         "GET {path} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nUser-Agent: ibpm-agentx/{}\r\n",
         url.host,
@@ -187,16 +182,35 @@ pub fn get(remote: &Remote, path: &str) -> Result<Vec<u8>, String> {
     }
     head.push_str("\r\n");
     let head = zeroize::Zeroizing::new(head);
-    let raw = if let Some(cfg) = tls {
-        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(url.host.clone())
-            .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?;
-        let conn = tokio_rustls::rustls::ClientConnection::new(Arc::new(cfg), name)
-            .map_err(|e| format!("TLS: {e}"))?;
-        let mut s = tokio_rustls::rustls::StreamOwned::new(conn, tcp);
-        exchange(&mut s, head.as_bytes(), &timer, deadline)?
-    } else {
-        let mut s = tcp;
-        exchange(&mut s, head.as_bytes(), &timer, deadline)?
+    // One exchange; answered 503 (a render of this host's already under
+    // way, e.g. its Prometheus scraping), another a second later, within
+    // the deadline.
+    let raw = loop {
+        let tcp = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        tcp.set_read_timeout(Some(READ_TIMEOUT)).ok();
+        tcp.set_write_timeout(Some(READ_TIMEOUT)).ok();
+        let timer = tcp
+            .try_clone()
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        let raw = if let Some(cfg) = tls.clone() {
+            let name = tokio_rustls::rustls::pki_types::ServerName::try_from(url.host.clone())
+                .map_err(|e| format!("{}: {e}", Escaped(&url.host)))?;
+            let conn = tokio_rustls::rustls::ClientConnection::new(Arc::new(cfg), name)
+                .map_err(|e| format!("TLS: {e}"))?;
+            let mut s = tokio_rustls::rustls::StreamOwned::new(conn, tcp);
+            exchange(&mut s, head.as_bytes(), &timer, deadline)?
+        } else {
+            let mut s = tcp;
+            exchange(&mut s, head.as_bytes(), &timer, deadline)?
+        };
+        if split_response(&raw).is_ok_and(|(s, _)| s == 503)
+            && Instant::now() + RETRY_AFTER < deadline
+        {
+            std::thread::sleep(RETRY_AFTER);
+            continue;
+        }
+        break raw;
     };
     let (status, body) = split_response(&raw)?;
     if status != 200 {

@@ -93,9 +93,19 @@ impl HealthAgent {
 }
 
 /// A GET on 127.0.0.1:`port` with extra header lines: the status, the
-/// head and the body as text.
+/// head and the body as text. A 503 with Retry-After (a render of this
+/// host's under way: the test's Prometheus scraping) is asked again, up
+/// to 50 times 100 ms apart.
 pub fn get(port: u16, path: &str, headers: &str) -> (u16, String, String) {
-    let (status, head, body) = super::http::get(port, path, headers);
+    let mut got = super::http::get(port, path, headers);
+    for _ in 0..50 {
+        if got.0 != 503 || !got.1.to_ascii_lowercase().contains("retry-after") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        got = super::http::get(port, path, headers);
+    }
+    let (status, head, body) = got;
     (
         status,
         head,
