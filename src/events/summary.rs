@@ -23,7 +23,8 @@ pub struct Summary {
     /// MADs that timed out in the sweep.
     pub timeouts: u32,
     pub duration_ms: u32,
-    /// Links not as the plan says (0 until a plan is compared).
+    /// Ports with a standing mismatch of their link with the plan (0
+    /// until a plan is compared).
     pub not_as_planned: u32,
 }
 
@@ -32,8 +33,7 @@ fn clamp(v: u64) -> u32 {
 }
 
 impl Summary {
-    /// The summary of `snap` at `time_ms`. `not_as_planned` is left 0:
-    /// the caller fills it from the plan's verdicts.
+    /// The summary of `snap` at `time_ms`.
     pub fn of(snap: &Snapshot, time_ms: u64) -> Summary {
         let verdicts = snap.health.counts().map(|n| clamp(n as u64));
         Summary {
@@ -43,7 +43,7 @@ impl Summary {
             unanswering: clamp(snap.nodes.len().saturating_sub(snap.reachable) as u64),
             timeouts: clamp(snap.stats.timeouts),
             duration_ms: clamp(snap.stats.duration_ms),
-            not_as_planned: 0,
+            not_as_planned: clamp(snap.plan.ports_standing() as u64),
         }
     }
 }
@@ -110,5 +110,44 @@ mod tests {
             (4, 5, 9, 120)
         );
         assert_eq!(s.unanswering, 0);
+        assert_eq!(s.not_as_planned, 0);
+    }
+
+    #[test]
+    fn the_ports_not_as_planned_are_counted_from_the_plan_verdicts() {
+        use crate::ib::Guid;
+        use crate::ib::cabling::{Mismatch, PlanVerdict, PlanVerdicts};
+        let v = |kind, guid, standing| PlanVerdict {
+            kind,
+            guid: Guid(guid),
+            port: 1,
+            planned: None,
+            found: None,
+            since: 0,
+            last_seen: 0,
+            raised: 1,
+            standing,
+            seq: 0,
+            name: None,
+            planned_name: None,
+            found_name: None,
+            planned_rate: (None, None),
+            found_rate: (None, None),
+        };
+        let snap = Snapshot {
+            plan: std::sync::Arc::new(PlanVerdicts {
+                verdicts: std::sync::Arc::from(vec![
+                    // Both ends of a miswired cable, a recovering one, and
+                    // a node verdict: two ports stand.
+                    v(Mismatch::Miswired, 1, true),
+                    v(Mismatch::Miswired, 2, true),
+                    v(Mismatch::Missing, 3, false),
+                    v(Mismatch::UnplannedNode, 4, true),
+                ]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(Summary::of(&snap, 0).not_as_planned, 2);
     }
 }

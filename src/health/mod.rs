@@ -399,7 +399,7 @@ impl Evaluator {
         }
         self.nodes = nodes;
         self.ports = ports;
-        self.nodes_seen(&misses, now);
+        self.nodes_seen(&misses, now, |g| snap.node(g).is_some());
         self.join(seen, now);
         Some(self.verdicts(at))
     }
@@ -418,15 +418,23 @@ impl Evaluator {
     }
 
     /// The nodes' unresponsive verdicts after their windows moved:
-    /// `misses` (GUID, sweeps missed, sweeps counted) in GUID order.
-    fn nodes_seen(&mut self, misses: &[(Guid, u8, u8)], now: u64) {
+    /// `misses` (GUID, sweeps missed, sweeps counted) in GUID order. A
+    /// verdict of a node the fabric does not have (`present` says no: gone,
+    /// or a state file of another fabric) is seen no more, so it clears
+    /// after the recovery window; one of a node the fabric has but did not
+    /// judge this time (its subnet not swept) is held as it is.
+    fn nodes_seen(&mut self, misses: &[(Guid, u8, u8)], now: u64, present: impl Fn(Guid) -> bool) {
         let recovery = self.cfg.recovery.as_millis() as u64;
         let forget = self.cfg.forget_after.as_millis() as u64;
         let mut out: Vec<NodeVerdict> = Vec::with_capacity(self.node_entries.len());
         let mut old = self.node_entries.iter().peekable();
         let mut take_old_before = |guid: Option<Guid>, out: &mut Vec<NodeVerdict>| {
             while let Some(e) = old.next_if(|e| guid.is_none_or(|g| e.guid < g)) {
-                out.push(*e);
+                let mut e = *e;
+                if !present(e.guid) && step_mark(&mut e.unresponsive, false, now, recovery) {
+                    e.last_change = now;
+                }
+                out.push(e);
             }
             guid.and_then(|g| old.next_if(|e| e.guid == g).copied())
         };

@@ -573,3 +573,37 @@ fn the_fuzz_seed_is_a_state_file_that_restores() {
     assert_eq!(saved.entries.len(), 2, "both ends of the flapping link");
     assert_eq!(saved.ports.len(), 4);
 }
+
+#[test]
+fn a_state_file_of_another_fabric_leaves_no_verdict_standing_past_the_recovery_window() {
+    // Another fabric: node 0x102 unresponsive, a flapping link on 0x100.
+    let mut other = Run::new(Fab::new(4, 1));
+    for _ in 0..7 {
+        other.fab.nodes[2].failed_sweeps = 1;
+        other.fab.count(0, 1, LD, 1, 10.0);
+        other.sweep();
+    }
+    assert!(other.last.node(Guid(0x102)).unwrap().unresponsive.is_some());
+    assert_ne!(other.mask(0, 1), 0);
+    let saved = state::decode(&state::encode(&other.ev)).unwrap();
+    // This fabric has none of its GUIDs.
+    let mut here = Fab::new(2, 1);
+    for n in &mut here.nodes {
+        n.id.guid = Guid(n.id.guid.0 + 0x1000);
+    }
+    let mut ev = Evaluator::new(HealthConfig::default());
+    ev.restore(saved);
+    let mut now = other.now;
+    let mut last = Verdicts::default();
+    while now < other.now + 15 * MIN + 20 * SEC {
+        now += 10 * SEC;
+        last = ev.evaluate(&here.snap(), At::both(now), &[]).unwrap();
+    }
+    assert!(
+        last.node(Guid(0x102))
+            .is_none_or(|n| n.unresponsive.is_none()),
+        "{:?}",
+        last.nodes
+    );
+    assert!(last.unhealthy().next().is_none(), "{:?}", last.ports);
+}

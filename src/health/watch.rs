@@ -50,7 +50,7 @@ impl Watch {
                         p.display()
                     );
                     // Its times are the file's word: none after now.
-                    eval.restore(saved.clamped(wall_ms(std::time::SystemTime::now())));
+                    eval.restore(saved.clamped(wall_ms(Clock::system().wall())));
                 }
                 Err(
                     e @ state::StateError::Io {

@@ -314,6 +314,15 @@ impl PlanVerdicts {
             .map(|i| &self.verdicts[i])
     }
 
+    /// The ports with a standing mismatch of a link (not of a node): each
+    /// end of a cable counts.
+    pub fn ports_standing(&self) -> usize {
+        self.verdicts
+            .iter()
+            .filter(|v| v.standing && !v.kind.of_node())
+            .count()
+    }
+
     /// Whether the fabric is as planned: no verdict at all.
     pub fn as_planned(&self) -> bool {
         self.verdicts.is_empty()

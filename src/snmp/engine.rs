@@ -22,6 +22,7 @@ use super::access::{AccessTable, Network, Principal, Rule, Subtrees, Viewed};
 use super::codec::{self, int_size, max_pdu_within, pdu_size, tlv};
 use super::local::{LocalObjects, WithLocal};
 use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
+pub(crate) use super::work::Version;
 use super::work::{self, Metered, next_instance};
 use crate::edge::rate::RateLimiter;
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
@@ -414,13 +415,6 @@ pub fn handle_packet(bytes: &[u8], community: &str, handler: &dyn MibHandler) ->
         Outcome::Reply(r) => Some(r),
         _ => None,
     }
-}
-
-/// SNMPv1 or a later version (v2c and v3 share the PDU semantics).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Version {
-    V1,
-    V2,
 }
 
 /// What a request may do: the MIB (with the endpoint's own objects) through

@@ -7,10 +7,16 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::engine::Version;
 use crate::mib::bulk::{self, Range};
 use crate::mib::tables::counter64_column_end;
 use crate::mib::{MibHandler, Oid, Value, VarBind};
+
+/// SNMPv1 or a later version (v2c and v3 share the PDU semantics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Version {
+    V1,
+    V2,
+}
 
 /// The MIB GetNext steps one datagram may take. A GetBulk that fills the
 /// largest UDP answer takes one step a varbind (about 2,700 of a port

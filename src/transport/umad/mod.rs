@@ -70,11 +70,13 @@ pub mod pairs;
 mod sys;
 mod sysfs;
 
+pub use pairs::ib_ports;
+use pairs::select_port;
+use sysfs::check_abi;
 pub use sysfs::{
-    LinkLayer, PortFiles, SYSFS_ROOT_ENV, SysfsCa, SysfsPort, ib_ports, parse_gid, parse_port,
-    read_cas, sysfs_root,
+    LinkLayer, PortFiles, SYSFS_ROOT_ENV, SysfsCa, SysfsPort, parse_gid, parse_port, read_cas,
+    sysfs_root,
 };
-use sysfs::{check_abi, select_port};
 
 pub use crate::pm::mad::MGMT_CLASS_PERF as CLASS_PERF_MGT;
 pub use crate::smp::CLASS_SMP_DIRECTED;

@@ -7,9 +7,12 @@
 //! PortInfo CapabilityMask has IsSMDisabled set, through which GMPs such
 //! as PM MADs go. Any other port is both its own SMI and GSI device (its
 //! SMI none when it has IsSMDisabled). Ethernet ports are in no pair.
-//! Pure: it reads what [`super::read_cas`] read.
+//! The pairing is pure (it reads what [`super::read_cas`] read); the port
+//! the transport opens is picked here from the pairs ([`select_port`]) and
+//! the ports the agent lists ([`ib_ports`]).
 
-use super::sysfs::{LinkLayer, SysfsCa};
+use super::sysfs::{LinkLayer, SysfsCa, SysfsPort, find_device, read_cas, sysfs_root};
+use super::{LocalPort, OpenError, UmadConfig, UmadError};
 
 /// PortInfo CapabilityMask IsSMDisabled (libibumad's
 /// `CAPMASK_IS_SM_DISABLED`).
@@ -90,4 +93,84 @@ pub fn smi_of(cas: &[SysfsCa], gsi: &Device) -> Option<Device> {
         .find(|p| p.gsi.as_ref() == Some(gsi))
         .and_then(|p| p.smi)
         .filter(|smi| smi != gsi)
+}
+
+/// Pick the port per `cfg` (see [`UmadConfig`]) among the ports
+/// [`read_cas`] finds under [`sysfs_root`], and find its umad device.
+pub(super) fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
+    let root = sysfs_root();
+    let cas = read_cas(&root)?;
+    let ports: Vec<(&SysfsCa, &SysfsPort)> = cas
+        .iter()
+        .flat_map(|c| c.ports.iter().map(move |p| (c, p)))
+        .collect();
+    if ports.is_empty() {
+        return Err(OpenError::NoPorts { under: root });
+    }
+    // The SMI half of a planarized port is never picked for PM MADs.
+    let smi_only = smi_halves(&cas);
+    let facts: Vec<LocalPort> = ports
+        .iter()
+        .filter(|(c, p)| {
+            cfg.ca.as_deref().is_none_or(|want| want == c.name)
+                && cfg.port.is_none_or(|want| want == p.port)
+                && (cfg.ca.is_some() || !smi_only.contains(&(c.name.clone(), p.port)))
+        })
+        .map(|(c, p)| LocalPort {
+            ca: c.name.clone(),
+            port: p.port,
+            state: p.state,
+            state_text: p.state_text.clone(),
+            lid: p.lid,
+            node_guid: c.node_guid,
+            device: String::new(),
+        })
+        .collect();
+    let what = match (&cfg.ca, cfg.port) {
+        (Some(c), Some(p)) => format!("port {c}/{p}"),
+        (Some(c), None) => format!("CA {c}"),
+        (None, Some(p)) => format!("port number {p} on any CA"),
+        (None, None) => "any CA".to_string(),
+    };
+    if facts.is_empty() {
+        let known = ports
+            .iter()
+            .map(|(c, p)| format!("{}/{}", c.name, p.port))
+            .collect();
+        return Err(OpenError::NoSuchPort {
+            wanted: what,
+            known,
+        });
+    }
+    // Active first; else a port with its link up (Init/Armed: usable for
+    // directed-route SMPs before an SM ran); else fail.
+    let chosen = facts
+        .iter()
+        .find(|f| f.state == 4)
+        .or_else(|| facts.iter().find(|f| (2..=3).contains(&f.state)))
+        .cloned();
+    let Some(mut local) = chosen else {
+        let states = facts
+            .iter()
+            .map(|f| format!("{}/{} {}", f.ca, f.port, f.state_text))
+            .collect();
+        return Err(OpenError::LinkDown {
+            wanted: what,
+            states,
+        });
+    };
+    local.device = find_device(&local.ca, local.port)?;
+    Ok(local)
+}
+
+/// The InfiniBand ports of `cas` (an Ethernet port of a RoCE CA is none),
+/// each port once: the SMI device of a planarized port
+/// ([`smi_gsi_pairs`]) is its GSI device's, not a port of
+/// its own.
+pub fn ib_ports(cas: &[SysfsCa]) -> impl Iterator<Item = &SysfsPort> {
+    let smi_only = smi_halves(cas);
+    cas.iter()
+        .flat_map(|c| &c.ports)
+        .filter(|p| p.link_layer == LinkLayer::InfiniBand)
+        .filter(move |p| !smi_only.contains(&(p.ca.clone(), p.port)))
 }

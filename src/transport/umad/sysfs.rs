@@ -6,10 +6,7 @@
 use std::io;
 use std::os::fd::AsFd;
 
-use super::{
-    DEV_IB, LocalPort, OpenError, SYS_IB, SYS_IB_MAD, UMAD_ABI_VERSION, UmadConfig, UmadError,
-    cstring, sys,
-};
+use super::{DEV_IB, OpenError, SYS_IB, SYS_IB_MAD, UMAD_ABI_VERSION, UmadError, cstring, sys};
 
 /// Read a small sysfs file through libc `open`/`read` (interposed by
 /// umad2sim, unlike std's `open64`).
@@ -94,76 +91,8 @@ fn parse_guid(text: &str) -> Option<u64> {
     u64::from_str_radix(&hex, 16).ok()
 }
 
-/// Pick the port per `cfg` (see [`UmadConfig`]) among the ports
-/// [`read_cas`] finds under [`sysfs_root`], and find its umad device.
-pub(super) fn select_port(cfg: &UmadConfig) -> Result<LocalPort, UmadError> {
-    let root = sysfs_root();
-    let cas = read_cas(&root)?;
-    let ports: Vec<(&SysfsCa, &SysfsPort)> = cas
-        .iter()
-        .flat_map(|c| c.ports.iter().map(move |p| (c, p)))
-        .collect();
-    if ports.is_empty() {
-        return Err(OpenError::NoPorts { under: root });
-    }
-    // The SMI half of a planarized port is never picked for PM MADs.
-    let smi_only = super::pairs::smi_halves(&cas);
-    let facts: Vec<LocalPort> = ports
-        .iter()
-        .filter(|(c, p)| {
-            cfg.ca.as_deref().is_none_or(|want| want == c.name)
-                && cfg.port.is_none_or(|want| want == p.port)
-                && (cfg.ca.is_some() || !smi_only.contains(&(c.name.clone(), p.port)))
-        })
-        .map(|(c, p)| LocalPort {
-            ca: c.name.clone(),
-            port: p.port,
-            state: p.state,
-            state_text: p.state_text.clone(),
-            lid: p.lid,
-            node_guid: c.node_guid,
-            device: String::new(),
-        })
-        .collect();
-    let what = match (&cfg.ca, cfg.port) {
-        (Some(c), Some(p)) => format!("port {c}/{p}"),
-        (Some(c), None) => format!("CA {c}"),
-        (None, Some(p)) => format!("port number {p} on any CA"),
-        (None, None) => "any CA".to_string(),
-    };
-    if facts.is_empty() {
-        let known = ports
-            .iter()
-            .map(|(c, p)| format!("{}/{}", c.name, p.port))
-            .collect();
-        return Err(OpenError::NoSuchPort {
-            wanted: what,
-            known,
-        });
-    }
-    // Active first; else a port with its link up (Init/Armed: usable for
-    // directed-route SMPs before an SM ran); else fail.
-    let chosen = facts
-        .iter()
-        .find(|f| f.state == 4)
-        .or_else(|| facts.iter().find(|f| (2..=3).contains(&f.state)))
-        .cloned();
-    let Some(mut local) = chosen else {
-        let states = facts
-            .iter()
-            .map(|f| format!("{}/{} {}", f.ca, f.port, f.state_text))
-            .collect();
-        return Err(OpenError::LinkDown {
-            wanted: what,
-            states,
-        });
-    };
-    local.device = find_device(&local.ca, local.port)?;
-    Ok(local)
-}
-
 /// The umadN device whose `ibdev`/`port` match.
-fn find_device(ca: &str, port: u8) -> Result<String, UmadError> {
+pub(super) fn find_device(ca: &str, port: u8) -> Result<String, UmadError> {
     for name in list_dir(SYS_IB_MAD)? {
         if !name.starts_with("umad") {
             continue;
@@ -340,18 +269,6 @@ pub fn read_cas(root: &str) -> Result<Vec<SysfsCa>, UmadError> {
         });
     }
     Ok(out)
-}
-
-/// The InfiniBand ports of `cas` (an Ethernet port of a RoCE CA is none),
-/// each port once: the SMI device of a planarized port
-/// ([`super::pairs::smi_gsi_pairs`]) is its GSI device's, not a port of
-/// its own.
-pub fn ib_ports(cas: &[SysfsCa]) -> impl Iterator<Item = &SysfsPort> {
-    let smi_only = super::pairs::smi_halves(cas);
-    cas.iter()
-        .flat_map(|c| &c.ports)
-        .filter(|p| p.link_layer == LinkLayer::InfiniBand)
-        .filter(move |p| !smi_only.contains(&(p.ca.clone(), p.port)))
 }
 
 #[cfg(test)]
