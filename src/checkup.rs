@@ -311,6 +311,53 @@ fn split_response(raw: &[u8]) -> Result<(u16, &[u8]), String> {
     Ok((status, &raw[end + 4..]))
 }
 
+/// The fabric swept by a command of its own, without an agent: a sweeper
+/// per subnet of the configured backend, publishing into one cache
+/// (several subnets merged as the agent merges them).
+pub struct Offline {
+    pub cache: Arc<Cache>,
+    /// Held while the sweepers publish: it merges their subnets.
+    _federation: Option<Arc<Federation>>,
+    sweepers: Vec<Sweeper>,
+}
+
+impl Offline {
+    pub fn open(cfg: &Config) -> Result<Offline, String> {
+        crate::time::start();
+        let backend = open_backend(cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
+        let cache = Arc::new(Cache::new());
+        let federation = (backend.subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
+        let sweepers = backend
+            .subnets
+            .into_iter()
+            .enumerate()
+            .map(|(index, s)| {
+                let member = federation
+                    .as_ref()
+                    .map_or_else(|| Arc::clone(&cache), |f| f.add_member());
+                let view = SubnetView {
+                    index: index as u8,
+                    ..s.view
+                };
+                let state = SharedState::new(s.fabric, cfg.sweep(), Instant::now()).in_subnet(view);
+                Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
+            })
+            .collect();
+        Ok(Offline {
+            cache,
+            _federation: federation,
+            sweepers,
+        })
+    }
+
+    /// Sweep every subnet once, one after the other.
+    pub fn sweep_once(&mut self) {
+        for s in &mut self.sweepers {
+            s.sweep_once();
+        }
+    }
+}
+
 /// One sweep of the fabric (two, `rates` apart, when given) through the
 /// configured backend, judged by the health evaluator. A single sweep
 /// does not ask for the optional attributes: without a second reading
@@ -325,40 +372,18 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
         Some(r) => cfg.fabric.sweep_interval = r,
         None => cfg.fabric.optional_attributes = false,
     }
-    crate::time::start();
-    let backend = open_backend(&cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
-    let cache = Arc::new(Cache::new());
-    // Several subnets are swept one after the other, merged as the agent
-    // merges them.
-    let federation = (backend.subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
-    let mut sweepers: Vec<Sweeper> = backend
-        .subnets
-        .into_iter()
-        .enumerate()
-        .map(|(index, s)| {
-            let member = federation
-                .as_ref()
-                .map_or_else(|| Arc::clone(&cache), |f| f.add_member());
-            let view = SubnetView {
-                index: index as u8,
-                ..s.view
-            };
-            let state = SharedState::new(s.fabric, cfg.sweep(), Instant::now()).in_subnet(view);
-            Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
-        })
-        .collect();
+    let mut off = Offline::open(&cfg)?;
     // The agent's driver of the evaluator, with no state file.
     let mut watch = Watch::new(cfg.health(), None);
-    let mut judge = |sweepers: &mut Vec<Sweeper>| {
-        for s in sweepers.iter_mut() {
-            s.sweep_once();
-        }
+    let cache = Arc::clone(&off.cache);
+    let mut judge = |off: &mut Offline| {
+        off.sweep_once();
         watch.after_sweep(&cache);
     };
-    judge(&mut sweepers);
+    judge(&mut off);
     if let Some(r) = rates {
         std::thread::sleep(r);
-        judge(&mut sweepers);
+        judge(&mut off);
     }
     Ok(report(
         &cache.load(),

@@ -7,22 +7,14 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use super::{Remote, get};
-use crate::app::{Shutdown, open_backend};
 use crate::cabling::compare::{CompareConfig, Comparison};
 use crate::config::Config;
-use crate::fabric::cache::Cache;
-use crate::fabric::engine::Engine;
-use crate::fabric::federation::Federation;
-use crate::fabric::state::SharedState;
-use crate::fabric::sweep::Sweeper;
 use crate::health::watch::wall_ms;
 use crate::ib::Escaped;
 use crate::ib::cabling::Plan;
-use crate::ib::subnet::SubnetView;
 use crate::metrics::page::age;
 use crate::metrics::plan_diff::{self, DiffReport};
 
@@ -49,29 +41,9 @@ pub fn sweep(cfg: &Config, plan: &Plan, compare: CompareConfig) -> Result<DiffRe
     let mut cfg = cfg.clone();
     cfg.umad.reader_poll = Duration::from_millis(2);
     cfg.fabric.optional_attributes = false;
-    crate::time::start();
-    let backend = open_backend(&cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
-    let cache = Arc::new(Cache::new());
-    let federation = (backend.subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
-    let mut sweepers: Vec<Sweeper> = backend
-        .subnets
-        .into_iter()
-        .enumerate()
-        .map(|(index, s)| {
-            let member = federation
-                .as_ref()
-                .map_or_else(|| Arc::clone(&cache), |f| f.add_member());
-            let view = SubnetView {
-                index: index as u8,
-                ..s.view
-            };
-            let state = SharedState::new(s.fabric, cfg.sweep(), Instant::now()).in_subnet(view);
-            Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
-        })
-        .collect();
-    for s in &mut sweepers {
-        s.sweep_once();
-    }
+    let mut off = super::Offline::open(&cfg)?;
+    off.sweep_once();
+    let cache = &off.cache;
     let mut cmp = Comparison::new(compare, Some(plan));
     let o = cmp
         .evaluate(&cache.load(), wall_ms(SystemTime::now()))
