@@ -26,6 +26,8 @@ fuzz_target!(|data: &[u8]| {
         nodes: fabric.nodes.iter().map(|n| Arc::new(NodeRecord::new(n))).collect(),
         ..Default::default()
     };
-    let v = ev.evaluate(&snap, 1_795_944_802_000, &[]).expect("a new sweep");
+    let v = ev
+        .evaluate(&snap, ibpm_agentx::health::At::both(1_795_944_802_000), &[])
+        .expect("a new sweep");
     assert!(v.ports.windows(2).all(|w| (w[0].guid, w[0].port) < (w[1].guid, w[1].port)));
 });
