@@ -268,3 +268,13 @@ fn a_sim_topology_is_a_plan() {
     assert_eq!(plan.nodes.len(), fabric.nodes.len());
     assert!(plan.links.iter().all(|l| l.line > 0));
 }
+
+#[test]
+fn an_error_is_one_short_line_whatever_the_file_holds() {
+    // A file the fuzzer found (a topology with NUL bytes in a comment).
+    let data = include_bytes!("../../../tests/fixtures/plan/fuzz-crash-long-error.topo");
+    if let Err(e) = parse_plan(data) {
+        let shown = e.to_string();
+        assert!(!shown.contains('\n') && shown.len() < 1000, "{shown:?}");
+    }
+}

@@ -242,7 +242,7 @@ fn parse_inner(text: &str, facts: bool) -> Result<Parsed, TopologyError> {
         if line.starts_with('#') {
             match planes::prefix_comment(line) {
                 Some(Ok(v)) => st.prefix = Some((lineno, v)),
-                Some(Err(v)) => return err(lineno, format!("bad subnet prefix '{v}'")),
+                Some(Err(v)) => return err(lineno, format!("bad subnet prefix {}", excerpt(&v))),
                 None => {}
             }
             continue;
@@ -305,7 +305,7 @@ fn parse_inner(text: &str, facts: bool) -> Result<Parsed, TopologyError> {
                 return err(lineno, format!("'{word}' lines are not supported"));
             }
             "" => return err(lineno, format!("unexpected text: {}", excerpt(line))),
-            _ => return err(lineno, format!("unknown keyword '{}'", excerpt(&word))),
+            _ => return err(lineno, format!("unknown keyword {}", excerpt(&word))),
         }
     }
     if st.nodes.is_empty() {
@@ -652,7 +652,12 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
     };
     let num = match body[..close].trim().parse::<u32>() {
         Ok(n) => n,
-        Err(_) => return err(lineno, format!("bad port number '{}'", &body[..close])),
+        Err(_) => {
+            return err(
+                lineno,
+                format!("bad port number {}", excerpt(&body[..close])),
+            );
+        }
     };
     if num == 0 || num > u32::from(cur.node.id.num_ports) {
         return err(
