@@ -4,6 +4,10 @@
 use std::io::Write;
 use std::path::Path;
 
+pub mod sealed;
+
+pub use sealed::{SealError, Sealed};
+
 /// Read a file that comes from outside (configuration, topology, state
 /// file): a regular file only (a FIFO, a device or a directory is refused
 /// without being waited on), of at most `max` bytes, its size checked

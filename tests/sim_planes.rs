@@ -292,19 +292,19 @@ fn prefix_lines_are_checked_with_their_line() {
                 # subnetprefix=0xfe80000000000002\nHca 1 \"H\"\n[1] \"S\"[1]\n";
     let e = topology::parse(text).unwrap_err();
     assert_eq!(e.line, 5, "{e}");
-    assert!(e.message.contains("line 1"), "{e}");
+    assert!(e.reason.contains("line 1"), "{e}");
     // The same prefix twice is no conflict.
     let same = text.replace("0xfe80000000000002", "0xfe80000000000001");
     assert_eq!(topology::parse_topology(&same).unwrap().prefixes.len(), 2);
     // Not a number; no node after it.
     let e = topology::parse("# subnetprefix=fe80::\nSwitch 2 \"S\"\n").unwrap_err();
     assert_eq!(e.line, 1, "{e}");
-    assert!(e.message.contains("bad subnet prefix"), "{e}");
+    assert!(e.reason.contains("bad subnet prefix"), "{e}");
     let e = topology::parse("Switch 2 \"S\"\n\n# subnetprefix=0x1\n").unwrap_err();
     assert_eq!(e.line, 3, "{e}");
     for bad in ["0x", "0x1ffffffffffffffff", "-1", "", "0xfe80 junk"] {
         let e = topology::parse(&format!("# subnetprefix={bad}\nSwitch 2 \"S\"\n")).unwrap_err();
-        assert!(e.message.contains("bad subnet prefix"), "{bad}: {e}");
+        assert!(e.reason.contains("bad subnet prefix"), "{bad}: {e}");
     }
     // Decimal is a number too; other comments are comments.
     let t =

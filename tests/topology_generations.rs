@@ -121,7 +121,7 @@ fn every_width_and_speed_token() {
     let bad = "Switch 2 \"S\"\n[1] \"H\"[1] e=16\n\nHca 1 \"H\"\n[1] \"S\"[1]\n";
     let e = topology::parse(bad).unwrap_err();
     assert_eq!(e.line, 2);
-    assert!(e.message.contains("bad extended link speed 16"), "{e}");
+    assert!(e.reason.contains("bad extended link speed 16"), "{e}");
 }
 
 /// A token the parser does not know leaves that link's width or speed
@@ -142,16 +142,16 @@ fn unknown_tokens_are_unknown_with_one_warning_each() {
     let lines: Vec<usize> = warnings.iter().map(|w| w.line).collect();
     assert_eq!(lines, [2, 3, 4, 8], "{warnings:?}");
     assert!(
-        warnings[0].message.contains("unknown link speed 'ZDR'"),
+        warnings[0].reason.contains("unknown link speed 'ZDR'"),
         "{}",
         warnings[0]
     );
     assert!(
-        warnings[1].message.contains("unknown link width '3x'"),
+        warnings[1].reason.contains("unknown link width '3x'"),
         "{}",
         warnings[1]
     );
-    assert!(warnings[2].message.contains("'???'"), "{}", warnings[2]);
+    assert!(warnings[2].reason.contains("'???'"), "{}", warnings[2]);
     let p = |d: &str| {
         let p = &node(&f, d).ports[0];
         (p.width, p.speed, p.rate_mbps())
@@ -179,10 +179,6 @@ struct TopologyWarning<'a>(&'a topology::TopologyError, &'a Path);
 
 impl std::fmt::Display for TopologyWarning<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let e = topology::TopologyError {
-            file: Some(self.1.to_path_buf()),
-            ..self.0.clone()
-        };
-        write!(f, "{e}")
+        write!(f, "{}", self.0.clone().in_file(self.1))
     }
 }

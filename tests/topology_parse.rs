@@ -195,7 +195,7 @@ fn errors_name_the_line() {
     for (text, line, msg) in cases {
         let e = fails(text);
         assert_eq!(e.line, *line, "{text:?}: {e}");
-        assert!(e.message.contains(msg), "{text:?}: {e}");
+        assert!(e.reason.contains(msg), "{text:?}: {e}");
         let shown = e.to_string();
         assert!(
             shown.starts_with(&format!("topology <text>:{line}: ")),

@@ -736,7 +736,7 @@ fn restore_totals(state: &SharedState, path: &std::path::Path) {
                 info!(path = %path.display(), saved = saved.len(), matched, "64-bit totals restored from the state file");
             }
         }
-        Err(PersistError::Io(e)) if !path.exists() => {
+        Err(PersistError::Frame(e)) if e.is_missing() => {
             info!(path = %path.display(), "no state file yet ({e}): 64-bit totals start afresh");
         }
         Err(e) => {

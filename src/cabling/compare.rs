@@ -98,15 +98,6 @@ struct Compiled {
     links: u32,
 }
 
-fn type_code(t: Option<NodeType>) -> u8 {
-    match t {
-        None => 0,
-        Some(NodeType::Ca) => 1,
-        Some(NodeType::Switch) => 2,
-        Some(NodeType::Router) => 3,
-    }
-}
-
 impl Compiled {
     fn new(plan: &Plan) -> Compiled {
         let mut index: HashMap<&NodeRef, u32> = HashMap::with_capacity(plan.nodes.len());
@@ -127,7 +118,7 @@ impl Compiled {
                 guid,
                 name_at: names.len() as u32,
                 name_len: end as u16,
-                node_type: type_code(n.node_type),
+                node_type: n.node_type.map_or(0, NodeType::code),
                 by_name,
                 ..Default::default()
             });
@@ -225,12 +216,7 @@ impl Compiled {
     }
 
     fn node_type(&self, i: usize) -> Option<NodeType> {
-        match self.nodes[i].node_type {
-            1 => Some(NodeType::Ca),
-            2 => Some(NodeType::Switch),
-            3 => Some(NodeType::Router),
-            _ => None,
-        }
+        NodeType::from_code(self.nodes[i].node_type)
     }
 
     fn node_ports(&self, i: usize) -> &[PlanPort] {
@@ -687,23 +673,7 @@ fn name_of(rec: &NodeRecord) -> Arc<str> {
 
 impl Ctx<'_> {
     fn verdict(&self, kind: Mismatch, guid: Guid, port: u8) -> PlanVerdict {
-        PlanVerdict {
-            kind,
-            guid,
-            port,
-            planned: None,
-            found: None,
-            since: self.now,
-            last_seen: self.now,
-            raised: 0,
-            standing: true,
-            seq: 0,
-            name: None,
-            planned_name: None,
-            found_name: None,
-            planned_rate: (None, None),
-            found_rate: (None, None),
-        }
+        PlanVerdict::new(kind, guid, port, self.now)
     }
 
     /// A planned node's name for people: the found node's, else the

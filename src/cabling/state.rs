@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::files::{Cursor, Truncated, fnv1a};
+use crate::files::{SealError, Sealed, Truncated};
 use crate::ib::cabling::{NodeRef, Plan, PlanEnd, PlanSource, PlannedLink, PlannedNode};
 use crate::ib::{Guid, LinkSpeed, LinkWidth, NodeType};
 
@@ -31,50 +31,43 @@ const LINK_LEN: usize = 2 * (8 + 1) + 2;
 pub const MAX_FILE: usize =
     MAGIC.len() + 8 + MAX_NODES * (NODE_LEN + MAX_NAME) + MAX_LINKS * LINK_LEN + 8;
 
+/// The file's format.
+pub const FILE: Sealed = Sealed {
+    magic: MAGIC,
+    max: MAX_FILE,
+    what: "a baseline file",
+};
+
 /// Why a baseline file cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StateError {
-    Io(String),
-    TooLarge(u64),
-    Truncated,
-    BadMagic,
-    Checksum,
-    TooMany(u32),
+    /// A fault of the frame every state file shares.
+    Frame(SealError),
     BadName,
     NotByGuid,
-    TrailingBytes,
 }
 
 impl fmt::Display for StateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StateError::Io(e) => write!(f, "{e}"),
-            StateError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
-            StateError::Truncated => f.write_str("truncated"),
-            StateError::BadMagic => f.write_str("not a baseline file"),
-            StateError::Checksum => f.write_str("checksum mismatch"),
-            StateError::TooMany(n) => write!(f, "{n} records, more than allowed"),
+            StateError::Frame(e) => e.fmt(f),
             StateError::BadName => f.write_str("a name that is not UTF-8"),
             StateError::NotByGuid => f.write_str("a plan by name is no baseline"),
-            StateError::TrailingBytes => f.write_str("bytes after the last record"),
         }
     }
 }
 
 impl std::error::Error for StateError {}
 
-impl From<Truncated> for StateError {
-    fn from(_: Truncated) -> Self {
-        StateError::Truncated
+impl From<SealError> for StateError {
+    fn from(e: SealError) -> Self {
+        StateError::Frame(e)
     }
 }
 
-fn type_code(t: Option<NodeType>) -> u8 {
-    match t {
-        None => 0,
-        Some(NodeType::Ca) => 1,
-        Some(NodeType::Switch) => 2,
-        Some(NodeType::Router) => 3,
+impl From<Truncated> for StateError {
+    fn from(t: Truncated) -> Self {
+        StateError::Frame(t.into())
     }
 }
 
@@ -88,19 +81,16 @@ fn guid_of(n: &NodeRef) -> Result<Guid, StateError> {
 /// The file's bytes for a baseline (a plan by GUID).
 pub fn encode(plan: &Plan) -> Result<Vec<u8>, StateError> {
     if plan.nodes.len() > MAX_NODES {
-        return Err(StateError::TooMany(plan.nodes.len() as u32));
+        return Err(too_many(plan.nodes.len(), MAX_NODES));
     }
     if plan.links.len() > MAX_LINKS {
-        return Err(StateError::TooMany(plan.links.len() as u32));
+        return Err(too_many(plan.links.len(), MAX_LINKS));
     }
-    let mut out = Vec::with_capacity(
-        MAGIC.len() + 16 + plan.nodes.len() * (NODE_LEN + 16) + plan.links.len() * LINK_LEN,
-    );
-    out.extend_from_slice(&MAGIC);
+    let mut out = FILE.start(8 + plan.nodes.len() * (NODE_LEN + 16) + plan.links.len() * LINK_LEN);
     out.extend_from_slice(&(plan.nodes.len() as u32).to_le_bytes());
     for n in &plan.nodes {
         out.extend_from_slice(&guid_of(&n.node)?.0.to_le_bytes());
-        out.push(type_code(n.node_type));
+        out.push(n.node_type.map_or(0, NodeType::code));
         let name = n.name.as_deref().unwrap_or("");
         // Cut at a character boundary within the bound.
         let mut end = name.len().min(MAX_NAME);
@@ -119,55 +109,32 @@ pub fn encode(plan: &Plan) -> Result<Vec<u8>, StateError> {
         out.push(l.width.map_or(0, |w| w.mib() as u8));
         out.push(l.speed.map_or(0, |s| s.mib() as u8));
     }
-    let sum = fnv1a(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    Ok(out)
+    Ok(FILE.seal(out))
 }
 
-fn count(c: &mut Cursor, max: usize, len: usize) -> Result<usize, StateError> {
-    let n = c.u32()?;
-    if n as usize > max {
-        return Err(StateError::TooMany(n));
+fn too_many(n: usize, max: usize) -> StateError {
+    SealError::TooMany {
+        count: u32::try_from(n).unwrap_or(u32::MAX),
+        max,
     }
-    if (n as usize).saturating_mul(len) > c.left() {
-        return Err(StateError::Truncated);
-    }
-    Ok(n as usize)
+    .into()
 }
 
 /// Decode a baseline file's bytes.
 pub fn decode(bytes: &[u8]) -> Result<Plan, StateError> {
-    if bytes.len() > MAX_FILE {
-        return Err(StateError::TooLarge(bytes.len() as u64));
-    }
-    let body_len = bytes.len().checked_sub(8).ok_or(StateError::Truncated)?;
-    let (body, sum) = bytes.split_at(body_len);
-    let mut c = Cursor(body);
-    if c.take::<8>()? != MAGIC {
-        return Err(StateError::BadMagic);
-    }
-    if fnv1a(body) != u64::from_le_bytes(Cursor(sum).take()?) {
-        return Err(StateError::Checksum);
-    }
+    let mut c = FILE.open(bytes)?;
     let mut plan = Plan {
         source: PlanSource::Baseline,
         nodes: Vec::new(),
         links: Vec::new(),
     };
-    let nodes = count(&mut c, MAX_NODES, NODE_LEN)?;
+    let nodes = c.count(MAX_NODES, NODE_LEN)?;
     plan.nodes.reserve(nodes);
     for _ in 0..nodes {
         let guid = Guid(c.u64()?);
-        let node_type = match c.u8()? {
-            1 => Some(NodeType::Ca),
-            2 => Some(NodeType::Switch),
-            3 => Some(NodeType::Router),
-            _ => None,
-        };
+        let node_type = NodeType::from_code(c.u8()?);
         let len = usize::from(c.u8()?);
-        let (name, rest) = c.0.split_at_checked(len).ok_or(StateError::Truncated)?;
-        c.0 = rest;
-        let name = std::str::from_utf8(name).map_err(|_| StateError::BadName)?;
+        let name = std::str::from_utf8(c.bytes(len)?).map_err(|_| StateError::BadName)?;
         plan.nodes.push(PlannedNode {
             node: NodeRef::Guid(guid),
             node_type,
@@ -175,7 +142,7 @@ pub fn decode(bytes: &[u8]) -> Result<Plan, StateError> {
             line: 0,
         });
     }
-    let links = count(&mut c, MAX_LINKS, LINK_LEN)?;
+    let links = c.count(MAX_LINKS, LINK_LEN)?;
     plan.links.reserve(links);
     for _ in 0..links {
         let mut end = || -> Result<PlanEnd, StateError> {
@@ -193,9 +160,7 @@ pub fn decode(bytes: &[u8]) -> Result<Plan, StateError> {
             line: 0,
         });
     }
-    if c.left() != 0 {
-        return Err(StateError::TrailingBytes);
-    }
+    c.finish()?;
     Ok(plan)
 }
 
@@ -216,9 +181,7 @@ pub fn save(path: &Path, plan: &Plan) -> std::io::Result<()> {
 /// Read and decode the baseline file at `path`: a regular file of at most
 /// [`MAX_FILE`] bytes.
 pub fn load(path: &Path) -> Result<Plan, StateError> {
-    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
-        .map_err(|e| StateError::Io(e.to_string()))?;
-    decode(&bytes)
+    decode(&FILE.read(path)?)
 }
 
 #[cfg(test)]
@@ -251,16 +214,20 @@ mod tests {
         }
         let mut flipped = bytes.clone();
         flipped[20] ^= 1;
-        assert_eq!(decode(&flipped), Err(StateError::Checksum));
+        assert_eq!(decode(&flipped), Err(SealError::Checksum.into()));
         let mut other = bytes.clone();
         other[0] = b'X';
-        assert_eq!(decode(&other), Err(StateError::BadMagic));
+        assert_eq!(
+            decode(&other).unwrap_err().to_string(),
+            "not a baseline file"
+        );
         // A count past the bound, with its sum made right.
-        let mut big = MAGIC.to_vec();
+        let mut big = FILE.start(4);
         big.extend_from_slice(&u32::MAX.to_le_bytes());
-        let sum = fnv1a(&big);
-        big.extend_from_slice(&sum.to_le_bytes());
-        assert_eq!(decode(&big), Err(StateError::TooMany(u32::MAX)));
+        assert_eq!(
+            decode(&FILE.seal(big)),
+            Err(too_many(u32::MAX as usize, MAX_NODES))
+        );
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl Watch {
                     );
                     saved = Some(p);
                 }
-                Err(state::StateError::Io(e)) if !path.exists() => {
+                Err(state::StateError::Frame(e)) if e.is_missing() => {
                     debug!("no baseline at {}: {e}", path.display());
                 }
                 Err(e) => warn!(

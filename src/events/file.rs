@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::kinds::Kind;
 use super::ring::{MAX_STRING, Record, Ring, Sym};
-use crate::files::{Cursor, Truncated, fnv1a};
+use crate::files::{SealError, Sealed, Truncated};
 use crate::ib::Guid;
 
 pub const MAGIC: [u8; 8] = *b"IBPMEV\x00\x01";
@@ -23,44 +23,46 @@ const RECORD_LEN: usize = 7 * 8 + 3 * 4 + 2 + 4;
 pub const MAX_FILE: usize =
     MAGIC.len() + 4 + MAX_STRINGS * (1 + MAX_STRING) + 4 + MAX_RECORDS * RECORD_LEN + 8;
 
+/// The file's format.
+pub const FILE: Sealed = Sealed {
+    magic: MAGIC,
+    max: MAX_FILE,
+    what: "an event log file",
+};
+
 /// Why a log file cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FileError {
-    Io(String),
-    TooLarge(u64),
-    Truncated,
-    BadMagic,
-    Checksum,
-    TooMany(u32),
+    /// A fault of the frame every state file shares.
+    Frame(SealError),
     BadString,
     BadKind(u8),
     /// Event numbers that do not increase.
     OutOfOrder,
-    TrailingBytes,
 }
 
 impl fmt::Display for FileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FileError::Io(e) => write!(f, "{e}"),
-            FileError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
-            FileError::Truncated => f.write_str("truncated"),
-            FileError::BadMagic => f.write_str("not an event log file"),
-            FileError::Checksum => f.write_str("checksum mismatch"),
-            FileError::TooMany(n) => write!(f, "{n} entries, more than a log holds"),
+            FileError::Frame(e) => e.fmt(f),
             FileError::BadString => f.write_str("a string that is not UTF-8"),
             FileError::BadKind(k) => write!(f, "an event of unknown kind {k}"),
             FileError::OutOfOrder => f.write_str("event numbers out of order"),
-            FileError::TrailingBytes => f.write_str("bytes after the last record"),
         }
     }
 }
 
 impl std::error::Error for FileError {}
 
+impl From<SealError> for FileError {
+    fn from(e: SealError) -> Self {
+        FileError::Frame(e)
+    }
+}
+
 impl From<Truncated> for FileError {
-    fn from(_: Truncated) -> Self {
-        FileError::Truncated
+    fn from(t: Truncated) -> Self {
+        FileError::Frame(t.into())
     }
 }
 
@@ -71,8 +73,7 @@ pub fn encode(ring: &Ring) -> Vec<u8> {
     let n = records.len().min(MAX_RECORDS);
     let skip = records.len() - n;
     let ns = strings.len().min(MAX_STRINGS);
-    let mut out = Vec::with_capacity(24 + ns * 16 + n * RECORD_LEN);
-    out.extend_from_slice(&MAGIC);
+    let mut out = FILE.start(8 + ns * 16 + n * RECORD_LEN);
     out.extend_from_slice(&(ns as u32).to_le_bytes());
     for s in &strings[..ns] {
         out.push(s.len() as u8);
@@ -92,20 +93,7 @@ pub fn encode(ring: &Ring) -> Vec<u8> {
         out.extend_from_slice(&r.subnet.to_le_bytes());
         out.extend_from_slice(&[r.kind as u8, r.port, r.peer_port, r.flags]);
     }
-    let sum = fnv1a(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
-}
-
-fn count(c: &mut Cursor, max: usize, min_len: usize) -> Result<usize, FileError> {
-    let n = c.u32()?;
-    if n as usize > max {
-        return Err(FileError::TooMany(n));
-    }
-    if (n as usize).saturating_mul(min_len) > c.left() {
-        return Err(FileError::Truncated);
-    }
-    Ok(n as usize)
+    FILE.seal(out)
 }
 
 /// What a file holds: its strings and records (their symbols index the
@@ -118,32 +106,16 @@ pub struct Saved {
 
 /// Decode a file's bytes.
 pub fn decode(bytes: &[u8]) -> Result<Saved, FileError> {
-    if bytes.len() > MAX_FILE {
-        return Err(FileError::TooLarge(bytes.len() as u64));
-    }
-    let body_len = bytes.len().checked_sub(8).ok_or(FileError::Truncated)?;
-    let (body, sum) = bytes.split_at(body_len);
-    let mut c = Cursor(body);
-    if c.take::<8>().map_err(|_| FileError::Truncated)? != MAGIC {
-        return Err(FileError::BadMagic);
-    }
-    if fnv1a(body) != u64::from_le_bytes(Cursor(sum).take()?) {
-        return Err(FileError::Checksum);
-    }
+    let mut c = FILE.open(bytes)?;
     let mut saved = Saved::default();
-    for _ in 0..count(&mut c, MAX_STRINGS, 1)? {
+    for _ in 0..c.count(MAX_STRINGS, 1)? {
         let len = usize::from(c.u8()?);
-        if len > c.left() {
-            return Err(FileError::Truncated);
-        }
-        let (s, rest) = c.0.split_at(len);
-        c.0 = rest;
-        let s = std::str::from_utf8(s).map_err(|_| FileError::BadString)?;
+        let s = std::str::from_utf8(c.bytes(len)?).map_err(|_| FileError::BadString)?;
         saved.strings.push(Arc::from(s));
     }
     let ns = saved.strings.len() as u32;
     let sym = |v: u32| Sym(if v < ns { v } else { 0 });
-    for _ in 0..count(&mut c, MAX_RECORDS, RECORD_LEN)? {
+    for _ in 0..c.count(MAX_RECORDS, RECORD_LEN)? {
         let mut v = [0u64; 7];
         for x in &mut v {
             *x = c.u64()?;
@@ -173,18 +145,14 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, FileError> {
             flags,
         });
     }
-    if c.left() != 0 {
-        return Err(FileError::TrailingBytes);
-    }
+    c.finish()?;
     Ok(saved)
 }
 
 /// Read and decode the file at `path`: a regular file of at most
 /// [`MAX_FILE`] bytes.
 pub fn load(path: &Path) -> Result<Saved, FileError> {
-    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
-        .map_err(|e| FileError::Io(e.to_string()))?;
-    decode(&bytes)
+    decode(&FILE.read(path)?)
 }
 
 /// Write what `ring` holds to `path`, atomically.
@@ -251,7 +219,7 @@ mod tests {
         }
         let mut bad = bytes.clone();
         bad[30] ^= 1;
-        assert_eq!(decode(&bad).unwrap_err(), FileError::Checksum);
+        assert_eq!(decode(&bad).unwrap_err(), SealError::Checksum.into());
         // Numbers that do not increase: refused (a walk searches them).
         let mut r = ring();
         let saved = decode(&encode(&r)).unwrap();
@@ -263,16 +231,24 @@ mod tests {
         assert_eq!(decode(&encode(&r)).unwrap_err(), FileError::OutOfOrder);
         let mut foreign = bytes.clone();
         foreign[0] = b'X';
-        assert_eq!(decode(&foreign).unwrap_err(), FileError::BadMagic);
+        assert_eq!(
+            decode(&foreign).unwrap_err().to_string(),
+            "not an event log file"
+        );
     }
 
     #[test]
     fn counts_past_the_bounds_are_refused_before_allocating() {
-        let mut b = MAGIC.to_vec();
+        let mut b = FILE.start(4);
         b.extend_from_slice(&u32::MAX.to_le_bytes());
-        let sum = fnv1a(&b);
-        b.extend_from_slice(&sum.to_le_bytes());
-        assert_eq!(decode(&b).unwrap_err(), FileError::TooMany(u32::MAX));
+        assert_eq!(
+            decode(&FILE.seal(b)).unwrap_err(),
+            SealError::TooMany {
+                count: u32::MAX,
+                max: MAX_STRINGS
+            }
+            .into()
+        );
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl Log {
                         p.display()
                     );
                 }
-                Err(file::FileError::Io(e)) if !p.exists() => {
+                Err(file::FileError::Frame(e)) if e.is_missing() => {
                     debug!("no event log file at {}: {e}", p.display());
                 }
                 Err(e) => warn!(

@@ -118,21 +118,9 @@ mod tests {
         use crate::ib::Guid;
         use crate::ib::cabling::{Mismatch, PlanVerdict, PlanVerdicts};
         let v = |kind, guid, standing| PlanVerdict {
-            kind,
-            guid: Guid(guid),
-            port: 1,
-            planned: None,
-            found: None,
-            since: 0,
-            last_seen: 0,
             raised: 1,
             standing,
-            seq: 0,
-            name: None,
-            planned_name: None,
-            found_name: None,
-            planned_rate: (None, None),
-            found_rate: (None, None),
+            ..PlanVerdict::new(kind, Guid(guid), 1, 0)
         };
         let snap = Snapshot {
             plan: std::sync::Arc::new(PlanVerdicts {

@@ -314,11 +314,7 @@ pub fn refresh_port_info(
             .collect();
         w.nodes.push(NodeBuild {
             info: NodeInfo {
-                node_type: match n.id.node_type {
-                    NodeType::Switch => 2,
-                    NodeType::Router => 3,
-                    NodeType::Ca => 1,
-                },
+                node_type: n.id.node_type.code(),
                 num_ports: n.id.num_ports,
                 sys_guid: n.id.sys_guid.0,
                 node_guid: n.id.guid.0,
@@ -811,11 +807,7 @@ impl Walk {
                     sys_guid: Guid(n.info.sys_guid),
                     vendor_id: n.info.vendor_id,
                     device_id: n.info.device_id,
-                    node_type: match n.info.node_type {
-                        2 => NodeType::Switch,
-                        3 => NodeType::Router,
-                        _ => NodeType::Ca,
-                    },
+                    node_type: NodeType::from_code(n.info.node_type).unwrap_or(NodeType::Ca),
                     description: n.desc.as_deref().unwrap_or_default().into(),
                     num_ports: n.info.num_ports,
                     lid,

@@ -18,6 +18,7 @@
 use std::path::Path;
 
 use crate::fabric::hc::HC_SLOTS;
+use crate::files::{SealError, Sealed, Truncated};
 use crate::ib::Guid;
 
 /// "IBPMHC", format version 1.
@@ -48,16 +49,18 @@ pub struct SavedPort {
     pub raw: [u64; HC_SLOTS],
 }
 
+/// The file's format.
+pub const FILE: Sealed = Sealed {
+    magic: MAGIC,
+    max: MAX_FILE,
+    what: "an ibpm-agentx totals file",
+};
+
 /// Why a state file was not used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PersistError {
-    Io(String),
-    TooLarge(u64),
-    BadMagic,
-    Truncated,
-    TrailingBytes,
-    Checksum,
-    TooManyPorts(u32),
+    /// A fault of the frame every state file shares.
+    Frame(SealError),
     BadSlots(u32),
     BadFlag(u8),
 }
@@ -65,13 +68,7 @@ pub enum PersistError {
 impl std::fmt::Display for PersistError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PersistError::Io(e) => write!(f, "{e}"),
-            PersistError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
-            PersistError::BadMagic => write!(f, "not an ibpm-agentx totals file"),
-            PersistError::Truncated => write!(f, "truncated"),
-            PersistError::TrailingBytes => write!(f, "bytes after the last port"),
-            PersistError::Checksum => write!(f, "checksum mismatch"),
-            PersistError::TooManyPorts(n) => write!(f, "{n} ports, more than {MAX_PORTS}"),
+            PersistError::Frame(e) => e.fmt(f),
             PersistError::BadSlots(m) => write!(f, "slot mask {m:#x} names unknown slots"),
             PersistError::BadFlag(b) => write!(f, "source flag {b} is neither 0 nor 1"),
         }
@@ -80,9 +77,15 @@ impl std::fmt::Display for PersistError {
 
 impl std::error::Error for PersistError {}
 
-impl From<crate::files::Truncated> for PersistError {
-    fn from(_: crate::files::Truncated) -> Self {
-        PersistError::Truncated
+impl From<SealError> for PersistError {
+    fn from(e: SealError) -> Self {
+        PersistError::Frame(e)
+    }
+}
+
+impl From<Truncated> for PersistError {
+    fn from(t: Truncated) -> Self {
+        PersistError::Frame(t.into())
     }
 }
 
@@ -90,8 +93,7 @@ impl From<crate::files::Truncated> for PersistError {
 /// rest are left out).
 pub fn encode(ports: &[SavedPort]) -> Vec<u8> {
     let ports = &ports[..ports.len().min(MAX_PORTS)];
-    let mut out = Vec::with_capacity(16 + ports.len() * (PORT_FIXED + 8 * 16));
-    out.extend_from_slice(&MAGIC);
+    let mut out = FILE.start(4 + ports.len() * (PORT_FIXED + 8 * 16));
     out.extend_from_slice(&(ports.len() as u32).to_le_bytes());
     for p in ports {
         let valid = p.valid & SLOT_MASK;
@@ -104,31 +106,14 @@ pub fn encode(ports: &[SavedPort]) -> Vec<u8> {
             out.extend_from_slice(&p.raw[k].to_le_bytes());
         }
     }
-    let sum = crate::files::fnv1a(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
+    FILE.seal(out)
 }
 
 /// The ports a state file holds, or why it cannot be used.
 pub fn decode(bytes: &[u8]) -> Result<Vec<SavedPort>, PersistError> {
-    if bytes.len() > MAX_FILE {
-        return Err(PersistError::TooLarge(bytes.len() as u64));
-    }
-    let body_len = bytes.len().checked_sub(8).ok_or(PersistError::Truncated)?;
-    let (body, sum) = bytes.split_at(body_len);
-    let mut c = crate::files::Cursor(body);
-    if c.take::<8>()? != MAGIC {
-        return Err(PersistError::BadMagic);
-    }
-    let sum = u64::from_le_bytes(sum.try_into().map_err(|_| PersistError::Truncated)?);
-    if crate::files::fnv1a(body) != sum {
-        return Err(PersistError::Checksum);
-    }
-    let n = c.u32()?;
-    if n as usize > MAX_PORTS {
-        return Err(PersistError::TooManyPorts(n));
-    }
-    let mut ports = Vec::with_capacity((n as usize).min(c.0.len() / PORT_FIXED));
+    let mut c = FILE.open(bytes)?;
+    let n = c.count(MAX_PORTS, PORT_FIXED)?;
+    let mut ports = Vec::with_capacity(n);
     for _ in 0..n {
         let guid = Guid(c.u64()?);
         let port = c.u8()?;
@@ -155,9 +140,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<SavedPort>, PersistError> {
         }
         ports.push(p);
     }
-    if !c.0.is_empty() {
-        return Err(PersistError::TrailingBytes);
-    }
+    c.finish()?;
     Ok(ports)
 }
 
@@ -171,9 +154,7 @@ pub fn save(path: &Path, ports: &[SavedPort]) -> std::io::Result<()> {
 /// Read and decode the state file at `path`: a regular file of at most
 /// [`MAX_FILE`] bytes, its size checked before it is read.
 pub fn load(path: &Path) -> Result<Vec<SavedPort>, PersistError> {
-    let bytes = crate::files::read_untrusted(path, MAX_FILE as u64)
-        .map_err(|e| PersistError::Io(e.to_string()))?;
-    decode(&bytes)
+    decode(&FILE.read(path)?)
 }
 
 #[cfg(test)]
@@ -230,17 +211,25 @@ mod tests {
         body[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(
             decode(&reseal(body)),
-            Err(PersistError::TooManyPorts(u32::MAX))
+            Err(SealError::TooMany {
+                count: u32::MAX,
+                max: MAX_PORTS
+            }
+            .into())
         );
         let mut body = good[..good.len() - 8].to_vec();
         body[8..12].copy_from_slice(&3u32.to_le_bytes());
-        assert_eq!(decode(&reseal(body)), Err(PersistError::Truncated));
+        assert_eq!(decode(&reseal(body)), Err(SealError::Truncated.into()));
         let mut body = good[..good.len() - 8].to_vec();
         body[22..26].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(decode(&reseal(body)), Err(PersistError::BadSlots(u32::MAX)));
         assert_eq!(
             decode(&vec![0; MAX_FILE + 1]),
-            Err(PersistError::TooLarge(MAX_FILE as u64 + 1))
+            Err(SealError::TooLarge {
+                size: MAX_FILE as u64 + 1,
+                max: MAX_FILE
+            }
+            .into())
         );
     }
 

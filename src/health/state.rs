@@ -9,11 +9,10 @@
 //! the end); the file is written atomically beside the totals
 //! (`fabric.state_file` with `.health` appended).
 
-use std::fmt;
 use std::path::Path;
 
 use super::{ACTIVE, EVER_ACTIVE, Evaluator, HAS_LINK_DOWNED, HAS_PEER, NodeMem, PortMem, SEEN};
-use crate::files::{Cursor, Truncated, fnv1a};
+use crate::files::{Cursor, SealError, Sealed};
 use crate::ib::Guid;
 use crate::ib::health::{CONDITION_COUNT, Mark, NodeVerdict, PortVerdict};
 
@@ -32,44 +31,16 @@ const NODE_LEN: usize = 8 + 1 + 1 + MARK_LEN + 4 + 8;
 /// The largest file.
 pub const MAX_FILE: usize = MAGIC.len() + 12 + MAX_PORTS * (PORT_LEN + ENTRY_LEN + NODE_LEN) + 8;
 
-/// Why a health state file cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StateError {
-    /// The file could not be read: the error's kind (a missing file is
-    /// `NotFound`) and what it said.
-    Io {
-        kind: std::io::ErrorKind,
-        message: String,
-    },
-    TooLarge(u64),
-    Truncated,
-    BadMagic,
-    Checksum,
-    TooMany(u32),
-    TrailingBytes,
-}
+/// The file's format.
+pub const FILE: Sealed = Sealed {
+    magic: MAGIC,
+    max: MAX_FILE,
+    what: "a health state file",
+};
 
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StateError::Io { message, .. } => f.write_str(message),
-            StateError::TooLarge(n) => write!(f, "{n} bytes, more than {MAX_FILE}"),
-            StateError::Truncated => f.write_str("truncated"),
-            StateError::BadMagic => f.write_str("not a health state file"),
-            StateError::Checksum => f.write_str("checksum mismatch"),
-            StateError::TooMany(n) => write!(f, "{n} records, more than {MAX_PORTS}"),
-            StateError::TrailingBytes => f.write_str("bytes after the last record"),
-        }
-    }
-}
-
-impl std::error::Error for StateError {}
-
-impl From<Truncated> for StateError {
-    fn from(_: Truncated) -> Self {
-        StateError::Truncated
-    }
-}
+/// Why a health state file cannot be used: a fault of the frame every
+/// state file shares (its body has no fault of its own).
+pub type StateError = SealError;
 
 /// The flags a port keeps across a restart (its LinkDowned reading does
 /// not: the first one after the start is taken as it is).
@@ -126,8 +97,7 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         .filter(|(_, p)| p.flags & EVER_ACTIVE != 0)
         .take(MAX_PORTS)
         .collect();
-    let mut out = Vec::with_capacity(MAGIC.len() + 20 + ports.len() * PORT_LEN);
-    out.extend_from_slice(&MAGIC);
+    let mut out = FILE.start(12 + ports.len() * PORT_LEN);
     out.extend_from_slice(&(ports.len() as u32).to_le_bytes());
     for (guid, p) in ports {
         out.extend_from_slice(&guid.0.to_le_bytes());
@@ -169,9 +139,7 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&n.raised.to_le_bytes());
         out.extend_from_slice(&n.last_change.to_le_bytes());
     }
-    let sum = fnv1a(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
+    FILE.seal(out)
 }
 
 /// What a state file holds, decoded.
@@ -213,33 +181,11 @@ impl Saved {
     }
 }
 
-fn count(c: &mut Cursor, len: usize) -> Result<usize, StateError> {
-    let n = c.u32()?;
-    if n as usize > MAX_PORTS {
-        return Err(StateError::TooMany(n));
-    }
-    if (n as usize).saturating_mul(len) > c.left() {
-        return Err(StateError::Truncated);
-    }
-    Ok(n as usize)
-}
-
 /// Decode a state file's bytes.
 pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
-    if bytes.len() > MAX_FILE {
-        return Err(StateError::TooLarge(bytes.len() as u64));
-    }
-    let body_len = bytes.len().checked_sub(8).ok_or(StateError::Truncated)?;
-    let (body, sum) = bytes.split_at(body_len);
-    let mut c = Cursor(body);
-    if c.take::<8>()? != MAGIC {
-        return Err(StateError::BadMagic);
-    }
-    if fnv1a(body) != u64::from_le_bytes(Cursor(sum).take()?) {
-        return Err(StateError::Checksum);
-    }
+    let mut c = FILE.open(bytes)?;
     let mut saved = Saved::default();
-    for _ in 0..count(&mut c, PORT_LEN)? {
+    for _ in 0..c.count(MAX_PORTS, PORT_LEN)? {
         saved.ports.push((
             Guid(c.u64()?),
             c.u8()?,
@@ -248,7 +194,7 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
             c.u8()?,
         ));
     }
-    for _ in 0..count(&mut c, ENTRY_LEN)? {
+    for _ in 0..c.count(MAX_PORTS, ENTRY_LEN)? {
         let guid = Guid(c.u64()?);
         let port = c.u8()?;
         let has_peer = c.u8()? != 0;
@@ -272,7 +218,7 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
         e.last_change = c.u64()?;
         saved.entries.push(e);
     }
-    for _ in 0..count(&mut c, NODE_LEN)? {
+    for _ in 0..c.count(MAX_PORTS, NODE_LEN)? {
         let guid = Guid(c.u64()?);
         let missed = c.u8()?;
         let of = c.u8()?;
@@ -286,9 +232,7 @@ pub fn decode(bytes: &[u8]) -> Result<Saved, StateError> {
             last_change: c.u64()?,
         });
     }
-    if c.left() != 0 {
-        return Err(StateError::TrailingBytes);
-    }
+    c.finish()?;
     Ok(saved)
 }
 
@@ -343,12 +287,7 @@ impl Evaluator {
 /// Read and decode the health state file at `path`: a regular file of at
 /// most [`MAX_FILE`] bytes.
 pub fn load(path: &Path) -> Result<Saved, StateError> {
-    let bytes =
-        crate::files::read_untrusted(path, MAX_FILE as u64).map_err(|e| StateError::Io {
-            kind: e.kind(),
-            message: e.to_string(),
-        })?;
-    decode(&bytes)
+    decode(&FILE.read(path)?)
 }
 
 #[cfg(test)]

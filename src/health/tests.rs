@@ -517,13 +517,22 @@ fn a_broken_state_file_is_an_error_not_a_panic() {
     assert_eq!(state::decode(&flipped), Err(StateError::Checksum));
     let mut other = bytes.clone();
     other[0] = b'X';
-    assert_eq!(state::decode(&other), Err(StateError::BadMagic));
+    assert_eq!(
+        state::decode(&other),
+        Err(StateError::BadMagic("a health state file"))
+    );
     // A count far beyond the bytes: refused before anything is allocated.
     let mut huge = state::MAGIC.to_vec();
     huge.extend_from_slice(&u32::MAX.to_le_bytes());
     let sum = crate::files::fnv1a(&huge);
     huge.extend_from_slice(&sum.to_le_bytes());
-    assert_eq!(state::decode(&huge), Err(StateError::TooMany(u32::MAX)));
+    assert_eq!(
+        state::decode(&huge),
+        Err(StateError::TooMany {
+            count: u32::MAX,
+            max: state::MAX_PORTS
+        })
+    );
     // A file that cannot be read says why, its kind kept.
     let dir = tempfile::tempdir().unwrap();
     let kind = |p: &std::path::Path| match state::load(p) {

@@ -52,12 +52,7 @@ impl Watch {
                     // Its times are the file's word: none after now.
                     eval.restore(saved.clamped(wall_ms(Clock::system().wall())));
                 }
-                Err(
-                    e @ state::StateError::Io {
-                        kind: std::io::ErrorKind::NotFound,
-                        ..
-                    },
-                ) => {
+                Err(e) if e.is_missing() => {
                     debug!("no health state file at {}: {e}", p.display());
                 }
                 Err(e) => warn!("health state file {} ignored: {e}", p.display()),

@@ -213,6 +213,47 @@ pub struct PlanVerdict {
 }
 
 impl PlanVerdict {
+    /// A verdict of `kind` on `guid`'s `port`, standing since `now`, not
+    /// yet raised, with nothing known of the peers, names or rates.
+    pub fn new(kind: Mismatch, guid: Guid, port: u8, now: u64) -> PlanVerdict {
+        PlanVerdict {
+            kind,
+            guid,
+            port,
+            planned: None,
+            found: None,
+            since: now,
+            last_seen: now,
+            raised: 0,
+            standing: true,
+            seq: 0,
+            name: None,
+            planned_name: None,
+            found_name: None,
+            planned_rate: (None, None),
+            found_rate: (None, None),
+        }
+    }
+
+    /// The miswired cable the faces' tests show: leaf07 (0x10) port 13
+    /// should go to node0413 (0x20) port 1; it goes to node0414 (0x30)
+    /// port 1. Raised once, at time 0.
+    #[cfg(test)]
+    pub fn example_miswired() -> PlanVerdict {
+        PlanVerdict {
+            planned: Some(PlanEnd {
+                node: NodeRef::Guid(Guid(0x20)),
+                port: 1,
+            }),
+            found: Some((Guid(0x30), 1)),
+            raised: 1,
+            name: Some("leaf07".into()),
+            planned_name: Some("node0413".into()),
+            found_name: Some("node0414".into()),
+            ..PlanVerdict::new(Mismatch::Miswired, Guid(0x10), 13, 0)
+        }
+    }
+
     /// The key the verdicts are sorted and indexed by (the MIB's index).
     pub fn key(&self) -> (Guid, u8, Mismatch, u32) {
         (self.guid, self.port, self.kind, self.seq)

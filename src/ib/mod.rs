@@ -4,6 +4,7 @@
 pub mod ber;
 pub mod cabling;
 pub mod health;
+pub mod lines;
 pub mod link;
 pub mod names;
 pub mod planes;
@@ -144,6 +145,28 @@ pub enum NodeType {
     /// Switch: one PMA behind port 0's LID; PortSelect picks the port.
     Switch,
     Router,
+}
+
+impl NodeType {
+    /// NodeInfo's NodeType (IBA 14.2.5.3): 1 CA, 2 switch, 3 router (also
+    /// pmNodeType's value).
+    pub const fn code(self) -> u8 {
+        match self {
+            NodeType::Ca => 1,
+            NodeType::Switch => 2,
+            NodeType::Router => 3,
+        }
+    }
+
+    /// The type of a NodeType code (`None`: another value).
+    pub const fn from_code(code: u8) -> Option<NodeType> {
+        match code {
+            1 => Some(NodeType::Ca),
+            2 => Some(NodeType::Switch),
+            3 => Some(NodeType::Router),
+            _ => None,
+        }
+    }
 }
 
 /// One port of a node: a physical port, or a switch's enhanced port 0

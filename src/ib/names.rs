@@ -34,7 +34,8 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 
-use super::{Escaped, Guid};
+use super::Guid;
+use super::lines::{LineError, excerpt, read_text};
 
 /// rdma-core's default map, which its diagnostics read when none is
 /// given (IBDIAG_NODENAME_MAP_PATH).
@@ -54,37 +55,10 @@ pub struct NameMap {
 }
 
 /// A map that cannot be read, with the line at fault (0: the whole file).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamesError {
-    pub file: Option<PathBuf>,
-    pub line: usize,
-    pub reason: String,
-}
-
-impl fmt::Display for NamesError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let file = self
-            .file
-            .as_ref()
-            .map_or_else(|| "<text>".to_string(), |p| p.display().to_string());
-        write!(
-            f,
-            "node-name-map {}:{}: {}",
-            Escaped(&file),
-            self.line,
-            Escaped(&self.reason)
-        )
-    }
-}
-
-impl std::error::Error for NamesError {}
+pub type NamesError = LineError;
 
 fn bad<T>(line: usize, reason: impl Into<String>) -> Result<T, NamesError> {
-    Err(NamesError {
-        file: None,
-        line,
-        reason: reason.into(),
-    })
+    Err(LineError::new("node-name-map", line, reason))
 }
 
 /// A GUID at the start of `s`: `0x` hex or decimal digits, and the rest.
@@ -98,16 +72,6 @@ fn guid(s: &str) -> Option<(Guid, &str)> {
         .unwrap_or(digits.len());
     let v = u64::from_str_radix(&digits[..end], radix).ok()?;
     Some((Guid(v), &digits[end..]))
-}
-
-/// The excerpt of a line an error quotes.
-fn excerpt(s: &str) -> String {
-    let t: String = s.chars().take(40).collect();
-    if t.len() < s.len() {
-        format!("{t}...")
-    } else {
-        t
-    }
 }
 
 /// One line's entry (`None`: a comment or a blank line).
@@ -209,18 +173,8 @@ impl NameMap {
 
     /// Read and parse a map file, bounded ([`MAX_FILE`]).
     pub fn load(path: &Path) -> Result<NameMap, NamesError> {
-        let in_file = |e: NamesError| NamesError {
-            file: Some(path.to_path_buf()),
-            ..e
-        };
-        let bytes = crate::files::read_untrusted(path, MAX_FILE).map_err(|e| {
-            in_file(NamesError {
-                file: None,
-                line: 0,
-                reason: format!("cannot read: {e}"),
-            })
-        })?;
-        NameMap::parse(&bytes).map_err(in_file)
+        let bytes = read_text("node-name-map", path, MAX_FILE)?;
+        NameMap::parse(&bytes).map_err(|e| e.in_file(path))
     }
 }
 

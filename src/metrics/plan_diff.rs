@@ -222,29 +222,16 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::ib::cabling::{Mismatch, PlanEnd, PlanSource};
-    use crate::ib::{Guid, LinkWidth};
+    use crate::ib::LinkWidth;
+    use crate::ib::cabling::PlanSource;
 
     fn miswired() -> PlanVerdict {
         PlanVerdict {
-            kind: Mismatch::Miswired,
-            guid: Guid(0x10),
-            port: 13,
-            planned: Some(PlanEnd {
-                node: NodeRef::Guid(Guid(0x20)),
-                port: 1,
-            }),
-            found: Some((Guid(0x30), 1)),
             since: 1000,
             last_seen: 2000,
-            raised: 1,
-            standing: true,
-            seq: 0,
-            name: Some("leaf07".into()),
-            planned_name: Some("node0413".into()),
             found_name: Some("<node0414>".into()),
-            planned_rate: (None, None),
             found_rate: (Some(LinkWidth::X4), None),
+            ..PlanVerdict::example_miswired()
         }
     }
 

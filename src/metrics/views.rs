@@ -120,21 +120,9 @@ mod tests {
             sweep: 1,
             source: Some(PlanSource::Baseline),
             verdicts: std::sync::Arc::from(vec![PlanVerdict {
-                kind: Mismatch::AbsentNode,
-                guid: crate::ib::Guid(7),
-                port: 0,
-                planned: None,
-                found: None,
-                since: 0,
-                last_seen: 0,
                 raised: 1,
-                standing: true,
-                seq: 0,
                 name: Some("rack3-node7".into()),
-                planned_name: None,
-                found_name: None,
-                planned_rate: (None, None),
-                found_rate: (None, None),
+                ..PlanVerdict::new(Mismatch::AbsentNode, crate::ib::Guid(7), 0, 0)
             }]),
             ..Default::default()
         });

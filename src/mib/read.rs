@@ -14,10 +14,10 @@ use super::{EndpointCounters, Value};
 use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord, Stamp};
+use crate::ib::Guid;
 use crate::ib::cabling::{Mismatch, NodeRef, PlanVerdict};
 use crate::ib::health::Condition;
 use crate::ib::subnet::SubnetView;
-use crate::ib::{Guid, NodeType};
 use crate::pm::class_port_info::CAP_ALL_PORT_SELECT;
 use crate::pm::port_counters::PortCountersField;
 
@@ -323,11 +323,7 @@ fn node_status(node: &NodeRecord, snap: &Snapshot, now: Instant) -> i32 {
 fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot, now: Instant) -> Value {
     match c {
         NodeCol::Description => text_value(&node.id.description),
-        NodeCol::Type => Value::Integer(match node.id.node_type {
-            NodeType::Ca => 1,
-            NodeType::Switch => 2,
-            NodeType::Router => 3,
-        }),
+        NodeCol::Type => Value::Integer(node.id.node_type.code().into()),
         NodeCol::SysGuid => guid_value(node.id.sys_guid),
         NodeCol::VendorId => Value::Gauge32(node.id.vendor_id),
         NodeCol::DeviceId => Value::Gauge32(node.id.device_id.into()),

@@ -707,29 +707,11 @@ mod tests {
     /// kind and sequence number, walked in that order; GET names a row.
     #[test]
     fn plan_diff_rows_are_walked_and_read() {
-        use crate::ib::cabling::{
-            Mismatch, NodeRef, PlanEnd, PlanSource, PlanVerdict, PlanVerdicts,
-        };
+        use crate::ib::cabling::{Mismatch, PlanSource, PlanVerdict, PlanVerdicts};
         let v = view(vec![node(0x10, 2)]);
         let miswired = PlanVerdict {
-            kind: Mismatch::Miswired,
-            guid: Guid(0x10),
             port: 2,
-            planned: Some(PlanEnd {
-                node: NodeRef::Guid(Guid(0x20)),
-                port: 1,
-            }),
-            found: Some((Guid(0x30), 1)),
-            since: 0,
-            last_seen: 0,
-            raised: 1,
-            standing: true,
-            seq: 0,
-            name: Some("leaf07".into()),
-            planned_name: Some("node0413".into()),
-            found_name: Some("node0414".into()),
-            planned_rate: (None, None),
-            found_rate: (None, None),
+            ..PlanVerdict::example_miswired()
         };
         let absent = PlanVerdict {
             kind: Mismatch::AbsentNode,

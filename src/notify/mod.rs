@@ -211,43 +211,33 @@ const PORT_OBJS: [Obj; 8] = [
     Obj::PeerDescription,
 ];
 
-const THRESHOLD_OBJS: [Obj; 10] = [
-    Obj::NodeGuid,
-    Obj::NodeDescription,
-    Obj::PortNum,
-    Obj::PeerNodeGuid,
-    Obj::PeerPortNum,
-    Obj::PeerDescription,
-    Obj::Counter,
-    Obj::Value,
-    Obj::Threshold,
-    Obj::Window,
+/// A port notification's objects: the port and its peer (node GUID,
+/// description, port number of each end), then its own.
+macro_rules! link_end_objs {
+    ($($own:ident),* $(,)?) => {
+        &[
+            Obj::NodeGuid,
+            Obj::NodeDescription,
+            Obj::PortNum,
+            Obj::PeerNodeGuid,
+            Obj::PeerPortNum,
+            Obj::PeerDescription,
+            $(Obj::$own),*
+        ]
+    };
+}
+
+const THRESHOLD_OBJS: &[Obj] = link_end_objs![Counter, Value, Threshold, Window];
+
+const LINK_OBJS: &[Obj] = link_end_objs![
+    LinkDegraded,
+    LinkWidth,
+    LinkSpeed,
+    LinkWidthExpected,
+    LinkSpeedExpected,
 ];
 
-const LINK_OBJS: [Obj; 11] = [
-    Obj::NodeGuid,
-    Obj::NodeDescription,
-    Obj::PortNum,
-    Obj::PeerNodeGuid,
-    Obj::PeerPortNum,
-    Obj::PeerDescription,
-    Obj::LinkDegraded,
-    Obj::LinkWidth,
-    Obj::LinkSpeed,
-    Obj::LinkWidthExpected,
-    Obj::LinkSpeedExpected,
-];
-
-const HEALTH_OBJS: [Obj; 8] = [
-    Obj::NodeGuid,
-    Obj::NodeDescription,
-    Obj::PortNum,
-    Obj::PeerNodeGuid,
-    Obj::PeerPortNum,
-    Obj::PeerDescription,
-    Obj::HealthCondition,
-    Obj::HealthRaised,
-];
+const HEALTH_OBJS: &[Obj] = link_end_objs![HealthCondition, HealthRaised];
 
 /// What a plan notification carries: the port, what the plan has there,
 /// what was found (the peer), the words and the count.
@@ -307,7 +297,7 @@ pub const KINDS: [KindDef; 19] = [
         name: "pmCounterThresholdRising",
         number: 4,
         family: Family::Threshold,
-        objects: &THRESHOLD_OBJS,
+        objects: THRESHOLD_OBJS,
         subnet_objects: &[],
     },
     KindDef {
@@ -315,7 +305,7 @@ pub const KINDS: [KindDef; 19] = [
         name: "pmCounterThresholdFalling",
         number: 5,
         family: Family::Threshold,
-        objects: &THRESHOLD_OBJS,
+        objects: THRESHOLD_OBJS,
         subnet_objects: &[],
     },
     KindDef {
@@ -339,7 +329,7 @@ pub const KINDS: [KindDef; 19] = [
         name: "pmLinkDegraded",
         number: 8,
         family: Family::Port,
-        objects: &LINK_OBJS,
+        objects: LINK_OBJS,
         subnet_objects: &[],
     },
     KindDef {
@@ -347,7 +337,7 @@ pub const KINDS: [KindDef; 19] = [
         name: "pmLinkRecovered",
         number: 9,
         family: Family::Port,
-        objects: &LINK_OBJS,
+        objects: LINK_OBJS,
         subnet_objects: &[],
     },
     KindDef {
@@ -355,7 +345,7 @@ pub const KINDS: [KindDef; 19] = [
         name: "pmPortUnhealthy",
         number: 10,
         family: Family::Port,
-        objects: &HEALTH_OBJS,
+        objects: HEALTH_OBJS,
         subnet_objects: &[],
     },
     KindDef {
@@ -363,7 +353,7 @@ pub const KINDS: [KindDef; 19] = [
         name: "pmPortHealthy",
         number: 11,
         family: Family::Port,
-        objects: &HEALTH_OBJS,
+        objects: HEALTH_OBJS,
         subnet_objects: &[],
     },
     KindDef {

@@ -46,30 +46,16 @@ mod tests {
 
     use super::*;
     use crate::ib::Guid;
-    use crate::ib::cabling::{Mismatch, NodeRef, PlanEnd, PlanSource};
+    use crate::ib::cabling::PlanSource;
     use crate::mib::{Value, VarBind};
     use crate::notify::Obj;
 
     fn miswired(since: u64) -> PlanVerdict {
         PlanVerdict {
-            kind: Mismatch::Miswired,
-            guid: Guid(0x10),
-            port: 13,
-            planned: Some(PlanEnd {
-                node: NodeRef::Guid(Guid(0x20)),
-                port: 1,
-            }),
-            found: Some((Guid(0x30), 1)),
             since,
             last_seen: since,
             raised: 2,
-            standing: true,
-            seq: 0,
-            name: Some("leaf07".into()),
-            planned_name: Some("node0413".into()),
-            found_name: Some("node0414".into()),
-            planned_rate: (None, None),
-            found_rate: (None, None),
+            ..PlanVerdict::example_miswired()
         }
     }
 

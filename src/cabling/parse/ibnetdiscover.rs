@@ -11,13 +11,10 @@ use crate::ib::topology;
 
 /// Parse `text` (ibnetdiscover's format) as a plan.
 pub fn parse(text: &str) -> Result<Plan, PlanError> {
-    let (fabric, warnings, facts) = topology::parse_plan(text).map_err(|e| PlanError {
-        file: None,
-        line: e.line,
-        reason: e.message,
-    })?;
+    let (fabric, warnings, facts) =
+        topology::parse_plan(text).map_err(|e| PlanError { what: "plan", ..e })?;
     for w in &warnings {
-        tracing::warn!("plan <text>:{}: {}; not planned", w.line, w.message);
+        tracing::warn!("plan <text>:{}: {}; not planned", w.line, w.reason);
     }
     let mut plan = Plan::from_fabric(&fabric, PlanSource::Ibnetdiscover);
     for n in &mut plan.nodes {

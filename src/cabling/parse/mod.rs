@@ -12,11 +12,11 @@
 //! without control characters. A plan's error names the file, the line
 //! and the reason, on one line.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::ib::Escaped;
 use crate::ib::cabling::Plan;
+pub(crate) use crate::ib::lines::excerpt;
+use crate::ib::lines::{LineError, read_text};
 
 pub mod csv;
 pub mod ibnetdiscover;
@@ -36,60 +36,10 @@ pub const NAME_MAX: usize = crate::ib::names::NAME_MAX;
 
 /// A plan that cannot be read: the file, the line (0: the whole file)
 /// and the reason.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlanError {
-    pub file: Option<PathBuf>,
-    pub line: usize,
-    pub reason: String,
-}
-
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let file = self
-            .file
-            .as_ref()
-            .map_or_else(|| "<text>".to_string(), |p| p.display().to_string());
-        write!(
-            f,
-            "plan {}:{}: {}",
-            Escaped(&file),
-            self.line,
-            Escaped(&self.reason)
-        )
-    }
-}
-
-impl std::error::Error for PlanError {}
-
-/// The longest reason, in bytes: a reason quoting a huge line ends
-/// there.
-const REASON_MAX: usize = 240;
+pub type PlanError = LineError;
 
 pub(crate) fn bad<T>(line: usize, reason: impl Into<String>) -> Result<T, PlanError> {
-    let mut reason = reason.into();
-    if reason.len() > REASON_MAX {
-        let mut end = REASON_MAX;
-        while !reason.is_char_boundary(end) {
-            end -= 1;
-        }
-        reason.truncate(end);
-        reason.push_str("...");
-    }
-    Err(PlanError {
-        file: None,
-        line,
-        reason,
-    })
-}
-
-/// At most 40 characters of `s`, for a reason to quote.
-pub(crate) fn excerpt(s: &str) -> String {
-    let t: String = s.chars().take(40).collect();
-    if t.len() < s.len() {
-        format!("{t}...")
-    } else {
-        t
-    }
+    Err(LineError::new("plan", line, reason))
 }
 
 /// A name a plan gives a node: not empty, at most [`NAME_MAX`] bytes, no
@@ -176,16 +126,6 @@ pub fn parse_plan(bytes: &[u8]) -> Result<Plan, PlanError> {
 
 /// Read and parse the plan file `path` (what `[topology] plan` names).
 pub fn load_plan(path: &Path) -> Result<Plan, PlanError> {
-    let in_file = |e: PlanError| PlanError {
-        file: Some(path.to_path_buf()),
-        ..e
-    };
-    let bytes = crate::files::read_untrusted(path, MAX_FILE).map_err(|e| {
-        in_file(PlanError {
-            file: None,
-            line: 0,
-            reason: format!("cannot read: {e}"),
-        })
-    })?;
-    parse_plan(&bytes).map_err(in_file)
+    let bytes = read_text("plan", path, MAX_FILE)?;
+    parse_plan(&bytes).map_err(|e| e.in_file(path))
 }

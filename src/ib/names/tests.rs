@@ -64,10 +64,7 @@ fn bad_lines_are_refused_with_their_line() {
 #[test]
 fn an_error_is_one_line_naming_the_file() {
     let e = NameMap::parse(b"0x1 \"a\nb\"\nbad\n").unwrap_err();
-    let e = NamesError {
-        file: Some(PathBuf::from("/etc/map")),
-        ..e
-    };
+    let e = e.in_file(std::path::Path::new("/etc/map"));
     assert_eq!(
         e.to_string(),
         "node-name-map /etc/map:2: `b\"` is not a GUID"

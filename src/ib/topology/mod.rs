@@ -48,10 +48,10 @@
 //! [`crate::ib::planes`]; a comment line `# subnetprefix=0xfe80000000000002`
 //! gives the subnet prefix of the plane of the node after it ([`Topology`]).
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::ib::Fabric;
+use crate::ib::lines::{LineError, read_text};
 use crate::ib::planes::PrefixDecl;
 
 mod parse;
@@ -71,55 +71,10 @@ pub struct Topology {
 pub const DEFAULT_FABRIC_TEXT: &str = include_str!("../../../config/default-fabric.net");
 
 /// A topology file problem, with the line it was found on (1-based).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TopologyError {
-    /// The file, when the text came from one.
-    pub file: Option<PathBuf>,
-    pub line: usize,
-    pub message: String,
-}
+pub type TopologyError = LineError;
 
-impl fmt::Display for TopologyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.file {
-            Some(p) => write!(
-                f,
-                "topology {}:{}: {}",
-                crate::ib::Escaped(&p.to_string_lossy()),
-                self.line,
-                crate::ib::Escaped(&self.message)
-            ),
-            None => write!(
-                f,
-                "topology <text>:{}: {}",
-                self.line,
-                crate::ib::Escaped(&self.message)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for TopologyError {}
-
-/// The longest error message, in bytes: a message quoting a huge line
-/// ends there.
-const MESSAGE_MAX: usize = 200;
-
-pub(super) fn err<T>(line: usize, message: impl Into<String>) -> Result<T, TopologyError> {
-    let mut message = message.into();
-    if message.len() > MESSAGE_MAX {
-        let mut end = MESSAGE_MAX;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push_str("...");
-    }
-    Err(TopologyError {
-        file: None,
-        line,
-        message,
-    })
+pub(super) fn err<T>(line: usize, reason: impl Into<String>) -> Result<T, TopologyError> {
+    Err(LineError::new("topology", line, reason))
 }
 
 /// The largest topology file read, in bytes (a fabric of 100,000 nodes
@@ -152,16 +107,9 @@ pub fn load(path: &Path) -> Result<Fabric, TopologyError> {
 
 /// Reads and parses a topology file, with its planes' prefixes.
 pub fn load_topology(path: &Path) -> Result<Topology, TopologyError> {
-    let text = crate::files::read_untrusted(path, MAX_FILE).map_err(|e| TopologyError {
-        file: Some(path.to_path_buf()),
-        line: 0,
-        message: format!("cannot read: {e}"),
-    })?;
+    let text = read_text("topology", path, MAX_FILE)?;
     let text = String::from_utf8_lossy(&text);
-    let in_file = |e: TopologyError| TopologyError {
-        file: Some(path.to_path_buf()),
-        ..e
-    };
+    let in_file = |e: TopologyError| e.in_file(path);
     let (topology, warnings) = parse_all(&text).map_err(in_file)?;
     warn_all(&warnings.into_iter().map(in_file).collect::<Vec<_>>());
     Ok(topology)
@@ -223,16 +171,16 @@ mod degenerate {
     fn a_topology_without_nodes_is_refused() {
         for text in ["", "# nothing\n\n", "switchguid=0x10\nwidth=1\n"] {
             let e = parse(text).expect_err(text);
-            assert!(e.message.contains("no nodes"), "{e}");
+            assert!(e.reason.contains("no nodes"), "{e}");
         }
     }
 
     #[test]
     fn guids_that_wrap_to_0_are_refused() {
         let sw = "switchguid=0\nSwitch 2 \"S\"\n[1] \"H\"[1]\n";
-        assert!(parse(sw).unwrap_err().message.contains("wrap around to 0"));
+        assert!(parse(sw).unwrap_err().reason.contains("wrap around to 0"));
         let ca = "caguid=0xffffffffffffffff\nHca 2 \"H\"\n[1] \"S\"[1]\n";
-        assert!(parse(ca).unwrap_err().message.contains("wrap around to 0"));
+        assert!(parse(ca).unwrap_err().reason.contains("wrap around to 0"));
     }
 
     /// A huge line gives an error line of bounded length, whatever part

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Topology, TopologyError, err};
+use crate::ib::lines::LineError;
 use crate::ib::planes::{self, PrefixDecl};
 use crate::ib::{
     Fabric, Guid, LinkSpeed, LinkWidth, Node, NodeIdentity, NodeType, PhysState, Port, PortState,
@@ -323,13 +324,9 @@ fn parse_inner(text: &str, facts: bool) -> Result<Parsed, TopologyError> {
     Ok((Topology { fabric, prefixes }, warnings, facts))
 }
 
+/// At most 40 characters of `s`, quoted.
 fn excerpt(s: &str) -> String {
-    let t: String = s.chars().take(40).collect();
-    if t.len() < s.len() {
-        format!("'{t}...'")
-    } else {
-        format!("'{t}'")
-    }
+    format!("'{}'", crate::ib::lines::excerpt(s))
 }
 
 fn check_range(line: usize, what: &str, v: u64, lo: u64, hi: u64) -> Result<u32, TopologyError> {
@@ -717,11 +714,11 @@ fn parse_port_line(st: &mut State, lineno: usize, line: &str) -> Result<(), Topo
     let mut lid = 0;
     if matches!(cur.node.id.node_type, NodeType::Switch | NodeType::Ca) {
         if let Some(w) = connection_data(rest, &mut enabled) {
-            st.warnings.push(TopologyError {
-                file: None,
-                line: lineno,
-                message: format!("{w}: left unknown for this link"),
-            });
+            st.warnings.push(LineError::new(
+                "topology",
+                lineno,
+                format!("{w}: left unknown for this link"),
+            ));
         }
         if cur.node.id.node_type == NodeType::Ca {
             lid = lid_in(rest).unwrap_or(0);
