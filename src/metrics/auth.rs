@@ -307,22 +307,36 @@ mod tests {
         assert_eq!(a.lock().len(), 1);
     }
 
-    #[tokio::test]
-    async fn beyond_the_queue_a_check_is_busy_at_once() {
-        let a = std::sync::Arc::new(Auth::new(BTreeMap::from([(
+    /// alice with password s3cret, at bcrypt cost 6 (a check takes long
+    /// enough for a flood to queue behind it).
+    fn alice() -> std::sync::Arc<Auth> {
+        std::sync::Arc::new(Auth::new(BTreeMap::from([(
             "alice".to_string(),
             bcrypt::hash(b"s3cret", 6).unwrap(),
-        )])));
-        let tasks: Vec<_> = (0..2 * (CHECKS + QUEUE))
+        )])))
+    }
+
+    /// `2 * (CHECKS + QUEUE)` wrong checks at once, the nth from `from(n)`.
+    fn flood(
+        a: &std::sync::Arc<Auth>,
+        from: fn(u32) -> IpAddr,
+    ) -> Vec<tokio::task::JoinHandle<Verdict>> {
+        (0..2 * (CHECKS + QUEUE) as u32)
             .map(|n| {
-                let a = std::sync::Arc::clone(&a);
+                let a = std::sync::Arc::clone(a);
                 tokio::spawn(async move {
                     let wrong = format!("wrong{n}");
-                    a.check(Some(&basic("alice", wrong.as_bytes())), ip(n as u32))
+                    a.check(Some(&basic("alice", wrong.as_bytes())), from(n))
                         .await
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn beyond_the_queue_a_check_is_busy_at_once() {
+        let a = alice();
+        let tasks = flood(&a, ip);
         let mut verdicts = Vec::new();
         for t in tasks {
             verdicts.push(t.await.unwrap());
@@ -346,22 +360,10 @@ mod tests {
     /// gets through.
     #[tokio::test]
     async fn a_flooding_source_holds_its_share_of_the_queue() {
-        let a = std::sync::Arc::new(Auth::new(BTreeMap::from([(
-            "alice".to_string(),
-            bcrypt::hash(b"s3cret", 6).unwrap(),
-        )])));
+        let a = alice();
         // Two flooding sources, each with more checks at once than the
         // queue holds.
-        let tasks: Vec<_> = (0..2 * (CHECKS + QUEUE))
-            .map(|n| {
-                let a = std::sync::Arc::clone(&a);
-                tokio::spawn(async move {
-                    let wrong = format!("wrong{n}");
-                    let from = ip(100 + n as u32 % 2);
-                    a.check(Some(&basic("alice", wrong.as_bytes())), from).await
-                })
-            })
-            .collect();
+        let tasks = flood(&a, |n| ip(100 + n % 2));
         // Until the flood holds its places.
         while a.waiting.load(Ordering::Acquire) < 2 * PER_SOURCE {
             tokio::task::yield_now().await;

@@ -4,6 +4,8 @@
 pub mod bulk;
 pub mod events;
 pub mod face;
+#[cfg(test)]
+pub mod fixed;
 pub mod index;
 pub mod oid;
 pub mod rate;

@@ -10,11 +10,12 @@ use rasn_snmp::v2c::Message;
 
 use super::codec::{from_wire_oid, from_wire_value, to_wire_value};
 use super::*;
+use crate::mib::fixed::Fixed;
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 
 #[derive(Default)]
 struct MapMib {
-    objects: BTreeMap<Oid, Value>,
+    objects: Fixed,
     /// Each SET phase as it is called: ("test", varbinds) etc.
     calls: Mutex<Vec<(String, Vec<VarBind>)>>,
     fail_test: Option<SetError>,
@@ -23,19 +24,12 @@ struct MapMib {
 
 impl MibHandler for MapMib {
     fn get(&self, oid: &Oid) -> Value {
-        self.objects
-            .get(oid)
-            .cloned()
-            .unwrap_or(Value::NoSuchObject)
+        self.objects.value(oid)
     }
     fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
         assert!(!include, "the responder never asks for include");
         assert!(end.is_none(), "the responder never bounds the range");
-        use std::ops::Bound::{Excluded, Unbounded};
-        self.objects
-            .range((Excluded(start.clone()), Unbounded))
-            .next()
-            .map(|(k, v)| VarBind::new(k.clone(), v.clone()))
+        self.objects.next(start, include, end)
     }
     fn test_set(&self, _txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
         self.log("test", varbinds.to_vec());
@@ -95,7 +89,7 @@ fn mib() -> MapMib {
     objects.insert(oid(&[1, 3]), Value::Counter32(7));
     objects.insert(oid(&[3, 4294967295, 7]), Value::TimeTicks(99));
     MapMib {
-        objects,
+        objects: objects.into(),
         ..Default::default()
     }
 }

@@ -102,30 +102,17 @@ mod tests {
     /// Every Counter64 column of IB-PM-MIB with `rows` rows, and after
     /// them one Integer: a MIB whose GetNext steps are counted.
     struct Columns {
-        objects: std::collections::BTreeMap<Oid, Value>,
+        objects: crate::mib::fixed::Fixed,
         steps: AtomicUsize,
     }
 
     impl MibHandler for Columns {
         fn get(&self, oid: &Oid) -> Value {
-            self.objects
-                .get(oid)
-                .cloned()
-                .unwrap_or(Value::NoSuchObject)
+            self.objects.value(oid)
         }
         fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
-            use std::ops::Bound::{Excluded, Included, Unbounded};
             self.steps.fetch_add(1, Ordering::Relaxed);
-            let from = if include {
-                Included(start.clone())
-            } else {
-                Excluded(start.clone())
-            };
-            self.objects
-                .range((from, Unbounded))
-                .next()
-                .filter(|(k, _)| end.is_none_or(|e| *k < e))
-                .map(|(k, v)| VarBind::new(k.clone(), v.clone()))
+            self.objects.next(start, include, end)
         }
     }
 
@@ -147,7 +134,7 @@ mod tests {
         let beyond = Oid::new(&[2, 7]);
         objects.insert(beyond.clone(), Value::Integer(7));
         let mib = Columns {
-            objects,
+            objects: objects.into(),
             steps: AtomicUsize::new(0),
         };
         (mib, first, beyond)

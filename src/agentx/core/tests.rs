@@ -21,7 +21,7 @@ fn oid(s: &str) -> Oid {
 /// A few objects, everything writable; records every SET-side call.
 #[derive(Default)]
 struct Mib {
-    objects: BTreeMap<Oid, Value>,
+    objects: crate::mib::fixed::Fixed,
     calls: Mutex<Vec<String>>,
 }
 
@@ -35,7 +35,7 @@ impl Mib {
             );
         }
         Mib {
-            objects,
+            objects: objects.into(),
             calls: Mutex::new(Vec::new()),
         }
     }
@@ -55,13 +55,10 @@ impl Mib {
 
 impl MibHandler for Mib {
     fn get(&self, o: &Oid) -> Value {
-        self.objects.get(o).cloned().unwrap_or(Value::NoSuchObject)
+        self.objects.value(o)
     }
     fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
-        self.objects
-            .iter()
-            .find(|(k, _)| (*k > start || (include && *k == start)) && end.is_none_or(|e| *k < e))
-            .map(|(k, v)| VarBind::new(k.clone(), v.clone()))
+        self.objects.next(start, include, end)
     }
     fn test_set(&self, txn: SetTxn, _: &[VarBind]) -> Result<(), SetError> {
         self.log(format!("test {} {}", txn.session_id, txn.transaction_id));
