@@ -13,17 +13,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::app::Stacks;
 use crate::app::{Shutdown, open_backend};
 use crate::config::Config;
 use crate::fabric::cache::Cache;
-use crate::fabric::engine::Engine;
-use crate::fabric::federation::Federation;
-use crate::fabric::state::SharedState;
-use crate::fabric::sweep::Sweeper;
 use crate::health::watch::Watch;
 use crate::health::watch::wall_ms;
 use crate::ib::Escaped;
-use crate::ib::subnet::SubnetView;
 use crate::metrics::health_api;
 use crate::metrics::page::age;
 use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, report};
@@ -311,50 +307,50 @@ fn split_response(raw: &[u8]) -> Result<(u16, &[u8]), String> {
     Ok((status, &raw[end + 4..]))
 }
 
-/// The fabric swept by a command of its own, without an agent: a sweeper
-/// per subnet of the configured backend, publishing into one cache
-/// (several subnets merged as the agent merges them).
+/// The fabric swept by a command of its own, without an agent: the
+/// agent's stacks ([`Stacks`]) over the configured backend, with no state
+/// file, publishing into one cache (several subnets merged as the agent
+/// merges them), swept on the caller's thread.
 pub struct Offline {
     pub cache: Arc<Cache>,
-    /// Held while the sweepers publish: it merges their subnets.
-    _federation: Option<Arc<Federation>>,
-    sweepers: Vec<Sweeper>,
+    stacks: Stacks,
 }
 
 impl Offline {
-    pub fn open(cfg: &Config) -> Result<Offline, String> {
+    /// The stacks of `cfg`'s backend, tuned for a command that sweeps and
+    /// ends: the device closes as soon as the report is made (its threads
+    /// look at their stop flag often), and the optional attributes are
+    /// asked for only when the rates of two readings `rates` apart are.
+    pub fn open(cfg: &Config, rates: Option<Duration>) -> Result<Offline, String> {
+        let mut cfg = cfg.clone();
+        cfg.umad.reader_poll = Duration::from_millis(2);
+        match rates {
+            Some(r) => cfg.fabric.sweep_interval = r,
+            None => cfg.fabric.optional_attributes = false,
+        }
         crate::time::start();
-        let backend = open_backend(cfg, &Shutdown::new()).map_err(|e| e.to_string())?;
+        let shutdown = Shutdown::new();
+        let backend = open_backend(&cfg, &shutdown).map_err(|e| e.to_string())?;
         let cache = Arc::new(Cache::new());
-        let federation = (backend.subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
-        let sweepers = backend
-            .subnets
-            .into_iter()
-            .enumerate()
-            .map(|(index, s)| {
-                let member = federation
-                    .as_ref()
-                    .map_or_else(|| Arc::clone(&cache), |f| f.add_member());
-                let view = SubnetView {
-                    index: index as u8,
-                    ..s.view
-                };
-                let state = SharedState::new(s.fabric, cfg.sweep(), Instant::now()).in_subnet(view);
-                Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
-            })
-            .collect();
-        Ok(Offline {
-            cache,
-            _federation: federation,
-            sweepers,
-        })
+        let stacks = Stacks::new(
+            &cfg,
+            backend.subnets,
+            &cache,
+            None,
+            &shutdown,
+            Instant::now(),
+        );
+        Ok(Offline { cache, stacks })
     }
 
     /// Sweep every subnet once, one after the other.
     pub fn sweep_once(&mut self) {
-        for s in &mut self.sweepers {
-            s.sweep_once();
-        }
+        self.stacks.sweep_once();
+    }
+
+    /// The first subnet's sweeper clock.
+    pub fn clock(&self) -> Option<&crate::time::Clock> {
+        self.stacks.clock()
     }
 }
 
@@ -363,18 +359,13 @@ impl Offline {
 /// does not ask for the optional attributes: without a second reading
 /// nothing of them reaches a verdict.
 pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report, String> {
-    let mut cfg = cfg.clone();
-    // The device is closed as soon as the report is made: its threads
-    // look at their stop flag often.
-    cfg.umad.reader_poll = Duration::from_millis(2);
-    match rates {
-        // The rates of two readings `r` apart are kept.
-        Some(r) => cfg.fabric.sweep_interval = r,
-        None => cfg.fabric.optional_attributes = false,
-    }
-    let mut off = Offline::open(&cfg)?;
-    // The agent's driver of the evaluator, with no state file.
+    let mut off = Offline::open(cfg, rates)?;
+    // The agent's driver of the evaluator, with no state file, on the
+    // sweeper's clock.
     let mut watch = Watch::new(cfg.health(), None);
+    if let Some(c) = off.clock() {
+        watch = watch.with_clock(c.clone());
+    }
     let cache = Arc::clone(&off.cache);
     let mut judge = |off: &mut Offline| {
         off.sweep_once();

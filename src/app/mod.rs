@@ -6,27 +6,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
-use crate::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
+use crate::agentx::SessionHandle;
 use crate::config::{Config, UserEntryError};
 use crate::fabric::cache::Cache;
-use crate::fabric::control::Controller;
 use crate::fabric::discover::DiscoverError;
-use crate::fabric::engine::Engine;
-use crate::fabric::federation::{Federation, Writers};
-use crate::fabric::state::SharedState;
-use crate::fabric::sweep::Sweeper;
+use crate::fabric::federation::Writers;
 use crate::ib::Escaped;
-use crate::ib::subnet::SubnetView;
 use crate::ib::topology::TopologyError;
-use crate::mib::schema::PM_ROOT;
-use crate::mib::view::MibView;
-use crate::mib::{EndpointCounters, MibHandler, Oid};
-use crate::notify::send::Notifier;
-use crate::notify::send::{AgentxSink, Sink, TrapSink};
+use crate::mib::EndpointCounters;
+use crate::snmp::ResponderHandle;
 use crate::snmp::engine_file::EngineFileError;
-use crate::snmp::{Responder, ResponderConfig, ResponderHandle};
 use crate::transport::OpenError;
 
 mod backend;
@@ -34,8 +25,10 @@ mod engine;
 mod open;
 pub mod plan;
 mod service_loop;
+mod stack;
 pub mod subnets;
 mod umad;
+mod wiring;
 
 use backend::spawn_rediscovery;
 pub use backend::{
@@ -44,6 +37,7 @@ pub use backend::{
 use engine::snmp_engine;
 pub use open::open_backend;
 pub use service_loop::{STOP_BUDGET, run};
+pub use stack::{Stacks, state_file_path};
 pub use umad::open_umad;
 
 /// A fatal start-up error, printed as one line.
@@ -308,6 +302,12 @@ pub fn start(cfg: &Config, backend: Backend) -> Result<Running, AppError> {
 
 /// [`start`] with the given shutdown signal. When a part cannot start, the
 /// parts already started are stopped before the error is returned.
+///
+/// The steps: the stacks ([`Stacks`]), the threads beside them, the
+/// evaluators and the notifier after each publication, the edges (the MIB
+/// view, AgentX, the SNMP responder, the metrics endpoint), each a
+/// function of its own that `health --sweep` and `topology check --sweep`
+/// share where they need it.
 pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<Running, AppError> {
     let Backend {
         subnets,
@@ -316,6 +316,68 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         emitted,
     } = backend;
     let discovered = Instant::now();
+    log_loaded(cfg, &subnets);
+    crate::time::start();
+    // The SNMPv3 engine boots as the agent starts: snmpEngineTime, the
+    // seconds since its boots were raised, counts from the time origin.
+    let snmpv3 = if cfg.snmp.user.is_empty() {
+        None
+    } else {
+        Some(snmp_engine(cfg)?)
+    };
+    let cache = Arc::new(Cache::new());
+    let totals = state_file_path(
+        cfg.fabric.state_file.as_deref(),
+        std::env::var_os("STATE_DIRECTORY"),
+    );
+    let mut stacks = Stacks::new(
+        cfg,
+        subnets,
+        &cache,
+        totals.as_deref(),
+        &shutdown,
+        discovered,
+    );
+    let evaluators = wiring::Evaluators::new(cfg, &stacks, totals.as_deref())?;
+    let events = evaluators.events.clone();
+    // Owns what has started so far: an early return drops it, and its
+    // Drop stops them.
+    let mut running = Running {
+        shutdown,
+        threads: Vec::new(),
+        session: None,
+        responder: None,
+        metrics: None,
+        cache: Arc::clone(&cache),
+    };
+    wiring::companions(cfg, &mut stacks, sim, doca, &mut running)?;
+    let writers = Writers::new(
+        Arc::clone(&cache),
+        stacks
+            .list
+            .iter()
+            .map(|s| Arc::clone(&s.controller))
+            .collect(),
+    );
+    let counters = Arc::new(EndpointCounters::default());
+    let view = wiring::mib_view(cfg, &cache, writers, &counters, events.as_ref());
+    running.session = wiring::agentx(cfg, &view)?;
+    let notifier = wiring::notifier(
+        cfg,
+        running.session.as_ref(),
+        snmpv3.as_ref(),
+        emitted.as_ref(),
+        events.as_ref(),
+    )?;
+    stacks.after_publish(cfg, evaluators.after_publish(notifier));
+    stacks.spawn(&mut running)?;
+    running.responder = wiring::responder(cfg, &view, &counters, snmpv3.as_ref())?;
+    running.metrics = wiring::metrics(cfg, &cache, counters, events)?;
+    Ok(running)
+}
+
+/// Say in the log what the backend found.
+fn log_loaded(cfg: &Config, subnets: &[SubnetBackend]) {
     let nodes = subnets.iter().map(|s| s.fabric.nodes.len()).sum::<usize>();
     let ports: usize = subnets
         .iter()
@@ -331,423 +393,12 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
         peak_kb = crate::heap::peak_kb().unwrap_or(0),
         "fabric loaded"
     );
-    crate::time::start();
-    // The SNMPv3 engine boots as the agent starts: snmpEngineTime, the
-    // seconds since its boots were raised, counts from the time origin.
-    let snmpv3 = if cfg.snmp.user.is_empty() {
-        None
-    } else {
-        Some(snmp_engine(cfg)?)
-    };
-    let cache = Arc::new(Cache::new());
-    // With several subnets each publishes into a cache of its own and the
-    // federation merges them into `cache`; with one it publishes there.
-    let federation = (subnets.len() > 1).then(|| Federation::new(Arc::clone(&cache)));
-    let totals_file = state_file_path(
-        cfg.fabric.state_file.as_deref(),
-        std::env::var_os("STATE_DIRECTORY"),
-    );
-    let mut stacks = Vec::with_capacity(subnets.len());
-    for (index, subnet) in subnets.into_iter().enumerate() {
-        let member = match &federation {
-            Some(f) => f.add_member(),
-            None => Arc::clone(&cache),
-        };
-        let totals = totals_file.as_ref().map(|p| subnet_file(p, index));
-        stacks.push(Stack::new(
-            cfg, subnet, index, member, totals, &shutdown, discovered,
-        ));
-    }
-    // Port health: its state file beside the totals'.
-    let mut health = cfg.health.enabled.then(|| {
-        let path = totals_file.as_ref().map(|p| {
-            let mut s = p.as_os_str().to_owned();
-            s.push(".health");
-            std::path::PathBuf::from(s)
-        });
-        let watch = crate::health::watch::Watch::new(cfg.health(), path);
-        // On the first sweeper's thread, with its clock.
-        match stacks.first() {
-            Some(s) => watch.with_clock(s.sweeper.clock().clone()),
-            None => watch,
-        }
-    });
-    // The comparison with the plan: its baseline beside the totals too.
-    let mut plan = plan::watch(cfg, totals_file.as_deref())?;
-    // The event log: its file beside the totals'.
-    let events = cfg.events.enabled.then(|| {
-        let path = totals_file.as_ref().map(|p| {
-            let mut s = p.as_os_str().to_owned();
-            s.push(".events");
-            std::path::PathBuf::from(s)
-        });
-        let log = crate::events::Log::open(cfg.events(), path, crate::notify::log::wall_ms());
-        log.set_simulated(cfg.fabric.backend == crate::config::FabricBackend::Sim);
-        Arc::new(log)
-    });
-    if let (Some(h), Some(log)) = (health.take(), &events) {
-        health = Some(h.with_events(Arc::clone(log)));
-    }
-    // Owns what has started so far: an early return drops it, and its
-    // Drop stops them.
-    let mut running = Running {
-        shutdown,
-        threads: Vec::new(),
-        session: None,
-        responder: None,
-        metrics: None,
-        cache: Arc::clone(&cache),
-    };
-    if let Some(sim) = sim.filter(|_| cfg.sim.faults) {
-        match crate::sim::script::Faults::choose(&sim.fabric()) {
-            Some(f) => {
-                info!(
-                    flapping = %format!("{}/{}", f.flapping.0, f.flapping.1),
-                    erroring = %format!("{}/{}", f.erroring.0, f.erroring.1),
-                    degraded = %format!("{}/{}", f.degraded.0, f.degraded.1),
-                    "simulated faults: a flapping link, an erroring port, a degraded link"
-                );
-                let t = crate::sim::script::spawn(sim, f, running.shutdown.flag())
-                    .map_err(AppError::start("the simulated faults"))?;
-                running.threads.push(("sim faults", t));
-            }
-            None => warn!(
-                "sim.faults: the simulated fabric has fewer than three adapters cabled to switches"
-            ),
-        }
-    }
-    for s in &stacks {
-        let poller = s
-            .controller
-            .spawn_poller(running.shutdown.flag())
-            .map_err(AppError::start("the sample poller"))?;
-        running.threads.push(("sample poller", poller));
-    }
-    if let Some(doca) = doca {
-        let state = stacks[0].sweeper.state().clone();
-        let missing = state.lock().set_doca_ports(&doca.ports);
-        for (g, p) in missing {
-            warn!(node = %g, port = p, "DOCA serves a port the fabric does not have; skipped");
-        }
-        let t = doca
-            .sampler
-            .spawn(state, Arc::clone(&stacks[0].cache), running.shutdown.flag())
-            .map_err(AppError::start("the DOCA sampler"))?;
-        running.threads.push(("doca sampler", t));
-    }
-    let (rediscover, portinfo) = (cfg.fabric.rediscover_interval, cfg.fabric.portinfo_interval);
-    for s in &mut stacks {
-        if let Some(source) = s
-            .source
-            .take()
-            .filter(|_| rediscover.is_some() || portinfo.is_some())
-        {
-            let state = s.sweeper.state().clone();
-            let (ask, t) = spawn_rediscovery(source, state, running.shutdown.flag())
-                .map_err(AppError::start("rediscovery"))?;
-            running.threads.push(("rediscovery", t));
-            s.sweeper.set_rediscovery(rediscover, portinfo, ask);
-        }
-    }
-    let writers = Writers::new(
-        Arc::clone(&cache),
-        stacks.iter().map(|s| Arc::clone(&s.controller)).collect(),
-    );
-
-    let endpoint_counters = Arc::new(EndpointCounters::default());
-    let view: Arc<dyn MibHandler> = if cfg.set.allow {
-        info!(
-            deadline_ms = writers.config().deadline().as_millis() as u64,
-            "SETs enabled: counters can be cleared and samples started"
-        );
-        Arc::new(
-            MibView::with_writers(Arc::clone(&cache), writers)
-                .with_endpoint_counters(Arc::clone(&endpoint_counters))
-                .with_events(events.clone()),
-        )
-    } else {
-        Arc::new(
-            MibView::new(Arc::clone(&cache))
-                .with_endpoint_counters(Arc::clone(&endpoint_counters))
-                .with_events(events.clone()),
-        )
-    };
-
-    let session = if cfg.agentx.enabled {
-        let address: AgentxAddr = cfg.agentx.socket.clone();
-        let scfg = SessionConfig {
-            address,
-            subtrees: vec![Oid::new(&PM_ROOT)],
-            priority: cfg.agentx.priority,
-            ping_interval: cfg.agentx.ping_interval,
-            backoff_max: cfg.agentx.reconnect_max,
-            notify_queue: cfg.notify.queue,
-            ..Default::default()
-        };
-        info!(socket = %cfg.agentx.socket, "AgentX subagent starting");
-        Some(
-            Session::spawn(scfg, Arc::clone(&view))
-                .map_err(AppError::start("the AgentX session"))?,
-        )
-    } else {
-        None
-    };
-
-    running.session = session;
-
-    // Notifications: through snmpd, or without it straight to the sinks.
-    let mut notifier = None;
-    if cfg.notify.enabled {
-        let sink: Option<Box<dyn Sink>> = match &running.session {
-            Some(s) => Some(Box::new(AgentxSink::new(s.clone()))),
-            None if !cfg.notify.sinks.is_empty() => {
-                let mut t = TrapSink::new(
-                    cfg.notify.sinks.clone(),
-                    cfg.notify.community.text().to_string(),
-                )
-                .map_err(AppError::TrapSocket)?;
-                match (&cfg.notify.user, &snmpv3) {
-                    (Some(user), Some(e)) => {
-                        let usm = e.usm.clone();
-                        let index = usm.user_index(user);
-                        let index = index.ok_or_else(|| AppError::NotifyUser(user.clone()))?;
-                        t = t.with_v3(usm, index, crate::time::origin());
-                        info!(sinks = ?cfg.notify.sinks, "SNMPv3 traps of user {} go straight to the sinks", Escaped(user));
-                    }
-                    _ => info!(sinks = ?cfg.notify.sinks, "SNMPv2c traps go straight to the sinks"),
-                }
-                Some(Box::new(t))
-            }
-            None => {
-                info!("no AgentX and no notify.sinks: notifications are not sent");
-                None
-            }
-        };
-        notifier = sink.map(|sink| {
-            let n = Notifier::new(cfg.notify(), sink);
-            match &emitted {
-                Some(e) => n.with_machine_events(Arc::clone(e)),
-                None => n,
-            }
-        });
-    }
-    // The event log records what the notifier decides, sent or not.
-    if let Some(log) = &events {
-        // Without a sink nothing is sent, so nothing is held back: no
-        // storm control (and no suppressed figures in the agent scalars).
-        let n = notifier.take().unwrap_or_else(|| {
-            let mut quiet = cfg.notify();
-            quiet.limit_per_sweep = 0;
-            Notifier::new(quiet, Box::new(crate::notify::send::NoSink))
-        });
-        notifier = Some(n.with_events(Arc::clone(log)));
-    }
-    let events_after = events.clone();
-    // After each publication (with several subnets, each round): the
-    // health verdicts, the comparison with the plan, then the
-    // notifications (which include the verdicts' changes).
-    {
-        let evaluate: crate::fabric::sweep::AfterPublish = Box::new(move |c| {
-            if let Some(h) = &mut health {
-                h.after_sweep(c);
-            }
-            // The raised and cleared verdicts: an event log's to take.
-            let _changes = plan.after_sweep(c);
-            if let Some(n) = &mut notifier {
-                n.after_sweep(c);
-            }
-            if let Some(l) = &events_after {
-                l.after_sweep(c);
-            }
-        });
-        match &federation {
-            Some(f) => f.set_after_round(evaluate),
-            None => stacks[0].sweeper.set_after_publish(evaluate),
-        }
-    }
-    if let Some(f) = &federation {
-        for s in &mut stacks {
-            let f = Arc::clone(f);
-            s.sweeper
-                .set_after_publish(Box::new(move |_| f.member_swept()));
-            s.sweeper.trim_after_sweeps_only();
-        }
-        // Their sweeps spread over the interval.
-        let n = stacks.len() as u32;
-        for (i, s) in stacks.iter_mut().enumerate() {
-            s.sweeper
-                .set_phase(cfg.fabric.sweep_interval * i as u32 / n);
-        }
-    }
-    for s in stacks {
-        let sweep_thread = s
-            .sweeper
-            .spawn(running.shutdown.flag())
-            .map_err(AppError::start("the sweeper"))?;
-        running.threads.push(("sweeper", sweep_thread));
-    }
-
-    let responder = if let Some(addr) = cfg.snmp.listen {
-        let config = ResponderConfig {
-            access: cfg.snmp_access(),
-        };
-        let mut r = Responder::bind(addr, config, Arc::clone(&view))
-            .map_err(|error| AppError::Listen { addr, error })?
-            .with_counters(Arc::clone(&endpoint_counters));
-        if let Some(e) = &snmpv3 {
-            r = r.with_usm(e.usm.clone(), crate::time::origin());
-        }
-        let local = r.local_addr().map_err(AppError::LocalAddr)?;
-        let rules = r.config().access.rules().len();
-        info!(
-            "SNMP responder on {local} with {rules} access rule(s); the first: {}",
-            Escaped(
-                &r.config()
-                    .access
-                    .rules()
-                    .first()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default()
-            )
-        );
-        Some(r.spawn().map_err(AppError::start("the SNMP responder"))?)
-    } else {
-        None
-    };
-
-    running.responder = responder;
-    if let Some(settings) = cfg.metrics.settings() {
-        let web = cfg
-            .metrics
-            .web()
-            .map_err(AppError::WebConfig)?
-            .unwrap_or_default();
-        let addr = settings.listen;
-        let handle = crate::metrics::serve(
-            settings,
-            web,
-            Arc::clone(&cache),
-            endpoint_counters,
-            Arc::default(),
-            events.clone(),
-        )
-        .map_err(|error| AppError::Listen { addr, error })?;
-        running.metrics = Some(handle);
-    }
-    Ok(running)
-}
-
-/// One subnet's sweeping stack: its state and sweeper, its write path,
-/// where its fabric is discovered again, and the cache it publishes into.
-struct Stack {
-    sweeper: Sweeper,
-    controller: Arc<Controller>,
-    source: Option<Box<dyn FabricSource>>,
-    cache: Arc<Cache>,
-}
-
-impl Stack {
-    /// The stack of subnet `index`, publishing into `cache`, its 64-bit
-    /// totals restored from and saved to `totals`.
-    fn new(
-        cfg: &Config,
-        subnet: SubnetBackend,
-        index: usize,
-        cache: Arc<Cache>,
-        totals: Option<std::path::PathBuf>,
-        shutdown: &Shutdown,
-        discovered: Instant,
-    ) -> Stack {
-        let view = SubnetView {
-            index: index as u8,
-            ..subnet.view
-        };
-        // A sweep in progress ends at the shutdown signal: the stop does
-        // not wait for a sweep of a fabric that stopped answering.
-        let engine = Engine::new(subnet.sweep, cfg.engine()).with_cancel(shutdown.flag());
-        let state = SharedState::new(subnet.fabric, cfg.sweep(), discovered).in_subnet(view);
-        let controller = Arc::new(Controller::new(
-            state.clone(),
-            Arc::clone(&cache),
-            subnet.write,
-            subnet.poll,
-            cfg.control(),
-        ));
-        let mut sweeper = Sweeper::new(state.clone(), engine, Arc::clone(&cache));
-        if let Some(probe) = subnet.probe {
-            sweeper.set_before_sweep(subnets::before_sweep(probe));
-        }
-        if let Some(path) = totals {
-            restore_totals(&state, &path);
-            sweeper = sweeper.with_state_file(path);
-        }
-        Stack {
-            sweeper,
-            controller,
-            source: subnet.source,
-            cache,
-        }
-    }
-}
-
-/// The state file of subnet `index`: the first subnet's is `path`, the
-/// others' `path.2`, `path.3`, ...
-fn subnet_file(path: &std::path::Path, index: usize) -> std::path::PathBuf {
-    if index == 0 {
-        return path.to_path_buf();
-    }
-    let mut s = path.as_os_str().to_owned();
-    s.push(format!(".{}", index + 1));
-    std::path::PathBuf::from(s)
-}
-
-/// The state file of the 64-bit totals: the configured path, none for
-/// "off", else `totals` in the service manager's state directory (the
-/// first of STATE_DIRECTORY's colon-separated entries), if it sets one.
-pub fn state_file_path(
-    configured: Option<&std::path::Path>,
-    state_directory: Option<std::ffi::OsString>,
-) -> Option<std::path::PathBuf> {
-    match configured {
-        Some(p) if p.as_os_str() == "off" => None,
-        Some(p) => Some(p.to_path_buf()),
-        None => {
-            let dirs = state_directory?;
-            let first = std::env::split_paths(&dirs).next()?;
-            (!first.as_os_str().is_empty()).then(|| first.join("totals"))
-        }
-    }
-}
-
-/// Take up the totals saved by the agent's last run, saying in the log
-/// what became of the file.
-fn restore_totals(state: &SharedState, path: &std::path::Path) {
-    use crate::fabric::persist::{self, PersistError};
-    match persist::load(path) {
-        Ok(saved) => {
-            let matched = state.lock().restore_totals(&saved);
-            if matched == 0 && !saved.is_empty() {
-                warn!(
-                    path = %path.display(),
-                    saved = saved.len(),
-                    "state file of another fabric (no port matches): ignored; 64-bit totals start afresh"
-                );
-            } else {
-                info!(path = %path.display(), saved = saved.len(), matched, "64-bit totals restored from the state file");
-            }
-        }
-        Err(PersistError::Frame(e)) if e.is_missing() => {
-            info!(path = %path.display(), "no state file yet ({e}): 64-bit totals start afresh");
-        }
-        Err(e) => {
-            warn!(path = %path.display(), error = %e, "state file ignored: 64-bit totals start afresh")
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agentx::AgentxAddr;
     use crate::ib::topology;
     use crate::sim::{SimFabric, SimOptions};
     use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};

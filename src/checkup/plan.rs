@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use super::{Remote, get};
 use crate::cabling::compare::{CompareConfig, Comparison};
@@ -38,10 +38,7 @@ pub fn fetch(remote: &Remote) -> Result<DiffReport, String> {
 /// One sweep of the fabric through the configured backend (its discovery
 /// is what is compared), compared with `plan`.
 pub fn sweep(cfg: &Config, plan: &Plan, compare: CompareConfig) -> Result<DiffReport, String> {
-    let mut cfg = cfg.clone();
-    cfg.umad.reader_poll = Duration::from_millis(2);
-    cfg.fabric.optional_attributes = false;
-    let mut off = super::Offline::open(&cfg)?;
+    let mut off = super::Offline::open(cfg, None)?;
     off.sweep_once();
     let cache = &off.cache;
     let mut cmp = Comparison::new(compare, Some(plan));
