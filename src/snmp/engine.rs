@@ -24,7 +24,7 @@ use super::local::{LocalObjects, WithLocal};
 use super::usm::{DropReason, Incoming, ReportKind, Usm, message_version};
 pub(crate) use super::work::Version;
 use super::work::{self, Metered, next_instance};
-use crate::edge::rate::RateLimiter;
+use crate::edge::Gate;
 use crate::mib::bulk::{self, Budget, Bulk, Cut, Range, Unencodable};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
 use crate::time::{Due, Throttle};
@@ -121,13 +121,17 @@ pub enum Outcome {
     UnknownUser,
 }
 
-/// The request processor: the access rules and their rate guards, and the
-/// SNMPv3 engine (USM) when users are configured.
+/// The request processor: the access rules, each admitting through an
+/// [`edge::Gate`](crate::edge::Gate) of its own (its sources and rate
+/// guard), and the SNMPv3 engine (USM) when users are configured.
 #[derive(Debug)]
 pub struct Processor {
     access: AccessTable,
-    /// One per rule, for rules with a rate guard.
-    guards: Vec<Option<RateLimiter>>,
+    /// One per rule: the rule's sources and its rate guard (none: no
+    /// limit). The HTTP edge has one gate; here a datagram names its
+    /// principal, so the rule, and with it the gate, is known only once
+    /// the datagram is read.
+    gates: Vec<Gate>,
     /// The USM and the time its engine booted (snmpEngineTime counts from
     /// it).
     usm: Option<(Usm, Instant)>,
@@ -137,15 +141,18 @@ pub struct Processor {
 
 impl Processor {
     pub fn new(config: ResponderConfig) -> Processor {
-        let guards = config
+        let gates = config
             .access
             .rules()
             .iter()
-            .map(|r| r.rate.map(|g| RateLimiter::new(g.rate, g.burst)))
+            .map(|r| {
+                let (rate, burst) = r.rate.map_or((0, 0), |g| (g.rate, g.burst));
+                Gate::new(r.sources.clone(), rate, burst)
+            })
             .collect();
         Processor {
             access: config.access,
-            guards,
+            gates,
             usm: None,
             unencodable_log: Throttle::every(super::DROP_LOG_EVERY),
         }
@@ -201,7 +208,7 @@ impl Processor {
         let Some((i, rule)) = self.access.for_community(from, community) else {
             return Outcome::BadCommunity;
         };
-        if !guard_allows(&mut self.guards, i, from, now) {
+        if !admits(&mut self.gates, i, from, now) {
             return Outcome::RateLimited;
         }
         let version_num: i64 = match version {
@@ -249,7 +256,7 @@ impl Processor {
         let Datagram { bytes, from, now } = d;
         let Processor {
             access,
-            guards,
+            gates,
             usm,
             unencodable_log,
         } = self;
@@ -261,7 +268,7 @@ impl Processor {
         }
         let time = engine_time(now, *booted);
         let is_user = |r: &Rule| matches!(r.principal, Principal::User { .. });
-        let mut permit = |_| charge(access, guards, from, now, is_user);
+        let mut permit = |_| charge(access, gates, from, now, is_user);
         let (ctx, pdus) = match usm.incoming_guarded(bytes, time, &mut permit) {
             Incoming::Request(ctx, pdus) => (ctx, pdus),
             Incoming::Report(kind, b) => {
@@ -296,7 +303,7 @@ impl Processor {
             };
             let names =
                 |r: &Rule| matches!(&r.principal, Principal::User { name, .. } if *name == user);
-            if !charge(access, guards, from, now, names) {
+            if !charge(access, gates, from, now, names) {
                 return Outcome::RateLimited;
             }
             let max_message = smallest_response(access, from, names).min(manager_max);
@@ -311,7 +318,7 @@ impl Processor {
                 _ => Outcome::TooBig,
             };
         };
-        if !guard_allows(guards, i, from, now) {
+        if !admits(gates, i, from, now) {
             return Outcome::RateLimited;
         }
         let max_message = rule.max_response_octets.min(manager_max);
@@ -334,12 +341,12 @@ impl Processor {
     }
 }
 
-/// Charges `from` to the rate guard of every rule `pick` chooses that
-/// lists `from`: whether each let it through (the first that refuses stops
-/// the charging).
+/// Charges `from` to the gate of every rule `pick` chooses that lists
+/// `from`: whether each let it through (the first that refuses stops the
+/// charging).
 fn charge(
     access: &AccessTable,
-    guards: &mut [Option<RateLimiter>],
+    gates: &mut [Gate],
     from: IpAddr,
     now: Instant,
     pick: impl Fn(&Rule) -> bool,
@@ -347,9 +354,9 @@ fn charge(
     access
         .rules()
         .iter()
-        .zip(guards.iter_mut())
-        .filter(|(r, _)| pick(r) && r.allows_source(from))
-        .all(|(_, g)| g.as_mut().is_none_or(|g| g.allow(from, now)))
+        .zip(gates.iter_mut())
+        .filter(|(r, g)| pick(r) && g.listed(from))
+        .all(|(_, g)| g.request(from, now).is_ok())
 }
 
 /// The smallest `max_response_octets` of the rules `pick` chooses that
@@ -373,13 +380,10 @@ struct Datagram<'a> {
     now: Instant,
 }
 
-/// Whether rule `i`'s rate guard, if it has one, lets a request from
-/// `from` through at `now`.
-fn guard_allows(guards: &mut [Option<RateLimiter>], i: usize, from: IpAddr, now: Instant) -> bool {
-    match guards.get_mut(i) {
-        Some(Some(g)) => g.allow(from, now),
-        _ => true,
-    }
+/// Whether rule `i`'s gate lets a request from `from` through at `now`
+/// (the rule was chosen for listing `from`: only its rate is left).
+fn admits(gates: &mut [Gate], i: usize, from: IpAddr, now: Instant) -> bool {
+    gates.get_mut(i).is_none_or(|g| g.request(from, now).is_ok())
 }
 
 /// snmpEngineTime: whole seconds since the engine booted.
