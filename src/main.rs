@@ -119,11 +119,12 @@ struct FabricArgs {
     topology: Option<PathBuf>,
 }
 
+/// How a command reaches a running agent.
 #[derive(clap::Args)]
-struct HealthArgs {
+struct AgentArgs {
     /// The agent's metrics endpoint (http:// or https://, with a path
     /// prefix when it is behind a proxy).
-    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL, conflicts_with = "sweep")]
+    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL)]
     url: String,
     /// The CA certificate (PEM) of an https:// endpoint.
     #[arg(long, value_name = "FILE")]
@@ -131,13 +132,19 @@ struct HealthArgs {
     /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
     #[arg(long, value_name = "USER")]
     user: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct HealthArgs {
+    #[command(flatten)]
+    agent: AgentArgs,
     /// Seconds for the whole exchange with the agent (1 to 3600); past
     /// them the command fails (exit status 1).
     #[arg(long, value_name = "SECONDS", default_value_t = 60, conflicts_with = "sweep", value_parser = clap::value_parser!(u64).range(1..=3600))]
     timeout: u64,
     /// Sweep the fabric through the configured backend instead of asking
     /// an agent.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "url")]
     sweep: bool,
     /// With --sweep: sweep again after this many seconds (1 to 60), for
     /// error rates and congestion.
@@ -169,16 +176,8 @@ struct HealthArgs {
 
 #[derive(clap::Args)]
 struct EventsArgs {
-    /// The agent's metrics endpoint (http:// or https://, with a path
-    /// prefix when it is behind a proxy).
-    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL)]
-    url: String,
-    /// The CA certificate (PEM) of an https:// endpoint.
-    #[arg(long, value_name = "FILE")]
-    cacert: Option<PathBuf>,
-    /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
-    #[arg(long, value_name = "USER")]
-    user: Option<String>,
+    #[command(flatten)]
+    agent: AgentArgs,
     /// How far back: 90s, 30m, 1h, 2d (at most 30d).
     #[arg(long, value_name = "DURATION")]
     since: Option<String>,
@@ -202,18 +201,11 @@ struct EventsArgs {
 
 #[derive(clap::Args)]
 struct TopologyCheckArgs {
-    /// The agent's metrics endpoint.
-    #[arg(long, value_name = "URL", default_value = ibpm_agentx::checkup::DEFAULT_URL, conflicts_with = "sweep")]
-    url: String,
-    /// The CA certificate (PEM) of an https:// endpoint.
-    #[arg(long, value_name = "FILE")]
-    cacert: Option<PathBuf>,
-    /// Basic auth user; the password is read from IBPM_AGENTX_PASSWORD.
-    #[arg(long, value_name = "USER")]
-    user: Option<String>,
+    #[command(flatten)]
+    agent: AgentArgs,
     /// Sweep the fabric through the configured backend instead of asking
     /// an agent.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "url")]
     sweep: bool,
     /// With --sweep: the plan to compare with (ibnetdiscover's format);
     /// without it, the configured plan, else the baseline beside the
@@ -551,7 +543,7 @@ fn health(a: HealthArgs) -> ExitCode {
         }
     };
     if a.hosts {
-        let remote = match remote(a.url, a.cacert, a.user, Duration::ZERO) {
+        let remote = match remote(a.agent, Duration::ZERO) {
             Ok(r) => r,
             Err(code) => return code,
         };
@@ -585,7 +577,7 @@ fn health(a: HealthArgs) -> ExitCode {
         init_offline_logging(&cfg);
         checkup::sweep(&cfg, a.rates.map(Duration::from_secs), &q)
     } else {
-        let remote = match remote(a.url, a.cacert, a.user, Duration::from_secs(a.timeout)) {
+        let remote = match remote(a.agent, Duration::from_secs(a.timeout)) {
             Ok(r) => r,
             Err(code) => return code,
         };
@@ -612,12 +604,8 @@ fn health(a: HealthArgs) -> ExitCode {
 
 /// How to reach a running agent: the password of `user` from
 /// IBPM_AGENTX_PASSWORD.
-fn remote(
-    url: String,
-    cacert: Option<PathBuf>,
-    user: Option<String>,
-    timeout: Duration,
-) -> Result<ibpm_agentx::checkup::Remote, ExitCode> {
+fn remote(a: AgentArgs, timeout: Duration) -> Result<ibpm_agentx::checkup::Remote, ExitCode> {
+    let AgentArgs { url, cacert, user } = a;
     let user = match user {
         Some(u) => match std::env::var("IBPM_AGENTX_PASSWORD") {
             Ok(p) => Some((u, zeroize::Zeroizing::new(p))),
@@ -677,7 +665,7 @@ fn events(a: EventsArgs) -> ExitCode {
         eprintln!("ibpm-agentx: {e}");
         return ExitCode::from(EXIT_CONFIG);
     }
-    let remote = match remote(a.url, a.cacert, a.user, Duration::ZERO) {
+    let remote = match remote(a.agent, Duration::ZERO) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -762,7 +750,7 @@ fn topology_check(a: TopologyCheckArgs) -> ExitCode {
         };
         plan::sweep(&cfg, &p, ibpm_agentx::app::plan::compare_config(&cfg))
     } else {
-        match remote(a.url, a.cacert, a.user, Duration::ZERO) {
+        match remote(a.agent, Duration::ZERO) {
             Ok(r) => plan::fetch(&r),
             Err(code) => return code,
         }

@@ -383,7 +383,9 @@ struct Datagram<'a> {
 /// Whether rule `i`'s gate lets a request from `from` through at `now`
 /// (the rule was chosen for listing `from`: only its rate is left).
 fn admits(gates: &mut [Gate], i: usize, from: IpAddr, now: Instant) -> bool {
-    gates.get_mut(i).is_none_or(|g| g.request(from, now).is_ok())
+    gates
+        .get_mut(i)
+        .is_none_or(|g| g.request(from, now).is_ok())
 }
 
 /// snmpEngineTime: whole seconds since the engine booted.
