@@ -384,6 +384,19 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
     ))
 }
 
+/// A line of counts by title: `what: title n, title n`, each title
+/// escaped.
+pub fn counts<'a, N: std::fmt::Display>(
+    o: &mut String,
+    what: &str,
+    counts: impl Iterator<Item = (&'a str, N)>,
+) {
+    let counts: Vec<String> = counts
+        .map(|(title, n)| format!("{} {n}", Escaped(title)))
+        .collect();
+    let _ = writeln!(o, "{what}: {}", counts.join(", "));
+}
+
 /// The report as terminal tables.
 pub fn text(r: &Report) -> String {
     let mut o = String::new();
@@ -409,12 +422,11 @@ pub fn text(r: &Report) -> String {
         a.nodes,
         a.ports
     );
-    let counts: Vec<String> = r
-        .conditions
-        .iter()
-        .map(|c| format!("{} {}", Escaped(&c.title), c.ports))
-        .collect();
-    let _ = writeln!(o, "ports per condition: {}", counts.join(", "));
+    counts(
+        &mut o,
+        "ports per condition",
+        r.conditions.iter().map(|c| (c.title.as_str(), c.ports)),
+    );
     let shows = r.shows_subnets();
     if shows {
         subnets(&mut o, r);

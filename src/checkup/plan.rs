@@ -81,12 +81,11 @@ pub fn text(d: &DiffReport, now_ms: u64) -> String {
         d.planned_links,
         d.sweep
     );
-    let counts: Vec<String> = d
-        .counts
-        .iter()
-        .map(|c| format!("{} {}", Escaped(&c.title), c.count))
-        .collect();
-    let _ = writeln!(o, "mismatches per kind: {}", counts.join(", "));
+    super::counts(
+        &mut o,
+        "mismatches per kind",
+        d.counts.iter().map(|c| (c.title.as_str(), c.count)),
+    );
     if d.mismatches.is_empty() {
         return o;
     }

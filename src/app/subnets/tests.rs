@@ -15,7 +15,7 @@ use crate::fabric::sweep::Sweeper;
 use crate::ib::Guid;
 use crate::ib::subnet::SubnetKey;
 use crate::ib::topology;
-use crate::sim::{ManualClock, SimFabric, SimOptions};
+use crate::sim::{ManualClock, SimFabric, SimOptions, SimPlane};
 use crate::transport::failover::FailoverTransport;
 use crate::transport::{Fault, MAD_SIZE, MadAddr, MadTransport, Received};
 
@@ -32,6 +32,62 @@ impl<T: MadTransport> MadTransport for Counted<T> {
     }
     fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, Fault> {
         self.inner.recv(timeout)
+    }
+}
+
+/// What subnet 0 of a plane is swept with: the failover machine and the
+/// ports it sees, the port choice the transport follows, the subnet's view.
+struct Probed<'a> {
+    plane: &'a SimPlane,
+    machine: Arc<Mutex<Machine>>,
+    look: LookPorts,
+    ports: Vec<LocalPort>,
+    choice: PortChoice,
+    view: SubnetView,
+    transport: Box<dyn MadTransport>,
+}
+
+/// Subnet 0 swept on a clock the test moves: the sweeper with its probe
+/// before each sweep, the cache it publishes into, and the events the
+/// failover machine emits.
+struct Rig {
+    manual: ManualClock,
+    cache: Arc<Cache>,
+    sweeper: Sweeper,
+    emitted: Arc<Emitted>,
+}
+
+impl Rig {
+    fn new(p: Probed) -> Rig {
+        let plane = p.plane.clone();
+        let read_sm: ReadSm = Box::new(move |_| Some(plane.master_sm()));
+        let manual = ManualClock::new();
+        let t0 = Instant::now();
+        let m = manual.clone();
+        let clock = Clock::new(move || t0 + m.now());
+        let emitted = Arc::new(Emitted::default());
+        let probe = PortsProbe {
+            index: 0,
+            machine: p.machine,
+            look: p.look,
+            read_sm,
+            ports: p.ports,
+            choice: p.choice,
+            clock: clock.clone(),
+            emitted: Arc::clone(&emitted),
+        };
+        let cache = Arc::new(Cache::new());
+        let state =
+            SharedState::new(p.plane.fabric(), SweepConfig::default(), t0).in_subnet(p.view);
+        let engine = Engine::new(p.transport, EngineConfig::default());
+        let mut sweeper = Sweeper::new(state, engine, Arc::clone(&cache)).with_clock(clock);
+        sweeper.set_before_sweep(before_sweep(Box::new(probe)));
+        Rig {
+            manual,
+            cache,
+            sweeper,
+            emitted,
+        }
     }
 }
 
@@ -81,24 +137,6 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
         };
         vec![seen(&pa, up.load(Ordering::SeqCst)), seen(&pb, true)]
     });
-    let p = plane.clone();
-    let read_sm: ReadSm = Box::new(move |_| Some(p.master_sm()));
-    let manual = ManualClock::new();
-    let t0 = Instant::now();
-    let m = manual.clone();
-    let clock = Clock::new(move || t0 + m.now());
-    let emitted = Arc::new(Emitted::default());
-    let probe = PortsProbe {
-        index: 0,
-        machine,
-        look,
-        read_sm,
-        ports: vec![a.clone(), b.clone()],
-        choice: choice.clone(),
-        clock: clock.clone(),
-        emitted: Arc::clone(&emitted),
-    };
-    let cache = Arc::new(Cache::new());
     let view = SubnetView {
         name: Some("plane-a".into()),
         key,
@@ -106,10 +144,20 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
         standby: vec![b.clone()],
         ..Default::default()
     };
-    let state = SharedState::new(plane.fabric(), SweepConfig::default(), t0).in_subnet(view);
-    let engine = Engine::new(Box::new(transport), EngineConfig::default());
-    let mut sweeper = Sweeper::new(state, engine, Arc::clone(&cache)).with_clock(clock);
-    sweeper.set_before_sweep(before_sweep(Box::new(probe)));
+    let Rig {
+        manual,
+        cache,
+        mut sweeper,
+        ..
+    } = Rig::new(Probed {
+        plane: &plane,
+        machine,
+        look,
+        ports: vec![a.clone(), b.clone()],
+        choice: choice.clone(),
+        view,
+        transport: Box::new(transport),
+    });
 
     sweeper.sweep_once();
     let first_a = sent_a.load(Ordering::SeqCst);
@@ -185,35 +233,27 @@ fn an_sm_handover_within_the_grace_is_a_change_of_master_and_nothing_more() {
             sm_guid: key.sm_guid,
         }]
     });
-    let p = plane.clone();
-    let read_sm: ReadSm = Box::new(move |_| Some(p.master_sm()));
-    let manual = ManualClock::new();
-    let t0 = Instant::now();
-    let m = manual.clone();
-    let clock = Clock::new(move || t0 + m.now());
-    let emitted = Arc::new(Emitted::default());
-    emitted.decides(0);
-    let probe = PortsProbe {
-        index: 0,
-        machine,
-        look,
-        read_sm,
-        ports: vec![a.clone()],
-        choice: PortChoice::default(),
-        clock: clock.clone(),
-        emitted: Arc::clone(&emitted),
-    };
-    let cache = Arc::new(Cache::new());
     let view = SubnetView {
         name: Some("plane-a".into()),
         key,
         sweeping: Some(a.clone()),
         ..Default::default()
     };
-    let state = SharedState::new(plane.fabric(), SweepConfig::default(), t0).in_subnet(view);
-    let engine = Engine::new(Box::new(plane.transport()), EngineConfig::default());
-    let mut sweeper = Sweeper::new(state, engine, Arc::clone(&cache)).with_clock(clock);
-    sweeper.set_before_sweep(before_sweep(Box::new(probe)));
+    let Rig {
+        manual,
+        cache,
+        mut sweeper,
+        emitted,
+    } = Rig::new(Probed {
+        plane: &plane,
+        machine,
+        look,
+        ports: vec![a.clone()],
+        choice: PortChoice::default(),
+        view,
+        transport: Box::new(plane.transport()),
+    });
+    emitted.decides(0);
     let mut notifier = Evaluator::new(NotifyConfig::default()).with_machine_events(emitted);
     let mut step = |secs: u64| -> Vec<Kind> {
         manual.advance(Duration::from_secs(secs));
