@@ -597,7 +597,20 @@ fn subnets(o: &mut String, r: &Report) {
 /// A section: its title and count, its rows in aligned columns, and how
 /// many more there are.
 fn table<T>(o: &mut String, title: &str, s: &Section<T>, head: &[&str], rows: Vec<Vec<String>>) {
-    let _ = writeln!(o, "\n{title} ({})", s.total);
+    rows_table(o, title, (s.total, s.more), head, rows);
+}
+
+/// A table of `rows` under `title` and its count: each cell cut to
+/// [`MAX_CELL`] characters, the columns aligned, then how many more rows
+/// there are (`counts`: the total and those not shown).
+pub fn rows_table(
+    o: &mut String,
+    title: &str,
+    (total, more): (usize, usize),
+    head: &[&str],
+    rows: Vec<Vec<String>>,
+) {
+    let _ = writeln!(o, "\n{title} ({total})");
     // Each cell cut to its most: the widths, and so the table, are bounded.
     let rows: Vec<Vec<String>> = rows
         .into_iter()
@@ -629,8 +642,8 @@ fn table<T>(o: &mut String, title: &str, s: &Section<T>, head: &[&str], rows: Ve
     for r in &rows {
         line(o, r.iter().map(String::as_str).collect());
     }
-    if s.more > 0 {
-        let _ = writeln!(o, "  ({} more not shown)", s.more);
+    if more > 0 {
+        let _ = writeln!(o, "  ({more} more not shown)");
     }
 }
 

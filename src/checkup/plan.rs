@@ -89,11 +89,11 @@ pub fn text(d: &DiffReport, now_ms: u64) -> String {
     if d.mismatches.is_empty() {
         return o;
     }
-    let rows: Vec<[String; 4]> = d
+    let rows: Vec<Vec<String>> = d
         .mismatches
         .iter()
         .map(|m| {
-            [
+            vec![
                 Escaped(&m.kind).to_string(),
                 Escaped(&m.text).to_string(),
                 format!(
@@ -105,33 +105,14 @@ pub fn text(d: &DiffReport, now_ms: u64) -> String {
             ]
         })
         .collect();
-    let head = ["KIND", "WHAT TO DO", "SINCE", "TIMES"];
-    let mut width = head.map(|h| h.len());
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let _ = writeln!(o, "\nNOT AS PLANNED ({})", d.total);
-    let mut line = |cells: [&str; 4]| {
-        let mut l = String::from(" ");
-        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
-            l.push(' ');
-            l.push_str(c);
-            if i + 1 < cells.len() {
-                l.extend(std::iter::repeat_n(' ', w - c.chars().count()));
-            }
-        }
-        o.push_str(l.trim_end());
-        o.push('\n');
-    };
-    line(head);
-    for r in &rows {
-        line([&r[0], &r[1], &r[2], &r[3]]);
-    }
-    if d.mismatches.len() < d.total {
-        let _ = writeln!(o, "  ({} more not shown)", d.total - d.mismatches.len());
-    }
+    let shown = d.mismatches.len();
+    super::rows_table(
+        &mut o,
+        "NOT AS PLANNED",
+        (d.total, d.total.saturating_sub(shown)),
+        &["KIND", "WHAT TO DO", "SINCE", "TIMES"],
+        rows,
+    );
     o
 }
 
