@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ibpm_agentx::fabric::local::{Event, Failover, Seen, Wanted, group};
+use ibpm_agentx::fabric::local::{Event, FailoverMachine, Seen, Wanted, group};
 use ibpm_agentx::ib::Guid;
 use ibpm_agentx::ib::subnet::{LocalPort, SubnetKey};
 use ibpm_agentx::transport::umad::{LinkLayer, SysfsCa, ib_ports, read_cas};
@@ -151,7 +151,7 @@ fn a_port_going_down_and_a_ca_unplugged_between_two_reads() {
     copy_tree(&fixture(), dir.path());
     let first = seen(&cas_of(dir.path()));
     let g = group(&Wanted::Every, &first);
-    let mut f = Failover::new(&g.subnets, Duration::from_secs(10));
+    let mut f = FailoverMachine::new(&g.subnets, Duration::from_secs(10));
     assert!(f.ports(&first).is_empty());
     assert_eq!(f.sweep(0).0, Some(LocalPort::new("mlx5_0", 1)));
 

@@ -1,7 +1,7 @@
 //! The local ports of subnets swept through several: before each sweep a
 //! subnet's probe looks at the host's local ports and asks the master SM
 //! through the port it sweeps, feeds the failover machine
-//! ([`crate::fabric::local::Failover`], one for every subnet of the agent)
+//! ([`crate::fabric::local::FailoverMachine`], one for every subnet of the agent)
 //! and moves the subnet's transports ([`PortChoice`]) to the port the
 //! machine picked. What it saw goes into the subnet's view, where the MIB,
 //! the metrics, the page and the notifications read it.
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tracing::{info, warn};
 
 use super::backend::SubnetProbe;
-use crate::fabric::local::{Emitted, Event, Failover as Machine, Seen};
+use crate::fabric::local::{Emitted, Event, FailoverMachine, Seen};
 use crate::fabric::sweep::BeforeSweep;
 use crate::ib::Escaped;
 use crate::ib::subnet::{LocalPort, SmInfo, SubnetView, SweepState};
@@ -30,7 +30,7 @@ pub type ReadSm = Box<dyn FnMut(&LocalPort) -> Option<Option<SmInfo>> + Send>;
 pub struct PortsProbe {
     /// The subnet's index in the machine.
     pub index: usize,
-    pub machine: Arc<Mutex<Machine>>,
+    pub machine: Arc<Mutex<FailoverMachine>>,
     pub look: LookPorts,
     pub read_sm: ReadSm,
     /// The subnet's ports in the order its transports count them.

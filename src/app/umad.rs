@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::fabric::discover::{
     DiscoverError, DiscoverOptions, SubnetRead, discover_with_stats, read_subnet,
 };
-use crate::fabric::local::{Failover as Machine, NO_MASTER_GRACE, Seen, Wanted, group};
+use crate::fabric::local::{FailoverMachine, NO_MASTER_GRACE, Seen, Wanted, group};
 use crate::ib::subnet::{LocalPort, SubnetView};
 use crate::ib::{Escaped, Fabric, Guid, NodeType};
 use crate::time::Clock;
@@ -162,7 +162,10 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
                 .collect(),
         }));
     }
-    let machine = Arc::new(Mutex::new(Machine::new(&grouping.subnets, NO_MASTER_GRACE)));
+    let machine = Arc::new(Mutex::new(FailoverMachine::new(
+        &grouping.subnets,
+        NO_MASTER_GRACE,
+    )));
     let emitted = Arc::new(crate::fabric::local::Emitted::default());
     let dopts = discover_options(cfg, None);
     let mut subnets = Vec::new();

@@ -10,9 +10,9 @@
 //! first active port, the others standby. Configured planes keep their
 //! order, their names and their ports.
 //!
-//! [`Failover`] follows the subnets from then on: fed each look at the
-//! ports ([`Failover::ports`]) and each SM read ([`Failover::sm`]), it says
-//! at a subnet's next sweep ([`Failover::sweep`]) which port to sweep
+//! [`FailoverMachine`] follows the subnets from then on: fed each look at the
+//! ports ([`FailoverMachine::ports`]) and each SM read ([`FailoverMachine::sm`]), it says
+//! at a subnet's next sweep ([`FailoverMachine::sweep`]) which port to sweep
 //! through, moving to the first standby that is up once the sweeping port
 //! is seen down or gone (its CA vanished from sysfs: hot-unplugged, driver
 //! reloaded), and when none is left.
@@ -356,7 +356,7 @@ struct Subnet {
 
 /// The subnets' local ports and master SMs over time.
 #[derive(Clone, Debug)]
-pub struct Failover {
+pub struct FailoverMachine {
     subnets: Vec<Subnet>,
     looks: HashMap<LocalPort, Look>,
     /// How long a subnet may have no master SM before [`Event::NoMasterSm`]
@@ -364,7 +364,7 @@ pub struct Failover {
     grace: Duration,
 }
 
-/// What [`Failover::view`] says of a subnet now.
+/// What [`FailoverMachine::view`] says of a subnet now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Now {
     pub name: Option<Arc<str>>,
@@ -374,10 +374,10 @@ pub struct Now {
     pub standby: Vec<LocalPort>,
 }
 
-impl Failover {
+impl FailoverMachine {
     /// Start from a grouping: every sweeping port counts as up, every
     /// standby as down until a look says otherwise.
-    pub fn new(groups: &[Group], grace: Duration) -> Failover {
+    pub fn new(groups: &[Group], grace: Duration) -> FailoverMachine {
         let mut looks = HashMap::new();
         let subnets = groups
             .iter()
@@ -400,7 +400,7 @@ impl Failover {
                 }
             })
             .collect();
-        Failover {
+        FailoverMachine {
             subnets,
             looks,
             grace,
@@ -417,7 +417,7 @@ impl Failover {
 
     /// A look at the local ports (every port sysfs lists): a subnet's port
     /// missing from `seen` is gone. Says which ports are newly gone; the
-    /// sweep moves at the subnet's next [`Failover::sweep`].
+    /// sweep moves at the subnet's next [`FailoverMachine::sweep`].
     pub fn ports(&mut self, seen: &[Seen]) -> Vec<Event> {
         let mut events = Vec::new();
         for (i, s) in self.subnets.iter().enumerate() {

@@ -430,7 +430,7 @@ impl Evaluator {
     /// The notifications `snap` calls for. A snapshot of a sweep already
     /// evaluated calls for none.
     /// Act on the events of the subnets' failover machine
-    /// ([`crate::fabric::local::Failover`]) for the subnets it decides.
+    /// ([`crate::fabric::local::FailoverMachine`]) for the subnets it decides.
     pub fn with_machine_events(mut self, m: std::sync::Arc<crate::fabric::local::Emitted>) -> Self {
         self.machine = Some(m);
         self

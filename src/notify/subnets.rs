@@ -1,5 +1,5 @@
 //! The subnet notifications (pure). For a subnet whose local ports a
-//! failover machine follows ([`crate::fabric::local::Failover`], umad),
+//! failover machine follows ([`crate::fabric::local::FailoverMachine`], umad),
 //! the machine decides: pmSubnetMasterChanged, pmSubnetNoMaster (only
 //! once no master answered for the grace, so a handover is a change of
 //! master and nothing more) and pmSubnetFailover are its events

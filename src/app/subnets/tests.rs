@@ -39,7 +39,7 @@ impl<T: MadTransport> MadTransport for Counted<T> {
 /// ports it sees, the port choice the transport follows, the subnet's view.
 struct Probed<'a> {
     plane: &'a SimPlane,
-    machine: Arc<Mutex<Machine>>,
+    machine: Arc<Mutex<FailoverMachine>>,
     look: LookPorts,
     ports: Vec<LocalPort>,
     choice: PortChoice,
@@ -115,7 +115,7 @@ fn the_sweep_moves_to_the_standby_when_the_sweeping_port_goes_down() {
         prefix: plane.prefix(),
         sm_guid: plane.master_sm().unwrap().guid,
     };
-    let machine = Arc::new(Mutex::new(Machine::new(
+    let machine = Arc::new(Mutex::new(FailoverMachine::new(
         &[Group {
             name: Some("plane-a".into()),
             key,
@@ -215,7 +215,7 @@ fn an_sm_handover_within_the_grace_is_a_change_of_master_and_nothing_more() {
         prefix: plane.prefix(),
         sm_guid: first.guid,
     };
-    let machine = Arc::new(Mutex::new(Machine::new(
+    let machine = Arc::new(Mutex::new(FailoverMachine::new(
         &[Group {
             name: Some("plane-a".into()),
             key,

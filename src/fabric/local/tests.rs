@@ -163,14 +163,17 @@ fn subnets_past_the_most_are_left_out() {
 }
 
 /// One subnet swept through mlx5_0:1 with mlx5_1:1 and mlx5_2:1 standby.
-fn three_ports() -> (Failover, Vec<Seen>) {
+fn three_ports() -> (FailoverMachine, Vec<Seen>) {
     let up = vec![
         seen("mlx5_0:1", 4, A, 0x11),
         seen("mlx5_1:1", 4, A, 0x11),
         seen("mlx5_2:1", 4, A, 0x11),
     ];
     let g = group(&Wanted::Every, &up);
-    (Failover::new(&g.subnets, Duration::from_secs(20)), up)
+    (
+        FailoverMachine::new(&g.subnets, Duration::from_secs(20)),
+        up,
+    )
 }
 
 fn with_state(mut ports: Vec<Seen>, port: &str, state: u8) -> Vec<Seen> {

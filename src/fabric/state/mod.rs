@@ -3,7 +3,7 @@
 //! own: the rest of the agent asks through its methods, grouped by idea:
 //! - here: the nodes by index and by GUID, their PMAs' addresses, the
 //!   sweep's settings and figures;
-//! - health.rs: what each node and kind of node answers, reachability, what
+//! - answers.rs: what each node and kind of node answers, reachability, what
 //!   a sweep asks of each node;
 //! - readings.rs: replies, DOCA samples and writes folded into the records,
 //!   the totals of the state file;
@@ -60,7 +60,7 @@ struct NodeState {
     /// attributes, and what not.
     answers: NodeAnswers,
     samples_at: Option<Stamp>,
-    /// Bits of the health's `optional_unsupported` already said in the
+    /// Bits of the answers' `optional_unsupported` already said in the
     /// log.
     optional_reported: AttrMask,
     /// The node's index into [`FabricState::kinds`].
