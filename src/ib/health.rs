@@ -261,24 +261,60 @@ impl Verdicts {
             .map(|i| &self.nodes[i])
     }
 
-    /// The ports with a standing verdict.
-    pub fn unhealthy(&self) -> impl Iterator<Item = &PortVerdict> {
-        self.ports.iter().filter(|v| v.is_unhealthy())
+    /// The node's standing unresponsive verdict.
+    pub fn unresponsive(&self, guid: Guid) -> Option<Mark> {
+        self.node(guid)?.unresponsive
     }
 
-    /// Whether `c` stands on the port of entry `v`: its own mark, or, for
-    /// [`Condition::Unresponsive`], its node's (a node's verdict shows on
-    /// its ports). The one rule every face reads.
-    pub fn shows(&self, v: &PortVerdict, c: Condition) -> bool {
+    /// The verdict of `c` standing on port `port` of node `guid`: the
+    /// port's own mark (`v`, its entry), or, for
+    /// [`Condition::Unresponsive`], its node's: a node's verdict shows on
+    /// its ports. The one rule every face reads.
+    fn standing_on(&self, guid: Guid, v: Option<&PortVerdict>, c: Condition) -> Option<Mark> {
         match c {
-            Condition::Unresponsive => self.node(v.guid).is_some_and(|n| n.unresponsive.is_some()),
-            _ => v.mark(c).is_some(),
+            Condition::Unresponsive => self.unresponsive(guid),
+            _ => v?.mark(c).copied(),
         }
+    }
+
+    /// The verdict of `c` standing on the port of entry `v`
+    /// ([`Verdicts::standing_on`]).
+    pub fn standing(&self, v: &PortVerdict, c: Condition) -> Option<Mark> {
+        self.standing_on(v.guid, Some(v), c)
+    }
+
+    /// The verdict of `c` standing on a port with or without an entry (an
+    /// unresponsive node's port without one shows the node's).
+    pub fn standing_at(&self, guid: Guid, port: u8, c: Condition) -> Option<Mark> {
+        self.standing_on(guid, self.port(guid, port), c)
+    }
+
+    /// Whether `c` stands on the port of entry `v`.
+    pub fn shows(&self, v: &PortVerdict, c: Condition) -> bool {
+        self.standing(v, c).is_some()
+    }
+
+    /// How many times `c` was raised on the port of entry `v`: the
+    /// port's own count, or, for [`Condition::Unresponsive`], its
+    /// node's.
+    pub fn raised(&self, v: &PortVerdict, c: Condition) -> u32 {
+        match c {
+            Condition::Unresponsive => self.node(v.guid).map_or(0, |n| n.raised),
+            _ => v.raised[c as usize],
+        }
+    }
+
+    /// The ports with a verdict entry on which some condition stands
+    /// ([`Verdicts::shows`]).
+    pub fn unhealthy(&self) -> impl Iterator<Item = &PortVerdict> {
+        self.ports
+            .iter()
+            .filter(|v| Condition::ALL.into_iter().any(|c| self.shows(v, c)))
     }
 
     /// Ports with a verdict entry on which each condition stands
     /// ([`Verdicts::shows`]): the one count of unhealthy ports (the page,
-    /// `/api/health`, the metrics).
+    /// `/api/health`, the metrics, the event log's summaries).
     pub fn counts(&self) -> [usize; CONDITION_COUNT] {
         let mut n = [0; CONDITION_COUNT];
         for v in self.ports.iter() {
@@ -370,6 +406,21 @@ pub fn civil(ms: u64) -> (i64, u8, u8, u8, u8, u8, u8) {
     )
 }
 
+/// The wall-clock time in milliseconds since the UNIX epoch of a civil
+/// date and time (UTC) as [`civil`] gives it: its inverse.
+pub fn from_civil(y: i64, month: u8, day: u8, h: u8, mi: u8, s: u8, ds: u8) -> u64 {
+    let (m, d) = (i64::from(month), i64::from(day));
+    let y = y - i64::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s);
+    u64::try_from(secs).unwrap_or(0) * 1000 + u64::from(ds) * 100
+}
+
 /// `YYYY-MM-DDTHH:MM:SSZ` of a wall-clock time in milliseconds.
 pub fn rfc3339(ms: u64) -> String {
     let (y, mo, d, h, mi, s, _) = civil(ms);
@@ -400,6 +451,11 @@ mod tests {
         // 2026-11-29T09:33:22Z, 1_795_944_802 s.
         assert_eq!(rfc3339(1_795_944_802_500), "2026-11-29T09:33:22Z");
         assert_eq!(civil(1_795_944_802_500).6, 5);
+        // Back again, to the decisecond.
+        for ms in [0, 951_782_400_000, 1_795_944_802_500, 1_700_000_000_123] {
+            let (y, mo, d, h, mi, s, ds) = civil(ms);
+            assert_eq!(from_civil(y, mo, d, h, mi, s, ds), ms / 100 * 100, "{ms}");
+        }
     }
 
     #[test]
