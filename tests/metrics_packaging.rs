@@ -201,8 +201,7 @@ fn the_metric_list_in_the_docs_is_complete() {
         let row = format!("| `{name}` | {} | ", f.collector.name());
         let col = format!("`{}`", f.column.name);
         assert!(
-            doc.lines()
-                .any(|l| l.starts_with(&row) && l.contains(&col)),
+            doc.lines().any(|l| l.starts_with(&row) && l.contains(&col)),
             "docs/metrics.md has no row {row}{col}"
         );
     }

@@ -336,43 +336,64 @@ pub struct Ack {
     pub condition: Option<Condition>,
 }
 
-impl Verdicts {
-    /// The verdicts with `ack` applied to both ends of the link (and, for
-    /// unresponsive, to the node): what a reader sees until the evaluator
-    /// takes the acknowledgement in. None when no verdict it names stands.
-    pub fn acknowledged(&self, ack: Ack) -> Option<Verdicts> {
-        let mask = ack.condition.map_or(u8::MAX, Condition::bit);
-        let port = self
-            .port(ack.guid, ack.port)
-            .filter(|v| v.mask() & mask != 0);
-        let node = self
-            .node(ack.guid)
-            .filter(|n| n.unresponsive.is_some() && mask & Condition::Unresponsive.bit() != 0);
-        if port.is_none() && node.is_none() {
-            return None;
-        }
-        let peer = port.and_then(|v| v.peer);
-        let mut out = self.clone();
-        let mut ports = self.ports.to_vec();
-        for e in &mut ports {
-            if (e.guid, e.port) == (ack.guid, ack.port) || Some((e.guid, e.port)) == peer {
+impl Ack {
+    /// The conditions it clears, as a mask.
+    pub fn mask(self) -> u8 {
+        self.condition.map_or(u8::MAX, Condition::bit)
+    }
+
+    /// Applies it to the entries of the ports and the nodes: the marks it
+    /// names go from both ends of the port's link, and, when it names
+    /// unresponsive, from the node. The one rule of an acknowledgement:
+    /// what a reader sees at once ([`Verdicts::acknowledged`]) and what
+    /// the evaluator takes in.
+    pub fn apply(self, ports: &mut Arc<[PortVerdict]>, nodes: &mut Arc<[NodeVerdict]>) {
+        let mask = self.mask();
+        let at = (self.guid, self.port);
+        let peer = ports
+            .iter()
+            .find(|e| (e.guid, e.port) == at)
+            .and_then(|e| e.peer);
+        let mut out = ports.to_vec();
+        for e in &mut out {
+            if (e.guid, e.port) == at || Some((e.guid, e.port)) == peer {
                 clear(e, mask);
             }
         }
-        out.ports = ports.into();
-        if node.is_some() {
-            let mut nodes = self.nodes.to_vec();
-            for n in nodes.iter_mut().filter(|n| n.guid == ack.guid) {
+        *ports = out.into();
+        if mask & Condition::Unresponsive.bit() != 0 {
+            let mut out = nodes.to_vec();
+            for n in out.iter_mut().filter(|n| n.guid == self.guid) {
                 n.unresponsive = None;
             }
-            out.nodes = nodes.into();
+            *nodes = out.into();
         }
+    }
+}
+
+impl Verdicts {
+    /// The verdicts with `ack` applied ([`Ack::apply`]): what a reader
+    /// sees until the evaluator takes the acknowledgement in. None when no
+    /// verdict it names stands on its port (or, for unresponsive, its
+    /// node).
+    pub fn acknowledged(&self, ack: Ack) -> Option<Verdicts> {
+        let mask = ack.mask();
+        let on_port = self
+            .port(ack.guid, ack.port)
+            .is_some_and(|v| v.mask() & mask != 0);
+        let on_node =
+            mask & Condition::Unresponsive.bit() != 0 && self.unresponsive(ack.guid).is_some();
+        if !on_port && !on_node {
+            return None;
+        }
+        let mut out = self.clone();
+        ack.apply(&mut out.ports, &mut out.nodes);
         Some(out)
     }
 }
 
 /// Remove the marks of `mask` from an entry.
-pub fn clear(e: &mut PortVerdict, mask: u8) {
+fn clear(e: &mut PortVerdict, mask: u8) {
     for c in Condition::of_mask(mask) {
         e.marks[c as usize] = None;
     }
@@ -497,6 +518,83 @@ mod tests {
         assert!(v.acknowledged(Ack { port: 9, ..ack }).is_none());
     }
 
+    /// An acknowledgement clears the marks it names from both ends of the
+    /// link, and the node's unresponsive verdict when it names it; other
+    /// nodes and ports keep theirs.
+    #[test]
+    fn an_acknowledgement_applies_to_the_link_and_the_node() {
+        let mark = Some(Mark::default());
+        let end = |g: u64, p: u8, peer: (u64, u8)| {
+            let mut v = PortVerdict {
+                guid: Guid(g),
+                port: p,
+                peer: Some((Guid(peer.0), peer.1)),
+                ..Default::default()
+            };
+            v.marks[Condition::Flapping as usize] = mark;
+            v.marks[Condition::Degraded as usize] = mark;
+            v
+        };
+        let mut ports: Arc<[PortVerdict]> =
+            Arc::new([end(1, 1, (2, 3)), end(1, 2, (3, 1)), end(2, 3, (1, 1))]);
+        let node = |g: u64| NodeVerdict {
+            guid: Guid(g),
+            unresponsive: mark,
+            ..Default::default()
+        };
+        let mut nodes: Arc<[NodeVerdict]> = Arc::new([node(1), node(2)]);
+        let ack = Ack {
+            guid: Guid(1),
+            port: 1,
+            condition: Some(Condition::Flapping),
+        };
+        ack.apply(&mut ports, &mut nodes);
+        let masks: Vec<u8> = ports.iter().map(PortVerdict::mask).collect();
+        let (f, d) = (Condition::Flapping.bit(), Condition::Degraded.bit());
+        assert_eq!(masks, [d, f | d, d], "both ends of 1/1's link, not 1/2");
+        assert!(nodes.iter().all(|n| n.unresponsive.is_some()));
+        let all = Ack {
+            condition: None,
+            ..ack
+        };
+        all.apply(&mut ports, &mut nodes);
+        assert_eq!(ports[0].mask(), 0);
+        assert!(nodes[0].unresponsive.is_none() && nodes[1].unresponsive.is_some());
+    }
+
+    /// Which ports are unhealthy has one answer: [`Verdicts::counts`] and
+    /// [`Verdicts::unhealthy`] both count a port whose only verdict is its
+    /// node's unresponsive one. The rule that won is what every face shows
+    /// ([`Verdicts::shows`]: the MIB's pmPortHealthUnresponsive, the
+    /// metrics' condition series, the report's links all show the node's
+    /// verdict on its ports), so a count agrees with the rows it counts;
+    /// counting a port's own marks only left such a port out.
+    #[test]
+    fn an_unresponsive_nodes_port_is_unhealthy_in_every_count() {
+        let quiet = PortVerdict {
+            guid: Guid(1),
+            port: 1,
+            ..Default::default()
+        };
+        let v = Verdicts {
+            ports: Arc::new([quiet]),
+            nodes: Arc::new([NodeVerdict {
+                guid: Guid(1),
+                unresponsive: Some(Mark::default()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let counted: usize = v.counts().iter().sum();
+        assert_eq!(counted, 1);
+        assert_eq!(v.unhealthy().count(), 1);
+        assert_eq!(
+            v.standing_at(Guid(1), 9, Condition::Unresponsive),
+            Some(Mark::default()),
+            "a port without an entry shows its node's verdict"
+        );
+    }
+
     /// A node's unresponsive verdict shows on its ports, and is counted
     /// on them, with the ports' own verdicts.
     #[test]
@@ -523,6 +621,8 @@ mod tests {
         };
         assert!(v.shows(&quiet, Condition::Unresponsive));
         assert!(!v.shows(&quiet, Condition::LinkLost));
+        assert!(v.shows(&lost, Condition::Unresponsive) && v.shows(&lost, Condition::LinkLost));
+        assert_eq!(v.raised(&quiet, Condition::Unresponsive), 0);
         let n = v.counts();
         assert_eq!(n[Condition::Unresponsive as usize], 2);
         assert_eq!(n[Condition::LinkLost as usize], 1);

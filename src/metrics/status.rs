@@ -12,7 +12,7 @@
 //! ([`subnets`]) come with it, and every node and link end says which
 //! subnet it is in.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,9 +32,6 @@ pub use subnets::{SmRow, SubnetRow};
 pub const MAX_ROWS: usize = 200;
 /// The worst ports a ranking shows unless asked otherwise.
 pub const DEFAULT_TOP: usize = 20;
-/// A last sweep older than this many sweep intervals (and a minute) means
-/// the agent is not sweeping.
-pub const STALE_INTERVALS: u32 = 3;
 /// The version of the report's JSON schema (docs/health.md): raised when a
 /// field changes meaning or goes.
 pub const SCHEMA: u32 = 1;
@@ -226,8 +223,8 @@ pub struct Agent {
     /// evaluation took.
     pub evaluated_sweep: u64,
     pub evaluation_us: u64,
-    /// No sweep yet, or the last older than [`STALE_INTERVALS`] intervals
-    /// and a minute.
+    /// No sweep yet, or the last older than three intervals and a minute
+    /// ([`crate::service::stale`]).
     pub stale: bool,
 }
 
@@ -348,26 +345,20 @@ fn node_name(n: &NodeRecord) -> String {
     }
 }
 
-/// The verdicts standing on a port: its marks, and its node's
-/// unresponsive one.
+/// The verdicts standing on a port ([`Verdicts::standing`]: its marks,
+/// and its node's unresponsive one), with the times each was raised.
 fn marks(h: &Verdicts, v: &PortVerdict) -> Vec<(Condition, Mark, u32)> {
     Condition::ALL
         .into_iter()
-        .filter_map(|c| match c {
-            Condition::Unresponsive => {
-                let n = h.node(v.guid)?;
-                Some((c, n.unresponsive?, n.raised))
-            }
-            _ => Some((c, *v.mark(c)?, v.raised[c as usize])),
-        })
-        .map(|(c, m, n)| {
+        .filter_map(|c| {
+            let m = h.standing(v, c)?;
             // Shown on the wall clock.
             let m = Mark {
                 since: h.wall(m.since),
                 last_seen: h.wall(m.last_seen),
                 ..m
             };
-            (c, m, n)
+            Some((c, m, h.raised(v, c)))
         })
         .collect()
 }
@@ -528,10 +519,7 @@ fn ranked(snap: &Snapshot, mut all: Vec<Ranked>, top: usize) -> Section<PortRate
 pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
     let h = &*snap.health;
     let age = snap.taken.map(|t| now.saturating_duration_since(t));
-    let stale = match age {
-        None => true,
-        Some(a) => a > snap.interval * STALE_INTERVALS + Duration::from_secs(60),
-    };
+    let stale = age.is_none_or(|a| crate::service::stale(a, snap.interval));
     let agent = Agent {
         version: env!("CARGO_PKG_VERSION").to_string(),
         sweep: snap.sweep,
@@ -562,7 +550,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         .iter()
         .filter_map(|n| {
             let v = h.node(n.id.guid);
-            let unresponsive = v.and_then(|v| v.unresponsive);
+            let unresponsive = h.unresponsive(n.id.guid);
             if n.reachable && unresponsive.is_none() {
                 return None;
             }
