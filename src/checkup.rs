@@ -26,7 +26,7 @@ use crate::ib::Escaped;
 use crate::ib::subnet::SubnetView;
 use crate::metrics::health_api;
 use crate::metrics::page::age;
-use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, report};
+use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, Status, report};
 
 pub mod plan;
 
@@ -62,10 +62,10 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn of(r: &Report) -> Outcome {
-        match r.status.as_str() {
-            "healthy" => Outcome::Healthy,
-            "stale" => Outcome::Stale,
-            _ => Outcome::Unhealthy,
+        match r.status {
+            Status::Healthy => Outcome::Healthy,
+            Status::Stale => Outcome::Stale,
+            Status::Unhealthy => Outcome::Unhealthy,
         }
     }
 

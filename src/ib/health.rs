@@ -132,11 +132,46 @@ impl Condition {
             .map(|d| d.condition)
     }
 
+    /// The names of every condition, for an error that lists them.
+    pub fn names() -> String {
+        CONDITIONS.map(|d| d.name).join(", ")
+    }
+
     /// The conditions of a mask, most severe first.
     pub fn of_mask(mask: u8) -> impl Iterator<Item = Condition> {
         Condition::ALL
             .into_iter()
             .filter(move |c| mask & c.bit() != 0)
+    }
+}
+
+/// A condition reads as its name ([`ConditionDef::name`]) wherever text is
+/// wanted.
+impl std::ops::Deref for Condition {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.name()
+    }
+}
+
+/// In JSON a condition is its name.
+impl serde::Serialize for Condition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A name that is no condition's is refused, naming the known ones.
+impl<'de> serde::Deserialize<'de> for Condition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Condition, D::Error> {
+        let name = String::deserialize(d)?;
+        Condition::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown condition `{}`; known: {}",
+                name.escape_debug(),
+                Condition::names()
+            ))
+        })
     }
 }
 

@@ -178,7 +178,7 @@ pub struct Report {
     pub schema: u32,
     /// `healthy`, `unhealthy` (a verdict stands or a node does not
     /// answer) or `stale` (the agent is not sweeping).
-    pub status: String,
+    pub status: Status,
     /// When the report was made (Unix milliseconds, and RFC 3339).
     pub generated_ms: u64,
     pub generated: String,
@@ -201,6 +201,36 @@ impl Report {
     /// one subnet, or a named one.
     pub fn shows_subnets(&self) -> bool {
         subnets::worth_showing(&self.subnets)
+    }
+}
+
+/// What the report says of the fabric as a whole; in JSON its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// No verdict stands and every node answers.
+    Healthy,
+    /// A verdict stands or a node does not answer.
+    Unhealthy,
+    /// The agent is not sweeping: no sweep yet, or the last one too old.
+    Stale,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Healthy => "healthy",
+            Status::Unhealthy => "unhealthy",
+            Status::Stale => "stale",
+        }
+    }
+}
+
+/// A status reads as its name wherever text is wanted.
+impl std::ops::Deref for Status {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.name()
     }
 }
 
@@ -230,7 +260,7 @@ pub struct Agent {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConditionCount {
-    pub condition: String,
+    pub condition: Condition,
     pub title: String,
     pub ports: usize,
 }
@@ -290,7 +320,7 @@ pub struct End {
 /// One standing verdict.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
-    pub condition: String,
+    pub condition: Condition,
     pub title: String,
     pub since_ms: u64,
     pub since: String,
@@ -365,7 +395,7 @@ fn marks(h: &Verdicts, v: &PortVerdict) -> Vec<(Condition, Mark, u32)> {
 
 fn verdict(c: Condition, m: Mark, raised: u32) -> Verdict {
     Verdict {
-        condition: c.name().to_string(),
+        condition: c,
         title: c.def().title.to_string(),
         since_ms: m.since,
         since: rfc3339(m.since),
@@ -425,16 +455,12 @@ fn links(snap: &Snapshot, h: &Verdicts) -> Vec<LinkRow> {
 }
 
 fn has(l: &LinkRow, c: Condition) -> bool {
-    l.verdicts.iter().any(|v| v.condition == c.name())
+    l.verdicts.iter().any(|v| v.condition == c)
 }
 
-fn worst(l: &LinkRow) -> usize {
-    l.verdicts
-        .iter()
-        .filter_map(|v| Condition::from_name(&v.condition))
-        .map(|c| c as usize)
-        .min()
-        .unwrap_or(usize::MAX)
+/// The most severe condition of the link (none: after every one).
+fn worst(l: &LinkRow) -> Option<Condition> {
+    l.verdicts.iter().map(|v| v.condition).min()
 }
 
 fn newest(l: &LinkRow) -> u64 {
@@ -445,11 +471,18 @@ fn sort_links(rows: &mut [LinkRow], sort: Sort) {
     let key = |l: &LinkRow| (l.a.guid.clone(), l.a.port);
     match sort {
         Sort::Severity => rows.sort_by(|x, y| {
-            (worst(x), std::cmp::Reverse(newest(x)), key(x)).cmp(&(
-                worst(y),
-                std::cmp::Reverse(newest(y)),
-                key(y),
-            ))
+            (
+                worst(x).is_none(),
+                worst(x),
+                std::cmp::Reverse(newest(x)),
+                key(x),
+            )
+                .cmp(&(
+                    worst(y).is_none(),
+                    worst(y),
+                    std::cmp::Reverse(newest(y)),
+                    key(y),
+                ))
         }),
         Sort::Since => rows.sort_by(|x, y| (newest(y), key(x)).cmp(&(newest(x), key(y)))),
         Sort::Flaps => rows.sort_by(|x, y| (y.flaps, key(x)).cmp(&(x.flaps, key(y)))),
@@ -540,7 +573,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         .iter()
         .zip(counts)
         .map(|(d, n)| ConditionCount {
-            condition: d.name.to_string(),
+            condition: d.condition,
             title: d.title.to_string(),
             ports: n,
         })
@@ -586,7 +619,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         }
         if l.verdicts
             .iter()
-            .any(|v| v.condition != Condition::Degraded.name())
+            .any(|v| v.condition != Condition::Degraded)
         {
             unhealthy.push(l);
         }
@@ -594,15 +627,15 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
     let (errors, congested) = rankings(snap, q.top);
     let any_verdict = !unhealthy.is_empty() || !degraded.is_empty();
     let status = if stale {
-        "stale"
+        Status::Stale
     } else if any_verdict || !nodes.is_empty() {
-        "unhealthy"
+        Status::Unhealthy
     } else {
-        "healthy"
+        Status::Healthy
     };
     Report {
         schema: SCHEMA,
-        status: status.to_string(),
+        status,
         generated_ms: now_ms,
         generated: rfc3339(now_ms),
         agent,
