@@ -105,30 +105,9 @@ impl Query {
     /// Parses a query string. Every key, value and bound is checked: an
     /// error is a sentence for a 400.
     pub fn parse(q: &str) -> Result<Query, String> {
-        if q.len() > MAX_QUERY {
-            return Err(format!(
-                "the query is {} bytes long; at most {MAX_QUERY}",
-                q.len()
-            ));
-        }
         let mut out = Query::default();
-        let mut seen = [false; QUERY_KEYS.len()];
-        for pair in q.split('&').filter(|p| !p.is_empty()) {
-            let Some((k, v)) = pair.split_once('=') else {
-                return Err(format!("`{}` has no value", pair.escape_debug()));
-            };
-            let Some(i) = QUERY_KEYS.iter().position(|(n, _)| *n == k) else {
-                let known: Vec<&str> = QUERY_KEYS.iter().map(|(n, _)| *n).collect();
-                return Err(format!(
-                    "unknown parameter `{}`; known: {}",
-                    k.escape_debug(),
-                    known.join(", ")
-                ));
-            };
-            if std::mem::replace(&mut seen[i], true) {
-                return Err(format!("`{k}` is given twice"));
-            }
-            let bad = || format!("{k}: `{}` is not {}", v.escape_debug(), QUERY_KEYS[i].1);
+        for (i, k, v) in query_pairs(q, &QUERY_KEYS)? {
+            let bad = || bad_value(&QUERY_KEYS, i, v);
             match k {
                 "condition" => out.condition = Some(Condition::from_name(v).ok_or_else(bad)?),
                 "sort" => out.sort = Sort::from_name(v).ok_or_else(bad)?,
@@ -162,6 +141,49 @@ impl Query {
         }
         parts.join("&")
     }
+}
+
+/// The pairs of a query string (at most [`MAX_QUERY`] bytes), each key
+/// one of `keys` (its name, what it takes) given at most once: the key's
+/// index in `keys`, the key and its value as written. Every error is a
+/// sentence for a 400.
+pub fn query_pairs<'q>(
+    q: &'q str,
+    keys: &[(&str, &str)],
+) -> Result<Vec<(usize, &'q str, &'q str)>, String> {
+    if q.len() > MAX_QUERY {
+        return Err(format!(
+            "the query is {} bytes long; at most {MAX_QUERY}",
+            q.len()
+        ));
+    }
+    let mut seen = vec![false; keys.len()];
+    let mut out = Vec::new();
+    for pair in q.split('&').filter(|p| !p.is_empty()) {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(format!("`{}` has no value", pair.escape_debug()));
+        };
+        let Some(i) = keys.iter().position(|(n, _)| *n == k) else {
+            let known: Vec<&str> = keys.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "unknown parameter `{}`; known: {}",
+                k.escape_debug(),
+                known.join(", ")
+            ));
+        };
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(format!("`{k}` is given twice"));
+        }
+        out.push((i, k, v));
+    }
+    Ok(out)
+}
+
+/// The error of a value `v` of key `keys[i]` that is not what the key
+/// takes.
+pub fn bad_value(keys: &[(&str, &str)], i: usize, v: &str) -> String {
+    let (k, takes) = keys[i];
+    format!("{k}: `{}` is not {takes}", v.escape_debug())
 }
 
 /// A decimal number of at most 4 digits.

@@ -375,21 +375,9 @@ mod tests {
         let rig = crate::rig::AgentRig::swept(Default::default());
         let mut snap = (*rig.cache.load()).clone();
         let v = |kind, guid, port, standing| PlanVerdict {
-            kind,
-            guid: Guid(guid),
-            port,
-            planned: None,
-            found: None,
-            since: 0,
-            last_seen: 0,
             raised: 1,
             standing,
-            seq: 0,
-            name: None,
-            planned_name: None,
-            found_name: None,
-            planned_rate: (None, None),
-            found_rate: (None, None),
+            ..PlanVerdict::new(kind, Guid(guid), port, 0)
         };
         snap.plan = std::sync::Arc::new(PlanVerdicts {
             sweep: 1,
