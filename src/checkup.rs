@@ -22,7 +22,7 @@ use crate::health::watch::wall_ms;
 use crate::ib::Escaped;
 use crate::metrics::health_api;
 use crate::metrics::page::age;
-use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, report};
+use crate::metrics::status::{End, LinkRow, PortRate, Query, Report, Section, Status, report};
 
 pub mod plan;
 
@@ -58,10 +58,10 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn of(r: &Report) -> Outcome {
-        match r.status.as_str() {
-            "healthy" => Outcome::Healthy,
-            "stale" => Outcome::Stale,
-            _ => Outcome::Unhealthy,
+        match r.status {
+            Status::Healthy => Outcome::Healthy,
+            Status::Stale => Outcome::Stale,
+            Status::Unhealthy => Outcome::Unhealthy,
         }
     }
 

@@ -8,6 +8,22 @@ use std::io;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::time::{Duration, Instant};
 
+/// Sweep intervals a sweeper may go without a new sweep (and
+/// [`LATE_GRACE`] more) before it is taken for not sweeping.
+pub const STALE_INTERVALS: u32 = 3;
+/// The minute a sweeper is given on top of [`STALE_INTERVALS`].
+pub const LATE_GRACE: Duration = Duration::from_secs(60);
+
+/// Whether a sweeper whose last sweep is `age` old, with `interval`
+/// between sweeps, is not sweeping: the last sweep is older than three
+/// intervals and a minute. The one rule of the watchdog
+/// ([`SweeperWatch`]) and the status report's `stale`.
+pub fn stale(age: Duration, interval: Duration) -> bool {
+    age > interval
+        .saturating_mul(STALE_INTERVALS)
+        .saturating_add(LATE_GRACE)
+}
+
 /// The notification socket systemd named in `NOTIFY_SOCKET`.
 pub struct SystemdNotifier {
     socket: UnixDatagram,
@@ -90,14 +106,23 @@ impl SweeperWatch {
             self.sweep = sweep;
             self.since = now;
         }
-        now.saturating_duration_since(self.since)
-            <= interval.saturating_mul(3) + Duration::from_secs(60)
+        !stale(now.saturating_duration_since(self.since), interval)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_three_intervals_and_a_minute_old_is_not_yet_stale() {
+        let i = Duration::from_secs(10);
+        assert!(!stale(Duration::from_secs(90), i));
+        assert!(stale(Duration::from_millis(90_001), i));
+        // No overflow: an interval too long to add a minute to.
+        assert!(!stale(Duration::MAX, Duration::MAX));
+        assert!(stale(Duration::from_secs(61), Duration::ZERO));
+    }
 
     #[test]
     fn the_sweeper_is_alive_while_its_sweeps_move() {

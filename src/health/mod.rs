@@ -24,7 +24,7 @@ use crate::fabric::cache::Snapshot;
 use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::ber::Ber;
-use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts, clear};
+use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts};
 use crate::ib::xmit_wait::TickRule;
 use crate::ib::{Guid, PhysState, PortState};
 use crate::mib::rate::congestion_hundredths;
@@ -687,28 +687,9 @@ impl Evaluator {
     }
 
     /// An operator's acknowledgement: the marks of the link's both ends
-    /// (and, for unresponsive, of the node) go.
+    /// (and, for unresponsive, of the node) go ([`Ack::apply`]).
     fn take_ack(&mut self, a: Ack) {
-        let mask = a.condition.map_or(u8::MAX, Condition::bit);
-        let peer = self
-            .entries
-            .iter()
-            .find(|e| (e.guid, e.port) == (a.guid, a.port))
-            .and_then(|e| e.peer);
-        let mut entries = self.entries.to_vec();
-        for e in &mut entries {
-            if (e.guid, e.port) == (a.guid, a.port) || Some((e.guid, e.port)) == peer {
-                clear(e, mask);
-            }
-        }
-        self.entries = entries.into();
-        if mask & Condition::Unresponsive.bit() != 0 {
-            let mut nodes = self.node_entries.to_vec();
-            for n in nodes.iter_mut().filter(|n| n.guid == a.guid) {
-                n.unresponsive = None;
-            }
-            self.node_entries = nodes.into();
-        }
+        a.apply(&mut self.entries, &mut self.node_entries);
     }
 
     /// The published form of what the evaluator holds (its entries

@@ -132,11 +132,46 @@ impl Condition {
             .map(|d| d.condition)
     }
 
+    /// The names of every condition, for an error that lists them.
+    pub fn names() -> String {
+        CONDITIONS.map(|d| d.name).join(", ")
+    }
+
     /// The conditions of a mask, most severe first.
     pub fn of_mask(mask: u8) -> impl Iterator<Item = Condition> {
         Condition::ALL
             .into_iter()
             .filter(move |c| mask & c.bit() != 0)
+    }
+}
+
+/// A condition reads as its name ([`ConditionDef::name`]) wherever text is
+/// wanted.
+impl std::ops::Deref for Condition {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.name()
+    }
+}
+
+/// In JSON a condition is its name.
+impl serde::Serialize for Condition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A name that is no condition's is refused, naming the known ones.
+impl<'de> serde::Deserialize<'de> for Condition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Condition, D::Error> {
+        let name = String::deserialize(d)?;
+        Condition::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown condition `{}`; known: {}",
+                name.escape_debug(),
+                Condition::names()
+            ))
+        })
     }
 }
 
@@ -261,24 +296,60 @@ impl Verdicts {
             .map(|i| &self.nodes[i])
     }
 
-    /// The ports with a standing verdict.
-    pub fn unhealthy(&self) -> impl Iterator<Item = &PortVerdict> {
-        self.ports.iter().filter(|v| v.is_unhealthy())
+    /// The node's standing unresponsive verdict.
+    pub fn unresponsive(&self, guid: Guid) -> Option<Mark> {
+        self.node(guid)?.unresponsive
     }
 
-    /// Whether `c` stands on the port of entry `v`: its own mark, or, for
-    /// [`Condition::Unresponsive`], its node's (a node's verdict shows on
-    /// its ports). The one rule every face reads.
-    pub fn shows(&self, v: &PortVerdict, c: Condition) -> bool {
+    /// The verdict of `c` standing on port `port` of node `guid`: the
+    /// port's own mark (`v`, its entry), or, for
+    /// [`Condition::Unresponsive`], its node's: a node's verdict shows on
+    /// its ports. The one rule every face reads.
+    fn standing_on(&self, guid: Guid, v: Option<&PortVerdict>, c: Condition) -> Option<Mark> {
         match c {
-            Condition::Unresponsive => self.node(v.guid).is_some_and(|n| n.unresponsive.is_some()),
-            _ => v.mark(c).is_some(),
+            Condition::Unresponsive => self.unresponsive(guid),
+            _ => v?.mark(c).copied(),
         }
+    }
+
+    /// The verdict of `c` standing on the port of entry `v`
+    /// ([`Verdicts::standing_on`]).
+    pub fn standing(&self, v: &PortVerdict, c: Condition) -> Option<Mark> {
+        self.standing_on(v.guid, Some(v), c)
+    }
+
+    /// The verdict of `c` standing on a port with or without an entry (an
+    /// unresponsive node's port without one shows the node's).
+    pub fn standing_at(&self, guid: Guid, port: u8, c: Condition) -> Option<Mark> {
+        self.standing_on(guid, self.port(guid, port), c)
+    }
+
+    /// Whether `c` stands on the port of entry `v`.
+    pub fn shows(&self, v: &PortVerdict, c: Condition) -> bool {
+        self.standing(v, c).is_some()
+    }
+
+    /// How many times `c` was raised on the port of entry `v`: the
+    /// port's own count, or, for [`Condition::Unresponsive`], its
+    /// node's.
+    pub fn raised(&self, v: &PortVerdict, c: Condition) -> u32 {
+        match c {
+            Condition::Unresponsive => self.node(v.guid).map_or(0, |n| n.raised),
+            _ => v.raised[c as usize],
+        }
+    }
+
+    /// The ports with a verdict entry on which some condition stands
+    /// ([`Verdicts::shows`]).
+    pub fn unhealthy(&self) -> impl Iterator<Item = &PortVerdict> {
+        self.ports
+            .iter()
+            .filter(|v| Condition::ALL.into_iter().any(|c| self.shows(v, c)))
     }
 
     /// Ports with a verdict entry on which each condition stands
     /// ([`Verdicts::shows`]): the one count of unhealthy ports (the page,
-    /// `/api/health`, the metrics).
+    /// `/api/health`, the metrics, the event log's summaries).
     pub fn counts(&self) -> [usize; CONDITION_COUNT] {
         let mut n = [0; CONDITION_COUNT];
         for v in self.ports.iter() {
@@ -300,43 +371,64 @@ pub struct Ack {
     pub condition: Option<Condition>,
 }
 
-impl Verdicts {
-    /// The verdicts with `ack` applied to both ends of the link (and, for
-    /// unresponsive, to the node): what a reader sees until the evaluator
-    /// takes the acknowledgement in. None when no verdict it names stands.
-    pub fn acknowledged(&self, ack: Ack) -> Option<Verdicts> {
-        let mask = ack.condition.map_or(u8::MAX, Condition::bit);
-        let port = self
-            .port(ack.guid, ack.port)
-            .filter(|v| v.mask() & mask != 0);
-        let node = self
-            .node(ack.guid)
-            .filter(|n| n.unresponsive.is_some() && mask & Condition::Unresponsive.bit() != 0);
-        if port.is_none() && node.is_none() {
-            return None;
-        }
-        let peer = port.and_then(|v| v.peer);
-        let mut out = self.clone();
-        let mut ports = self.ports.to_vec();
-        for e in &mut ports {
-            if (e.guid, e.port) == (ack.guid, ack.port) || Some((e.guid, e.port)) == peer {
+impl Ack {
+    /// The conditions it clears, as a mask.
+    pub fn mask(self) -> u8 {
+        self.condition.map_or(u8::MAX, Condition::bit)
+    }
+
+    /// Applies it to the entries of the ports and the nodes: the marks it
+    /// names go from both ends of the port's link, and, when it names
+    /// unresponsive, from the node. The one rule of an acknowledgement:
+    /// what a reader sees at once ([`Verdicts::acknowledged`]) and what
+    /// the evaluator takes in.
+    pub fn apply(self, ports: &mut Arc<[PortVerdict]>, nodes: &mut Arc<[NodeVerdict]>) {
+        let mask = self.mask();
+        let at = (self.guid, self.port);
+        let peer = ports
+            .iter()
+            .find(|e| (e.guid, e.port) == at)
+            .and_then(|e| e.peer);
+        let mut out = ports.to_vec();
+        for e in &mut out {
+            if (e.guid, e.port) == at || Some((e.guid, e.port)) == peer {
                 clear(e, mask);
             }
         }
-        out.ports = ports.into();
-        if node.is_some() {
-            let mut nodes = self.nodes.to_vec();
-            for n in nodes.iter_mut().filter(|n| n.guid == ack.guid) {
+        *ports = out.into();
+        if mask & Condition::Unresponsive.bit() != 0 {
+            let mut out = nodes.to_vec();
+            for n in out.iter_mut().filter(|n| n.guid == self.guid) {
                 n.unresponsive = None;
             }
-            out.nodes = nodes.into();
+            *nodes = out.into();
         }
+    }
+}
+
+impl Verdicts {
+    /// The verdicts with `ack` applied ([`Ack::apply`]): what a reader
+    /// sees until the evaluator takes the acknowledgement in. None when no
+    /// verdict it names stands on its port (or, for unresponsive, its
+    /// node).
+    pub fn acknowledged(&self, ack: Ack) -> Option<Verdicts> {
+        let mask = ack.mask();
+        let on_port = self
+            .port(ack.guid, ack.port)
+            .is_some_and(|v| v.mask() & mask != 0);
+        let on_node =
+            mask & Condition::Unresponsive.bit() != 0 && self.unresponsive(ack.guid).is_some();
+        if !on_port && !on_node {
+            return None;
+        }
+        let mut out = self.clone();
+        ack.apply(&mut out.ports, &mut out.nodes);
         Some(out)
     }
 }
 
 /// Remove the marks of `mask` from an entry.
-pub fn clear(e: &mut PortVerdict, mask: u8) {
+fn clear(e: &mut PortVerdict, mask: u8) {
     for c in Condition::of_mask(mask) {
         e.marks[c as usize] = None;
     }
@@ -370,6 +462,21 @@ pub fn civil(ms: u64) -> (i64, u8, u8, u8, u8, u8, u8) {
     )
 }
 
+/// The wall-clock time in milliseconds since the UNIX epoch of a civil
+/// date and time (UTC) as [`civil`] gives it: its inverse.
+pub fn from_civil(y: i64, month: u8, day: u8, h: u8, mi: u8, s: u8, ds: u8) -> u64 {
+    let (m, d) = (i64::from(month), i64::from(day));
+    let y = y - i64::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s);
+    u64::try_from(secs).unwrap_or(0) * 1000 + u64::from(ds) * 100
+}
+
 /// `YYYY-MM-DDTHH:MM:SSZ` of a wall-clock time in milliseconds.
 pub fn rfc3339(ms: u64) -> String {
     let (y, mo, d, h, mi, s, _) = civil(ms);
@@ -400,6 +507,11 @@ mod tests {
         // 2026-11-29T09:33:22Z, 1_795_944_802 s.
         assert_eq!(rfc3339(1_795_944_802_500), "2026-11-29T09:33:22Z");
         assert_eq!(civil(1_795_944_802_500).6, 5);
+        // Back again, to the decisecond.
+        for ms in [0, 951_782_400_000, 1_795_944_802_500, 1_700_000_000_123] {
+            let (y, mo, d, h, mi, s, ds) = civil(ms);
+            assert_eq!(from_civil(y, mo, d, h, mi, s, ds), ms / 100 * 100, "{ms}");
+        }
     }
 
     #[test]
@@ -441,6 +553,83 @@ mod tests {
         assert!(v.acknowledged(Ack { port: 9, ..ack }).is_none());
     }
 
+    /// An acknowledgement clears the marks it names from both ends of the
+    /// link, and the node's unresponsive verdict when it names it; other
+    /// nodes and ports keep theirs.
+    #[test]
+    fn an_acknowledgement_applies_to_the_link_and_the_node() {
+        let mark = Some(Mark::default());
+        let end = |g: u64, p: u8, peer: (u64, u8)| {
+            let mut v = PortVerdict {
+                guid: Guid(g),
+                port: p,
+                peer: Some((Guid(peer.0), peer.1)),
+                ..Default::default()
+            };
+            v.marks[Condition::Flapping as usize] = mark;
+            v.marks[Condition::Degraded as usize] = mark;
+            v
+        };
+        let mut ports: Arc<[PortVerdict]> =
+            Arc::new([end(1, 1, (2, 3)), end(1, 2, (3, 1)), end(2, 3, (1, 1))]);
+        let node = |g: u64| NodeVerdict {
+            guid: Guid(g),
+            unresponsive: mark,
+            ..Default::default()
+        };
+        let mut nodes: Arc<[NodeVerdict]> = Arc::new([node(1), node(2)]);
+        let ack = Ack {
+            guid: Guid(1),
+            port: 1,
+            condition: Some(Condition::Flapping),
+        };
+        ack.apply(&mut ports, &mut nodes);
+        let masks: Vec<u8> = ports.iter().map(PortVerdict::mask).collect();
+        let (f, d) = (Condition::Flapping.bit(), Condition::Degraded.bit());
+        assert_eq!(masks, [d, f | d, d], "both ends of 1/1's link, not 1/2");
+        assert!(nodes.iter().all(|n| n.unresponsive.is_some()));
+        let all = Ack {
+            condition: None,
+            ..ack
+        };
+        all.apply(&mut ports, &mut nodes);
+        assert_eq!(ports[0].mask(), 0);
+        assert!(nodes[0].unresponsive.is_none() && nodes[1].unresponsive.is_some());
+    }
+
+    /// Which ports are unhealthy has one answer: [`Verdicts::counts`] and
+    /// [`Verdicts::unhealthy`] both count a port whose only verdict is its
+    /// node's unresponsive one. The rule that won is what every face shows
+    /// ([`Verdicts::shows`]: the MIB's pmPortHealthUnresponsive, the
+    /// metrics' condition series, the report's links all show the node's
+    /// verdict on its ports), so a count agrees with the rows it counts;
+    /// counting a port's own marks only left such a port out.
+    #[test]
+    fn an_unresponsive_nodes_port_is_unhealthy_in_every_count() {
+        let quiet = PortVerdict {
+            guid: Guid(1),
+            port: 1,
+            ..Default::default()
+        };
+        let v = Verdicts {
+            ports: Arc::new([quiet]),
+            nodes: Arc::new([NodeVerdict {
+                guid: Guid(1),
+                unresponsive: Some(Mark::default()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let counted: usize = v.counts().iter().sum();
+        assert_eq!(counted, 1);
+        assert_eq!(v.unhealthy().count(), 1);
+        assert_eq!(
+            v.standing_at(Guid(1), 9, Condition::Unresponsive),
+            Some(Mark::default()),
+            "a port without an entry shows its node's verdict"
+        );
+    }
+
     /// A node's unresponsive verdict shows on its ports, and is counted
     /// on them, with the ports' own verdicts.
     #[test]
@@ -467,6 +656,8 @@ mod tests {
         };
         assert!(v.shows(&quiet, Condition::Unresponsive));
         assert!(!v.shows(&quiet, Condition::LinkLost));
+        assert!(v.shows(&lost, Condition::Unresponsive) && v.shows(&lost, Condition::LinkLost));
+        assert_eq!(v.raised(&quiet, Condition::Unresponsive), 0);
         let n = v.counts();
         assert_eq!(n[Condition::Unresponsive as usize], 2);
         assert_eq!(n[Condition::LinkLost as usize], 1);

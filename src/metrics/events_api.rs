@@ -19,8 +19,8 @@ pub const MAX_LIMIT: usize = crate::events::file::MAX_RECORDS;
 pub const DEFAULT_LIMIT: usize = 1000;
 /// The furthest back `since` reaches: the longest `events.max_age`.
 pub const MAX_SINCE_S: u64 = 30 * 86_400;
-/// The longest query string.
-pub const MAX_QUERY: usize = 512;
+/// The longest query string (the status report's bound).
+pub use super::status::MAX_QUERY;
 
 /// The query's keys and what each takes.
 pub const QUERY_KEYS: [(&str, &str); 5] = [
@@ -91,33 +91,12 @@ pub fn node_match(v: &str) -> NodeMatch {
 /// The filter of a query string at wall time `now_ms`, or why it is
 /// refused.
 pub fn parse(q: &str, now_ms: u64) -> Result<Filter, String> {
-    if q.len() > MAX_QUERY {
-        return Err(format!(
-            "the query is {} bytes long; at most {MAX_QUERY}",
-            q.len()
-        ));
-    }
     let mut f = Filter {
         limit: DEFAULT_LIMIT,
         ..Default::default()
     };
-    let mut seen = [false; QUERY_KEYS.len()];
-    for pair in q.split('&').filter(|p| !p.is_empty()) {
-        let Some((k, raw)) = pair.split_once('=') else {
-            return Err(format!("`{}` has no value", pair.escape_debug()));
-        };
-        let Some(i) = QUERY_KEYS.iter().position(|(n, _)| *n == k) else {
-            let known: Vec<&str> = QUERY_KEYS.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "unknown parameter `{}`; known: {}",
-                k.escape_debug(),
-                known.join(", ")
-            ));
-        };
-        if std::mem::replace(&mut seen[i], true) {
-            return Err(format!("`{k}` is given twice"));
-        }
-        let bad = || format!("{k}: `{}` is not {}", raw.escape_debug(), QUERY_KEYS[i].1);
+    for (i, k, raw) in super::status::query_pairs(q, &QUERY_KEYS)? {
+        let bad = || super::status::bad_value(&QUERY_KEYS, i, raw);
         let v = decode(raw).ok_or_else(bad)?;
         match k {
             "since" => {

@@ -6,7 +6,7 @@
 //! counters (VL, SL, lanes, details, congestion, FEC) are named from their
 //! MIB columns by one rule ([`derived_name`]). What is here has no MIB
 //! column: the set of collectors, the info series' names, the health
-//! families and the rule.
+//! families that count all verdicts or per condition, and the rule.
 
 use std::sync::LazyLock;
 
@@ -83,12 +83,17 @@ pub struct Family {
     pub scale: Scale,
     /// The lane label of a per-lane table.
     pub lane: Option<&'static str>,
+    /// The label this column's samples carry in a family several columns
+    /// share ([`crate::mib::face::Face::labelled`]).
+    pub label: Option<(&'static str, &'static str)>,
     /// Where it comes in a scrape.
     pub part: Part,
 }
 
-/// A family of the `health` collector: no MIB column, it reads the
-/// verdicts of the snapshot ([`crate::ib::health::Verdicts`]).
+/// A family of the `health` collector with no MIB column: a figure of
+/// all the verdicts, or one the MIB does not hold per condition. The
+/// per-row verdicts are MIB columns' faces (pmPortHealthTable,
+/// pmNodeUnresponsive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HealthFamily {
     /// The name without `_total`.
@@ -99,40 +104,13 @@ pub struct HealthFamily {
     pub help: &'static str,
 }
 
-/// One 0/1 series per port with a verdict entry and condition.
-pub const HEALTH_CONDITION: HealthFamily = HealthFamily {
-    name: "infiniband_port_health_condition",
-    kind: Kind::Gauge,
-    labels: "`peer_node_guid`, `peer_port`, `condition`",
-    help: "1 while a verdict of the condition stands on the port's link (until its recovery window passes without it), else 0; only ports with a verdict or one within health.forget_after. unresponsive is the node's verdict.",
-};
-/// How many times each condition was raised on the port.
+/// How many times each condition was raised on the port (the MIB holds
+/// their sum, pmPortHealthRaised).
 pub const HEALTH_RAISED: HealthFamily = HealthFamily {
     name: "infiniband_port_health_condition_raised",
     kind: Kind::Counter,
     labels: "`peer_node_guid`, `peer_port`, `condition`",
     help: "Times a verdict of the condition was raised on the port's link (a verdict that cleared and came back counts again).",
-};
-/// The flaps counted on the port.
-pub const HEALTH_FLAPS: HealthFamily = HealthFamily {
-    name: "infiniband_port_health_flaps",
-    kind: Kind::Counter,
-    labels: "`peer_node_guid`, `peer_port`",
-    help: "Flaps counted on the port: LinkDownedCounter rising, or the port seen leaving Active and coming back.",
-};
-/// When the last flap was counted.
-pub const HEALTH_LAST_FLAP: HealthFamily = HealthFamily {
-    name: "infiniband_port_health_last_flap_timestamp_seconds",
-    kind: Kind::Gauge,
-    labels: "`peer_node_guid`, `peer_port`",
-    help: "When the last flap of the port was counted (Unix time).",
-};
-/// A node's unresponsive verdict.
-pub const HEALTH_NODE_UNRESPONSIVE: HealthFamily = HealthFamily {
-    name: "infiniband_node_health_unresponsive",
-    kind: Kind::Gauge,
-    labels: "",
-    help: "1 while the node's PMA is held unresponsive (it missed k of the last n sweeps while the fabric answered), else 0; only nodes that missed a sweep within health.forget_after.",
 };
 /// Ports with a standing verdict, per condition: served on a healthy
 /// fabric too.
@@ -173,16 +151,11 @@ pub const PLAN_COMPARED: HealthFamily = HealthFamily {
     help: "When the fabric was last compared with its plan (Unix time); source: ibnetdiscover, cabling or baseline (the fabric as first found).",
 };
 
-/// Every family of the `health` collector, in the order a scrape writes
-/// them.
-pub const HEALTH_FAMILIES: [HealthFamily; 10] = [
+/// Every family of the `health` collector with no MIB column.
+pub const HEALTH_FAMILIES: [HealthFamily; 6] = [
     HEALTH_UNHEALTHY_PORTS,
     HEALTH_EVALUATED,
-    HEALTH_NODE_UNRESPONSIVE,
-    HEALTH_CONDITION,
     HEALTH_RAISED,
-    HEALTH_FLAPS,
-    HEALTH_LAST_FLAP,
     PLAN_MISMATCHES,
     PLAN_COMPARED,
     PLAN_PORT_MISMATCH,
@@ -251,7 +224,12 @@ fn family(
         table,
         scale,
         lane,
-        part: table.part,
+        label: None,
+        part: if collector == Collector::Health {
+            Part::Health
+        } else {
+            table.part
+        },
     }
 }
 
@@ -305,17 +283,21 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
                 collector,
                 scale,
                 help,
+                label,
             } = *face
             {
                 own = true;
-                v.push(family(
-                    col,
-                    name.to_string(),
-                    kind,
-                    collector,
-                    scale,
-                    help.to_string(),
-                ));
+                v.push(Family {
+                    label,
+                    ..family(
+                        col,
+                        name.to_string(),
+                        kind,
+                        collector,
+                        scale,
+                        help.to_string(),
+                    )
+                });
             }
         }
         if let (false, Some(collector)) = (own, t.collector) {
@@ -384,6 +366,9 @@ pub const BUILD_INFO: (&str, &str) = ("infiniband_agent_build", "The agent's ver
 pub static BUILD_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Build));
 /// The subnet info series' labels.
 pub static SUBNET_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Subnet));
+/// The labels of a port's link peer, on the `health` collector's per-port
+/// families.
+pub static PEER_LABELS: LazyLock<Labels> = LazyLock::new(|| info_labels(Info::Peer));
 
 #[cfg(test)]
 mod tests {
@@ -396,7 +381,12 @@ mod tests {
             let f = FAMILIES.iter().filter(|f| f.column.source == Source::Hc(k));
             assert_eq!(f.count(), 1, "slot {k}");
         }
-        let names: Vec<&str> = FAMILIES.iter().map(|f| f.name.as_str()).collect();
+        // A family several columns share labels each column's samples
+        // apart.
+        let names: Vec<_> = FAMILIES
+            .iter()
+            .map(|f| (f.name.as_str(), f.label))
+            .collect();
         let mut sorted = names.clone();
         sorted.sort_unstable();
         sorted.dedup();
@@ -427,6 +417,7 @@ mod tests {
             (Info::Port, 8, IndexScheme::NodeGuidPort),
             (Info::Subnet, 9, IndexScheme::Subnet),
             (Info::Build, 1, IndexScheme::Scalar),
+            (Info::Peer, 2, IndexScheme::NodeGuidPort),
         ] {
             let labels = info_labels(info);
             assert_eq!(labels.len(), n, "{info:?}");

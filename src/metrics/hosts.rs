@@ -66,10 +66,13 @@ pub struct Hosts {
     pub switches: Vec<SwitchHosts>,
 }
 
+/// The conditions standing on a port ([`Verdicts::standing_at`]: its
+/// node's unresponsive verdict too), most severe first.
 fn conditions(v: &Verdicts, guid: Guid, port: u8) -> Vec<Condition> {
-    v.port(guid, port)
-        .map(|e| Condition::of_mask(e.mask()).collect())
-        .unwrap_or_default()
+    Condition::ALL
+        .into_iter()
+        .filter(|&c| v.standing_at(guid, port, c).is_some())
+        .collect()
 }
 
 fn names(c: &[Condition]) -> Vec<String> {
@@ -88,15 +91,8 @@ pub fn roll_up(snap: &Snapshot, unhealthy: bool) -> Hosts {
         if host.is_empty() {
             continue;
         }
-        let node_unresponsive = v
-            .node(n.id.guid)
-            .is_some_and(|nv| nv.unresponsive.is_some());
         for p in &n.ports {
-            let mut c = conditions(v, n.id.guid, p.num());
-            if node_unresponsive && !c.contains(&Condition::Unresponsive) {
-                c.push(Condition::Unresponsive);
-                c.sort();
-            }
+            let c = conditions(v, n.id.guid, p.num());
             let switch = p.link.remote().and_then(|(g, port)| {
                 let s = snap
                     .node(g)

@@ -19,7 +19,7 @@ use crate::ib::{Guid, LinkSpeed, LinkWidth, PortState};
 use crate::mib::EndpointCounters;
 use crate::mib::Value;
 use crate::mib::index::{IndexScheme, RowIndex};
-use crate::mib::read::{Row, read_at, subnet_of, timestamp};
+use crate::mib::read::{Row, date_and_time_ms, read_at, subnet_of, timestamp};
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn render<W: Write>(s: &Scrape, out: &mut W) -> io::Result<()> {
     }
     for f in FAMILIES
         .iter()
-        .filter(|f| f.part != Part::Node && s.collectors.has(f.collector))
+        .filter(|f| !matches!(f.part, Part::Node | Part::Health) && s.collectors.has(f.collector))
     {
         match f.table.index {
             IndexScheme::Scalar => agent_family(s, f, &mut w)?,
@@ -258,21 +258,6 @@ fn push_port_labels(l: &mut Vec<u8>, guid: Guid, port: u8) {
     l.push(b'"');
 }
 
-/// Appends `,peer_node_guid="0x…",peer_port="N"` (empty values when the
-/// peer is not known).
-fn push_peer_labels(l: &mut Vec<u8>, peer: Option<(Guid, u8)>) {
-    match peer {
-        Some((g, n)) => {
-            l.extend_from_slice(b",peer_node_guid=\"");
-            push_guid(l, g);
-            l.extend_from_slice(b"\",peer_port=\"");
-            push_u64(l, n.into());
-            l.push(b'"');
-        }
-        None => l.extend_from_slice(b",peer_node_guid=\"\",peer_port=\"\""),
-    }
-}
-
 /// The sample value of a MIB value under `scale`.
 fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
     if scale == Scale::Decimal {
@@ -287,6 +272,13 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
             l.extend_from_slice(text);
         }
         return ok;
+    }
+    if scale == Scale::DateSeconds {
+        let Some(ms) = date_and_time_ms(v) else {
+            return false;
+        };
+        let _ = write!(l, "{}.{:03}", ms / 1000, ms % 1000);
+        return true;
     }
     let raw = match *v {
         Value::Counter64(x) => x,
@@ -308,7 +300,7 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
         Scale::MillisToSeconds => {
             let _ = write!(l, "{}.{:03}", raw / 1000, raw % 1000);
         }
-        Scale::Decimal | Scale::UnixSeconds => return false,
+        Scale::Decimal | Scale::UnixSeconds | Scale::DateSeconds => return false,
         Scale::LaneBytesPerSecond => {
             let rate = u32::try_from(raw)
                 .ok()
@@ -318,6 +310,14 @@ fn push_value(l: &mut Vec<u8>, v: &Value, scale: Scale) -> bool {
         }
     }
     true
+}
+
+/// The kind of a family's header.
+fn header_kind(k: Kind) -> HeaderKind {
+    match k {
+        Kind::Counter => HeaderKind::Counter,
+        Kind::Gauge => HeaderKind::Gauge,
+    }
 }
 
 /// A row of `node`'s port `port` (or of the node, `port` None).
@@ -343,10 +343,7 @@ fn answering<'a>(s: &'a Scrape) -> impl Iterator<Item = &'a NodeRecord> {
 
 fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
     let t = f.table;
-    let kind = match f.kind {
-        Kind::Counter => HeaderKind::Counter,
-        Kind::Gauge => HeaderKind::Gauge,
-    };
+    let kind = header_kind(f.kind);
     let lanes = if t.index == IndexScheme::NodeGuidPortLane {
         t.index.lanes()
     } else {
@@ -499,10 +496,7 @@ fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         w.out.write_all(l)?;
     }
     for f in FAMILIES.iter().filter(|f| f.part == Part::Node) {
-        let kind = match f.kind {
-            Kind::Counter => HeaderKind::Counter,
-            Kind::Gauge => HeaderKind::Gauge,
-        };
+        let kind = header_kind(f.kind);
         w.header(&f.name, kind, &f.help)?;
         for n in s.snap.nodes.iter() {
             let Some(v) = read_at(f.column, f.table, &row(s, n, None)) else {
@@ -579,10 +573,7 @@ fn subnet_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
 /// A family of the `subnet` collector: a sample per subnet, labelled with
 /// the subnet info series' first label (`subnet`).
 fn subnet_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<()> {
-    let kind = match f.kind {
-        Kind::Counter => HeaderKind::Counter,
-        Kind::Gauge => HeaderKind::Gauge,
-    };
+    let kind = header_kind(f.kind);
     let mut started = false;
     for sn in s.snap.subnets.iter() {
         let r = subnet_row(s, sn);
@@ -639,10 +630,7 @@ fn agent_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<
     let Some(v) = read_at(f.column, f.table, &scalar_row(s)) else {
         return Ok(());
     };
-    let kind = match f.kind {
-        Kind::Counter => HeaderKind::Counter,
-        Kind::Gauge => HeaderKind::Gauge,
-    };
+    let kind = header_kind(f.kind);
     w.header(&f.name, kind, &f.help)?;
     let l = &mut w.line;
     l.clear();

@@ -12,7 +12,7 @@
 //! ([`subnets`]) come with it, and every node and link end says which
 //! subnet it is in.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,9 +32,6 @@ pub use subnets::{SmRow, SubnetRow};
 pub const MAX_ROWS: usize = 200;
 /// The worst ports a ranking shows unless asked otherwise.
 pub const DEFAULT_TOP: usize = 20;
-/// A last sweep older than this many sweep intervals (and a minute) means
-/// the agent is not sweeping.
-pub const STALE_INTERVALS: u32 = 3;
 /// The version of the report's JSON schema (docs/health.md): raised when a
 /// field changes meaning or goes.
 pub const SCHEMA: u32 = 1;
@@ -108,30 +105,9 @@ impl Query {
     /// Parses a query string. Every key, value and bound is checked: an
     /// error is a sentence for a 400.
     pub fn parse(q: &str) -> Result<Query, String> {
-        if q.len() > MAX_QUERY {
-            return Err(format!(
-                "the query is {} bytes long; at most {MAX_QUERY}",
-                q.len()
-            ));
-        }
         let mut out = Query::default();
-        let mut seen = [false; QUERY_KEYS.len()];
-        for pair in q.split('&').filter(|p| !p.is_empty()) {
-            let Some((k, v)) = pair.split_once('=') else {
-                return Err(format!("`{}` has no value", pair.escape_debug()));
-            };
-            let Some(i) = QUERY_KEYS.iter().position(|(n, _)| *n == k) else {
-                let known: Vec<&str> = QUERY_KEYS.iter().map(|(n, _)| *n).collect();
-                return Err(format!(
-                    "unknown parameter `{}`; known: {}",
-                    k.escape_debug(),
-                    known.join(", ")
-                ));
-            };
-            if std::mem::replace(&mut seen[i], true) {
-                return Err(format!("`{k}` is given twice"));
-            }
-            let bad = || format!("{k}: `{}` is not {}", v.escape_debug(), QUERY_KEYS[i].1);
+        for (i, k, v) in query_pairs(q, &QUERY_KEYS)? {
+            let bad = || bad_value(&QUERY_KEYS, i, v);
             match k {
                 "condition" => out.condition = Some(Condition::from_name(v).ok_or_else(bad)?),
                 "sort" => out.sort = Sort::from_name(v).ok_or_else(bad)?,
@@ -167,6 +143,49 @@ impl Query {
     }
 }
 
+/// The pairs of a query string (at most [`MAX_QUERY`] bytes), each key
+/// one of `keys` (its name, what it takes) given at most once: the key's
+/// index in `keys`, the key and its value as written. Every error is a
+/// sentence for a 400.
+pub fn query_pairs<'q>(
+    q: &'q str,
+    keys: &[(&str, &str)],
+) -> Result<Vec<(usize, &'q str, &'q str)>, String> {
+    if q.len() > MAX_QUERY {
+        return Err(format!(
+            "the query is {} bytes long; at most {MAX_QUERY}",
+            q.len()
+        ));
+    }
+    let mut seen = vec![false; keys.len()];
+    let mut out = Vec::new();
+    for pair in q.split('&').filter(|p| !p.is_empty()) {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(format!("`{}` has no value", pair.escape_debug()));
+        };
+        let Some(i) = keys.iter().position(|(n, _)| *n == k) else {
+            let known: Vec<&str> = keys.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "unknown parameter `{}`; known: {}",
+                k.escape_debug(),
+                known.join(", ")
+            ));
+        };
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(format!("`{k}` is given twice"));
+        }
+        out.push((i, k, v));
+    }
+    Ok(out)
+}
+
+/// The error of a value `v` of key `keys[i]` that is not what the key
+/// takes.
+pub fn bad_value(keys: &[(&str, &str)], i: usize, v: &str) -> String {
+    let (k, takes) = keys[i];
+    format!("{k}: `{}` is not {takes}", v.escape_debug())
+}
+
 /// A decimal number of at most 4 digits.
 fn number(v: &str) -> Option<usize> {
     (!v.is_empty() && v.len() <= 4 && v.bytes().all(|b| b.is_ascii_digit()))
@@ -181,7 +200,7 @@ pub struct Report {
     pub schema: u32,
     /// `healthy`, `unhealthy` (a verdict stands or a node does not
     /// answer) or `stale` (the agent is not sweeping).
-    pub status: String,
+    pub status: Status,
     /// When the report was made (Unix milliseconds, and RFC 3339).
     pub generated_ms: u64,
     pub generated: String,
@@ -207,6 +226,36 @@ impl Report {
     }
 }
 
+/// What the report says of the fabric as a whole; in JSON its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// No verdict stands and every node answers.
+    Healthy,
+    /// A verdict stands or a node does not answer.
+    Unhealthy,
+    /// The agent is not sweeping: no sweep yet, or the last one too old.
+    Stale,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Healthy => "healthy",
+            Status::Unhealthy => "unhealthy",
+            Status::Stale => "stale",
+        }
+    }
+}
+
+/// A status reads as its name wherever text is wanted.
+impl std::ops::Deref for Status {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.name()
+    }
+}
+
 /// The agent itself.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agent {
@@ -226,14 +275,14 @@ pub struct Agent {
     /// evaluation took.
     pub evaluated_sweep: u64,
     pub evaluation_us: u64,
-    /// No sweep yet, or the last older than [`STALE_INTERVALS`] intervals
-    /// and a minute.
+    /// No sweep yet, or the last older than three intervals and a minute
+    /// ([`crate::service::stale`]).
     pub stale: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConditionCount {
-    pub condition: String,
+    pub condition: Condition,
     pub title: String,
     pub ports: usize,
 }
@@ -293,7 +342,7 @@ pub struct End {
 /// One standing verdict.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
-    pub condition: String,
+    pub condition: Condition,
     pub title: String,
     pub since_ms: u64,
     pub since: String,
@@ -348,33 +397,27 @@ fn node_name(n: &NodeRecord) -> String {
     }
 }
 
-/// The verdicts standing on a port: its marks, and its node's
-/// unresponsive one.
+/// The verdicts standing on a port ([`Verdicts::standing`]: its marks,
+/// and its node's unresponsive one), with the times each was raised.
 fn marks(h: &Verdicts, v: &PortVerdict) -> Vec<(Condition, Mark, u32)> {
     Condition::ALL
         .into_iter()
-        .filter_map(|c| match c {
-            Condition::Unresponsive => {
-                let n = h.node(v.guid)?;
-                Some((c, n.unresponsive?, n.raised))
-            }
-            _ => Some((c, *v.mark(c)?, v.raised[c as usize])),
-        })
-        .map(|(c, m, n)| {
+        .filter_map(|c| {
+            let m = h.standing(v, c)?;
             // Shown on the wall clock.
             let m = Mark {
                 since: h.wall(m.since),
                 last_seen: h.wall(m.last_seen),
                 ..m
             };
-            (c, m, n)
+            Some((c, m, h.raised(v, c)))
         })
         .collect()
 }
 
 fn verdict(c: Condition, m: Mark, raised: u32) -> Verdict {
     Verdict {
-        condition: c.name().to_string(),
+        condition: c,
         title: c.def().title.to_string(),
         since_ms: m.since,
         since: rfc3339(m.since),
@@ -434,16 +477,12 @@ fn links(snap: &Snapshot, h: &Verdicts) -> Vec<LinkRow> {
 }
 
 fn has(l: &LinkRow, c: Condition) -> bool {
-    l.verdicts.iter().any(|v| v.condition == c.name())
+    l.verdicts.iter().any(|v| v.condition == c)
 }
 
-fn worst(l: &LinkRow) -> usize {
-    l.verdicts
-        .iter()
-        .filter_map(|v| Condition::from_name(&v.condition))
-        .map(|c| c as usize)
-        .min()
-        .unwrap_or(usize::MAX)
+/// The most severe condition of the link (none: after every one).
+fn worst(l: &LinkRow) -> Option<Condition> {
+    l.verdicts.iter().map(|v| v.condition).min()
 }
 
 fn newest(l: &LinkRow) -> u64 {
@@ -454,11 +493,18 @@ fn sort_links(rows: &mut [LinkRow], sort: Sort) {
     let key = |l: &LinkRow| (l.a.guid.clone(), l.a.port);
     match sort {
         Sort::Severity => rows.sort_by(|x, y| {
-            (worst(x), std::cmp::Reverse(newest(x)), key(x)).cmp(&(
-                worst(y),
-                std::cmp::Reverse(newest(y)),
-                key(y),
-            ))
+            (
+                worst(x).is_none(),
+                worst(x),
+                std::cmp::Reverse(newest(x)),
+                key(x),
+            )
+                .cmp(&(
+                    worst(y).is_none(),
+                    worst(y),
+                    std::cmp::Reverse(newest(y)),
+                    key(y),
+                ))
         }),
         Sort::Since => rows.sort_by(|x, y| (newest(y), key(x)).cmp(&(newest(x), key(y)))),
         Sort::Flaps => rows.sort_by(|x, y| (y.flaps, key(x)).cmp(&(x.flaps, key(y)))),
@@ -528,10 +574,7 @@ fn ranked(snap: &Snapshot, mut all: Vec<Ranked>, top: usize) -> Section<PortRate
 pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
     let h = &*snap.health;
     let age = snap.taken.map(|t| now.saturating_duration_since(t));
-    let stale = match age {
-        None => true,
-        Some(a) => a > snap.interval * STALE_INTERVALS + Duration::from_secs(60),
-    };
+    let stale = age.is_none_or(|a| crate::service::stale(a, snap.interval));
     let agent = Agent {
         version: env!("CARGO_PKG_VERSION").to_string(),
         sweep: snap.sweep,
@@ -552,7 +595,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         .iter()
         .zip(counts)
         .map(|(d, n)| ConditionCount {
-            condition: d.name.to_string(),
+            condition: d.condition,
             title: d.title.to_string(),
             ports: n,
         })
@@ -562,7 +605,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         .iter()
         .filter_map(|n| {
             let v = h.node(n.id.guid);
-            let unresponsive = v.and_then(|v| v.unresponsive);
+            let unresponsive = h.unresponsive(n.id.guid);
             if n.reachable && unresponsive.is_none() {
                 return None;
             }
@@ -598,7 +641,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         }
         if l.verdicts
             .iter()
-            .any(|v| v.condition != Condition::Degraded.name())
+            .any(|v| v.condition != Condition::Degraded)
         {
             unhealthy.push(l);
         }
@@ -606,15 +649,15 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
     let (errors, congested) = rankings(snap, q.top);
     let any_verdict = !unhealthy.is_empty() || !degraded.is_empty();
     let status = if stale {
-        "stale"
+        Status::Stale
     } else if any_verdict || !nodes.is_empty() {
-        "unhealthy"
+        Status::Unhealthy
     } else {
-        "healthy"
+        Status::Healthy
     };
     Report {
         schema: SCHEMA,
-        status: status.to_string(),
+        status,
         generated_ms: now_ms,
         generated: rfc3339(now_ms),
         agent,

@@ -118,6 +118,9 @@ pub enum Scale {
     /// A TimeStamp shown as Unix time in seconds (from the wall-clock time
     /// of the snapshot's publication); no sample for 0 (never).
     UnixSeconds,
+    /// A DateAndTime (UTC) shown as Unix time in seconds, to its
+    /// deciseconds.
+    DateSeconds,
 }
 
 /// Where a table's own families come in a scrape. A scrape writes the
@@ -135,6 +138,10 @@ pub enum Part {
     /// Per subnet (label `subnet`).
     Subnet,
     Derived,
+    /// The `health` collector's families: after the agent's own figures,
+    /// a row each verdict entry ([`crate::ib::health::Verdicts`]) has,
+    /// not every row of the table.
+    Health,
 }
 
 /// An info series (value 1) whose labels come from columns.
@@ -149,6 +156,10 @@ pub enum Info {
     Subnet,
     /// `infiniband_agent_build_info`: the agent's version.
     Build,
+    /// No series of its own: the far end of a port's link
+    /// (`peer_node_guid`, `peer_port`), the labels every per-port family
+    /// of the `health` collector carries after `node_guid` and `port`.
+    Peer,
 }
 
 /// How a label shows its column's value.
@@ -197,6 +208,10 @@ pub enum Face {
         collector: Collector,
         scale: Scale,
         help: &'static str,
+        /// A family several columns share: this column's samples carry
+        /// the label `.0` valued `.1` (the pmPortHealth columns, one
+        /// `condition` each).
+        label: Option<(&'static str, &'static str)>,
     },
     /// A label of an info series, the `at`-th (from 1).
     Label {
@@ -230,6 +245,31 @@ const fn family(
         collector,
         scale,
         help,
+        label: None,
+    }
+}
+
+impl Face {
+    /// The family's samples of this column labelled `name="value"`.
+    pub const fn labelled(self, name: &'static str, value: &'static str) -> Face {
+        match self {
+            Face::Family {
+                name: n,
+                kind,
+                collector,
+                scale,
+                help,
+                ..
+            } => Face::Family {
+                name: n,
+                kind,
+                collector,
+                scale,
+                help,
+                label: Some((name, value)),
+            },
+            Face::Label { .. } => panic!("only a family is labelled"),
+        }
     }
 }
 

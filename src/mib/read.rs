@@ -204,28 +204,20 @@ fn health_value(
     port: &PortRecord,
     snap: &Snapshot,
 ) -> Option<Value> {
-    let v = snap.health.port(node.id.guid, port.num());
-    let unresponsive = || snap.health.node(node.id.guid).and_then(|n| n.unresponsive);
+    let h = &*snap.health;
+    let (guid, num) = (node.id.guid, port.num());
+    let v = h.port(guid, num);
+    let standing = || {
+        Condition::ALL
+            .into_iter()
+            .filter_map(|c| h.standing_at(guid, num, c))
+    };
     Some(match c {
-        HealthCol::Condition(Condition::Unresponsive) => truth(unresponsive().is_some()),
-        HealthCol::Condition(k) => truth(v.is_some_and(|v| v.mark(k).is_some())),
+        HealthCol::Condition(k) => truth(h.standing_at(guid, num, k).is_some()),
         HealthCol::Flaps => Value::Counter64(v.map_or(0, |v| v.flaps)),
-        HealthCol::LastFlap => date_and_time(snap.health.wall(v?.last_flap?)),
-        HealthCol::Since => {
-            let own = v.and_then(|v| v.since());
-            let node = unresponsive().map(|m| m.since);
-            date_and_time(snap.health.wall(own.into_iter().chain(node).min()?))
-        }
-        HealthCol::LastSeen => {
-            let own = v.iter().flat_map(|v| v.marks.iter().flatten());
-            date_and_time(
-                snap.health.wall(
-                    own.chain(unresponsive().iter())
-                        .map(|m| m.last_seen)
-                        .max()?,
-                ),
-            )
-        }
+        HealthCol::LastFlap => date_and_time(h.wall(v?.last_flap?)),
+        HealthCol::Since => date_and_time(h.wall(standing().map(|m| m.since).min()?)),
+        HealthCol::LastSeen => date_and_time(h.wall(standing().map(|m| m.last_seen).max()?)),
         HealthCol::Raised => {
             Value::Counter64(v.map_or(0, |v| v.raised.iter().map(|&r| u64::from(r)).sum()))
         }
@@ -360,11 +352,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot, now: Instant) -> V
                 .map(|s| clip(&s.label()).to_string());
             Value::OctetString(list(labels).into_bytes())
         }
-        NodeCol::Unresponsive => truth(
-            snap.health
-                .node(node.id.guid)
-                .is_some_and(|n| n.unresponsive.is_some()),
-        ),
+        NodeCol::Unresponsive => truth(snap.health.unresponsive(node.id.guid).is_some()),
         NodeCol::Name => Value::OctetString(
             clip_to(node.name(), crate::ib::names::NAME_MAX)
                 .as_bytes()
@@ -584,6 +572,19 @@ pub fn date_and_time(ms: u64) -> Value {
     let (y, mo, d, h, mi, s, ds) = crate::ib::health::civil(ms);
     let y = u16::try_from(y).unwrap_or(0).to_be_bytes();
     Value::OctetString(vec![y[0], y[1], mo, d, h, mi, s, ds, b'+', 0, 0])
+}
+
+/// The wall-clock milliseconds of a DateAndTime [`date_and_time`] made
+/// (to its deciseconds); `None` for any other value.
+pub fn date_and_time_ms(v: &Value) -> Option<u64> {
+    let Value::OctetString(b) = v else {
+        return None;
+    };
+    let &[y0, y1, mo, d, h, mi, s, ds, ..] = b.as_slice() else {
+        return None;
+    };
+    let y = i64::from(u16::from_be_bytes([y0, y1]));
+    Some(crate::ib::health::from_civil(y, mo, d, h, mi, s, ds))
 }
 
 /// The field value a SET's value carries (the reverse of [`wrap`], for a

@@ -9,13 +9,14 @@
 use std::sync::LazyLock;
 
 use super::face::Collector::{
-    self, Agent, Fec as FecC, Node as NodeC, Port as PortC, Subnet as SubnetC,
+    self, Agent, Fec as FecC, Health as HealthC, Node as NodeC, Port as PortC, Subnet as SubnetC,
 };
 use super::face::Info::{
-    Build as BuildInfo, Node as NodeInfo, Port as PortInfo, Subnet as SubnetInfo,
+    Build as BuildInfo, Node as NodeInfo, Peer as PeerInfo, Port as PortInfo, Subnet as SubnetInfo,
 };
 use super::face::Scale::{
-    AtLeast, Below, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times, UnixSeconds,
+    AtLeast, Below, DateSeconds, Decimal, LaneBytesPerSecond, MillisToSeconds, One, Times,
+    UnixSeconds,
 };
 use super::face::{Part, Shown, counter, gauge, label};
 use super::index::IndexScheme::{NodeGuidPort, NodeGuidPortLane, PlanDiff, Scalar, Subnet};
@@ -156,7 +157,8 @@ const DECLARED: &[Table] = &[
             col(12, "pmNodeOptionalAttributes", TEXT, RO, S::Node(N::OptionalAttributes)),
             col(13, "pmNodeSource", Enum { max: 3 }, RO, S::Node(N::Source)),
             col(14, "pmNodeWideCounters", Enum { max: 3 }, RO, S::Node(N::WideCounters)),
-            col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive)),
+            col(15, "pmNodeUnresponsive", TruthValue, RO, S::Node(N::Unresponsive))
+                .prom(&[gauge("node_health_unresponsive", HealthC, Below(2), "1 while the node's PMA is held unresponsive (it missed k of the last n sweeps while the fabric answered), else 0; only nodes that missed a sweep within health.forget_after.")]),
             col(16, "pmNodeSubnets", LIST, RO, S::Node(N::Subnets))
                 .prom(&[label(NodeInfo, 6, "subnet", Shown::TextOrOmit)]),
             col(17, "pmNodeName", NAME, RO, S::Node(N::Name))
@@ -379,13 +381,17 @@ const DECLARED: &[Table] = &[
         port_present: every_port,
         columns: &[
             Cols::Walk(Walk::Conditions),
-            col(7, "pmPortHealthFlaps", Counter64, RO, S::Health(H::Flaps)),
-            col(8, "pmPortHealthLastFlap", DateAndTime, RO, S::Health(H::LastFlap)),
+            col(7, "pmPortHealthFlaps", Counter64, RO, S::Health(H::Flaps))
+                .prom(&[counter("port_health_flaps", HealthC, One, "Flaps counted on the port: LinkDownedCounter rising, or the port seen leaving Active and coming back.")]),
+            col(8, "pmPortHealthLastFlap", DateAndTime, RO, S::Health(H::LastFlap))
+                .prom(&[gauge("port_health_last_flap_timestamp_seconds", HealthC, DateSeconds, "When the last flap of the port was counted (Unix time).")]),
             col(9, "pmPortHealthSince", DateAndTime, RO, S::Health(H::Since)),
             col(10, "pmPortHealthLastSeen", DateAndTime, RO, S::Health(H::LastSeen)),
             col(11, "pmPortHealthRaised", Counter64, RO, S::Health(H::Raised)),
-            col(12, "pmPortHealthPeerNodeGuid", GUID, RO, S::Health(H::PeerNodeGuid)),
-            col(13, "pmPortHealthPeerPortNum", U8, RO, S::Health(H::PeerPortNum)),
+            col(12, "pmPortHealthPeerNodeGuid", GUID, RO, S::Health(H::PeerNodeGuid))
+                .prom(&[label(PeerInfo, 1, "peer_node_guid", Shown::GuidOrEmpty)]),
+            col(13, "pmPortHealthPeerPortNum", U8, RO, S::Health(H::PeerPortNum))
+                .prom(&[label(PeerInfo, 2, "peer_port", Shown::NumberOrEmpty)]),
             col(14, "pmPortHealthAcknowledge", Enum { max: ACK_ALL }, ReadWrite(Acknowledge), S::Health(H::Acknowledge)),
         ],
         ..TABLE
@@ -598,6 +604,15 @@ pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(|| {
     v
 });
 
+/// The family every pmPortHealth condition column is a member of, its
+/// samples labelled with the column's condition.
+const CONDITION_FACE: super::face::Face = gauge(
+    "port_health_condition",
+    HealthC,
+    Below(2),
+    "1 while a verdict of the condition stands on the port's link (until its recovery window passes without it), else 0; only ports with a verdict or one within health.forget_after. unresponsive is the node's verdict.",
+);
+
 /// The columns a [`Walk`] makes of table `t`; names are made once, when
 /// [`COLUMNS`] is first used.
 fn walk(t: &Table, w: Walk) -> Vec<Column> {
@@ -661,7 +676,11 @@ fn walk(t: &Table, w: Walk) -> Vec<Column> {
             .zip(1..)
             .map(|(d, c)| {
                 let source = S::Health(H::Condition(d.condition));
-                column(c, name("pmPortHealth", d.mib), TruthValue, RO, source)
+                let face = CONDITION_FACE.labelled("condition", d.name);
+                Column {
+                    faces: Box::leak(Box::new([face])),
+                    ..column(c, name("pmPortHealth", d.mib), TruthValue, RO, source)
+                }
             })
             .collect(),
     }

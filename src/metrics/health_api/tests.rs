@@ -41,3 +41,39 @@ fn text_from_the_fabric_is_escaped_in_json() {
     assert!(text.contains(r#""a\"b\\c\n\u0001</script>""#), "{text}");
     assert_eq!(parse(&body).unwrap(), r);
 }
+
+/// A condition or status the reader does not know is no report: refused,
+/// naming what it read and what it knows, not taken for another.
+#[test]
+fn a_report_naming_an_unknown_condition_is_refused() {
+    let u = unhealthy();
+    let r = report(&u.snap, u.now, Instant::now(), &Query::default());
+    let v: serde_json::Value = serde_json::from_slice(&render(&r)).unwrap();
+    assert_eq!(v["conditions"][0]["condition"], "link_lost");
+    let with = |path: &[&str], to: &str| {
+        let mut v = v.clone();
+        let mut at = &mut v;
+        for k in path {
+            at = match k.parse::<usize>() {
+                Ok(i) => &mut at[i],
+                Err(_) => &mut at[*k],
+            };
+        }
+        *at = serde_json::Value::from(to);
+        parse(&serde_json::to_vec(&v).unwrap())
+    };
+    let e = with(
+        &["unhealthy_links", "rows", "0", "verdicts", "0", "condition"],
+        "shaky",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("unknown condition `shaky`") && e.contains("link_lost, unresponsive"),
+        "{e}"
+    );
+    let e = with(&["conditions", "2", "condition"], "LinkLost").unwrap_err();
+    assert!(e.contains("unknown condition `LinkLost`"), "{e}");
+    let e = with(&["status"], "degraded").unwrap_err();
+    assert!(e.contains("unknown variant `degraded`"), "{e}");
+    assert!(with(&["status"], "stale").is_ok());
+}

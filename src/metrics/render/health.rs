@@ -7,36 +7,23 @@
 use std::io::{self, Write};
 
 use super::{
-    HeaderKind, Out, Scrape, push_guid, push_label, push_peer_labels, push_port_labels, push_u64,
-    sample_suffix,
+    Out, Scrape, header_kind, push_info_labels, push_label, push_port_labels, push_u64, push_value,
+    row, sample_suffix,
 };
 use crate::ib::cabling::MISMATCHES;
-use crate::ib::health::{CONDITIONS, Condition, PortVerdict};
+use crate::ib::health::{CONDITIONS, Verdicts};
 use crate::metrics::families::{
-    HEALTH_CONDITION, HEALTH_EVALUATED, HEALTH_FLAPS, HEALTH_LAST_FLAP, HEALTH_NODE_UNRESPONSIVE,
-    HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily, Kind, PLAN_COMPARED, PLAN_MISMATCHES,
-    PLAN_PORT_MISMATCH,
+    FAMILIES, Family, HEALTH_EVALUATED, HEALTH_RAISED, HEALTH_UNHEALTHY_PORTS, HealthFamily,
+    PEER_LABELS, PLAN_COMPARED, PLAN_MISMATCHES, PLAN_PORT_MISMATCH, Part,
 };
-
-fn header_kind(f: &HealthFamily) -> HeaderKind {
-    match f.kind {
-        Kind::Counter => HeaderKind::Counter,
-        Kind::Gauge => HeaderKind::Gauge,
-    }
-}
+use crate::mib::index::IndexScheme;
+use crate::mib::read::Row;
 
 /// Starts a sample line of `f`: its name and suffix.
 fn start(l: &mut Vec<u8>, f: &HealthFamily) {
     l.clear();
     l.extend_from_slice(f.name.as_bytes());
-    l.extend_from_slice(sample_suffix(header_kind(f)).as_bytes());
-}
-
-/// `{node_guid="…",port="N",peer_node_guid="…",peer_port="M"` (the brace
-/// left open).
-fn push_link_labels(l: &mut Vec<u8>, v: &PortVerdict) {
-    push_port_labels(l, v.guid, v.port);
-    push_peer_labels(l, v.peer);
+    l.extend_from_slice(sample_suffix(header_kind(f.kind)).as_bytes());
 }
 
 /// Milliseconds as seconds with three decimals.
@@ -59,7 +46,7 @@ fn plan_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         return Ok(());
     };
     let f = &PLAN_MISMATCHES;
-    w.header(f.name, header_kind(f), f.help)?;
+    w.header(f.name, header_kind(f.kind), f.help)?;
     for d in &MISMATCHES {
         let l = &mut w.line;
         start(l, f);
@@ -71,7 +58,7 @@ fn plan_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         w.out.write_all(l)?;
     }
     let f = &PLAN_COMPARED;
-    w.header(f.name, header_kind(f), f.help)?;
+    w.header(f.name, header_kind(f.kind), f.help)?;
     let l = &mut w.line;
     start(l, f);
     l.push(b'{');
@@ -84,7 +71,7 @@ fn plan_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
         return Ok(());
     }
     let f = &PLAN_PORT_MISMATCH;
-    w.header(f.name, header_kind(f), f.help)?;
+    w.header(f.name, header_kind(f.kind), f.help)?;
     // A node the plan names only, never found, has no GUID to label it by:
     // it is in the counts alone.
     for m in v.verdicts.iter().filter(|m| m.guid.0 != 0) {
@@ -102,7 +89,7 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
     plan_families(s, w)?;
     let h = &*s.snap.health;
     let f = &HEALTH_UNHEALTHY_PORTS;
-    w.header(f.name, header_kind(f), f.help)?;
+    w.header(f.name, header_kind(f.kind), f.help)?;
     for (def, n) in CONDITIONS.iter().zip(h.counts()) {
         let l = &mut w.line;
         start(l, f);
@@ -115,7 +102,7 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
     }
     if h.sweep > 0 {
         let f = &HEALTH_EVALUATED;
-        w.header(f.name, header_kind(f), f.help)?;
+        w.header(f.name, header_kind(f.kind), f.help)?;
         let l = &mut w.line;
         start(l, f);
         l.push(b' ');
@@ -123,75 +110,96 @@ pub(super) fn health_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Resul
         l.push(b'\n');
         w.out.write_all(l)?;
     }
-    if !h.nodes.is_empty() {
-        let f = &HEALTH_NODE_UNRESPONSIVE;
-        w.header(f.name, header_kind(f), f.help)?;
-        for n in h.nodes.iter() {
-            let l = &mut w.line;
-            start(l, f);
-            l.extend_from_slice(b"{node_guid=\"");
-            push_guid(l, n.guid);
-            l.extend_from_slice(if n.unresponsive.is_some() {
-                b"\"} 1\n"
-            } else {
-                b"\"} 0\n"
-            });
-            w.out.write_all(l)?;
-        }
+    // The verdicts' MIB columns, a family at a time (the columns of a
+    // family several share, row by row).
+    let faced: Vec<&Family> = FAMILIES.iter().filter(|f| f.part == Part::Health).collect();
+    for members in faced.chunk_by(|a, b| a.name == b.name) {
+        verdict_family(s, members, w)?;
     }
-    if h.ports.is_empty() {
+    raised_family(s, h, w)
+}
+
+/// The rows of the verdict entries of table `index`'s kind: a node's
+/// (pmNodeTable) or a port's (pmPortHealthTable), those of the nodes in
+/// the snapshot (the MIB's rows).
+fn verdict_rows<'a>(s: &'a Scrape, index: IndexScheme) -> Vec<Row<'a>> {
+    let h = &*s.snap.health;
+    if index == IndexScheme::NodeGuid {
+        h.nodes
+            .iter()
+            .filter_map(|v| Some(row(s, s.snap.node(v.guid)?, None)))
+            .collect()
+    } else {
+        h.ports
+            .iter()
+            .filter_map(|v| {
+                let node = s.snap.node(v.guid)?;
+                Some(row(s, node, Some(node.port(v.port)?)))
+            })
+            .collect()
+    }
+}
+
+/// A family of the verdicts' MIB columns (`members`: the columns it is
+/// the face of, one when it is not shared), read through the MIB's read
+/// path for each row with a verdict entry.
+fn verdict_family<W: Write>(s: &Scrape, members: &[&Family], w: &mut Out<W>) -> io::Result<()> {
+    let Some(f) = members.first() else {
         return Ok(());
-    }
-    for f in [&HEALTH_CONDITION, &HEALTH_RAISED] {
-        w.header(f.name, header_kind(f), f.help)?;
-        for v in h.ports.iter() {
-            for def in &CONDITIONS {
-                let l = &mut w.line;
-                start(l, f);
-                push_link_labels(l, v);
-                push_label(l, false, "condition", def.name.as_bytes());
-                l.extend_from_slice(b"} ");
-                let value = if f.name == HEALTH_CONDITION.name {
-                    u64::from(h.shows(v, def.condition))
-                } else if def.condition == Condition::Unresponsive {
-                    h.node(v.guid).map_or(0, |n| n.raised.into())
-                } else {
-                    v.raised[def.condition as usize].into()
-                };
-                push_u64(l, value);
+    };
+    let kind = header_kind(f.kind);
+    let mut started = false;
+    for r in verdict_rows(s, f.table.index) {
+        for m in members {
+            let Some(v) = crate::mib::read::read_at(m.column, m.table, &r) else {
+                continue;
+            };
+            w.sample(f, kind, &mut started)?;
+            let l = &mut w.line;
+            if f.table.per_port() {
+                push_port_labels(l, r.index.guid, r.index.port);
+                push_info_labels(l, &PEER_LABELS[..], &r, false);
+            } else {
+                l.extend_from_slice(b"{node_guid=\"");
+                super::push_guid(l, r.index.guid);
+                l.push(b'"');
+            }
+            if let Some((name, value)) = m.label {
+                push_label(l, false, name, value.as_bytes());
+            }
+            l.extend_from_slice(b"} ");
+            if push_value(l, &v, m.scale) {
                 l.push(b'\n');
                 w.out.write_all(l)?;
             }
         }
     }
-    let f = &HEALTH_FLAPS;
-    w.header(f.name, header_kind(f), f.help)?;
-    for v in h.ports.iter() {
-        let l = &mut w.line;
-        start(l, f);
-        push_link_labels(l, v);
-        l.extend_from_slice(b"} ");
-        push_u64(l, v.flaps);
-        l.push(b'\n');
-        w.out.write_all(l)?;
-    }
+    Ok(())
+}
+
+/// How many times each condition was raised on each port with a verdict
+/// entry ([`Verdicts::raised`]): no MIB column holds it per condition.
+fn raised_family<W: Write>(s: &Scrape, h: &Verdicts, w: &mut Out<W>) -> io::Result<()> {
+    let f = &HEALTH_RAISED;
     let mut started = false;
-    let f = &HEALTH_LAST_FLAP;
-    for v in h.ports.iter() {
-        let Some(t) = v.last_flap.map(|t| h.wall(t)) else {
+    for r in verdict_rows(s, IndexScheme::NodeGuidPort) {
+        let Some(v) = h.port(r.index.guid, r.index.port) else {
             continue;
         };
-        if !started {
-            w.header(f.name, header_kind(f), f.help)?;
-            started = true;
+        if !std::mem::replace(&mut started, true) {
+            w.header(f.name, header_kind(f.kind), f.help)?;
         }
-        let l = &mut w.line;
-        start(l, f);
-        push_link_labels(l, v);
-        l.extend_from_slice(b"} ");
-        push_seconds(l, t);
-        l.push(b'\n');
-        w.out.write_all(l)?;
+        for def in &CONDITIONS {
+            let l = &mut w.line;
+            start(l, f);
+            push_port_labels(l, v.guid, v.port);
+            push_info_labels(l, &PEER_LABELS[..], &r, false);
+            push_label(l, false, "condition", def.name.as_bytes());
+            l.extend_from_slice(b"} ");
+            push_u64(l, h.raised(v, def.condition).into());
+            l.push(b'\n');
+            w.out.write_all(l)?;
+        }
     }
     Ok(())
 }
@@ -292,6 +300,74 @@ mod tests {
         assert!(om.ends_with("# EOF\n"));
     }
 
+    /// The verdicts' families are their MIB columns' faces: each sample is
+    /// the column's value in the row of the same snapshot, a row each
+    /// verdict entry; the raised counts are the entries' own.
+    #[test]
+    fn each_verdict_sample_is_its_mib_columns_value() {
+        use super::super::push_value;
+        use crate::metrics::families::{FAMILIES, Kind, Part};
+        use crate::mib::index::RowIndex;
+        use crate::mib::read::read;
+        let u = unhealthy();
+        let (snap, h) = (&u.snap, &*u.snap.health);
+        let text = scrape(snap, Format::Text);
+        let endpoint = EndpointCounters::default();
+        let now = std::time::Instant::now();
+        let mut checked = 0;
+        for f in FAMILIES.iter().filter(|f| f.part == Part::Health) {
+            let name = match f.kind {
+                Kind::Counter => format!("{}_total", f.name),
+                Kind::Gauge => f.name.clone(),
+            };
+            let rows: Vec<(crate::ib::Guid, Option<u8>)> = if f.table.per_port() {
+                h.ports.iter().map(|v| (v.guid, Some(v.port))).collect()
+            } else {
+                h.nodes.iter().map(|n| (n.guid, None)).collect()
+            };
+            assert!(!rows.is_empty(), "{name}");
+            for (guid, port) in rows {
+                let node = snap.node(guid).unwrap();
+                let index = RowIndex::port(guid, port.unwrap_or(0));
+                let want = read(f.column, snap, &endpoint, Some(node), index, 0, now);
+                let mut value = Vec::new();
+                let want = want.filter(|v| push_value(&mut value, v, f.scale));
+                let head = match (port, f.label) {
+                    (None, _) => format!("{name}{{node_guid=\"{guid}\"}} "),
+                    (Some(p), label) => {
+                        let peer = h.port(guid, p).unwrap().peer;
+                        let (pg, pp) = peer.map_or((String::new(), String::new()), |(g, n)| {
+                            (g.to_string(), n.to_string())
+                        });
+                        let label = label.map_or(String::new(), |(k, v)| format!(",{k}=\"{v}\""));
+                        format!(
+                            "{name}{{node_guid=\"{guid}\",port=\"{p}\",peer_node_guid=\"{pg}\",peer_port=\"{pp}\"{label}}} "
+                        )
+                    }
+                };
+                let got = text.lines().find_map(|l| l.strip_prefix(&head));
+                let want = want.map(|_| String::from_utf8(value).unwrap());
+                assert_eq!(got, want.as_deref(), "{head}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "{checked}");
+        // The raised counts: the entry's own, the node's for unresponsive.
+        for v in h.ports.iter() {
+            for c in Condition::ALL {
+                let line = format!("{{node_guid=\"{}\",port=\"{}\",", v.guid, v.port);
+                let n = h.raised(v, c);
+                assert!(
+                    text.lines().any(|l| l
+                        .starts_with("infiniband_port_health_condition_raised_total")
+                        && l.contains(&line)
+                        && l.ends_with(&format!("condition=\"{}\"}} {n}", c.name()))),
+                    "{line} {c:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn plan_mismatches_are_counted_by_kind_and_served_per_port() {
         use crate::ib::Guid;
@@ -299,21 +375,9 @@ mod tests {
         let rig = crate::rig::AgentRig::swept(Default::default());
         let mut snap = (*rig.cache.load()).clone();
         let v = |kind, guid, port, standing| PlanVerdict {
-            kind,
-            guid: Guid(guid),
-            port,
-            planned: None,
-            found: None,
-            since: 0,
-            last_seen: 0,
             raised: 1,
             standing,
-            seq: 0,
-            name: None,
-            planned_name: None,
-            found_name: None,
-            planned_rate: (None, None),
-            found_rate: (None, None),
+            ..PlanVerdict::new(kind, Guid(guid), port, 0)
         };
         snap.plan = std::sync::Arc::new(PlanVerdicts {
             sweep: 1,

@@ -42,9 +42,11 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
     let text = scrape_of(&snap, Format::Text, Collectors::defaults());
     let endpoint = EndpointCounters::default();
     let mut checked = 0;
+    // (The health collector's rows are the verdict entries': their own
+    // test.)
     for f in FAMILIES
         .iter()
-        .filter(|f| f.lane.is_none() && f.table.per_port())
+        .filter(|f| f.lane.is_none() && f.table.per_port() && f.part != Part::Health)
     {
         let col = COLUMNS.iter().find(|c| std::ptr::eq(*c, f.column)).unwrap();
         let name = match f.kind {

@@ -7,7 +7,7 @@ use crate::metrics::tests::unhealthy;
 fn the_report_names_what_is_wrong_most_severe_first() {
     let u = unhealthy();
     let r = report(&u.snap, u.now, Instant::now(), &Query::default());
-    assert_eq!(r.status, "unhealthy");
+    assert_eq!(r.status, Status::Unhealthy);
     assert_eq!(r.schema, SCHEMA);
     assert!(!r.agent.stale && r.agent.sweep == u.snap.sweep);
     assert_eq!(r.agent.evaluated_sweep, u.snap.health.sweep);
@@ -32,7 +32,7 @@ fn the_report_names_what_is_wrong_most_severe_first() {
         .collect();
     assert_eq!(lost.len(), 1, "{:#?}", r.unhealthy_links);
     let l = lost[0];
-    assert_eq!(l.verdicts[0].condition, "link_lost");
+    assert_eq!(l.verdicts[0].condition, Condition::LinkLost);
     assert!(l.flaps >= 1);
     let a = u.snap.node(ga).unwrap();
     assert!(
@@ -44,7 +44,8 @@ fn the_report_names_what_is_wrong_most_severe_first() {
                 .starts_with(a.id.description.trim())
     );
     assert_eq!(
-        r.unhealthy_links.rows[0].verdicts[0].condition, "link_lost",
+        r.unhealthy_links.rows[0].verdicts[0].condition,
+        Condition::LinkLost,
         "most severe first"
     );
     // Each section's count is the count of rows it could show.
@@ -52,7 +53,7 @@ fn the_report_names_what_is_wrong_most_severe_first() {
     let lost_ports = r
         .conditions
         .iter()
-        .find(|c| c.condition == "link_lost")
+        .find(|c| c.condition == Condition::LinkLost)
         .unwrap()
         .ports;
     assert_eq!(
@@ -88,12 +89,11 @@ fn filters_limits_and_sorts_are_applied() {
     assert!(all.unhealthy_links.total >= 2, "{:#?}", all.unhealthy_links);
     let q = Query::parse("condition=link_lost&limit=1&top=3&sort=name").unwrap();
     let r = report(&u.snap, u.now, now, &q);
-    assert!(
-        r.unhealthy_links
-            .rows
+    assert!(r.unhealthy_links.rows.iter().all(|l| {
+        l.verdicts
             .iter()
-            .all(|l| l.verdicts.iter().any(|v| v.condition == "link_lost"))
-    );
+            .any(|v| v.condition == Condition::LinkLost)
+    }));
     assert_eq!(r.unhealthy_links.rows.len(), 1);
     assert_eq!(r.unhealthy_links.more, r.unhealthy_links.total - 1);
     assert!(r.worst_error_ports.rows.len() <= 3);
@@ -147,11 +147,11 @@ fn bad_queries_are_refused_with_a_reason() {
 fn a_snapshot_before_the_first_sweep_is_stale_not_healthy() {
     let snap = Snapshot::default();
     let r = report(&snap, 0, Instant::now(), &Query::default());
-    assert_eq!(r.status, "stale");
+    assert_eq!(r.status, Status::Stale);
     assert!(r.agent.stale && r.agent.last_sweep_age_s.is_none());
     let rig = crate::rig::AgentRig::swept(Default::default());
     let r = report(&rig.cache.load(), 0, Instant::now(), &Query::default());
-    assert_eq!(r.status, "healthy", "{r:#?}");
+    assert_eq!(r.status, Status::Healthy, "{r:#?}");
     assert_eq!(
         r.unhealthy_links.total + r.degraded_links.total + r.unreachable_nodes.total,
         0
