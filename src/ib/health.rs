@@ -333,9 +333,18 @@ impl Verdicts {
     /// port's own count, or, for [`Condition::Unresponsive`], its
     /// node's.
     pub fn raised(&self, v: &PortVerdict, c: Condition) -> u32 {
+        self.raised_on(v.guid, Some(v), c)
+    }
+
+    /// How many times `c` was raised on a port with or without an entry.
+    pub fn raised_at(&self, guid: Guid, port: u8, c: Condition) -> u32 {
+        self.raised_on(guid, self.port(guid, port), c)
+    }
+
+    fn raised_on(&self, guid: Guid, v: Option<&PortVerdict>, c: Condition) -> u32 {
         match c {
-            Condition::Unresponsive => self.node(v.guid).map_or(0, |n| n.raised),
-            _ => v.raised[c as usize],
+            Condition::Unresponsive => self.node(guid).map_or(0, |n| n.raised),
+            _ => v.map_or(0, |v| v.raised[c as usize]),
         }
     }
 

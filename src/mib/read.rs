@@ -218,9 +218,12 @@ fn health_value(
         HealthCol::LastFlap => date_and_time(h.wall(v?.last_flap?)),
         HealthCol::Since => date_and_time(h.wall(standing().map(|m| m.since).min()?)),
         HealthCol::LastSeen => date_and_time(h.wall(standing().map(|m| m.last_seen).max()?)),
-        HealthCol::Raised => {
-            Value::Counter64(v.map_or(0, |v| v.raised.iter().map(|&r| u64::from(r)).sum()))
-        }
+        HealthCol::Raised => Value::Counter64(
+            Condition::ALL
+                .into_iter()
+                .map(|c| u64::from(h.raised_at(guid, num, c)))
+                .sum(),
+        ),
         HealthCol::PeerNodeGuid => guid_value(v.and_then(|v| v.peer).map_or(Guid(0), |p| p.0)),
         HealthCol::PeerPortNum => Value::Gauge32(v.and_then(|v| v.peer).map_or(0, |p| p.1.into())),
         HealthCol::Acknowledge => Value::Integer(0),

@@ -352,8 +352,31 @@ mod tests {
             }
         }
         assert!(checked > 20, "{checked}");
-        // The raised counts: the entry's own, the node's for unresponsive.
+        // The raised counts: the entry's own, the node's for unresponsive;
+        // they add up to the MIB's pmPortHealthRaised.
+        let total = crate::mib::tables::COLUMNS
+            .iter()
+            .find(|c| c.name == "pmPortHealthRaised")
+            .unwrap();
         for v in h.ports.iter() {
+            let node = snap.node(v.guid).unwrap();
+            let sum: u64 = Condition::ALL
+                .map(|c| u64::from(h.raised(v, c)))
+                .iter()
+                .sum();
+            assert_eq!(
+                read(
+                    total,
+                    snap,
+                    &endpoint,
+                    Some(node),
+                    RowIndex::port(v.guid, v.port),
+                    0,
+                    now
+                ),
+                Some(crate::mib::Value::Counter64(sum)),
+                "{v:?}"
+            );
             for c in Condition::ALL {
                 let line = format!("{{node_guid=\"{}\",port=\"{}\",", v.guid, v.port);
                 let n = h.raised(v, c);
