@@ -340,6 +340,9 @@ impl Offline {
                     ..s.view
                 };
                 let state = SharedState::new(s.fabric, cfg.sweep(), Instant::now()).in_subnet(view);
+                if let Some(f) = &federation {
+                    state.join(f);
+                }
                 Sweeper::new(state, Engine::new(s.sweep, cfg.engine()), member)
             })
             .collect();

@@ -567,6 +567,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
     }
     if let Some(f) = &federation {
         for s in &mut stacks {
+            s.sweeper.state().join(f);
             let f = Arc::clone(f);
             s.sweeper
                 .set_after_publish(Box::new(move |_| f.member_swept()));

@@ -91,7 +91,7 @@ pub fn roll_up(snap: &Snapshot, unhealthy: bool) -> Hosts {
         let node_unresponsive = v
             .node(n.id.guid)
             .is_some_and(|nv| nv.unresponsive.is_some());
-        for p in &n.ports {
+        for p in n.ports() {
             let mut c = conditions(v, n.id.guid, p.num());
             if node_unresponsive && !c.contains(&Condition::Unresponsive) {
                 c.push(Condition::Unresponsive);
@@ -141,8 +141,7 @@ pub fn roll_up(snap: &Snapshot, unhealthy: bool) -> Hosts {
     for (g, mut hs) in behind {
         let Some(s) = snap.node(g) else { continue };
         let mut bad: Vec<(u8, Condition)> = s
-            .ports
-            .iter()
+            .ports()
             .filter_map(|p| conditions(v, g, p.num()).first().map(|c| (p.num(), *c)))
             .collect();
         if bad.is_empty() {
