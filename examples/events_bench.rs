@@ -98,7 +98,7 @@ fn main() {
         ..Default::default()
     });
     let snap = rig.cache.load();
-    let ports: usize = snap.nodes.iter().map(|n| n.ports.len()).sum();
+    let ports: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
     let log = Log::new(Bounds::default(), None);
     let (mut sweep_t, mut log_t) = (Duration::ZERO, Duration::ZERO);
     let names: Vec<String> = (0..100).map(|i| format!("node{i:04} HCA-1")).collect();

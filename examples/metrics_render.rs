@@ -45,7 +45,7 @@ fn main() {
         ..Default::default()
     });
     let snap = rig.cache.load();
-    let ports: usize = snap.nodes.iter().map(|n| n.ports.len()).sum();
+    let ports: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
     println!(
         "swept {} nodes, {ports} ports in {:.2?}",
         snap.nodes.len(),

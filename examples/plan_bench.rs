@@ -29,12 +29,12 @@ fn rediscovered(snap: &Snapshot) -> Snapshot {
     let mut k = 0u64;
     for n in &mut out.nodes {
         let first = k;
-        k += n.ports.len() as u64;
+        k += n.port_count() as u64;
         if (first..k).all(|i| !i.is_multiple_of(1000)) {
             continue;
         }
         let rec = Arc::make_mut(n);
-        for (i, p) in (first..).zip(rec.ports.iter_mut()) {
+        for (i, p) in (first..).zip(rec.ports_mut().iter_mut()) {
             if i.is_multiple_of(1000) {
                 p.link.state = Some(PortState::Down);
                 p.link.phys_state = Some(PhysState::Polling);
@@ -58,7 +58,7 @@ fn main() {
         ..Default::default()
     });
     let snap = rig.cache.load();
-    let ports: usize = snap.nodes.iter().map(|n| n.ports.len()).sum();
+    let ports: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
     println!(
         "{{\"loaded\":{{\"nodes\":{},\"ports\":{ports},\"planned_links\":{},\"s\":{:.2}}}}}",
         snap.nodes.len(),

@@ -82,15 +82,11 @@ fn two_planes_are_two_subnets_of_one_agent() {
     assert_eq!(snap.nodes.len(), 5, "H once");
     let h = snap.node(H).expect("H");
     let ports: Vec<(u8, u8, bool)> = h
-        .ports
-        .iter()
+        .ports()
         .map(|p| (p.link.num, p.subnet, p.read_at.is_some()))
         .collect();
     assert_eq!(ports, [(1, 0, true), (2, 1, true)]);
-    assert!(
-        h.ports.iter().all(|p| p.rates.valid != 0),
-        "rates on both ports"
-    );
+    assert!(h.ports().all(|p| p.rates.valid != 0), "rates on both ports");
     running.stop();
 }
 
@@ -286,7 +282,7 @@ fn a_dead_plane_holds_none_of_the_others() {
     for guid in [Guid(0x200000), Guid(0x100003)] {
         let n = snap.node(guid).expect("a live plane's node");
         assert!(
-            n.reachable && n.ports.iter().any(|p| p.read_at.is_some()),
+            n.reachable && n.ports().any(|p| p.read_at.is_some()),
             "{guid}"
         );
     }

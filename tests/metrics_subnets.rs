@@ -47,7 +47,7 @@ fn two_planes(on_b: usize) -> Snapshot {
     snap.subnets = vec![a, b].into();
     for n in snap.nodes.iter_mut().take(on_b) {
         let n = Arc::make_mut(n);
-        if let Some(p) = n.ports.last_mut() {
+        if let Some(p) = n.ports_mut().last_mut() {
             p.subnet = 1;
         }
     }
@@ -132,7 +132,7 @@ fn prometheus_stores_the_subnet_labels() {
         .nodes
         .iter()
         .filter(|n| n.reachable)
-        .map(|n| n.ports.len())
+        .map(|n| n.port_count())
         .sum();
     let body = exposition(&snap);
 
@@ -160,7 +160,7 @@ fn prometheus_stores_the_subnet_labels() {
         .nodes
         .iter()
         .take(on_b)
-        .filter(|n| n.ports.len() > 1)
+        .filter(|n| n.port_count() > 1)
         .count();
     assert!(on_both > 0);
     assert_eq!(

@@ -58,7 +58,12 @@ impl Stacks {
                     None => Arc::clone(public),
                 };
                 let totals = totals.map(|p| subnet_file(p, index));
-                Stack::new(cfg, subnet, index, member, totals, shutdown, discovered)
+                let stack = Stack::new(cfg, subnet, index, member, totals, shutdown, discovered);
+                // A member's drivers merge the subnets after they publish.
+                if let Some(f) = &federation {
+                    stack.sweeper.state().join(f);
+                }
+                stack
             })
             .collect();
         Stacks { list, federation }

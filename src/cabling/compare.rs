@@ -577,7 +577,7 @@ fn baseline(snap: &Snapshot) -> Plan {
     };
     for n in &snap.nodes {
         plan.nodes.push(planned_node(n));
-        for p in &n.ports {
+        for p in n.ports() {
             if let Some(peer) = up(p)
                 && (n.id.guid, p.num()) < peer
             {
@@ -640,7 +640,7 @@ fn learn(plan: &Compiled, guids: &[Option<Guid>], snap: &Snapshot) -> Option<Pla
         if known.binary_search_by_key(&guid, |k| k.0).is_err() {
             nodes.push(planned_node(n));
         }
-        for p in &n.ports {
+        for p in n.ports() {
             let Some(peer) = up(p) else { continue };
             if (guid, p.num()) < peer
                 && !planned_port(guid, p.num())
@@ -727,7 +727,7 @@ impl Ctx<'_> {
             out.push(v);
         }
         let mut k = 0;
-        for p in &rec.ports {
+        for p in rec.ports() {
             let num = p.num();
             while k < plan_ports.len() && plan_ports[k].port < num {
                 // A planned port the node does not have.

@@ -336,6 +336,8 @@ impl DocaSampler {
             for ni in touched {
                 st.publish_node(cache, ni);
             }
+            drop(st);
+            state.published();
         }
     }
 

@@ -96,10 +96,9 @@ impl Snapshot {
     /// [`Self::swept_subnets`].
     pub fn node_unswept(swept: Option<u64>, node: &NodeRecord) -> bool {
         let Some(mask) = swept else { return false };
-        !node.ports.is_empty()
+        node.port_count() != 0
             && node
-                .ports
-                .iter()
+                .ports()
                 .all(|p| p.subnet >= 64 || mask & (1 << p.subnet) == 0)
     }
 
@@ -169,11 +168,8 @@ pub struct Cache {
     /// Acknowledgements of verdicts (SNMP SETs) the evaluator has not
     /// taken in yet; at most [`MAX_ACKS`].
     acks: Mutex<Vec<Ack>>,
-    /// Called after each store of a publication or a patch (a member of a
-    /// [`super::federation::Federation`] merges the members again).
-    listener: std::sync::OnceLock<Listener>,
     /// Held by the writers that keep fields of the current snapshot
-    /// ([`Cache::publish`], [`Cache::publish_merged`],
+    /// ([`Cache::publish`],
     /// [`Cache::set_health`], [`Cache::set_notify`]), so that none loses
     /// another's.
     writer: Mutex<()>,
@@ -181,15 +177,6 @@ pub struct Cache {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What a cache calls after a store.
-pub struct Listener(Box<dyn Fn() + Send + Sync>);
-
-impl std::fmt::Debug for Listener {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Listener")
-    }
 }
 
 /// Acknowledgements held for the evaluator at most (one SET's worth of
@@ -207,26 +194,15 @@ impl Cache {
         Cache {
             current: ArcSwap::from_pointee(Snapshot::default()),
             acks: Mutex::new(Vec::new()),
-            listener: std::sync::OnceLock::new(),
             writer: Mutex::new(()),
         }
     }
 
-    /// Call `f` after each store of a publication or a patch (once set, it
-    /// stays).
-    pub fn on_store(&self, f: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.listener.set(Listener(f));
-    }
-
-    fn stored(&self) {
-        if let Some(Listener(f)) = self.listener.get() {
-            f();
-        }
-    }
-
-    /// Publish a snapshot merged from others: the health verdicts and the
-    /// notification figures stay the current ones.
-    pub fn publish_merged(&self, mut snap: Snapshot) {
+    /// Publish a new snapshot (a sweeper's, or one merged from the
+    /// members of a federation): its health verdicts, plan verdicts and
+    /// notification figures are the current ones (those it carries are
+    /// ignored).
+    pub fn publish(&self, mut snap: Snapshot) {
         snap.count_reachable();
         let _w = lock(&self.writer);
         let cur = self.current.load();
@@ -241,13 +217,6 @@ impl Cache {
     /// The latest snapshot (a cheap pointer copy).
     pub fn load(&self) -> Arc<Snapshot> {
         self.current.load_full()
-    }
-    /// Publish a new snapshot: its health verdicts and notification
-    /// figures are the current ones (those it carries are ignored), as
-    /// [`Cache::publish_merged`].
-    pub fn publish(&self, snap: Snapshot) {
-        self.publish_merged(snap);
-        self.stored();
     }
 
     /// Store the health verdicts in the current snapshot.
@@ -354,7 +323,6 @@ impl Cache {
             }
             next
         });
-        self.stored();
     }
 }
 
@@ -392,20 +360,13 @@ mod tests {
         cache.set_health(Arc::new(degraded()));
         let prev = cache.load();
         assert!(cache.acknowledge(ACK));
-        for merged in [false, true] {
-            let next = Snapshot {
-                sweep: 2,
-                health: Arc::clone(&prev.health),
-                notify: prev.notify,
-                ..Default::default()
-            };
-            if merged {
-                cache.publish_merged(next);
-            } else {
-                cache.publish(next);
-            }
-            assert!(cache.load().health.unhealthy().next().is_none());
-        }
+        cache.publish(Snapshot {
+            sweep: 2,
+            health: Arc::clone(&prev.health),
+            notify: prev.notify,
+            ..Default::default()
+        });
+        assert!(cache.load().health.unhealthy().next().is_none());
     }
 
     /// The evaluator took the acknowledgements in, then one more came

@@ -165,11 +165,11 @@ impl Controller {
         match port {
             Some(p) if p != ALL_PORTS => {
                 let (ni, pi) = st.port_index(guid, p)?;
-                Some(linked(&st.node(ni).ports[pi]))
+                Some(st.node(ni).ports().nth(pi).is_some_and(linked))
             }
             _ => {
                 let ni = st.node_index(guid)?;
-                Some(st.node(ni).ports.iter().any(linked))
+                Some(st.node(ni).ports().any(linked))
             }
         }
     }
@@ -302,11 +302,11 @@ impl Controller {
                             }
                         }
                         None => {
-                            let ports = st.node(ni).ports.len();
+                            let ports = st.node(ni).port_count();
                             for pi in 0..ports {
                                 st.mark_agent_clear(ni, pi);
                             }
-                            for (pi, p) in st.node(ni).ports.iter().enumerate() {
+                            for (pi, p) in st.node(ni).ports().enumerate() {
                                 if let Some(to) = st.pma(ni, Some(pi)) {
                                     readback.push(get(
                                         to,
@@ -361,6 +361,8 @@ impl Controller {
                 st.publish_node(&self.cache, ni);
             }
         }
+        drop(st);
+        self.state.published();
         results
     }
 
@@ -442,6 +444,7 @@ impl Controller {
             }
             done
         };
+        self.state.published();
         let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
         for guid in done {
             debug!(node = %guid, "sample finished");

@@ -306,7 +306,7 @@ mod restart {
         snap.nodes
             .iter()
             .flat_map(|n| {
-                n.ports.iter().map(move |p| {
+                n.ports().map(move |p| {
                     let t = std::array::from_fn(|k| p.hc.shown(k));
                     (n.id.guid, p.num(), t)
                 })
@@ -368,7 +368,7 @@ mod restart {
                 .load()
                 .nodes
                 .iter()
-                .flat_map(|n| &n.ports)
+                .flat_map(|n| n.ports())
                 .all(|p| p.discontinuity.is_none())
         };
         assert!(no_discontinuity(&b));

@@ -47,7 +47,7 @@ impl PmGet {
         let (to, port) = match slot {
             Slot::Cpi(ni) => (st.pma(ni, None)?, 0),
             Slot::Counters(ni, pi) | Slot::Extended(ni, pi) | Slot::Optional(ni, pi, _) => {
-                (st.pma(ni, Some(pi))?, st.node(ni).ports.get(pi)?.num())
+                (st.pma(ni, Some(pi))?, st.node(ni).ports().nth(pi)?.num())
             }
             Slot::SamplesControl(ni) | Slot::SamplesResult(ni) | Slot::SamplesResultExt(ni) => {
                 (st.pma(ni, Some(0))?, 0)
@@ -225,7 +225,7 @@ fn node_slots(st: &FabricState, ni: usize, optional: bool, plan: bool, out: &mut
     let (kind, health) = (st.kind(ni), st.answers(ni));
     let node = st.node(ni);
     let ext = cpi.wide_counters() != WideCounters::None;
-    let ports = || (0..node.ports.len()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
+    let ports = || (0..node.port_count()).filter(|&pi| st.pma(ni, Some(pi)).is_some());
     for pi in ports() {
         out.push(Slot::Counters(ni, pi).into());
         if ext {
@@ -277,7 +277,7 @@ pub fn clears(st: &FabricState) -> (Vec<MadRequest>, Vec<PackedSlot>) {
         if wide == Some(WideCounters::All) {
             continue;
         }
-        for (pi, port) in node.ports.iter().enumerate() {
+        for (pi, port) in node.ports().enumerate() {
             let Some(pc) = st.counters(ni, pi) else {
                 continue;
             };

@@ -10,6 +10,8 @@ use std::num::NonZeroU64;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+mod ports;
+
 use super::hc::{HC_SLOTS, HcTotals, Rates};
 use crate::ib::ber::Ber;
 use crate::ib::xmit_wait::TickRule;
@@ -17,6 +19,8 @@ use crate::ib::{Node, NodeIdentity, Port};
 use crate::pm::optional::OPTIONAL_ATTRS;
 use crate::pm::samples::PortSamplesResultExtended;
 use crate::pm::{ClassPortInfo, PortCounters, PortSamplesControl, PortSamplesResult};
+pub use ports::PortIter;
+use ports::{Joined, Ports};
 
 /// A moment as a record keeps it: microseconds from a process-wide origin,
 /// in 8 bytes with its `Option` (an `Option<Instant>` takes 16).
@@ -430,8 +434,10 @@ pub struct NodeRecord {
     /// The readings of the node's per-node attributes, shared with every
     /// node that answered the same ([`Readings`]).
     pub class_port_info: Option<Arc<ClassPortInfo>>,
-    /// Physical ports 1..=num_ports, ordered by number.
-    pub ports: Vec<PortRecord>,
+    /// Physical ports 1..=num_ports, ordered by number: the record's own,
+    /// or its parts' ([`NodeRecord::joined`]); read through
+    /// [`NodeRecord::ports`] and [`NodeRecord::port`].
+    ports: Ports,
     pub samples_control: Option<Arc<PortSamplesControl>>,
     pub samples_result: Option<Arc<PortSamplesResult>>,
     /// PortSamplesResultExtended, where the node answers it.
@@ -475,7 +481,7 @@ impl NodeRecord {
             reachable: true,
             failed_sweeps: 0,
             class_port_info: None,
-            ports: node.ports.iter().map(|&p| PortRecord::new(p)).collect(),
+            ports: Ports::Own(node.ports.iter().map(|&p| PortRecord::new(p)).collect()),
             samples_control: None,
             samples_result: None,
             samples_result_ext: None,
@@ -484,45 +490,113 @@ impl NodeRecord {
         }
     }
 
+    /// One record of a node seen in several subnets, made of the
+    /// members' records of it (`parts`, at least one): the first part's
+    /// node facts; the ports of every part, pointed into, not copied (of
+    /// a port two parts have, the record with a link); reachable when any
+    /// part is.
+    pub fn joined(parts: Vec<Arc<NodeRecord>>) -> NodeRecord {
+        let first = &parts[0];
+        NodeRecord {
+            id: first.id.clone(),
+            reachable: parts.iter().any(|p| p.reachable),
+            failed_sweeps: parts.iter().map(|p| p.failed_sweeps).min().unwrap_or(0),
+            class_port_info: first.class_port_info.clone(),
+            samples_control: first.samples_control.clone(),
+            samples_result: first.samples_result.clone(),
+            samples_result_ext: first.samples_result_ext.clone(),
+            source: first.source,
+            mapped_name: first.mapped_name.clone(),
+            ports: Ports::Joined(Box::new(Joined::new(parts.into_boxed_slice()))),
+        }
+    }
+
+    /// The members' records a joined record is made of (none for a
+    /// record with ports of its own).
+    pub fn parts(&self) -> &[Arc<NodeRecord>] {
+        match &self.ports {
+            Ports::Own(_) => &[],
+            Ports::Joined(j) => &j.parts,
+        }
+    }
+
+    /// The node's port records, ordered by number.
+    pub fn ports(&self) -> PortIter<'_> {
+        self.ports.iter()
+    }
+
+    /// How many ports the record has.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// The record of port `num`.
+    pub fn port(&self, num: u8) -> Option<&PortRecord> {
+        self.ports.get(num)
+    }
+
+    /// The record's own ports (none for a joined record).
+    fn own(&self) -> &[PortRecord] {
+        match &self.ports {
+            Ports::Own(v) => v,
+            Ports::Joined(_) => &[],
+        }
+    }
+
+    /// The record's own ports, to fold readings into (the sweeper's
+    /// records; a joined record has none of its own to change).
+    pub fn ports_mut(&mut self) -> &mut [PortRecord] {
+        match &mut self.ports {
+            Ports::Own(v) => v,
+            Ports::Joined(_) => &mut [],
+        }
+    }
+
+    /// The record with `ports` as its own ports (ordered by number).
+    pub fn with_ports(mut self, ports: Vec<PortRecord>) -> NodeRecord {
+        self.ports = Ports::Own(ports);
+        self
+    }
+
     /// The record holds `node` as it is: the same identity, the same
     /// ports with the same link facts.
     pub fn describes(&self, node: &Node) -> bool {
         self.id == node.id
-            && self.ports.len() == node.ports.len()
-            && self
-                .ports
-                .iter()
-                .zip(&node.ports)
-                .all(|(r, p)| r.link == *p)
+            && self.port_count() == node.ports.len()
+            && self.ports().zip(&node.ports).all(|(r, p)| r.link == *p)
     }
 
     /// Take `node`'s identity and link facts, keeping what was read of
     /// the node and of the ports it still has (matched by number).
     pub fn relink(&mut self, node: &Node) {
         self.id = node.id.clone();
-        let subnet = self.ports.first().map_or(0, |p| p.subnet);
-        let mut old = std::mem::take(&mut self.ports);
-        self.ports = node
-            .ports
-            .iter()
-            .map(|&p| {
-                let mut r = match old.iter().position(|r| r.num() == p.num) {
-                    Some(i) => old.swap_remove(i),
-                    None => PortRecord {
-                        subnet,
-                        ..PortRecord::new(p)
-                    },
-                };
-                r.link = p;
-                r.note_link();
-                r
-            })
-            .collect();
+        let subnet = self.ports().next().map_or(0, |p| p.subnet);
+        let mut old = match std::mem::take(&mut self.ports) {
+            Ports::Own(v) => v,
+            joined @ Ports::Joined(_) => joined.iter().cloned().collect(),
+        };
+        self.ports = Ports::Own(
+            node.ports
+                .iter()
+                .map(|&p| {
+                    let mut r = match old.iter().position(|r| r.num() == p.num) {
+                        Some(i) => old.swap_remove(i),
+                        None => PortRecord {
+                            subnet,
+                            ..PortRecord::new(p)
+                        },
+                    };
+                    r.link = p;
+                    r.note_link();
+                    r
+                })
+                .collect(),
+        );
     }
 
     /// The record with every port in subnet `subnet`.
     pub fn in_subnet(mut self, subnet: u8) -> NodeRecord {
-        for p in &mut self.ports {
+        for p in self.ports_mut() {
             p.subnet = subnet;
         }
         self
@@ -532,15 +606,8 @@ impl NodeRecord {
     pub fn to_node(&self) -> Node {
         Node {
             id: self.id.clone(),
-            ports: self.ports.iter().map(|p| p.link).collect(),
+            ports: self.ports().map(|p| p.link).collect(),
         }
-    }
-
-    pub fn port(&self, num: u8) -> Option<&PortRecord> {
-        self.ports
-            .binary_search_by_key(&num, |p| p.num())
-            .ok()
-            .map(|i| &self.ports[i])
     }
 }
 
@@ -579,7 +646,7 @@ impl NodeRecord {
                 .collect(),
         };
         let mut rec = NodeRecord::new(&node);
-        for p in &mut rec.ports {
+        for p in rec.ports_mut() {
             p.hc = HcTotals::zeros(u32::MAX >> (32 - super::hc::HC_SLOTS));
         }
         rec

@@ -211,10 +211,12 @@ impl<S: Slots + ?Sized> Requests for SlotRequests<'_, '_, S> {
 /// The state's lock during a batch: taken by the first send or outcome
 /// after a wait and held until the engine waits again, so that a MAD
 /// (made when sent, folded in when it ends) costs one lock, not two; and
-/// the heap trim a publication made due, done once the lock is let go.
+/// what a publication made due (the federation's merge, the heap trim),
+/// done once the lock is let go.
 struct Held<'a> {
     state: &'a SharedState,
     guard: std::cell::RefCell<Option<MutexGuard<'a, FabricState>>>,
+    published: std::cell::Cell<bool>,
     trim: std::cell::Cell<bool>,
 }
 
@@ -223,6 +225,7 @@ impl<'a> Held<'a> {
         Held {
             state,
             guard: Default::default(),
+            published: Default::default(),
             trim: Default::default(),
         }
     }
@@ -238,6 +241,9 @@ impl<'a> Held<'a> {
     /// the trim).
     fn release(&self) {
         self.guard.borrow_mut().take();
+        if self.published.take() {
+            self.state.published();
+        }
         if self.trim.take() {
             crate::heap::trim();
         }
@@ -408,6 +414,8 @@ impl Sweeper {
             debug!(nodes = report.nodes, "fabric rediscovered: no change");
         }
         st.publish(&self.cache, now);
+        drop(st);
+        self.state.published();
     }
 
     /// Where the sweeper reads the time (its evaluators read the same).
@@ -527,6 +535,8 @@ impl Sweeper {
             let mut st = self.state.lock();
             st.mark_all_unreachable();
             st.publish(&self.cache, self.clock.now());
+            drop(st);
+            self.state.published();
             answered.fill(false);
         } else {
             tally += self.clear_near_overflow(&mut answered);
@@ -560,6 +570,8 @@ impl Sweeper {
             }
             st.sweep_figures(ended, stats.elapsed, stats.mads, stats.timeouts);
             st.publish(&self.cache, ended);
+            drop(st);
+            self.state.published();
         }
         self.notify();
         if stats.transport_down.is_none() {
@@ -598,6 +610,7 @@ impl Sweeper {
                 .state
                 .lock()
                 .publish_partial(&self.cache, answered, now);
+            self.state.published();
             info!(
                 nodes_with_rows = rows,
                 "first sweep: ClassPortInfo read, {rows} of {n} nodes have rows"
@@ -725,13 +738,15 @@ impl Sweeper {
                 // it goes: the memory of two versions stays bounded, and
                 // the pages of the records replaced go back at once
                 // rather than when the sweep ends.
-                if st.publish_if_due(cache, answered, now).is_some() && self.trim_during_sweep {
-                    held.trim.set(true);
+                if st.publish_if_due(cache, answered, now).is_some() {
+                    held.published.set(true);
+                    held.trim.set(self.trim_during_sweep);
                 }
                 if log_progress && progress.due(now) {
                     // Serve from the first second: the nodes read so far
                     // get their rows now, not when the first sweep ends.
                     let rows = st.publish_partial(cache, answered, now);
+                    held.published.set(true);
                     info!(
                         nodes_with_rows = rows,
                         "first sweep: {what}: {done} of {total} MADs answered or timed out, {rows} nodes have rows"
@@ -1043,7 +1058,7 @@ mod tests {
             let read = snap
                 .nodes
                 .iter()
-                .filter(|n| n.ports.iter().all(|p| p.counters().is_some()))
+                .filter(|n| n.ports().all(|p| p.counters().is_some()))
                 .count();
             self.seen.lock().unwrap().push(Seen {
                 at: self.time.now() - self.start,
@@ -1175,7 +1190,7 @@ mod tests {
         assert!(
             snap.nodes
                 .iter()
-                .all(|n| n.ports.iter().all(|p| p.counters().is_some()))
+                .all(|n| n.ports().all(|p| p.counters().is_some()))
         );
     }
 
@@ -1394,7 +1409,7 @@ mod tests {
                     assert!(keep);
                     assert!(!r.reachable);
                     assert!(
-                        r.ports.iter().any(|p| p.counters().is_some()),
+                        r.ports().any(|p| p.counters().is_some()),
                         "last values kept"
                     );
                 }
@@ -1546,10 +1561,10 @@ mod tests {
         assert_eq!(st1.optional_timeouts, 1);
         let snap = cache.load();
         let rec = snap.node(ca.id.guid).unwrap();
-        let got: Vec<u16> = rec.ports[0].optional.attrs().collect();
+        let got: Vec<u16> = rec.ports().next().unwrap().optional.attrs().collect();
         assert_eq!(got, OPTIONAL_ATTRS.to_vec());
-        for a in rec.ports[0].optional.attrs() {
-            let data = rec.ports[0].optional.get(a).unwrap();
+        for a in rec.ports().next().unwrap().optional.attrs() {
+            let data = rec.ports().next().unwrap().optional.get(a).unwrap();
             let at = crate::pm::optional::counter_bytes(a).0;
             assert_eq!(data[at], ca.ports[0].num, "PortSelect echoed");
             assert_eq!(u16::from(data[at + 1]), a);
@@ -1563,8 +1578,7 @@ mod tests {
         let swrec = cache.load().node(sw.id.guid).unwrap().clone();
         assert!(
             swrec
-                .ports
-                .iter()
+                .ports()
                 .all(|p| p.optional.len() == OPTIONAL_ATTRS.len() - 1)
         );
         let (n3, _) = per_sweep(&mut sweeper);
@@ -1572,7 +1586,12 @@ mod tests {
         // Readings are kept, and refreshed (the request count moved).
         let first = |r: &crate::fabric::record::NodeRecord| {
             let at = crate::pm::optional::counter_bytes(OPTIONAL_ATTRS[0]).0;
-            r.ports[0].optional.get(OPTIONAL_ATTRS[0]).unwrap()[at + 2]
+            r.ports()
+                .next()
+                .unwrap()
+                .optional
+                .get(OPTIONAL_ATTRS[0])
+                .unwrap()[at + 2]
         };
         let before = first(rec);
         let snap = cache.load();
@@ -1634,7 +1653,15 @@ mod tests {
                 .id
                 .guid;
             let mads: Vec<u64> = (0..7).map(|_| sw.sweep_once().mads).collect();
-            let kept = cache.load().node(ca).unwrap().ports[0].optional.len();
+            let kept = cache
+                .load()
+                .node(ca)
+                .unwrap()
+                .ports()
+                .next()
+                .unwrap()
+                .optional
+                .len();
             (mads, kept)
         };
         let (all, kept_all) = every(1);
@@ -1671,7 +1698,13 @@ mod tests {
                 .unwrap();
             let lid = ca.ports[0].lid;
             let slot = crate::fabric::hc::OUT_OCTETS;
-            let t1 = cache.load().node(ca.id.guid).unwrap().ports[0]
+            let t1 = cache
+                .load()
+                .node(ca.id.guid)
+                .unwrap()
+                .ports()
+                .next()
+                .unwrap()
                 .hc
                 .value(slot)
                 .unwrap();
@@ -1685,7 +1718,13 @@ mod tests {
                 // The next sweep keeps counting from the cleared value.
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
-                let t2 = cache.load().node(ca.id.guid).unwrap().ports[0]
+                let t2 = cache
+                    .load()
+                    .node(ca.id.guid)
+                    .unwrap()
+                    .ports()
+                    .next()
+                    .unwrap()
                     .hc
                     .value(slot)
                     .unwrap();
@@ -1693,7 +1732,7 @@ mod tests {
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");
                 let rec = cache.load();
-                let port = &rec.node(ca.id.guid).unwrap().ports[0];
+                let port = &rec.node(ca.id.guid).unwrap().ports().next().unwrap();
                 assert!(port.discontinuity.is_some());
                 assert_eq!(port.external_resets, 0, "the agent's own clear is no news");
             } else {
@@ -1714,8 +1753,16 @@ mod tests {
             .find(|n| n.id.node_type == NodeType::Ca && n.ports[0].remote().is_some())
             .unwrap();
         let (lid, num) = (ca.ports[0].lid, ca.ports[0].num);
-        let resets =
-            |rig: &AgentRig| rig.cache.load().node(ca.id.guid).unwrap().ports[0].external_resets;
+        let resets = |rig: &AgentRig| {
+            rig.cache
+                .load()
+                .node(ca.id.guid)
+                .unwrap()
+                .ports()
+                .next()
+                .unwrap()
+                .external_resets
+        };
         assert_eq!(resets(&rig), 0);
         rig.advance(Duration::from_secs(10));
         rig.sweep();
@@ -2112,7 +2159,7 @@ mod probe_tests {
         // but the silent ones, 0x18 and 0x1B ("unsupported").
         let snap = rig.cache.load();
         let answered = OPTIONAL_ATTRS.len() as u64 - silent_attrs - 2;
-        let ports = snap.nodes.iter().flat_map(|n| &n.ports);
+        let ports = snap.nodes.iter().flat_map(|n| n.ports());
         assert!(ports.clone().count() >= 160 * 8);
         for p in ports {
             assert_eq!(p.optional.len() as u64, answered);

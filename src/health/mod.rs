@@ -347,7 +347,7 @@ impl Evaluator {
         let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
         let mut seen: Vec<Seen> = Vec::new();
         let mut misses: Vec<(Guid, u8, u8)> = Vec::new();
-        let total: usize = snap.nodes.iter().map(|n| n.ports.len()).sum();
+        let total: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
         let mut nodes: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
         let mut ports: Vec<PortMem> = Vec::with_capacity(total);
         let mut old = 0;
@@ -361,7 +361,7 @@ impl Evaluator {
             let mut mem = NodeMem {
                 guid,
                 start: ports.len() as u32,
-                len: node.ports.len().min(usize::from(u8::MAX)) as u8,
+                len: node.port_count().min(usize::from(u8::MAX)) as u8,
                 ..prev.unwrap_or_default()
             };
             if fabric_answered && !Snapshot::node_unswept(swept, node) {
@@ -372,13 +372,13 @@ impl Evaluator {
             }
             // The ports as the record has them, each with its state (kept
             // by number: rediscovery may change a node's ports).
-            let same = before.len() == node.ports.len()
+            let same = before.len() == node.port_count()
                 && before
                     .iter()
-                    .zip(&node.ports)
+                    .zip(node.ports())
                     .all(|(m, p)| m.num == p.num());
             let rule = node.tick_rule();
-            for (i, p) in node.ports.iter().take(usize::from(mem.len)).enumerate() {
+            for (i, p) in node.ports().take(usize::from(mem.len)).enumerate() {
                 let mut m = if same {
                     before[i]
                 } else {

@@ -29,7 +29,7 @@ impl Fab {
         let nodes = (0..n)
             .map(|i| {
                 let mut rec = NodeRecord::test_switch(i, ports, |q| (Guid(0x100 + (i ^ 1)), q));
-                for p in &mut rec.ports {
+                for p in rec.ports_mut() {
                     p.link.phys_state = Some(PhysState::LinkUp);
                 }
                 rec
@@ -49,7 +49,7 @@ impl Fab {
     }
 
     fn port(&mut self, node: usize, port: u8) -> &mut PortRecord {
-        &mut self.nodes[node].ports[usize::from(port) - 1]
+        &mut self.nodes[node].ports_mut()[usize::from(port) - 1]
     }
 
     /// `n` more on slot `k` of a port, and its rate as if over `secs`.

@@ -187,7 +187,7 @@ mod tests {
             .map(|i| {
                 let mut r = NodeRecord::test_switch(i, 1, |q| (Guid(0x100 + (i ^ 1)), q));
                 if degraded {
-                    r.ports[0].assessment.health = Some(LinkHealth::SpeedDegraded);
+                    r.ports_mut()[0].assessment.health = Some(LinkHealth::SpeedDegraded);
                 }
                 Arc::new(r)
             })

@@ -91,7 +91,7 @@ pub fn roll_up(snap: &Snapshot, unhealthy: bool) -> Hosts {
         if host.is_empty() {
             continue;
         }
-        for p in &n.ports {
+        for p in n.ports() {
             let c = conditions(v, n.id.guid, p.num());
             let switch = p.link.remote().and_then(|(g, port)| {
                 let s = snap
@@ -137,8 +137,7 @@ pub fn roll_up(snap: &Snapshot, unhealthy: bool) -> Hosts {
     for (g, mut hs) in behind {
         let Some(s) = snap.node(g) else { continue };
         let mut bad: Vec<(u8, Condition)> = s
-            .ports
-            .iter()
+            .ports()
             .filter_map(|p| conditions(v, g, p.num()).first().map(|c| (p.num(), *c)))
             .collect();
         if bad.is_empty() {

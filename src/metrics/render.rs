@@ -354,7 +354,7 @@ fn port_family<W: Write>(s: &Scrape, f: &Family, w: &mut Out<W>) -> io::Result<(
     // shows its state and info alone (the `port` collector).
     let linked_only = f.collector != Collector::Port;
     for node in answering(s).filter(|n| (t.present)(n)) {
-        for port in &node.ports {
+        for port in node.ports() {
             if linked_only && !port.ever_linked() {
                 continue;
             }
@@ -522,7 +522,7 @@ fn node_families<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
 fn port_info<W: Write>(s: &Scrape, w: &mut Out<W>) -> io::Result<()> {
     w.header(PORT_INFO.0, HeaderKind::Info, PORT_INFO.1)?;
     for node in answering(s) {
-        for p in &node.ports {
+        for p in node.ports() {
             let r = row(s, node, Some(p));
             let l = &mut w.line;
             l.clear();

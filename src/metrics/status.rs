@@ -524,7 +524,7 @@ fn rankings(snap: &Snapshot, top: usize) -> (Section<PortRate>, Section<PortRate
     let (mut errors, mut congested): (Vec<Ranked>, Vec<Ranked>) = (Vec::new(), Vec::new());
     for n in snap.nodes.iter().filter(|n| n.reachable) {
         let rule = n.tick_rule();
-        for p in n.ports.iter().filter(|p| p.rates.valid != 0) {
+        for p in n.ports().filter(|p| p.rates.valid != 0) {
             let e: f64 = error_slots.iter().filter_map(|&k| p.rates.get(k)).sum();
             if e > 0.0 && e.is_finite() {
                 errors.push((e, n.id.guid, p.num()));
@@ -585,7 +585,7 @@ pub fn report(snap: &Snapshot, now_ms: u64, now: Instant, q: &Query) -> Report {
         timeouts: snap.stats.timeouts,
         nodes: snap.nodes.len(),
         nodes_reachable: snap.reachable,
-        ports: snap.nodes.iter().map(|n| n.ports.len()).sum(),
+        ports: snap.nodes.iter().map(|n| n.port_count()).sum(),
         evaluated_sweep: h.sweep,
         evaluation_us: h.took_us,
         stale,

@@ -114,8 +114,9 @@ pub fn two_subnets(u: &Unhealthy) -> Arc<Snapshot> {
     let plane_b = |g: Guid, p: u8| g == u.silent || (g, p) == u.lost.0;
     for n in snap.nodes.iter_mut() {
         let mut rec = (**n).clone();
-        for p in rec.ports.iter_mut() {
-            p.subnet = u8::from(plane_b(rec.id.guid, p.num()));
+        let g = rec.id.guid;
+        for p in rec.ports_mut() {
+            p.subnet = u8::from(plane_b(g, p.num()));
         }
         *n = Arc::new(rec);
     }

@@ -39,7 +39,7 @@ pub fn format(query: &str) -> Result<Format, String> {
 pub fn nodes(snap: &Snapshot) -> Vec<WriteNode<'_>> {
     snap.nodes
         .iter()
-        .map(|n| (&n.id, n.ports.iter().map(|p| &p.link).collect()))
+        .map(|n| (&n.id, n.ports().map(|p| &p.link).collect()))
         .collect()
 }
 
@@ -67,7 +67,7 @@ pub fn json(snap: &Snapshot) -> String {
             id.device_id,
             id.lid
         );
-        for (j, p) in n.ports.iter().map(|p| &p.link).enumerate() {
+        for (j, p) in n.ports().map(|p| &p.link).enumerate() {
             let opt = |s: Option<String>| s.map_or("null".to_string(), |s| json_string(&s));
             let _ = write!(
                 o,
@@ -120,7 +120,7 @@ mod tests {
                 .and_then(|p| p.remote())
         };
         for n in &snap.nodes {
-            for p in &n.ports {
+            for p in n.ports() {
                 assert_eq!(
                     links(n.id.guid, p.num()),
                     p.link.remote(),

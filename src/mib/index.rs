@@ -208,9 +208,10 @@ impl IndexScheme {
             return 0;
         }
         match after.split_at_checked(GUID_INDEX_LEN) {
-            Some((guid, &[port, ..])) if parse_guid_index(guid) == Some(node.id.guid) => {
-                node.ports.partition_point(|p| u32::from(p.num()) < port)
-            }
+            Some((guid, &[port, ..])) if parse_guid_index(guid) == Some(node.id.guid) => node
+                .ports()
+                .take_while(|p| u32::from(p.num()) < port)
+                .count(),
             _ => 0,
         }
     }

@@ -297,8 +297,7 @@ fn clip_to(s: &str, max: usize) -> &str {
 
 /// The newest reading of any of the node's ports.
 fn node_last_update(node: &NodeRecord) -> Option<Instant> {
-    node.ports
-        .iter()
+    node.ports()
         .filter_map(|p| p.read_at)
         .max()
         .map(Stamp::instant)
@@ -334,7 +333,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot, now: Instant) -> V
                 .to_vec(),
         ),
         NodeCol::OptionalAttributes => {
-            let mut ids: Vec<u16> = node.ports.iter().flat_map(|p| p.optional.attrs()).collect();
+            let mut ids: Vec<u16> = node.ports().flat_map(|p| p.optional.attrs()).collect();
             ids.sort_unstable();
             ids.dedup();
             let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();
@@ -345,7 +344,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot, now: Instant) -> V
         NodeCol::XmitWaitTickRule => text_value(&node.tick_rule().describe()),
         NodeCol::Subnets => {
             let mut seen = 0u64;
-            for p in &node.ports {
+            for p in node.ports() {
                 seen |= 1u64.checked_shl(p.subnet.into()).unwrap_or(0);
             }
             let labels = snap
@@ -616,8 +615,7 @@ pub fn counter_value(node: &NodeRecord, port_select: u8, counter: PortCountersFi
         if !all {
             return 0;
         }
-        node.ports
-            .iter()
+        node.ports()
             .filter_map(|p| p.counters())
             .map(|c| c.get(counter))
             .fold(0u64, u64::saturating_add)

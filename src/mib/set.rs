@@ -360,7 +360,7 @@ impl Writes {
                         let p = p as u8;
                         let ok = match node.id.node_type {
                             NodeType::Switch => port_ok(node, p),
-                            _ => node.ports.first().is_some_and(|fp| fp.num() == p),
+                            _ => node.ports().next().is_some_and(|fp| fp.num() == p),
                         };
                         if !ok {
                             return Err(err(ErrorStatus::InconsistentValue, index));

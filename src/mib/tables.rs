@@ -112,7 +112,7 @@ const DECLARED: &[Table] = &[
     Table {
         number: 4,
         name: "pmPortCountersTable",
-        present: |n| n.ports.iter().any(|p| p.counters().is_some()),
+        present: |n| n.ports().any(|p| p.counters().is_some()),
         columns: &[
             col(2, "pmPortCountersPortSelect", U8, RW_PORT_SELECT, S::PortSelect),
             col(3, "pmPortCountersSymbolErrors", pc(F::SymbolErrors), RW_CLEAR, S::Counter(F::SymbolErrors)),
@@ -214,7 +214,7 @@ const DECLARED: &[Table] = &[
         number: 7,
         name: "pmPortCounters64Table",
         index: NodeGuidPort,
-        present: |n| n.ports.iter().any(|p| p.hc.valid != 0),
+        present: |n| n.ports().any(|p| p.hc.valid != 0),
         port_present: |p| p.hc.valid != 0,
         columns: &[Cols::Walk(Walk::HcTotals)],
         part: Part::Totals,
@@ -224,7 +224,7 @@ const DECLARED: &[Table] = &[
         number: 8,
         name: "pmPortRateTable",
         index: NodeGuidPort,
-        present: |n| n.ports.iter().any(|p| p.rates.valid != 0),
+        present: |n| n.ports().any(|p| p.rates.valid != 0),
         port_present: |p| p.rates.valid != 0,
         columns: &[
             col(1, "pmPortRateInBitsPerSec", Counter64, RO, S::Rate(R::InBitsPerSec)),

@@ -254,7 +254,7 @@ impl MibView {
                 continue;
             }
             let first = after.map_or(0, |suffix| table.index.first_port(node, suffix));
-            for port in &node.ports[first..] {
+            for port in node.ports().skip(first) {
                 for lane in 0..table.index.lanes() {
                     let index = RowIndex {
                         lane,
@@ -369,7 +369,7 @@ mod tests {
     use crate::pm::{ClassPortInfo, PortCounters};
 
     fn node(guid: u64, ports: u8) -> NodeRecord {
-        NodeRecord {
+        let mut rec = NodeRecord::new(&crate::ib::Node {
             id: crate::ib::NodeIdentity {
                 guid: Guid(guid),
                 sys_guid: Guid(guid),
@@ -380,15 +380,11 @@ mod tests {
                 num_ports: ports,
                 lid: 1,
             },
-            reachable: true,
-            failed_sweeps: 0,
-            class_port_info: Some(ClassPortInfo::default().into()),
-            samples_control: None,
-            samples_result: None,
-            samples_result_ext: None,
-            source: Default::default(),
-            mapped_name: None,
-            ports: (1..=ports)
+            ports: Vec::new(),
+        });
+        rec.class_port_info = Some(ClassPortInfo::default().into());
+        rec.with_ports(
+            (1..=ports)
                 .map(|num| {
                     let mut p = PortRecord::new(crate::ib::Port {
                         num,
@@ -403,7 +399,7 @@ mod tests {
                     p
                 })
                 .collect(),
-        }
+        )
     }
 
     fn view(nodes: Vec<NodeRecord>) -> MibView {
@@ -519,7 +515,7 @@ mod tests {
             ..crate::rig::subnet(1, None, (0xfe80 << 48) | 2, 0)
         };
         let mut twin = node(6, 2);
-        twin.ports[1].subnet = 1;
+        twin.ports_mut()[1].subnet = 1;
         let cache = Arc::new(Cache::new());
         cache.publish(Snapshot {
             sweep: 1,

@@ -42,7 +42,7 @@ impl Fab {
     fn port(&mut self, name: &str, port: u8) -> &mut PortRecord {
         let g = self.guid(name);
         let n = self.nodes.iter_mut().find(|n| n.id.guid == g).unwrap();
-        n.ports.iter_mut().find(|p| p.num() == port).unwrap()
+        n.ports_mut().iter_mut().find(|p| p.num() == port).unwrap()
     }
 
     /// A snapshot; `rediscovered`: discovery changed it.

@@ -1,16 +1,21 @@
 //! Two subnets, each a simulated plane swept by its own stack, merged.
 
 use super::*;
+use crate::fabric::cache::Snapshot;
 use crate::fabric::control::Controller;
 use crate::fabric::engine::{Engine, EngineConfig};
+use crate::fabric::record::NodeRecord;
 use crate::fabric::settings::SweepConfig;
 use crate::fabric::state::SharedState;
 use crate::fabric::sweep::Sweeper;
+use crate::ib::Guid;
+use crate::ib::subnet::SubnetView;
 use crate::ib::subnet::{SmInfo, SmState, SubnetKey};
 use crate::ib::topology;
 use crate::rig::port_counters;
 use crate::sim::{ManualClock, SimClock, SimFabric, SimOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Plane A: switch SA, adapter H on its port 1, adapter A1.
 const PLANE_A: &str = "Hca 2 \"H\"\n[1] \"SA\"[1]\n\nHca 1 \"A1\"\n[1] \"SA\"[2]\n\n\
@@ -70,6 +75,7 @@ fn plane_every(
         ..Default::default()
     };
     let state = SharedState::new(sim.fabric(), cfg, Instant::now()).in_subnet(view);
+    state.join(fed);
     let writer = Arc::new(Controller::new(
         state.clone(),
         Arc::clone(&cache),
@@ -116,8 +122,7 @@ fn a_node_in_two_subnets_is_one_record_with_its_ports_from_each() {
     assert_eq!(snap.nodes.len(), 5);
     let h = snap.node(H).expect("the adapter on both planes");
     let linked: Vec<(u8, u8)> = h
-        .ports
-        .iter()
+        .ports()
         .filter(|p| p.link.remote_port != 0)
         .map(|p| (p.link.num, p.subnet))
         .collect();
@@ -139,9 +144,9 @@ fn a_node_in_two_subnets_is_one_record_with_its_ports_from_each() {
     }
     // Every other node is in one subnet.
     let sb = snap.node(Guid(0x400000)).unwrap();
-    assert!(sb.ports.iter().all(|p| p.subnet == 1));
+    assert!(sb.ports().all(|p| p.subnet == 1));
     let sa = snap.node(Guid(0x200000)).unwrap();
-    assert!(sa.ports.iter().all(|p| p.subnet == 0));
+    assert!(sa.ports().all(|p| p.subnet == 0));
 }
 
 #[test]
@@ -260,7 +265,7 @@ fn a_merge_after_one_members_publication_is_a_whole_merge() {
             many => {
                 assert_eq!(many.len(), 2);
                 for p in many {
-                    for port in p.ports.iter().filter(|p| p.link.remote_port != 0) {
+                    for port in p.ports().filter(|p| p.link.remote_port != 0) {
                         let ours = n.port(port.link.num).unwrap();
                         assert_eq!(
                             ours.read_at, port.read_at,
@@ -361,4 +366,124 @@ fn a_silenced_subnet_is_the_subnets_condition_and_gives_its_nodes_no_verdict() {
         fed.public().load().subnets[1].sweep_state,
         SweepState::Swept
     );
+}
+
+/// The record of node `0x100 + i` as member `subnet` has it: ports 1 and
+/// 2, only `linked` with a far end.
+fn member_record(i: u64, linked: u8, subnet: u8) -> Arc<NodeRecord> {
+    let mut rec = NodeRecord::test_switch(i, 2, |q| (Guid(0x900 + u64::from(q)), 1));
+    for p in rec.ports_mut() {
+        if p.num() != linked {
+            p.link.set_remote(None);
+        }
+    }
+    Arc::new(rec.in_subnet(subnet))
+}
+
+fn members(a: Vec<Arc<NodeRecord>>, b: Vec<Arc<NodeRecord>>) -> Vec<Arc<Snapshot>> {
+    [a, b]
+        .into_iter()
+        .map(|nodes| {
+            Arc::new(Snapshot {
+                sweep: 1,
+                nodes,
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+/// Without a sweeper or a thread: a node two members have is one record
+/// whose ports are the members' records themselves (each port from the
+/// member where it has a link), not copies of them.
+#[test]
+fn a_joined_node_points_into_its_members_records() {
+    // Node 0 in both (port 1 linked in a, port 2 in b); 1 in a; 2 in b.
+    let (x_a, x_b) = (member_record(0, 1, 0), member_record(0, 2, 1));
+    let snaps = members(
+        vec![Arc::clone(&x_a), member_record(1, 1, 0)],
+        vec![Arc::clone(&x_b), member_record(2, 1, 1)],
+    );
+    let snap = Merge::default().merge(&snaps);
+    let guids: Vec<u64> = snap.nodes.iter().map(|n| n.id.guid.0).collect();
+    assert_eq!(guids, [0x100, 0x101, 0x102]);
+    let x = &snap.nodes[0];
+    assert_eq!(x.parts().len(), 2);
+    assert!(Arc::ptr_eq(&x.parts()[0], &x_a) && Arc::ptr_eq(&x.parts()[1], &x_b));
+    assert!(std::ptr::eq(x.port(1).unwrap(), x_a.port(1).unwrap()));
+    assert!(std::ptr::eq(x.port(2).unwrap(), x_b.port(2).unwrap()));
+    let ports: Vec<(u8, u8)> = x.ports().map(|p| (p.num(), p.subnet)).collect();
+    assert_eq!(ports, [(1, 0), (2, 1)], "each port from where it is linked");
+    assert_eq!(x.port_count(), 2);
+    assert_eq!(x.ports().next_back().map(|p| p.num()), Some(2));
+    assert!(x.port(3).is_none());
+    // The others are the members' records.
+    assert!(Arc::ptr_eq(&snap.nodes[1], &snaps[0].nodes[1]));
+    assert!(Arc::ptr_eq(&snap.nodes[2], &snaps[1].nodes[1]));
+    assert_eq!(snap.subnets.len(), 2);
+    assert_eq!(snap.sweep, 2);
+}
+
+/// One member publishes again: the merge starts from the last one, takes
+/// the member's changed records (a joined one made again of the new part)
+/// and keeps every other record; the same as a whole merge.
+#[test]
+fn a_merge_after_one_members_change_is_a_whole_merge() {
+    let (x_a, x_b) = (member_record(0, 1, 0), member_record(0, 2, 1));
+    let (y, z) = (member_record(1, 1, 0), member_record(2, 1, 1));
+    let mut merge = Merge::default();
+    let first = merge.merge(&members(
+        vec![Arc::clone(&x_a), Arc::clone(&y)],
+        vec![Arc::clone(&x_b), Arc::clone(&z)],
+    ));
+    // Member b read its ports again: new records of 0 and 2.
+    let (x_b2, z2) = (member_record(0, 2, 1), member_record(2, 1, 1));
+    let snaps = members(
+        vec![Arc::clone(&x_a), Arc::clone(&y)],
+        vec![Arc::clone(&x_b2), Arc::clone(&z2)],
+    );
+    let second = merge.merge(&snaps);
+    assert!(Arc::ptr_eq(&second.nodes[1], &y), "a's record kept");
+    assert!(Arc::ptr_eq(&second.nodes[2], &z2), "b's new record");
+    assert!(!Arc::ptr_eq(&second.nodes[0], &first.nodes[0]));
+    assert!(Arc::ptr_eq(&second.nodes[0].parts()[1], &x_b2));
+    assert!(std::ptr::eq(
+        second.nodes[0].port(2).unwrap(),
+        x_b2.port(2).unwrap()
+    ));
+    let whole = Merge::default().merge(&snaps);
+    assert_eq!(whole.nodes, second.nodes);
+    // Nothing changed: the same records; a whole merge (a member's nodes
+    // changed) keeps a joined record whose parts are the same.
+    let again = merge.merge(&snaps);
+    assert!(
+        second
+            .nodes
+            .iter()
+            .zip(&again.nodes)
+            .all(|(a, b)| Arc::ptr_eq(a, b))
+    );
+    let w = member_record(3, 1, 1);
+    let grown = merge.merge(&members(
+        vec![Arc::clone(&x_a), Arc::clone(&y)],
+        vec![Arc::clone(&x_b2), Arc::clone(&z2), w],
+    ));
+    assert_eq!(grown.nodes.len(), 4);
+    assert!(Arc::ptr_eq(&grown.nodes[0], &second.nodes[0]));
+}
+
+/// Of a port two members have, the record with a link; when neither has
+/// one, the first member's.
+#[test]
+fn of_a_port_two_members_have_the_linked_record_is_the_joined_one() {
+    let (x_a, x_b) = (member_record(0, 2, 0), member_record(0, 2, 1));
+    let snap = Merge::default().merge(&members(vec![x_a.clone()], vec![x_b.clone()]));
+    let x = &snap.nodes[0];
+    assert!(std::ptr::eq(x.port(2).unwrap(), x_a.port(2).unwrap()));
+    assert!(std::ptr::eq(x.port(1).unwrap(), x_a.port(1).unwrap()));
+    let x_b1 = member_record(0, 1, 1);
+    let snap = Merge::default().merge(&members(vec![x_a.clone()], vec![x_b1.clone()]));
+    let x = &snap.nodes[0];
+    assert!(std::ptr::eq(x.port(1).unwrap(), x_b1.port(1).unwrap()));
+    assert!(std::ptr::eq(x.port(2).unwrap(), x_a.port(2).unwrap()));
 }

@@ -12,10 +12,11 @@
 //! - publish.rs: the records into the cache;
 //! - slot.rs: which reading a reply is.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::cache::SweepFigures;
+use super::federation::Federation;
 use super::record::{NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
 use super::strikes::{AttrMask, KindKey, KindState, NodeAnswers};
@@ -151,7 +152,7 @@ impl NodeState {
     /// snapshot shares it, counted in `copies`).
     fn rec_mut(&mut self, copies: &mut usize) -> &mut NodeRecord {
         if Arc::get_mut(&mut self.rec).is_none() {
-            *copies += self.rec.ports.len().max(1);
+            *copies += self.rec.port_count().max(1);
         }
         Arc::make_mut(&mut self.rec)
     }
@@ -159,10 +160,10 @@ impl NodeState {
     /// Port `pi`'s record, to change (copied first when the published
     /// snapshot shares it, counted in `copies`).
     fn port(&mut self, pi: usize, copies: &mut usize) -> Option<&mut PortRecord> {
-        if pi >= self.rec.ports.len() {
+        if pi >= self.rec.port_count() {
             return None;
         }
-        self.rec_mut(copies).ports.get_mut(pi)
+        self.rec_mut(copies).ports_mut().get_mut(pi)
     }
 }
 
@@ -173,8 +174,10 @@ impl FabricState {
     /// ports). Only records whose assessment changed are touched.
     fn assess_links(&mut self) {
         for ni in 0..self.nodes.len() {
-            for pi in 0..self.nodes[ni].rec.ports.len() {
-                let p = &self.nodes[ni].rec.ports[pi];
+            for pi in 0..self.nodes[ni].rec.port_count() {
+                let Some(p) = self.nodes[ni].rec.ports().nth(pi) else {
+                    continue;
+                };
                 let peer = p
                     .link
                     .remote()
@@ -193,9 +196,15 @@ impl FabricState {
     }
 }
 
-/// The state, shared by the sweeper and the write path.
+/// The state, shared by the sweeper and the write path (and, with
+/// several subnets, the federation it is a member of).
 #[derive(Clone)]
-pub struct SharedState(Arc<Mutex<FabricState>>);
+pub struct SharedState {
+    state: Arc<Mutex<FabricState>>,
+    /// The federation that merges what this state publishes
+    /// ([`SharedState::join`]).
+    member_of: Arc<OnceLock<Weak<Federation>>>,
+}
 
 impl SharedState {
     /// The state of `fabric`, discovered at `discovered`.
@@ -226,7 +235,27 @@ impl SharedState {
         };
         st.assign_kinds();
         st.assess_links();
-        SharedState(Arc::new(Mutex::new(st)))
+        SharedState {
+            state: Arc::new(Mutex::new(st)),
+            member_of: Arc::default(),
+        }
+    }
+
+    /// Publish as a member of `fed`: each driver that published into the
+    /// member's cache merges the members then ([`Self::published`]).
+    /// Once set, it stays.
+    pub fn join(&self, fed: &Arc<Federation>) {
+        let _ = self.member_of.set(Arc::downgrade(fed));
+    }
+
+    /// What a driver (sweeper, write path, DOCA sampler) calls after it
+    /// published, with the state's lock let go: with several subnets the
+    /// federation merges the members' snapshots into the public one;
+    /// with one, nothing.
+    pub fn published(&self) {
+        if let Some(fed) = self.member_of.get().and_then(Weak::upgrade) {
+            fed.merge();
+        }
     }
 
     /// The state of a subnet: its port records carry `view.index`, and
@@ -239,7 +268,7 @@ impl SharedState {
     /// Lock the state (a poisoned lock still holds consistent data: every
     /// update is a plain field store).
     pub fn lock(&self) -> MutexGuard<'_, FabricState> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -278,12 +307,7 @@ impl FabricState {
 
     /// The index of port `num` among node `ni`'s ports.
     pub fn port_position(&self, ni: usize, num: u8) -> Option<usize> {
-        self.nodes
-            .get(ni)?
-            .rec
-            .ports
-            .iter()
-            .position(|p| p.num() == num)
+        self.nodes.get(ni)?.rec.ports().position(|p| p.num() == num)
     }
 
     /// The indexes of port `num` of node `guid`: (node, port).
@@ -357,9 +381,9 @@ impl FabricState {
     pub fn set_subnet(&mut self, view: SubnetView) {
         if view.index != self.subnet.index {
             for s in &mut self.nodes {
-                if s.rec.ports.iter().any(|p| p.subnet != view.index) {
+                if s.rec.ports().any(|p| p.subnet != view.index) {
                     let rec = Arc::make_mut(&mut s.rec);
-                    for p in &mut rec.ports {
+                    for p in rec.ports_mut() {
                         p.subnet = view.index;
                     }
                 }
@@ -386,19 +410,18 @@ impl FabricState {
         }
         let id = &s.rec.id;
         let lid = match port {
-            Some(pi) => id.pma_lid(Some(&s.rec.ports.get(pi)?.link)),
+            Some(pi) => id.pma_lid(Some(&s.rec.ports().nth(pi)?.link)),
             // A port with a link first: a channel adapter whose port 1 is
             // down (or on another plane) answers through the port that
             // is up.
             None => {
                 let lid = |p: &&PortRecord| id.pma_lid(Some(&p.link));
-                let ports = &s.rec.ports;
-                ports
-                    .iter()
+                s.rec
+                    .ports()
                     .filter(|p| p.link.remote_port != 0)
                     .map(|p| lid(&p))
                     .find(|&l| l != 0)
-                    .or_else(|| ports.iter().map(|p| lid(&p)).find(|&l| l != 0))?
+                    .or_else(|| s.rec.ports().map(|p| lid(&p)).find(|&l| l != 0))?
             }
         };
         (lid != 0).then(|| MadAddr::gsi(lid))

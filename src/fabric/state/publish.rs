@@ -78,7 +78,7 @@ impl FabricState {
             .collect();
         let rows = nodes.len();
         self.copies = 0;
-        let ports: usize = self.nodes.iter().map(|s| s.rec.ports.len()).sum();
+        let ports: usize = self.nodes.iter().map(|s| s.rec.port_count()).sum();
         self.copy_budget = PUBLISH_AFTER_PORTS.max(ports / 32);
         let subnet = self.subnet_view(sweep, &nodes);
         cache.publish(Snapshot {
@@ -113,7 +113,7 @@ impl FabricState {
                 missed,
             ),
             nodes: nodes.len() as u32,
-            ports: nodes.iter().map(|n| n.ports.len() as u32).sum(),
+            ports: nodes.iter().map(|n| n.port_count() as u32).sum(),
             sweep,
             swept: self.figures.ended,
             duration_ms: self.figures.duration_ms,

@@ -123,8 +123,8 @@ impl FabricState {
                     .map_or(WideCounters::None, ClassPortInfo::wide_counters);
                 if !s
                     .rec
-                    .ports
-                    .get(pi)
+                    .ports()
+                    .nth(pi)
                     .is_some_and(|pr| fold::counters_newer(pr, sent))
                 {
                     return;
@@ -218,7 +218,7 @@ impl FabricState {
     ) -> Option<usize> {
         let (ni, pi) = self.port_index(guid, num)?;
         let s = &mut self.nodes[ni];
-        if !fold::doca_served(s.rec.ports.get(pi)?) {
+        if !fold::doca_served(s.rec.ports().nth(pi)?) {
             return None;
         }
         let pr = s.port(pi, &mut self.copies)?;
@@ -249,7 +249,7 @@ impl FabricState {
 
     /// The PortCounters reading held for a port (node index, port index).
     pub fn counters(&self, ni: usize, pi: usize) -> Option<&PortCounters> {
-        self.nodes.get(ni)?.rec.ports.get(pi)?.counters()
+        self.nodes.get(ni)?.rec.ports().nth(pi)?.counters()
     }
 
     /// Record that a write at `sent` produced this sample state: earlier
@@ -264,7 +264,7 @@ impl FabricState {
     pub fn export_totals(&self) -> Vec<SavedPort> {
         let mut out = Vec::new();
         for s in &self.nodes {
-            for pr in &s.rec.ports {
+            for pr in s.rec.ports() {
                 if pr.counters().is_none() || fold::doca_served(pr) {
                     continue;
                 }

@@ -64,7 +64,7 @@ fn cpi(capability_mask: u16) -> MadOutcome {
 
 /// Node `ni`'s port at index `pi`.
 fn port(st: &FabricState, ni: usize, pi: usize) -> &PortRecord {
-    &st.nodes[ni].rec.ports[pi]
+    st.nodes[ni].rec.ports().nth(pi).unwrap()
 }
 
 /// PortCounters of port index 0 of node 0, its request sent 10 ms
@@ -121,7 +121,7 @@ fn readings_fold_into_the_totals_and_the_published_record() {
     assert_eq!(snap.stats.discovered, Some(discovered));
     let rec = &snap.nodes[0];
     assert_eq!(rec.id.guid, st.fabric().nodes[0].id.guid);
-    assert_eq!(rec.ports[0].hc.shown(OUT_OCTETS), Some(4400));
+    assert_eq!(rec.ports().next().unwrap().hc.shown(OUT_OCTETS), Some(4400));
     assert!(rec.reachable);
 }
 

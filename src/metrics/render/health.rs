@@ -259,7 +259,7 @@ mod tests {
             h.ports.len() * Condition::ALL.len()
         );
         assert_eq!(series("infiniband_port_health_flaps_total"), h.ports.len());
-        let ports: usize = u.snap.nodes.iter().map(|n| n.ports.len()).sum();
+        let ports: usize = u.snap.nodes.iter().map(|n| n.port_count()).sum();
         assert!(h.ports.len() * 4 < ports, "a few ports, not all");
         // The silent node: unresponsive, its verdict on its node series.
         assert!(text.contains(&format!(

@@ -54,7 +54,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
             Kind::Gauge => f.name.clone(),
         };
         for node in snap.nodes.iter() {
-            for p in &node.ports {
+            for p in node.ports() {
                 let want = read(
                     col,
                     &snap,
@@ -87,7 +87,7 @@ fn each_sample_is_the_mib_value_of_the_same_snapshot() {
     assert!(checked > 1000, "{checked}");
     // Data in bytes: the 64-bit total is already in octets.
     let n = &snap.nodes[0];
-    let p = &n.ports[0];
+    let p = n.ports().next().unwrap();
     assert_eq!(
         sample(
             &text,
@@ -212,13 +212,13 @@ fn link_degraded_is_zero_or_one_and_link_health_the_enumeration() {
     let snap = rig.cache.load();
     let node = &snap.nodes[0];
     let mut rec = (**node).clone();
-    rec.ports[0].assessment.health = Some(crate::ib::LinkHealth::SpeedDegraded);
+    rec.ports_mut()[0].assessment.health = Some(crate::ib::LinkHealth::SpeedDegraded);
     rig.cache.patch(rec.id.guid, Some(Arc::new(rec)));
     let snap = rig.cache.load();
     let text = scrape_of(&snap, Format::Text, Collectors::defaults());
     let mut degraded = 0;
     for n in snap.nodes.iter() {
-        for p in &n.ports {
+        for p in n.ports() {
             let flag = sample(&text, "infiniband_port_link_degraded", n.id.guid, p.num());
             let code = sample(&text, "infiniband_port_link_health", n.id.guid, p.num());
             let (Some(flag), Some(code)) = (flag, code) else {
@@ -242,7 +242,7 @@ fn counters_only_of_ports_that_were_ever_linked() {
     let (mut never, mut ever) = (0, 0);
     let text = scrape_of(&snap, Format::Text, Collectors::defaults());
     for n in snap.nodes.iter() {
-        for p in &n.ports {
+        for p in n.ports() {
             let state = sample(&text, "infiniband_port_state", n.id.guid, p.num());
             let errors = sample(
                 &text,
@@ -264,18 +264,17 @@ fn counters_only_of_ports_that_were_ever_linked() {
     let node = snap
         .nodes
         .iter()
-        .find(|n| n.ports.iter().any(|p| p.ever_linked() && p.hc.valid != 0))
+        .find(|n| n.ports().any(|p| p.ever_linked() && p.hc.valid != 0))
         .unwrap();
     let mut rec = (**node).clone();
     let i = rec
-        .ports
-        .iter()
+        .ports()
         .position(|p| p.ever_linked() && p.hc.valid != 0)
         .unwrap();
     let mut down = rec.to_node();
     down.ports[i].state = Some(crate::ib::PortState::Down);
     rec.relink(&down);
-    let num = rec.ports[i].num();
+    let num = rec.ports().nth(i).unwrap().num();
     rig.cache.patch(rec.id.guid, Some(Arc::new(rec)));
     let text = scrape_of(&rig.cache.load(), Format::Text, Collectors::defaults());
     assert!(
@@ -416,8 +415,8 @@ fn subnets_have_an_info_series_their_figures_and_label_ports_and_nodes() {
     };
     snap.subnets = vec![plane_a, plane_b].into();
     let twin = Arc::make_mut(&mut snap.nodes[0]);
-    twin.ports.last_mut().unwrap().subnet = 1;
-    let (g, last) = (twin.id.guid, twin.ports.last().unwrap().num());
+    twin.ports_mut().last_mut().unwrap().subnet = 1;
+    let (g, last) = (twin.id.guid, twin.ports().next_back().unwrap().num());
     let text = scrape_of(&snap, Format::Text, Collectors::defaults());
     let info: Vec<&str> = text
         .lines()

@@ -111,7 +111,7 @@ pub fn of_port(snap: &Snapshot, guid: Guid, port: u8) -> Option<String> {
 /// The subnets a node's ports are swept in, each once, in their order: a
 /// node seen in two subnets is in both.
 pub fn of_node(snap: &Snapshot, n: &NodeRecord) -> Vec<String> {
-    let mut seen: Vec<u8> = n.ports.iter().map(|p| p.subnet).collect();
+    let mut seen: Vec<u8> = n.ports().map(|p| p.subnet).collect();
     seen.sort_unstable();
     seen.dedup();
     seen.into_iter().filter_map(|i| label(snap, i)).collect()
