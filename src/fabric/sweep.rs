@@ -904,6 +904,13 @@ mod tests {
         }
     }
 
+    /// The 64-bit total `slot` of a port, as the cache holds it.
+    fn published_total(c: &Cache, guid: crate::ib::Guid, port: u8, slot: usize) -> u64 {
+        let snap = c.load();
+        let node = snap.node(guid).unwrap();
+        node.port(port).unwrap().hc.value(slot).unwrap()
+    }
+
     fn setup(cfg: SweepConfig) -> (Sweeper, SimFabric, ManualClock, Arc<Cache>) {
         setup_with(cfg, |_, t| Box::new(t))
     }
@@ -1345,16 +1352,7 @@ mod tests {
             .find(|n| n.id.node_type == NodeType::Ca)
             .unwrap();
         let slot = crate::fabric::hc::OUT_PKTS;
-        let total = |c: &Cache| {
-            c.load()
-                .node(node.id.guid)
-                .unwrap()
-                .port(1)
-                .unwrap()
-                .hc
-                .value(slot)
-                .unwrap()
-        };
+        let total = |c: &Cache| published_total(c, node.id.guid, 1, slot);
         let t1 = total(&cache);
         assert!(t1 > 0);
         clock.advance(Duration::from_secs(1));
@@ -1698,16 +1696,9 @@ mod tests {
                 .unwrap();
             let lid = ca.ports[0].lid;
             let slot = crate::fabric::hc::OUT_OCTETS;
-            let t1 = cache
-                .load()
-                .node(ca.id.guid)
-                .unwrap()
-                .ports()
-                .next()
-                .unwrap()
-                .hc
-                .value(slot)
-                .unwrap();
+            let port = ca.ports[0].num;
+            let total = || published_total(&cache, ca.id.guid, port, slot);
+            let t1 = total();
             let now = rig::port_counters(&sim, lid, ca.ports[0].num);
             if clear {
                 assert!(
@@ -1718,16 +1709,7 @@ mod tests {
                 // The next sweep keeps counting from the cleared value.
                 clock.advance(Duration::from_secs(1));
                 sw.sweep_once();
-                let t2 = cache
-                    .load()
-                    .node(ca.id.guid)
-                    .unwrap()
-                    .ports()
-                    .next()
-                    .unwrap()
-                    .hc
-                    .value(slot)
-                    .unwrap();
+                let t2 = total();
                 let after = rig::port_counters(&sim, lid, ca.ports[0].num).xmit_data;
                 assert!(t2 > t1);
                 assert!(t2 <= t1 + u64::from(after), "{t1} {t2} {after}");

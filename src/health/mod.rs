@@ -717,11 +717,7 @@ fn step_mark(mark: &mut Option<Mark>, holds: bool, now: u64, recovery: u64) -> b
             false
         }
         (None, true) => {
-            *mark = Some(Mark {
-                since: now,
-                last_seen: now,
-                holding: true,
-            });
+            *mark = Some(Mark::holding(now, now));
             true
         }
         (Some(m), false) => {

@@ -296,11 +296,7 @@ mod clamp_tests {
 
     #[test]
     fn times_after_now_are_taken_as_now() {
-        let future = Mark {
-            since: 9_000,
-            last_seen: 9_500,
-            holding: true,
-        };
+        let future = Mark::holding(9_000, 9_500);
         let mut e = PortVerdict {
             guid: Guid(1),
             port: 1,

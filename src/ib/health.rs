@@ -187,6 +187,18 @@ pub struct Mark {
     pub holding: bool,
 }
 
+impl Mark {
+    /// A verdict raised at `since` whose condition still held at
+    /// `last_seen`.
+    pub fn holding(since: u64, last_seen: u64) -> Mark {
+        Mark {
+            since,
+            last_seen,
+            holding: true,
+        }
+    }
+}
+
 /// What the evaluator says of one port: its standing verdicts and its
 /// flaps. A port has an entry while a verdict stands on it or while it
 /// flapped or had a verdict within `forget_after`.
@@ -525,11 +537,7 @@ mod tests {
 
     #[test]
     fn an_acknowledgement_clears_both_ends_and_only_a_standing_verdict() {
-        let mark = Mark {
-            since: 1,
-            last_seen: 2,
-            holding: true,
-        };
+        let mark = Mark::holding(1, 2);
         let mut a = PortVerdict {
             guid: Guid(1),
             port: 1,

@@ -871,11 +871,7 @@ mod tests {
         let (v, sim) = view();
         let ca = dual_port_ca(&sim);
         let peer = (Guid(0xabc), 7);
-        let mark = Some(Mark {
-            since: 1,
-            last_seen: 2,
-            holding: true,
-        });
+        let mark = Some(Mark::holding(1, 2));
         let mut own = PortVerdict {
             guid: ca,
             port: 1,
