@@ -149,20 +149,16 @@ impl MibView {
             .unwrap_or(Value::NoSuchInstance)
     }
 
-    /// The first instance after `start` (at or after it with `include`)
-    /// and before `end`. The column is found by binary search over the
-    /// sorted columns, the node by binary search on its GUID; rows are then
-    /// visited in index order, each node tested once per column.
-    fn next_in(
+    /// pmEventTable's rows, from the event log, in OID order with
+    /// `found`, the first instance of the declared columns after `start`
+    /// (looked at only when the walk has reached the table).
+    fn or_event(
         &self,
-        snap: &Snapshot,
+        found: Option<VarBind>,
         start: &Oid,
         include: bool,
         end: Option<&Oid>,
     ) -> Option<VarBind> {
-        let found = self.next_column(snap, start, include, end);
-        // pmEventTable's rows, from the event log, in OID order with the
-        // columns' (looked at only when the walk has reached the table).
         let table = super::events::entry_oid();
         if found
             .as_ref()
@@ -178,7 +174,11 @@ impl MibView {
         }
     }
 
-    /// [`Self::next_in`] over the declared columns.
+    /// The first instance of the declared columns after `start` (at or
+    /// after it with `include`) and before `end`. The column is found by
+    /// binary search over the sorted columns, the node by binary search on
+    /// its GUID; rows are then visited in index order, each node tested
+    /// once per column.
     fn next_column(
         &self,
         snap: &Snapshot,
@@ -336,7 +336,8 @@ impl MibHandler for MibView {
     }
 
     fn get_next(&self, start: &Oid, include: bool, end: Option<&Oid>) -> Option<VarBind> {
-        self.next_in(&self.cache.load(), start, include, end)
+        let found = self.next_column(&self.cache.load(), start, include, end);
+        self.or_event(found, start, include, end)
     }
 
     fn test_set(&self, txn: SetTxn, varbinds: &[VarBind]) -> Result<(), SetError> {
