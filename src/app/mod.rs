@@ -630,6 +630,7 @@ pub fn start_with(cfg: &Config, backend: Backend, shutdown: Shutdown) -> Result<
             endpoint_counters,
             Arc::default(),
             events.clone(),
+            crate::time::Clock::system(),
         )
         .map_err(|error| AppError::Listen { addr, error })?;
         running.metrics = Some(handle);

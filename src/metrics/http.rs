@@ -91,11 +91,15 @@ struct Shared {
     events: Option<Arc<crate::events::Log>>,
     /// The status page and `/api/health` made for the latest snapshot.
     ready: Arc<Ready>,
+    /// Where the edge reads the time: the sweepers' clocks, so that the
+    /// snapshot's stamps are on it.
+    clock: Clock,
 }
 
 impl Shared {
     fn refuse(&self, r: Refusal, peer: SocketAddr, detail: &str) {
-        lock(&self.log).refuse(&self.counters.refused, r, peer, detail, Instant::now());
+        let now = self.clock.now();
+        lock(&self.log).refuse(&self.counters.refused, r, peer, detail, now);
     }
 
     /// The configured headers on `r`.
@@ -144,8 +148,9 @@ impl Drop for MetricsHandle {
     }
 }
 
-/// Binds `settings.listen` and serves `cache` on the edge runtime; an
-/// error when the address cannot be bound or the runtime cannot start.
+/// Binds `settings.listen` and serves `cache` on the edge runtime, reading
+/// the time on `clock` (where it admits, times out and stamps a request);
+/// an error when the address cannot be bound or the runtime cannot start.
 pub fn serve(
     settings: MetricsSettings,
     web: WebConfig,
@@ -153,6 +158,7 @@ pub fn serve(
     endpoint: Arc<EndpointCounters>,
     counters: Arc<HttpCounters>,
     events: Option<Arc<crate::events::Log>>,
+    clock: Clock,
 ) -> io::Result<MetricsHandle> {
     let runtime = EdgeRuntime::acquire()?;
     let std_listener = std::net::TcpListener::bind(settings.listen)?;
@@ -179,7 +185,7 @@ pub fn serve(
         Arc::clone(&cache),
         events.clone(),
         &settings.path,
-        Clock::system(),
+        clock.clone(),
     ));
     let shared = Arc::new(Shared {
         gate: Mutex::new(Gate::new(
@@ -199,6 +205,7 @@ pub fn serve(
         log: Mutex::new(RefusalLog::every(Edge::Http, LOG_EVERY)),
         events,
         ready,
+        clock,
     });
     let (stop, stop_rx) = watch::channel(false);
     runtime
@@ -240,7 +247,7 @@ async fn accept_loop(
                 continue;
             }
         };
-        let now = Instant::now();
+        let now = shared.clock.now();
         let admitted = lock(&shared.gate).accept(peer.ip(), now);
         let id = admitted.and_then(|()| {
             let wake = Arc::new(Notify::new());
@@ -316,17 +323,20 @@ struct Mark {
 impl Mark {
     fn bytes_arrived(&self) {
         if self.waiting.swap(false, Ordering::Relaxed) {
-            lock(&self.shared.slots).head(self.id, Instant::now());
+            let now = self.shared.clock.now();
+            lock(&self.shared.slots).head(self.id, now);
         }
     }
 
     fn busy(&self, until: Instant) {
         self.waiting.store(false, Ordering::Relaxed);
-        lock(&self.shared.slots).busy(self.id, Instant::now(), until);
+        let now = self.shared.clock.now();
+        lock(&self.shared.slots).busy(self.id, now, until);
     }
 
     fn idle(&self) {
-        lock(&self.shared.slots).idle(self.id, Instant::now());
+        let now = self.shared.clock.now();
+        lock(&self.shared.slots).idle(self.id, now);
         self.waiting.store(true, Ordering::Relaxed);
     }
 }
@@ -469,7 +479,8 @@ async fn connection(
             debug!(%peer, "metrics: an idle connection made room for another");
             return;
         };
-        if end.at <= Instant::now() {
+        let now = shared.clock.now();
+        if end.at <= now {
             if let Some(r) = end.counts {
                 shared.refuse(r, peer, "no whole request head in time");
             } else {
@@ -480,7 +491,7 @@ async fn connection(
         tokio::select! {
             _ = &mut served => return,
             _ = wake.notified() => {}
-            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(end.at)) => {}
+            _ = tokio::time::sleep(end.at.saturating_duration_since(now)) => {}
             _ = stop.changed() => {
                 let _ = tokio::time::timeout(Duration::from_secs(1), &mut served).await;
                 return;
@@ -568,7 +579,7 @@ async fn handle(
     mark: Arc<Mark>,
     sh: Arc<Shared>,
 ) -> Response<Body> {
-    let now = Instant::now();
+    let now = sh.clock.now();
     let limits = &sh.settings.limits;
     // The connection's time for this answer: the longest a scrape may take.
     mark.busy(now + limits.response_timeout + ANSWER_GRACE);
@@ -602,8 +613,8 @@ async fn render_place(
     peer: SocketAddr,
     deadline: Instant,
 ) -> Result<tokio::sync::OwnedSemaphorePermit, Response<Body>> {
-    let deadline = tokio::time::Instant::from_std(deadline);
-    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
+    let left = deadline.saturating_duration_since(sh.clock.now());
+    let place = tokio::time::timeout(left, Arc::clone(&sh.render_places).acquire_owned());
     match place.await {
         Ok(Ok(place)) => Ok(place),
         _ => {
@@ -681,7 +692,7 @@ async fn answer_view(
         if let Some(q) = ready {
             return Ok((ty, sh2.ready.make(view, &q)));
         }
-        let wall = crate::health::watch::wall_ms(std::time::SystemTime::now());
+        let wall = crate::time::unix_ms(sh2.clock.wall());
         super::views::answer(
             view,
             &query,
@@ -813,15 +824,20 @@ async fn route(
         Err(r) => return r,
     };
     HttpCounters::bump(&sh.counters.scrapes);
-    let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), plan.budget);
+    let (body, mut sink) = super::stream::channel(
+        tokio::runtime::Handle::current(),
+        plan.budget,
+        sh.clock.clone(),
+    );
     // Held while it renders, not while a reader that is behind keeps it
     // waiting.
     sink.hold_place(Arc::clone(&sh.render_places), place);
     let sh2 = Arc::clone(sh);
     tokio::task::spawn_blocking(move || {
         let snap = sh2.cache.load();
+        let (now, wall) = sh2.clock.both();
         let taken_unix = snap
-            .published_wall(std::time::SystemTime::now(), Instant::now())
+            .published_wall(wall, now)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_secs_f64());
         let scrape = Scrape {
@@ -832,7 +848,7 @@ async fn route(
             collectors: plan.collectors,
             taken_unix,
             events: sh2.events.as_ref().map(|l| l.counts()),
-            now: Instant::now(),
+            now,
         };
         let result = if plan.gzip {
             let mut z = gzip_writer(&mut sink);
@@ -866,3 +882,6 @@ impl Drop for RenderPermit {
         lock(&self.0.renders).give_back(self.1);
     }
 }
+
+#[cfg(test)]
+mod tests;
