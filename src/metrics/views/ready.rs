@@ -224,16 +224,17 @@ impl Ready {
     /// a render may run.
     pub fn make(&self, view: View, q: &Query) -> Bytes {
         let slot = self.slot(q, self.clock.now());
-        self.make_slot(&slot).of(view)
+        self.make_slot(&slot).0.of(view)
     }
 
-    fn make_slot(&self, slot: &Slot) -> Arc<Made> {
+    /// The slot's views, current; and whether they were made by this call.
+    fn make_slot(&self, slot: &Slot) -> (Arc<Made>, bool) {
         let _making = lock(&slot.making);
         let snap = self.cache.load();
         let key = Key::of(&snap, self.events.as_deref());
         let now = self.clock.now();
         if let Some(m) = slot.fresh(&key, now) {
-            return m;
+            return (m, false);
         }
         let q = &slot.query;
         let now_ms = crate::time::unix_ms(self.clock.wall());
@@ -248,7 +249,7 @@ impl Ready {
         });
         self.reports.fetch_add(1, Ordering::Relaxed);
         *lock(&slot.made) = Some(Arc::clone(&made));
-        made
+        (made, true)
     }
 
     /// Whether a read query's views are to be made again now: the
@@ -277,11 +278,7 @@ impl Ready {
             .filter(|s| s.watched(now))
             .map(Arc::clone)
             .collect();
-        let before = self.reports();
-        for s in &watched {
-            self.make_slot(s);
-        }
-        (self.reports() - before) as usize
+        watched.iter().filter(|s| self.make_slot(s).1).count()
     }
 }
 
