@@ -420,11 +420,6 @@ fn the_cycle_check_reads_whole_segments_groups_and_code_only() {
     assert!(cycles(&edges).is_empty());
 }
 
-/// The HTTP edge's driver, which still reads the system clock where it
-/// admits, times out and stamps a request (it is to be given a
-/// `time::Clock` as the other drivers are).
-const CLOCK_AT_THE_EDGE: &[&str] = &["metrics/http.rs"];
-
 /// The production code of `src/fabric`, `src/mib`, `src/health` and
 /// `src/metrics` reads no clock of its own: its parts are given the time,
 /// its drivers a `time::Clock` (design.md, "Time").
@@ -448,7 +443,7 @@ fn the_model_and_its_faces_read_the_clock_only_through_what_they_are_given() {
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        if layer(&rel).is_none() || CLOCK_AT_THE_EDGE.contains(&rel.as_str()) {
+        if layer(&rel).is_none() {
             continue;
         }
         let text = code(&std::fs::read_to_string(f).unwrap());

@@ -382,6 +382,49 @@ fn gen_pods_builds_planes_of_their_own() {
     assert_eq!(census(t), three);
 }
 
+/// gen-pods' switches are Quantum-2 and its adapters ConnectX-7, by the
+/// NodeInfo IDs the simulator's kinds and the XmitWait families declare,
+/// and every link trains at 4x NDR: none below what its ends support.
+#[test]
+fn gen_pods_builds_quantum_2_switches_and_connectx_7_adapters_at_ndr() {
+    use ibpm_agentx::ib::link::{LinkHealth, assess};
+    use ibpm_agentx::ib::xmit_wait::AsicFamily;
+    use ibpm_agentx::ib::{LinkSpeed, LinkWidth};
+    use ibpm_agentx::sim::SampleCaps;
+    use ibpm_agentx::sim::device::DeviceKind;
+    for args in [
+        &["2", "2", "3", "2"][..],
+        &["--planes", "2", "--multi-plane-hcas", "1", "2", "3", "1"],
+    ] {
+        let sim = SimFabric::from_topology(generate("gen-pods", args), quiet());
+        let f = sim.fabric();
+        let mut links = 0;
+        for n in &f.nodes {
+            let kind = DeviceKind::of(n).map(|k| k.name);
+            let family = AsicFamily::of(n.id.vendor_id, n.id.device_id).map(|a| a.name);
+            let tick = SampleCaps::tick_rule(n).describe();
+            match n.id.node_type {
+                NodeType::Switch => {
+                    assert_eq!((kind, family), (Some("Quantum-2"), Some("Quantum-2")));
+                    assert!(tick.starts_with("Quantum-2 family: Tick 7"), "{tick}");
+                }
+                _ => assert_eq!((kind, family), (Some("ConnectX-7"), None)),
+            }
+            for p in n.ports.iter().filter(|p| p.remote().is_some()) {
+                let (g, q) = p.remote().unwrap();
+                let peer = f.node(g).and_then(|m| m.port(q));
+                assert_eq!(
+                    (p.width, p.speed),
+                    (Some(LinkWidth::X4), Some(LinkSpeed::Ndr))
+                );
+                assert_eq!(assess(p, peer).health, Some(LinkHealth::Normal));
+                links += 1;
+            }
+        }
+        assert!(links > 0);
+    }
+}
+
 #[test]
 fn gen_fat_tree_builds_planes_of_their_own() {
     // 2 leaves, 1 spine, 3 hosts each (one dual-port): per plane 9

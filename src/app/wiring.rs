@@ -323,6 +323,7 @@ pub(super) fn metrics(
         counters,
         Arc::default(),
         events,
+        crate::time::Clock::system(),
     )
     .map(Some)
     .map_err(|error| AppError::Listen { addr, error })

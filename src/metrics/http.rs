@@ -15,6 +15,10 @@
 //!   one per source and `renders` at once (the others wait their turn in
 //!   order, within their deadline), streamed in chunks within its
 //!   budget ([`super::stream`]).
+//! - The status page and `/api/health` are copied from the views made for
+//!   the latest sweep and the query ([`super::views::ready`]); a view
+//!   not made yet is made as a scrape is rendered, and those being read
+//!   are made again off the request path as each sweep settles.
 
 use std::convert::Infallible;
 use std::io;
@@ -39,8 +43,10 @@ use tracing::{debug, info};
 use super::auth::{Auth, Verdict};
 use super::decide::{Decision, Head, decide};
 use super::render::{Scrape, render};
+use super::status::Query;
 use super::stream::{Body, gzip_writer};
 use super::views::View;
+use super::views::ready::Ready;
 use super::web::WebConfig;
 use super::{HttpCounters, MetricsSettings};
 use crate::edge::head::automatic_answer;
@@ -50,6 +56,7 @@ use crate::edge::{Edge, Gate, Refusal, RefusalLog};
 use crate::fabric::cache::Cache;
 use crate::mib::EndpointCounters;
 use crate::runtime::EdgeRuntime;
+use crate::time::Clock;
 
 /// The request head, at most (hyper answers 431 beyond it).
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -82,11 +89,17 @@ struct Shared {
     log: Mutex<RefusalLog>,
     /// The event log `/api/events`, `/api/hosts` and the page read.
     events: Option<Arc<crate::events::Log>>,
+    /// The status page and `/api/health` made for the latest snapshot.
+    ready: Arc<Ready>,
+    /// Where the edge reads the time: the sweepers' clocks, so that the
+    /// snapshot's stamps are on it.
+    clock: Clock,
 }
 
 impl Shared {
     fn refuse(&self, r: Refusal, peer: SocketAddr, detail: &str) {
-        lock(&self.log).refuse(&self.counters.refused, r, peer, detail, Instant::now());
+        let now = self.clock.now();
+        lock(&self.log).refuse(&self.counters.refused, r, peer, detail, now);
     }
 
     /// The configured headers on `r`.
@@ -135,8 +148,9 @@ impl Drop for MetricsHandle {
     }
 }
 
-/// Binds `settings.listen` and serves `cache` on the edge runtime; an
-/// error when the address cannot be bound or the runtime cannot start.
+/// Binds `settings.listen` and serves `cache` on the edge runtime, reading
+/// the time on `clock` (where it admits, times out and stamps a request);
+/// an error when the address cannot be bound or the runtime cannot start.
 pub fn serve(
     settings: MetricsSettings,
     web: WebConfig,
@@ -144,6 +158,7 @@ pub fn serve(
     endpoint: Arc<EndpointCounters>,
     counters: Arc<HttpCounters>,
     events: Option<Arc<crate::events::Log>>,
+    clock: Clock,
 ) -> io::Result<MetricsHandle> {
     let runtime = EdgeRuntime::acquire()?;
     let std_listener = std::net::TcpListener::bind(settings.listen)?;
@@ -166,6 +181,12 @@ pub fn serve(
         "metrics endpoint listening"
     );
     let auth = Auth::new(web.users.clone());
+    let ready = Arc::new(Ready::new(
+        Arc::clone(&cache),
+        events.clone(),
+        &settings.path,
+        clock.clone(),
+    ));
     let shared = Arc::new(Shared {
         gate: Mutex::new(Gate::new(
             settings.sources.clone(),
@@ -183,8 +204,13 @@ pub fn serve(
         auth,
         log: Mutex::new(RefusalLog::every(Edge::Http, LOG_EVERY)),
         events,
+        ready,
+        clock,
     });
     let (stop, stop_rx) = watch::channel(false);
+    runtime
+        .handle()
+        .spawn(warm_views(Arc::clone(&shared), stop_rx.clone()));
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     runtime.handle().spawn(async move {
         let _done = done_tx;
@@ -221,7 +247,7 @@ async fn accept_loop(
                 continue;
             }
         };
-        let now = Instant::now();
+        let now = shared.clock.now();
         let admitted = lock(&shared.gate).accept(peer.ip(), now);
         let id = admitted.and_then(|()| {
             let wake = Arc::new(Notify::new());
@@ -297,17 +323,20 @@ struct Mark {
 impl Mark {
     fn bytes_arrived(&self) {
         if self.waiting.swap(false, Ordering::Relaxed) {
-            lock(&self.shared.slots).head(self.id, Instant::now());
+            let now = self.shared.clock.now();
+            lock(&self.shared.slots).head(self.id, now);
         }
     }
 
     fn busy(&self, until: Instant) {
         self.waiting.store(false, Ordering::Relaxed);
-        lock(&self.shared.slots).busy(self.id, Instant::now(), until);
+        let now = self.shared.clock.now();
+        lock(&self.shared.slots).busy(self.id, now, until);
     }
 
     fn idle(&self) {
-        lock(&self.shared.slots).idle(self.id, Instant::now());
+        let now = self.shared.clock.now();
+        lock(&self.shared.slots).idle(self.id, now);
         self.waiting.store(true, Ordering::Relaxed);
     }
 }
@@ -450,7 +479,8 @@ async fn connection(
             debug!(%peer, "metrics: an idle connection made room for another");
             return;
         };
-        if end.at <= Instant::now() {
+        let now = shared.clock.now();
+        if end.at <= now {
             if let Some(r) = end.counts {
                 shared.refuse(r, peer, "no whole request head in time");
             } else {
@@ -461,7 +491,7 @@ async fn connection(
         tokio::select! {
             _ = &mut served => return,
             _ = wake.notified() => {}
-            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(end.at)) => {}
+            _ = tokio::time::sleep(end.at.saturating_duration_since(now)) => {}
             _ = stop.changed() => {
                 let _ = tokio::time::timeout(Duration::from_secs(1), &mut served).await;
                 return;
@@ -549,7 +579,7 @@ async fn handle(
     mark: Arc<Mark>,
     sh: Arc<Shared>,
 ) -> Response<Body> {
-    let now = Instant::now();
+    let now = sh.clock.now();
     let limits = &sh.settings.limits;
     // The connection's time for this answer: the longest a scrape may take.
     mark.busy(now + limits.response_timeout + ANSWER_GRACE);
@@ -583,8 +613,8 @@ async fn render_place(
     peer: SocketAddr,
     deadline: Instant,
 ) -> Result<tokio::sync::OwnedSemaphorePermit, Response<Body>> {
-    let deadline = tokio::time::Instant::from_std(deadline);
-    let place = tokio::time::timeout_at(deadline, Arc::clone(&sh.render_places).acquire_owned());
+    let left = deadline.saturating_duration_since(sh.clock.now());
+    let place = tokio::time::timeout(left, Arc::clone(&sh.render_places).acquire_owned());
     match place.await {
         Ok(Ok(place)) => Ok(place),
         _ => {
@@ -598,10 +628,26 @@ async fn render_place(
     }
 }
 
-/// The status page or `/api/health`: the report of the latest snapshot,
-/// made on a blocking thread in a render place of its own, within the
-/// response deadline. It is its source's render, as a scrape is: one at a
-/// time per source. Never cached, never sniffed.
+/// A view's answer: `body` of content type `ty`, never cached by the
+/// client, never sniffed.
+fn view_answer(ty: &'static str, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::full(body));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+/// A view of the latest snapshot. It is its source's answer, as a scrape
+/// is: one at a time per source. The status page and `/api/health` are
+/// copied from those made for the snapshot and the query
+/// ([`super::views::ready`]) when they are; a view made now is made on a
+/// blocking thread in a render place of its own, within the response
+/// deadline.
 async fn answer_view(
     view: View,
     req: &Request<Incoming>,
@@ -609,51 +655,87 @@ async fn answer_view(
     sh: &Arc<Shared>,
     now: Instant,
 ) -> Response<Body> {
+    let query = req.uri().query().unwrap_or("").to_string();
+    let ready = match view {
+        View::Page | View::Json => match Query::parse(&query) {
+            Ok(q) => Some(q),
+            Err(why) => {
+                sh.refuse(Refusal::BadRequest, peer, "bad status page query");
+                return refusal(Refusal::BadRequest, &why);
+            }
+        },
+        _ => None,
+    };
     if let Err(e) = lock(&sh.renders).take(peer.ip()) {
         sh.refuse(e, peer, "a render of its source is under way");
         return refusal(e, "A render of this source is under way");
     }
     let source = RenderPermit(Arc::clone(sh), peer.ip());
+    let ty = if view == View::Page {
+        super::views::PAGE_TYPE
+    } else {
+        super::views::JSON_TYPE
+    };
+    if let Some(q) = &ready
+        && let Some(body) = sh.ready.hit(view, q)
+    {
+        drop(source);
+        return view_answer(ty, body);
+    }
     let place = match render_place(sh, peer, now + sh.settings.limits.response_timeout).await {
         Ok(p) => p,
         Err(r) => return r,
     };
-    let (snap, query, metrics, events) = (
-        sh.cache.load(),
-        req.uri().query().unwrap_or("").to_string(),
-        sh.settings.path.clone(),
-        sh.events.clone(),
-    );
-    let wall = crate::health::watch::wall_ms(std::time::SystemTime::now());
+    let sh2 = Arc::clone(sh);
     let answer = tokio::task::spawn_blocking(move || {
         let _permit = (source, place);
+        if let Some(q) = ready {
+            return Ok((ty, sh2.ready.make(view, &q)));
+        }
+        let wall = crate::time::unix_ms(sh2.clock.wall());
         super::views::answer(
             view,
             &query,
-            &snap,
-            &metrics,
+            &sh2.cache.load(),
+            &sh2.settings.path,
             (wall, now),
-            events.as_deref(),
+            sh2.events.as_deref(),
         )
+        .map(|(ty, body)| (ty, Bytes::from(body)))
     })
     .await;
     match answer {
-        Ok(Ok((ty, body))) => {
-            let mut r = Response::new(Body::full(Bytes::from(body)));
-            let h = r.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            h.insert(
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            );
-            r
-        }
+        Ok(Ok((ty, body))) => view_answer(ty, body),
         Ok(Err(why)) => {
             sh.refuse(Refusal::BadRequest, peer, "bad status page query");
             refusal(Refusal::BadRequest, &why)
         }
         Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the report failed"),
+    }
+}
+
+/// Makes the views of the queries being read again as each snapshot
+/// settles, in a render place, until the endpoint stops.
+async fn warm_views(sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut last = None;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(super::views::ready::POLL) => {}
+            _ = stop.changed() => return,
+        }
+        if !sh.ready.due(&mut last) {
+            continue;
+        }
+        let place = tokio::select! {
+            p = Arc::clone(&sh.render_places).acquire_owned() => p,
+            _ = stop.changed() => return,
+        };
+        let ready = Arc::clone(&sh.ready);
+        let _ = tokio::task::spawn_blocking(move || {
+            let _place = place;
+            ready.warm()
+        })
+        .await;
     }
 }
 
@@ -742,15 +824,20 @@ async fn route(
         Err(r) => return r,
     };
     HttpCounters::bump(&sh.counters.scrapes);
-    let (body, mut sink) = super::stream::channel(tokio::runtime::Handle::current(), plan.budget);
+    let (body, mut sink) = super::stream::channel(
+        tokio::runtime::Handle::current(),
+        plan.budget,
+        sh.clock.clone(),
+    );
     // Held while it renders, not while a reader that is behind keeps it
     // waiting.
     sink.hold_place(Arc::clone(&sh.render_places), place);
     let sh2 = Arc::clone(sh);
     tokio::task::spawn_blocking(move || {
         let snap = sh2.cache.load();
+        let (now, wall) = sh2.clock.both();
         let taken_unix = snap
-            .published_wall(std::time::SystemTime::now(), Instant::now())
+            .published_wall(wall, now)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_secs_f64());
         let scrape = Scrape {
@@ -761,7 +848,7 @@ async fn route(
             collectors: plan.collectors,
             taken_unix,
             events: sh2.events.as_ref().map(|l| l.counts()),
-            now: Instant::now(),
+            now,
         };
         let result = if plan.gzip {
             let mut z = gzip_writer(&mut sink);
@@ -795,3 +882,6 @@ impl Drop for RenderPermit {
         lock(&self.0.renders).give_back(self.1);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,7 @@
 //! - [`status`]: the status report (what is wrong now) of a snapshot and
 //!   its verdicts, pure; [`page`] shows it as HTML (the page at `/`),
 //!   [`health_api`] as JSON (`/api/health`); [`views`] answers their
-//!   paths;
+//!   paths, from views made once per sweep and query;
 //! - [`http`]: the HTTP edge (hyper on the edge runtime) over the
 //!   admission core [`crate::edge`]: authentication, gzip, a body streamed
 //!   as it is rendered.

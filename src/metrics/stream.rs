@@ -107,8 +107,8 @@ pub struct ChunkSink {
 }
 
 /// A streamed body and the sink that fills it, from a render on a blocking
-/// thread of `rt`'s runtime.
-pub fn channel(rt: tokio::runtime::Handle, budget: Budget) -> (Body, ChunkSink) {
+/// thread of `rt`'s runtime, its budget read on `clock`.
+pub fn channel(rt: tokio::runtime::Handle, budget: Budget, clock: Clock) -> (Body, ChunkSink) {
     let (tx, rx) = mpsc::channel(2);
     let complete = Arc::new(AtomicBool::new(false));
     let body = Body {
@@ -126,7 +126,7 @@ pub fn channel(rt: tokio::runtime::Handle, budget: Budget) -> (Body, ChunkSink) 
         budget,
         sent: 0,
         place: None,
-        clock: Clock::system(),
+        clock,
     };
     (body, sink)
 }
@@ -176,8 +176,8 @@ impl ChunkSink {
             p.permit = None;
             Arc::clone(&p.places)
         });
-        let sent = self.rt.block_on(tokio::time::timeout_at(
-            tokio::time::Instant::from_std(by),
+        let sent = self.rt.block_on(tokio::time::timeout(
+            by.saturating_duration_since(self.clock.now()),
             self.tx.send(chunk),
         ));
         match sent {
@@ -187,8 +187,10 @@ impl ChunkSink {
         }
         // Its turn again, in order, within the deadline.
         if let Some(places) = places {
-            let again = self.rt.block_on(tokio::time::timeout_at(
-                tokio::time::Instant::from_std(self.budget.deadline()),
+            let again = self.rt.block_on(tokio::time::timeout(
+                self.budget
+                    .deadline()
+                    .saturating_duration_since(self.clock.now()),
                 places.acquire_owned(),
             ));
             match (again, self.place.as_mut()) {

@@ -1,11 +1,14 @@
 //! The paths of the metrics endpoint besides the metrics: the status page
 //! and `/api/health`, both the report ([`super::status`]) of the latest
-//! snapshot as asked by the query string.
+//! snapshot as asked by the query string ([`ready`]: made once per
+//! snapshot and query, off the request path while they are read).
+
+pub mod ready;
 
 use std::time::Instant;
 
 use super::plan_diff;
-use super::status::{Query, report};
+use super::status::{Query, Report, report};
 use crate::fabric::cache::Snapshot;
 
 /// What a path of the metrics endpoint shows besides the metrics.
@@ -55,38 +58,49 @@ pub fn answer(
         View::Topology => return super::topology::answer(query, snap),
         View::Events => {
             let f = super::events_api::parse(query, now_ms)?;
-            return Ok((
-                "application/json",
-                super::events_api::render(events, &f, now_ms),
-            ));
+            return Ok((JSON_TYPE, super::events_api::render(events, &f, now_ms)));
         }
         View::Hosts => {
             let unhealthy = super::hosts::parse_query(query)?;
             let h = super::hosts::roll_up(snap, unhealthy);
-            return Ok(("application/json", super::hosts::render(&h)));
+            return Ok((JSON_TYPE, super::hosts::render(&h)));
         }
         View::Page | View::Json | View::PlanDiff => {}
     }
     let q = Query::parse(query)?;
     if view == View::PlanDiff {
         let d = plan_diff::diff_report(&snap.plan, plan_diff::MAX_ROWS);
-        return Ok(("application/json", plan_diff::render_json(&d)));
+        return Ok((JSON_TYPE, plan_diff::render_json(&d)));
     }
     let r = report(snap, now_ms, now, &q);
     Ok(match view {
-        View::Page => {
-            let d = plan_diff::diff_report(&snap.plan, q.limit);
-            let last_hour = super::events_page::section(events, snap, now_ms);
-            let page = super::page::render_with(&r, &q, metrics, |o| {
-                plan_diff::page_section(o, &d, now_ms)
-            });
-            (
-                "text/html; charset=utf-8",
-                super::events_page::insert(page, &last_hour).into_bytes(),
-            )
-        }
-        _ => ("application/json", super::health_api::render(&r)),
+        View::Page => (
+            PAGE_TYPE,
+            page(&r, &q, snap, metrics, now_ms, events).into_bytes(),
+        ),
+        _ => (JSON_TYPE, super::health_api::render(&r)),
     })
+}
+
+/// The content type of the status page.
+pub const PAGE_TYPE: &str = "text/html; charset=utf-8";
+/// The content type of `/api/health` (and the other JSON views).
+pub const JSON_TYPE: &str = "application/json";
+
+/// The status page of report `r` (made of `snap` as `q` asks at `now_ms`):
+/// the report, what is not as planned and the last hour of `events`.
+pub fn page(
+    r: &Report,
+    q: &Query,
+    snap: &Snapshot,
+    metrics: &str,
+    now_ms: u64,
+    events: Option<&crate::events::Log>,
+) -> String {
+    let d = plan_diff::diff_report(&snap.plan, q.limit);
+    let last_hour = super::events_page::section(events, snap, now_ms);
+    let page = super::page::render_with(r, q, metrics, |o| plan_diff::page_section(o, &d, now_ms));
+    super::events_page::insert(page, &last_hour)
 }
 
 #[cfg(test)]
