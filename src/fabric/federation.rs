@@ -57,6 +57,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+impl super::state::Merges for Federation {
+    fn merge(&self) {
+        Federation::merge(self);
+    }
+}
+
 impl Federation {
     /// A federation publishing into `public`, with no member yet.
     pub fn new(public: Arc<Cache>) -> Arc<Federation> {

@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::cache::SweepFigures;
-use super::federation::Federation;
 use super::record::{NodeRecord, PortRecord, Readings, Stamp};
 use super::settings::SweepConfig;
 use super::strikes::{AttrMask, KindKey, KindState, NodeAnswers};
@@ -196,6 +195,14 @@ impl FabricState {
     }
 }
 
+/// What merges a member's publications with the other subnets' (the
+/// federation, [`super::federation::Federation`]): the state is told of it,
+/// not built on it.
+pub trait Merges: Send + Sync {
+    /// Merge the members' latest snapshots into the public one.
+    fn merge(&self);
+}
+
 /// The state, shared by the sweeper and the write path (and, with
 /// several subnets, the federation it is a member of).
 #[derive(Clone)]
@@ -203,7 +210,7 @@ pub struct SharedState {
     state: Arc<Mutex<FabricState>>,
     /// The federation that merges what this state publishes
     /// ([`SharedState::join`]).
-    member_of: Arc<OnceLock<Weak<Federation>>>,
+    member_of: Arc<OnceLock<Weak<dyn Merges>>>,
 }
 
 impl SharedState {
@@ -244,8 +251,9 @@ impl SharedState {
     /// Publish as a member of `fed`: each driver that published into the
     /// member's cache merges the members then ([`Self::published`]).
     /// Once set, it stays.
-    pub fn join(&self, fed: &Arc<Federation>) {
-        let _ = self.member_of.set(Arc::downgrade(fed));
+    pub fn join<M: Merges + 'static>(&self, fed: &Arc<M>) {
+        let fed: Weak<dyn Merges> = Arc::downgrade(fed) as Weak<dyn Merges>;
+        let _ = self.member_of.set(fed);
     }
 
     /// What a driver (sweeper, write path, DOCA sampler) calls after it
