@@ -1,13 +1,16 @@
 //! The devices the simulator knows by kind, declared once: what their
-//! ports support. A node is recognised by its NodeInfo DeviceID (PCI
-//! device IDs of vendor 0x15b3 in the pci.ids database; Switch-IB's from
-//! rdma-core's `is_mlnx_ext_port_info_supported`) or, failing that, by a
-//! word of its NodeDescription. Every port of a recognised device
+//! ports support. A node is recognised by its NodeInfo VendorID and
+//! DeviceID (a switch by its ASIC family, [`ASIC_FAMILIES`], whose name is
+//! the kind's; an adapter by the PCI device IDs of vendor 0x15b3 in the
+//! pci.ids database) or, failing that, by a word of its NodeDescription. Every port of a recognised device
 //! supports, and has enabled, the widths and speeds of its kind (as a
 //! port out of the box does), so a topology that lists a link below them
 //! is a link that trained low. A node of no known kind keeps what its
 //! topology lines enabled, with supported not known.
 
+#[cfg(doc)]
+use crate::ib::xmit_wait::ASIC_FAMILIES;
+use crate::ib::xmit_wait::AsicFamily;
 use crate::ib::{LinkCaps, LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, Node, NodeType};
 
 /// One kind of device.
@@ -15,7 +18,8 @@ use crate::ib::{LinkCaps, LinkSpeed, LinkSpeeds, LinkWidth, LinkWidths, Node, No
 pub struct DeviceKind {
     pub name: &'static str,
     pub node_type: NodeType,
-    /// NodeInfo DeviceIDs.
+    /// NodeInfo DeviceIDs of an adapter (a switch's are its ASIC
+    /// family's, the family of the kind's name).
     pub device_ids: &'static [u16],
     /// Words of a NodeDescription that name it (case-insensitive).
     pub words: &'static [&'static str],
@@ -75,17 +79,17 @@ const fn wide(k: DeviceKind) -> DeviceKind {
 /// Every kind, the more specific words first (Quantum-2 before Quantum).
 #[rustfmt::skip]
 pub const KINDS: &[DeviceKind] = &[
-    kind("SwitchX", NodeType::Switch, &[0xc738], &["SwitchX"], W14, LinkSpeed::Fdr, true),
-    kind("Switch-IB", NodeType::Switch, &[0xcb20], &["SwitchIB", "Switch-IB", "MSB7700", "MSB7800"], W14, LinkSpeed::Edr, true),
-    kind("Switch-IB 2", NodeType::Switch, &[0xcf08], &["Switch-IB2", "SwitchIB-2", "MSB7790", "MSB7890"], W14, LinkSpeed::Edr, true),
+    kind("SwitchX", NodeType::Switch, &[], &["SwitchX"], W14, LinkSpeed::Fdr, true),
+    kind("Switch-IB", NodeType::Switch, &[], &["SwitchIB", "Switch-IB", "MSB7700", "MSB7800"], W14, LinkSpeed::Edr, true),
+    kind("Switch-IB 2", NodeType::Switch, &[], &["Switch-IB2", "SwitchIB-2", "MSB7790", "MSB7890"], W14, LinkSpeed::Edr, true),
     wide(DeviceKind {
         split: Some((W12, 129)),
-        ..kind("Quantum-2", NodeType::Switch, &[0xd2f2], &["Quantum-2", "Quantum2", "MQM9700", "MQM9790"], W124, LinkSpeed::Ndr, false)
+        ..kind("Quantum-2", NodeType::Switch, &[], &["Quantum-2", "Quantum2", "MQM9700", "MQM9790"], W124, LinkSpeed::Ndr, false)
     }),
-    wide(kind("Quantum-3", NodeType::Switch, &[0xd2f4], &["Quantum-3", "Quantum3", "X800", "Q3400", "Q3200"], W124, LinkSpeed::Xdr, false)),
+    wide(kind("Quantum-3", NodeType::Switch, &[], &["Quantum-3", "Quantum3", "X800", "Q3400", "Q3200"], W124, LinkSpeed::Xdr, false)),
     wide(DeviceKind {
         split: Some((W12, 80)),
-        ..kind("Quantum", NodeType::Switch, &[0xd2f0], &["Quantum", "MQM8700", "MQM8790"], W124, LinkSpeed::Hdr, true)
+        ..kind("Quantum", NodeType::Switch, &[], &["Quantum", "MQM8700", "MQM8790"], W124, LinkSpeed::Hdr, true)
     }),
     kind("ConnectX-3", NodeType::Ca, &[0x1003, 0x1007], &["ConnectX-3", "ConnectX3", "MT4099", "MT4103"], W14, LinkSpeed::Fdr, true),
     kind("Connect-IB", NodeType::Ca, &[0x1011], &["Connect-IB", "MT4113"], W14, LinkSpeed::Fdr, true),
@@ -101,10 +105,13 @@ impl DeviceKind {
     /// description; a kind is only ever a node of its own type.
     pub fn of(node: &Node) -> Option<&'static DeviceKind> {
         let mine = || KINDS.iter().filter(|k| k.node_type == node.id.node_type);
-        if node.id.device_id != 0
-            && let Some(k) = mine().find(|k| k.device_ids.contains(&node.id.device_id))
-        {
-            return Some(k);
+        if node.id.device_id != 0 {
+            let family = AsicFamily::of(node.id.vendor_id, node.id.device_id).map(|f| f.name);
+            if let Some(k) =
+                mine().find(|k| k.device_ids.contains(&node.id.device_id) || family == Some(k.name))
+            {
+                return Some(k);
+            }
         }
         let desc = node.id.description.to_ascii_lowercase();
         mine().find(|k| {
@@ -174,12 +181,19 @@ mod tests {
         );
         assert_eq!(kind("xdr01 ConnectX-8"), Some("ConnectX-8"));
         assert_eq!(kind("qdr-12x"), None);
+        // Each kind is known by a DeviceID: an adapter's own, a switch's
+        // through its ASIC family.
         for k in KINDS {
-            assert!(
-                !k.words.is_empty() && !k.device_ids.is_empty(),
-                "{}",
-                k.name
-            );
+            let ids = match k.node_type {
+                NodeType::Switch => {
+                    let f = crate::ib::xmit_wait::ASIC_FAMILIES
+                        .iter()
+                        .find(|f| f.name == k.name);
+                    f.map_or(0, |f| f.device_ids.len())
+                }
+                _ => k.device_ids.len(),
+            };
+            assert!(!k.words.is_empty() && ids > 0, "{}", k.name);
         }
     }
 

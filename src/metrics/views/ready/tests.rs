@@ -24,7 +24,9 @@ fn lost_link_shown(json: &[u8], (guid, port): (Guid, u8)) -> bool {
     r.unhealthy_links.rows.iter().any(|l| {
         let at = |e: &crate::metrics::status::End| e.guid == g && e.port == port;
         (at(&l.a) || l.b.as_ref().is_some_and(at))
-            && l.verdicts.iter().any(|v| v.condition == crate::ib::health::Condition::LinkLost)
+            && l.verdicts
+                .iter()
+                .any(|v| v.condition == crate::ib::health::Condition::LinkLost)
     })
 }
 
