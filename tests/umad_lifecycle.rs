@@ -71,8 +71,27 @@ fn exits_within(child: &mut Child, limit: Duration) -> Option<Duration> {
     None
 }
 
+/// How many times the fabric is frozen before the test gives up on
+/// freezing it mid-discovery: the freeze comes from outside, after the
+/// agent logs its open port, and discovery of this fabric takes tens of
+/// milliseconds, so on a loaded machine it can end first. Such a try
+/// proves nothing either way and is made again.
+const FREEZE_TRIES: usize = 5;
+
 #[test]
 fn sigterm_during_discovery_of_a_silent_fabric_exits_promptly() {
+    for attempt in 1..=FREEZE_TRIES {
+        if sigterm_while_frozen_mid_discovery() {
+            return;
+        }
+        eprintln!("try {attempt}: discovery ended before ibsim froze; trying again");
+    }
+    panic!("ibsim never froze before discovery ended, in {FREEZE_TRIES} tries");
+}
+
+/// One try: false when discovery ended before the fabric froze (nothing
+/// was tested), else the assertions hold.
+fn sigterm_while_frozen_mid_discovery() -> bool {
     let netdir = tempfile::Builder::new()
         .prefix("ibpm-ft-")
         .tempdir()
@@ -93,6 +112,15 @@ fn sigterm_during_discovery_of_a_silent_fabric_exits_promptly() {
         Duration::from_millis(10),
         || sim.stopped(),
     );
+    if fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("fabric discovered")
+    {
+        sim.signal("CONT");
+        let _ = agent.kill();
+        let _ = agent.wait();
+        return false;
+    }
     wait_log(&log, "discovering the fabric", Duration::from_secs(20));
     let ok = Command::new("kill")
         .args(["-TERM", &agent.id().to_string()])
@@ -124,6 +152,7 @@ fn sigterm_during_discovery_of_a_silent_fabric_exits_promptly() {
         took < Duration::from_secs(2),
         "agent took {took:?} to stop after SIGTERM"
     );
+    true
 }
 
 /// Node GUIDs in the agent's pmPortCountersTable, read through its built-in
