@@ -100,6 +100,25 @@ fn plane_every(
     }
 }
 
+/// The planes' sweepers tell the federation of each sweep, as the agent
+/// wires them; the rounds are counted.
+fn count_rounds<const N: usize>(
+    fed: &Arc<Federation>,
+    planes: [&mut Plane; N],
+) -> Arc<AtomicUsize> {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    fed.set_after_round(Box::new(move |_| {
+        r.fetch_add(1, Ordering::SeqCst);
+    }));
+    for p in planes {
+        let f = Arc::clone(fed);
+        p.sweeper
+            .set_after_publish(Box::new(move |_| f.member_swept()));
+    }
+    runs
+}
+
 fn two_planes() -> (Arc<Federation>, Plane, Plane) {
     let fed = Federation::new(Arc::new(Cache::new()));
     let a = plane(&fed, PLANE_A, 0, "plane-a");
@@ -174,19 +193,7 @@ fn the_snapshot_says_each_subnet_and_sums_the_sweeps() {
 #[test]
 fn the_evaluators_run_once_a_round() {
     let (fed, mut a, mut b) = two_planes();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&runs);
-    fed.set_after_round(Box::new(move |_| {
-        r.fetch_add(1, Ordering::SeqCst);
-    }));
-    let f = Arc::clone(&fed);
-    a.sweeper = a
-        .sweeper
-        .with_after_publish(Box::new(move |_| f.member_swept()));
-    let f = Arc::clone(&fed);
-    b.sweeper = b
-        .sweeper
-        .with_after_publish(Box::new(move |_| f.member_swept()));
+    let runs = count_rounds(&fed, [&mut a, &mut b]);
     a.sweeper.sweep_once();
     assert_eq!(runs.load(Ordering::SeqCst), 0, "plane b has not swept yet");
     b.sweeper.sweep_once();
@@ -289,15 +296,7 @@ fn a_subnet_that_never_sweeps_holds_no_round() {
     let interval = Duration::from_millis(100);
     let mut a = plane_every(&fed, PLANE_A, 0, "plane-a", interval);
     let _b = plane_every(&fed, PLANE_B, 1, "plane-b", interval);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&runs);
-    fed.set_after_round(Box::new(move |_| {
-        r.fetch_add(1, Ordering::SeqCst);
-    }));
-    let f = Arc::clone(&fed);
-    a.sweeper = a
-        .sweeper
-        .with_after_publish(Box::new(move |_| f.member_swept()));
+    let runs = count_rounds(&fed, [&mut a]);
     a.sweeper.sweep_once();
     assert_eq!(
         runs.load(Ordering::SeqCst),
