@@ -486,3 +486,38 @@ fn of_a_port_two_members_have_the_linked_record_is_the_joined_one() {
     assert!(std::ptr::eq(x.port(1).unwrap(), x_b1.port(1).unwrap()));
     assert!(std::ptr::eq(x.port(2).unwrap(), x_a.port(2).unwrap()));
 }
+
+/// Without a sweeper or a thread: a round is due once every member has
+/// swept since the last one, or a sweep interval after it when one is
+/// late (a member that never sweeps holds none).
+#[test]
+fn a_round_is_due_when_every_member_swept_or_one_is_an_interval_late() {
+    let t0 = Instant::now();
+    let snap = |sweep: u64, at: Option<u64>| {
+        Arc::new(Snapshot {
+            sweep,
+            taken: at.map(|s| t0 + Duration::from_secs(s)),
+            interval: Duration::from_secs(10),
+            ..Default::default()
+        })
+    };
+    let mut round = Round::default();
+    assert!(
+        !round.due(&[snap(1, Some(0)), snap(0, None)]),
+        "b has not swept"
+    );
+    assert!(!round.due(&[snap(2, Some(5)), snap(0, None)]));
+    assert!(
+        round.due(&[snap(2, Some(5)), snap(1, Some(6))]),
+        "both swept"
+    );
+    assert!(
+        !round.due(&[snap(3, Some(8)), snap(1, Some(6))]),
+        "b not again"
+    );
+    assert!(
+        round.due(&[snap(4, Some(16)), snap(1, Some(6))]),
+        "an interval after the last round"
+    );
+    assert!(!round.due(&[snap(4, Some(16)), snap(1, Some(6))]));
+}
