@@ -100,6 +100,25 @@ fn plane_every(
     }
 }
 
+/// The planes' sweepers tell the federation of each sweep, as the agent
+/// wires them; the rounds are counted.
+fn count_rounds<const N: usize>(
+    fed: &Arc<Federation>,
+    planes: [&mut Plane; N],
+) -> Arc<AtomicUsize> {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    fed.set_after_round(Box::new(move |_| {
+        r.fetch_add(1, Ordering::SeqCst);
+    }));
+    for p in planes {
+        let f = Arc::clone(fed);
+        p.sweeper
+            .set_after_publish(Box::new(move |_| f.member_swept()));
+    }
+    runs
+}
+
 fn two_planes() -> (Arc<Federation>, Plane, Plane) {
     let fed = Federation::new(Arc::new(Cache::new()));
     let a = plane(&fed, PLANE_A, 0, "plane-a");
@@ -174,19 +193,7 @@ fn the_snapshot_says_each_subnet_and_sums_the_sweeps() {
 #[test]
 fn the_evaluators_run_once_a_round() {
     let (fed, mut a, mut b) = two_planes();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&runs);
-    fed.set_after_round(Box::new(move |_| {
-        r.fetch_add(1, Ordering::SeqCst);
-    }));
-    let f = Arc::clone(&fed);
-    a.sweeper = a
-        .sweeper
-        .with_after_publish(Box::new(move |_| f.member_swept()));
-    let f = Arc::clone(&fed);
-    b.sweeper = b
-        .sweeper
-        .with_after_publish(Box::new(move |_| f.member_swept()));
+    let runs = count_rounds(&fed, [&mut a, &mut b]);
     a.sweeper.sweep_once();
     assert_eq!(runs.load(Ordering::SeqCst), 0, "plane b has not swept yet");
     b.sweeper.sweep_once();
@@ -289,15 +296,7 @@ fn a_subnet_that_never_sweeps_holds_no_round() {
     let interval = Duration::from_millis(100);
     let mut a = plane_every(&fed, PLANE_A, 0, "plane-a", interval);
     let _b = plane_every(&fed, PLANE_B, 1, "plane-b", interval);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&runs);
-    fed.set_after_round(Box::new(move |_| {
-        r.fetch_add(1, Ordering::SeqCst);
-    }));
-    let f = Arc::clone(&fed);
-    a.sweeper = a
-        .sweeper
-        .with_after_publish(Box::new(move |_| f.member_swept()));
+    let runs = count_rounds(&fed, [&mut a]);
     a.sweeper.sweep_once();
     assert_eq!(
         runs.load(Ordering::SeqCst),
@@ -486,4 +485,39 @@ fn of_a_port_two_members_have_the_linked_record_is_the_joined_one() {
     let x = &snap.nodes[0];
     assert!(std::ptr::eq(x.port(1).unwrap(), x_b1.port(1).unwrap()));
     assert!(std::ptr::eq(x.port(2).unwrap(), x_a.port(2).unwrap()));
+}
+
+/// Without a sweeper or a thread: a round is due once every member has
+/// swept since the last one, or a sweep interval after it when one is
+/// late (a member that never sweeps holds none).
+#[test]
+fn a_round_is_due_when_every_member_swept_or_one_is_an_interval_late() {
+    let t0 = Instant::now();
+    let snap = |sweep: u64, at: Option<u64>| {
+        Arc::new(Snapshot {
+            sweep,
+            taken: at.map(|s| t0 + Duration::from_secs(s)),
+            interval: Duration::from_secs(10),
+            ..Default::default()
+        })
+    };
+    let mut round = Round::default();
+    assert!(
+        !round.due(&[snap(1, Some(0)), snap(0, None)]),
+        "b has not swept"
+    );
+    assert!(!round.due(&[snap(2, Some(5)), snap(0, None)]));
+    assert!(
+        round.due(&[snap(2, Some(5)), snap(1, Some(6))]),
+        "both swept"
+    );
+    assert!(
+        !round.due(&[snap(3, Some(8)), snap(1, Some(6))]),
+        "b not again"
+    );
+    assert!(
+        round.due(&[snap(4, Some(16)), snap(1, Some(6))]),
+        "an interval after the last round"
+    );
+    assert!(!round.due(&[snap(4, Some(16)), snap(1, Some(6))]));
 }
