@@ -12,7 +12,7 @@ use common::{free_tcp_port, wait_until};
 use ibpm_agentx::app::{self, Backend, Shutdown};
 use ibpm_agentx::config::Config;
 use ibpm_agentx::ib::health::{Ack, Condition};
-use ibpm_agentx::ib::{Guid, NodeType, topology};
+use ibpm_agentx::ib::{Guid, topology};
 use ibpm_agentx::metrics::page::escape;
 use ibpm_agentx::sim::SimFabric;
 
@@ -70,21 +70,7 @@ fn a_new_sweep_an_acknowledgement_and_a_query_change_what_the_page_serves() {
 
     // A link between two switches lost: a later sweep's page shows it.
     let f = sim.fabric();
-    let switch = |g: Guid| {
-        f.node(g)
-            .is_some_and(|n| n.id.node_type == NodeType::Switch)
-    };
-    let (x, y) = f
-        .nodes
-        .iter()
-        .filter(|n| switch(n.id.guid))
-        .find_map(|n| {
-            n.ports.iter().find_map(|p| {
-                let peer = p.remote()?;
-                switch(peer.0).then_some(((n.id.guid, p.num), peer))
-            })
-        })
-        .expect("a link between two switches");
+    let (x, y) = common::health::switch_link(&f);
     assert!(sim.set_link(x.0, x.1, false));
     wait_until(
         "the lost link on the page",

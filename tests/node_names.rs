@@ -11,7 +11,7 @@ use common::health::get;
 use common::{PrivateSnmpd, SnmpTool, free_tcp_port, poll, wait_until};
 use ibpm_agentx::app::{self, Backend, Shutdown};
 use ibpm_agentx::config::Config;
-use ibpm_agentx::ib::{Guid, NodeType, topology};
+use ibpm_agentx::ib::{Guid, topology};
 use ibpm_agentx::sim::SimFabric;
 
 const NODE: &str = "1.3.6.1.3.117.1.5.1";
@@ -47,22 +47,7 @@ fn a_node_name_map_renames_nodes_in_the_mib_the_metrics_and_the_page() {
     let fabric = topology::default_fabric();
     // A link between two switches: named by the map, then taken down so
     // that the page names both ends.
-    let switch = |g: Guid| {
-        fabric
-            .node(g)
-            .is_some_and(|n| n.id.node_type == NodeType::Switch)
-    };
-    let (x, y) = fabric
-        .nodes
-        .iter()
-        .filter(|n| switch(n.id.guid))
-        .find_map(|n| {
-            n.ports.iter().find_map(|p| {
-                let peer = p.remote()?;
-                switch(peer.0).then_some(((n.id.guid, p.num), peer))
-            })
-        })
-        .expect("a link between two switches");
+    let (x, y) = common::health::switch_link(&fabric);
     let desc_x = fabric.node(x.0).unwrap().id.description.to_string();
     let map = dir.path().join("ib-node-name-map");
     std::fs::write(
