@@ -647,3 +647,20 @@ fn the_same_fabric_is_evaluated_in_place() {
     assert_eq!(flaps(&r, 0x103), 3);
     assert_ne!(r.mask(2, 1) & Condition::Flapping.bit(), 0);
 }
+
+/// The state file's bytes are made in one buffer of their size, nothing
+/// copied beside them.
+#[test]
+fn the_state_file_is_encoded_in_one_buffer_of_its_size() {
+    let mut r = Run::new(Fab::new(8, 4));
+    for _ in 0..3 {
+        r.fab.count(0, 1, LD, 1, 10.0);
+        r.fab.count(2, 3, LD, 1, 10.0);
+        r.sweep();
+    }
+    let bytes = state::encode(&r.ev);
+    assert_eq!(bytes.capacity(), bytes.len());
+    let saved = state::decode(&bytes).unwrap();
+    assert_eq!(saved.entries.len(), 4, "both ends of both links");
+    assert_eq!(saved.ports.len(), 32);
+}
