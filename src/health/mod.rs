@@ -299,6 +299,20 @@ impl Evaluator {
         self.ports.len()
     }
 
+    /// The snapshot has the nodes the evaluator keeps, in the same order,
+    /// each with the same ports: its state can be moved on in place.
+    fn same_layout(&self, snap: &Snapshot) -> bool {
+        self.nodes.len() == snap.nodes.len()
+            && self.nodes.iter().zip(&snap.nodes).all(|(m, node)| {
+                let len = node.port_count().min(usize::from(u8::MAX));
+                let mine = self.node_ports(m);
+                m.guid == node.id.guid
+                    && usize::from(m.len) == len
+                    && mine.len() == len
+                    && mine.iter().zip(node.ports()).all(|(m, p)| m.num == p.num())
+            })
+    }
+
     fn node_ports(&self, n: &NodeMem) -> &[PortMem] {
         let start = n.start as usize;
         self.ports
@@ -347,20 +361,44 @@ impl Evaluator {
         let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
         let mut seen: Vec<Seen> = Vec::new();
         let mut misses: Vec<(Guid, u8, u8)> = Vec::new();
-        let total: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
-        let mut nodes: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
-        let mut ports: Vec<PortMem> = Vec::with_capacity(total);
+        // The same nodes and ports as last time (every sweep but those
+        // after a rediscovery changed them): their state is moved on in
+        // place, so no second copy of it is made each sweep.
+        let in_place = self.same_layout(snap);
+        let (mut nodes, mut ports) = if in_place {
+            (
+                std::mem::take(&mut self.nodes),
+                std::mem::take(&mut self.ports),
+            )
+        } else {
+            let total: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
+            (
+                Vec::with_capacity(snap.nodes.len()),
+                Vec::with_capacity(total),
+            )
+        };
         let mut old = 0;
-        for node in &snap.nodes {
+        for (ni, node) in snap.nodes.iter().enumerate() {
             let guid = node.id.guid;
-            while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
-                old += 1;
-            }
-            let prev = self.nodes.get(old).filter(|m| m.guid == guid).copied();
-            let before = prev.map_or(&[][..], |m| self.node_ports(&m));
+            let prev = if in_place {
+                Some(nodes[ni])
+            } else {
+                while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
+                    old += 1;
+                }
+                self.nodes.get(old).filter(|m| m.guid == guid).copied()
+            };
+            let before = match prev {
+                Some(m) if !in_place => self.node_ports(&m),
+                _ => &[][..],
+            };
             let mut mem = NodeMem {
                 guid,
-                start: ports.len() as u32,
+                start: if in_place {
+                    nodes[ni].start
+                } else {
+                    ports.len() as u32
+                },
                 len: node.port_count().min(usize::from(u8::MAX)) as u8,
                 ..prev.unwrap_or_default()
             };
@@ -379,7 +417,9 @@ impl Evaluator {
                     .all(|(m, p)| m.num == p.num());
             let rule = node.tick_rule();
             for (i, p) in node.ports().take(usize::from(mem.len)).enumerate() {
-                let mut m = if same {
+                let mut m = if in_place {
+                    ports[mem.start as usize + i]
+                } else if same {
                     before[i]
                 } else {
                     before
@@ -393,9 +433,17 @@ impl Evaluator {
                 } else {
                     m.flaps = shifted(m.flaps, step.shift);
                 }
-                ports.push(m);
+                if in_place {
+                    ports[mem.start as usize + i] = m;
+                } else {
+                    ports.push(m);
+                }
             }
-            nodes.push(mem);
+            if in_place {
+                nodes[ni] = mem;
+            } else {
+                nodes.push(mem);
+            }
         }
         self.nodes = nodes;
         self.ports = ports;

@@ -90,16 +90,22 @@ fn shift_node(n: &mut NodeVerdict, d: i64) {
 /// The state file's bytes for what `eval` holds (its times as wall-clock
 /// milliseconds).
 pub fn encode(eval: &Evaluator) -> Vec<u8> {
-    let ports: Vec<(Guid, &PortMem)> = eval
-        .nodes
-        .iter()
-        .flat_map(|n| eval.node_ports(n).iter().map(move |p| (n.guid, p)))
-        .filter(|(_, p)| p.flags & EVER_ACTIVE != 0)
-        .take(MAX_PORTS)
-        .collect();
-    let mut out = FILE.start(12 + ports.len() * PORT_LEN);
-    out.extend_from_slice(&(ports.len() as u32).to_le_bytes());
-    for (guid, p) in ports {
+    // Each part read where it is (nothing copied beside the file's
+    // bytes), the buffer taken once at the file's size.
+    let ports = || {
+        eval.nodes
+            .iter()
+            .flat_map(|n| eval.node_ports(n).iter().map(move |p| (n.guid, p)))
+            .filter(|(_, p)| p.flags & EVER_ACTIVE != 0)
+            .take(MAX_PORTS)
+    };
+    let port_count = ports().count();
+    let entries = &eval.entries[..eval.entries.len().min(MAX_PORTS)];
+    let nodes = &eval.node_entries[..eval.node_entries.len().min(MAX_PORTS)];
+    let mut out =
+        FILE.start(12 + port_count * PORT_LEN + entries.len() * ENTRY_LEN + nodes.len() * NODE_LEN);
+    out.extend_from_slice(&(port_count as u32).to_le_bytes());
+    for (guid, p) in ports() {
         out.extend_from_slice(&guid.0.to_le_bytes());
         out.push(p.num);
         out.push(p.flags & KEPT_FLAGS);
@@ -107,9 +113,9 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&peer.0.to_le_bytes());
         out.push(port);
     }
-    let entries: Vec<PortVerdict> = eval.entries.iter().take(MAX_PORTS).cloned().collect();
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-    for mut e in entries {
+    for e in entries {
+        let mut e = e.clone();
         shift_entry(&mut e, eval.offset);
         out.extend_from_slice(&e.guid.0.to_le_bytes());
         out.push(e.port);
@@ -128,9 +134,9 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&e.last_flap.unwrap_or(0).to_le_bytes());
         out.extend_from_slice(&e.last_change.to_le_bytes());
     }
-    let nodes: Vec<NodeVerdict> = eval.node_entries.iter().take(MAX_PORTS).copied().collect();
     out.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
-    for mut n in nodes {
+    for n in nodes {
+        let mut n = *n;
         shift_node(&mut n, eval.offset);
         out.extend_from_slice(&n.guid.0.to_le_bytes());
         out.push(n.missed);

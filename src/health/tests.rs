@@ -616,3 +616,51 @@ fn a_state_file_of_another_fabric_leaves_no_verdict_standing_past_the_recovery_w
     );
     assert!(last.unhealthy().next().is_none(), "{:?}", last.ports);
 }
+
+/// A sweep of the same nodes and ports moves their state on where it is
+/// (no second copy of every port's state each sweep); a rediscovery that
+/// changed the nodes keeps each remaining port's state by GUID and number.
+#[test]
+fn the_same_fabric_is_evaluated_in_place() {
+    let mut r = Run::new(Fab::new(4, 2));
+    let flap = |r: &mut Run, up: bool| {
+        r.fab.set_state(2, 1, up);
+        r.fab.set_state(3, 1, up);
+        let at = r.ev.ports.as_ptr();
+        r.sweep();
+        assert_eq!(r.ev.ports.as_ptr(), at, "the ports' state not copied");
+    };
+    for _ in 0..3 {
+        flap(&mut r, false);
+        flap(&mut r, true);
+    }
+    assert_ne!(r.mask(2, 1) & Condition::Flapping.bit(), 0);
+    let flaps = |r: &Run, guid: u64| {
+        let n = r.ev.nodes.iter().find(|n| n.guid == Guid(guid)).unwrap();
+        r.ev.node_ports(n)[0].flaps_in_window()
+    };
+    assert_eq!(flaps(&r, 0x102), 3);
+    r.fab.nodes.drain(0..2);
+    r.sweep();
+    assert_eq!(r.ev.ports(), 4);
+    assert_eq!(flaps(&r, 0x102), 3, "kept across the rediscovery");
+    assert_eq!(flaps(&r, 0x103), 3);
+    assert_ne!(r.mask(2, 1) & Condition::Flapping.bit(), 0);
+}
+
+/// The state file's bytes are made in one buffer of their size, nothing
+/// copied beside them.
+#[test]
+fn the_state_file_is_encoded_in_one_buffer_of_its_size() {
+    let mut r = Run::new(Fab::new(8, 4));
+    for _ in 0..3 {
+        r.fab.count(0, 1, LD, 1, 10.0);
+        r.fab.count(2, 3, LD, 1, 10.0);
+        r.sweep();
+    }
+    let bytes = state::encode(&r.ev);
+    assert_eq!(bytes.capacity(), bytes.len());
+    let saved = state::decode(&bytes).unwrap();
+    assert_eq!(saved.entries.len(), 4, "both ends of both links");
+    assert_eq!(saved.ports.len(), 32);
+}
