@@ -8,12 +8,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ibpm_agentx::edge::Gate;
 use ibpm_agentx::edge::head::{accepts_gzip, basic_credentials, collect_params};
-use ibpm_agentx::edge::{Gate, Limits};
+use ibpm_agentx::metrics::MetricsSettings;
 use ibpm_agentx::metrics::decide::{Head, decide};
 use ibpm_agentx::metrics::render::Format;
 use ibpm_agentx::metrics::web::WebConfig;
-use ibpm_agentx::metrics::{Collectors, MetricsSettings};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -29,14 +29,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = basic_credentials(&h);
     }
     let (method, path, timeout) = (text(parts.next()), text(parts.next()), text(parts.next()));
-    let settings = MetricsSettings {
-        listen: ([127, 0, 0, 1], 0).into(),
-        sources: vec!["127.0.0.0/8".parse().unwrap()],
-        path: "/metrics".into(),
-        web_config: None,
-        collectors: Collectors::defaults(),
-        limits: Limits::default(),
-    };
+    let settings = MetricsSettings::on(
+        ([127, 0, 0, 1], 0).into(),
+        vec!["127.0.0.0/8".parse().unwrap()],
+    );
     let mut gate = Gate::new(settings.sources.clone(), 10, 20);
     let head = Head {
         method: &method,
@@ -49,7 +45,14 @@ fuzz_target!(|data: &[u8]| {
     let t = Instant::now();
     for i in 0..3 {
         let at = t + Duration::from_millis(i * 50);
-        let _ = decide(&head, [127, 0, 0, 1].into(), at, &mut gate, i == 0, &settings);
+        let _ = decide(
+            &head,
+            [127, 0, 0, 1].into(),
+            at,
+            &mut gate,
+            i == 0,
+            &settings,
+        );
     }
     if let Ok(yaml) = std::str::from_utf8(parts.next().unwrap_or(&[])) {
         // Paths it names are looked up under a directory that does not exist.

@@ -61,7 +61,7 @@ impl Default for MetricsSection {
             listen: None,
             sources: Network::loopback(),
             web_config: None,
-            path: "/metrics".into(),
+            path: crate::metrics::DEFAULT_PATH.into(),
             collectors: Collectors::defaults(),
             max_connections: l.connections,
             max_connections_per_network: l.per_network,

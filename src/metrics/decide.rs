@@ -134,16 +134,15 @@ mod tests {
 
     fn settings() -> MetricsSettings {
         MetricsSettings {
-            listen: ([127, 0, 0, 1], 0).into(),
-            sources: vec!["10.0.0.0/8".parse().unwrap()],
-            path: "/metrics".into(),
-            web_config: None,
-            collectors: Collectors::defaults(),
             limits: Limits {
                 rate: 1,
                 burst: 2,
                 ..Limits::default()
             },
+            ..MetricsSettings::on(
+                ([127, 0, 0, 1], 0).into(),
+                vec!["10.0.0.0/8".parse().unwrap()],
+            )
         }
     }
 

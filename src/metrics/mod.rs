@@ -63,6 +63,25 @@ pub struct MetricsSettings {
     pub limits: Limits,
 }
 
+impl MetricsSettings {
+    /// The endpoint on `listen` for `sources`, the rest as the `[metrics]`
+    /// section's defaults have it (the exposition at `/metrics`, no web
+    /// configuration, the default collectors and limits).
+    pub fn on(listen: SocketAddr, sources: Vec<Network>) -> MetricsSettings {
+        MetricsSettings {
+            listen,
+            sources,
+            path: DEFAULT_PATH.into(),
+            web_config: None,
+            collectors: Collectors::defaults(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Where the exposition is served unless `[metrics] path` says otherwise.
+pub const DEFAULT_PATH: &str = "/metrics";
+
 /// The endpoint's own counters, shown in the `agent` collector.
 #[derive(Debug, Default)]
 pub struct HttpCounters {

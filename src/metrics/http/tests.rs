@@ -5,9 +5,7 @@ use std::net::TcpStream;
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::edge::Limits;
 use crate::fabric::cache::Snapshot;
-use crate::metrics::Collectors;
 
 /// A year ahead of the system's wall clock.
 const AHEAD: Duration = Duration::from_secs(365 * 86_400);
@@ -36,14 +34,10 @@ fn the_report_is_stamped_on_the_clock_the_edge_is_given() {
         interval: Duration::from_secs(10),
         ..Default::default()
     });
-    let settings = MetricsSettings {
-        listen: ([127, 0, 0, 1], 0).into(),
-        sources: vec!["127.0.0.0/8".parse().unwrap()],
-        path: "/metrics".into(),
-        web_config: None,
-        collectors: Collectors::defaults(),
-        limits: Limits::default(),
-    };
+    let settings = MetricsSettings::on(
+        ([127, 0, 0, 1], 0).into(),
+        vec!["127.0.0.0/8".parse().unwrap()],
+    );
     let h = serve(
         settings,
         WebConfig::default(),
