@@ -218,6 +218,11 @@ impl Log {
         self.lock().summaries.iter().copied().collect()
     }
 
+    /// The last sweep summarized, without copying the others.
+    pub fn last_summary(&self) -> Option<Summary> {
+        self.lock().summaries.last().copied()
+    }
+
     /// Events written since the start, by kind.
     pub fn counts(&self) -> [u64; KIND_COUNT] {
         self.lock().ring.counts()

@@ -68,6 +68,11 @@ impl Summaries {
         self.0.iter()
     }
 
+    /// The latest sweep's.
+    pub fn last(&self) -> Option<&Summary> {
+        self.0.back()
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

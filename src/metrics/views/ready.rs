@@ -65,7 +65,7 @@ impl LogMark {
     fn of(log: Option<&Log>) -> LogMark {
         log.map_or_else(LogMark::default, |l| LogMark {
             written: l.counts().iter().sum(),
-            last: l.summaries().last().copied(),
+            last: l.last_summary(),
         })
     }
 }
