@@ -72,14 +72,25 @@ pub fn answer(
         let d = plan_diff::diff_report(&snap.plan, plan_diff::MAX_ROWS);
         return Ok((JSON_TYPE, plan_diff::render_json(&d)));
     }
-    let r = report(snap, now_ms, now, &q);
+    let (page, json) = report_views(snap, &q, metrics, (now_ms, now), events);
     Ok(match view {
-        View::Page => (
-            PAGE_TYPE,
-            page(&r, &q, snap, metrics, now_ms, events).into_bytes(),
-        ),
-        _ => (JSON_TYPE, super::health_api::render(&r)),
+        View::Page => (PAGE_TYPE, page.into_bytes()),
+        _ => (JSON_TYPE, json),
     })
+}
+
+/// The two views of one report of `snap` as `q` asks: the status page
+/// and `/api/health`'s JSON (the endpoint keeps both, [`ready`]).
+pub fn report_views(
+    snap: &Snapshot,
+    q: &Query,
+    metrics: &str,
+    (now_ms, now): (u64, Instant),
+    events: Option<&crate::events::Log>,
+) -> (String, Vec<u8>) {
+    let r = report(snap, now_ms, now, q);
+    let json = super::health_api::render(&r);
+    (page(&r, q, snap, metrics, now_ms, events), json)
 }
 
 /// The content type of the status page.

@@ -30,8 +30,7 @@ use crate::events::{Log, Summary};
 use crate::fabric::cache::{Cache, Snapshot};
 use crate::ib::cabling::PlanVerdicts;
 use crate::ib::health::Verdicts;
-use crate::metrics::health_api;
-use crate::metrics::status::{Query, report};
+use crate::metrics::status::Query;
 use crate::time::Clock;
 
 /// Queries kept at most; past it the one asked the longest ago goes.
@@ -236,16 +235,15 @@ impl Ready {
         if let Some(m) = slot.fresh(&key, now) {
             return (m, false);
         }
-        let q = &slot.query;
         let now_ms = crate::time::unix_ms(self.clock.wall());
         let events = self.events.as_deref();
-        let r = report(&snap, now_ms, now, q);
-        let page = super::page(&r, q, &snap, &self.metrics, now_ms, events);
+        let (page, json) =
+            super::report_views(&snap, &slot.query, &self.metrics, (now_ms, now), events);
         let made = Arc::new(Made {
             key,
             until: now + max_age(&snap),
             page: Bytes::from(page),
-            json: Bytes::from(health_api::render(&r)),
+            json: Bytes::from(json),
         });
         self.reports.fetch_add(1, Ordering::Relaxed);
         *lock(&slot.made) = Some(Arc::clone(&made));

@@ -5,6 +5,7 @@ use super::*;
 use crate::events::{Bounds, Kind, New};
 use crate::ib::Guid;
 use crate::ib::health::{Ack, Condition};
+use crate::metrics::health_api;
 use crate::metrics::tests::{Unhealthy, unhealthy};
 
 /// The views of the fixture's cache on its virtual clock.
