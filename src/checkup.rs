@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::app::Stacks;
 use crate::app::{Shutdown, open_backend};
@@ -348,9 +348,13 @@ impl Offline {
         self.stacks.sweep_once();
     }
 
-    /// The first subnet's sweeper clock.
-    pub fn clock(&self) -> Option<&crate::time::Clock> {
-        self.stacks.clock()
+    /// The sweepers' clock (the first subnet's): what the evaluators and
+    /// the report are given.
+    pub fn clock(&self) -> crate::time::Clock {
+        self.stacks
+            .clock()
+            .cloned()
+            .unwrap_or_else(crate::time::Clock::system)
     }
 }
 
@@ -362,10 +366,8 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
     let mut off = Offline::open(cfg, rates)?;
     // The agent's driver of the evaluator, with no state file, on the
     // sweeper's clock.
-    let mut watch = Watch::new(cfg.health(), None);
-    if let Some(c) = off.clock() {
-        watch = watch.with_clock(c.clone());
-    }
+    let clock = off.clock();
+    let mut watch = Watch::new(cfg.health(), None).with_clock(clock.clone());
     let cache = Arc::clone(&off.cache);
     let mut judge = |off: &mut Offline| {
         off.sweep_once();
@@ -376,12 +378,8 @@ pub fn sweep(cfg: &Config, rates: Option<Duration>, q: &Query) -> Result<Report,
         std::thread::sleep(r);
         judge(&mut off);
     }
-    Ok(report(
-        &cache.load(),
-        wall_ms(SystemTime::now()),
-        Instant::now(),
-        q,
-    ))
+    let (now, wall) = clock.both();
+    Ok(report(&cache.load(), wall_ms(wall), now, q))
 }
 
 /// A line of counts by title: `what: title n, title n`, each title

@@ -7,7 +7,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::SystemTime;
 
 use super::{Remote, get};
 use crate::cabling::compare::{CompareConfig, Comparison};
@@ -43,7 +42,7 @@ pub fn sweep(cfg: &Config, plan: &Plan, compare: CompareConfig) -> Result<DiffRe
     let cache = &off.cache;
     let mut cmp = Comparison::new(compare, Some(plan));
     let o = cmp
-        .evaluate(&cache.load(), wall_ms(SystemTime::now()))
+        .evaluate(&cache.load(), wall_ms(off.clock().wall()))
         .ok_or("the sweep published nothing to compare")?;
     Ok(plan_diff::diff_report(&o.verdicts, plan_diff::MAX_ROWS))
 }
