@@ -402,7 +402,7 @@ pub fn text(r: &Report) -> String {
     let _ = writeln!(
         o,
         "{} · ibpm-agentx {} · {}",
-        Escaped(&r.status.to_uppercase()),
+        Escaped(&r.status.name().to_uppercase()),
         Escaped(&a.version),
         Escaped(&r.generated)
     );

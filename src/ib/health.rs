@@ -145,15 +145,6 @@ impl Condition {
     }
 }
 
-/// A condition reads as its name ([`ConditionDef::name`]) wherever text is
-/// wanted.
-impl std::ops::Deref for Condition {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.name()
-    }
-}
-
 /// In JSON a condition is its name.
 impl serde::Serialize for Condition {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

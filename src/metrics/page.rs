@@ -83,14 +83,14 @@ pub fn render_with(r: &Report, q: &Query, metrics: &str, more: impl FnOnce(&mut 
          <link rel=\"icon\" href=\"data:,\">\
          <title>ibpm-agentx: {}</title><style>{STYLE}</style></head><body>\n",
         refresh_secs(r),
-        escape(&r.status)
+        escape(r.status.name())
     );
     let _ = write!(
         o,
         "<h1>InfiniBand fabric <span class=\"badge {0}\" id=\"status\">{0}</span></h1>\n\
          <p class=\"mute\">ibpm-agentx {1} &middot; {2} &middot; <a href=\"api/health{3}\">JSON</a> \
          &middot; <a href=\"{4}\">metrics</a></p>\n",
-        escape(&r.status),
+        escape(r.status.name()),
         escape(&r.agent.version),
         escape(&r.generated),
         if qs.is_empty() {
@@ -317,7 +317,7 @@ fn counts(o: &mut String, r: &Report) {
         let _ = write!(
             o,
             "<span class=\"c {}{}\">{} {}</span>",
-            escape(&c.condition),
+            escape(c.condition.name()),
             if c.ports == 0 { " zero" } else { "" },
             escape(&c.title),
             c.ports
@@ -410,7 +410,7 @@ fn links(o: &mut String, r: &Report, id: &str, title: &str, s: &Section<LinkRow>
             let _ = write!(
                 o,
                 "<span class=\"c {}{}\" title=\"since {}\">{} &middot; {} ago &middot; {}&times;{}</span>",
-                escape(&v.condition),
+                escape(v.condition.name()),
                 if v.holding { "" } else { " rec" },
                 escape(&v.since),
                 escape(&v.title),

@@ -248,14 +248,6 @@ impl Status {
     }
 }
 
-/// A status reads as its name wherever text is wanted.
-impl std::ops::Deref for Status {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.name()
-    }
-}
-
 /// The agent itself.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agent {
