@@ -313,6 +313,49 @@ impl Evaluator {
             })
     }
 
+    /// Lay the state out as `snap` has its nodes and ports, each node
+    /// keeping its state by GUID and each port by number (rediscovery may
+    /// change a node's ports); a new one starts afresh.
+    fn lay_out(&mut self, snap: &Snapshot) {
+        let total: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
+        let mut nodes: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
+        let mut ports: Vec<PortMem> = Vec::with_capacity(total);
+        let mut old = 0;
+        for node in &snap.nodes {
+            let guid = node.id.guid;
+            while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
+                old += 1;
+            }
+            let prev = self.nodes.get(old).filter(|m| m.guid == guid).copied();
+            let before = prev.map_or(&[][..], |m| self.node_ports(&m));
+            let len = node.port_count().min(usize::from(u8::MAX));
+            nodes.push(NodeMem {
+                guid,
+                start: ports.len() as u32,
+                len: len as u8,
+                ..prev.unwrap_or_default()
+            });
+            let same = before.len() == len
+                && before
+                    .iter()
+                    .zip(node.ports())
+                    .all(|(m, p)| m.num == p.num());
+            for (i, p) in node.ports().take(len).enumerate() {
+                ports.push(if same {
+                    before[i]
+                } else {
+                    before
+                        .iter()
+                        .find(|m| m.num == p.num())
+                        .copied()
+                        .unwrap_or(PortMem::new(p.num()))
+                });
+            }
+        }
+        self.nodes = nodes;
+        self.ports = ports;
+    }
+
     fn node_ports(&self, n: &NodeMem) -> &[PortMem] {
         let start = n.start as usize;
         self.ports
@@ -361,88 +404,32 @@ impl Evaluator {
         let window = (1u64 << self.cfg.unresponsive_of.min(MAX_UNRESPONSIVE_OF)) - 1;
         let mut seen: Vec<Seen> = Vec::new();
         let mut misses: Vec<(Guid, u8, u8)> = Vec::new();
-        // The same nodes and ports as last time (every sweep but those
-        // after a rediscovery changed them): their state is moved on in
-        // place, so no second copy of it is made each sweep.
-        let in_place = self.same_layout(snap);
-        let (mut nodes, mut ports) = if in_place {
-            (
-                std::mem::take(&mut self.nodes),
-                std::mem::take(&mut self.ports),
-            )
-        } else {
-            let total: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
-            (
-                Vec::with_capacity(snap.nodes.len()),
-                Vec::with_capacity(total),
-            )
-        };
-        let mut old = 0;
-        for (ni, node) in snap.nodes.iter().enumerate() {
-            let guid = node.id.guid;
-            let prev = if in_place {
-                Some(nodes[ni])
-            } else {
-                while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
-                    old += 1;
-                }
-                self.nodes.get(old).filter(|m| m.guid == guid).copied()
-            };
-            let before = match prev {
-                Some(m) if !in_place => self.node_ports(&m),
-                _ => &[][..],
-            };
-            let mut mem = NodeMem {
-                guid,
-                start: if in_place {
-                    nodes[ni].start
-                } else {
-                    ports.len() as u32
-                },
-                len: node.port_count().min(usize::from(u8::MAX)) as u8,
-                ..prev.unwrap_or_default()
-            };
+        // The state laid out as the snapshot has its nodes and ports: as
+        // it was, but after a rediscovery changed them. Each sweep then
+        // moves it on in place, so no second copy of it is made.
+        if !self.same_layout(snap) {
+            self.lay_out(snap);
+        }
+        let (mut nodes, mut ports) = (
+            std::mem::take(&mut self.nodes),
+            std::mem::take(&mut self.ports),
+        );
+        for (node, mem) in snap.nodes.iter().zip(nodes.iter_mut()) {
             if fabric_answered && !Snapshot::node_unswept(swept, node) {
                 let missed = u32::from(node.failed_sweeps > 0);
                 mem.misses = (((u64::from(mem.misses) << 1) | u64::from(missed)) & window) as u32;
                 mem.counted = mem.counted.saturating_add(1).min(self.cfg.unresponsive_of);
-                misses.push((guid, mem.misses.count_ones() as u8, mem.counted));
+                misses.push((node.id.guid, mem.misses.count_ones() as u8, mem.counted));
             }
-            // The ports as the record has them, each with its state (kept
-            // by number: rediscovery may change a node's ports).
-            let same = before.len() == node.port_count()
-                && before
-                    .iter()
-                    .zip(node.ports())
-                    .all(|(m, p)| m.num == p.num());
             let rule = node.tick_rule();
-            for (i, p) in node.ports().take(usize::from(mem.len)).enumerate() {
-                let mut m = if in_place {
-                    ports[mem.start as usize + i]
-                } else if same {
-                    before[i]
-                } else {
-                    before
-                        .iter()
-                        .find(|m| m.num == p.num())
-                        .copied()
-                        .unwrap_or(PortMem::new(p.num()))
-                };
+            let start = mem.start as usize;
+            let mine = &mut ports[start..start + usize::from(mem.len)];
+            for (m, p) in mine.iter_mut().zip(node.ports()) {
                 if node.reachable {
-                    seen.extend(self.port(node, &mut m, p, &rule, &step));
+                    seen.extend(self.port(node, m, p, &rule, &step));
                 } else {
                     m.flaps = shifted(m.flaps, step.shift);
                 }
-                if in_place {
-                    ports[mem.start as usize + i] = m;
-                } else {
-                    ports.push(m);
-                }
-            }
-            if in_place {
-                nodes[ni] = mem;
-            } else {
-                nodes.push(mem);
             }
         }
         self.nodes = nodes;
