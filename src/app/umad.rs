@@ -18,7 +18,7 @@ use super::subnets::{LookPorts, PortsProbe, ReadSm};
 use super::{AppError, Shutdown};
 use crate::config::Config;
 use crate::fabric::discover::{
-    DiscoverError, DiscoverOptions, SubnetRead, discover_with_stats, read_subnet,
+    DiscoverError, DiscoverOptions, SmMap, SubnetRead, discover_with_stats, read_subnet,
 };
 use crate::fabric::local::{FailoverMachine, NO_MASTER_GRACE, Seen, Wanted, group};
 use crate::ib::subnet::{LocalPort, SubnetView};
@@ -199,7 +199,12 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
             index,
             machine: Arc::clone(&machine),
             look: look_ports(root.clone()),
-            read_sm: read_sm(ports.clone(), smps.clone(), fabric.clone(), dopts.clone()),
+            read_sm: read_sm(
+                ports.clone(),
+                smps.clone(),
+                SmMap::of(&fabric),
+                dopts.clone(),
+            ),
             ports: ports.clone(),
             choice: choice.clone(),
             clock: Clock::system(),
@@ -272,7 +277,7 @@ fn look_ports(root: String) -> LookPorts {
 /// `smps`), along the routes of `known`. A read that would wait on a
 /// rediscovery holding the handle, or whose SMPs fail, is not made: it
 /// says nothing of the SM.
-fn read_sm(ports: Vec<LocalPort>, smps: Vec<Smp>, known: Fabric, opts: DiscoverOptions) -> ReadSm {
+fn read_sm(ports: Vec<LocalPort>, smps: Vec<Smp>, known: SmMap, opts: DiscoverOptions) -> ReadSm {
     Box::new(move |port| {
         let i = ports.iter().position(|p| p == port)?;
         let mut smp = smps[i].try_lock().ok()?;
@@ -370,7 +375,7 @@ fn open_port(
             "some nodes have no LID and cannot be swept"
         );
     }
-    let read = match read_subnet(&mut smp, &fabric, &dopts) {
+    let read = match read_subnet(&mut smp, &SmMap::of(&fabric), &dopts) {
         Ok(r) => r,
         Err(DiscoverError::Cancelled) => return Err(AppError::Cancelled),
         Err(e) => {

@@ -30,7 +30,7 @@ use crate::time::Clock;
 
 mod sm;
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
-pub use sm::{SubnetRead, read_subnet};
+pub use sm::{SmMap, SubnetRead, read_subnet};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
 pub fn smp_addr() -> MadAddr {
@@ -437,39 +437,73 @@ fn local_node_info(
     local.0.ok_or(DiscoverError::NoAnswer(NoAnswer::NoReply))
 }
 
+/// What the search for directed routes reads of a topology: the
+/// discovered [`Fabric`], or the compact [`SmMap`] kept between reads of a
+/// subnet's SMs.
+pub(crate) trait Links {
+    /// The node's place, by GUID.
+    fn find(&self, guid: Guid) -> Option<usize>;
+    fn guid_at(&self, i: usize) -> Guid;
+    fn is_switch(&self, i: usize) -> bool;
+    /// Each cabled port of the node: its number and the node at the far end.
+    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)>;
+}
+
+impl Links for Fabric {
+    fn find(&self, guid: Guid) -> Option<usize> {
+        self.nodes.binary_search_by_key(&guid, |n| n.id.guid).ok()
+    }
+
+    fn guid_at(&self, i: usize) -> Guid {
+        self.nodes[i].id.guid
+    }
+
+    fn is_switch(&self, i: usize) -> bool {
+        self.nodes[i].id.node_type == NodeType::Switch
+    }
+
+    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
+        self.nodes[i]
+            .ports
+            .iter()
+            .filter_map(|p| p.remote().map(|(g, _)| (p.num, g)))
+    }
+}
+
 /// Directed routes (the ports to leave by) from the local node to every
 /// node of `fabric` it reaches through its links: breadth first, through
 /// switches only (and out of the local node by `local_port` when it is a
 /// channel adapter), at most `max_hops` long.
 fn routes_from(
-    fabric: &Fabric,
+    fabric: &impl Links,
     local: Guid,
     local_port: u8,
     max_hops: usize,
 ) -> HashMap<Guid, Vec<u8>> {
     let mut routes = HashMap::new();
-    let Some(start) = fabric.node(local) else {
+    let Some(start) = fabric.find(local) else {
         return routes;
     };
     routes.insert(local, Vec::new());
     let mut queue = std::collections::VecDeque::from([start]);
     while let Some(n) = queue.pop_front() {
-        let path = routes[&n.id.guid].clone();
-        let is_local = n.id.guid == local;
-        if path.len() >= max_hops || (n.id.node_type != NodeType::Switch && !is_local) {
+        let guid = fabric.guid_at(n);
+        let path = routes[&guid].clone();
+        let is_local = guid == local;
+        let switch = fabric.is_switch(n);
+        if path.len() >= max_hops || (!switch && !is_local) {
             continue;
         }
-        for p in &n.ports {
-            if is_local && n.id.node_type != NodeType::Switch && p.num != local_port {
+        for (num, rg) in fabric.links(n) {
+            if is_local && !switch && num != local_port {
                 continue;
             }
-            let Some((rg, _)) = p.remote() else { continue };
             if routes.contains_key(&rg) {
                 continue;
             }
-            let Some(r) = fabric.node(rg) else { continue };
+            let Some(r) = fabric.find(rg) else { continue };
             let mut next = path.clone();
-            next.push(p.num);
+            next.push(num);
             routes.insert(rg, next);
             queue.push_back(r);
         }
@@ -1107,6 +1141,34 @@ mod tests {
         let local = fab.node(Guid(0x10)).unwrap();
         assert_eq!(local.ports.len(), 1);
         assert_eq!(local.ports[0].remote(), Some((Guid(0x100), 1)));
+    }
+
+    /// The map kept for reading the SMs routes as the fabric it was made
+    /// of, and asks each node at the LID the fabric gives it.
+    #[test]
+    fn the_sm_map_routes_as_its_fabric_does() {
+        let mut f = sample();
+        let fab = discover(&mut f, &quick()).unwrap();
+        let map = SmMap::of(&fab);
+        for (local, port) in [(0x10, 1), (0x30, 1), (0x30, 2), (0x100, 0)] {
+            let from_fabric = routes_from(&fab, Guid(local), port, MAX_HOPS);
+            assert_eq!(
+                routes_from(&map, Guid(local), port, MAX_HOPS),
+                from_fabric,
+                "from {local:#x} port {port}"
+            );
+            assert!(from_fabric.len() >= 2, "{from_fabric:?}");
+        }
+        // Out of a channel adapter by the port it is on only.
+        let routes = routes_from(&map, Guid(0x30), 2, MAX_HOPS);
+        assert_eq!(routes[&Guid(0x100)], [2]);
+        assert_eq!(routes[&Guid(0x200)], [2, 3]);
+        let ca = map.find(Guid(0x30)).unwrap();
+        let sw = map.find(Guid(0x100)).unwrap();
+        assert_eq!(map.lid_of(ca, 0x32), 0x32, "the port that has the SM's LID");
+        assert_eq!(map.lid_of(ca, 0), 0x31, "else the node's");
+        assert_eq!(map.lid_of(ca, 0x200), 0x31);
+        assert_eq!(map.lid_of(sw, 0x32), 0x100, "a switch at its own");
     }
 
     #[test]

@@ -14,13 +14,13 @@
 use zeroize::Zeroize;
 
 use super::{
-    ATTR_NODE_INFO, ATTR_PORT_INFO, CLASS_SMP_DIRECTED, DiscoverError, DiscoverOptions, NoAnswer,
-    NodeInfo, PortInfo, parse_smp_reply, routes_from, smp_addr,
+    ATTR_NODE_INFO, ATTR_PORT_INFO, CLASS_SMP_DIRECTED, DiscoverError, DiscoverOptions, Links,
+    NoAnswer, NodeInfo, PortInfo, parse_smp_reply, routes_from, smp_addr,
 };
 use crate::fabric::engine::{DriveEnd, DriveOptions, Requester, drive};
 use crate::fabric::window::{MAX_WINDOW, MadWindow, Transmit, WindowConfig, WindowEvent};
 use crate::ib::subnet::{SmInfo, SmState};
-use crate::ib::{Fabric, Guid, Node, NodeType};
+use crate::ib::{Fabric, Guid, NodeType};
 use crate::smp::{ATTR_SM_INFO, SMP_DATA_SIZE, SmInfoAttr, dr_smp_get};
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, wire_tid};
 
@@ -130,22 +130,108 @@ fn sm_of(data: &[u8; SMP_DATA_SIZE], lid: u16) -> SmInfo {
 
 /// The LID a node is asked for SMInfo at: a switch's, or the channel
 /// adapter port's that has `sm_lid` (else its first port's).
-fn lid_of(n: &Node, sm_lid: u16) -> u16 {
-    match n.id.node_type {
-        NodeType::Switch => n.id.lid,
-        _ => n
-            .ports
+/// A subnet's topology as reading its SMs needs it: each node's GUID,
+/// kind and LID, and each port's number, LID and far end. Kept between
+/// reads in place of the discovered [`Fabric`], at about a quarter of its
+/// size (no descriptions, port GUIDs, states or speeds).
+#[derive(Clone, Debug, Default)]
+pub struct SmMap {
+    /// Ordered by GUID; a node's ports are `ports[start..start + len]`.
+    nodes: Vec<MapNode>,
+    ports: Vec<MapPort>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MapNode {
+    guid: Guid,
+    start: u32,
+    lid: u16,
+    len: u8,
+    switch: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MapPort {
+    /// The far end's place in [`SmMap::nodes`]; [`NO_PEER`]: not cabled
+    /// or not known.
+    peer: u32,
+    lid: u16,
+    num: u8,
+}
+
+const NO_PEER: u32 = u32::MAX;
+
+impl SmMap {
+    /// The map of `fabric` (its nodes ordered by GUID, as discovery leaves
+    /// them).
+    pub fn of(fabric: &Fabric) -> SmMap {
+        let mut m = SmMap::default();
+        for n in &fabric.nodes {
+            m.nodes.push(MapNode {
+                guid: n.id.guid,
+                start: m.ports.len() as u32,
+                lid: n.id.lid,
+                len: n.ports.len().min(usize::from(u8::MAX)) as u8,
+                switch: n.id.node_type == NodeType::Switch,
+            });
+            for p in n.ports.iter().take(usize::from(u8::MAX)) {
+                let peer = p.remote().and_then(|(g, _)| fabric.find(g));
+                m.ports.push(MapPort {
+                    peer: peer.map_or(NO_PEER, |i| i as u32),
+                    lid: p.lid,
+                    num: p.num,
+                });
+            }
+        }
+        m
+    }
+
+    fn ports_of(&self, i: usize) -> &[MapPort] {
+        let n = &self.nodes[i];
+        &self.ports[n.start as usize..][..usize::from(n.len)]
+    }
+
+    /// The LID node `i` is asked at: a switch's, or the channel adapter's
+    /// port that has `sm_lid`, else its first.
+    pub(super) fn lid_of(&self, i: usize, sm_lid: u16) -> u16 {
+        let n = &self.nodes[i];
+        if n.switch {
+            return n.lid;
+        }
+        self.ports_of(i)
             .iter()
             .find(|p| sm_lid != 0 && p.lid == sm_lid)
-            .map_or(n.id.lid, |p| p.lid),
+            .map_or(n.lid, |p| p.lid)
+    }
+}
+
+impl Links for SmMap {
+    fn find(&self, guid: Guid) -> Option<usize> {
+        self.nodes.binary_search_by_key(&guid, |n| n.guid).ok()
+    }
+
+    fn guid_at(&self, i: usize) -> Guid {
+        self.nodes[i].guid
+    }
+
+    fn is_switch(&self, i: usize) -> bool {
+        self.nodes[i].switch
+    }
+
+    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
+        self.ports_of(i)
+            .iter()
+            .filter(|p| p.peer != NO_PEER)
+            .map(|p| (p.num, self.nodes[p.peer as usize].guid))
     }
 }
 
 /// Read the local port's subnet and its master SM through `t`, with
-/// `known` (the discovered fabric) for the directed routes to the SMs.
+/// `known` (the map of the discovered fabric) for the directed routes to
+/// the SMs.
 pub fn read_subnet(
     t: &mut dyn MadTransport,
-    known: &Fabric,
+    known: &SmMap,
     opts: &DiscoverOptions,
 ) -> Result<SubnetRead, DiscoverError> {
     // PortInfo with modifier 0: the port the SMP arrived on (a channel
@@ -173,11 +259,9 @@ pub fn read_subnet(
     // The nodes to ask, each with the LID it is asked at: first the one
     // with the MasterSMLID, then (when that is no master) every other.
     let sm_lid = read.sm_lid;
-    let (named, rest): (Vec<&Node>, Vec<&Node>) = known
-        .nodes
-        .iter()
-        .filter(|n| routes.contains_key(&n.id.guid))
-        .partition(|n| sm_lid != 0 && lid_of(n, sm_lid) == sm_lid);
+    let (named, rest): (Vec<usize>, Vec<usize>) = (0..known.nodes.len())
+        .filter(|&i| routes.contains_key(&known.guid_at(i)))
+        .partition(|&i| sm_lid != 0 && known.lid_of(i, sm_lid) == sm_lid);
     for round in [named, rest] {
         if round.is_empty() {
             continue;
@@ -185,13 +269,13 @@ pub fn read_subnet(
         let mut b = Batch::new(
             round
                 .iter()
-                .map(|n| (ATTR_SM_INFO, 0, routes[&n.id.guid].clone()))
+                .map(|&i| (ATTR_SM_INFO, 0, routes[&known.guid_at(i)].clone()))
                 .collect(),
         );
         smps += b.run(t, opts)?;
-        for (n, answer) in round.iter().zip(&b.answers) {
+        for (&i, answer) in round.iter().zip(&b.answers) {
             let Some(data) = answer else { continue };
-            let sm = sm_of(data, lid_of(n, sm_lid));
+            let sm = sm_of(data, known.lid_of(i, sm_lid));
             if sm.state == SmState::Master && read.sm.is_none() {
                 read.sm = Some(sm);
             } else if !read.others.iter().any(|o| o.guid == sm.guid) {
