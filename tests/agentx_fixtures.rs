@@ -98,9 +98,12 @@ fn masters_answers_to_open_register_ping() {
     }
     let (_, reg) = load("03-");
     match pdu::decode(&reg).unwrap().payload {
-        Payload::Register {
-            priority, subtree, ..
-        } => assert_eq!((priority, subtree), (127, oid("1.3.6.1.3.117"))),
+        Payload::Register { region, .. } => {
+            assert_eq!(
+                (region.priority, region.subtree),
+                (127, oid("1.3.6.1.3.117"))
+            )
+        }
         p => panic!("{p:?}"),
     }
     // Little-endian session: the master answers in little-endian.

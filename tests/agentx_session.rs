@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{PrivateSnmpd, SnmpTool, WalkLine, parse_walk, snmp_tool};
 use ibpm_agentx::agentx::pdu::{
-    self, AgentxError, ByteOrder, CloseReason, Framer, Payload, Pdu, ResError, SearchRange,
+    self, AgentxError, ByteOrder, CloseReason, Framer, Payload, Pdu, Region, ResError, SearchRange,
 };
 use ibpm_agentx::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use ibpm_agentx::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
@@ -506,11 +506,9 @@ impl FakeMaster {
         ));
         let reg = self.recv();
         match &reg.payload {
-            Payload::Register {
-                subtree, priority, ..
-            } => {
-                assert_eq!(subtree, &oid("1.3.6.1.3.117"));
-                assert_eq!(*priority, 127);
+            Payload::Register { region, .. } => {
+                assert_eq!(region.subtree, oid("1.3.6.1.3.117"));
+                assert_eq!(region.priority, 127);
             }
             p => panic!("expected Register, got {p:?}"),
         }
@@ -649,12 +647,8 @@ fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
         105,
         105,
         Payload::Register {
-            context: None,
             timeout: 0,
-            priority: 1,
-            range_subid: 0,
-            subtree: oid("1.3.6.1.3.117"),
-            upper_bound: None,
+            region: Region::subtree(oid("1.3.6.1.3.117"), 1),
         },
     );
     m.send_pdu(&reg);

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::config::SessionConfig;
 use super::pdu::{
     self, AgentxError, CloseReason, DecodeError, FrameError, Framer, HEADER_LEN, Header, Payload,
-    Pdu, PduType, ResError, SearchRange,
+    Pdu, PduType, Region, ResError, SearchRange,
 };
 use crate::mib::bulk::{self, Budget, Range};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
@@ -417,12 +417,8 @@ impl AgentxCore {
                 && now >= t
             {
                 let payload = Payload::Register {
-                    context: None,
                     timeout: 0,
-                    priority: self.cfg.priority,
-                    range_subid: 0,
-                    subtree: self.regs[i].subtree.clone(),
-                    upper_bound: None,
+                    region: Region::subtree(self.regs[i].subtree.clone(), self.cfg.priority),
                 };
                 if let Some(id) = self.request(Outstanding::Register(i), payload, now, &mut out) {
                     self.regs[i].state = RegState::Pending { packet_id: id };

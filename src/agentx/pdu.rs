@@ -335,6 +335,31 @@ impl From<SearchRange> for Range {
     }
 }
 
+/// The MIB region a Register names and an Unregister withdraws (RFC 2741
+/// 6.2.3, 6.2.4): `subtree`, or with `range_subid` (1-based) the
+/// sub-identifier that ranges from the subtree's value to `upper_bound`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub context: Option<Vec<u8>>,
+    pub priority: u8,
+    pub range_subid: u8,
+    pub subtree: Oid,
+    pub upper_bound: Option<u32>,
+}
+
+impl Region {
+    /// The whole of `subtree` in the default context.
+    pub fn subtree(subtree: Oid, priority: u8) -> Region {
+        Region {
+            context: None,
+            priority,
+            range_subid: 0,
+            subtree,
+            upper_bound: None,
+        }
+    }
+}
+
 /// PDU-specific content (RFC 2741 6.2). `context` is the optional
 /// non-default context; when present the NON_DEFAULT_CONTEXT flag is set on
 /// encoding.
@@ -348,21 +373,13 @@ pub enum Payload {
     Close {
         reason: CloseReason,
     },
+    /// `timeout`: seconds the master waits for this region's answers (0:
+    /// the session's).
     Register {
-        context: Option<Vec<u8>>,
         timeout: u8,
-        priority: u8,
-        range_subid: u8,
-        subtree: Oid,
-        upper_bound: Option<u32>,
+        region: Region,
     },
-    Unregister {
-        context: Option<Vec<u8>>,
-        priority: u8,
-        range_subid: u8,
-        subtree: Oid,
-        upper_bound: Option<u32>,
-    },
+    Unregister(Region),
     Get {
         context: Option<Vec<u8>>,
         ranges: Vec<SearchRange>,
@@ -423,7 +440,7 @@ impl Payload {
             Payload::Open { .. } => PduType::Open,
             Payload::Close { .. } => PduType::Close,
             Payload::Register { .. } => PduType::Register,
-            Payload::Unregister { .. } => PduType::Unregister,
+            Payload::Unregister(_) => PduType::Unregister,
             Payload::Get { .. } => PduType::Get,
             Payload::GetNext { .. } => PduType::GetNext,
             Payload::GetBulk { .. } => PduType::GetBulk,
@@ -444,9 +461,10 @@ impl Payload {
     /// The non-default context, for the types that carry one.
     pub fn context(&self) -> Option<&[u8]> {
         match self {
-            Payload::Register { context, .. }
-            | Payload::Unregister { context, .. }
-            | Payload::Get { context, .. }
+            Payload::Register { region, .. } | Payload::Unregister(region) => {
+                region.context.as_deref()
+            }
+            Payload::Get { context, .. }
             | Payload::GetNext { context, .. }
             | Payload::GetBulk { context, .. }
             | Payload::TestSet { context, .. }

@@ -87,6 +87,29 @@ impl<'a> Reader<'a> {
             Ok(None)
         }
     }
+    /// The fields of a Register or Unregister (RFC 2741 6.2.3, 6.2.4):
+    /// the timeout byte and the region.
+    fn region(&mut self) -> Result<(u8, Region), DecodeError> {
+        let context = self.context()?;
+        let timeout = self.u8("Register timeout")?;
+        let priority = self.u8("Register priority")?;
+        let range_subid = self.u8("Register range_subid")?;
+        self.u8("Register reserved")?;
+        let (subtree, _) = self.oid("Register subtree")?;
+        let upper_bound = if range_subid != 0 {
+            Some(self.u32("Register upper_bound")?)
+        } else {
+            None
+        };
+        let region = Region {
+            context,
+            priority,
+            range_subid,
+            subtree,
+            upper_bound,
+        };
+        Ok((timeout, region))
+    }
     fn ranges(&mut self) -> Result<Vec<SearchRange>, DecodeError> {
         let mut out = Vec::new();
         while !self.at_end() {
@@ -182,37 +205,12 @@ pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
             r.take(3, "Close reserved")?;
             Payload::Close { reason }
         }
-        PduType::Register | PduType::Unregister => {
-            let context = r.context()?;
-            let timeout = r.u8("Register timeout")?;
-            let priority = r.u8("Register priority")?;
-            let range_subid = r.u8("Register range_subid")?;
-            r.u8("Register reserved")?;
-            let (subtree, _) = r.oid("Register subtree")?;
-            let upper_bound = if range_subid != 0 {
-                Some(r.u32("Register upper_bound")?)
-            } else {
-                None
-            };
-            if ty == PduType::Register {
-                Payload::Register {
-                    context,
-                    timeout,
-                    priority,
-                    range_subid,
-                    subtree,
-                    upper_bound,
-                }
-            } else {
-                Payload::Unregister {
-                    context,
-                    priority,
-                    range_subid,
-                    subtree,
-                    upper_bound,
-                }
-            }
+        PduType::Register => {
+            let (timeout, region) = r.region()?;
+            Payload::Register { timeout, region }
         }
+        // The same fields; h.timeout is reserved.
+        PduType::Unregister => Payload::Unregister(r.region()?.1),
         PduType::Get | PduType::GetNext => {
             let (context, ranges) = (r.context()?, r.ranges()?);
             if ty == PduType::Get {

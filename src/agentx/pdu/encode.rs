@@ -58,22 +58,14 @@ impl Writer {
         }
     }
     /// The fields of a Register or Unregister (RFC 2741 6.2.3, 6.2.4).
-    fn region(
-        &mut self,
-        context: &Option<Vec<u8>>,
-        timeout: u8,
-        priority: u8,
-        range_subid: u8,
-        subtree: &Oid,
-        upper_bound: Option<u32>,
-    ) -> Result<(), EncodeError> {
-        self.context(context)?;
+    fn region(&mut self, timeout: u8, region: &Region) -> Result<(), EncodeError> {
+        self.context(&region.context)?;
         self.u8(timeout);
-        self.u8(priority);
-        self.u8(range_subid);
+        self.u8(region.priority);
+        self.u8(region.range_subid);
         self.u8(0);
-        self.oid(subtree, false)?;
-        match (range_subid, upper_bound) {
+        self.oid(&region.subtree, false)?;
+        match (region.range_subid, region.upper_bound) {
             (0, None) => Ok(()),
             (0, Some(_)) => Err(EncodeError::Invalid("upper_bound without range_subid")),
             (_, Some(b)) => {
@@ -197,29 +189,9 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
             w.u8(0);
             w.u8(0);
         }
-        Payload::Register {
-            context,
-            timeout,
-            priority,
-            range_subid,
-            subtree,
-            upper_bound,
-        } => w.region(
-            context,
-            *timeout,
-            *priority,
-            *range_subid,
-            subtree,
-            *upper_bound,
-        )?,
+        Payload::Register { timeout, region } => w.region(*timeout, region)?,
         // The same fields; h.timeout is reserved (0).
-        Payload::Unregister {
-            context,
-            priority,
-            range_subid,
-            subtree,
-            upper_bound,
-        } => w.region(context, 0, *priority, *range_subid, subtree, *upper_bound)?,
+        Payload::Unregister(region) => w.region(0, region)?,
         Payload::Get { context, ranges } | Payload::GetNext { context, ranges } => {
             w.context(context)?;
             w.ranges(ranges)?;

@@ -58,12 +58,8 @@ fn ranges() -> Vec<SearchRange> {
 /// A Register of 1.3.6.1.3.117, priority 127, no range.
 fn register_117() -> Payload {
     Payload::Register {
-        context: None,
         timeout: 0,
-        priority: 127,
-        range_subid: 0,
-        subtree: oid("1.3.6.1.3.117"),
-        upper_bound: None,
+        region: Region::subtree(oid("1.3.6.1.3.117"), 127),
     }
 }
 
@@ -94,23 +90,22 @@ fn every_payload() -> Vec<(u8, Payload)> {
         (
             0,
             Payload::Register {
-                context: ctx.clone(),
                 timeout: 3,
-                priority: 1,
-                range_subid: 9,
-                subtree: oid("1.3.6.1.3.117.1.4.1.1"),
-                upper_bound: Some(22),
+                region: Region {
+                    context: ctx.clone(),
+                    priority: 1,
+                    range_subid: 9,
+                    subtree: oid("1.3.6.1.3.117.1.4.1.1"),
+                    upper_bound: Some(22),
+                },
             },
         ),
         (
             0,
-            Payload::Unregister {
+            Payload::Unregister(Region {
                 context: ctx.clone(),
-                priority: 127,
-                range_subid: 0,
-                subtree: oid("1.3.6.1.3.117"),
-                upper_bound: None,
-            },
+                ..Region::subtree(oid("1.3.6.1.3.117"), 127)
+            }),
         ),
         (
             0,
@@ -502,12 +497,11 @@ fn encode_rejects_what_cannot_be_carried() {
         1,
         1,
         Payload::Register {
-            context: None,
             timeout: 0,
-            priority: 1,
-            range_subid: 2,
-            subtree: oid("1.3"),
-            upper_bound: None,
+            region: Region {
+                range_subid: 2,
+                ..Region::subtree(oid("1.3"), 1)
+            },
         },
     );
     assert!(encode(&pdu, ByteOrder::Big).is_err());
