@@ -359,10 +359,7 @@ impl AgentxCore {
             return None;
         }
         let mut out = Vec::new();
-        let payload = Payload::Notify {
-            context: None,
-            varbinds,
-        };
+        let payload = Payload::Notify { varbinds };
         self.request(Outstanding::Notify, payload, now, &mut out);
         Some(out)
     }
@@ -434,12 +431,7 @@ impl AgentxCore {
                 .iter()
                 .any(|(_, k, _)| *k == Outstanding::Ping)
             {
-                self.request(
-                    Outstanding::Ping,
-                    Payload::Ping { context: None },
-                    now,
-                    &mut out,
-                );
+                self.request(Outstanding::Ping, Payload::Ping, now, &mut out);
             }
         }
         out
@@ -776,7 +768,7 @@ impl AgentxCore {
             }
             return Some(AgentxError::NotOpen);
         }
-        if pdu.payload.context().is_some() {
+        if pdu.context.is_some() {
             tracing::debug!(
                 "AgentX request for a non-default context; answering unsupportedContext"
             );

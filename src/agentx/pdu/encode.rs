@@ -51,15 +51,8 @@ impl Writer {
         self.buf.extend(std::iter::repeat_n(0u8, pad));
         Ok(())
     }
-    fn context(&mut self, c: &Option<Vec<u8>>) -> Result<(), EncodeError> {
-        match c {
-            Some(c) => self.octets(c),
-            None => Ok(()),
-        }
-    }
     /// The fields of a Register or Unregister (RFC 2741 6.2.3, 6.2.4).
     fn region(&mut self, timeout: u8, region: &Region) -> Result<(), EncodeError> {
-        self.context(&region.context)?;
         self.u8(timeout);
         self.u8(region.priority);
         self.u8(region.range_subid);
@@ -159,8 +152,12 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
     if order == ByteOrder::Big {
         fl |= flags::NETWORK_BYTE_ORDER;
     }
-    if ty.has_context() && pdu.payload.context().is_some() {
-        fl |= flags::NON_DEFAULT_CONTEXT;
+    match (&pdu.context, ty.has_context()) {
+        (None, _) => {}
+        (Some(_), true) => fl |= flags::NON_DEFAULT_CONTEXT,
+        (Some(_), false) => {
+            return Err(EncodeError::Invalid("a context on a PDU type without one"));
+        }
     }
     w.u8(1);
     w.u8(ty as u8);
@@ -170,6 +167,9 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
     w.u32(pdu.transaction_id);
     w.u32(pdu.packet_id);
     w.u32(0); // payload_length, patched below
+    if let Some(context) = &pdu.context {
+        w.octets(context)?;
+    }
     match &pdu.payload {
         Payload::Open {
             timeout,
@@ -192,43 +192,26 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
         Payload::Register { timeout, region } => w.region(*timeout, region)?,
         // The same fields; h.timeout is reserved (0).
         Payload::Unregister(region) => w.region(0, region)?,
-        Payload::Get { context, ranges } | Payload::GetNext { context, ranges } => {
-            w.context(context)?;
-            w.ranges(ranges)?;
-        }
+        Payload::Get { ranges } | Payload::GetNext { ranges } => w.ranges(ranges)?,
         Payload::GetBulk {
-            context,
             non_repeaters,
             max_repetitions,
             ranges,
         } => {
-            w.context(context)?;
             w.u16(*non_repeaters);
             w.u16(*max_repetitions);
             w.ranges(ranges)?;
         }
-        Payload::TestSet { context, varbinds }
-        | Payload::Notify { context, varbinds }
-        | Payload::IndexAllocate { context, varbinds }
-        | Payload::IndexDeallocate { context, varbinds } => {
-            w.context(context)?;
-            w.varbinds(varbinds)?;
-        }
-        Payload::CommitSet | Payload::UndoSet | Payload::CleanupSet => {}
-        Payload::Ping { context } => w.context(context)?,
-        Payload::AddAgentCaps {
-            context,
-            id,
-            description,
-        } => {
-            w.context(context)?;
+        Payload::TestSet { varbinds }
+        | Payload::Notify { varbinds }
+        | Payload::IndexAllocate { varbinds }
+        | Payload::IndexDeallocate { varbinds } => w.varbinds(varbinds)?,
+        Payload::CommitSet | Payload::UndoSet | Payload::CleanupSet | Payload::Ping => {}
+        Payload::AddAgentCaps { id, description } => {
             w.oid(id, false)?;
             w.octets(description)?;
         }
-        Payload::RemoveAgentCaps { context, id } => {
-            w.context(context)?;
-            w.oid(id, false)?;
-        }
+        Payload::RemoveAgentCaps { id } => w.oid(id, false)?,
         Payload::Response {
             sys_uptime,
             error,
