@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use ibpm_agentx::agentx::core::get_bulk;
-use ibpm_agentx::agentx::pdu::{self, Framer, Header, Payload, Pdu, ResError, SearchRange};
+use ibpm_agentx::agentx::pdu::{self, Framer, Header, Payload, Pdu, Region, ResError, SearchRange};
 use ibpm_agentx::mib::{MibHandler, Oid, Value, VarBind};
 
 #[derive(Parser)]
@@ -191,12 +191,8 @@ fn serve(args: &Args, flat: &Flat) -> Result<(), String> {
         0,
         2,
         Payload::Register {
-            context: None,
             timeout: 0,
-            priority: args.priority,
-            range_subid: 0,
-            subtree,
-            upper_bound: None,
+            region: Region::subtree(subtree, args.priority),
         },
     );
     reg.flags = pdu::flags::NETWORK_BYTE_ORDER;

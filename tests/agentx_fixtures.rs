@@ -98,9 +98,12 @@ fn masters_answers_to_open_register_ping() {
     }
     let (_, reg) = load("03-");
     match pdu::decode(&reg).unwrap().payload {
-        Payload::Register {
-            priority, subtree, ..
-        } => assert_eq!((priority, subtree), (127, oid("1.3.6.1.3.117"))),
+        Payload::Register { region, .. } => {
+            assert_eq!(
+                (region.priority, region.subtree),
+                (127, oid("1.3.6.1.3.117"))
+            )
+        }
         p => panic!("{p:?}"),
     }
     // Little-endian session: the master answers in little-endian.
@@ -110,11 +113,9 @@ fn masters_answers_to_open_register_ping() {
 
 fn ranges(b: &[u8]) -> Vec<(String, bool, String)> {
     let p = pdu::decode(b).unwrap();
+    assert!(p.context.is_none());
     let rs = match p.payload {
-        Payload::Get { ranges, context } | Payload::GetNext { ranges, context } => {
-            assert!(context.is_none());
-            ranges
-        }
+        Payload::Get { ranges } | Payload::GetNext { ranges } => ranges,
         other => panic!("{other:?}"),
     };
     rs.into_iter()
@@ -182,9 +183,9 @@ fn getnext_and_bulkwalk() {
 #[test]
 fn set_sequence_carries_binary_octets_and_gauge() {
     let ts = pdu::decode(&load("31-").1).unwrap();
+    assert!(ts.context.is_none());
     match &ts.payload {
-        Payload::TestSet { varbinds, context } => {
-            assert!(context.is_none());
+        Payload::TestSet { varbinds } => {
             assert_eq!(
                 varbinds,
                 &vec![

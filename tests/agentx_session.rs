@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{PrivateSnmpd, SnmpTool, WalkLine, parse_walk, snmp_tool};
 use ibpm_agentx::agentx::pdu::{
-    self, AgentxError, ByteOrder, CloseReason, Framer, Payload, Pdu, ResError, SearchRange,
+    self, AgentxError, ByteOrder, CloseReason, Framer, Payload, Pdu, Region, ResError, SearchRange,
 };
 use ibpm_agentx::agentx::{AgentxAddr, Session, SessionConfig, SessionHandle};
 use ibpm_agentx::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
@@ -463,7 +463,7 @@ impl FakeMaster {
         loop {
             while let Some(f) = self.framer.next_frame() {
                 let p = pdu::decode(&f.expect("frame")).expect("subagent sent a valid PDU");
-                if let Payload::Ping { .. } = p.payload {
+                if let Payload::Ping = p.payload {
                     self.pings += 1;
                     let r = Pdu::new(p.session_id, p.transaction_id, p.packet_id, ok_response());
                     // The subagent may have hung up meanwhile (a test that
@@ -506,11 +506,9 @@ impl FakeMaster {
         ));
         let reg = self.recv();
         match &reg.payload {
-            Payload::Register {
-                subtree, priority, ..
-            } => {
-                assert_eq!(subtree, &oid("1.3.6.1.3.117"));
-                assert_eq!(*priority, 127);
+            Payload::Register { region, .. } => {
+                assert_eq!(region.subtree, oid("1.3.6.1.3.117"));
+                assert_eq!(region.priority, 127);
             }
             p => panic!("expected Register, got {p:?}"),
         }
@@ -549,7 +547,6 @@ fn get_pdu(sid: u32, packet: u32) -> Vec<u8> {
             packet,
             packet,
             Payload::Get {
-                context: None,
                 ranges: vec![SearchRange {
                     start: oid("1.3.6.1.3.117.1.1.2.1"),
                     include: false,
@@ -649,12 +646,8 @@ fn bad_pdus_get_the_rfc_answer_and_the_session_keeps_working() {
         105,
         105,
         Payload::Register {
-            context: None,
             timeout: 0,
-            priority: 1,
-            range_subid: 0,
-            subtree: oid("1.3.6.1.3.117"),
-            upper_bound: None,
+            region: Region::subtree(oid("1.3.6.1.3.117"), 1),
         },
     );
     m.send_pdu(&reg);
@@ -757,7 +750,6 @@ fn resent_packets_are_answered_from_cache() {
             50,
             7,
             Payload::TestSet {
-                context: None,
                 varbinds: vec![VarBind::new(
                     oid("1.3.6.1.3.117.1.1.3.1"),
                     Value::OctetString(vec![0, 0xff]),
@@ -835,13 +827,7 @@ fn notify_is_sent_and_shutdown_closes() {
     h.0.notify(vbs.clone()).unwrap();
     let n = m.recv();
     assert_eq!(n.session_id, 4);
-    assert_eq!(
-        n.payload,
-        Payload::Notify {
-            context: None,
-            varbinds: vbs
-        }
-    );
+    assert_eq!(n.payload, Payload::Notify { varbinds: vbs });
     m.send_pdu(&Pdu::new(4, n.transaction_id, n.packet_id, ok_response()));
     let t0 = Instant::now();
     h.0.shutdown();
@@ -877,7 +863,7 @@ fn reconnects_when_master_stops_answering_pings() {
             m.framer.push(&buf[..n]);
         }
         while let Some(Ok(f)) = m.framer.next_frame() {
-            if matches!(pdu::decode(&f).unwrap().payload, Payload::Ping { .. }) {
+            if matches!(pdu::decode(&f).unwrap().payload, Payload::Ping) {
                 saw_ping = true;
             }
         }
@@ -956,7 +942,6 @@ fn responder_answers_while_an_agentx_commit_waits() {
         70,
         1,
         Payload::TestSet {
-            context: None,
             varbinds: vec![VarBind::new(
                 oid("1.3.6.1.3.117.1.1.2.1"),
                 Value::Gauge32(0),
@@ -1014,7 +999,6 @@ fn a_bulk_of_5000_non_repeaters_gets_a_bounded_response() {
         200,
         200,
         Payload::GetBulk {
-            context: None,
             non_repeaters: 5000,
             max_repetitions: 10,
             ranges: vec![range; 5000],

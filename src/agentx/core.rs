@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::config::SessionConfig;
 use super::pdu::{
     self, AgentxError, CloseReason, DecodeError, FrameError, Framer, HEADER_LEN, Header, Payload,
-    Pdu, PduType, ResError, SearchRange,
+    Pdu, PduType, Region, ResError, SearchRange,
 };
 use crate::mib::bulk::{self, Budget, Range};
 use crate::mib::{ErrorStatus, MibHandler, Oid, SetError, SetTxn, Value, VarBind};
@@ -359,10 +359,7 @@ impl AgentxCore {
             return None;
         }
         let mut out = Vec::new();
-        let payload = Payload::Notify {
-            context: None,
-            varbinds,
-        };
+        let payload = Payload::Notify { varbinds };
         self.request(Outstanding::Notify, payload, now, &mut out);
         Some(out)
     }
@@ -417,12 +414,8 @@ impl AgentxCore {
                 && now >= t
             {
                 let payload = Payload::Register {
-                    context: None,
                     timeout: 0,
-                    priority: self.cfg.priority,
-                    range_subid: 0,
-                    subtree: self.regs[i].subtree.clone(),
-                    upper_bound: None,
+                    region: Region::subtree(self.regs[i].subtree.clone(), self.cfg.priority),
                 };
                 if let Some(id) = self.request(Outstanding::Register(i), payload, now, &mut out) {
                     self.regs[i].state = RegState::Pending { packet_id: id };
@@ -438,12 +431,7 @@ impl AgentxCore {
                 .iter()
                 .any(|(_, k, _)| *k == Outstanding::Ping)
             {
-                self.request(
-                    Outstanding::Ping,
-                    Payload::Ping { context: None },
-                    now,
-                    &mut out,
-                );
+                self.request(Outstanding::Ping, Payload::Ping, now, &mut out);
             }
         }
         out
@@ -780,7 +768,7 @@ impl AgentxCore {
             }
             return Some(AgentxError::NotOpen);
         }
-        if pdu.payload.context().is_some() {
+        if pdu.context.is_some() {
             tracing::debug!(
                 "AgentX request for a non-default context; answering unsupportedContext"
             );

@@ -335,9 +335,31 @@ impl From<SearchRange> for Range {
     }
 }
 
-/// PDU-specific content (RFC 2741 6.2). `context` is the optional
-/// non-default context; when present the NON_DEFAULT_CONTEXT flag is set on
-/// encoding.
+/// The MIB region a Register names and an Unregister withdraws (RFC 2741
+/// 6.2.3, 6.2.4): `subtree`, or with `range_subid` (1-based) the
+/// sub-identifier that ranges from the subtree's value to `upper_bound`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub priority: u8,
+    pub range_subid: u8,
+    pub subtree: Oid,
+    pub upper_bound: Option<u32>,
+}
+
+impl Region {
+    /// The whole of `subtree`.
+    pub fn subtree(subtree: Oid, priority: u8) -> Region {
+        Region {
+            priority,
+            range_subid: 0,
+            subtree,
+            upper_bound: None,
+        }
+    }
+}
+
+/// PDU-specific content (RFC 2741 6.2), after the context of the types
+/// that carry one ([`Pdu::context`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Payload {
     Open {
@@ -348,64 +370,45 @@ pub enum Payload {
     Close {
         reason: CloseReason,
     },
+    /// `timeout`: seconds the master waits for this region's answers (0:
+    /// the session's).
     Register {
-        context: Option<Vec<u8>>,
         timeout: u8,
-        priority: u8,
-        range_subid: u8,
-        subtree: Oid,
-        upper_bound: Option<u32>,
+        region: Region,
     },
-    Unregister {
-        context: Option<Vec<u8>>,
-        priority: u8,
-        range_subid: u8,
-        subtree: Oid,
-        upper_bound: Option<u32>,
-    },
+    Unregister(Region),
     Get {
-        context: Option<Vec<u8>>,
         ranges: Vec<SearchRange>,
     },
     GetNext {
-        context: Option<Vec<u8>>,
         ranges: Vec<SearchRange>,
     },
     GetBulk {
-        context: Option<Vec<u8>>,
         non_repeaters: u16,
         max_repetitions: u16,
         ranges: Vec<SearchRange>,
     },
     TestSet {
-        context: Option<Vec<u8>>,
         varbinds: Vec<VarBind>,
     },
     CommitSet,
     UndoSet,
     CleanupSet,
     Notify {
-        context: Option<Vec<u8>>,
         varbinds: Vec<VarBind>,
     },
-    Ping {
-        context: Option<Vec<u8>>,
-    },
+    Ping,
     IndexAllocate {
-        context: Option<Vec<u8>>,
         varbinds: Vec<VarBind>,
     },
     IndexDeallocate {
-        context: Option<Vec<u8>>,
         varbinds: Vec<VarBind>,
     },
     AddAgentCaps {
-        context: Option<Vec<u8>>,
         id: Oid,
         description: Vec<u8>,
     },
     RemoveAgentCaps {
-        context: Option<Vec<u8>>,
         id: Oid,
     },
     Response {
@@ -423,7 +426,7 @@ impl Payload {
             Payload::Open { .. } => PduType::Open,
             Payload::Close { .. } => PduType::Close,
             Payload::Register { .. } => PduType::Register,
-            Payload::Unregister { .. } => PduType::Unregister,
+            Payload::Unregister(_) => PduType::Unregister,
             Payload::Get { .. } => PduType::Get,
             Payload::GetNext { .. } => PduType::GetNext,
             Payload::GetBulk { .. } => PduType::GetBulk,
@@ -432,31 +435,12 @@ impl Payload {
             Payload::UndoSet => PduType::UndoSet,
             Payload::CleanupSet => PduType::CleanupSet,
             Payload::Notify { .. } => PduType::Notify,
-            Payload::Ping { .. } => PduType::Ping,
+            Payload::Ping => PduType::Ping,
             Payload::IndexAllocate { .. } => PduType::IndexAllocate,
             Payload::IndexDeallocate { .. } => PduType::IndexDeallocate,
             Payload::AddAgentCaps { .. } => PduType::AddAgentCaps,
             Payload::RemoveAgentCaps { .. } => PduType::RemoveAgentCaps,
             Payload::Response { .. } => PduType::Response,
-        }
-    }
-
-    /// The non-default context, for the types that carry one.
-    pub fn context(&self) -> Option<&[u8]> {
-        match self {
-            Payload::Register { context, .. }
-            | Payload::Unregister { context, .. }
-            | Payload::Get { context, .. }
-            | Payload::GetNext { context, .. }
-            | Payload::GetBulk { context, .. }
-            | Payload::TestSet { context, .. }
-            | Payload::Notify { context, .. }
-            | Payload::Ping { context }
-            | Payload::IndexAllocate { context, .. }
-            | Payload::IndexDeallocate { context, .. }
-            | Payload::AddAgentCaps { context, .. }
-            | Payload::RemoveAgentCaps { context, .. } => context.as_deref(),
-            _ => None,
         }
     }
 }
@@ -472,6 +456,10 @@ pub struct Pdu {
     pub session_id: u32,
     pub transaction_id: u32,
     pub packet_id: u32,
+    /// The non-default context (RFC 2741 6.1.1), for the types that carry
+    /// one ([`PduType::has_context`]): the payload's first field, and the
+    /// NON_DEFAULT_CONTEXT flag set on encoding.
+    pub context: Option<Vec<u8>>,
     pub payload: Payload,
 }
 
@@ -482,6 +470,7 @@ impl Pdu {
             session_id,
             transaction_id,
             packet_id,
+            context: None,
             payload,
         }
     }

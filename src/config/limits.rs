@@ -70,12 +70,90 @@ pub struct Limit {
     pub min: Num,
     /// `None`: as large as the key's type holds.
     pub max: Option<Num>,
-    pub unit: Unit,
-    /// The key's value in a configuration, in `unit`.
-    value: fn(&Config) -> Num,
+    /// Where the key's value is in a configuration, and what it counts.
+    read: Read,
 }
 
+/// Where a value is in a configuration.
+type Get<T> = fn(&Config) -> T;
+
+/// Where a key's value is in a configuration, and what it counts. A
+/// period is compared in its unit, with the fraction where the key's
+/// minimum has one, else in whole units (a fraction of one cut off).
+#[derive(Clone, Copy)]
+enum Read {
+    Count(Get<u64>),
+    Fraction(Get<f64>),
+    Octets(Get<u64>),
+    Seconds(Get<Duration>),
+    Milliseconds(Get<Duration>),
+}
+
+use Read::{Count, Milliseconds, Octets, Seconds};
+
+/// A key's section or name.
+type Key = &'static str;
+
 impl Limit {
+    /// A whole number from `min` to `max`.
+    const fn new(section: Key, key: Key, min: u64, max: u64, read: Read) -> Limit {
+        let (min, max) = (Num::Whole(min), Some(Num::Whole(max)));
+        Limit {
+            section,
+            key,
+            min,
+            max,
+            read,
+        }
+    }
+
+    /// A whole number of at least `min`, as large as the key's type holds.
+    const fn at_least(section: Key, key: Key, min: u64, read: Read) -> Limit {
+        Limit {
+            max: None,
+            ..Limit::new(section, key, min, 0, read)
+        }
+    }
+
+    /// A number from `min`, which has a fraction, to `max`.
+    const fn fine(section: Key, key: Key, min: f64, max: u64, read: Read) -> Limit {
+        Limit {
+            min: Num::Fraction(min),
+            ..Limit::new(section, key, 0, max, read)
+        }
+    }
+
+    /// A percentage from `min` to 100.
+    const fn percent(section: Key, key: Key, min: f64, read: Get<f64>) -> Limit {
+        Limit {
+            max: Some(Num::Fraction(100.0)),
+            ..Limit::fine(section, key, min, 0, Read::Fraction(read))
+        }
+    }
+
+    /// What the key's number counts.
+    pub fn unit(&self) -> Unit {
+        match self.read {
+            Count(_) | Read::Fraction(_) => Unit::Count,
+            Octets(_) => Unit::Octets,
+            Seconds(_) => Unit::Seconds,
+            Milliseconds(_) => Unit::Milliseconds,
+        }
+    }
+
+    /// The key's value in `c`, in its unit.
+    fn value(&self, c: &Config) -> Num {
+        let fine = matches!(self.min, Num::Fraction(_));
+        match self.read {
+            Count(read) | Octets(read) => Num::Whole(read(c)),
+            Read::Fraction(read) => Num::Fraction(read(c)),
+            Seconds(read) if fine => fractional_seconds(read(c)),
+            Seconds(read) => seconds(read(c)),
+            Milliseconds(read) if fine => Num::Fraction(read(c).as_secs_f64() * 1000.0),
+            Milliseconds(read) => milliseconds(read(c)),
+        }
+    }
+
     pub fn contains(&self, v: Num) -> bool {
         self.min.le(v) && self.max.is_none_or(|max| v.le(max))
     }
@@ -91,7 +169,7 @@ impl Limit {
 
     /// Why `v` is refused.
     pub fn out_of_range(&self, v: Num) -> String {
-        let unit = match self.unit {
+        let unit = match self.unit() {
             Unit::Count => String::new(),
             u => format!(" {}", u.word()),
         };
@@ -116,35 +194,32 @@ impl Limit {
 const DAY: u64 = 86_400;
 
 /// `fabric.sweep_interval` (also `--sweep-interval`).
-pub const SWEEP_INTERVAL: Limit = Limit {
-    section: "fabric",
-    key: "sweep_interval",
-    min: Num::Fraction(0.1),
-    max: Some(Num::Whole(DAY)),
-    unit: Unit::Seconds,
-    value: |c| fractional_seconds(c.fabric.sweep_interval),
-};
+pub const SWEEP_INTERVAL: Limit = Limit::fine(
+    "fabric",
+    "sweep_interval",
+    0.1,
+    DAY,
+    Seconds(|c| c.fabric.sweep_interval),
+);
 
 /// `doca.sample_period_ms`.
-pub const SAMPLE_PERIOD: Limit = Limit {
-    section: "doca",
-    key: "sample_period_ms",
-    min: Num::Fraction(0.001),
-    max: Some(Num::Whole(10_000)),
-    unit: Unit::Milliseconds,
-    value: |c| Num::Fraction(c.doca.sample_period.as_secs_f64() * 1000.0),
-};
+pub const SAMPLE_PERIOD: Limit = Limit::fine(
+    "doca",
+    "sample_period_ms",
+    0.001,
+    10_000,
+    Milliseconds(|c| c.doca.sample_period),
+);
 
 /// `snmp.max_response_octets` (also an `[[snmp.access]]` rule's): one
 /// SNMP message over UDP.
-pub const MAX_RESPONSE_OCTETS: Limit = Limit {
-    section: "snmp",
-    key: "max_response_octets",
-    min: Num::Whole(MIN_MESSAGE_SIZE as u64),
-    max: Some(Num::Whole(MAX_UDP_PAYLOAD as u64)),
-    unit: Unit::Octets,
-    value: |c| Num::Whole(c.snmp.max_response_octets as u64),
-};
+pub const MAX_RESPONSE_OCTETS: Limit = Limit::new(
+    "snmp",
+    "max_response_octets",
+    MIN_MESSAGE_SIZE as u64,
+    MAX_UDP_PAYLOAD as u64,
+    Octets(|c| c.snmp.max_response_octets as u64),
+);
 
 /// The highest number a local port may have (a CA's ports are numbered
 /// from 1; 255 is no port). Every port of `umad.ports` and
@@ -153,303 +228,52 @@ pub const MAX_RESPONSE_OCTETS: Limit = Limit {
 pub const MAX_LOCAL_PORT: u8 = 254;
 
 /// Every numeric key with a range.
+#[rustfmt::skip]
 pub static LIMITS: &[Limit] = &[
-    Limit {
-        section: "agentx",
-        key: "ping_interval",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.agentx.ping_interval),
-    },
-    Limit {
-        section: "agentx",
-        key: "reconnect_max",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.agentx.reconnect_max),
-    },
+    Limit::new("agentx", "ping_interval", 1, DAY, Seconds(|c| c.agentx.ping_interval)),
+    Limit::new("agentx", "reconnect_max", 1, DAY, Seconds(|c| c.agentx.reconnect_max)),
     MAX_RESPONSE_OCTETS,
     SWEEP_INTERVAL,
-    Limit {
-        section: "fabric",
-        key: "unreachable_after",
-        min: Num::Whole(1),
-        max: None,
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.fabric.unreachable_after.into()),
-    },
-    Limit {
-        section: "fabric",
-        key: "optional_interval",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.fabric.optional_interval.unwrap_or_default()),
-    },
-    Limit {
-        section: "fabric",
-        key: "rediscover_interval",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.fabric.rediscover_interval.unwrap_or_default()),
-    },
-    Limit {
-        section: "fabric",
-        key: "portinfo_interval",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.fabric.portinfo_interval.unwrap_or_default()),
-    },
-    Limit {
-        section: "fabric",
-        key: "forget_after",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(365 * DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.fabric.forget_after.unwrap_or_default()),
-    },
-    Limit {
-        section: "mad",
-        key: "window",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(MAX_WINDOW as u64)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.mad.window as u64),
-    },
-    Limit {
-        section: "mad",
-        key: "timeout_ms",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(60_000)),
-        unit: Unit::Milliseconds,
-        value: |c| milliseconds(c.mad.timeout),
-    },
-    Limit {
-        section: "mad",
-        key: "retries",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(20)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.mad.retries.into()),
-    },
-    Limit {
-        section: "umad",
-        key: "port",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(MAX_LOCAL_PORT as u64)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.umad.port.map_or(0, u64::from)),
-    },
-    Limit {
-        section: "umad",
-        key: "discovery_timeout_ms",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(60_000)),
-        unit: Unit::Milliseconds,
-        value: |c| milliseconds(c.umad.discovery_timeout),
-    },
+    Limit::at_least("fabric", "unreachable_after", 1, Count(|c| c.fabric.unreachable_after.into())),
+    Limit::new("fabric", "optional_interval", 0, DAY, Seconds(|c| c.fabric.optional_interval.unwrap_or_default())),
+    Limit::new("fabric", "rediscover_interval", 0, DAY, Seconds(|c| c.fabric.rediscover_interval.unwrap_or_default())),
+    Limit::new("fabric", "portinfo_interval", 0, DAY, Seconds(|c| c.fabric.portinfo_interval.unwrap_or_default())),
+    Limit::new("fabric", "forget_after", 0, 365 * DAY, Seconds(|c| c.fabric.forget_after.unwrap_or_default())),
+    Limit::new("mad", "window", 1, MAX_WINDOW as u64, Count(|c| c.mad.window as u64)),
+    Limit::new("mad", "timeout_ms", 1, 60_000, Milliseconds(|c| c.mad.timeout)),
+    Limit::new("mad", "retries", 0, 20, Count(|c| c.mad.retries.into())),
+    Limit::new("umad", "port", 0, MAX_LOCAL_PORT as u64, Count(|c| c.umad.port.map_or(0, u64::from))),
+    Limit::new("umad", "discovery_timeout_ms", 1, 60_000, Milliseconds(|c| c.umad.discovery_timeout)),
     SAMPLE_PERIOD,
-    Limit {
-        section: "doca",
-        key: "output_format",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(2)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.doca.output_format.into()),
-    },
-    Limit {
-        section: "doca",
-        key: "log_max_samples",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(16)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.doca.log_max_samples.into()),
-    },
-    Limit {
-        section: "notify",
-        key: "window",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.notify.window),
-    },
-    Limit {
-        section: "notify",
-        key: "queue",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(100_000)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.notify.queue as u64),
-    },
-    Limit {
-        section: "events",
-        key: "capacity",
-        min: Num::Whole(100),
-        max: Some(Num::Whole(crate::events::file::MAX_RECORDS as u64)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.events.capacity as u64),
-    },
-    Limit {
-        section: "events",
-        key: "max_age",
-        min: Num::Whole(60),
-        max: Some(Num::Whole(30 * DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.events.max_age),
-    },
-    Limit {
-        section: "health",
-        key: "flap_count",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(crate::health::MAX_FLAP_COUNT as u64)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.health.flap_count.into()),
-    },
-    Limit {
-        section: "health",
-        key: "flap_window",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).0),
-    },
-    Limit {
-        section: "health",
-        key: "unresponsive_missed",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(crate::health::MAX_UNRESPONSIVE_OF as u64)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.health.unresponsive_missed.into()),
-    },
-    Limit {
-        section: "health",
-        key: "unresponsive_sweeps",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(crate::health::MAX_UNRESPONSIVE_OF as u64)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.health.unresponsive_sweeps.into()),
-    },
-    Limit {
-        section: "health",
-        key: "recovery",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).1),
-    },
-    Limit {
-        section: "health",
-        key: "forget_after",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(365 * DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.health.forget_after),
-    },
-    Limit {
-        section: "health",
-        key: "congestion_percent",
-        min: Num::Fraction(0.01),
-        max: Some(Num::Fraction(100.0)),
-        unit: Unit::Count,
-        value: |c| Num::Fraction(c.health.congestion_percent),
-    },
-    Limit {
-        section: "health",
-        key: "congestion_window",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.health.windows(c.fabric.sweep_interval).2),
-    },
-    Limit {
-        section: "metrics",
-        key: "max_connections",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(4096)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.metrics.max_connections as u64),
-    },
-    Limit {
-        section: "metrics",
-        key: "max_connections_per_network",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(4096)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.metrics.max_connections_per_network as u64),
-    },
-    Limit {
-        section: "metrics",
-        key: "rate_limit",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(100_000)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.metrics.rate_limit.into()),
-    },
-    Limit {
-        section: "metrics",
-        key: "rate_burst",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(100_000)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.metrics.rate_burst.into()),
-    },
-    Limit {
-        section: "metrics",
-        key: "max_renders",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(256)),
-        unit: Unit::Count,
-        value: |c| Num::Whole(c.metrics.max_renders as u64),
-    },
-    Limit {
-        section: "metrics",
-        key: "head_timeout",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(60)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.metrics.head_timeout),
-    },
-    Limit {
-        section: "metrics",
-        key: "idle_timeout",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.metrics.idle_timeout),
-    },
-    Limit {
-        section: "metrics",
-        key: "response_timeout",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(3600)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.metrics.response_timeout),
-    },
-    Limit {
-        section: "metrics",
-        key: "connection_lifetime",
-        min: Num::Whole(1),
-        max: Some(Num::Whole(DAY)),
-        unit: Unit::Seconds,
-        value: |c| seconds(c.metrics.connection_lifetime),
-    },
-    Limit {
-        section: "metrics",
-        key: "min_rate",
-        min: Num::Whole(0),
-        max: Some(Num::Whole(1 << 30)),
-        unit: Unit::Octets,
-        value: |c| Num::Whole(c.metrics.min_rate),
-    },
+    Limit::new("doca", "output_format", 0, 2, Count(|c| c.doca.output_format.into())),
+    Limit::new("doca", "log_max_samples", 1, 16, Count(|c| c.doca.log_max_samples.into())),
+    Limit::new("notify", "window", 1, DAY, Seconds(|c| c.notify.window)),
+    Limit::new("notify", "queue", 1, 100_000, Count(|c| c.notify.queue as u64)),
+    Limit::new("events", "capacity", 100, crate::events::file::MAX_RECORDS as u64, Count(|c| c.events.capacity as u64)),
+    Limit::new("events", "max_age", 60, 30 * DAY, Seconds(|c| c.events.max_age)),
+    Limit::new("health", "flap_count", 1, crate::health::MAX_FLAP_COUNT as u64, Count(|c| c.health.flap_count.into())),
+    Limit::new("health", "flap_window", 1, DAY, Seconds(|c| c.health.windows(c.fabric.sweep_interval).0)),
+    Limit::new("health", "unresponsive_missed", 1, crate::health::MAX_UNRESPONSIVE_OF as u64, Count(|c| c.health.unresponsive_missed.into())),
+    Limit::new("health", "unresponsive_sweeps", 1, crate::health::MAX_UNRESPONSIVE_OF as u64, Count(|c| c.health.unresponsive_sweeps.into())),
+    Limit::new("health", "recovery", 1, DAY, Seconds(|c| c.health.windows(c.fabric.sweep_interval).1)),
+    Limit::new("health", "forget_after", 1, 365 * DAY, Seconds(|c| c.health.forget_after)),
+    Limit::percent("health", "congestion_percent", 0.01, |c| c.health.congestion_percent),
+    Limit::new("health", "congestion_window", 1, DAY, Seconds(|c| c.health.windows(c.fabric.sweep_interval).2)),
+    Limit::new("metrics", "max_connections", 1, 4096, Count(|c| c.metrics.max_connections as u64)),
+    Limit::new("metrics", "max_connections_per_network", 1, 4096, Count(|c| c.metrics.max_connections_per_network as u64)),
+    Limit::new("metrics", "rate_limit", 0, 100_000, Count(|c| c.metrics.rate_limit.into())),
+    Limit::new("metrics", "rate_burst", 1, 100_000, Count(|c| c.metrics.rate_burst.into())),
+    Limit::new("metrics", "max_renders", 0, 256, Count(|c| c.metrics.max_renders as u64)),
+    Limit::new("metrics", "head_timeout", 1, 60, Seconds(|c| c.metrics.head_timeout)),
+    Limit::new("metrics", "idle_timeout", 1, DAY, Seconds(|c| c.metrics.idle_timeout)),
+    Limit::new("metrics", "response_timeout", 1, 3600, Seconds(|c| c.metrics.response_timeout)),
+    Limit::new("metrics", "connection_lifetime", 1, DAY, Seconds(|c| c.metrics.connection_lifetime)),
+    Limit::new("metrics", "min_rate", 0, 1 << 30, Octets(|c| c.metrics.min_rate)),
 ];
 
 /// Checks every key of the table in `c`.
 pub(super) fn check(c: &Config) -> Result<(), ConfigError> {
-    LIMITS.iter().try_for_each(|l| l.check((l.value)(c)))
+    LIMITS.iter().try_for_each(|l| l.check(l.value(c)))
 }
 
 fn seconds(d: Duration) -> Num {
@@ -502,11 +326,11 @@ mod tests {
                 l.bounds()
             );
             assert!(
-                comment.to_lowercase().contains(l.unit.word()),
+                comment.to_lowercase().contains(l.unit().word()),
                 "{}.{}: the example does not say {}: {comment}",
                 l.section,
                 l.key,
-                l.unit.word()
+                l.unit().word()
             );
         }
     }

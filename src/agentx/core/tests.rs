@@ -175,26 +175,25 @@ fn test_set(sid: u32, tid: u32, pid: u32) -> Pdu {
         tid,
         pid,
         Payload::TestSet {
-            context: None,
             varbinds: vec![VarBind::new(oid("1.3.6.1.3.117.1.1.0"), Value::Integer(0))],
         },
     )
 }
 
 fn get(sid: u32, pid: u32, context: Option<Vec<u8>>) -> Pdu {
-    Pdu::new(
+    let pdu = Pdu::new(
         sid,
         pid,
         pid,
         Payload::Get {
-            context,
             ranges: vec![SearchRange {
                 start: oid("1.3.6.1.3.117.1.2.0"),
                 include: false,
                 end: Oid::default(),
             }],
         },
-    )
+    );
+    Pdu { context, ..pdu }
 }
 
 #[test]
@@ -282,7 +281,7 @@ fn unanswered_ping_ends_the_connection() {
     assert_eq!(core.next_deadline(), Some(t1));
     let p = sent(&core.on_timeout(t1));
     assert_eq!(p.len(), 1);
-    assert_eq!(p[0].payload, Payload::Ping { context: None });
+    assert_eq!(p[0].payload, Payload::Ping);
     // Unanswered: nothing happens up to the request timeout...
     assert_eq!(core.next_deadline(), Some(t1 + REQUEST_TIMEOUT));
     assert!(core.on_timeout(t1 + REQUEST_TIMEOUT).is_empty());
@@ -394,9 +393,7 @@ fn non_default_context_gets_unsupported_context() {
         ResError::Agentx(AgentxError::UnsupportedContext)
     );
     let mut ts = test_set(5, 11, 11);
-    if let Payload::TestSet { context, .. } = &mut ts.payload {
-        *context = Some(b"vlan1".to_vec());
-    }
+    ts.context = Some(b"vlan1".to_vec());
     let r = request(&mut core, &mib, ts, t0).unwrap();
     assert_eq!(
         response(&r).0,
@@ -550,7 +547,6 @@ fn bulk_answer(
     let mib = Endless;
     let (mut core, t0) = registered_core(&mib);
     let bulk = Payload::GetBulk {
-        context: None,
         non_repeaters,
         max_repetitions,
         ranges,
@@ -596,7 +592,6 @@ fn every_response_fits_the_octet_bound() {
     let mib = Endless;
     let (mut core, t0) = registered_core(&mib);
     let next = Payload::GetNext {
-        context: None,
         ranges: rogue_ranges(5000),
     };
     let r = sent(&core.on_bytes(&encode(&Pdu::new(5, 9, 11, next)), t0, &mib));

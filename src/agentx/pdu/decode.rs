@@ -87,6 +87,27 @@ impl<'a> Reader<'a> {
             Ok(None)
         }
     }
+    /// The fields of a Register or Unregister (RFC 2741 6.2.3, 6.2.4):
+    /// the timeout byte and the region.
+    fn region(&mut self) -> Result<(u8, Region), DecodeError> {
+        let timeout = self.u8("Register timeout")?;
+        let priority = self.u8("Register priority")?;
+        let range_subid = self.u8("Register range_subid")?;
+        self.u8("Register reserved")?;
+        let (subtree, _) = self.oid("Register subtree")?;
+        let upper_bound = if range_subid != 0 {
+            Some(self.u32("Register upper_bound")?)
+        } else {
+            None
+        };
+        let region = Region {
+            priority,
+            range_subid,
+            subtree,
+            upper_bound,
+        };
+        Ok((timeout, region))
+    }
     fn ranges(&mut self) -> Result<Vec<SearchRange>, DecodeError> {
         let mut out = Vec::new();
         while !self.at_end() {
@@ -165,6 +186,7 @@ pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
             "NON_DEFAULT_CONTEXT flag on a PDU type without context",
         )));
     }
+    let context = r.context()?;
     let payload = match ty {
         PduType::Open => {
             let timeout = r.u8("Open timeout")?;
@@ -182,86 +204,48 @@ pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
             r.take(3, "Close reserved")?;
             Payload::Close { reason }
         }
-        PduType::Register | PduType::Unregister => {
-            let context = r.context()?;
-            let timeout = r.u8("Register timeout")?;
-            let priority = r.u8("Register priority")?;
-            let range_subid = r.u8("Register range_subid")?;
-            r.u8("Register reserved")?;
-            let (subtree, _) = r.oid("Register subtree")?;
-            let upper_bound = if range_subid != 0 {
-                Some(r.u32("Register upper_bound")?)
-            } else {
-                None
-            };
-            if ty == PduType::Register {
-                Payload::Register {
-                    context,
-                    timeout,
-                    priority,
-                    range_subid,
-                    subtree,
-                    upper_bound,
-                }
-            } else {
-                Payload::Unregister {
-                    context,
-                    priority,
-                    range_subid,
-                    subtree,
-                    upper_bound,
-                }
-            }
+        PduType::Register => {
+            let (timeout, region) = r.region()?;
+            Payload::Register { timeout, region }
         }
-        PduType::Get | PduType::GetNext => {
-            let (context, ranges) = (r.context()?, r.ranges()?);
-            if ty == PduType::Get {
-                Payload::Get { context, ranges }
-            } else {
-                Payload::GetNext { context, ranges }
-            }
-        }
+        // The same fields; h.timeout is reserved.
+        PduType::Unregister => Payload::Unregister(r.region()?.1),
+        PduType::Get => Payload::Get {
+            ranges: r.ranges()?,
+        },
+        PduType::GetNext => Payload::GetNext {
+            ranges: r.ranges()?,
+        },
         PduType::GetBulk => {
-            let context = r.context()?;
             let non_repeaters = r.u16("GetBulk non_repeaters")?;
             let max_repetitions = r.u16("GetBulk max_repetitions")?;
             Payload::GetBulk {
-                context,
                 non_repeaters,
                 max_repetitions,
                 ranges: r.ranges()?,
             }
         }
         PduType::TestSet | PduType::Notify | PduType::IndexAllocate | PduType::IndexDeallocate => {
-            let (context, varbinds) = (r.context()?, r.varbinds()?);
+            let varbinds = r.varbinds()?;
             match ty {
-                PduType::TestSet => Payload::TestSet { context, varbinds },
-                PduType::Notify => Payload::Notify { context, varbinds },
-                PduType::IndexAllocate => Payload::IndexAllocate { context, varbinds },
-                _ => Payload::IndexDeallocate { context, varbinds },
+                PduType::TestSet => Payload::TestSet { varbinds },
+                PduType::Notify => Payload::Notify { varbinds },
+                PduType::IndexAllocate => Payload::IndexAllocate { varbinds },
+                _ => Payload::IndexDeallocate { varbinds },
             }
         }
         PduType::CommitSet => Payload::CommitSet,
         PduType::UndoSet => Payload::UndoSet,
         PduType::CleanupSet => Payload::CleanupSet,
-        PduType::Ping => Payload::Ping {
-            context: r.context()?,
-        },
+        PduType::Ping => Payload::Ping,
         PduType::AddAgentCaps => {
-            let context = r.context()?;
             let (id, _) = r.oid("AddAgentCaps id")?;
             let description = r.octets("AddAgentCaps description")?;
-            Payload::AddAgentCaps {
-                context,
-                id,
-                description,
-            }
+            Payload::AddAgentCaps { id, description }
         }
-        PduType::RemoveAgentCaps => {
-            let context = r.context()?;
-            let (id, _) = r.oid("RemoveAgentCaps id")?;
-            Payload::RemoveAgentCaps { context, id }
-        }
+        PduType::RemoveAgentCaps => Payload::RemoveAgentCaps {
+            id: r.oid("RemoveAgentCaps id")?.0,
+        },
         PduType::Response => {
             let sys_uptime = r.u32("Response sysUpTime")?;
             let error = ResError::from_u16(r.u16("Response error")?);
@@ -282,6 +266,7 @@ pub fn decode(bytes: &[u8]) -> Result<Pdu, DecodeError> {
         session_id: header.session_id,
         transaction_id: header.transaction_id,
         packet_id: header.packet_id,
+        context,
         payload,
     })
 }

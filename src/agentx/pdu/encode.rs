@@ -51,29 +51,14 @@ impl Writer {
         self.buf.extend(std::iter::repeat_n(0u8, pad));
         Ok(())
     }
-    fn context(&mut self, c: &Option<Vec<u8>>) -> Result<(), EncodeError> {
-        match c {
-            Some(c) => self.octets(c),
-            None => Ok(()),
-        }
-    }
     /// The fields of a Register or Unregister (RFC 2741 6.2.3, 6.2.4).
-    fn region(
-        &mut self,
-        context: &Option<Vec<u8>>,
-        timeout: u8,
-        priority: u8,
-        range_subid: u8,
-        subtree: &Oid,
-        upper_bound: Option<u32>,
-    ) -> Result<(), EncodeError> {
-        self.context(context)?;
+    fn region(&mut self, timeout: u8, region: &Region) -> Result<(), EncodeError> {
         self.u8(timeout);
-        self.u8(priority);
-        self.u8(range_subid);
+        self.u8(region.priority);
+        self.u8(region.range_subid);
         self.u8(0);
-        self.oid(subtree, false)?;
-        match (range_subid, upper_bound) {
+        self.oid(&region.subtree, false)?;
+        match (region.range_subid, region.upper_bound) {
             (0, None) => Ok(()),
             (0, Some(_)) => Err(EncodeError::Invalid("upper_bound without range_subid")),
             (_, Some(b)) => {
@@ -167,8 +152,12 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
     if order == ByteOrder::Big {
         fl |= flags::NETWORK_BYTE_ORDER;
     }
-    if ty.has_context() && pdu.payload.context().is_some() {
-        fl |= flags::NON_DEFAULT_CONTEXT;
+    match (&pdu.context, ty.has_context()) {
+        (None, _) => {}
+        (Some(_), true) => fl |= flags::NON_DEFAULT_CONTEXT,
+        (Some(_), false) => {
+            return Err(EncodeError::Invalid("a context on a PDU type without one"));
+        }
     }
     w.u8(1);
     w.u8(ty as u8);
@@ -178,6 +167,9 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
     w.u32(pdu.transaction_id);
     w.u32(pdu.packet_id);
     w.u32(0); // payload_length, patched below
+    if let Some(context) = &pdu.context {
+        w.octets(context)?;
+    }
     match &pdu.payload {
         Payload::Open {
             timeout,
@@ -197,66 +189,29 @@ pub fn encode(pdu: &Pdu, order: ByteOrder) -> Result<Vec<u8>, EncodeError> {
             w.u8(0);
             w.u8(0);
         }
-        Payload::Register {
-            context,
-            timeout,
-            priority,
-            range_subid,
-            subtree,
-            upper_bound,
-        } => w.region(
-            context,
-            *timeout,
-            *priority,
-            *range_subid,
-            subtree,
-            *upper_bound,
-        )?,
+        Payload::Register { timeout, region } => w.region(*timeout, region)?,
         // The same fields; h.timeout is reserved (0).
-        Payload::Unregister {
-            context,
-            priority,
-            range_subid,
-            subtree,
-            upper_bound,
-        } => w.region(context, 0, *priority, *range_subid, subtree, *upper_bound)?,
-        Payload::Get { context, ranges } | Payload::GetNext { context, ranges } => {
-            w.context(context)?;
-            w.ranges(ranges)?;
-        }
+        Payload::Unregister(region) => w.region(0, region)?,
+        Payload::Get { ranges } | Payload::GetNext { ranges } => w.ranges(ranges)?,
         Payload::GetBulk {
-            context,
             non_repeaters,
             max_repetitions,
             ranges,
         } => {
-            w.context(context)?;
             w.u16(*non_repeaters);
             w.u16(*max_repetitions);
             w.ranges(ranges)?;
         }
-        Payload::TestSet { context, varbinds }
-        | Payload::Notify { context, varbinds }
-        | Payload::IndexAllocate { context, varbinds }
-        | Payload::IndexDeallocate { context, varbinds } => {
-            w.context(context)?;
-            w.varbinds(varbinds)?;
-        }
-        Payload::CommitSet | Payload::UndoSet | Payload::CleanupSet => {}
-        Payload::Ping { context } => w.context(context)?,
-        Payload::AddAgentCaps {
-            context,
-            id,
-            description,
-        } => {
-            w.context(context)?;
+        Payload::TestSet { varbinds }
+        | Payload::Notify { varbinds }
+        | Payload::IndexAllocate { varbinds }
+        | Payload::IndexDeallocate { varbinds } => w.varbinds(varbinds)?,
+        Payload::CommitSet | Payload::UndoSet | Payload::CleanupSet | Payload::Ping => {}
+        Payload::AddAgentCaps { id, description } => {
             w.oid(id, false)?;
             w.octets(description)?;
         }
-        Payload::RemoveAgentCaps { context, id } => {
-            w.context(context)?;
-            w.oid(id, false)?;
-        }
+        Payload::RemoveAgentCaps { id } => w.oid(id, false)?,
         Payload::Response {
             sys_uptime,
             error,

@@ -58,20 +58,18 @@ fn ranges() -> Vec<SearchRange> {
 /// A Register of 1.3.6.1.3.117, priority 127, no range.
 fn register_117() -> Payload {
     Payload::Register {
-        context: None,
         timeout: 0,
-        priority: 127,
-        range_subid: 0,
-        subtree: oid("1.3.6.1.3.117"),
-        upper_bound: None,
+        region: Region::subtree(oid("1.3.6.1.3.117"), 127),
     }
 }
 
-fn every_payload() -> Vec<(u8, Payload)> {
+/// Every payload, with the flags and the context it is sent with.
+fn every_payload() -> Vec<(u8, Option<Vec<u8>>, Payload)> {
     let ctx = Some(b"ctx-a".to_vec());
     vec![
         (
             0,
+            None,
             Payload::Open {
                 timeout: 5,
                 id: oid("1.3.6.1.3.117"),
@@ -80,63 +78,44 @@ fn every_payload() -> Vec<(u8, Payload)> {
         ),
         (
             0,
+            None,
             Payload::Close {
                 reason: CloseReason::Shutdown,
             },
         ),
         (
             0,
+            None,
             Payload::Close {
                 reason: CloseReason::Unknown(77),
             },
         ),
-        (flags::INSTANCE_REGISTRATION, register_117()),
+        (flags::INSTANCE_REGISTRATION, None, register_117()),
         (
             0,
+            ctx.clone(),
             Payload::Register {
-                context: ctx.clone(),
                 timeout: 3,
-                priority: 1,
-                range_subid: 9,
-                subtree: oid("1.3.6.1.3.117.1.4.1.1"),
-                upper_bound: Some(22),
+                region: Region {
+                    priority: 1,
+                    range_subid: 9,
+                    subtree: oid("1.3.6.1.3.117.1.4.1.1"),
+                    upper_bound: Some(22),
+                },
             },
         ),
         (
             0,
-            Payload::Unregister {
-                context: ctx.clone(),
-                priority: 127,
-                range_subid: 0,
-                subtree: oid("1.3.6.1.3.117"),
-                upper_bound: None,
-            },
+            ctx.clone(),
+            Payload::Unregister(Region::subtree(oid("1.3.6.1.3.117"), 127)),
         ),
+        (0, None, Payload::Get { ranges: ranges() }),
+        (0, None, Payload::Get { ranges: vec![] }),
+        (0, ctx.clone(), Payload::GetNext { ranges: ranges() }),
         (
             0,
-            Payload::Get {
-                context: None,
-                ranges: ranges(),
-            },
-        ),
-        (
-            0,
-            Payload::Get {
-                context: None,
-                ranges: vec![],
-            },
-        ),
-        (
-            0,
-            Payload::GetNext {
-                context: ctx.clone(),
-                ranges: ranges(),
-            },
-        ),
-        (
-            0,
+            None,
             Payload::GetBulk {
-                context: None,
                 non_repeaters: 1,
                 max_repetitions: 10,
                 ranges: ranges(),
@@ -144,59 +123,55 @@ fn every_payload() -> Vec<(u8, Payload)> {
         ),
         (
             0,
+            None,
             Payload::TestSet {
-                context: None,
                 varbinds: all_values(),
             },
         ),
-        (0, Payload::CommitSet),
-        (0, Payload::UndoSet),
-        (0, Payload::CleanupSet),
+        (0, None, Payload::CommitSet),
+        (0, None, Payload::UndoSet),
+        (0, None, Payload::CleanupSet),
         (
             0,
+            ctx.clone(),
             Payload::Notify {
-                context: ctx.clone(),
                 varbinds: all_values(),
             },
         ),
-        (0, Payload::Ping { context: None }),
-        (
-            0,
-            Payload::Ping {
-                context: Some(vec![]),
-            },
-        ),
+        (0, None, Payload::Ping),
+        (0, Some(vec![]), Payload::Ping),
         (
             flags::NEW_INDEX,
+            None,
             Payload::IndexAllocate {
-                context: None,
                 varbinds: vec![VarBind::new(oid("1.3.6.1.3.117.9.1"), Value::Integer(0))],
             },
         ),
         (
             flags::ANY_INDEX,
+            None,
             Payload::IndexDeallocate {
-                context: None,
                 varbinds: vec![VarBind::new(oid("1.3.6.1.3.117.9.1"), Value::Integer(4))],
             },
         ),
         (
             0,
+            None,
             Payload::AddAgentCaps {
-                context: None,
                 id: oid("1.3.6.1.3.117.2"),
                 description: b"caps".to_vec(),
             },
         ),
         (
             0,
+            ctx,
             Payload::RemoveAgentCaps {
-                context: ctx,
                 id: oid("1.3.6.1.3.117.2"),
             },
         ),
         (
             0,
+            None,
             Payload::Response {
                 sys_uptime: u32::MAX,
                 error: ResError::NO_ERROR,
@@ -206,6 +181,7 @@ fn every_payload() -> Vec<(u8, Payload)> {
         ),
         (
             0,
+            None,
             Payload::Response {
                 sys_uptime: 1,
                 error: ResError::Snmp(ErrorStatus::NotWritable),
@@ -215,6 +191,7 @@ fn every_payload() -> Vec<(u8, Payload)> {
         ),
         (
             0,
+            None,
             Payload::Response {
                 sys_uptime: 1,
                 error: ResError::Agentx(AgentxError::DuplicateRegistration),
@@ -224,6 +201,7 @@ fn every_payload() -> Vec<(u8, Payload)> {
         ),
         (
             0,
+            None,
             Payload::Response {
                 sys_uptime: 1,
                 error: ResError::Other(999),
@@ -238,13 +216,14 @@ fn every_payload() -> Vec<(u8, Payload)> {
 fn round_trip_every_pdu_both_orders() {
     let mut seen = std::collections::HashSet::new();
     for order in [ByteOrder::Big, ByteOrder::Little] {
-        for (i, (fl, payload)) in every_payload().into_iter().enumerate() {
+        for (i, (fl, context, payload)) in every_payload().into_iter().enumerate() {
             seen.insert(payload.pdu_type());
             let pdu = Pdu {
                 flags: fl,
                 session_id: 0x0102_0304,
                 transaction_id: 7 + i as u32,
                 packet_id: 0xdead_beef,
+                context,
                 payload,
             };
             let bytes = encode(&pdu, order).unwrap();
@@ -254,13 +233,14 @@ fn round_trip_every_pdu_both_orders() {
             assert_eq!(h.byte_order(), order);
             let back = decode(&bytes).unwrap_or_else(|e| panic!("{e} for {pdu:?}"));
             assert_eq!(back.payload, pdu.payload);
+            assert_eq!(back.context, pdu.context);
             assert_eq!(back.session_id, pdu.session_id);
             assert_eq!(back.transaction_id, pdu.transaction_id);
             assert_eq!(back.packet_id, pdu.packet_id);
             assert_eq!(back.byte_order(), order);
             assert_eq!(
                 back.flags & flags::NON_DEFAULT_CONTEXT != 0,
-                pdu.payload.context().is_some()
+                pdu.context.is_some()
             );
             assert_eq!(back.flags & 0x07, fl);
             // Re-encoding the decoded PDU gives the same bytes.
@@ -368,19 +348,19 @@ fn error_codes() {
 }
 
 fn sample_bytes() -> Vec<u8> {
-    encode(
-        &Pdu::new(
-            1,
-            2,
-            3,
-            Payload::TestSet {
-                context: Some(b"c".to_vec()),
-                varbinds: all_values(),
-            },
-        ),
-        ByteOrder::Big,
-    )
-    .unwrap()
+    let pdu = Pdu::new(
+        1,
+        2,
+        3,
+        Payload::TestSet {
+            varbinds: all_values(),
+        },
+    );
+    let in_context = Pdu {
+        context: Some(b"c".to_vec()),
+        ..pdu
+    };
+    encode(&in_context, ByteOrder::Big).unwrap()
 }
 
 #[test]
@@ -433,7 +413,6 @@ fn malformed_inputs_name_the_problem() {
 
     // Unknown varbind type 3.
     let set = Payload::TestSet {
-        context: None,
         varbinds: vec![VarBind::new(oid("1.3"), Value::Null)],
     };
     assert_eq!(
@@ -442,10 +421,7 @@ fn malformed_inputs_name_the_problem() {
     );
 
     // OID with 200 sub-identifiers.
-    let get = Payload::Get {
-        context: None,
-        ranges: ranges(),
-    };
+    let get = Payload::Get { ranges: ranges() };
     assert_eq!(
         patched(get, |b| b[20] = 200),
         DecodeErrorKind::TooManySubids(200)
@@ -459,12 +435,14 @@ fn malformed_inputs_name_the_problem() {
     ));
 
     // Octet string length near u32::MAX must not overflow.
-    let ping = Payload::Ping {
+    let ping = Pdu {
         context: Some(vec![1]),
+        ..Pdu::new(1, 1, 1, Payload::Ping)
     };
-    let huge = |b: &mut Vec<u8>| b[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
+    let mut b = encode(&ping, ByteOrder::Big).unwrap();
+    b[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(
-        patched(ping, huge),
+        decode(&b).unwrap_err().kind,
         DecodeErrorKind::Truncated { .. }
     ));
 }
@@ -479,13 +457,27 @@ fn patched(payload: Payload, patch: impl FnOnce(&mut Vec<u8>)) -> DecodeErrorKin
 
 #[test]
 fn encode_rejects_what_cannot_be_carried() {
+    // A context on a type without one (RFC 2741 6.1.1): not written
+    // where the master would read it as the payload.
+    let open = Payload::Open {
+        timeout: 0,
+        id: oid("1.3.6.1.3.117"),
+        description: vec![],
+    };
+    let in_context = Pdu {
+        context: Some(b"c".to_vec()),
+        ..Pdu::new(1, 1, 1, open)
+    };
+    assert!(matches!(
+        encode(&in_context, ByteOrder::Big),
+        Err(EncodeError::Invalid(_))
+    ));
     let long = Oid((0..200).collect());
     let pdu = Pdu::new(
         1,
         1,
         1,
         Payload::Get {
-            context: None,
             ranges: vec![SearchRange {
                 start: long,
                 include: false,
@@ -502,12 +494,11 @@ fn encode_rejects_what_cannot_be_carried() {
         1,
         1,
         Payload::Register {
-            context: None,
             timeout: 0,
-            priority: 1,
-            range_subid: 2,
-            subtree: oid("1.3"),
-            upper_bound: None,
+            region: Region {
+                range_subid: 2,
+                ..Region::subtree(oid("1.3"), 1)
+            },
         },
     );
     assert!(encode(&pdu, ByteOrder::Big).is_err());
@@ -594,7 +585,6 @@ fn framer_skips_oversized_and_stays_in_sync() {
             3,
             4,
             Payload::TestSet {
-                context: None,
                 varbinds: vec![VarBind::new(
                     oid("1.3.6.1.3.117.1"),
                     Value::OctetString(vec![0xaa; 1000]),
@@ -653,15 +643,7 @@ fn varbind_len_is_the_encoded_length() {
     vbs.push(VarBind::new(Oid::default(), Value::Counter64(1)));
     for vb in vbs {
         let one = |v: Vec<VarBind>| {
-            let p = Pdu::new(
-                1,
-                2,
-                3,
-                Payload::Notify {
-                    context: None,
-                    varbinds: v,
-                },
-            );
+            let p = Pdu::new(1, 2, 3, Payload::Notify { varbinds: v });
             encode(&p, ByteOrder::Big).unwrap().len()
         };
         assert_eq!(

@@ -11,41 +11,42 @@ use crate::mib::{MibHandler, Value};
 use crate::rig::{AgentRig, RigOptions};
 use crate::sim::traffic::q;
 
+/// One end of a link: GUID, name and LID.
+type End = (u64, &'static str, u16);
+
+/// A switch cabled port 1 to port 1 to a CA at 4x a speed: the
+/// Mellanox device IDs of the switch and the CA (or none), the switch's
+/// port count, the switch, the CA, the speed.
+type Link = (Option<(u16, u16)>, u8, End, End, &'static str);
+
 /// A Quantum-2 (0xd2f2) at 4x NDR to a ConnectX-7, a Switch-IB (0xcb20)
 /// at 4x EDR to a ConnectX-5, a switch of no known family at 4x QDR.
-const ASICS: &str = "\
-vendid=0x2c9
-devid=0xd2f2
-switchguid=0x10
-Switch\t65 \"S-q2\"\t\t# \"q2\" enhanced port 0 lid 1 lmc 0
-[1]\t\"H-cx7\"[1]\t\t# \"cx7\" lid 4 4xNDR
+#[rustfmt::skip]
+const ASICS: [Link; 3] = [
+    (Some((0xd2f2, 0x1021)), 65, (0x10, "q2", 1), (0x40, "cx7", 4), "NDR"),
+    (Some((0xcb20, 0x1017)), 36, (0x20, "sib", 2), (0x50, "cx5", 5), "EDR"),
+    (None, 8, (0x30, "other", 3), (0x60, "hca", 6), "QDR"),
+];
 
-vendid=0x2c9
-devid=0x1021
-caguid=0x40
-Ca\t1 \"H-cx7\"\t\t# \"cx7\"
-[1]\t\"S-q2\"[1]\t\t# lid 4 lmc 0 \"q2\" lid 1 4xNDR
-
-vendid=0x2c9
-devid=0xcb20
-switchguid=0x20
-Switch\t36 \"S-sib\"\t\t# \"sib\" enhanced port 0 lid 2 lmc 0
-[1]\t\"H-cx5\"[1]\t\t# \"cx5\" lid 5 4xEDR
-
-vendid=0x2c9
-devid=0x1017
-caguid=0x50
-Ca\t1 \"H-cx5\"\t\t# \"cx5\"
-[1]\t\"S-sib\"[1]\t\t# lid 5 lmc 0 \"sib\" lid 2 4xEDR
-
-switchguid=0x30
-Switch\t8 \"S-other\"\t\t# \"other\" enhanced port 0 lid 3 lmc 0
-[1]\t\"H-hca\"[1]\t\t# \"hca\" lid 6 4xQDR
-
-caguid=0x60
-Ca\t1 \"H-hca\"\t\t# \"hca\"
-[1]\t\"S-other\"[1]\t\t# lid 6 lmc 0 \"other\" lid 3 4xQDR
-";
+/// The links as ibnetdiscover writes them.
+fn topology(links: &[Link]) -> String {
+    let ids = |devid: Option<u16>| {
+        devid.map_or(String::new(), |d| format!("vendid=0x2c9\ndevid={d:#x}\n"))
+    };
+    let node_pairs = links.iter().map(|&(devids, ports, switch, ca, speed)| {
+        let ((sw_guid, sw, sw_lid), (ca_guid, ca, ca_lid)) = (switch, ca);
+        let (sw_ids, ca_ids) = (ids(devids.map(|d| d.0)), ids(devids.map(|d| d.1)));
+        format!(
+            "{sw_ids}switchguid={sw_guid:#x}\n\
+             Switch\t{ports} \"S-{sw}\"\t\t# \"{sw}\" enhanced port 0 lid {sw_lid} lmc 0\n\
+             [1]\t\"H-{ca}\"[1]\t\t# \"{ca}\" lid {ca_lid} 4x{speed}\n\n\
+             {ca_ids}caguid={ca_guid:#x}\n\
+             Ca\t1 \"H-{ca}\"\t\t# \"{ca}\"\n\
+             [1]\t\"S-{sw}\"[1]\t\t# lid {ca_lid} lmc 0 \"{sw}\" lid {sw_lid} 4x{speed}\n"
+        )
+    });
+    node_pairs.collect::<Vec<_>>().join("\n")
+}
 
 /// pmPortRateCongestion of (`guid`, `port`), hundredths of a percent.
 fn congestion(rig: &AgentRig, guid: u64, port: u8) -> Value {
@@ -59,7 +60,7 @@ fn congestion(rig: &AgentRig, guid: u64, port: u8) -> Value {
 
 #[test]
 fn a_port_waiting_a_tenth_of_the_interval_reads_ten_percent_whatever_its_asic() {
-    let fabric = crate::ib::topology::parse(ASICS).unwrap();
+    let fabric = crate::ib::topology::parse(&topology(&ASICS)).unwrap();
     let mut rig = AgentRig::new(RigOptions {
         fabric,
         traffic: false,
