@@ -160,6 +160,7 @@ struct MapPort {
 }
 
 const NO_PEER: u32 = u32::MAX;
+const _: () = assert!(size_of::<MapNode>() == 16 && size_of::<MapPort>() == 8);
 
 impl SmMap {
     /// The map of `fabric` (its nodes ordered by GUID, as discovery leaves
