@@ -830,7 +830,7 @@ impl PortCtx<'_> {
             pm.kept = 0;
         }
         pm.last_read = now + 1;
-        let Some(kept) = samples.get_mut(usize::from(pm.samples)) else {
+        let Some(stored) = samples.get_mut(usize::from(pm.samples)) else {
             // Its link has never been up: no threshold to watch.
             return;
         };
@@ -838,7 +838,7 @@ impl PortCtx<'_> {
         let aside = (pm.flags & MOVING != 0)
             .then(|| self.moving.get(&key))
             .flatten();
-        let mut ring = kept.load(usize::from(pm.kept), aside);
+        let mut ring = stored.load(usize::from(pm.kept), aside);
         let set = &mut ring;
         let now = now as u32; // sample times are modulo 2^32
         let age = |s: &Sample| u64::from(now.wrapping_sub(s.at));
@@ -893,7 +893,7 @@ impl PortCtx<'_> {
         while pm.kept > 1 && age(&set[1]) >= window {
             pm.pop_front(set);
         }
-        match kept.store(&ring, usize::from(pm.kept)) {
+        match stored.store(&ring, usize::from(pm.kept)) {
             Some(aside) => {
                 self.moving.insert(key, aside);
                 pm.flags |= MOVING;
