@@ -159,7 +159,9 @@ impl Ring {
     pub fn new(bounds: Bounds) -> Ring {
         Ring {
             bounds,
-            records: VecDeque::with_capacity(bounds.capacity.min(1 << 16)),
+            // Grown as it fills ([`Ring::insert`]): an agent whose log
+            // stays short holds none of the slots its bound allows.
+            records: VecDeque::new(),
             strings: Interner::default(),
             next_seq: 1,
             counts: [0; KIND_COUNT],
@@ -226,8 +228,14 @@ impl Ring {
 
     fn insert(&mut self, r: Record) {
         // Room first: a full ring never grows past its capacity.
-        while self.records.len() >= self.bounds.capacity.max(1) {
+        let bound = self.bounds.capacity.max(1);
+        while self.records.len() >= bound {
             self.records.pop_front();
+        }
+        // Twice the slots as it fills (at least 16), never past the bound.
+        let len = self.records.len();
+        if len == self.records.capacity() {
+            self.records.reserve_exact(len.max(16).min(bound - len));
         }
         self.records.push_back(r);
     }
@@ -299,6 +307,24 @@ mod tests {
     #[test]
     fn a_record_is_small() {
         assert!(std::mem::size_of::<Record>() <= 80);
+    }
+
+    #[test]
+    fn the_ring_takes_slots_as_it_fills_never_past_its_bound() {
+        let mut r = Ring::new(Bounds::default());
+        assert_eq!(r.records().capacity(), 0, "no slot before the first event");
+        assert!(r.bytes() < 1024, "{}", r.bytes());
+        r.push(&ev(Kind::PortState, 1, "sw"));
+        assert!(r.records().capacity() <= 16, "{}", r.records().capacity());
+        let mut r = Ring::new(Bounds {
+            capacity: 1000,
+            max_age_ms: u64::MAX,
+        });
+        for t in 0..5000u64 {
+            r.push(&ev(Kind::PortState, t, "sw"));
+            assert!(r.records().capacity() <= 1000, "{}", r.records().capacity());
+        }
+        assert_eq!(r.len(), 1000);
     }
 
     #[test]

@@ -48,10 +48,14 @@ pub const MAX_FILE: u64 = 16 << 20;
 /// The longest name, in bytes (rdma-core reads lines of at most 255).
 pub const NAME_MAX: usize = 255;
 
+/// A name of the map, as a node record holds it: one pointer (a record
+/// holds it as an option, and the record of every node is kept).
+pub type MappedName = Arc<Arc<str>>;
+
 /// Node names by node GUID.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NameMap {
-    names: HashMap<Guid, Arc<str>>,
+    names: HashMap<Guid, MappedName>,
 }
 
 /// A map that cannot be read, with the line at fault (0: the whole file).
@@ -121,6 +125,11 @@ fn entry(line: usize, text: &str) -> Result<Option<(Guid, &str)>, NamesError> {
 impl NameMap {
     /// The name the map gives `guid`.
     pub fn get(&self, guid: Guid) -> Option<&Arc<str>> {
+        self.names.get(&guid).map(|n| &**n)
+    }
+
+    /// The name the map gives `guid`, shared as a node record holds it.
+    pub fn shared(&self, guid: Guid) -> Option<&MappedName> {
         self.names.get(&guid)
     }
 
@@ -134,7 +143,7 @@ impl NameMap {
 
     /// The names, in no order.
     pub fn iter(&self) -> impl Iterator<Item = (Guid, &Arc<str>)> {
-        self.names.iter().map(|(g, n)| (*g, n))
+        self.names.iter().map(|(g, n)| (*g, &**n))
     }
 
     /// Parse a map's bytes; the first bad line refuses it.
@@ -167,7 +176,10 @@ impl NameMap {
             }
         }
         Ok(NameMap {
-            names: names.into_iter().map(|(g, (n, _))| (g, n)).collect(),
+            names: names
+                .into_iter()
+                .map(|(g, (n, _))| (g, Arc::new(n)))
+                .collect(),
         })
     }
 

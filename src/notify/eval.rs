@@ -23,7 +23,11 @@
 //! Memory: a port's state is one [`PortMem`] inline in its node's boxed
 //! slice, with no allocation of its own ([`PORT_BYTES`]), and its samples
 //! ([`SAMPLES_BYTES`]) in another of its node's, from the first time its
-//! link is up (an uncabled port has none): times are milliseconds from the
+//! link is up (an uncabled port has none). The samples' error totals are
+//! kept once for all of them while they are the same in each (a port
+//! without errors in the last window and a half: nearly every port), and
+//! aside, per sample, in the evaluator's map of the ports whose errors
+//! moved ([`Evaluator::moving`]) while not: times are milliseconds from the
 //! records' origin ([`crate::fabric::record::Stamp::millis`]), the thresholds an index into the shared sets, and
 //! each sample keeps the error totals in their low 32 bits and the
 //! XmitWait and octet totals whole. An error counter's
@@ -183,7 +187,7 @@ static SLOTS: LazyLock<[(CounterSlot, usize); THRESHOLD_COUNT]> = LazyLock::new(
     s
 });
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Sample {
     /// Milliseconds from the records' origin, modulo 2^32 (ages are
     /// differences, and a port's samples are less than 2^31 ms apart).
@@ -223,8 +227,70 @@ impl Sample {
     }
 }
 
-/// A port's samples, oldest first (`[..kept]` of its [`PortMem`]).
-type Samples = [Sample; MAX_SAMPLES];
+/// A port's samples, oldest first (`[..kept]` of its [`PortMem`]), as the
+/// evaluation reads them ([`Samples::load`]).
+type Ring = [Sample; MAX_SAMPLES];
+
+/// The error totals of a port's samples ([`Sample::narrow`]), per sample.
+type Narrows = [[u32; NARROW]; MAX_SAMPLES];
+
+/// What a sample keeps apart from its error totals.
+#[derive(Clone, Copy, Debug, Default)]
+struct Head {
+    at: u32,
+    valid: u32,
+    wide: [u64; WIDE],
+}
+
+/// A port's samples as kept: each one's [`Head`], and the error totals
+/// they all have, while they are the same in each; when they are not, each
+/// sample's are in [`Evaluator::moving`] (the port's [`MOVING`] flag) and
+/// `narrow` is not read.
+#[derive(Clone, Copy, Debug, Default)]
+struct Samples {
+    heads: [Head; MAX_SAMPLES],
+    narrow: [u32; NARROW],
+}
+
+impl Samples {
+    /// The first `kept` samples, whole (the others are not read), their
+    /// error totals `moving`'s when the port keeps them aside.
+    fn load(&self, kept: usize, moving: Option<&Narrows>) -> Ring {
+        let mut ring = Ring::default();
+        for (k, (s, h)) in ring.iter_mut().zip(&self.heads).enumerate().take(kept) {
+            *s = Sample {
+                at: h.at,
+                valid: h.valid,
+                narrow: moving.map_or(self.narrow, |m| m[k]),
+                wide: h.wide,
+            };
+        }
+        ring
+    }
+
+    /// Keep the first `kept` samples of `ring`: their error totals here
+    /// when they are the same in each, or else returned, to be kept aside.
+    fn store(&mut self, ring: &Ring, kept: usize) -> Option<Narrows> {
+        let ring = &ring[..kept];
+        for (h, s) in self.heads.iter_mut().zip(ring) {
+            *h = Head {
+                at: s.at,
+                valid: s.valid,
+                wide: s.wide,
+            };
+        }
+        let first = ring.first().map_or([0; NARROW], |s| s.narrow);
+        if ring.iter().all(|s| s.narrow == first) {
+            self.narrow = first;
+            return None;
+        }
+        let mut aside = Narrows::default();
+        for (a, s) in aside.iter_mut().zip(ring) {
+            *a = s.narrow;
+        }
+        Some(aside)
+    }
+}
 
 /// [`PortMem::samples`] of a port that has none.
 const NO_SAMPLES: u8 = u8::MAX;
@@ -267,14 +333,22 @@ const HAS_PEER: u8 = 1;
 /// [`PortMem::flags`]: pmPortLinkDegraded (0..=4) in bits 1..=3.
 const HEALTH_SHIFT: u8 = 1;
 const HEALTH: u8 = 0b1110;
+/// [`PortMem::flags`]: the error totals of the port's samples differ from
+/// one to another; each one's are in [`Evaluator::moving`].
+const MOVING: u8 = 0b1_0000;
 /// Not evaluated yet: the first health seen is taken as it is.
 const HEALTH_UNSEEN: u8 = 7;
 
 /// The bytes one port's state takes: [`PortMem`] holds no pointer, so
 /// that is all (its node's boxed slice of them has no spare room).
 pub const PORT_BYTES: usize = 32;
-/// And the bytes of its samples, once its link has been up.
-pub const SAMPLES_BYTES: usize = 216;
+/// And the bytes of its samples, once its link has been up (and, while
+/// their error totals differ, [`MOVING_BYTES`] more in the evaluator's
+/// map).
+pub const SAMPLES_BYTES: usize = 120;
+/// The error totals of a port's samples, kept aside.
+pub const MOVING_BYTES: usize = 144;
+const _: () = assert!(size_of::<Narrows>() <= MOVING_BYTES);
 const _: () = assert!(size_of::<PortMem>() <= PORT_BYTES);
 const _: () = assert!(size_of::<Samples>() <= SAMPLES_BYTES);
 const _: () = assert!(!std::mem::needs_drop::<PortMem>());
@@ -327,16 +401,16 @@ impl PortMem {
         self.flags = (self.flags & !HEALTH) | ((h.min(HEALTH_UNSEEN) << HEALTH_SHIFT) & HEALTH);
     }
 
-    fn kept<'a>(&self, set: &'a Samples) -> &'a [Sample] {
+    fn kept<'a>(&self, set: &'a Ring) -> &'a [Sample] {
         &set[..usize::from(self.kept)]
     }
 
-    fn pop_front(&mut self, set: &mut Samples) {
+    fn pop_front(&mut self, set: &mut Ring) {
         set.copy_within(1.., 0);
         self.kept -= 1;
     }
 
-    fn push(&mut self, set: &mut Samples, s: Sample) {
+    fn push(&mut self, set: &mut Ring, s: Sample) {
         if usize::from(self.kept) == MAX_SAMPLES {
             self.pop_front(set);
         }
@@ -364,6 +438,9 @@ pub struct Evaluator {
     limits: LimitSets,
     /// Ordered by GUID, as the snapshot's nodes.
     nodes: Vec<NodeMem>,
+    /// The error totals of each sample of the ports whose samples do not
+    /// all have the same ([`MOVING`]), by node and port number.
+    moving: std::collections::HashMap<(Guid, u8), Narrows>,
     overrun: bool,
     last_sweep: Option<u64>,
     /// The health verdicts of the last evaluation.
@@ -413,6 +490,7 @@ impl Evaluator {
             window_ms,
             limits: LimitSets::default(),
             nodes: Vec::new(),
+            moving: Default::default(),
             overrun: false,
             last_sweep: None,
             health: Default::default(),
@@ -451,6 +529,8 @@ impl Evaluator {
             }
             self.nodes
                 .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
+            self.moving
+                .retain(|(g, _), _| snap.forgotten.binary_search(g).is_err());
         }
         // Nodes: lost (marked unreachable or gone) and found.
         let swept = snap.swept_subnets();
@@ -483,6 +563,7 @@ impl Evaluator {
                     // Its ports are taken as they are now.
                     mem.ports = ports_mem(&mut self.limits, &self.cfg, node);
                     mem.samples = Box::default();
+                    self.moving.retain(|(g, _), _| *g != node.id.guid);
                 }
                 _ => {}
             }
@@ -497,6 +578,7 @@ impl Evaluator {
                     cfg: &self.cfg,
                     window_ms: self.window_ms,
                     limits: &mut self.limits,
+                    moving: &mut self.moving,
                     out: &mut ports_events,
                 };
                 ctx.ports(mem);
@@ -629,6 +711,7 @@ struct PortCtx<'a> {
     cfg: &'a NotifyConfig,
     window_ms: u64,
     limits: &'a mut LimitSets,
+    moving: &'a mut std::collections::HashMap<(Guid, u8), Narrows>,
     out: &'a mut Vec<Event>,
 }
 
@@ -671,7 +754,7 @@ impl PortCtx<'_> {
         }
         if held > mem.samples.len() {
             let mut v = std::mem::take(&mut mem.samples).into_vec();
-            v.resize(held, [Sample::default(); MAX_SAMPLES]);
+            v.resize(held, Samples::default());
             mem.samples = v.into_boxed_slice();
         }
         let rule = node.tick_rule();
@@ -747,10 +830,16 @@ impl PortCtx<'_> {
             pm.kept = 0;
         }
         pm.last_read = now + 1;
-        let Some(set) = samples.get_mut(usize::from(pm.samples)) else {
+        let Some(stored) = samples.get_mut(usize::from(pm.samples)) else {
             // Its link has never been up: no threshold to watch.
             return;
         };
+        let key = (self.node.id.guid, pm.num);
+        let aside = (pm.flags & MOVING != 0)
+            .then(|| self.moving.get(&key))
+            .flatten();
+        let mut ring = stored.load(usize::from(pm.kept), aside);
+        let set = &mut ring;
         let now = now as u32; // sample times are modulo 2^32
         let age = |s: &Sample| u64::from(now.wrapping_sub(s.at));
         let window = self.window_ms;
@@ -803,6 +892,17 @@ impl PortCtx<'_> {
         }
         while pm.kept > 1 && age(&set[1]) >= window {
             pm.pop_front(set);
+        }
+        match stored.store(&ring, usize::from(pm.kept)) {
+            Some(aside) => {
+                self.moving.insert(key, aside);
+                pm.flags |= MOVING;
+            }
+            None if pm.flags & MOVING != 0 => {
+                self.moving.remove(&key);
+                pm.flags &= !MOVING;
+            }
+            None => {}
         }
     }
 }
@@ -1431,8 +1531,8 @@ mod tests {
         }
         let p = &ev.nodes[0].ports[0];
         assert_eq!(usize::from(p.kept), MAX_SAMPLES);
-        let set = &ev.nodes[0].samples[usize::from(p.samples)];
-        let at: Vec<u32> = p.kept(set).iter().map(|s| s.at).collect();
+        let set = ev.nodes[0].samples[usize::from(p.samples)].load(usize::from(p.kept), None);
+        let at: Vec<u32> = p.kept(&set).iter().map(|s| s.at).collect();
         assert_eq!(at[1] - at[0], 5000);
         assert_eq!(at[2] - at[1], 5000);
     }
@@ -1483,6 +1583,66 @@ mod tests {
             per_port <= PORT_BYTES + SAMPLES_BYTES + 48,
             "{per_port} bytes per port"
         );
+    }
+
+    /// Samples give back what they were given: the error totals once when
+    /// every kept sample has the same, else each one's, to be kept aside.
+    #[test]
+    fn samples_keep_their_error_totals_once_while_they_stand_still() {
+        let sample = |at: u32, errors: u32| {
+            let mut s = Sample {
+                at,
+                valid: 0b101,
+                wide: [u64::from(at) << 33, 7],
+                ..Default::default()
+            };
+            s.narrow[3] = errors;
+            s
+        };
+        let mut kept = Samples::default();
+        let still = [sample(1, 5), sample(2, 5), sample(3, 5)];
+        for n in 0..=MAX_SAMPLES {
+            assert_eq!(kept.store(&still, n), None);
+            assert_eq!(kept.load(n, None)[..n], still[..n]);
+        }
+        let moved = [sample(1, 5), sample(2, 5), sample(3, 6)];
+        let aside = kept.store(&moved, 3).expect("kept aside");
+        assert_eq!(kept.load(3, Some(&aside)), moved);
+        assert_eq!(kept.store(&moved, 2), None, "the first two are the same");
+        assert_eq!(kept.load(2, None)[..2], moved[..2]);
+    }
+
+    /// A port whose errors move keeps its samples' error totals aside for
+    /// as long as they differ, and its thresholds see the same increases.
+    #[test]
+    fn a_port_whose_errors_move_keeps_its_totals_aside_until_they_stand_still() {
+        let mut f = Fab::new(2, 2);
+        let mut ev = eval(0);
+        for t in [0, 5, 10] {
+            assert!(ev.evaluate(&f.snap(t)).events.is_empty());
+        }
+        assert!(ev.moving.is_empty(), "no error moved");
+        f.add(0, 1, SYM, 4);
+        ev.evaluate(&f.snap(15));
+        f.add(0, 1, SYM, 8);
+        let o = ev.evaluate(&f.snap(20));
+        assert_eq!(ev.moving.len(), 1, "{:?}", ev.moving.keys());
+        assert!(ev.moving.contains_key(&(Guid(0x100), 2)));
+        // 12 errors over the window (10 s): SymbolErrors' rising threshold
+        // (10) crossed.
+        let rising: Vec<_> = o
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::ThresholdRising)
+            .map(|e| (e.counter, e.value, e.port))
+            .collect();
+        assert_eq!(rising, [("SymbolErrors", 12, 2)]);
+        // Still for a window and a half: the samples agree again.
+        for t in [25, 30, 35, 40] {
+            ev.evaluate(&f.snap(t));
+        }
+        assert!(ev.moving.is_empty(), "{:?}", ev.moving.keys());
+        assert!(ev.nodes[0].ports.iter().all(|p| p.flags & MOVING == 0));
     }
 
     /// Error totals are kept in their low 32 bits: an increase across a

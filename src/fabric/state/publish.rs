@@ -45,7 +45,7 @@ impl FabricState {
         }
         s.names_gen = generation;
         let map = names.current();
-        let name = map.get(s.rec.id.guid);
+        let name = map.shared(s.rec.id.guid);
         if s.rec.mapped_name.as_ref() != name {
             Arc::make_mut(&mut s.rec).mapped_name = name.cloned();
         }
