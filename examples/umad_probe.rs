@@ -17,7 +17,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use ibpm_agentx::fabric::discover::{DiscoverOptions, SmMap, discover_with_stats, read_subnet};
+use ibpm_agentx::fabric::discover::{
+    DiscoverOptions, SmMap, SmSearch, discover_with_stats, read_subnet,
+};
 use ibpm_agentx::fabric::engine::{Engine, EngineConfig, MadOutcome, MadRequest};
 use ibpm_agentx::ib::subnet::SmInfo;
 use ibpm_agentx::ib::{Fabric, NodeType};
@@ -195,7 +197,7 @@ fn main() -> ExitCode {
 
     if args.sm {
         let mut smp = t.smp_handle();
-        match read_subnet(&mut smp, &SmMap::of(&fabric), &dopts) {
+        match read_subnet(&mut smp, &SmMap::of(&fabric), &dopts, SmSearch::EveryNode) {
             Ok(r) => {
                 // Flat, as the tests' parser reads it: the master's
                 // fields, and the other SMs as `GUID/state` joined by `;`.

@@ -18,7 +18,8 @@ use super::subnets::{LookPorts, PortsProbe, ReadSm};
 use super::{AppError, Shutdown};
 use crate::config::Config;
 use crate::fabric::discover::{
-    DiscoverError, DiscoverOptions, SmMap, SubnetRead, discover_with_stats, read_subnet,
+    DiscoverError, DiscoverOptions, SearchPace, SmMap, SmSearch, SubnetRead, discover_with_stats,
+    read_subnet,
 };
 use crate::fabric::local::{FailoverMachine, NO_MASTER_GRACE, Seen, Wanted, group};
 use crate::ib::subnet::{LocalPort, SubnetView};
@@ -204,6 +205,7 @@ pub fn open_umad(cfg: &Config, cancel: &Shutdown) -> Result<Backend, AppError> {
                 smps.clone(),
                 SmMap::of(&fabric),
                 dopts.clone(),
+                Clock::system(),
             ),
             ports: ports.clone(),
             choice: choice.clone(),
@@ -274,19 +276,33 @@ fn look_ports(root: String) -> LookPorts {
 }
 
 /// The master SM read through one of `ports` (by its SMP handle in
-/// `smps`), along the routes of `known`. A read that would wait on a
-/// rediscovery holding the handle, or whose SMPs fail, is not made: it
-/// says nothing of the SM.
-fn read_sm(ports: Vec<LocalPort>, smps: Vec<Smp>, known: SmMap, opts: DiscoverOptions) -> ReadSm {
+/// `smps`), along the routes of `known`: the SM at the port's MasterSMLID,
+/// and when that is no master, every node, at most once per
+/// [`NO_MASTER_GRACE`] (the failover machine holds the master that long).
+/// A read that would wait on a rediscovery holding the handle, or whose
+/// SMPs fail, is not made: it says nothing of the SM.
+fn read_sm(
+    ports: Vec<LocalPort>,
+    smps: Vec<Smp>,
+    known: SmMap,
+    opts: DiscoverOptions,
+    clock: Clock,
+) -> ReadSm {
+    let mut pace = SearchPace::new(NO_MASTER_GRACE);
     Box::new(move |port| {
         let i = ports.iter().position(|p| p == port)?;
         let mut smp = smps[i].try_lock().ok()?;
-        match read_subnet(&mut *smp, &known, &opts) {
+        let mut read = |search| match read_subnet(&mut *smp, &known, &opts, search) {
             Ok(r) => Some(r.sm),
             Err(e) => {
                 tracing::debug!(port = %port, error = %e, "SMInfo not read");
                 None
             }
+        };
+        match read(SmSearch::AtMasterLid)? {
+            Some(sm) => Some(Some(sm)),
+            None if pace.every_node(clock.now()) => read(SmSearch::EveryNode),
+            None => Some(None),
         }
     })
 }
@@ -375,7 +391,7 @@ fn open_port(
             "some nodes have no LID and cannot be swept"
         );
     }
-    let read = match read_subnet(&mut smp, &SmMap::of(&fabric), &dopts) {
+    let read = match read_subnet(&mut smp, &SmMap::of(&fabric), &dopts, SmSearch::EveryNode) {
         Ok(r) => r,
         Err(DiscoverError::Cancelled) => return Err(AppError::Cancelled),
         Err(e) => {

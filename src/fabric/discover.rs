@@ -30,7 +30,7 @@ use crate::time::Clock;
 
 mod sm;
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
-pub use sm::{SmMap, SubnetRead, read_subnet};
+pub use sm::{SearchPace, SmMap, SmSearch, SubnetRead, read_subnet};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
 pub fn smp_addr() -> MadAddr {
@@ -1169,6 +1169,39 @@ mod tests {
         assert_eq!(map.lid_of(ca, 0), 0x31, "else the node's");
         assert_eq!(map.lid_of(ca, 0x200), 0x31);
         assert_eq!(map.lid_of(sw, 0x32), 0x100, "a switch at its own");
+    }
+
+    /// Asked for the SM at the MasterSMLID only, a read sends the local
+    /// node's two SMPs and no more when the port names none; asked for
+    /// every node, one SMInfo a node reached besides.
+    #[test]
+    fn only_a_search_of_every_node_asks_every_node() {
+        let mut f = sample();
+        let fab = discover(&mut f, &quick()).unwrap();
+        let map = SmMap::of(&fab);
+        let mut opts = quick();
+        opts.retries = 0;
+        opts.timeout = Duration::from_millis(20);
+        f.sent = 0;
+        let r = read_subnet(&mut f, &map, &opts, SmSearch::AtMasterLid).unwrap();
+        assert_eq!((r.sm, f.sent), (None, 2));
+        f.sent = 0;
+        let r = read_subnet(&mut f, &map, &opts, SmSearch::EveryNode).unwrap();
+        assert_eq!((r.sm, f.sent), (None, 2 + fab.nodes.len() as u64));
+    }
+
+    /// Every node is asked at most once per period; the first time at once.
+    #[test]
+    fn a_search_of_every_node_is_paced() {
+        let t0 = std::time::Instant::now();
+        let s = Duration::from_secs;
+        let mut pace = SearchPace::new(s(45));
+        assert!(pace.every_node(t0));
+        assert!(!pace.every_node(t0 + s(1)));
+        assert!(!pace.every_node(t0 + s(44)));
+        assert!(pace.every_node(t0 + s(45)));
+        assert!(!pace.every_node(t0 + s(46)));
+        assert!(pace.every_node(t0 + s(200)));
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! SMInfo carries the SM_Key: the replies are wiped once decoded, and only
 //! [`SmInfo`] (no key) leaves this module.
 
+use std::time::{Duration, Instant};
+
 use zeroize::Zeroize;
 
 use super::{
@@ -227,6 +229,44 @@ impl Links for SmMap {
     }
 }
 
+/// Which SMs [`read_subnet`] asks for SMInfo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmSearch {
+    /// The node at the local port's MasterSMLID only: one SMP.
+    AtMasterLid,
+    /// That node, then, when it is no master, every node reached (the
+    /// ports may name an old master for a while after a takeover): one SMP
+    /// a node.
+    EveryNode,
+}
+
+/// How often a subnet's probe may ask every node: when the SM at the
+/// MasterSMLID is no master, at most once per `every`, so that a subnet
+/// without an SM is not asked an SMP a node before each sweep. Pure: the
+/// time is passed in.
+#[derive(Clone, Debug)]
+pub struct SearchPace {
+    every: Duration,
+    last: Option<Instant>,
+}
+
+impl SearchPace {
+    pub fn new(every: Duration) -> SearchPace {
+        SearchPace { every, last: None }
+    }
+
+    /// May every node be asked at `now`? Yes counts as asked.
+    pub fn every_node(&mut self, now: Instant) -> bool {
+        let due = self
+            .last
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.every);
+        if due {
+            self.last = Some(now);
+        }
+        due
+    }
+}
+
 /// Read the local port's subnet and its master SM through `t`, with
 /// `known` (the map of the discovered fabric) for the directed routes to
 /// the SMs.
@@ -234,6 +274,7 @@ pub fn read_subnet(
     t: &mut dyn MadTransport,
     known: &SmMap,
     opts: &DiscoverOptions,
+    search: SmSearch,
 ) -> Result<SubnetRead, DiscoverError> {
     // PortInfo with modifier 0: the port the SMP arrived on (a channel
     // adapter's), port 0 of a switch.
@@ -263,6 +304,10 @@ pub fn read_subnet(
     let (named, rest): (Vec<usize>, Vec<usize>) = (0..known.nodes.len())
         .filter(|&i| routes.contains_key(&known.guid_at(i)))
         .partition(|&i| sm_lid != 0 && known.lid_of(i, sm_lid) == sm_lid);
+    let rest = match search {
+        SmSearch::AtMasterLid => Vec::new(),
+        SmSearch::EveryNode => rest,
+    };
     for round in [named, rest] {
         if round.is_empty() {
             continue;
