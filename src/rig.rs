@@ -14,6 +14,7 @@
 //!   a simulated PMA holds, bypassing the agent.
 //! - [`plain_v3_message`]: an SNMPv3 noAuthNoPriv message built by hand,
 //!   for the endpoint's tests.
+//! - [`switch_link`]: a link between two switches of a fabric, to break.
 //!
 //! This is test support: its functions panic (with a message) when the
 //! simulator does not answer as a simulator always does.
@@ -82,6 +83,25 @@ pub fn port_counters_extended(sim: &SimFabric, lid: u16, port: u8) -> PortCounte
     let mut d = [0u8; 192];
     PortCountersExtended::select(port, 0, 0).encode(&mut d);
     PortCountersExtended::decode(&pma_get(sim, lid, attr::PORT_COUNTERS_EXTENDED, &d))
+}
+
+/// A link between two switches of `f`: its ends (the first found in node
+/// order).
+pub fn switch_link(f: &crate::ib::Fabric) -> ((Guid, u8), (Guid, u8)) {
+    let switch = |g: Guid| {
+        f.node(g)
+            .is_some_and(|n| n.id.node_type == crate::ib::NodeType::Switch)
+    };
+    f.nodes
+        .iter()
+        .filter(|n| switch(n.id.guid))
+        .find_map(|n| {
+            n.ports.iter().find_map(|p| {
+                let peer = p.remote()?;
+                switch(peer.0).then_some(((n.id.guid, p.num), peer))
+            })
+        })
+        .expect("a link between two switches")
 }
 
 /// A subnet's view as its sweeper publishes it: position `index`, named

@@ -56,22 +56,7 @@ pub fn unhealthy() -> Unhealthy {
     for _ in 0..2 {
         step(&mut rig, &mut ev, &mut now);
     }
-    let switch = |g: Guid| {
-        fabric
-            .node(g)
-            .is_some_and(|n| n.id.node_type == NodeType::Switch)
-    };
-    let lost = fabric
-        .nodes
-        .iter()
-        .filter(|n| switch(n.id.guid))
-        .find_map(|n| {
-            n.ports.iter().find_map(|p| {
-                let peer = p.remote()?;
-                switch(peer.0).then_some(((n.id.guid, p.num), peer))
-            })
-        })
-        .expect("a link between two switches");
+    let lost = crate::rig::switch_link(&fabric);
     let silent = fabric
         .nodes
         .iter()

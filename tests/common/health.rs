@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ibpm_agentx::app::{self, Backend, Running, Shutdown};
 use ibpm_agentx::config::Config;
-use ibpm_agentx::ib::{Fabric, Guid, NodeType, topology};
+use ibpm_agentx::ib::{Guid, topology};
 use ibpm_agentx::sim::SimFabric;
 
 pub struct HealthAgent {
@@ -99,20 +99,4 @@ pub fn get(port: u16, path: &str, headers: &str) -> (u16, String, String) {
     )
 }
 
-/// A link between two switches of `f`: its ends.
-pub fn switch_link(f: &Fabric) -> ((Guid, u8), (Guid, u8)) {
-    let switch = |g: Guid| {
-        f.node(g)
-            .is_some_and(|n| n.id.node_type == NodeType::Switch)
-    };
-    f.nodes
-        .iter()
-        .filter(|n| switch(n.id.guid))
-        .find_map(|n| {
-            n.ports.iter().find_map(|p| {
-                let peer = p.remote()?;
-                switch(peer.0).then_some(((n.id.guid, p.num), peer))
-            })
-        })
-        .expect("a link between two switches")
-}
+pub use ibpm_agentx::rig::switch_link;
