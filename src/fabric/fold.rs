@@ -30,9 +30,9 @@ pub fn fec_rates(pr: &mut PortRecord, data: &[u8; 192], rs_fec: bool, sent: Inst
     use crate::pm::optional::{FecTotal, fec_total};
     let sent_at = Stamp::from(sent);
     let old = pr
-        .optional
+        .optional()
         .get(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS);
-    let prev = pr.fec_rates.as_deref().copied();
+    let prev = pr.fec_rates().copied();
     if prev.is_some_and(|p| sent_at <= p.at) {
         return; // an older reading
     }
@@ -58,7 +58,7 @@ pub fn fec_rates(pr: &mut PortRecord, data: &[u8; 192], rs_fec: bool, sent: Inst
             next.uncorrectable_blocks = rate(FecTotal::UncorrectableBlocks);
         }
     }
-    pr.fec_rates = Some(Box::new(next));
+    pr.set_fec_rates(next);
 }
 
 /// A PortCounters reading whose request was sent at `sent` is not older
@@ -72,11 +72,7 @@ pub fn counters_newer(pr: &PortRecord, sent: Instant) -> bool {
 
 /// The slots a DOCA-served port takes from DOCA, not from PM MADs.
 fn doca_skip(pr: &PortRecord) -> u32 {
-    if pr.sweep.doca.is_some() {
-        DOCA_SLOTS
-    } else {
-        0
-    }
+    if pr.doca().is_some() { DOCA_SLOTS } else { 0 }
 }
 
 /// The additional counters' slots a reading of PortCountersExtended
@@ -164,7 +160,7 @@ pub fn agent_clear(pr: &mut PortRecord) {
 
 /// Serve the port's [`DOCA_SLOTS`] from DOCA telemetry diag from now on.
 pub fn serve_by_doca(pr: &mut PortRecord) {
-    pr.sweep.doca.get_or_insert_with(|| {
+    pr.extras_mut().doca.get_or_insert_with(|| {
         Box::new(DocaPort {
             prev: [None; DATA_IDS.len()],
             rate_mark: None,
@@ -174,7 +170,7 @@ pub fn serve_by_doca(pr: &mut PortRecord) {
 
 /// The port is served by DOCA telemetry diag.
 pub fn doca_served(pr: &PortRecord) -> bool {
-    pr.sweep.doca.is_some()
+    pr.doca().is_some()
 }
 
 /// Fold one DOCA sample of a port: `values` are (index into [`DATA_IDS`],
@@ -188,7 +184,7 @@ pub fn doca(
     gap: bool,
     now: Instant,
 ) -> bool {
-    let Some(d) = pr.sweep.doca.as_mut() else {
+    let Some(d) = pr.extras.as_mut().and_then(|x| x.doca.as_mut()) else {
         return false;
     };
     let mut disc = false;
@@ -287,6 +283,29 @@ pub(crate) mod tests {
         // A reply to a request sent before the held reading's.
         assert!(!counters_newer(&p, t0 + 5 * S));
         assert!(counters_newer(&p, t1));
+    }
+
+    /// A port read by PortCounters and PortCountersExtended alone takes
+    /// no extras; a FEC reading or DOCA gives it one, shared by both.
+    #[test]
+    fn only_a_port_with_fec_or_doca_readings_takes_extras() {
+        let t0 = Instant::now();
+        let mut p = port();
+        counters(&mut p, &pc(100, 0), WideCounters::All, t0, at(t0));
+        let x = PortCountersExtended {
+            port_select: 1,
+            xmit_data: 7,
+            ..Default::default()
+        };
+        extended(&mut p, &x, WideCounters::All, at(t0));
+        assert!(p.extras.is_none(), "no extras for a plain PM port");
+        serve_by_doca(&mut p);
+        assert!(doca_served(&p) && p.fec_rates().is_none() && p.optional().is_empty());
+        fec_rates(&mut p, &[0; 192], true, t0, at(t0));
+        assert!(
+            doca_served(&p) && p.fec_rates().is_some(),
+            "one extras for both"
+        );
     }
 
     /// Counters going down without this agent's clear are a reset by
@@ -425,10 +444,10 @@ pub(crate) mod tests {
         let mut pr = port();
         let read = |pr: &mut PortRecord, secs: u64, d: [u8; 192], rs: bool| {
             fec_rates(pr, &d, rs, t0 + S * secs as u32, at);
-            pr.optional.set(k, &d);
+            pr.optional_mut().set(k, &d);
         };
         read(&mut pr, 0, data(100, 1), true);
-        let r = pr.fec_rates.as_deref().unwrap();
+        let r = pr.fec_rates().unwrap();
         assert_eq!(
             (r.corrected_symbols(), r.uncorrectable_blocks()),
             (None, None)
@@ -436,29 +455,26 @@ pub(crate) mod tests {
         read(&mut pr, 10, data(1100, 21), true);
         // (Stamps are microseconds: the rates are within a millionth.)
         let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < want * 1e-5);
-        let r = pr.fec_rates.as_deref().unwrap();
+        let r = pr.fec_rates().unwrap();
         assert!(near(r.corrected_symbols(), 100.0), "{r:?}");
         assert!(near(r.uncorrectable_blocks(), 2.0), "{r:?}");
         // Half a second later: too close, the rates stay.
         fec_rates(&mut pr, &data(5000, 21), true, t0 + S * 10 + S / 2, at);
-        assert!(near(
-            pr.fec_rates.as_deref().unwrap().corrected_symbols(),
-            100.0
-        ));
+        assert!(near(pr.fec_rates().unwrap().corrected_symbols(), 100.0));
         // An older reading changes nothing.
-        let before = pr.fec_rates.clone();
+        let before = pr.fec_rates().copied();
         fec_rates(&mut pr, &data(0, 0), true, t0 + S * 5, at);
-        assert_eq!(pr.fec_rates, before);
+        assert_eq!(pr.fec_rates().copied(), before);
         // A clear: no rate until the next reading.
-        pr.optional.set(k, &data(1100, 21));
+        pr.optional_mut().set(k, &data(1100, 21));
         read(&mut pr, 20, data(5, 0), true);
-        let r = pr.fec_rates.as_deref().unwrap();
+        let r = pr.fec_rates().unwrap();
         assert_eq!(
             (r.corrected_symbols(), r.uncorrectable_blocks()),
             (None, None)
         );
         // Without RS-FEC: no symbol count (blocks are the lanes' sums).
         read(&mut pr, 30, data(500, 0), false);
-        assert_eq!(pr.fec_rates.as_deref().unwrap().corrected_symbols(), None);
+        assert_eq!(pr.fec_rates().unwrap().corrected_symbols(), None);
     }
 }

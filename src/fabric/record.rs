@@ -72,12 +72,10 @@ pub struct PortRecord {
     /// The last time one of the port's 64-bit totals lost increments (the
     /// row appeared, a counter went down, the source changed).
     pub discontinuity: Option<Stamp>,
-    /// Latest readings of the optional attributes the node answers.
-    pub optional: OptionalReadings,
-    /// Rates of the FEC totals of PortExtendedSpeedsCounters, where the
-    /// port answers it (boxed: most ports of a fabric read by PM MADs do
-    /// not).
-    pub fec_rates: Option<Box<FecRates>>,
+    /// What few ports have (optional readings, FEC rates, DOCA), in one
+    /// allocation taken when first needed: read through
+    /// [`PortRecord::optional`], [`PortRecord::fec_rates`].
+    pub(super) extras: Option<Box<PortExtras>>,
     /// Times the port's counters went down without a clear by this agent
     /// (cleared by another tool, or the node restarted).
     pub external_resets: u32,
@@ -139,6 +137,38 @@ impl PortRecord {
         rule.share(per_s, self.link.width, self.link.speed)
     }
 
+    /// Latest readings of the optional attributes the node answers.
+    pub fn optional(&self) -> &OptionalReadings {
+        const NONE: &OptionalReadings = &OptionalReadings(None);
+        self.extras.as_deref().map_or(NONE, |x| &x.optional)
+    }
+
+    /// Rates of the FEC totals of PortExtendedSpeedsCounters, where the
+    /// port answers it.
+    pub fn fec_rates(&self) -> Option<&FecRates> {
+        self.extras.as_deref()?.fec_rates.as_ref()
+    }
+
+    /// Hold `rates` as the rates of the FEC totals.
+    pub(crate) fn set_fec_rates(&mut self, rates: FecRates) {
+        self.extras_mut().fec_rates = Some(rates);
+    }
+
+    /// The port's extras, taken when first needed.
+    pub(super) fn extras_mut(&mut self) -> &mut PortExtras {
+        self.extras.get_or_insert_default()
+    }
+
+    /// The readings of the optional attributes, to fold one in.
+    pub fn optional_mut(&mut self) -> &mut OptionalReadings {
+        &mut self.extras_mut().optional
+    }
+
+    /// What the port keeps as a DOCA-served port.
+    pub(super) fn doca(&self) -> Option<&DocaPort> {
+        self.extras.as_deref()?.doca.as_deref()
+    }
+
     /// The symbol BER between the port's last two PortCounters readings.
     pub fn symbol_ber(&self) -> Option<Ber> {
         self.ber(self.rates.get(super::hc::SYMBOL_ERRORS)?, 1.0)
@@ -147,14 +177,28 @@ impl PortRecord {
     /// The raw (before FEC) BER between the port's last two
     /// PortExtendedSpeedsCounters readings: corrected FEC symbols.
     pub fn raw_ber(&self) -> Option<Ber> {
-        self.ber(self.fec_rates.as_deref()?.corrected_symbols()?, 1.0)
+        self.ber(self.fec_rates()?.corrected_symbols()?, 1.0)
     }
 
     /// The effective (after FEC) BER between the port's last two
     /// PortExtendedSpeedsCounters readings: uncorrectable FEC blocks.
     pub fn effective_ber(&self) -> Option<Ber> {
-        self.ber(self.fec_rates.as_deref()?.uncorrectable_blocks()?, 1.0)
+        self.ber(self.fec_rates()?.uncorrectable_blocks()?, 1.0)
     }
+}
+
+/// What a port of a fabric read by PM MADs mostly does not have, kept
+/// apart so that such a port pays one pointer for all of it: the
+/// optional attributes' readings (where `fabric.optional_attributes` is
+/// on and the node answers them), the rates of the FEC totals of
+/// PortExtendedSpeedsCounters, and what a DOCA-served port keeps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortExtras {
+    pub(super) optional: OptionalReadings,
+    pub(super) fec_rates: Option<FecRates>,
+    /// The port is served by DOCA telemetry diag (boxed: few ports are,
+    /// and the optional readings do not pay for it).
+    pub(super) doca: Option<Box<DocaPort>>,
 }
 
 /// When a port's PortExtendedSpeedsCounters was last read and the
@@ -663,8 +707,6 @@ pub struct PortMemo {
     pub(super) pcx_read_at: Option<Stamp>,
     /// Data and packets were last read from PortCountersExtended.
     pub(super) hc_from_pcx: Option<bool>,
-    /// The port is served by DOCA telemetry diag.
-    pub(super) doca: Option<Box<DocaPort>>,
     /// This agent cleared the port's PortCounters: the next reading may
     /// go down without that being news ([`super::state::FabricState::mark_agent_clear`]).
     pub(super) agent_clear: bool,
@@ -742,7 +784,7 @@ mod tests {
     #[test]
     fn a_port_record_and_its_fec_rates_take_what_the_design_says() {
         assert_eq!(std::mem::size_of::<crate::ib::Port>(), 32);
-        assert_eq!(std::mem::size_of::<PortRecord>(), 328);
+        assert_eq!(std::mem::size_of::<PortRecord>(), 304);
         assert_eq!(std::mem::size_of::<FecRates>(), 24);
         // With the 16 bytes of its Arc, a block of 144 bytes of malloc's.
         assert_eq!(std::mem::size_of::<NodeRecord>(), 120);

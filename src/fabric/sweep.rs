@@ -1559,10 +1559,10 @@ mod tests {
         assert_eq!(st1.optional_timeouts, 1);
         let snap = cache.load();
         let rec = snap.node(ca.id.guid).unwrap();
-        let got: Vec<u16> = rec.ports().next().unwrap().optional.attrs().collect();
+        let got: Vec<u16> = rec.ports().next().unwrap().optional().attrs().collect();
         assert_eq!(got, OPTIONAL_ATTRS.to_vec());
-        for a in rec.ports().next().unwrap().optional.attrs() {
-            let data = rec.ports().next().unwrap().optional.get(a).unwrap();
+        for a in rec.ports().next().unwrap().optional().attrs() {
+            let data = rec.ports().next().unwrap().optional().get(a).unwrap();
             let at = crate::pm::optional::counter_bytes(a).0;
             assert_eq!(data[at], ca.ports[0].num, "PortSelect echoed");
             assert_eq!(u16::from(data[at + 1]), a);
@@ -1577,7 +1577,7 @@ mod tests {
         assert!(
             swrec
                 .ports()
-                .all(|p| p.optional.len() == OPTIONAL_ATTRS.len() - 1)
+                .all(|p| p.optional().len() == OPTIONAL_ATTRS.len() - 1)
         );
         let (n3, _) = per_sweep(&mut sweeper);
         assert_eq!(n3, steady);
@@ -1587,7 +1587,7 @@ mod tests {
             r.ports()
                 .next()
                 .unwrap()
-                .optional
+                .optional()
                 .get(OPTIONAL_ATTRS[0])
                 .unwrap()[at + 2]
         };
@@ -1658,7 +1658,7 @@ mod tests {
                 .ports()
                 .next()
                 .unwrap()
-                .optional
+                .optional()
                 .len();
             (mads, kept)
         };
@@ -2144,7 +2144,7 @@ mod probe_tests {
         let ports = snap.nodes.iter().flat_map(|n| n.ports());
         assert!(ports.clone().count() >= 160 * 8);
         for p in ports {
-            assert_eq!(p.optional.len() as u64, answered);
+            assert_eq!(p.optional().len() as u64, answered);
         }
     }
 }

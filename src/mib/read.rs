@@ -122,7 +122,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
     }
     let node = node?;
     if let Some(p) = port
-        && (!(t.port_present)(p) || t.attr.is_some_and(|a| !p.optional.has(a)))
+        && (!(t.port_present)(p) || t.attr.is_some_and(|a| !p.optional().has(a)))
     {
         return None;
     }
@@ -166,7 +166,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
             if !a.layout.holds(rs_fec_layout(node, p)) {
                 return None;
             }
-            Value::Gauge32(gauge(p.optional.bits(
+            Value::Gauge32(gauge(p.optional().bits(
                 a.attr_id,
                 a.bit(index.lane)?,
                 a.width,
@@ -176,7 +176,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
         Source::Fec(t) => {
             let p = port?;
             let data = p
-                .optional
+                .optional()
                 .get(crate::pm::mad::attr::PORT_EXTENDED_SPEEDS_COUNTERS)?;
             Value::Gauge32(gauge(crate::pm::optional::fec_total(
                 &data,
@@ -184,7 +184,7 @@ pub fn read_at(col: &Column, t: &Table, row: &Row) -> Option<Value> {
                 t,
             )?))
         }
-        Source::Optional { attr_id, field } => Value::Gauge32(gauge(port?.optional.bits(
+        Source::Optional { attr_id, field } => Value::Gauge32(gauge(port?.optional().bits(
             attr_id,
             field.offset,
             field.width,
@@ -333,7 +333,7 @@ fn node_value(c: NodeCol, node: &NodeRecord, snap: &Snapshot, now: Instant) -> V
                 .to_vec(),
         ),
         NodeCol::OptionalAttributes => {
-            let mut ids: Vec<u16> = node.ports().flat_map(|p| p.optional.attrs()).collect();
+            let mut ids: Vec<u16> = node.ports().flat_map(|p| p.optional().attrs()).collect();
             ids.sort_unstable();
             ids.dedup();
             let list: Vec<String> = ids.iter().map(|a| format!("{a:#06x}")).collect();

@@ -283,7 +283,7 @@ const DECLARED: &[Table] = &[
         number: 14,
         name: "pmPortVLTable",
         index: NodeGuidPortLane,
-        port_present: |p| p.optional.has_lane(Lane::Vl),
+        port_present: |p| p.optional().has_lane(Lane::Vl),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Vl))],
         collector: Some(Collector::Vl),
         ..TABLE
@@ -292,7 +292,7 @@ const DECLARED: &[Table] = &[
         number: 15,
         name: "pmPortSLTable",
         index: NodeGuidPortLane,
-        port_present: |p| p.optional.has_lane(Lane::Sl),
+        port_present: |p| p.optional().has_lane(Lane::Sl),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Sl))],
         collector: Some(Collector::Sl),
         ..TABLE
@@ -320,7 +320,7 @@ const DECLARED: &[Table] = &[
         number: 19,
         name: "pmPortLaneTable",
         index: NodeGuidPortLane,
-        port_present: |p| p.optional.has_lane(Lane::Phys),
+        port_present: |p| p.optional().has_lane(Lane::Phys),
         columns: &[Cols::Walk(Walk::Lanes(Lane::Phys))],
         collector: Some(Collector::Lanes),
         ..TABLE

@@ -1299,11 +1299,11 @@ mod tests {
                 .collect()
         };
         let rates = |f: &mut Fab, per_s: Option<f32>| {
-            f.nodes[0].ports_mut()[0].fec_rates = Some(Box::new(FecRates {
+            f.nodes[0].ports_mut()[0].set_fec_rates(FecRates {
                 at: f.t0.into(),
                 corrected_symbols: None,
                 uncorrectable_blocks: per_s.map(f32::to_bits),
-            }));
+            });
         };
         ev.evaluate(&f.snap(0));
         assert!(eff(&ev.evaluate(&f.snap(1))).is_empty(), "no FEC rates yet");

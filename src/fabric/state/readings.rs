@@ -175,7 +175,7 @@ impl FabricState {
                         let rs_fec = crate::pm::optional::rs_fec_layout(cpi_mask, pr.link.fec);
                         fold::fec_rates(pr, &data, rs_fec, sent, at);
                     }
-                    pr.optional.set(k, &data);
+                    pr.optional_mut().set(k, &data);
                 }
             }
         }
