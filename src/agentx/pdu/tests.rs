@@ -347,6 +347,20 @@ fn error_codes() {
     assert_eq!(ResError::from_u16(269), ResError::Other(269));
 }
 
+/// Each AgentX error's name is the one RFC 2741 6.2.16 gives it.
+#[test]
+fn agentx_error_names_are_rfc_2741s() {
+    let rfc = "openFailed(256) notOpen(257) indexWrongType(258) indexAlreadyAllocated(259) \
+               indexNoneAvailable(260) indexNotAllocated(261) unsupportedContext(262) \
+               duplicateRegistration(263) unknownRegistration(264) unknownAgentCaps(265) \
+               parseError(266) requestDenied(267) processingError(268)";
+    let named: Vec<String> = (0..=u16::MAX)
+        .filter_map(AgentxError::from_u16)
+        .map(|e| format!("{}({})", e.name(), e as u16))
+        .collect();
+    assert_eq!(named.join(" "), rfc);
+}
+
 fn sample_bytes() -> Vec<u8> {
     let pdu = Pdu::new(
         1,
