@@ -241,7 +241,7 @@ impl ResError {
 impl fmt::Display for ResError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ResError::Snmp(s) => write!(f, "{s:?} ({})", *s as u16),
+            ResError::Snmp(s) => write!(f, "{} ({})", s.name(), *s as u16),
             ResError::Agentx(a) => write!(f, "{} ({})", a.name(), *a as u16),
             ResError::Other(v) => write!(f, "unknown error {v}"),
         }

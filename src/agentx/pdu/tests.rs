@@ -342,6 +342,7 @@ fn error_codes() {
         ResError::from_u16(266).to_string(),
         "parseError (266)".to_string()
     );
+    assert_eq!(ResError::from_u16(5).to_string(), "genErr (5)");
     assert_eq!(ResError::from_u16(19), ResError::Other(19));
     assert_eq!(ResError::from_u16(255), ResError::Other(255));
     assert_eq!(ResError::from_u16(269), ResError::Other(269));
