@@ -6,8 +6,32 @@
 //! `agentx` (codec + session to snmpd) and `snmp` (built-in v2c responder).
 
 /// An enum of wire codes: the enum with its discriminants, and the lookup
-/// from a code (`None` for a code the enum does not name).
+/// from a code (`None` for a code the enum does not name). Where every row
+/// also gives the name its standard spells it (`OpenFailed = 256 =>
+/// "openFailed",`), `name()` returns it.
 macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident: $int:ty, $from:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $code:literal => $text:literal,)+
+        }
+    ) => {
+        wire_enum! {
+            $(#[$meta])*
+            $vis enum $name: $int, $from {
+                $($(#[$vmeta])* $variant = $code,)+
+            }
+        }
+
+        impl $name {
+            /// The name its standard gives it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident: $int:ty, $from:ident {

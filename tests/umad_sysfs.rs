@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ibpm_agentx::fabric::local::{Event, FailoverMachine, Seen, Wanted, group};
+use ibpm_agentx::fabric::local::{Change, Event, FailoverMachine, Seen, Wanted, group};
 use ibpm_agentx::ib::Guid;
 use ibpm_agentx::ib::subnet::{LocalPort, SubnetKey};
 use ibpm_agentx::transport::umad::{LinkLayer, SysfsCa, ib_ports, read_cas};
@@ -165,10 +165,12 @@ fn a_port_going_down_and_a_ca_unplugged_between_two_reads() {
     assert_eq!(to, Some(LocalPort::new("mlx5_10", 1)));
     assert_eq!(
         events,
-        [Event::FailedOver {
+        [Event {
             subnet: 0,
-            from: LocalPort::new("mlx5_0", 1),
-            to: LocalPort::new("mlx5_10", 1),
+            change: Change::FailedOver {
+                from: LocalPort::new("mlx5_0", 1),
+                to: LocalPort::new("mlx5_10", 1),
+            },
         }]
     );
 
@@ -179,18 +181,22 @@ fn a_port_going_down_and_a_ca_unplugged_between_two_reads() {
     assert!(third.iter().all(|c| c.name != "mlx5_10"));
     assert_eq!(
         f.ports(&seen(&third)),
-        [Event::PortGone {
+        [Event {
             subnet: 0,
-            port: LocalPort::new("mlx5_10", 1),
+            change: Change::PortGone {
+                port: LocalPort::new("mlx5_10", 1),
+            },
         }]
     );
     assert_eq!(
         f.sweep(0),
         (
             None,
-            vec![Event::NoPortLeft {
+            vec![Event {
                 subnet: 0,
-                last: LocalPort::new("mlx5_10", 1),
+                change: Change::NoPortLeft {
+                    last: LocalPort::new("mlx5_10", 1),
+                },
             }]
         )
     );

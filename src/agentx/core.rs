@@ -835,7 +835,8 @@ impl AgentxCore {
             tracing::warn!(
                 transaction = txn.transaction_id,
                 times,
-                "AgentX {what} refused ({status:?})"
+                "AgentX {what} refused ({})",
+                status.name()
             );
         }
         self.stats.refused += 1;

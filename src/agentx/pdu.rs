@@ -185,42 +185,21 @@ impl Header {
 }
 
 wire_enum! {
-    /// AgentX-specific res.error values (RFC 2741 6.2.16).
+    /// AgentX-specific res.error values, named as RFC 2741 6.2.16 names them.
     pub enum AgentxError: u16, from_u16 {
-        OpenFailed = 256,
-        NotOpen = 257,
-        IndexWrongType = 258,
-        IndexAlreadyAllocated = 259,
-        IndexNoneAvailable = 260,
-        IndexNotAllocated = 261,
-        UnsupportedContext = 262,
-        DuplicateRegistration = 263,
-        UnknownRegistration = 264,
-        UnknownAgentCaps = 265,
-        ParseError = 266,
-        RequestDenied = 267,
-        ProcessingError = 268,
-    }
-}
-
-impl AgentxError {
-    pub fn name(self) -> &'static str {
-        use AgentxError::*;
-        match self {
-            OpenFailed => "openFailed",
-            NotOpen => "notOpen",
-            IndexWrongType => "indexWrongType",
-            IndexAlreadyAllocated => "indexAlreadyAllocated",
-            IndexNoneAvailable => "indexNoneAvailable",
-            IndexNotAllocated => "indexNotAllocated",
-            UnsupportedContext => "unsupportedContext",
-            DuplicateRegistration => "duplicateRegistration",
-            UnknownRegistration => "unknownRegistration",
-            UnknownAgentCaps => "unknownAgentCaps",
-            ParseError => "parseError",
-            RequestDenied => "requestDenied",
-            ProcessingError => "processingError",
-        }
+        OpenFailed = 256 => "openFailed",
+        NotOpen = 257 => "notOpen",
+        IndexWrongType = 258 => "indexWrongType",
+        IndexAlreadyAllocated = 259 => "indexAlreadyAllocated",
+        IndexNoneAvailable = 260 => "indexNoneAvailable",
+        IndexNotAllocated = 261 => "indexNotAllocated",
+        UnsupportedContext = 262 => "unsupportedContext",
+        DuplicateRegistration = 263 => "duplicateRegistration",
+        UnknownRegistration = 264 => "unknownRegistration",
+        UnknownAgentCaps = 265 => "unknownAgentCaps",
+        ParseError = 266 => "parseError",
+        RequestDenied = 267 => "requestDenied",
+        ProcessingError = 268 => "processingError",
     }
 }
 
@@ -262,7 +241,7 @@ impl ResError {
 impl fmt::Display for ResError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ResError::Snmp(s) => write!(f, "{s:?} ({})", *s as u16),
+            ResError::Snmp(s) => write!(f, "{} ({})", s.name(), *s as u16),
             ResError::Agentx(a) => write!(f, "{} ({})", a.name(), *a as u16),
             ResError::Other(v) => write!(f, "unknown error {v}"),
         }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tracing::{info, warn};
 
 use super::backend::SubnetProbe;
-use crate::fabric::local::{Emitted, Event, FailoverMachine, Seen};
+use crate::fabric::local::{Change, Emitted, FailoverMachine, Seen};
 use crate::fabric::sweep::BeforeSweep;
 use crate::ib::Escaped;
 use crate::ib::subnet::{LocalPort, SmInfo, SubnetView, SweepState};
@@ -61,7 +61,7 @@ impl SubnetProbe for PortsProbe {
         // changes ([`before_sweep`]); a port gone that was standby is not.
         // The machine decided each event: the notifier acts on it.
         for e in events {
-            if let Event::PortGone { port, .. } = &e {
+            if let Change::PortGone { port } = &e.change {
                 warn!(
                     subnet = %Escaped(&view.label()),
                     port = %port,

@@ -26,7 +26,7 @@ use crate::ib::subnet::{DEFAULT_PREFIX, LocalPort, MAX_SUBNETS, SmInfo, SmState,
 use crate::transport::umad::SysfsPort;
 
 /// How long a subnet may go without a master SM before that is an event
-/// ([`Event::NoMasterSm`]): a standby opensm takes over once its polls of
+/// ([`Change::NoMasterSm`]): a standby opensm takes over once its polls of
 /// the master have failed `polling_retry_number` times
 /// `sminfo_polling_timeout` (4 x 10 s by default), so a failover of the SM
 /// itself is not reported as a subnet without one.
@@ -236,53 +236,42 @@ fn by_key<'a>(seen: impl Iterator<Item = &'a Seen>, out: &mut Grouping) {
     }
 }
 
-/// What the failover state machine says happened.
+/// What the failover state machine says happened, and on which subnet.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The sweep of `subnet` moves from `from` (down or gone) to the
-    /// standby `to`; after [`Event::NoPortLeft`], `from` is the port last
-    /// swept through (and may be `to` itself, come back).
-    FailedOver {
-        subnet: u8,
-        from: LocalPort,
-        to: LocalPort,
-    },
+pub struct Event {
+    /// The index of the subnet it happened on.
+    pub subnet: u8,
+    pub change: Change,
+}
+
+/// What happened on a subnet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The sweep moves from `from` (down or gone) to the standby `to`;
+    /// after [`Change::NoPortLeft`], `from` is the port last swept through
+    /// (and may be `to` itself, come back).
+    FailedOver { from: LocalPort, to: LocalPort },
     /// None of the subnet's ports is up: it is not swept until one is.
-    NoPortLeft { subnet: u8, last: LocalPort },
+    NoPortLeft { last: LocalPort },
     /// A port of the subnet vanished from sysfs (its CA hot-unplugged, the
     /// driver reloaded).
-    PortGone { subnet: u8, port: LocalPort },
+    PortGone { port: LocalPort },
     /// The subnet's master SM is another than before.
-    SmChanged {
-        subnet: u8,
-        old: SmInfo,
-        new: SmInfo,
-    },
+    SmChanged { old: SmInfo, new: SmInfo },
     /// No master SM answered on the subnet for the grace period; `last`
     /// the master known before.
-    NoMasterSm { subnet: u8, last: Option<SmInfo> },
+    NoMasterSm { last: Option<SmInfo> },
 }
 
 impl Event {
-    /// The index of the subnet it happened on.
-    pub fn subnet(&self) -> u8 {
-        match self {
-            Event::FailedOver { subnet, .. }
-            | Event::NoPortLeft { subnet, .. }
-            | Event::PortGone { subnet, .. }
-            | Event::SmChanged { subnet, .. }
-            | Event::NoMasterSm { subnet, .. } => *subnet,
-        }
-    }
-
     /// A short name of its kind, for logs and an event log.
     pub fn name(&self) -> &'static str {
-        match self {
-            Event::FailedOver { .. } => "failed_over",
-            Event::NoPortLeft { .. } => "no_port_left",
-            Event::PortGone { .. } => "port_gone",
-            Event::SmChanged { .. } => "sm_changed",
-            Event::NoMasterSm { .. } => "no_master_sm",
+        match self.change {
+            Change::FailedOver { .. } => "failed_over",
+            Change::NoPortLeft { .. } => "no_port_left",
+            Change::PortGone { .. } => "port_gone",
+            Change::SmChanged { .. } => "sm_changed",
+            Change::NoMasterSm { .. } => "no_master_sm",
         }
     }
 }
@@ -348,7 +337,7 @@ struct Subnet {
     last: Option<LocalPort>,
     standby: Vec<LocalPort>,
     /// The master SM last known: kept through a handover (the grace),
-    /// let go once [`Event::NoMasterSm`] is said.
+    /// let go once [`Change::NoMasterSm`] is said.
     master: Option<SmInfo>,
     /// Since when no master SM answered, and whether that was said.
     no_master: Option<(Instant, bool)>,
@@ -359,7 +348,7 @@ struct Subnet {
 pub struct FailoverMachine {
     subnets: Vec<Subnet>,
     looks: HashMap<LocalPort, Look>,
-    /// How long a subnet may have no master SM before [`Event::NoMasterSm`]
+    /// How long a subnet may have no master SM before [`Change::NoMasterSm`]
     /// (an SM handover takes a few seconds).
     grace: Duration,
 }
@@ -429,9 +418,9 @@ impl FailoverMachine {
                 };
                 let before = self.looks.insert(p.clone(), look);
                 if look == Look::Gone && before != Some(Look::Gone) {
-                    events.push(Event::PortGone {
+                    events.push(Event {
                         subnet: i as u8,
-                        port: p.clone(),
+                        change: Change::PortGone { port: p.clone() },
                     });
                 }
             }
@@ -467,10 +456,12 @@ impl FailoverMachine {
                     s.standby.push(old.clone());
                 }
                 if let Some(old) = from.or_else(|| s.last.take()) {
-                    events.push(Event::FailedOver {
+                    events.push(Event {
                         subnet: index,
-                        from: old,
-                        to: to.clone(),
+                        change: Change::FailedOver {
+                            from: old,
+                            to: to.clone(),
+                        },
                     });
                 }
                 s.last = None;
@@ -479,9 +470,9 @@ impl FailoverMachine {
             (None, Some(from)) => {
                 // The port last swept through is first in line again: it
                 // is the one it comes back to while the others stay down.
-                events.push(Event::NoPortLeft {
+                events.push(Event {
                     subnet: index,
-                    last: from.clone(),
+                    change: Change::NoPortLeft { last: from.clone() },
                 });
                 s.standby.insert(0, from.clone());
                 s.last = Some(from);
@@ -510,10 +501,9 @@ impl FailoverMachine {
                 let old = s.master.replace(new);
                 match old {
                     // Another master, or one again after none was said.
-                    Some(old) if old.guid != new.guid || told => vec![Event::SmChanged {
+                    Some(old) if old.guid != new.guid || told => vec![Event {
                         subnet: index,
-                        old,
-                        new,
+                        change: Change::SmChanged { old, new },
                     }],
                     _ => Vec::new(),
                 }
@@ -522,9 +512,9 @@ impl FailoverMachine {
                 let (since, told) = s.no_master.get_or_insert((now, false));
                 if !*told && now.saturating_duration_since(*since) >= grace {
                     *told = true;
-                    return vec![Event::NoMasterSm {
+                    return vec![Event {
                         subnet: index,
-                        last: s.master,
+                        change: Change::NoMasterSm { last: s.master },
                     }];
                 }
                 Vec::new()

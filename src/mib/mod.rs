@@ -66,28 +66,29 @@ impl EndpointCounters {
 }
 
 wire_enum! {
-    /// SNMP error-status values (RFC 3416 section 3); AgentX carries them unchanged
-    /// in a Response's `res.error` field (RFC 2741 section 6.2.16).
+    /// SNMP error-status values, named as RFC 3416 section 3 names them;
+    /// AgentX carries them unchanged in a Response's `res.error` field (RFC
+    /// 2741 section 6.2.16).
     pub enum ErrorStatus: u16, from_u16 {
-        NoError = 0,
-        TooBig = 1,
-        NoSuchName = 2,
-        BadValue = 3,
-        ReadOnly = 4,
-        GenErr = 5,
-        NoAccess = 6,
-        WrongType = 7,
-        WrongLength = 8,
-        WrongEncoding = 9,
-        WrongValue = 10,
-        NoCreation = 11,
-        InconsistentValue = 12,
-        ResourceUnavailable = 13,
-        CommitFailed = 14,
-        UndoFailed = 15,
-        AuthorizationError = 16,
-        NotWritable = 17,
-        InconsistentName = 18,
+        NoError = 0 => "noError",
+        TooBig = 1 => "tooBig",
+        NoSuchName = 2 => "noSuchName",
+        BadValue = 3 => "badValue",
+        ReadOnly = 4 => "readOnly",
+        GenErr = 5 => "genErr",
+        NoAccess = 6 => "noAccess",
+        WrongType = 7 => "wrongType",
+        WrongLength = 8 => "wrongLength",
+        WrongEncoding = 9 => "wrongEncoding",
+        WrongValue = 10 => "wrongValue",
+        NoCreation = 11 => "noCreation",
+        InconsistentValue = 12 => "inconsistentValue",
+        ResourceUnavailable = 13 => "resourceUnavailable",
+        CommitFailed = 14 => "commitFailed",
+        UndoFailed = 15 => "undoFailed",
+        AuthorizationError = 16 => "authorizationError",
+        NotWritable = 17 => "notWritable",
+        InconsistentName = 18 => "inconsistentName",
     }
 }
 
@@ -165,5 +166,21 @@ mod tests {
             }
         }
         assert_eq!(ErrorStatus::from_u16(17), Some(ErrorStatus::NotWritable));
+    }
+
+    /// Each code's name is the one RFC 3416 section 3 gives it (the
+    /// error-status INTEGER of the PDU), as managers and logs spell it.
+    #[test]
+    fn error_status_names_are_rfc_3416s() {
+        let rfc = "noError(0) tooBig(1) noSuchName(2) badValue(3) readOnly(4) genErr(5) \
+                   noAccess(6) wrongType(7) wrongLength(8) wrongEncoding(9) wrongValue(10) \
+                   noCreation(11) inconsistentValue(12) resourceUnavailable(13) \
+                   commitFailed(14) undoFailed(15) authorizationError(16) notWritable(17) \
+                   inconsistentName(18)";
+        let named: Vec<String> = (0..=u16::MAX)
+            .filter_map(ErrorStatus::from_u16)
+            .map(|e| format!("{}({})", e.name(), e as u16))
+            .collect();
+        assert_eq!(named.join(" "), rfc);
     }
 }

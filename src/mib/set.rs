@@ -91,15 +91,6 @@ pub const SET_ERRORS: &[(ErrorStatus, &str)] = &[
     ),
 ];
 
-/// The SNMP name of an error status (`notWritable`).
-pub fn status_name(s: ErrorStatus) -> String {
-    let debug = format!("{s:?}");
-    let mut c = debug.chars();
-    c.next()
-        .map(|f| f.to_ascii_lowercase().to_string() + c.as_str())
-        .unwrap_or_default()
-}
-
 /// What a checked SET PDU will do.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -855,13 +846,9 @@ mod tests {
             .collect();
         let want: Vec<String> = SET_ERRORS
             .iter()
-            .map(|(s, what)| format!("| {what} | `{}` |", status_name(*s)))
+            .map(|(s, what)| format!("| {what} | `{}` |", s.name()))
             .collect();
         assert_eq!(rows, want);
-        assert_eq!(
-            status_name(ErrorStatus::ResourceUnavailable),
-            "resourceUnavailable"
-        );
     }
 
     #[test]

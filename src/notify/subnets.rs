@@ -78,38 +78,41 @@ fn sweep_state(p: &SubnetView, n: &SubnetView, out: &mut Vec<Event>) {
 pub fn of_machine(emitted: &[local::Event], subnets: &[SubnetView]) -> Vec<Event> {
     let mut out = Vec::new();
     for e in emitted {
-        let Some(view) = subnets.iter().find(|v| v.index == e.subnet()) else {
+        let Some(view) = subnets.iter().find(|v| v.index == e.subnet) else {
             continue;
         };
-        let mut n = match e {
-            local::Event::SmChanged { old, .. } => {
+        let mut n = match &e.change {
+            local::Change::SmChanged { old, .. } => {
                 let mut n = Event::subnet(Kind::SubnetMasterChanged, view, view);
                 n.old_sm = old.guid;
                 n
             }
-            local::Event::NoMasterSm { last, .. } => {
+            local::Change::NoMasterSm { last } => {
                 let mut n = Event::subnet(Kind::SubnetNoMaster, view, view);
                 n.old_sm = last.map_or(Guid(0), |s| s.guid);
                 n
             }
-            local::Event::FailedOver { from, .. } => {
+            local::Change::FailedOver { from, .. } => {
                 let mut n = Event::subnet(Kind::SubnetFailover, view, view);
                 n.old_local_port = from.to_string();
                 n
             }
-            local::Event::NoPortLeft { last, .. } => {
+            local::Change::NoPortLeft { last } => {
                 let mut n = Event::subnet(Kind::SubnetFailover, view, view);
                 n.old_local_port = last.to_string();
                 n
             }
-            local::Event::PortGone { .. } => continue,
+            local::Change::PortGone { .. } => continue,
         };
         // The row says what the machine decided, whatever the view
         // published since.
-        if let (local::Event::SmChanged { new, .. }, Some(row)) = (e, n.subnet.as_deref_mut()) {
+        if let (local::Change::SmChanged { new, .. }, Some(row)) =
+            (&e.change, n.subnet.as_deref_mut())
+        {
             row.sm = Some(*new);
         }
-        if let (local::Event::NoMasterSm { .. }, Some(row)) = (e, n.subnet.as_deref_mut()) {
+        if let (local::Change::NoMasterSm { .. }, Some(row)) = (&e.change, n.subnet.as_deref_mut())
+        {
             row.sm = None;
         }
         out.push(n);

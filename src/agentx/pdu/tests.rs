@@ -342,9 +342,24 @@ fn error_codes() {
         ResError::from_u16(266).to_string(),
         "parseError (266)".to_string()
     );
+    assert_eq!(ResError::from_u16(5).to_string(), "genErr (5)");
     assert_eq!(ResError::from_u16(19), ResError::Other(19));
     assert_eq!(ResError::from_u16(255), ResError::Other(255));
     assert_eq!(ResError::from_u16(269), ResError::Other(269));
+}
+
+/// Each AgentX error's name is the one RFC 2741 6.2.16 gives it.
+#[test]
+fn agentx_error_names_are_rfc_2741s() {
+    let rfc = "openFailed(256) notOpen(257) indexWrongType(258) indexAlreadyAllocated(259) \
+               indexNoneAvailable(260) indexNotAllocated(261) unsupportedContext(262) \
+               duplicateRegistration(263) unknownRegistration(264) unknownAgentCaps(265) \
+               parseError(266) requestDenied(267) processingError(268)";
+    let named: Vec<String> = (0..=u16::MAX)
+        .filter_map(AgentxError::from_u16)
+        .map(|e| format!("{}({})", e.name(), e as u16))
+        .collect();
+    assert_eq!(named.join(" "), rfc);
 }
 
 fn sample_bytes() -> Vec<u8> {

@@ -201,10 +201,12 @@ fn the_sweep_moves_to_a_standby_at_the_next_sweep_after_the_port_is_seen_down() 
     assert_eq!(to, Some(p("mlx5_2:1")));
     assert_eq!(
         events,
-        [Event::FailedOver {
+        [Event {
             subnet: 0,
-            from: p("mlx5_0:1"),
-            to: p("mlx5_2:1"),
+            change: Change::FailedOver {
+                from: p("mlx5_0:1"),
+                to: p("mlx5_2:1"),
+            },
         }]
     );
     let v = f.view(0).unwrap();
@@ -222,9 +224,11 @@ fn a_vanished_ca_is_gone_once_and_then_no_port_is_left() {
     let unplugged: Vec<Seen> = up[1..].to_vec();
     assert_eq!(
         f.ports(&unplugged),
-        [Event::PortGone {
+        [Event {
             subnet: 0,
-            port: p("mlx5_0:1"),
+            change: Change::PortGone {
+                port: p("mlx5_0:1"),
+            },
         }]
     );
     assert!(f.ports(&unplugged).is_empty(), "said once");
@@ -236,9 +240,11 @@ fn a_vanished_ca_is_gone_once_and_then_no_port_is_left() {
         f.sweep(0),
         (
             None,
-            vec![Event::NoPortLeft {
+            vec![Event {
                 subnet: 0,
-                last: p("mlx5_1:1"),
+                change: Change::NoPortLeft {
+                    last: p("mlx5_1:1"),
+                },
             }]
         )
     );
@@ -254,14 +260,44 @@ fn a_vanished_ca_is_gone_once_and_then_no_port_is_left() {
     assert_eq!(to, Some(p("mlx5_0:1")));
     assert_eq!(
         events,
-        [Event::FailedOver {
+        [Event {
             subnet: 0,
-            from: p("mlx5_1:1"),
-            to: p("mlx5_0:1"),
+            change: Change::FailedOver {
+                from: p("mlx5_1:1"),
+                to: p("mlx5_0:1"),
+            },
         }]
     );
     let v = f.view(0).unwrap();
     assert_eq!(names(&v.standby), ["mlx5_1:1", "mlx5_2:1"], "each once");
+}
+
+/// An event names the subnet it happened on: a port gone and the move
+/// to a standby on the second subnet are said of it, not of the first.
+#[test]
+fn an_event_names_its_subnet() {
+    let up = vec![
+        seen("mlx5_0:1", 4, A, 0x11),
+        seen("mlx5_1:1", 4, B, 0x22),
+        seen("mlx5_1:2", 4, B, 0x22),
+    ];
+    let g = group(&Wanted::Every, &up);
+    let mut f = FailoverMachine::new(&g.subnets, Duration::from_secs(20));
+    f.ports(&up);
+    assert_eq!(f.sweep(1).0, Some(p("mlx5_1:1")));
+    let gone = f.ports(&[up[0].clone(), up[2].clone()]);
+    assert_eq!(
+        gone,
+        [Event {
+            subnet: 1,
+            change: Change::PortGone {
+                port: p("mlx5_1:1"),
+            },
+        }]
+    );
+    assert_eq!(gone[0].name(), "port_gone");
+    assert_eq!(f.sweep(0), (Some(p("mlx5_0:1")), vec![]));
+    assert_eq!(f.sweep(1).1[0].subnet, 1);
 }
 
 #[test]
@@ -288,9 +324,11 @@ fn sm_changes_and_a_missing_master_after_the_grace() {
     assert_eq!(f.view(0).unwrap().sm.map(|s| s.guid), Some(Guid(0x11)));
     assert_eq!(
         f.sm(0, at(40), None),
-        [Event::NoMasterSm {
+        [Event {
             subnet: 0,
-            last: Some(sm(0x11, SmState::Master))
+            change: Change::NoMasterSm {
+                last: Some(sm(0x11, SmState::Master)),
+            },
         }]
     );
     assert_eq!(f.view(0).unwrap().sm, None, "none past the grace");
@@ -298,10 +336,12 @@ fn sm_changes_and_a_missing_master_after_the_grace() {
     // The standby took over: a change from the master last known.
     assert_eq!(
         f.sm(0, at(60), Some(sm(0x44, SmState::Master))),
-        [Event::SmChanged {
+        [Event {
             subnet: 0,
-            old: sm(0x11, SmState::Master),
-            new: sm(0x44, SmState::Master),
+            change: Change::SmChanged {
+                old: sm(0x11, SmState::Master),
+                new: sm(0x44, SmState::Master),
+            },
         }]
     );
     // The subnet keeps its first key; the view shows the new master.
