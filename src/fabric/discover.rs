@@ -28,8 +28,10 @@ pub use crate::smp::{
 };
 use crate::time::Clock;
 
+mod routes;
 mod sm;
 use crate::transport::{MAD_SIZE, MadAddr, MadTransport, TransportError, wire_tid};
+pub(crate) use routes::{Links, routes_from};
 pub use sm::{SearchPace, SmMap, SmSearch, SubnetRead, read_subnet};
 
 /// Where directed-route SMPs are sent: the permissive LID on QP0.
@@ -301,8 +303,8 @@ pub fn refresh_port_info(
         local.local_port,
         w.opts.max_hops,
     );
-    for n in &known.nodes {
-        let Some(path) = routes.get(&n.id.guid) else {
+    for (i, n) in known.nodes.iter().enumerate() {
+        let Some(path) = routes.path(i) else {
             continue;
         };
         let idx = w.nodes.len();
@@ -328,7 +330,7 @@ pub fn refresh_port_info(
                 vendor_id: n.id.vendor_id,
             },
             desc: Some(n.id.description.to_string()),
-            path: path.clone(),
+            path,
             port0: None,
             enhanced_port0: n.port(0).is_some(),
             ports,
@@ -375,8 +377,8 @@ pub fn refresh_port_info(
         }
     }
     // Nodes no route reached keep what `known` says of them.
-    for n in &known.nodes {
-        if !routes.contains_key(&n.id.guid) {
+    for (i, n) in known.nodes.iter().enumerate() {
+        if !routes.reaches(i) {
             fabric.nodes.push(n.clone());
         }
     }
@@ -435,80 +437,6 @@ fn local_node_info(
         DriveEnd::Idle | DriveEnd::Stopped => {}
     }
     local.0.ok_or(DiscoverError::NoAnswer(NoAnswer::NoReply))
-}
-
-/// What the search for directed routes reads of a topology: the
-/// discovered [`Fabric`], or the compact [`SmMap`] kept between reads of a
-/// subnet's SMs.
-pub(crate) trait Links {
-    /// The node's place, by GUID.
-    fn find(&self, guid: Guid) -> Option<usize>;
-    fn guid_at(&self, i: usize) -> Guid;
-    fn is_switch(&self, i: usize) -> bool;
-    /// Each cabled port of the node: its number and the node at the far end.
-    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)>;
-}
-
-impl Links for Fabric {
-    fn find(&self, guid: Guid) -> Option<usize> {
-        self.nodes.binary_search_by_key(&guid, |n| n.id.guid).ok()
-    }
-
-    fn guid_at(&self, i: usize) -> Guid {
-        self.nodes[i].id.guid
-    }
-
-    fn is_switch(&self, i: usize) -> bool {
-        self.nodes[i].id.node_type == NodeType::Switch
-    }
-
-    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
-        self.nodes[i]
-            .ports
-            .iter()
-            .filter_map(|p| p.remote().map(|(g, _)| (p.num, g)))
-    }
-}
-
-/// Directed routes (the ports to leave by) from the local node to every
-/// node of `fabric` it reaches through its links: breadth first, through
-/// switches only (and out of the local node by `local_port` when it is a
-/// channel adapter), at most `max_hops` long.
-fn routes_from(
-    fabric: &impl Links,
-    local: Guid,
-    local_port: u8,
-    max_hops: usize,
-) -> HashMap<Guid, Vec<u8>> {
-    let mut routes = HashMap::new();
-    let Some(start) = fabric.find(local) else {
-        return routes;
-    };
-    routes.insert(local, Vec::new());
-    let mut queue = std::collections::VecDeque::from([start]);
-    while let Some(n) = queue.pop_front() {
-        let guid = fabric.guid_at(n);
-        let path = routes[&guid].clone();
-        let is_local = guid == local;
-        let switch = fabric.is_switch(n);
-        if path.len() >= max_hops || (!switch && !is_local) {
-            continue;
-        }
-        for (num, rg) in fabric.links(n) {
-            if is_local && !switch && num != local_port {
-                continue;
-            }
-            if routes.contains_key(&rg) {
-                continue;
-            }
-            let Some(r) = fabric.find(rg) else { continue };
-            let mut next = path.clone();
-            next.push(num);
-            routes.insert(rg, next);
-            queue.push_back(r);
-        }
-    }
-    routes
 }
 
 impl Requester for Walk {
@@ -1161,8 +1089,10 @@ mod tests {
         }
         // Out of a channel adapter by the port it is on only.
         let routes = routes_from(&map, Guid(0x30), 2, MAX_HOPS);
-        assert_eq!(routes[&Guid(0x100)], [2]);
-        assert_eq!(routes[&Guid(0x200)], [2, 3]);
+        let path = |g| routes.path(map.find(Guid(g)).unwrap());
+        assert_eq!(path(0x30), Some(vec![]), "the local node");
+        assert_eq!(path(0x100), Some(vec![2]));
+        assert_eq!(path(0x200), Some(vec![2, 3]));
         let ca = map.find(Guid(0x30)).unwrap();
         let sw = map.find(Guid(0x100)).unwrap();
         assert_eq!(map.lid_of(ca, 0x32), 0x32, "the port that has the SM's LID");

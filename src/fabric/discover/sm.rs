@@ -213,12 +213,12 @@ impl Links for SmMap {
         self.nodes.binary_search_by_key(&guid, |n| n.guid).ok()
     }
 
-    fn guid_at(&self, i: usize) -> Guid {
-        self.nodes[i].guid
-    }
-
     fn is_switch(&self, i: usize) -> bool {
         self.nodes[i].switch
+    }
+
+    fn node_count(&self) -> usize {
+        self.nodes.len()
     }
 
     fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
@@ -302,7 +302,7 @@ pub fn read_subnet(
     // with the MasterSMLID, then (when that is no master) every other.
     let sm_lid = read.sm_lid;
     let (named, rest): (Vec<usize>, Vec<usize>) = (0..known.nodes.len())
-        .filter(|&i| routes.contains_key(&known.guid_at(i)))
+        .filter(|&i| routes.reaches(i))
         .partition(|&i| sm_lid != 0 && known.lid_of(i, sm_lid) == sm_lid);
     let rest = match search {
         SmSearch::AtMasterLid => Vec::new(),
@@ -315,7 +315,7 @@ pub fn read_subnet(
         let mut b = Batch::new(
             round
                 .iter()
-                .map(|&i| (ATTR_SM_INFO, 0, routes[&known.guid_at(i)].clone()))
+                .map(|&i| (ATTR_SM_INFO, 0, routes.path(i).unwrap_or_default()))
                 .collect(),
         );
         smps += b.run(t, opts)?;
