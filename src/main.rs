@@ -315,7 +315,7 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
 
 fn main() -> ExitCode {
-    ibpm_agentx::heap::limit_arenas(1);
+    ibpm_agentx::heap::configure(1);
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::CheckConfig { config } => match check(&config) {
