@@ -78,3 +78,27 @@ pub fn trim() {
         libc::malloc_trim(0);
     }
 }
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    /// Bytes in freed blocks the fast bins hold.
+    fn fast_bin_bytes() -> usize {
+        // SAFETY: as in `usage`.
+        unsafe { libc::mallinfo2() }.fsmblks
+    }
+
+    /// Once configured, small blocks freed beyond the per-thread cache go
+    /// where they are merged with their free neighbours, not to fast bins.
+    #[test]
+    fn configured_the_heap_keeps_no_fast_bins() {
+        let churn = || {
+            let blocks: Vec<Box<[u8; 40]>> = (0..4096).map(|i| Box::new([i as u8; 40])).collect();
+            // Every other one, so the freed blocks have live neighbours.
+            let kept: Vec<_> = blocks.into_iter().step_by(2).collect();
+            std::hint::black_box(&kept);
+        };
+        super::configure(1);
+        churn();
+        assert_eq!(fast_bin_bytes(), 0);
+    }
+}
