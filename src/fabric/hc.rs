@@ -330,14 +330,24 @@ pub struct HcTotals {
     /// Bit k: slot k has been fed by a reading (a counter the port's
     /// attributes do not carry has no value).
     pub valid: u32,
-    /// Bit k: slot k is fed in octets already (DOCA counts bytes), not in
-    /// the IBA's 4-octet words.
-    pub octets: u32,
     /// Bit k: slot k is fed by PortCountersExtended.
     from_pcx: u32,
+    /// What a port whose totals left its readings keeps (most ports have
+    /// none).
+    offsets: Option<Box<Offsets>>,
+}
+
+/// The offsets of a port's totals from their readings, and the slots DOCA
+/// telemetry diag feeds: a DOCA-fed slot's total is its offset alone, so
+/// a port with one has offsets anyway.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Offsets {
+    by_slot: [u64; HC_SLOTS],
+    /// Bit k: slot k is fed in octets already (DOCA counts bytes), not in
+    /// the IBA's 4-octet words.
+    octets: u32,
     /// Bit k: slot k's total is its offset alone (DOCA).
     explicit: u32,
-    offsets: Option<Box<[u64; HC_SLOTS]>>,
 }
 
 /// Where a slot's readings come from.
@@ -392,8 +402,22 @@ impl HcTotals {
         self.from_pcx & (1 << k) != 0
     }
 
+    /// Bit k: slot k is fed in octets already (DOCA), not in the IBA's
+    /// 4-octet words.
+    pub fn octets(&self) -> u32 {
+        self.offsets.as_ref().map_or(0, |o| o.octets)
+    }
+
+    fn explicit(&self) -> u32 {
+        self.offsets.as_ref().map_or(0, |o| o.explicit)
+    }
+
+    fn offsets_mut(&mut self) -> &mut Offsets {
+        self.offsets.get_or_insert_default()
+    }
+
     fn source(&self, k: usize) -> Source {
-        if self.explicit & (1 << k) != 0 {
+        if self.explicit() & (1 << k) != 0 {
             Source::Explicit
         } else if self.from_pcx & (1 << k) != 0 {
             Source::Pcx
@@ -415,18 +439,12 @@ impl HcTotals {
     }
 
     fn offset(&self, k: usize) -> u64 {
-        self.offsets.as_ref().map_or(0, |o| o[k])
+        self.offsets.as_ref().map_or(0, |o| o.by_slot[k])
     }
 
     fn set_offset(&mut self, k: usize, v: u64) {
-        match &mut self.offsets {
-            Some(o) => o[k] = v,
-            None if v == 0 => {}
-            None => {
-                let mut o = Box::new([0; HC_SLOTS]);
-                o[k] = v;
-                self.offsets = Some(o);
-            }
+        if v != 0 || self.offsets.is_some() {
+            self.offsets_mut().by_slot[k] = v;
         }
     }
 
@@ -438,7 +456,7 @@ impl HcTotals {
     /// The total of slot `k` as the MIB shows it (octets for data).
     pub fn shown(&self, k: usize) -> Option<u64> {
         self.value(k).map(|v| {
-            if HC[k].words && self.octets & (1 << k) == 0 {
+            if HC[k].words && self.octets() & (1 << k) == 0 {
                 v.wrapping_mul(4)
             } else {
                 v
@@ -477,14 +495,16 @@ impl HcTotals {
         let bit = 1 << k;
         self.valid |= bit;
         self.from_pcx &= !bit;
-        self.explicit &= !bit;
+        if let Some(o) = &mut self.offsets {
+            o.explicit &= !bit;
+        }
         match src {
             Source::Pc => {}
             Source::Pcx => {
                 self.from_pcx |= bit;
                 self.set_pcx_raw(k, now);
             }
-            Source::Explicit => self.explicit |= bit,
+            Source::Explicit => self.offsets_mut().explicit |= bit,
         }
         let raw = if src == Source::Explicit { 0 } else { now };
         self.set_offset(k, total.wrapping_sub(raw));
@@ -614,7 +634,7 @@ pub fn fold_pcx(t: &mut HcTotals, cur: &PortCountersExtended, skip: u32) -> bool
 /// reads it far more often than it can wrap twice); a 64-bit one that
 /// went down was reset (a discontinuity, returned as true).
 pub fn fold_octets(t: &mut HcTotals, k: usize, prev: Option<u64>, now: u64, bits: u32) -> bool {
-    t.octets |= 1 << k;
+    t.offsets_mut().octets |= 1 << k;
     let (delta, down) = match prev {
         Some(p) if bits < 64 => {
             let mask = (1u64 << bits) - 1;
