@@ -34,6 +34,7 @@ impl FabricState {
             let Some(ni) = self.node_index(n.id.guid) else {
                 report.added += 1;
                 self.nodes.push(NodeState::new(&n, self.subnet.index, now));
+                self.name(self.nodes.len() - 1);
                 continue;
             };
             let s = &mut self.nodes[ni];

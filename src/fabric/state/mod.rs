@@ -75,14 +75,16 @@ struct NodeState {
     rec: Arc<NodeRecord>,
     /// A field the record takes from this state changed since.
     dirty: bool,
-    /// The generation of the node-name-map the record's name is from (0:
-    /// none yet).
-    names_gen: u64,
     /// When its PMA last answered (or DOCA delivered a sample), or when
     /// the node was added: what [`FabricState::forget_silent`] counts
     /// from.
     answered_at: Stamp,
 }
+
+/// The bytes a node's state takes (besides its record and what it points
+/// to): one array of them holds every node's.
+const NODE_STATE_BYTES: usize = 88;
+const _: () = assert!(size_of::<NodeState>() <= NODE_STATE_BYTES);
 
 pub struct FabricState {
     cfg: SweepConfig,
@@ -111,6 +113,9 @@ pub struct FabricState {
     epoch: u64,
     /// The nodes forgotten since the last publication, which it carries.
     forgotten: Vec<crate::ib::Guid>,
+    /// The generation of the node-name-map every node's record is named
+    /// by (0: none yet); a node added since is named as it is added.
+    names_gen: u64,
     /// The subnet the state is of: what its publications say of it
     /// ([`Snapshot::subnets`](super::cache::Snapshot::subnets)) and the
     /// index its port records carry.
@@ -133,7 +138,6 @@ impl NodeState {
             doca_fresh: false,
             rec: Arc::new(NodeRecord::new(node).in_subnet(subnet)),
             dirty: true,
-            names_gen: 0,
             answered_at: Stamp::from(now),
         }
     }
@@ -238,6 +242,7 @@ impl SharedState {
             kinds: Vec::new(),
             epoch: 0,
             forgotten: Vec::new(),
+            names_gen: 0,
             subnet: SubnetView::default(),
         };
         st.assign_kinds();
