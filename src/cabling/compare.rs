@@ -66,25 +66,43 @@ struct PlanPort {
 pub const PORT_BYTES: usize = 8;
 const _: () = assert!(size_of::<PlanPort>() <= PORT_BYTES);
 
-/// One planned node (24 bytes): its GUID (0 for a node the plan names
-/// by name), its ports (`len` entries of [`Compiled::ports`] from
-/// `start`), and its name as `name_len` bytes of [`Compiled::names`] from
-/// `name_at` (the name it is matched by, for a plan by name; the plan's
-/// name for people, for a plan by GUID).
+/// One planned node (16 bytes): its GUID (0 for a node the plan names
+/// by name), its ports (the entries of [`Compiled::ports`] from `start` to
+/// the next node's), and its name (the bytes of [`Compiled::names`] from
+/// its `name`'s offset to the next node's: the name it is matched by, for
+/// a plan by name; the plan's name for people, for a plan by GUID).
 #[derive(Clone, Copy, Debug, Default)]
 struct PlanNodeC {
     guid: Guid,
     start: u32,
-    name_at: u32,
-    len: u16,
-    name_len: u16,
-    /// [`NodeType`] as 1 CA, 2 switch, 3 router; 0 not said.
-    node_type: u8,
-    by_name: bool,
+    /// The name's offset ([`NAME_AT`]), the [`NodeType`] as 1 CA, 2
+    /// switch, 3 router, 0 not said ([`NODE_TYPE_SHIFT`]), and [`BY_NAME`].
+    name: u32,
+}
+
+/// [`PlanNodeC::name`]: the offset of the node's name, in the low bits
+/// (names are cut where they would end past it).
+const NAME_AT: u32 = (1 << 29) - 1;
+const NODE_TYPE_SHIFT: u32 = 29;
+/// [`PlanNodeC::name`]: the plan names the node by name.
+const BY_NAME: u32 = 1 << 31;
+
+impl PlanNodeC {
+    fn name_at(&self) -> usize {
+        (self.name & NAME_AT) as usize
+    }
+
+    fn by_name(&self) -> bool {
+        self.name & BY_NAME != 0
+    }
+
+    fn node_type(&self) -> u8 {
+        ((self.name >> NODE_TYPE_SHIFT) & 3) as u8
+    }
 }
 
 /// The bytes one planned node takes, besides its name.
-pub const NODE_BYTES: usize = 24;
+pub const NODE_BYTES: usize = 16;
 const _: () = assert!(size_of::<PlanNodeC>() <= NODE_BYTES);
 
 /// A plan in the form the comparison walks.
@@ -108,19 +126,20 @@ impl Compiled {
                 NodeRef::Guid(g) => (*g, false, n.name.as_deref().unwrap_or("")),
                 NodeRef::Name(s) => (Guid(0), true, &**s),
             };
-            // Cut at a character within the bound (names are bounded
+            // Cut at a character within the bounds (names are bounded
             // where a plan is read).
-            let mut end = name.len().min(usize::from(u16::MAX));
+            let room = (NAME_AT as usize).saturating_sub(names.len());
+            let mut end = name.len().min(usize::from(u16::MAX)).min(room);
             while !name.is_char_boundary(end) {
                 end -= 1;
             }
+            let node_type = u32::from(n.node_type.map_or(0, NodeType::code) & 3);
             nodes.push(PlanNodeC {
                 guid,
-                name_at: names.len() as u32,
-                name_len: end as u16,
-                node_type: n.node_type.map_or(0, NodeType::code),
-                by_name,
-                ..Default::default()
+                start: 0,
+                name: names.len() as u32
+                    | (node_type << NODE_TYPE_SHIFT)
+                    | if by_name { BY_NAME } else { 0 },
             });
             names.push_str(&name[..end]);
         };
@@ -183,8 +202,6 @@ impl Compiled {
                 ports.push(ends[k].1);
                 k += 1;
             }
-            // At most 256 ports a node (numbers are 0..=255).
-            n.len = (ports.len() as u32 - n.start) as u16;
         }
         names.shrink_to_fit();
         Compiled {
@@ -199,7 +216,7 @@ impl Compiled {
     /// How the plan names node `i`.
     fn node_ref(&self, i: usize) -> NodeRef {
         let n = &self.nodes[i];
-        if n.by_name {
+        if n.by_name() {
             NodeRef::Name(Arc::from(self.name(i).unwrap_or("")))
         } else {
             NodeRef::Guid(n.guid)
@@ -208,23 +225,25 @@ impl Compiled {
 
     /// Node `i`'s name in the plan, if it has one.
     fn name(&self, i: usize) -> Option<&str> {
-        let n = &self.nodes[i];
-        let at = n.name_at as usize;
-        self.names
-            .get(at..at + usize::from(n.name_len))
-            .filter(|s| !s.is_empty())
+        let at = self.nodes[i].name_at();
+        let end = self
+            .nodes
+            .get(i + 1)
+            .map_or(self.names.len(), PlanNodeC::name_at);
+        self.names.get(at..end).filter(|s| !s.is_empty())
     }
 
     fn node_type(&self, i: usize) -> Option<NodeType> {
-        NodeType::from_code(self.nodes[i].node_type)
+        NodeType::from_code(self.nodes[i].node_type())
     }
 
     fn node_ports(&self, i: usize) -> &[PlanPort] {
-        let n = &self.nodes[i];
-        let start = n.start as usize;
-        self.ports
-            .get(start..start + n.len as usize)
-            .unwrap_or_default()
+        let start = self.nodes[i].start as usize;
+        let end = self
+            .nodes
+            .get(i + 1)
+            .map_or(self.ports.len(), |n| n.start as usize);
+        self.ports.get(start..end).unwrap_or_default()
     }
 
     /// The plan this was compiled from (each link once, from its lower
@@ -257,7 +276,7 @@ impl Compiled {
                 .map(|i| PlannedNode {
                     node: self.node_ref(i),
                     node_type: self.node_type(i),
-                    name: (!self.nodes[i].by_name)
+                    name: (!self.nodes[i].by_name())
                         .then(|| self.name(i).map(Arc::from))
                         .flatten(),
                     line: 0,
@@ -537,7 +556,7 @@ impl Comparison {
 /// for a plan by name, the node the name is the mapped name of, else the
 /// NodeDescription of (a GUID taken once).
 fn resolve(plan: &Compiled, snap: &Snapshot) -> Vec<Option<Guid>> {
-    let by_name = plan.nodes.iter().any(|n| n.by_name);
+    let by_name = plan.nodes.iter().any(PlanNodeC::by_name);
     let mut names: HashMap<&str, Vec<Guid>> = HashMap::new();
     if by_name {
         for n in &snap.nodes {
@@ -553,7 +572,7 @@ fn resolve(plan: &Compiled, snap: &Snapshot) -> Vec<Option<Guid>> {
     (0..plan.nodes.len())
         .map(|i| {
             let n = &plan.nodes[i];
-            if !n.by_name {
+            if !n.by_name() {
                 return taken.insert(n.guid).then_some(n.guid);
             }
             let g = names

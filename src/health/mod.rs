@@ -7,7 +7,8 @@
 //! snapshot ([`crate::fabric::cache::Snapshot::health`]).
 //!
 //! What it keeps per port is bounded ([`PORT_BYTES`], in one array of every
-//! port's, with a node's 24 bytes beside): the last peer seen,
+//! port's, with a node's [`NODE_BYTES`] beside): the last peer seen (its
+//! node's index and its port),
 //! the flaps of the flap window in eight 4-bit buckets, the low bits of
 //! LinkDowned, a moving average of the congestion and a few flags; no
 //! sample history. A port with a verdict, or one within `forget_after`,
@@ -107,16 +108,19 @@ const HAS_LINK_DOWNED: u8 = 16;
 /// [`PortMem::peer_guid`] holds the last peer.
 const HAS_PEER: u8 = 32;
 
+/// [`PortMem::peer_node`] of a peer whose node the evaluator does not lay
+/// out (gone from the fabric, or restored from a state file before the
+/// fabric was seen): the peer is in [`Evaluator::far`].
+const FAR: u32 = u32::MAX;
+
 /// One port's state: no allocation of its own, in one array of every
 /// port's ([`Evaluator::ports`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PortMem {
-    /// The last peer's node GUID, in two halves (so the state aligns on
-    /// 4 bytes: 20 in all).
-    peer_hi: u32,
-    peer_lo: u32,
     /// Flaps per eighth of the flap window, the newest in the low nibble.
     flaps: u32,
+    /// The last peer's node: its index in [`Evaluator::nodes`], or [`FAR`].
+    peer_node: u32,
     /// LinkDowned modulo 2^16 (it moves by a few between two sweeps).
     link_downed: u16,
     /// The moving average of the congestion, in hundredths of a percent.
@@ -127,7 +131,7 @@ struct PortMem {
 }
 
 /// The bytes one port's state takes.
-pub const PORT_BYTES: usize = 20;
+pub const PORT_BYTES: usize = 16;
 const _: () = assert!(size_of::<PortMem>() <= PORT_BYTES);
 
 impl PortMem {
@@ -138,17 +142,6 @@ impl PortMem {
         }
     }
 
-    fn peer(&self) -> Option<(Guid, u8)> {
-        let guid = Guid((u64::from(self.peer_hi) << 32) | u64::from(self.peer_lo));
-        (self.flags & HAS_PEER != 0).then_some((guid, self.peer_port))
-    }
-
-    fn set_peer(&mut self, (guid, port): (Guid, u8)) {
-        (self.peer_hi, self.peer_lo) = ((guid.0 >> 32) as u32, guid.0 as u32);
-        self.peer_port = port;
-        self.flags |= HAS_PEER;
-    }
-
     fn flaps_in_window(&self) -> u32 {
         (0..BUCKETS).map(|i| (self.flaps >> (4 * i)) & 0xf).sum()
     }
@@ -156,6 +149,54 @@ impl PortMem {
     fn add_flaps(&mut self, n: u32) {
         let b = (self.flaps & 0xf).saturating_add(n).min(15);
         self.flaps = (self.flaps & !0xf) | b;
+    }
+}
+
+/// The peers of the ports whose peer's node is not laid out, by the port's
+/// (GUID, number): few, or none.
+type FarPeers = std::collections::BTreeMap<(Guid, u8), (Guid, u8)>;
+
+/// Port `own`'s last peer, `m` its state, `nodes` the nodes its peer index
+/// is of, `far` the peers of the others.
+fn peer_of(nodes: &[NodeMem], far: &FarPeers, own: (Guid, u8), m: &PortMem) -> Option<(Guid, u8)> {
+    if m.flags & HAS_PEER == 0 {
+        return None;
+    }
+    match nodes.get(m.peer_node as usize) {
+        Some(n) if m.peer_node != FAR => Some((n.guid, m.peer_port)),
+        _ => far.get(&own).copied(),
+    }
+}
+
+/// Make `peer` port `own`'s last peer (`m` its state): an index into
+/// `nodes` when the peer's node is there, else an entry of `far`.
+fn set_peer(
+    nodes: &[NodeMem],
+    far: &mut FarPeers,
+    own: (Guid, u8),
+    m: &mut PortMem,
+    peer: (Guid, u8),
+) {
+    let same = m.flags & HAS_PEER != 0
+        && m.peer_node != FAR
+        && m.peer_port == peer.1
+        && nodes
+            .get(m.peer_node as usize)
+            .is_some_and(|n| n.guid == peer.0);
+    if same {
+        return;
+    }
+    if m.flags & HAS_PEER != 0 && m.peer_node == FAR {
+        far.remove(&own);
+    }
+    m.flags |= HAS_PEER;
+    m.peer_port = peer.1;
+    match nodes.binary_search_by_key(&peer.0, |n| n.guid) {
+        Ok(i) => m.peer_node = i as u32,
+        Err(_) => {
+            m.peer_node = FAR;
+            far.insert(own, peer);
+        }
     }
 }
 
@@ -178,18 +219,22 @@ impl At {
     }
 }
 
-/// One node's state; its ports are `len` entries of
-/// [`Evaluator::ports`] from `start`.
+/// One node's state; its ports are the next `len` entries of
+/// [`Evaluator::ports`] after the previous nodes' (walked in order: no
+/// start is kept).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct NodeMem {
     guid: Guid,
-    start: u32,
     /// Bit i: the PMA missed the sweep i evaluations ago.
     misses: u32,
     len: u8,
     /// Sweeps counted in `misses` (at most the window).
     counted: u8,
 }
+
+/// The bytes one node's state takes.
+pub const NODE_BYTES: usize = 16;
+const _: () = assert!(size_of::<NodeMem>() <= NODE_BYTES);
 
 /// What makes a port erroring: a rate per second per [`ERROR_COUNTERS`]
 /// entry (None: not watched), and the two BERs (None: not watched).
@@ -228,6 +273,8 @@ pub struct Evaluator {
     /// Ordered by GUID, as a snapshot's nodes.
     nodes: Vec<NodeMem>,
     ports: Vec<PortMem>,
+    /// The last peers of ports whose peer's node is not in `nodes`.
+    far: FarPeers,
     /// The verdict entries, shared with the verdicts last published.
     entries: Arc<[PortVerdict]>,
     node_entries: Arc<[NodeVerdict]>,
@@ -274,6 +321,7 @@ impl Evaluator {
             limits,
             nodes: Vec::new(),
             ports: Vec::new(),
+            far: FarPeers::new(),
             entries: Arc::new([]),
             node_entries: Arc::new([]),
             last_sweep: None,
@@ -303,9 +351,8 @@ impl Evaluator {
     /// each with the same ports: its state can be moved on in place.
     fn same_layout(&self, snap: &Snapshot) -> bool {
         self.nodes.len() == snap.nodes.len()
-            && self.nodes.iter().zip(&snap.nodes).all(|(m, node)| {
+            && self.spans().zip(&snap.nodes).all(|((m, mine), node)| {
                 let len = node.port_count().min(usize::from(u8::MAX));
-                let mine = self.node_ports(m);
                 m.guid == node.id.guid
                     && usize::from(m.len) == len
                     && mine.len() == len
@@ -320,18 +367,18 @@ impl Evaluator {
         let total: usize = snap.nodes.iter().map(|n| n.port_count()).sum();
         let mut nodes: Vec<NodeMem> = Vec::with_capacity(snap.nodes.len());
         let mut ports: Vec<PortMem> = Vec::with_capacity(total);
-        let mut old = 0;
+        // The old nodes with their ports, walked along the new ones.
+        let mut old = self.spans().peekable();
         for node in &snap.nodes {
             let guid = node.id.guid;
-            while self.nodes.get(old).is_some_and(|m| m.guid < guid) {
-                old += 1;
-            }
-            let prev = self.nodes.get(old).filter(|m| m.guid == guid).copied();
-            let before = prev.map_or(&[][..], |m| self.node_ports(&m));
+            while old.next_if(|(m, _)| m.guid < guid).is_some() {}
+            let (prev, before) = match old.next_if(|(m, _)| m.guid == guid) {
+                Some((m, b)) => (Some(*m), b),
+                None => (None, &[][..]),
+            };
             let len = node.port_count().min(usize::from(u8::MAX));
             nodes.push(NodeMem {
                 guid,
-                start: ports.len() as u32,
                 len: len as u8,
                 ..prev.unwrap_or_default()
             });
@@ -352,15 +399,40 @@ impl Evaluator {
                 });
             }
         }
+        drop(old);
+        // The peers kept are of the old nodes' indexes: taken to the new
+        // ones' (or aside, for a node no longer laid out).
+        let mut far = FarPeers::new();
+        let mut start = 0;
+        for n in &nodes {
+            for m in &mut ports[start..start + usize::from(n.len)] {
+                let own = (n.guid, m.num);
+                if let Some(peer) = peer_of(&self.nodes, &self.far, own, m) {
+                    m.flags &= !HAS_PEER;
+                    set_peer(&nodes, &mut far, own, m, peer);
+                }
+            }
+            start += usize::from(n.len);
+        }
         self.nodes = nodes;
         self.ports = ports;
+        self.far = far;
     }
 
-    fn node_ports(&self, n: &NodeMem) -> &[PortMem] {
-        let start = n.start as usize;
-        self.ports
-            .get(start..start + usize::from(n.len))
-            .unwrap_or_default()
+    /// Each node with its ports, in order.
+    fn spans(&self) -> impl Iterator<Item = (&NodeMem, &[PortMem])> {
+        let mut start = 0;
+        self.nodes.iter().map(move |n| {
+            let end = start + usize::from(n.len);
+            let ports = self.ports.get(start..end).unwrap_or_default();
+            start = end;
+            (n, ports)
+        })
+    }
+
+    /// Port `own`'s last peer.
+    fn peer(&self, own: (Guid, u8), m: &PortMem) -> Option<(Guid, u8)> {
+        peer_of(&self.nodes, &self.far, own, m)
     }
 
     /// The time of the timeline at `at` (milliseconds): the wall clock
@@ -410,30 +482,33 @@ impl Evaluator {
         if !self.same_layout(snap) {
             self.lay_out(snap);
         }
-        let (mut nodes, mut ports) = (
-            std::mem::take(&mut self.nodes),
-            std::mem::take(&mut self.ports),
-        );
-        for (node, mem) in snap.nodes.iter().zip(nodes.iter_mut()) {
+        for (node, mem) in snap.nodes.iter().zip(self.nodes.iter_mut()) {
             if fabric_answered && !Snapshot::node_unswept(swept, node) {
                 let missed = u32::from(node.failed_sweeps > 0);
                 mem.misses = (((u64::from(mem.misses) << 1) | u64::from(missed)) & window) as u32;
                 mem.counted = mem.counted.saturating_add(1).min(self.cfg.unresponsive_of);
                 misses.push((node.id.guid, mem.misses.count_ones() as u8, mem.counted));
             }
+        }
+        let (mut ports, mut far) = (
+            std::mem::take(&mut self.ports),
+            std::mem::take(&mut self.far),
+        );
+        let mut start = 0;
+        for (node, mem) in snap.nodes.iter().zip(&self.nodes) {
             let rule = node.tick_rule();
-            let start = mem.start as usize;
             let mine = &mut ports[start..start + usize::from(mem.len)];
+            start += usize::from(mem.len);
             for (m, p) in mine.iter_mut().zip(node.ports()) {
                 if node.reachable {
-                    seen.extend(self.port(node, m, p, &rule, &step));
+                    seen.extend(self.port(node, m, &mut far, p, &rule, &step));
                 } else {
                     m.flaps = shifted(m.flaps, step.shift);
                 }
             }
         }
-        self.nodes = nodes;
         self.ports = ports;
+        self.far = far;
         self.nodes_seen(&misses, now, |g| snap.node(g).is_some());
         self.join(seen, now);
         Some(self.verdicts(at))
@@ -507,6 +582,7 @@ impl Evaluator {
         &self,
         node: &NodeRecord,
         m: &mut PortMem,
+        far: &mut FarPeers,
         p: &PortRecord,
         rule: &TickRule,
         step: &PortStep,
@@ -519,7 +595,7 @@ impl Evaluator {
         let seen_before = m.flags & SEEN != 0;
         m.flags |= SEEN;
         if let Some(peer) = l.remote() {
-            m.set_peer(peer);
+            set_peer(&self.nodes, far, key, m, peer);
         }
         // Flaps: LinkDowned rising (a flap faster than a sweep too), or
         // the port seen leaving Active and coming back; one flap is not
@@ -585,7 +661,7 @@ impl Evaluator {
         }
         (mask != 0 || flaps > 0).then(|| Seen {
             key,
-            peer: m.peer(),
+            peer: peer_of(&self.nodes, far, key, m),
             mask,
             flaps,
         })
@@ -708,7 +784,7 @@ impl Evaluator {
         for (guid, num) in forgotten {
             if let Ok(i) = self.nodes.binary_search_by_key(&guid, |n| n.guid) {
                 let n = self.nodes[i];
-                let start = n.start as usize;
+                let start: usize = self.nodes[..i].iter().map(|n| usize::from(n.len)).sum();
                 let ports = self
                     .ports
                     .get_mut(start..start + usize::from(n.len))

@@ -93,9 +93,8 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
     // Each part read where it is (nothing copied beside the file's
     // bytes), the buffer taken once at the file's size.
     let ports = || {
-        eval.nodes
-            .iter()
-            .flat_map(|n| eval.node_ports(n).iter().map(move |p| (n.guid, p)))
+        eval.spans()
+            .flat_map(|(n, ports)| ports.iter().map(move |p| (n.guid, p)))
             .filter(|(_, p)| p.flags & EVER_ACTIVE != 0)
             .take(MAX_PORTS)
     };
@@ -109,7 +108,7 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
         out.extend_from_slice(&guid.0.to_le_bytes());
         out.push(p.num);
         out.push(p.flags & KEPT_FLAGS);
-        let (peer, port) = p.peer().unwrap_or((Guid(0), 0));
+        let (peer, port) = eval.peer((guid, p.num), p).unwrap_or((Guid(0), 0));
         out.extend_from_slice(&peer.0.to_le_bytes());
         out.push(port);
     }
@@ -253,18 +252,30 @@ impl Evaluator {
         ports.dedup_by_key(|p| (p.0, p.1));
         self.nodes.clear();
         self.ports.clear();
-        for run in ports.chunk_by(|a, b| a.0 == b.0) {
+        self.far.clear();
+        let runs = || ports.chunk_by(|a, b| a.0 == b.0);
+        for run in runs() {
             let len = run.len().min(usize::from(u8::MAX));
             self.nodes.push(NodeMem {
                 guid: run[0].0,
-                start: self.ports.len() as u32,
                 len: len as u8,
                 ..Default::default()
             });
-            for &(_, num, flags, peer_guid, peer_port) in &run[..len] {
+        }
+        // The peers once every node is there to be pointed at.
+        for run in runs() {
+            let len = run.len().min(usize::from(u8::MAX));
+            for &(guid, num, flags, peer_guid, peer_port) in &run[..len] {
                 let mut m = PortMem::new(num);
                 if flags & HAS_PEER != 0 {
-                    m.set_peer((peer_guid, peer_port));
+                    let own = (guid, num);
+                    super::set_peer(
+                        &self.nodes,
+                        &mut self.far,
+                        own,
+                        &mut m,
+                        (peer_guid, peer_port),
+                    );
                 }
                 m.flags = flags & !HAS_LINK_DOWNED;
                 self.ports.push(m);

@@ -48,6 +48,9 @@ use crate::ib::health::{Condition, PortVerdict, Verdicts};
 use crate::ib::xmit_wait::TickRule;
 use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 
+mod peers;
+use peers::{FAR, FarPeers, keep_peer, last_peer};
+
 // What the evaluator reads of a port, in one place: `PortRecord` is
 // reshaped elsewhere, and only these follow it.
 
@@ -299,9 +302,10 @@ const NO_SAMPLES: u8 = u8::MAX;
 /// node's [`NodeMem::samples`], from the first time its link is seen up:
 /// a port that was never cabled keeps none.
 struct PortMem {
-    /// The GUID of the last peer seen, when [`HAS_PEER`] (a link that went
-    /// down has none any more).
-    peer_guid: Guid,
+    /// The node of the last peer seen, when [`HAS_PEER`] (a link that went
+    /// down has none any more): its index in [`Evaluator::nodes`], or
+    /// [`FAR`].
+    peer_node: u32,
     /// 1 + the milliseconds from the records' origin of the last reading
     /// evaluated;
     /// 0: none yet.
@@ -312,15 +316,13 @@ struct PortMem {
     /// (rising, falling) per [`thresholds`] entry: an index into the
     /// shared [`LimitSets`].
     limits: u32,
-    /// Bit i: a rising event was sent for [`thresholds`] entry i, no
-    /// falling one yet.
-    risen: u32,
     num: u8,
     /// pmPortState (every value fits).
     state: u8,
     peer_port: u8,
-    /// [`HAS_PEER`], and the link's last known pmPortLinkDegraded in the
-    /// bits of [`HEALTH`] ([`HEALTH_UNSEEN`] before the first evaluation).
+    /// [`HAS_PEER`], [`MOVING`], [`RISEN`], and the link's last known
+    /// pmPortLinkDegraded in the bits of [`HEALTH`] ([`HEALTH_UNSEEN`]
+    /// before the first evaluation).
     flags: u8,
     kept: u8,
     /// The index of its samples in its node's, or [`NO_SAMPLES`] (a node
@@ -336,12 +338,18 @@ const HEALTH: u8 = 0b1110;
 /// [`PortMem::flags`]: the error totals of the port's samples differ from
 /// one to another; each one's are in [`Evaluator::moving`].
 const MOVING: u8 = 0b1_0000;
+/// [`PortMem::flags`]: a rising event was sent for some [`thresholds`]
+/// entry and no falling one yet: which, in [`Evaluator::risen`].
+const RISEN: u8 = 0b10_0000;
 /// Not evaluated yet: the first health seen is taken as it is.
 const HEALTH_UNSEEN: u8 = 7;
-
+/// Per port (node GUID, number): bit i, a rising event was sent for
+/// [`thresholds`] entry i and no falling one yet. Only the ports with one.
+type Risen = std::collections::HashMap<(Guid, u8), u32>;
 /// The bytes one port's state takes: [`PortMem`] holds no pointer, so
-/// that is all (its node's boxed slice of them has no spare room).
-pub const PORT_BYTES: usize = 32;
+/// that is all (its node's boxed slice of them has no spare room; an
+/// adapter's one port is a 32-byte block of malloc's, not a 48-byte one).
+pub const PORT_BYTES: usize = 24;
 /// And the bytes of its samples, once its link has been up (and, while
 /// their error totals differ, [`MOVING_BYTES`] more in the evaluator's
 /// map).
@@ -356,11 +364,10 @@ const _: () = assert!(!std::mem::needs_drop::<PortMem>());
 impl PortMem {
     fn new(limits: u32, p: &PortRecord) -> PortMem {
         let mut m = PortMem {
-            peer_guid: Guid(0),
+            peer_node: FAR,
             last_read: 0,
             resets: resets(p),
             limits,
-            risen: 0,
             num: p.num(),
             state: 0,
             peer_port: 0,
@@ -369,7 +376,6 @@ impl PortMem {
             samples: NO_SAMPLES,
         };
         m.set_state(state_of(p));
-        m.set_peer(peer_of_port(p));
         m
     }
 
@@ -379,17 +385,6 @@ impl PortMem {
 
     fn set_state(&mut self, s: u32) {
         self.state = u8::try_from(s).unwrap_or(u8::MAX);
-    }
-
-    fn peer(&self) -> Option<(Guid, u8)> {
-        (self.flags & HAS_PEER != 0).then_some((self.peer_guid, self.peer_port))
-    }
-
-    fn set_peer(&mut self, peer: Option<(Guid, u8)>) {
-        if let Some((guid, port)) = peer {
-            (self.peer_guid, self.peer_port) = (guid, port);
-            self.flags |= HAS_PEER;
-        }
     }
 
     /// The last known pmPortLinkDegraded ([`HEALTH_UNSEEN`]: none yet).
@@ -441,6 +436,10 @@ pub struct Evaluator {
     /// The error totals of each sample of the ports whose samples do not
     /// all have the same ([`MOVING`]), by node and port number.
     moving: std::collections::HashMap<(Guid, u8), Narrows>,
+    /// The rising events sent without a falling one yet ([`RISEN`]).
+    risen: Risen,
+    /// The last peers of nodes not in `nodes` ([`FAR`]).
+    far: FarPeers,
     overrun: bool,
     last_sweep: Option<u64>,
     /// The health verdicts of the last evaluation.
@@ -491,6 +490,8 @@ impl Evaluator {
             limits: LimitSets::default(),
             nodes: Vec::new(),
             moving: Default::default(),
+            risen: Risen::new(),
+            far: FarPeers::new(),
             overrun: false,
             last_sweep: None,
             health: Default::default(),
@@ -527,10 +528,14 @@ impl Evaluator {
                     events.push(Event::node(Kind::NodeForgotten, m.guid, &m.description));
                 }
             }
+            let before: Vec<Guid> = self.nodes.iter().map(|m| m.guid).collect();
             self.nodes
                 .retain(|m| snap.forgotten.binary_search(&m.guid).is_err());
-            self.moving
-                .retain(|(g, _), _| snap.forgotten.binary_search(g).is_err());
+            let gone = |(g, _): &(Guid, u8)| snap.forgotten.binary_search(g).is_ok();
+            self.moving.retain(|k, _| !gone(k));
+            self.risen.retain(|k, _| !gone(k));
+            self.far.retain(|k, _| !gone(k));
+            peers::renumber(&mut self.nodes, &mut self.far, &before);
         }
         // Nodes: lost (marked unreachable or gone) and found.
         let swept = snap.swept_subnets();
@@ -560,10 +565,14 @@ impl Evaluator {
                 }
                 (false, true) => {
                     events.push(Event::node(Kind::NodeFound, node.id.guid, node.name()));
-                    // Its ports are taken as they are now.
+                    // Its ports are taken as they are now (their peers
+                    // with their first evaluation, below).
                     mem.ports = ports_mem(&mut self.limits, &self.cfg, node);
                     mem.samples = Box::default();
-                    self.moving.retain(|(g, _), _| *g != node.id.guid);
+                    let this = |(g, _): &(Guid, u8)| *g == node.id.guid;
+                    self.moving.retain(|k, _| !this(k));
+                    self.risen.retain(|k, _| !this(k));
+                    self.far.retain(|k, _| !this(k));
                 }
                 _ => {}
             }
@@ -572,6 +581,10 @@ impl Evaluator {
                 mem.description = node.name_arc().clone();
             }
             if node.reachable {
+                // Its ports' state taken out while the nodes are read (the
+                // peers are their indexes).
+                let mut ports = std::mem::take(&mut mem.ports);
+                let mut samples = std::mem::take(&mut mem.samples);
                 let mut ctx = PortCtx {
                     snap,
                     node,
@@ -579,9 +592,14 @@ impl Evaluator {
                     window_ms: self.window_ms,
                     limits: &mut self.limits,
                     moving: &mut self.moving,
+                    risen: &mut self.risen,
+                    far: &mut self.far,
+                    nodes: &self.nodes,
                     out: &mut ports_events,
                 };
-                ctx.ports(mem);
+                ctx.ports(&mut ports, &mut samples);
+                self.nodes[i].ports = ports;
+                self.nodes[i].samples = samples;
             }
         }
         for mem in &mut self.nodes {
@@ -591,10 +609,33 @@ impl Evaluator {
             }
         }
         if !fresh.is_empty() {
+            let before: Vec<Guid> = self.nodes.iter().map(|m| m.guid).collect();
+            let first_seen: Vec<Guid> = fresh.iter().map(|m| m.guid).collect();
             self.nodes.append(&mut fresh);
             self.nodes.sort_by_key(|m| m.guid);
             self.nodes.dedup_by_key(|m| m.guid);
             self.nodes.shrink_to_fit();
+            peers::renumber(&mut self.nodes, &mut self.far, &before);
+            // The peers of the nodes seen first, as their records have them.
+            for guid in first_seen {
+                let (Ok(i), Some(rec)) = (
+                    self.nodes.binary_search_by_key(&guid, |m| m.guid),
+                    snap.node(guid),
+                ) else {
+                    continue;
+                };
+                let mut ports = std::mem::take(&mut self.nodes[i].ports);
+                for (m, p) in ports.iter_mut().zip(rec.ports()) {
+                    keep_peer(
+                        &self.nodes,
+                        &mut self.far,
+                        (guid, m.num),
+                        m,
+                        peer_of_port(p),
+                    );
+                }
+                self.nodes[i].ports = ports;
+            }
         }
         events.extend(ports_events);
         if !std::sync::Arc::ptr_eq(&self.health, &snap.health) {
@@ -712,6 +753,11 @@ struct PortCtx<'a> {
     window_ms: u64,
     limits: &'a mut LimitSets,
     moving: &'a mut std::collections::HashMap<(Guid, u8), Narrows>,
+    risen: &'a mut Risen,
+    far: &'a mut FarPeers,
+    /// The evaluator's nodes, which the peers' indexes are of (the ports
+    /// evaluated are taken out of theirs).
+    nodes: &'a [NodeMem],
     out: &'a mut Vec<Event>,
 }
 
@@ -724,26 +770,26 @@ impl PortCtx<'_> {
     }
 
     /// The events of a reachable node's ports.
-    fn ports(&mut self, mem: &mut NodeMem) {
+    fn ports(&mut self, ports: &mut Box<[PortMem]>, samples: &mut Box<[Samples]>) {
         let node = self.node;
         // Ports rediscovery added: taken as they are.
         if node
             .ports()
-            .any(|p| !mem.ports.iter().any(|m| m.num == p.num()))
+            .any(|p| !ports.iter().any(|m| m.num == p.num()))
         {
-            let mut v = std::mem::take(&mut mem.ports).into_vec();
+            let mut v = std::mem::take(ports).into_vec();
             for p in node.ports() {
                 if !v.iter().any(|m| m.num == p.num()) {
                     v.push(PortMem::new(self.limits.get(self.cfg, node, p.num()), p));
                 }
             }
-            mem.ports = v.into_boxed_slice();
+            *ports = v.into_boxed_slice();
         }
         // Samples for the ports whose link is up for the first time, all
         // added at once.
-        let mut held = mem.samples.len();
+        let mut held = samples.len();
         for p in node.ports() {
-            if let Some(m) = mem.ports.iter_mut().find(|m| m.num == p.num())
+            if let Some(m) = ports.iter_mut().find(|m| m.num == p.num())
                 && m.samples == NO_SAMPLES
                 && link_up(p)
                 && held < usize::from(NO_SAMPLES)
@@ -752,15 +798,15 @@ impl PortCtx<'_> {
                 held += 1;
             }
         }
-        if held > mem.samples.len() {
-            let mut v = std::mem::take(&mut mem.samples).into_vec();
+        if held > samples.len() {
+            let mut v = std::mem::take(samples).into_vec();
             v.resize(held, Samples::default());
-            mem.samples = v.into_boxed_slice();
+            *samples = v.into_boxed_slice();
         }
         let rule = node.tick_rule();
         for p in node.ports() {
-            if let Some(pm) = mem.ports.iter_mut().find(|m| m.num == p.num()) {
-                self.port(p, pm, &mut mem.samples, &rule);
+            if let Some(pm) = ports.iter_mut().find(|m| m.num == p.num()) {
+                self.port(p, pm, samples, &rule);
             }
         }
     }
@@ -805,15 +851,17 @@ impl PortCtx<'_> {
     fn port(&mut self, p: &PortRecord, pm: &mut PortMem, samples: &mut [Samples], rule: &TickRule) {
         let state = state_of(p);
         let remote = peer_of_port(p);
+        let own = (self.node.id.guid, pm.num);
+        let last = last_peer(self.nodes, self.far, own, pm);
         if state != pm.state() {
-            let peer = peer_of(self.snap, remote.or(pm.peer()));
+            let peer = peer_of(self.snap, remote.or(last));
             let mut e = self.event(Kind::PortStateChange, p, peer);
             e.old_state = pm.state();
             e.new_state = state;
             self.out.push(e);
             pm.set_state(state);
         }
-        pm.set_peer(remote);
+        keep_peer(self.nodes, self.far, own, pm, remote);
         self.link_health(p, pm);
         if resets(p) != pm.resets {
             self.out.push(self.event(Kind::Discontinuity, p, None));
@@ -852,6 +900,10 @@ impl PortCtx<'_> {
             .find(|s| age(s) >= window)
             .copied();
         let limits = &self.limits.0[pm.limits as usize];
+        let mut risen_bits = match pm.flags & RISEN {
+            0 => 0,
+            _ => self.risen.get(&key).copied().unwrap_or(0),
+        };
         for (i, d) in thresholds().iter().enumerate() {
             let (rising, falling) = limits[i];
             let both = 1u32 << i;
@@ -865,18 +917,21 @@ impl PortCtx<'_> {
                     .and_then(|b| window_value(m, p, rule, cur.increase(&b, i), window, age(&b))),
             };
             let Some(value) = value else { continue };
-            let risen = pm.risen & both != 0;
+            let risen = risen_bits & both != 0;
             let kind = if !risen && value >= rising {
-                pm.risen |= both;
+                risen_bits |= both;
                 Some((Kind::ThresholdRising, rising))
             } else if risen && value <= falling {
-                pm.risen &= !both;
+                risen_bits &= !both;
                 Some((Kind::ThresholdFalling, falling))
             } else {
                 None
             };
             if let Some((kind, threshold)) = kind {
-                let peer = peer_of(self.snap, remote.or(pm.peer()));
+                let peer = peer_of(
+                    self.snap,
+                    remote.or(last_peer(self.nodes, self.far, own, pm)),
+                );
                 let mut e = self.event(kind, p, peer);
                 e.counter = d.name;
                 e.value = value;
@@ -884,6 +939,13 @@ impl PortCtx<'_> {
                 e.window_s = u32::try_from(self.cfg.window.as_secs()).unwrap_or(u32::MAX);
                 self.out.push(e);
             }
+        }
+        if risen_bits != 0 {
+            self.risen.insert(key, risen_bits);
+            pm.flags |= RISEN;
+        } else if pm.flags & RISEN != 0 {
+            self.risen.remove(&key);
+            pm.flags &= !RISEN;
         }
         // Keep a sample every half window, and of the older ones only the
         // newest at least a window old.
@@ -1066,6 +1128,65 @@ mod tests {
         assert_eq!((o.events[0].old_state, o.events[0].new_state), (1, 4));
     }
 
+    /// Take node `n`'s port `q` down, its peer gone from the record.
+    fn take_down(f: &mut Fab, n: usize, q: usize) {
+        let l = &mut f.nodes[n].ports_mut()[q].link;
+        l.state = Some(PortState::Down);
+        l.set_remote(None);
+    }
+
+    /// A port recabled while up is reported with the peer it had last,
+    /// whether its node is one the evaluator keeps (by index, through nodes
+    /// added before it and nodes forgotten) or not.
+    #[test]
+    fn a_port_state_change_names_the_peer_it_had_last() {
+        let mut f = Fab::new(4, 3);
+        let mut ev = eval(0);
+        ev.evaluate(&f.snap(0));
+        let peer = |o: &Evaluation| {
+            let p = o.events[0].peer.as_ref().unwrap();
+            (p.guid, p.port)
+        };
+        // Recabled: node 0's port 1 to node 3's port 3.
+        f.nodes[0].ports_mut()[0]
+            .link
+            .set_remote(Some((Guid(0x103), 3)));
+        ev.evaluate(&f.snap(1));
+        // Nodes before it come (indexes move on), and a node of no record
+        // is the peer of node 0's port 2.
+        let mut low = NodeRecord::test_switch(0, 1, |_| (Guid(0x101), 1));
+        low.id.guid = Guid(0x50);
+        f.nodes.insert(0, low);
+        f.nodes[1].ports_mut()[1]
+            .link
+            .set_remote(Some((Guid(0x900), 5)));
+        ev.evaluate(&f.snap(2));
+        take_down(&mut f, 1, 0);
+        let o = ev.evaluate(&f.snap(3));
+        assert_eq!(kinds(&o), vec![(Kind::PortStateChange, 0x100, 1)]);
+        assert_eq!(peer(&o), (Guid(0x103), 3));
+        assert_eq!(o.events[0].peer.as_ref().unwrap().description, "sw3");
+        take_down(&mut f, 1, 1);
+        let o = ev.evaluate(&f.snap(4));
+        assert_eq!(peer(&o), (Guid(0x900), 5));
+        // Node 3 forgotten: its GUID is still the peer named.
+        f.nodes[1].ports_mut()[0].link.state = Some(PortState::Active);
+        ev.evaluate(&f.snap(5));
+        let gone = f.nodes.remove(4);
+        let mut snap = f.snap(6);
+        snap.forgotten = vec![gone.id.guid].into();
+        ev.evaluate(&snap);
+        take_down(&mut f, 1, 0);
+        let o = ev.evaluate(&f.snap(7));
+        assert_eq!(peer(&o), (Guid(0x103), 3));
+        assert_eq!(o.events[0].peer.as_ref().unwrap().description, "");
+        // Node 2's port 3 kept its own all along (node 3 was after it).
+        take_down(&mut f, 3, 2);
+        let o = ev.evaluate(&f.snap(8));
+        assert_eq!(kinds(&o), vec![(Kind::PortStateChange, 0x102, 3)]);
+        assert_eq!(peer(&o), (Guid(0x103), 3));
+    }
+
     #[test]
     fn rising_once_then_falling_once_with_hysteresis() {
         let mut f = Fab::new(1, 2);
@@ -1107,6 +1228,7 @@ mod tests {
         assert_eq!(falling.len(), 1, "{falling:?}");
         assert_eq!(falling[0].kind, Kind::ThresholdFalling);
         assert_eq!((falling[0].value, falling[0].threshold), (0, 0));
+        assert!(ev.risen.is_empty(), "kept only while a rising stands");
         // And it can rise again.
         let mut again = Vec::new();
         for _ in 0..10 {
@@ -1114,6 +1236,7 @@ mod tests {
         }
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].kind, Kind::ThresholdRising);
+        assert_eq!(ev.risen.len(), 1);
     }
 
     /// Links of two EDR switches (node 0 port q <-> node 1 port q) at

@@ -414,3 +414,83 @@ fn a_cleared_verdict_is_forgotten_after_forget_after() {
     assert!(c.evaluate(&fab.snap(false), T0 + 700 * SEC).is_none());
     assert!(c.entries.is_empty());
 }
+
+/// Every node's reference, type and name and every link come back from the
+/// compiled plan (16 bytes a node: each node's ports and name end where
+/// the next node's begin), whatever the node: named by GUID or by name,
+/// of each type or none, with or without a name, with or without ports,
+/// first or last.
+#[test]
+fn a_compiled_plan_gives_back_every_node_and_link() {
+    let node = |node: NodeRef, node_type: Option<NodeType>, name: Option<&str>| PlannedNode {
+        node,
+        node_type,
+        name: name.map(Arc::from),
+        line: 0,
+    };
+    let by_name = |s: &str| NodeRef::Name(Arc::from(s));
+    let nodes = vec![
+        node(
+            NodeRef::Guid(Guid(0x10)),
+            Some(NodeType::Switch),
+            Some("spine é1"),
+        ),
+        node(NodeRef::Guid(Guid(0x11)), None, None),
+        node(by_name("host-a"), Some(NodeType::Ca), None),
+        node(NodeRef::Guid(Guid(0x12)), Some(NodeType::Router), Some("")),
+        node(by_name("lonely"), Some(NodeType::Ca), None),
+        node(
+            NodeRef::Guid(Guid(0x13)),
+            Some(NodeType::Switch),
+            Some("leaf-last"),
+        ),
+    ];
+    let end = |node: NodeRef, port: u8| PlanEnd { node, port };
+    let link = |a: PlanEnd, z: PlanEnd| PlannedLink {
+        a,
+        z,
+        width: Some(LinkWidth::X4),
+        speed: None,
+        line: 0,
+    };
+    let links = vec![
+        link(end(NodeRef::Guid(Guid(0x10)), 1), end(by_name("host-a"), 1)),
+        link(
+            end(NodeRef::Guid(Guid(0x10)), 2),
+            end(NodeRef::Guid(Guid(0x13)), 36),
+        ),
+        link(
+            end(NodeRef::Guid(Guid(0x12)), 1),
+            end(NodeRef::Guid(Guid(0x13)), 1),
+        ),
+    ];
+    let plan = Plan {
+        source: PlanSource::Cabling,
+        nodes,
+        links,
+    };
+    let back = Compiled::new(&plan).to_plan();
+    assert_eq!(back.source, plan.source);
+    let seen = |n: &PlannedNode| {
+        let named = matches!(n.node, NodeRef::Name(_));
+        // A node named by name has no other name; an empty one is none.
+        let name = n.name.clone().filter(|s| !s.is_empty() && !named);
+        (n.node.clone(), n.node_type, name)
+    };
+    let want: Vec<_> = plan.nodes.iter().map(seen).collect();
+    let got: Vec<_> = back.nodes.iter().map(seen).collect();
+    assert_eq!(got, want);
+    let key = |l: &PlannedLink| {
+        let mut ends = [
+            (format!("{:?}", l.a.node), l.a.port),
+            (format!("{:?}", l.z.node), l.z.port),
+        ];
+        ends.sort();
+        (ends, l.width, l.speed)
+    };
+    let mut want: Vec<_> = plan.links.iter().map(key).collect();
+    let mut got: Vec<_> = back.links.iter().map(key).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}

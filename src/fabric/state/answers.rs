@@ -8,8 +8,7 @@ use std::time::Instant;
 
 use tracing::{debug, info, warn};
 
-use super::{FabricState, Slot};
-use crate::fabric::record::Stamp;
+use super::{CPI_STALE, DIRTY, DOCA_FRESH, FabricState, SEEN, Slot, answered_secs};
 use crate::fabric::strikes::{
     AttrMask, KIND_VERDICT, KindKey, KindState, NodeAnswers, RETRY_UNANSWERED_SWEEPS, attr_list,
 };
@@ -116,7 +115,7 @@ impl FabricState {
     /// are sent, it has not answered it (or its PMA moved), and its PMA
     /// has an address.
     pub fn class_port_info_due(&self, ni: usize) -> bool {
-        self.cfg.mads && self.nodes[ni].cpi_stale && self.pma(ni, None).is_some()
+        self.cfg.mads && self.nodes[ni].has(CPI_STALE) && self.pma(ni, None).is_some()
     }
 
     /// The MAD transport itself failed: every node counts as unreachable at
@@ -126,8 +125,8 @@ impl FabricState {
         let after = self.cfg.unreachable_after.max(1);
         for s in &mut self.nodes {
             s.failed_sweeps = s.failed_sweeps.max(after);
-            s.dirty = true;
-            s.cpi_stale = true;
+            s.set(DIRTY, true);
+            s.set(CPI_STALE, true);
             s.redirect = None;
         }
     }
@@ -142,7 +141,9 @@ impl FabricState {
         for (ni, answered) in answered.iter().enumerate() {
             let s = &mut self.nodes[ni];
             let node = &s.rec;
-            let ok = &(*answered || std::mem::take(&mut s.doca_fresh));
+            let fresh = s.flags & DOCA_FRESH != 0;
+            s.flags &= !DOCA_FRESH;
+            let ok = &(*answered || fresh);
             let (samples_out, out) = s.answers.end_sweep(*ok);
             if samples_out {
                 debug!(node = %node.id.guid, "no answer to PortSamplesControl: asking again rarely");
@@ -177,12 +178,14 @@ impl FabricState {
                         crate::ib::Escaped(&node.id.description)
                     );
                 }
-                s.dirty |= s.failed_sweeps != 0 || !s.seen;
+                if s.failed_sweeps != 0 || s.flags & SEEN == 0 {
+                    s.flags |= DIRTY;
+                }
                 s.failed_sweeps = 0;
-                s.seen = true;
-                s.answered_at = Stamp::from(now);
+                s.flags |= SEEN;
+                s.answered_s = answered_secs(now);
             } else {
-                s.dirty = true;
+                s.flags |= DIRTY;
                 s.failed_sweeps = s.failed_sweeps.saturating_add(1);
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
@@ -192,7 +195,7 @@ impl FabricState {
                         s.failed_sweeps
                     );
                     // Ask ClassPortInfo again when it comes back.
-                    s.cpi_stale = true;
+                    s.flags |= CPI_STALE;
                     s.redirect = None;
                     s.answers = NodeAnswers::default();
                     s.optional_reported = 0;

@@ -11,8 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::FabricState;
-use crate::fabric::record::Stamp;
+use super::{FabricState, silent_since};
 use crate::ib::Guid;
 
 /// A node forgotten: who it was and how long it had been silent.
@@ -37,11 +36,11 @@ impl FabricState {
         if !any_answered {
             return Vec::new();
         }
-        let silent = |at: Stamp| now.saturating_duration_since(at.instant());
+        let silent = |at: u32| silent_since(at, now);
         let mut gone = Vec::new();
         for &ni in &self.by_guid {
             let s = &self.nodes[ni as usize];
-            let quiet = silent(s.answered_at);
+            let quiet = silent(s.answered_s);
             if quiet >= after {
                 gone.push(Forgotten {
                     guid: s.rec.id.guid,
@@ -53,7 +52,7 @@ impl FabricState {
         if gone.is_empty() {
             return gone;
         }
-        self.nodes.retain(|s| silent(s.answered_at) < after);
+        self.nodes.retain(|s| silent(s.answered_s) < after);
         let nodes = &self.nodes;
         self.by_guid = (0..nodes.len() as u32).collect();
         self.by_guid
@@ -69,5 +68,43 @@ impl FabricState {
     /// older epoch names another node, or none.
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::fabric::settings::SweepConfig;
+    use crate::fabric::state::SharedState;
+    use crate::fabric::state::tests::two_switches;
+
+    /// The last answer is kept in whole seconds, rounded up: a node is
+    /// never forgotten before `forget_after` has passed since it answered,
+    /// and at most a second after.
+    #[test]
+    fn a_node_is_forgotten_not_before_forget_after_and_within_a_second_of_it() {
+        let after = Duration::from_secs(60);
+        let cfg = SweepConfig {
+            forget_after: Some(after),
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let state = SharedState::new(two_switches(), cfg, t0);
+        let mut st = state.lock();
+        let answered = t0 + Duration::from_millis(400);
+        st.end_sweep(&[true, true], answered);
+        st.end_sweep(&[true, false], answered + Duration::from_secs(30));
+        // Node 1 last answered at `answered`.
+        let just_before = answered + after - Duration::from_millis(1);
+        assert!(st.forget_silent(true, just_before).is_empty());
+        let gone = st.forget_silent(true, answered + after + Duration::from_secs(1));
+        assert_eq!(gone.len(), 1);
+        assert!(
+            gone[0].silent >= after && gone[0].silent <= after + Duration::from_secs(1),
+            "{:?}",
+            gone[0].silent
+        );
+        assert_eq!(st.node_count(), 1);
     }
 }

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::{FabricState, NodeState};
+use super::{CPI_STALE, DIRTY, FabricState, NodeState};
 use crate::ib::Fabric;
 
 /// What a merge of a newly discovered fabric changed.
@@ -34,6 +34,7 @@ impl FabricState {
             let Some(ni) = self.node_index(n.id.guid) else {
                 report.added += 1;
                 self.nodes.push(NodeState::new(&n, self.subnet.index, now));
+                self.name(self.nodes.len() - 1);
                 continue;
             };
             let s = &mut self.nodes[ni];
@@ -55,14 +56,14 @@ impl FabricState {
             // A node whose PMA moved to another LID is asked ClassPortInfo
             // again at the new one.
             if s.rec.id.lid != n.id.lid {
-                s.cpi_stale = true;
+                s.set(CPI_STALE, true);
                 s.redirect = None;
             }
             // The record takes the node's new facts and keeps what was
             // read from it (a copy when the snapshot shares it, counted
             // toward the next publication as a sweep's copies are).
             s.rec_mut(&mut self.copies).relink(&n);
-            s.dirty = true;
+            s.set(DIRTY, true);
         }
         report.nodes = self.nodes.len();
         if report.added > 0 {

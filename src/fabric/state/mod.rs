@@ -50,12 +50,9 @@ const PUBLISH_AFTER_PORTS: usize = 4096;
 struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
     redirect: Option<Box<MadAddr>>,
-    /// ClassPortInfo is asked at the next sweep (none read yet, or the
-    /// node came back): the record's reading is not to be relied on.
-    cpi_stale: bool,
+    /// [`CPI_STALE`], [`SEEN`], [`DOCA`], [`DOCA_FRESH`], [`DIRTY`].
+    flags: u8,
     failed_sweeps: u32,
-    /// Ever answered anything (a node that never did has no rows).
-    seen: bool,
     /// What it answers of the sample mechanism and the optional
     /// attributes, and what not.
     answers: NodeAnswers,
@@ -65,24 +62,50 @@ struct NodeState {
     optional_reported: AttrMask,
     /// The node's index into [`FabricState::kinds`].
     kind: u32,
-    /// Some port is served by DOCA telemetry diag.
-    doca: bool,
-    /// DOCA delivered a sample since the last sweep ended.
-    doca_fresh: bool,
     /// The node's record, shared with the published snapshot: its ports
     /// are updated in place (copied first when the snapshot shares it);
     /// the node's own fields are brought up to date when it is published.
     rec: Arc<NodeRecord>,
-    /// A field the record takes from this state changed since.
-    dirty: bool,
-    /// The generation of the node-name-map the record's name is from (0:
-    /// none yet).
-    names_gen: u64,
     /// When its PMA last answered (or DOCA delivered a sample), or when
-    /// the node was added: what [`FabricState::forget_silent`] counts
-    /// from.
-    answered_at: Stamp,
+    /// the node was added, in whole seconds from the records' origin
+    /// (rounded up, [`answered_secs`]): what [`FabricState::forget_silent`]
+    /// counts from (`fabric.forget_after` is whole seconds).
+    answered_s: u32,
 }
+
+/// [`NodeState::flags`]: ClassPortInfo is asked at the next sweep (none
+/// read yet, or the node came back): the record's reading is not to be
+/// relied on.
+const CPI_STALE: u8 = 1;
+/// Ever answered anything (a node that never did has no rows).
+const SEEN: u8 = 2;
+/// Some port is served by DOCA telemetry diag.
+const DOCA: u8 = 4;
+/// DOCA delivered a sample since the last sweep ended.
+const DOCA_FRESH: u8 = 8;
+/// A field the record takes from this state changed since.
+const DIRTY: u8 = 16;
+
+/// `at` as [`NodeState::answered_s`] keeps it: whole seconds from the
+/// records' origin, rounded up (a node is never taken as silent for
+/// longer than it was).
+fn answered_secs(at: Instant) -> u32 {
+    u32::try_from(Stamp::from(at).millis().div_ceil(1000)).unwrap_or(u32::MAX)
+}
+
+/// How long before `now` a node that answered at `answered_s` did.
+fn silent_since(answered_s: u32, now: Instant) -> Duration {
+    Duration::from_millis(
+        Stamp::from(now)
+            .millis()
+            .saturating_sub(u64::from(answered_s) * 1000),
+    )
+}
+
+/// The bytes a node's state takes (besides its record and what it points
+/// to): one array of them holds every node's.
+const NODE_STATE_BYTES: usize = 80;
+const _: () = assert!(size_of::<NodeState>() <= NODE_STATE_BYTES);
 
 pub struct FabricState {
     cfg: SweepConfig,
@@ -111,6 +134,9 @@ pub struct FabricState {
     epoch: u64,
     /// The nodes forgotten since the last publication, which it carries.
     forgotten: Vec<crate::ib::Guid>,
+    /// The generation of the node-name-map every node's record is named
+    /// by (0: none yet); a node added since is named as it is added.
+    names_gen: u64,
     /// The subnet the state is of: what its publications say of it
     /// ([`Snapshot::subnets`](super::cache::Snapshot::subnets)) and the
     /// index its port records carry.
@@ -122,26 +148,40 @@ impl NodeState {
     fn new(node: &Node, subnet: u8, now: Instant) -> NodeState {
         NodeState {
             redirect: None,
-            cpi_stale: true,
+            flags: CPI_STALE | DIRTY,
             failed_sweeps: 0,
-            seen: false,
             answers: NodeAnswers::default(),
             samples_at: None,
             optional_reported: 0,
             kind: 0,
-            doca: false,
-            doca_fresh: false,
             rec: Arc::new(NodeRecord::new(node).in_subnet(subnet)),
-            dirty: true,
-            names_gen: 0,
-            answered_at: Stamp::from(now),
+            answered_s: answered_secs(now),
         }
+    }
+
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
+    /// Whether `flag` was set; it is not now.
+    fn take(&mut self, flag: u8) -> bool {
+        let was = self.has(flag);
+        self.flags &= !flag;
+        was
     }
 
     /// The ClassPortInfo read from the node, unless it is to be asked
     /// again.
     fn cpi(&self) -> Option<&ClassPortInfo> {
-        if self.cpi_stale {
+        if self.has(CPI_STALE) {
             return None;
         }
         self.rec.class_port_info.as_deref()
@@ -188,7 +228,7 @@ impl FabricState {
                 let s = &mut self.nodes[ni];
                 if let Some(r) = s.port(pi, &mut self.copies) {
                     r.assessment = a;
-                    s.dirty = true;
+                    s.set(DIRTY, true);
                 }
             }
         }
@@ -238,6 +278,7 @@ impl SharedState {
             kinds: Vec::new(),
             epoch: 0,
             forgotten: Vec::new(),
+            names_gen: 0,
             subnet: SubnetView::default(),
         };
         st.assign_kinds();

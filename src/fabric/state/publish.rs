@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{FabricState, PUBLISH_AFTER_PORTS};
+use super::{DIRTY, DOCA, FabricState, PUBLISH_AFTER_PORTS, SEEN};
 use crate::fabric::cache::{Cache, Snapshot};
 use crate::fabric::record::{DataSource, NodeRecord};
 use crate::ib::subnet::SubnetView;
@@ -15,11 +15,11 @@ impl FabricState {
     /// Bring node `ni`'s record up to date with the node's state.
     fn sync(&mut self, ni: usize) {
         let s = &mut self.nodes[ni];
-        if !std::mem::take(&mut s.dirty) {
+        if !s.take(DIRTY) {
             return;
         }
         let reachable = s.failed_sweeps < self.cfg.unreachable_after;
-        let source = match (s.doca, self.cfg.mads) {
+        let source = match (s.has(DOCA), self.cfg.mads) {
             (false, _) => DataSource::Pma,
             (true, false) => DataSource::Doca,
             (true, true) => DataSource::PmaAndDoca,
@@ -34,17 +34,23 @@ impl FabricState {
         r.source = source;
     }
 
-    /// Give node `ni`'s record the node-name-map's name, when the map in
-    /// use changed since it was named: once per map, not per read.
-    fn name(&mut self, ni: usize) {
-        let names = &self.cfg.names;
-        let generation = names.generation();
-        let s = &mut self.nodes[ni];
-        if s.names_gen == generation {
+    /// Give every node's record the node-name-map's name when the map in
+    /// use changed since they were named: once per map, not per read.
+    fn name_all(&mut self) {
+        let generation = self.cfg.names.generation();
+        if self.names_gen == generation {
             return;
         }
-        s.names_gen = generation;
-        let map = names.current();
+        self.names_gen = generation;
+        for ni in 0..self.nodes.len() {
+            self.name(ni);
+        }
+    }
+
+    /// Give node `ni`'s record the name the node-name-map in use has for it.
+    pub(super) fn name(&mut self, ni: usize) {
+        let map = self.cfg.names.current();
+        let s = &mut self.nodes[ni];
         let name = map.shared(s.rec.id.guid);
         if s.rec.mapped_name.as_ref() != name {
             Arc::make_mut(&mut s.rec).mapped_name = name.cloned();
@@ -57,9 +63,9 @@ impl FabricState {
     /// that is kept shows the values it had when last seen).
     fn record(&mut self, ni: usize) -> Option<Arc<NodeRecord>> {
         self.sync(ni);
-        self.name(ni);
+        self.name_all();
         let s = &self.nodes[ni];
-        let rows = s.seen && (s.rec.reachable || self.cfg.keep_unreachable);
+        let rows = s.has(SEEN) && (s.rec.reachable || self.cfg.keep_unreachable);
         rows.then(|| Arc::clone(&s.rec))
     }
 
@@ -126,7 +132,7 @@ impl FabricState {
     /// Returns the number of nodes with rows.
     pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool], now: Instant) -> usize {
         for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
-            s.seen = true;
+            s.set(SEEN, true);
         }
         self.publish_as(cache, self.sweep_no.saturating_sub(1), now)
     }
@@ -246,5 +252,53 @@ mod tests {
             &*fabric.nodes[0].id.description
         );
         assert_eq!(snap.node(b).unwrap().name(), "spine01-renamed");
+    }
+
+    /// A node a rediscovery adds after the map was taken up is named by
+    /// it at its first publication, alone or with the others, and renamed
+    /// when the map is read again.
+    #[test]
+    fn a_node_merged_in_is_named_by_the_map_in_use() {
+        use crate::ib::names::Names;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("map");
+        let fabric = two_switches();
+        let mut three = fabric.clone();
+        let mut newcomer = three.nodes[0].clone();
+        newcomer.id.guid = crate::ib::Guid(0x77);
+        newcomer.ports.iter_mut().for_each(|p| p.set_remote(None));
+        three.nodes.push(newcomer);
+        std::fs::write(&file, "0x77 \"rack3-new\"\n").unwrap();
+        let names = std::sync::Arc::new(Names::open(Some(&file)).unwrap());
+        let cfg = SweepConfig {
+            names: std::sync::Arc::clone(&names),
+            ..Default::default()
+        };
+        let state = SharedState::new(fabric, cfg, std::time::Instant::now());
+        let cache = Cache::new();
+        let mut st = state.lock();
+        st.end_sweep(&[true, true], std::time::Instant::now());
+        st.publish(&cache, std::time::Instant::now());
+        st.merge(three, std::time::Instant::now());
+        let ni = st.node_index(crate::ib::Guid(0x77)).unwrap();
+        st.end_sweep(&[true, true, true], std::time::Instant::now());
+        // Alone first (a write's publication), then with the others.
+        st.publish_node(&cache, ni);
+        assert_eq!(
+            cache.load().node(crate::ib::Guid(0x77)).unwrap().name(),
+            "rack3-new"
+        );
+        st.publish(&cache, std::time::Instant::now());
+        assert_eq!(
+            cache.load().node(crate::ib::Guid(0x77)).unwrap().name(),
+            "rack3-new"
+        );
+        std::fs::write(&file, "0x77 \"rack3-moved\"\n").unwrap();
+        assert!(names.refresh());
+        st.publish_node(&cache, ni);
+        assert_eq!(
+            cache.load().node(crate::ib::Guid(0x77)).unwrap().name(),
+            "rack3-moved"
+        );
     }
 }

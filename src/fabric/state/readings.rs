@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tracing::{debug, info};
 
-use super::{FabricState, Slot};
+use super::{CPI_STALE, DIRTY, DOCA, DOCA_FRESH, FabricState, SEEN, Slot};
 use crate::fabric::engine::MadOutcome;
 use crate::fabric::persist::SavedPort;
 use crate::fabric::record::Stamp;
@@ -115,7 +115,7 @@ impl FabricState {
             Slot::Cpi(_) => {
                 s.rec_mut(copies).class_port_info =
                     Some(readings.cpi.intern(ClassPortInfo::decode(&data)));
-                s.cpi_stale = false;
+                s.set(CPI_STALE, false);
             }
             Slot::Counters(_, pi) => {
                 let wide = s
@@ -193,8 +193,8 @@ impl FabricState {
                 continue;
             };
             let s = &mut self.nodes[ni];
-            s.doca = true;
-            s.dirty = true;
+            s.set(DOCA, true);
+            s.set(DIRTY, true);
             if let Some(pr) = s.port(pi, &mut self.copies) {
                 fold::serve_by_doca(pr);
             }
@@ -223,8 +223,8 @@ impl FabricState {
         }
         let pr = s.port(pi, &mut self.copies)?;
         fold::doca(pr, values, bits, gap, now);
-        s.seen = true;
-        s.doca_fresh = true;
+        s.set(SEEN, true);
+        s.set(DOCA_FRESH, true);
         Some(ni)
     }
 
