@@ -5,10 +5,11 @@
 //! `fabric` (discovery, sweeper, cache snapshots) -> `mib` (OID tree) ->
 //! `agentx` (codec + session to snmpd) and `snmp` (built-in v2c responder).
 
-/// An enum of wire codes: the enum with its discriminants, and the lookup
-/// from a code (`None` for a code the enum does not name). Where every row
-/// also gives the name its standard spells it (`OpenFailed = 256 =>
-/// "openFailed",`), `name()` returns it.
+/// An enum of wire codes: the enum with its discriminants, `ALL` (every
+/// variant in the table's order), and the lookup from a code (`None` for a
+/// code the enum does not name). Where every row also gives the name its
+/// standard spells it (`OpenFailed = 256 => "openFailed",`), `name()`
+/// returns it.
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
@@ -46,6 +47,9 @@ macro_rules! wire_enum {
         }
 
         impl $name {
+            /// Every variant, in the table's order.
+            pub const ALL: [$name; [$(stringify!($variant)),+].len()] = [$($name::$variant),+];
+
             /// The variant a wire code names.
             pub fn $from(v: $int) -> Option<$name> {
                 match v {
