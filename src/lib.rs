@@ -9,12 +9,30 @@
 /// variant in the table's order), and the lookup from a code (`None` for a
 /// code the enum does not name). Where every row also gives the name its
 /// standard spells it (`OpenFailed = 256 => "openFailed",`), `name()`
-/// returns it.
+/// returns it. Where the header names a column after the lookup
+/// (`enum PduType: u8, from_u8, has_context: bool`), every row gives its
+/// value after the code (`Register = 3, true,`), so that no row can leave
+/// it out, and the method of that name returns it.
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident: $int:ty, $from:ident {
             $($(#[$vmeta:meta])* $variant:ident = $code:literal => $text:literal,)+
+        }
+    ) => {
+        wire_enum! {
+            $(#[$meta])*
+            $vis enum $name: $int, $from,
+                /// The name its standard gives it.
+                name: &'static str {
+                $($(#[$vmeta])* $variant = $code, $text,)+
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident: $int:ty, $from:ident, $(#[$cmeta:meta])* $col:ident: $cty:ty {
+            $($(#[$vmeta:meta])* $variant:ident = $code:literal, $val:expr,)+
         }
     ) => {
         wire_enum! {
@@ -25,10 +43,10 @@ macro_rules! wire_enum {
         }
 
         impl $name {
-            /// The name its standard gives it.
-            pub fn name(self) -> &'static str {
+            $(#[$cmeta])*
+            pub const fn $col(self) -> $cty {
                 match self {
-                    $($name::$variant => $text,)+
+                    $($name::$variant => $val,)+
                 }
             }
         }
