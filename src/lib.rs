@@ -5,15 +5,34 @@
 //! `fabric` (discovery, sweeper, cache snapshots) -> `mib` (OID tree) ->
 //! `agentx` (codec + session to snmpd) and `snmp` (built-in v2c responder).
 
-/// An enum of wire codes: the enum with its discriminants, and the lookup
-/// from a code (`None` for a code the enum does not name). Where every row
-/// also gives the name its standard spells it (`OpenFailed = 256 =>
-/// "openFailed",`), `name()` returns it.
+/// An enum of wire codes: the enum with its discriminants, `ALL` (every
+/// variant in the table's order), and the lookup from a code (`None` for a
+/// code the enum does not name). Where every row also gives the name its
+/// standard spells it (`OpenFailed = 256 => "openFailed",`), `name()`
+/// returns it. Where the header names a column after the lookup
+/// (`enum PduType: u8, from_u8, has_context: bool`), every row gives its
+/// value after the code (`Register = 3, true,`), so that no row can leave
+/// it out, and the method of that name returns it.
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident: $int:ty, $from:ident {
             $($(#[$vmeta:meta])* $variant:ident = $code:literal => $text:literal,)+
+        }
+    ) => {
+        wire_enum! {
+            $(#[$meta])*
+            $vis enum $name: $int, $from,
+                /// The name its standard gives it.
+                name: &'static str {
+                $($(#[$vmeta])* $variant = $code, $text,)+
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident: $int:ty, $from:ident, $(#[$cmeta:meta])* $col:ident: $cty:ty {
+            $($(#[$vmeta:meta])* $variant:ident = $code:literal, $val:expr,)+
         }
     ) => {
         wire_enum! {
@@ -24,10 +43,10 @@ macro_rules! wire_enum {
         }
 
         impl $name {
-            /// The name its standard gives it.
-            pub fn name(self) -> &'static str {
+            $(#[$cmeta])*
+            pub const fn $col(self) -> $cty {
                 match self {
-                    $($name::$variant => $text,)+
+                    $($name::$variant => $val,)+
                 }
             }
         }
@@ -46,6 +65,9 @@ macro_rules! wire_enum {
         }
 
         impl $name {
+            /// Every variant, in the table's order.
+            pub const ALL: [$name; [$(stringify!($variant)),+].len()] = [$($name::$variant),+];
+
             /// The variant a wire code names.
             pub fn $from(v: $int) -> Option<$name> {
                 match v {

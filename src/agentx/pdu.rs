@@ -90,49 +90,30 @@ in_order! {
 }
 
 wire_enum! {
-    /// PDU types (RFC 2741 6.1, h.type).
-    pub enum PduType: u8, from_u8 {
-        Open = 1,
-        Close = 2,
-        Register = 3,
-        Unregister = 4,
-        Get = 5,
-        GetNext = 6,
-        GetBulk = 7,
-        TestSet = 8,
-        CommitSet = 9,
-        UndoSet = 10,
-        CleanupSet = 11,
-        Notify = 12,
-        Ping = 13,
-        IndexAllocate = 14,
-        IndexDeallocate = 15,
-        AddAgentCaps = 16,
-        RemoveAgentCaps = 17,
-        Response = 18,
-    }
-}
-
-impl PduType {
-    /// True for the PDU types that carry an optional context after the
-    /// header (RFC 2741 6.1.1: NON_DEFAULT_CONTEXT).
-    pub fn has_context(self) -> bool {
-        use PduType::*;
-        matches!(
-            self,
-            Register
-                | Unregister
-                | Get
-                | GetNext
-                | GetBulk
-                | TestSet
-                | Notify
-                | Ping
-                | IndexAllocate
-                | IndexDeallocate
-                | AddAgentCaps
-                | RemoveAgentCaps
-        )
+    /// PDU types (RFC 2741 6.1, h.type), each with whether it carries the
+    /// optional context after the header.
+    pub enum PduType: u8, from_u8,
+        /// True for the PDU types in which a non-default context may be
+        /// present, flagged NON_DEFAULT_CONTEXT (RFC 2741 6.1, h.flags).
+        has_context: bool {
+        Open = 1, false,
+        Close = 2, false,
+        Register = 3, true,
+        Unregister = 4, true,
+        Get = 5, true,
+        GetNext = 6, true,
+        GetBulk = 7, true,
+        TestSet = 8, true,
+        CommitSet = 9, false,
+        UndoSet = 10, false,
+        CleanupSet = 11, false,
+        Notify = 12, true,
+        Ping = 13, true,
+        IndexAllocate = 14, true,
+        IndexDeallocate = 15, true,
+        AddAgentCaps = 16, true,
+        RemoveAgentCaps = 17, true,
+        Response = 18, false,
     }
 }
 

@@ -19,28 +19,19 @@
 
 use std::fmt;
 
-/// `enum doca_telemetry_diag_output_format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputFormat {
-    /// Data ID, timestamp and 64-bit value per entry.
-    IdValue64 = 0,
-    /// 64-bit values; timestamps per sample.
-    Values64 = 1,
-    /// 32-bit values; timestamps per sample.
-    Values32 = 2,
+wire_enum! {
+    /// `enum doca_telemetry_diag_output_format`.
+    pub enum OutputFormat: u8, from_code {
+        /// Data ID, timestamp and 64-bit value per entry.
+        IdValue64 = 0,
+        /// 64-bit values; timestamps per sample.
+        Values64 = 1,
+        /// 32-bit values; timestamps per sample.
+        Values32 = 2,
+    }
 }
 
 impl OutputFormat {
-    pub const ALL: [OutputFormat; 3] = [
-        OutputFormat::IdValue64,
-        OutputFormat::Values64,
-        OutputFormat::Values32,
-    ];
-
-    pub fn from_code(c: u8) -> Option<OutputFormat> {
-        OutputFormat::ALL.into_iter().find(|f| *f as u8 == c)
-    }
-
     fn header(self) -> usize {
         match self {
             OutputFormat::IdValue64 => 8,
@@ -342,6 +333,19 @@ mod tests {
 
     fn layout(format: OutputFormat, ts: TimestampSource) -> Layout {
         Layout::new(format, ts, IDS.to_vec(), format.sample_size(IDS.len())).unwrap()
+    }
+
+    /// The codes of `enum doca_telemetry_diag_output_format`, each named
+    /// once, in order, and none past them.
+    #[test]
+    fn output_formats_are_the_library_codes() {
+        use OutputFormat::*;
+        assert_eq!(OutputFormat::ALL, [IdValue64, Values64, Values32]);
+        for (code, f) in (0u8..).zip(OutputFormat::ALL) {
+            assert_eq!(f as u8, code);
+            assert_eq!(OutputFormat::from_code(code), Some(f));
+        }
+        assert_eq!(OutputFormat::from_code(3), None);
     }
 
     /// Bytes written by hand for each format, as the guide lays them out.

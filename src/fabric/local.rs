@@ -263,19 +263,6 @@ pub enum Change {
     NoMasterSm { last: Option<SmInfo> },
 }
 
-impl Event {
-    /// A short name of its kind, for logs and an event log.
-    pub fn name(&self) -> &'static str {
-        match self.change {
-            Change::FailedOver { .. } => "failed_over",
-            Change::NoPortLeft { .. } => "no_port_left",
-            Change::PortGone { .. } => "port_gone",
-            Change::SmChanged { .. } => "sm_changed",
-            Change::NoMasterSm { .. } => "no_master_sm",
-        }
-    }
-}
-
 /// The events the subnets' machines emitted that the notifier has not
 /// taken yet, shared by the drivers that feed the machines and the
 /// notifier that acts on them (at most [`Emitted::MAX`] are kept: the

@@ -5,11 +5,13 @@
 use std::fmt;
 
 /// Declares a code enum whose variants each carry a name and the value
-/// IB-PM-MIB shows, with `ALL`, `name()`, `mib()` and `from_mib()`.
+/// IB-PM-MIB shows, with `ALL`, `name()`, `mib()` and `from_mib()`; with
+/// `code u8 = mib` after the name (the IBA code is the MIB value), also
+/// `from_code()`.
 macro_rules! link_enum {
     (
         $(#[$m:meta])*
-        pub enum $name:ident {
+        pub enum $name:ident $(: code $code:ty = mib)? {
             $( $(#[$vm:meta])* $var:ident = $text:literal, mib $mib:literal ),+ $(,)?
         }
     ) => {
@@ -33,6 +35,13 @@ macro_rules! link_enum {
             pub fn from_mib(v: u32) -> Option<$name> {
                 Self::ALL.iter().copied().find(|x| x.mib() == v)
             }
+
+            $(
+                /// The variant an IBA code names.
+                pub fn from_code(code: $code) -> Option<$name> {
+                    Self::from_mib(code.into())
+                }
+            )?
 
             /// The name as written in a MIB enumeration.
             pub fn mib_label(self) -> String {
@@ -70,9 +79,8 @@ fn mib_label(name: &str) -> String {
 }
 
 link_enum! {
-    /// PortInfo PortState, the port's logical state. The MIB value is the
-    /// IBA code.
-    pub enum PortState {
+    /// PortInfo PortState, the port's logical state.
+    pub enum PortState: code u8 = mib {
         Down = "Down", mib 1,
         Init = "Init", mib 2,
         Armed = "Armed", mib 3,
@@ -80,15 +88,9 @@ link_enum! {
     }
 }
 
-impl PortState {
-    pub fn from_code(code: u8) -> Option<PortState> {
-        PortState::from_mib(code.into())
-    }
-}
-
 link_enum! {
-    /// PortInfo PortPhysicalState. The MIB value is the IBA code.
-    pub enum PhysState {
+    /// PortInfo PortPhysicalState.
+    pub enum PhysState: code u8 = mib {
         Sleep = "Sleep", mib 1,
         Polling = "Polling", mib 2,
         Disabled = "Disabled", mib 3,
@@ -96,12 +98,6 @@ link_enum! {
         LinkUp = "LinkUp", mib 5,
         LinkErrorRecovery = "LinkErrorRecovery", mib 6,
         PhyTest = "PhyTest", mib 7,
-    }
-}
-
-impl PhysState {
-    pub fn from_code(code: u8) -> Option<PhysState> {
-        PhysState::from_mib(code.into())
     }
 }
 
@@ -521,6 +517,36 @@ pub fn rate_mbps(width: Option<LinkWidth>, speed: Option<LinkSpeed>) -> Option<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PortInfo PortState and PortPhysicalState by their IBA codes, and
+    /// nothing past them.
+    #[test]
+    fn port_and_phys_states_from_their_iba_codes() {
+        use PhysState::*;
+        use PortState::*;
+        let states = (0u8..=5).map(PortState::from_code);
+        let want = [
+            None,
+            Some(Down),
+            Some(Init),
+            Some(Armed),
+            Some(Active),
+            None,
+        ];
+        assert!(states.eq(want));
+        let phys = (0u8..=8).map(PhysState::from_code);
+        let want = [
+            Sleep,
+            Polling,
+            Disabled,
+            Training,
+            LinkUp,
+            LinkErrorRecovery,
+            PhyTest,
+        ];
+        let want = [None].into_iter().chain(want.map(Some)).chain([None]);
+        assert!(phys.eq(want));
+    }
 
     #[test]
     fn codes_and_names_round_trip() {

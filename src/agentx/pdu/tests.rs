@@ -212,6 +212,42 @@ fn every_payload() -> Vec<(u8, Option<Vec<u8>>, Payload)> {
     ]
 }
 
+/// The h.type of the PDUs in which RFC 2741 6.1 (h.flags,
+/// NON_DEFAULT_CONTEXT) says a non-default context may be present:
+/// Register, Unregister, Get, GetNext, GetBulk, TestSet, Notify, Ping,
+/// IndexAllocate, IndexDeallocate, AddAgentCaps, RemoveAgentCaps.
+const RFC_2741_WITH_CONTEXT: [u8; 12] = [3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 16, 17];
+
+#[test]
+fn every_pdu_type_carries_a_context_as_rfc_2741_lists() {
+    assert_eq!(PduType::ALL.len(), 18);
+    for (code, ty) in (1u8..).zip(PduType::ALL) {
+        assert_eq!(ty as u8, code);
+        let listed = RFC_2741_WITH_CONTEXT.contains(&code);
+        assert_eq!(ty.has_context(), listed, "{ty:?}");
+    }
+    // A context is written (and read back) on those types, refused on
+    // the rest.
+    for (_, _, payload) in every_payload() {
+        let ty = payload.pdu_type();
+        let listed = RFC_2741_WITH_CONTEXT.contains(&(ty as u8));
+        let pdu = Pdu {
+            context: Some(b"c".to_vec()),
+            ..Pdu::new(1, 1, 1, payload)
+        };
+        match encode(&pdu, ByteOrder::Big) {
+            Ok(b) => {
+                assert!(listed, "{ty:?} written with a context");
+                assert_eq!(decode(&b).unwrap().context, pdu.context, "{ty:?}");
+            }
+            Err(e) => {
+                assert!(!listed, "{ty:?} refused a context: {e:?}");
+                assert!(matches!(e, EncodeError::Invalid(_)), "{ty:?}: {e:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn round_trip_every_pdu_both_orders() {
     let mut seen = std::collections::HashSet::new();
