@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tracing::{debug, info, warn};
 
-use super::{CPI_STALE, DIRTY, DOCA_FRESH, FabricState, SEEN, Slot, answered_secs};
+use super::{FabricState, Flag, Slot, answered_secs};
 use crate::fabric::strikes::{
     AttrMask, KIND_VERDICT, KindKey, KindState, NodeAnswers, RETRY_UNANSWERED_SWEEPS, attr_list,
 };
@@ -115,7 +115,7 @@ impl FabricState {
     /// are sent, it has not answered it (or its PMA moved), and its PMA
     /// has an address.
     pub fn class_port_info_due(&self, ni: usize) -> bool {
-        self.cfg.mads && self.nodes[ni].has(CPI_STALE) && self.pma(ni, None).is_some()
+        self.cfg.mads && self.nodes[ni].has(Flag::CpiStale) && self.pma(ni, None).is_some()
     }
 
     /// The MAD transport itself failed: every node counts as unreachable at
@@ -125,8 +125,8 @@ impl FabricState {
         let after = self.cfg.unreachable_after.max(1);
         for s in &mut self.nodes {
             s.failed_sweeps = s.failed_sweeps.max(after);
-            s.set(DIRTY, true);
-            s.set(CPI_STALE, true);
+            s.set(Flag::Dirty, true);
+            s.set(Flag::CpiStale, true);
             s.redirect = None;
         }
     }
@@ -140,17 +140,16 @@ impl FabricState {
         let mut unanswered: BTreeMap<AttrMask, (usize, Guid, usize)> = BTreeMap::new();
         for (ni, answered) in answered.iter().enumerate() {
             let s = &mut self.nodes[ni];
-            let node = &s.rec;
-            let fresh = s.flags & DOCA_FRESH != 0;
-            s.flags &= !DOCA_FRESH;
+            let guid = s.rec.id.guid;
+            let fresh = s.take(Flag::DocaFresh);
             let ok = &(*answered || fresh);
             let (samples_out, out) = s.answers.end_sweep(*ok);
             if samples_out {
-                debug!(node = %node.id.guid, "no answer to PortSamplesControl: asking again rarely");
+                debug!(node = %guid, "no answer to PortSamplesControl: asking again rarely");
             }
             for (k, attr) in OPTIONAL_ATTRS.iter().enumerate() {
                 if out & (1 << k) != 0 {
-                    debug!(node = %node.id.guid, attr, "no answer to an optional attribute: asking again rarely");
+                    debug!(node = %guid, attr, "no answer to an optional attribute: asking again rarely");
                 }
             }
             // What the node's kind left unanswered is said once for the kind.
@@ -160,13 +159,11 @@ impl FabricState {
             let new_unsupported = unsupported & !s.optional_reported;
             if new_unsupported != 0 {
                 debug!(
-                    node = %node.id.guid,
+                    node = %guid,
                     attrs = %attr_list(new_unsupported),
                     "optional PM attributes this node does not answer"
                 );
-                let e = unanswered
-                    .entry(new_unsupported)
-                    .or_insert((0, node.id.guid, ni));
+                let e = unanswered.entry(new_unsupported).or_insert((0, guid, ni));
                 e.0 += 1;
                 s.optional_reported |= new_unsupported;
             }
@@ -174,28 +171,28 @@ impl FabricState {
                 if s.failed_sweeps >= self.cfg.unreachable_after {
                     info!(
                         "node answers again: {} \"{}\"",
-                        node.id.guid,
-                        crate::ib::Escaped(&node.id.description)
+                        guid,
+                        crate::ib::Escaped(&s.rec.id.description)
                     );
                 }
-                if s.failed_sweeps != 0 || s.flags & SEEN == 0 {
-                    s.flags |= DIRTY;
+                if s.failed_sweeps != 0 || !s.has(Flag::Seen) {
+                    s.set(Flag::Dirty, true);
                 }
                 s.failed_sweeps = 0;
-                s.flags |= SEEN;
+                s.set(Flag::Seen, true);
                 s.answered_s = answered_secs(now);
             } else {
-                s.flags |= DIRTY;
+                s.set(Flag::Dirty, true);
                 s.failed_sweeps = s.failed_sweeps.saturating_add(1);
                 if s.failed_sweeps == self.cfg.unreachable_after {
                     warn!(
                         "node unreachable: {} \"{}\" did not answer in {} sweeps in a row",
-                        node.id.guid,
-                        crate::ib::Escaped(&node.id.description),
+                        guid,
+                        crate::ib::Escaped(&s.rec.id.description),
                         s.failed_sweeps
                     );
                     // Ask ClassPortInfo again when it comes back.
-                    s.flags |= CPI_STALE;
+                    s.set(Flag::CpiStale, true);
                     s.redirect = None;
                     s.answers = NodeAnswers::default();
                     s.optional_reported = 0;

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::{CPI_STALE, DIRTY, FabricState, NodeState};
+use super::{FabricState, Flag, NodeState};
 use crate::ib::Fabric;
 
 /// What a merge of a newly discovered fabric changed.
@@ -56,14 +56,14 @@ impl FabricState {
             // A node whose PMA moved to another LID is asked ClassPortInfo
             // again at the new one.
             if s.rec.id.lid != n.id.lid {
-                s.set(CPI_STALE, true);
+                s.set(Flag::CpiStale, true);
                 s.redirect = None;
             }
             // The record takes the node's new facts and keeps what was
             // read from it (a copy when the snapshot shares it, counted
             // toward the next publication as a sweep's copies are).
             s.rec_mut(&mut self.copies).relink(&n);
-            s.set(DIRTY, true);
+            s.set(Flag::Dirty, true);
         }
         report.nodes = self.nodes.len();
         if report.added > 0 {

@@ -50,7 +50,7 @@ const PUBLISH_AFTER_PORTS: usize = 4096;
 struct NodeState {
     /// The PMA's address after a ClassPortInfo redirect.
     redirect: Option<Box<MadAddr>>,
-    /// [`CPI_STALE`], [`SEEN`], [`DOCA`], [`DOCA_FRESH`], [`DIRTY`].
+    /// Its [`Flag`]s.
     flags: u8,
     failed_sweeps: u32,
     /// What it answers of the sample mechanism and the optional
@@ -73,18 +73,22 @@ struct NodeState {
     answered_s: u32,
 }
 
-/// [`NodeState::flags`]: ClassPortInfo is asked at the next sweep (none
-/// read yet, or the node came back): the record's reading is not to be
-/// relied on.
-const CPI_STALE: u8 = 1;
-/// Ever answered anything (a node that never did has no rows).
-const SEEN: u8 = 2;
-/// Some port is served by DOCA telemetry diag.
-const DOCA: u8 = 4;
-/// DOCA delivered a sample since the last sweep ended.
-const DOCA_FRESH: u8 = 8;
-/// A field the record takes from this state changed since.
-const DIRTY: u8 = 16;
+/// The yes/no facts of a node's state, a bit each of [`NodeState::flags`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Flag {
+    /// ClassPortInfo is asked at the next sweep (none read yet, or the
+    /// node came back): the record's reading is not to be relied on.
+    CpiStale = 1,
+    /// Ever answered anything (a node that never did has no rows).
+    Seen = 2,
+    /// Some port is served by DOCA telemetry diag.
+    Doca = 4,
+    /// DOCA delivered a sample since the last sweep ended.
+    DocaFresh = 8,
+    /// A field the record takes from this state changed since.
+    Dirty = 16,
+}
 
 /// `at` as [`NodeState::answered_s`] keeps it: whole seconds from the
 /// records' origin, rounded up (a node is never taken as silent for
@@ -148,7 +152,7 @@ impl NodeState {
     fn new(node: &Node, subnet: u8, now: Instant) -> NodeState {
         NodeState {
             redirect: None,
-            flags: CPI_STALE | DIRTY,
+            flags: Flag::CpiStale as u8 | Flag::Dirty as u8,
             failed_sweeps: 0,
             answers: NodeAnswers::default(),
             samples_at: None,
@@ -159,29 +163,29 @@ impl NodeState {
         }
     }
 
-    fn has(&self, flag: u8) -> bool {
-        self.flags & flag != 0
+    fn has(&self, flag: Flag) -> bool {
+        self.flags & flag as u8 != 0
     }
 
-    fn set(&mut self, flag: u8, on: bool) {
+    fn set(&mut self, flag: Flag, on: bool) {
         if on {
-            self.flags |= flag;
+            self.flags |= flag as u8;
         } else {
-            self.flags &= !flag;
+            self.flags &= !(flag as u8);
         }
     }
 
     /// Whether `flag` was set; it is not now.
-    fn take(&mut self, flag: u8) -> bool {
+    fn take(&mut self, flag: Flag) -> bool {
         let was = self.has(flag);
-        self.flags &= !flag;
+        self.set(flag, false);
         was
     }
 
     /// The ClassPortInfo read from the node, unless it is to be asked
     /// again.
     fn cpi(&self) -> Option<&ClassPortInfo> {
-        if self.has(CPI_STALE) {
+        if self.has(Flag::CpiStale) {
             return None;
         }
         self.rec.class_port_info.as_deref()
@@ -228,7 +232,7 @@ impl FabricState {
                 let s = &mut self.nodes[ni];
                 if let Some(r) = s.port(pi, &mut self.copies) {
                     r.assessment = a;
-                    s.set(DIRTY, true);
+                    s.set(Flag::Dirty, true);
                 }
             }
         }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{DIRTY, DOCA, FabricState, PUBLISH_AFTER_PORTS, SEEN};
+use super::{FabricState, Flag, PUBLISH_AFTER_PORTS};
 use crate::fabric::cache::{Cache, Snapshot};
 use crate::fabric::record::{DataSource, NodeRecord};
 use crate::ib::subnet::SubnetView;
@@ -15,11 +15,11 @@ impl FabricState {
     /// Bring node `ni`'s record up to date with the node's state.
     fn sync(&mut self, ni: usize) {
         let s = &mut self.nodes[ni];
-        if !s.take(DIRTY) {
+        if !s.take(Flag::Dirty) {
             return;
         }
         let reachable = s.failed_sweeps < self.cfg.unreachable_after;
-        let source = match (s.has(DOCA), self.cfg.mads) {
+        let source = match (s.has(Flag::Doca), self.cfg.mads) {
             (false, _) => DataSource::Pma,
             (true, false) => DataSource::Doca,
             (true, true) => DataSource::PmaAndDoca,
@@ -65,7 +65,7 @@ impl FabricState {
         self.sync(ni);
         self.name_all();
         let s = &self.nodes[ni];
-        let rows = s.has(SEEN) && (s.rec.reachable || self.cfg.keep_unreachable);
+        let rows = s.has(Flag::Seen) && (s.rec.reachable || self.cfg.keep_unreachable);
         rows.then(|| Arc::clone(&s.rec))
     }
 
@@ -132,7 +132,7 @@ impl FabricState {
     /// Returns the number of nodes with rows.
     pub fn publish_partial(&mut self, cache: &Cache, answered: &[bool], now: Instant) -> usize {
         for (s, _) in self.nodes.iter_mut().zip(answered).filter(|(_, a)| **a) {
-            s.set(SEEN, true);
+            s.set(Flag::Seen, true);
         }
         self.publish_as(cache, self.sweep_no.saturating_sub(1), now)
     }

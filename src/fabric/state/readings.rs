@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tracing::{debug, info};
 
-use super::{CPI_STALE, DIRTY, DOCA, DOCA_FRESH, FabricState, SEEN, Slot};
+use super::{FabricState, Flag, Slot};
 use crate::fabric::engine::MadOutcome;
 use crate::fabric::persist::SavedPort;
 use crate::fabric::record::Stamp;
@@ -115,7 +115,7 @@ impl FabricState {
             Slot::Cpi(_) => {
                 s.rec_mut(copies).class_port_info =
                     Some(readings.cpi.intern(ClassPortInfo::decode(&data)));
-                s.set(CPI_STALE, false);
+                s.set(Flag::CpiStale, false);
             }
             Slot::Counters(_, pi) => {
                 let wide = s
@@ -193,8 +193,8 @@ impl FabricState {
                 continue;
             };
             let s = &mut self.nodes[ni];
-            s.set(DOCA, true);
-            s.set(DIRTY, true);
+            s.set(Flag::Doca, true);
+            s.set(Flag::Dirty, true);
             if let Some(pr) = s.port(pi, &mut self.copies) {
                 fold::serve_by_doca(pr);
             }
@@ -223,8 +223,8 @@ impl FabricState {
         }
         let pr = s.port(pi, &mut self.copies)?;
         fold::doca(pr, values, bits, gap, now);
-        s.set(SEEN, true);
-        s.set(DOCA_FRESH, true);
+        s.set(Flag::Seen, true);
+        s.set(Flag::DocaFresh, true);
         Some(ni)
     }
 
