@@ -26,6 +26,7 @@ use crate::fabric::hc;
 use crate::fabric::record::{NodeRecord, PortRecord};
 use crate::ib::ber::Ber;
 use crate::ib::health::{Ack, Condition, Mark, NodeVerdict, PortVerdict, Verdicts};
+use crate::ib::last_peer::{FarPeers, NodeGuid, PeerRef, keep_peer, last_peer};
 use crate::ib::xmit_wait::TickRule;
 use crate::ib::{Guid, PhysState, PortState};
 use crate::mib::rate::congestion_hundredths;
@@ -105,13 +106,9 @@ const ACTIVE: u8 = 4;
 const LEFT_COUNTED: u8 = 8;
 /// [`PortMem::link_downed`] holds a reading.
 const HAS_LINK_DOWNED: u8 = 16;
-/// [`PortMem::peer_guid`] holds the last peer.
+/// The state file's flag: the port has a last peer (kept in
+/// [`PortMem::peer`], not in [`PortMem::flags`]).
 const HAS_PEER: u8 = 32;
-
-/// [`PortMem::peer_node`] of a peer whose node the evaluator does not lay
-/// out (gone from the fabric, or restored from a state file before the
-/// fabric was seen): the peer is in [`Evaluator::far`].
-const FAR: u32 = u32::MAX;
 
 /// One port's state: no allocation of its own, in one array of every
 /// port's ([`Evaluator::ports`]).
@@ -119,15 +116,15 @@ const FAR: u32 = u32::MAX;
 struct PortMem {
     /// Flaps per eighth of the flap window, the newest in the low nibble.
     flaps: u32,
-    /// The last peer's node: its index in [`Evaluator::nodes`], or [`FAR`].
-    peer_node: u32,
     /// LinkDowned modulo 2^16 (it moves by a few between two sweeps).
     link_downed: u16,
     /// The moving average of the congestion, in hundredths of a percent.
     congestion: u16,
     num: u8,
-    peer_port: u8,
     flags: u8,
+    /// The last peer: its node's index in [`Evaluator::nodes`], or in
+    /// [`Evaluator::far`].
+    peer: PeerRef,
 }
 
 /// The bytes one port's state takes.
@@ -152,51 +149,9 @@ impl PortMem {
     }
 }
 
-/// The peers of the ports whose peer's node is not laid out, by the port's
-/// (GUID, number): few, or none.
-type FarPeers = std::collections::BTreeMap<(Guid, u8), (Guid, u8)>;
-
-/// Port `own`'s last peer, `m` its state, `nodes` the nodes its peer index
-/// is of, `far` the peers of the others.
-fn peer_of(nodes: &[NodeMem], far: &FarPeers, own: (Guid, u8), m: &PortMem) -> Option<(Guid, u8)> {
-    if m.flags & HAS_PEER == 0 {
-        return None;
-    }
-    match nodes.get(m.peer_node as usize) {
-        Some(n) if m.peer_node != FAR => Some((n.guid, m.peer_port)),
-        _ => far.get(&own).copied(),
-    }
-}
-
-/// Make `peer` port `own`'s last peer (`m` its state): an index into
-/// `nodes` when the peer's node is there, else an entry of `far`.
-fn set_peer(
-    nodes: &[NodeMem],
-    far: &mut FarPeers,
-    own: (Guid, u8),
-    m: &mut PortMem,
-    peer: (Guid, u8),
-) {
-    let same = m.flags & HAS_PEER != 0
-        && m.peer_node != FAR
-        && m.peer_port == peer.1
-        && nodes
-            .get(m.peer_node as usize)
-            .is_some_and(|n| n.guid == peer.0);
-    if same {
-        return;
-    }
-    if m.flags & HAS_PEER != 0 && m.peer_node == FAR {
-        far.remove(&own);
-    }
-    m.flags |= HAS_PEER;
-    m.peer_port = peer.1;
-    match nodes.binary_search_by_key(&peer.0, |n| n.guid) {
-        Ok(i) => m.peer_node = i as u32,
-        Err(_) => {
-            m.peer_node = FAR;
-            far.insert(own, peer);
-        }
+impl NodeGuid for NodeMem {
+    fn node_guid(&self) -> Guid {
+        self.guid
     }
 }
 
@@ -407,9 +362,9 @@ impl Evaluator {
         for n in &nodes {
             for m in &mut ports[start..start + usize::from(n.len)] {
                 let own = (n.guid, m.num);
-                if let Some(peer) = peer_of(&self.nodes, &self.far, own, m) {
-                    m.flags &= !HAS_PEER;
-                    set_peer(&nodes, &mut far, own, m, peer);
+                if let Some(peer) = last_peer(&self.nodes, &self.far, own, m.peer) {
+                    m.peer.clear();
+                    keep_peer(&nodes, &mut far, own, &mut m.peer, peer);
                 }
             }
             start += usize::from(n.len);
@@ -432,7 +387,7 @@ impl Evaluator {
 
     /// Port `own`'s last peer.
     fn peer(&self, own: (Guid, u8), m: &PortMem) -> Option<(Guid, u8)> {
-        peer_of(&self.nodes, &self.far, own, m)
+        last_peer(&self.nodes, &self.far, own, m.peer)
     }
 
     /// The time of the timeline at `at` (milliseconds): the wall clock
@@ -595,7 +550,7 @@ impl Evaluator {
         let seen_before = m.flags & SEEN != 0;
         m.flags |= SEEN;
         if let Some(peer) = l.remote() {
-            set_peer(&self.nodes, far, key, m, peer);
+            keep_peer(&self.nodes, far, key, &mut m.peer, peer);
         }
         // Flaps: LinkDowned rising (a flap faster than a sweep too), or
         // the port seen leaving Active and coming back; one flap is not
@@ -661,7 +616,7 @@ impl Evaluator {
         }
         (mask != 0 || flaps > 0).then(|| Seen {
             key,
-            peer: peer_of(&self.nodes, far, key, m),
+            peer: last_peer(&self.nodes, far, key, m.peer),
             mask,
             flaps,
         })

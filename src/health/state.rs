@@ -15,6 +15,7 @@ use super::{ACTIVE, EVER_ACTIVE, Evaluator, HAS_LINK_DOWNED, HAS_PEER, NodeMem, 
 use crate::files::{Cursor, SealError, Sealed};
 use crate::ib::Guid;
 use crate::ib::health::{CONDITION_COUNT, Mark, NodeVerdict, PortVerdict};
+use crate::ib::last_peer::keep_peer;
 
 pub const MAGIC: [u8; 8] = *b"IBPMHL\x00\x01";
 /// Ports, entries and node entries a file holds at most (each).
@@ -107,7 +108,7 @@ pub fn encode(eval: &Evaluator) -> Vec<u8> {
     for (guid, p) in ports() {
         out.extend_from_slice(&guid.0.to_le_bytes());
         out.push(p.num);
-        out.push(p.flags & KEPT_FLAGS);
+        out.push(p.flags & KEPT_FLAGS | if p.peer.is_some() { HAS_PEER } else { 0 });
         let (peer, port) = eval.peer((guid, p.num), p).unwrap_or((Guid(0), 0));
         out.extend_from_slice(&peer.0.to_le_bytes());
         out.push(port);
@@ -269,15 +270,15 @@ impl Evaluator {
                 let mut m = PortMem::new(num);
                 if flags & HAS_PEER != 0 {
                     let own = (guid, num);
-                    super::set_peer(
+                    keep_peer(
                         &self.nodes,
                         &mut self.far,
                         own,
-                        &mut m,
+                        &mut m.peer,
                         (peer_guid, peer_port),
                     );
                 }
-                m.flags = flags & !HAS_LINK_DOWNED;
+                m.flags = flags & !(HAS_LINK_DOWNED | HAS_PEER);
                 self.ports.push(m);
             }
         }

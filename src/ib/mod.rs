@@ -4,6 +4,7 @@
 pub mod ber;
 pub mod cabling;
 pub mod health;
+pub mod last_peer;
 pub mod lines;
 pub mod link;
 pub mod names;

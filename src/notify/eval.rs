@@ -48,8 +48,7 @@ use crate::ib::health::{Condition, PortVerdict, Verdicts};
 use crate::ib::xmit_wait::TickRule;
 use crate::mib::rate::{congestion_hundredths, utilization_hundredths};
 
-mod peers;
-use peers::{FAR, FarPeers, keep_peer, last_peer};
+use crate::ib::last_peer::{FarPeers, NodeGuid, PeerRef, keep_peer, last_peer};
 
 // What the evaluator reads of a port, in one place: `PortRecord` is
 // reshaped elsewhere, and only these follow it.
@@ -302,10 +301,6 @@ const NO_SAMPLES: u8 = u8::MAX;
 /// node's [`NodeMem::samples`], from the first time its link is seen up:
 /// a port that was never cabled keeps none.
 struct PortMem {
-    /// The node of the last peer seen, when [`HAS_PEER`] (a link that went
-    /// down has none any more): its index in [`Evaluator::nodes`], or
-    /// [`FAR`].
-    peer_node: u32,
     /// 1 + the milliseconds from the records' origin of the last reading
     /// evaluated;
     /// 0: none yet.
@@ -319,8 +314,10 @@ struct PortMem {
     num: u8,
     /// pmPortState (every value fits).
     state: u8,
-    peer_port: u8,
-    /// [`HAS_PEER`], [`MOVING`], [`RISEN`], and the link's last known
+    /// The last peer seen (a link that went down has none any more): its
+    /// node's index in [`Evaluator::nodes`], or in [`Evaluator::far`].
+    peer: PeerRef,
+    /// [`MOVING`], [`RISEN`], and the link's last known
     /// pmPortLinkDegraded in the bits of [`HEALTH`] ([`HEALTH_UNSEEN`]
     /// before the first evaluation).
     flags: u8,
@@ -330,8 +327,6 @@ struct PortMem {
     samples: u8,
 }
 
-/// [`PortMem::flags`]: the port has had a peer.
-const HAS_PEER: u8 = 1;
 /// [`PortMem::flags`]: pmPortLinkDegraded (0..=4) in bits 1..=3.
 const HEALTH_SHIFT: u8 = 1;
 const HEALTH: u8 = 0b1110;
@@ -364,13 +359,12 @@ const _: () = assert!(!std::mem::needs_drop::<PortMem>());
 impl PortMem {
     fn new(limits: u32, p: &PortRecord) -> PortMem {
         let mut m = PortMem {
-            peer_node: FAR,
             last_read: 0,
             resets: resets(p),
             limits,
             num: p.num(),
             state: 0,
-            peer_port: 0,
+            peer: PeerRef::default(),
             flags: HEALTH_UNSEEN << HEALTH_SHIFT,
             kept: 0,
             samples: NO_SAMPLES,
@@ -425,6 +419,23 @@ struct NodeMem {
     samples: Box<[Samples]>,
 }
 
+impl NodeGuid for NodeMem {
+    fn node_guid(&self) -> Guid {
+        self.guid
+    }
+}
+
+/// The peers' node indexes of `before`'s nodes (their GUIDs, before nodes
+/// were added or let go) taken to `nodes`' now.
+fn renumber_peers(nodes: &mut [NodeMem], far: &mut FarPeers, before: &[Guid]) {
+    let now: Vec<Guid> = nodes.iter().map(|n| n.guid).collect();
+    for n in nodes.iter_mut() {
+        for m in n.ports.iter_mut() {
+            crate::ib::last_peer::renumber(&mut m.peer, (n.guid, m.num), before, &now, far);
+        }
+    }
+}
+
 pub struct Evaluator {
     cfg: NotifyConfig,
     /// The window in milliseconds (at most 2^31 - 1: the config allows a
@@ -438,7 +449,7 @@ pub struct Evaluator {
     moving: std::collections::HashMap<(Guid, u8), Narrows>,
     /// The rising events sent without a falling one yet ([`RISEN`]).
     risen: Risen,
-    /// The last peers of nodes not in `nodes` ([`FAR`]).
+    /// The last peers of nodes not in `nodes` ([`crate::ib::last_peer::FAR`]).
     far: FarPeers,
     overrun: bool,
     last_sweep: Option<u64>,
@@ -535,7 +546,7 @@ impl Evaluator {
             self.moving.retain(|k, _| !gone(k));
             self.risen.retain(|k, _| !gone(k));
             self.far.retain(|k, _| !gone(k));
-            peers::renumber(&mut self.nodes, &mut self.far, &before);
+            renumber_peers(&mut self.nodes, &mut self.far, &before);
         }
         // Nodes: lost (marked unreachable or gone) and found.
         let swept = snap.swept_subnets();
@@ -615,7 +626,7 @@ impl Evaluator {
             self.nodes.sort_by_key(|m| m.guid);
             self.nodes.dedup_by_key(|m| m.guid);
             self.nodes.shrink_to_fit();
-            peers::renumber(&mut self.nodes, &mut self.far, &before);
+            renumber_peers(&mut self.nodes, &mut self.far, &before);
             // The peers of the nodes seen first, as their records have them.
             for guid in first_seen {
                 let (Ok(i), Some(rec)) = (
@@ -626,13 +637,9 @@ impl Evaluator {
                 };
                 let mut ports = std::mem::take(&mut self.nodes[i].ports);
                 for (m, p) in ports.iter_mut().zip(rec.ports()) {
-                    keep_peer(
-                        &self.nodes,
-                        &mut self.far,
-                        (guid, m.num),
-                        m,
-                        peer_of_port(p),
-                    );
+                    if let Some(peer) = peer_of_port(p) {
+                        keep_peer(&self.nodes, &mut self.far, (guid, m.num), &mut m.peer, peer);
+                    }
                 }
                 self.nodes[i].ports = ports;
             }
@@ -852,7 +859,7 @@ impl PortCtx<'_> {
         let state = state_of(p);
         let remote = peer_of_port(p);
         let own = (self.node.id.guid, pm.num);
-        let last = last_peer(self.nodes, self.far, own, pm);
+        let last = last_peer(self.nodes, self.far, own, pm.peer);
         if state != pm.state() {
             let peer = peer_of(self.snap, remote.or(last));
             let mut e = self.event(Kind::PortStateChange, p, peer);
@@ -861,7 +868,9 @@ impl PortCtx<'_> {
             self.out.push(e);
             pm.set_state(state);
         }
-        keep_peer(self.nodes, self.far, own, pm, remote);
+        if let Some(peer) = remote {
+            keep_peer(self.nodes, self.far, own, &mut pm.peer, peer);
+        }
         self.link_health(p, pm);
         if resets(p) != pm.resets {
             self.out.push(self.event(Kind::Discontinuity, p, None));
@@ -930,7 +939,7 @@ impl PortCtx<'_> {
             if let Some((kind, threshold)) = kind {
                 let peer = peer_of(
                     self.snap,
-                    remote.or(last_peer(self.nodes, self.far, own, pm)),
+                    remote.or(last_peer(self.nodes, self.far, own, pm.peer)),
                 );
                 let mut e = self.event(kind, p, peer);
                 e.counter = d.name;
