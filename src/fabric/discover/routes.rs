@@ -18,8 +18,9 @@ pub(crate) trait Links {
     fn is_switch(&self, i: usize) -> bool;
     /// How many nodes there are (places run from 0 to this).
     fn node_count(&self) -> usize;
-    /// Each cabled port of the node: its number and the node at the far end.
-    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)>;
+    /// Each cabled port of the node: its number and the place of the node
+    /// at the far end (a far end the topology does not have is left out).
+    fn links(&self, i: usize) -> impl Iterator<Item = (u8, usize)>;
 }
 
 impl Links for Fabric {
@@ -35,11 +36,11 @@ impl Links for Fabric {
         self.nodes.len()
     }
 
-    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
+    fn links(&self, i: usize) -> impl Iterator<Item = (u8, usize)> {
         self.nodes[i]
             .ports
             .iter()
-            .filter_map(|p| p.remote().map(|(g, _)| (p.num, g)))
+            .filter_map(|p| Some((p.num, self.find(p.remote()?.0)?)))
     }
 }
 
@@ -123,11 +124,10 @@ pub(crate) fn routes_from(
         if usize::from(hops) >= max_hops || (!switch && !is_local) {
             continue;
         }
-        for (num, rg) in fabric.links(n) {
+        for (num, r) in fabric.links(n) {
             if is_local && !switch && num != local_port {
                 continue;
             }
-            let Some(r) = fabric.find(rg) else { continue };
             if routes.via[r].from != UNREACHED {
                 continue;
             }
@@ -162,8 +162,11 @@ mod tests {
         fn node_count(&self) -> usize {
             self.0.len()
         }
-        fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
-            self.0[i].2.iter().map(|&(p, g)| (p, Guid(g)))
+        fn links(&self, i: usize) -> impl Iterator<Item = (u8, usize)> {
+            self.0[i]
+                .2
+                .iter()
+                .filter_map(|&(p, g)| Some((p, self.find(Guid(g))?)))
         }
     }
 

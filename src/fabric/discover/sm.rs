@@ -130,8 +130,6 @@ fn sm_of(data: &[u8; SMP_DATA_SIZE], lid: u16) -> SmInfo {
     sm
 }
 
-/// The LID a node is asked for SMInfo at: a switch's, or the channel
-/// adapter port's that has `sm_lid` (else its first port's).
 /// A subnet's topology as reading its SMs needs it: each node's GUID,
 /// kind and LID, and each port's number, LID and far end. Kept between
 /// reads in place of the discovered [`Fabric`], at about a quarter of its
@@ -221,11 +219,11 @@ impl Links for SmMap {
         self.nodes.len()
     }
 
-    fn links(&self, i: usize) -> impl Iterator<Item = (u8, Guid)> {
+    fn links(&self, i: usize) -> impl Iterator<Item = (u8, usize)> {
         self.ports_of(i)
             .iter()
             .filter(|p| p.peer != NO_PEER)
-            .map(|p| (p.num, self.nodes[p.peer as usize].guid))
+            .map(|p| (p.num, p.peer as usize))
     }
 }
 
