@@ -735,11 +735,24 @@ impl Evaluator {
             }
         }
         // A link lost past forget_after is no longer looked for: its
-        // ports are as if never Active.
+        // ports are as if never Active. (Where each node's ports start,
+        // counted once for all of them.)
+        let starts: Vec<usize> = if forgotten.is_empty() {
+            Vec::new()
+        } else {
+            self.nodes
+                .iter()
+                .scan(0, |at, n| {
+                    let start = *at;
+                    *at += usize::from(n.len);
+                    Some(start)
+                })
+                .collect()
+        };
         for (guid, num) in forgotten {
             if let Ok(i) = self.nodes.binary_search_by_key(&guid, |n| n.guid) {
                 let n = self.nodes[i];
-                let start: usize = self.nodes[..i].iter().map(|n| usize::from(n.len)).sum();
+                let start = starts[i];
                 let ports = self
                     .ports
                     .get_mut(start..start + usize::from(n.len))
